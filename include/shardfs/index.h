@@ -1,0 +1,130 @@
+/*
+ * The index of a source: per shard its path, size, mtime, format, sample
+ * count, SHA-256 and the byte offset of every sample boundary.
+ *
+ * On disk (default SRC/.shardfs/, or any directory the source cannot
+ * hold) it is two files, each written to a temporary name and renamed:
+ *   manifest.json        version, shards, totals and a SHA-256 of itself;
+ *   samples-<hash>.bin   the boundary table: a 64-byte header ("SFSBND01",
+ *                        u32 version, u32 0, u64 count, 32-byte SHA-256
+ *                        of the payload, 8 zero bytes) and count
+ *                        little-endian u64 offsets; named after its hash,
+ *                        so a reader never sees a manifest paired with the
+ *                        wrong table.
+ * docs/index-format.md describes both.  A loaded table is mmap'd: a billion
+ * samples cost no heap.
+ *
+ * Invariants of a loaded or built index: shards are sorted by path (bytes,
+ * strcmp), paths are relative, '/'-separated, without "." or ".."
+ * components; a sliceable shard's nsamples + 1 boundaries are
+ * non-decreasing, start at or after prefix_len and end at or before size.
+ */
+#ifndef SHARDFS_INDEX_H
+#define SHARDFS_INDEX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "shardfs/digest.h"
+#include "shardfs/error.h"
+#include "shardfs/format.h"
+
+#define SFS_INDEX_VERSION 1
+#define SFS_INDEX_DIR ".shardfs"
+#define SFS_INDEX_MANIFEST "manifest.json"
+#define SFS_NO_BOUNDS UINT64_MAX
+
+/* One more file of a `files` sample that groups several files by key. */
+struct sfs_member {
+	char *path;
+	uint64_t size;
+	int64_t mtime_ns;
+};
+
+struct sfs_shard {
+	char *path; /* relative to the source */
+	uint64_t size;
+	int64_t mtime_ns;
+	const struct sfs_format_ops *format;
+	uint64_t nsamples;
+	uint64_t bounds_at; /* first boundary in the table, or SFS_NO_BOUNDS
+				 * when the shard cannot be sliced */
+	uint64_t prefix_len; /* see format.h */
+	bool newline_missing; /* see format.h */
+	bool has_digest;
+	unsigned char digest[SFS_DIGEST_LEN]; /* over the shard, then members */
+	struct sfs_member *members; /* files: the rest of the sample's files */
+	size_t nmembers;
+};
+
+struct sfs_index {
+	char *source; /* absolute path of the source */
+	struct sfs_shard *shards;
+	size_t nshards;
+	uint64_t nsamples; /* sum over shards */
+	const uint64_t *bounds; /* the boundary table, nbounds entries */
+	uint64_t nbounds;
+	void *map; /* owner of bounds when mmap'd ... */
+	size_t map_len;
+	uint64_t *bounds_heap; /* ... or when built in memory */
+};
+
+/* True when the shard can be cut into slices. */
+static inline bool sfs_shard_sliceable(const struct sfs_shard *sh)
+{
+	return sh->bounds_at != SFS_NO_BOUNDS;
+}
+
+/* The nsamples + 1 boundaries of a sliceable shard (borrowed). */
+static inline const uint64_t *sfs_index_bounds(const struct sfs_index *idx,
+					       const struct sfs_shard *sh)
+{
+	return idx->bounds + sh->bounds_at;
+}
+
+/*
+ * The directory that holds the index of source: dir when given, else
+ * SRC/.shardfs.  Returns a heap string (caller frees) or NULL.
+ */
+char *sfs_index_dir(const char *source, const char *dir);
+
+/*
+ * Load the index of source from dir (NULL: SRC/.shardfs).  Checks versions,
+ * checksums and every invariant above; does not look at the shards (see
+ * sfs_index_check_source).  Returns 0 and a new index in *out, or:
+ * -ENOENT (no index: the message says how to build one), -EINVAL (corrupt,
+ * truncated or of another version: the message names the file and says to
+ * rebuild), -EIO, -ENOMEM.
+ */
+int sfs_index_load(const char *source, const char *dir, struct sfs_index **out,
+		   struct sfs_error *err);
+
+/*
+ * Write idx into dir (NULL: SRC/.shardfs, created if missing) atomically:
+ * the table, then the manifest, each through a temporary file and rename;
+ * older tables are removed after.  Returns 0 or a negative errno.
+ */
+int sfs_index_save(const struct sfs_index *idx, const char *dir,
+		   struct sfs_error *err);
+
+/*
+ * Compare every shard's size and mtime with the source.  Returns 0 when all
+ * match, -ESTALE with a message that names the changed shards (up to ten,
+ * and how many more) and the command that rebuilds the index (dir as given
+ * to load, NULL for the default).
+ */
+int sfs_index_check_source(const struct sfs_index *idx, const char *dir,
+			   struct sfs_error *err);
+
+/* The position of path in idx (binary search), or -1. */
+ssize_t sfs_index_find(const struct sfs_index *idx, const char *path);
+
+/* Free idx and everything it owns.  NULL is a no-op. */
+void sfs_index_free(struct sfs_index *idx);
+
+/* True when a path from an index is safe to join to the source. */
+bool sfs_index_path_ok(const char *path);
+
+#endif

@@ -1,0 +1,95 @@
+/*
+ * The plan: for every reader (rank, worker) of an epoch, the ordered list
+ * of files it reads.  A pure function of (index, options): no I/O, no
+ * communication, the same on every node.  docs/plan.md is the contract:
+ *
+ * 1. Units: shards in index order (sorted by path), with samples, each cut
+ *    into blocks of `block` samples when block > 0 and the shard can be
+ *    sliced, else one unit per shard.
+ * 2. Epoch order: units permuted by the PRNG keyed by (seed, epoch, 0);
+ *    with shuffle=samples the samples of unit u (canonical number) are
+ *    permuted by the PRNG keyed by (seed, epoch, u + 1).  Never by world or
+ *    workers.
+ * 3. Resume: the first `start` samples of that order are skipped.
+ * 4. Equalise: n samples remain for T = world * workers readers; pad: c =
+ *    ceil(n / T) rounded up to a multiple of batch, positions past n
+ *    repeat the order from its start; drop: c = floor(n / T) rounded down
+ *    to a multiple of batch, the tail left out.
+ * 5. Partition: reader t = rank * workers + worker takes positions
+ *    [t * c, (t + 1) * c).
+ * 6. Files: a new file at every unit boundary (and where padding wraps);
+ *    a file that is exactly one whole shard in its own byte order is
+ *    `whole` (a symlink in the view), any other a slice.
+ */
+#ifndef SHARDFS_PLAN_H
+#define SHARDFS_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shardfs/error.h"
+#include "shardfs/index.h"
+#include "shardfs/options.h"
+#include "shardfs/slice.h"
+
+struct sfs_plan_file {
+	size_t shard; /* in idx->shards */
+	bool whole; /* exactly the shard: a symlink */
+	uint64_t nsamples;
+	uint64_t npadding; /* samples of this file that are padding */
+	size_t run_at; /* its runs: plan->runs[run_at ...] */
+	size_t nruns;
+};
+
+struct sfs_plan_reader {
+	size_t file_at; /* its files: plan->files[file_at ...] */
+	size_t nfiles;
+	uint64_t npadding;
+};
+
+struct sfs_plan {
+	struct sfs_plan_opts opts;
+	uint64_t nunits;
+	uint64_t total; /* samples in the epoch */
+	uint64_t remaining; /* after start: n */
+	uint64_t per_reader; /* c */
+	uint64_t padding; /* pad: repeated samples over all readers */
+	uint64_t dropped; /* drop: samples left out */
+	size_t nreaders; /* world * workers */
+	struct sfs_plan_reader *readers;
+	struct sfs_plan_file *files;
+	size_t nfiles;
+	struct sfs_run *runs;
+	size_t nruns;
+};
+
+/*
+ * Compute the plan of idx (borrowed; the plan refers to its shards by
+ * number) under o.  Returns 0 and a new plan in *out, or -EINVAL with a
+ * message when the options cannot be served: no samples left
+ * ("start=... leaves no samples"), drop leaving 0 per reader ("remainder=
+ * drop leaves 0 samples per reader: 7 samples for world=4 x workers=2"),
+ * or a reader's share that would cut a shard that cannot be sliced.
+ * -ENOMEM.
+ */
+int sfs_plan_build(const struct sfs_index *idx, const struct sfs_plan_opts *o,
+		   struct sfs_plan **out, struct sfs_error *err);
+
+void sfs_plan_free(struct sfs_plan *plan);
+
+/*
+ * The plan as JSON text (docs/plan.md shows its shape): options, totals and
+ * per reader its files with shard path, whole or slice, sample runs and
+ * padding.  Returns a heap string (caller frees) or NULL without memory.
+ */
+char *sfs_plan_json(const struct sfs_plan *plan, const struct sfs_index *idx);
+
+/* The reader number of (rank, worker). */
+static inline size_t sfs_plan_reader_id(const struct sfs_plan *plan,
+					uint32_t rank, uint32_t worker)
+{
+	return (size_t)rank * plan->opts.workers + worker;
+}
+
+#endif

@@ -1,0 +1,62 @@
+/*
+ * Slices: the bytes of a chosen set of samples of one shard, as a reader of
+ * the shard's format expects them.
+ *
+ * A slice is a list of extents laid end to end: each is either a byte range
+ * of the source shard or a few synthesized bytes (a tar end-of-archive
+ * marker, a missing '\n').  Nothing is copied until read; the FUSE layer
+ * answers reads straight from the extents.  Samples are named by runs of
+ * consecutive sample numbers within the shard.
+ */
+#ifndef SHARDFS_SLICE_H
+#define SHARDFS_SLICE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "shardfs/error.h"
+#include "shardfs/index.h"
+
+/* Samples [first, first + count) of a shard. */
+struct sfs_run {
+	uint64_t first;
+	uint64_t count;
+};
+
+struct sfs_extent {
+	uint64_t pos; /* offset in the slice */
+	uint64_t len;
+	uint64_t src; /* offset in the shard, when mem is NULL */
+	const void *mem; /* static synthesized bytes, or NULL */
+};
+
+struct sfs_slice {
+	uint64_t size; /* total bytes */
+	size_t nextents;
+	struct sfs_extent *extents;
+};
+
+/*
+ * Lay out the slice of shard sh of idx holding runs[0..nruns), in that
+ * order.  Each run must lie within the shard.  Returns 0 and a new slice in
+ * *out, -EINVAL when sh cannot be sliced or a run is out of range, -ENOMEM.
+ */
+int sfs_slice_build(const struct sfs_index *idx, const struct sfs_shard *sh,
+		    const struct sfs_run *runs, size_t nruns,
+		    struct sfs_slice **out, struct sfs_error *err);
+
+void sfs_slice_free(struct sfs_slice *s);
+
+/* The extent holding byte pos of the slice (pos < size). */
+size_t sfs_slice_find(const struct sfs_slice *s, uint64_t pos);
+
+/*
+ * Read up to len bytes of the slice at pos into buf, the shard's bytes from
+ * fd.  Returns the count (0 at or past the end) or -errno.  A source that
+ * ends early gives -EIO, never short or wrong bytes.
+ */
+ssize_t sfs_slice_pread(const struct sfs_slice *s, int fd, void *buf,
+			size_t len, uint64_t pos);
+
+#endif

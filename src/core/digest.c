@@ -1,0 +1,136 @@
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "shardfs/digest.h"
+
+#define READ_BLOCK (1 << 20)
+
+struct sfs_digest {
+	EVP_MD_CTX *ctx;
+	unsigned char *buf; /* READ_BLOCK bytes for sfs_digest_fd */
+};
+
+struct sfs_digest *sfs_digest_new(void)
+{
+	struct sfs_digest *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return NULL;
+	d->ctx = EVP_MD_CTX_new();
+	if (!d->ctx || !EVP_DigestInit_ex(d->ctx, EVP_sha256(), NULL)) {
+		sfs_digest_free(d);
+		return NULL;
+	}
+	return d;
+}
+
+void sfs_digest_free(struct sfs_digest *d)
+{
+	if (!d)
+		return;
+	EVP_MD_CTX_free(d->ctx);
+	free(d->buf);
+	free(d);
+}
+
+int sfs_digest_update(struct sfs_digest *d, const void *buf, size_t len)
+{
+	return EVP_DigestUpdate(d->ctx, buf, len) ? 0 : -EIO;
+}
+
+int sfs_digest_final(struct sfs_digest *d, unsigned char out[SFS_DIGEST_LEN])
+{
+	unsigned int n = 0;
+
+	if (!EVP_DigestFinal_ex(d->ctx, out, &n) || n != SFS_DIGEST_LEN)
+		return -EIO;
+	return EVP_DigestInit_ex(d->ctx, EVP_sha256(), NULL) ? 0 : -EIO;
+}
+
+int sfs_digest_fd(struct sfs_digest *d, int fd, uint64_t size, const char *path,
+		  struct sfs_error *err)
+{
+	uint64_t off = 0;
+
+	if (!d->buf) {
+		d->buf = malloc(READ_BLOCK);
+		if (!d->buf)
+			return sfs_errorf(err, -ENOMEM, "%s: out of memory",
+					  path);
+	}
+	while (off < size) {
+		size_t want = size - off < READ_BLOCK ? size - off : READ_BLOCK;
+		ssize_t got = pread(fd, d->buf, want, (off_t)off);
+
+		if (got < 0) {
+			int e = errno;
+
+			if (e == EINTR)
+				continue;
+			return sfs_errorf(err, -EIO,
+					  "%s: read failed at byte %llu: %s",
+					  path, (unsigned long long)off,
+					  strerror(e));
+		}
+		if (got == 0)
+			return sfs_errorf(
+				err, -EIO,
+				"%s: file ends at byte %llu, the index says %llu bytes; rebuild the index with shardfs-index",
+				path, (unsigned long long)off,
+				(unsigned long long)size);
+		if (sfs_digest_update(d, d->buf, (size_t)got))
+			return sfs_errorf(err, -EIO, "%s: SHA-256 failed",
+					  path);
+		off += (uint64_t)got;
+	}
+	return 0;
+}
+
+void sfs_digest_buf(const void *buf, size_t len,
+		    unsigned char out[SFS_DIGEST_LEN])
+{
+	unsigned int n = 0;
+
+	EVP_Digest(buf, len, out, &n, EVP_sha256(), NULL);
+}
+
+void sfs_digest_hex(const unsigned char d[SFS_DIGEST_LEN], char *out)
+{
+	static const char hex[] = "0123456789abcdef";
+	int i;
+
+	for (i = 0; i < SFS_DIGEST_LEN; i++) {
+		out[2 * i] = hex[d[i] >> 4];
+		out[2 * i + 1] = hex[d[i] & 15];
+	}
+	out[2 * SFS_DIGEST_LEN] = '\0';
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+int sfs_digest_parse(const char *hex, unsigned char out[SFS_DIGEST_LEN])
+{
+	int i;
+
+	if (strlen(hex) != 2 * SFS_DIGEST_LEN)
+		return -EINVAL;
+	for (i = 0; i < SFS_DIGEST_LEN; i++) {
+		int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
+
+		if (hi < 0 || lo < 0)
+			return -EINVAL;
+		out[i] = (unsigned char)(hi << 4 | lo);
+	}
+	return 0;
+}

@@ -1,0 +1,98 @@
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "format_i.h"
+
+static const struct sfs_format_ops *const formats[] = {
+	&sfs_format_tar,   &sfs_format_jsonl,  &sfs_format_tfrecord,
+	&sfs_format_files, &sfs_format_opaque,
+};
+
+#define NFORMATS (sizeof(formats) / sizeof(formats[0]))
+
+static const struct {
+	const char *suffix;
+	const struct sfs_format_ops *ops;
+} suffixes[] = {
+	{ ".tar", &sfs_format_tar },
+	{ ".tar.gz", &sfs_format_tar },
+	{ ".tgz", &sfs_format_tar },
+	{ ".tar.zst", &sfs_format_tar },
+	{ ".tar.xz", &sfs_format_tar },
+	{ ".tar.bz2", &sfs_format_tar },
+	{ ".jsonl", &sfs_format_jsonl },
+	{ ".ndjson", &sfs_format_jsonl },
+	{ ".tfrecord", &sfs_format_tfrecord },
+	{ ".tfrecords", &sfs_format_tfrecord },
+	{ ".parquet", &sfs_format_opaque },
+	{ ".arrow", &sfs_format_opaque },
+	{ ".npy", &sfs_format_opaque },
+	{ ".npz", &sfs_format_opaque },
+};
+
+const struct sfs_format_ops *sfs_format_by_name(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < NFORMATS; i++)
+		if (!strcmp(formats[i]->name, name))
+			return formats[i];
+	return NULL;
+}
+
+const struct sfs_format_ops *sfs_format_detect(const char *filename)
+{
+	size_t len = strlen(filename), i;
+
+	for (i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+		size_t n = strlen(suffixes[i].suffix);
+
+		if (len > n && !strcmp(filename + len - n, suffixes[i].suffix))
+			return suffixes[i].ops;
+	}
+	return NULL;
+}
+
+const struct sfs_format_ops *sfs_format_at(size_t i)
+{
+	return i < NFORMATS ? formats[i] : NULL;
+}
+
+size_t sfs_format_key_len(const char *path)
+{
+	const char *base = strrchr(path, '/');
+	const char *dot;
+
+	base = base ? base + 1 : path;
+	dot = strchr(base, '.');
+	return dot ? (size_t)(dot - path) : strlen(path);
+}
+
+int sfs_format_scan(const struct sfs_format_ops *ops,
+		    const struct sfs_scan_in *in, struct sfs_scan *out,
+		    struct sfs_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	if (in->size == 0 && !ops->allow_empty)
+		return sfs_errorf(
+			err, -EINVAL,
+			"%s: empty file at byte 0: a %s shard holds at least one sample",
+			in->path, ops->name);
+	return ops->scan(in, out, err);
+}
+
+int sfs_bounds_push(struct sfs_scan *out, size_t *cap, uint64_t off)
+{
+	if ((size_t)out->nsamples + 1 >= *cap) {
+		size_t ncap = *cap ? 2 * *cap : 64;
+		uint64_t *nb = realloc(out->bounds, ncap * sizeof(*nb));
+
+		if (!nb)
+			return -ENOMEM;
+		out->bounds = nb;
+		*cap = ncap;
+	}
+	out->bounds[out->nsamples] = off;
+	return 0;
+}

@@ -1,0 +1,82 @@
+/*
+ * Line-per-sample text (JSONL, NDJSON): every line ending in '\n' is one
+ * sample, blank lines included, bytes kept as they are (a CRLF line keeps
+ * its '\r').  A last line without '\n' is a sample too; a slice that ends
+ * with it gets the '\n' it lacks, so that a line reader sees every sample
+ * as a whole line.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "format_i.h"
+#include "shardfs/index.h"
+
+#define READ_BLOCK (1 << 20)
+
+static int jsonl_scan(const struct sfs_scan_in *in, struct sfs_scan *out,
+		      struct sfs_error *err)
+{
+	char *buf = malloc(READ_BLOCK);
+	uint64_t off = 0, line = 0;
+	size_t cap = 0;
+	int rc = 0;
+
+	if (!buf)
+		return sfs_errorf(err, -ENOMEM, "%s: out of memory", in->path);
+	while (off < in->size) {
+		size_t want = in->size - off < READ_BLOCK ? in->size - off :
+							    READ_BLOCK;
+		ssize_t got = pread(in->fd, buf, want, (off_t)off);
+		const char *p = buf, *end;
+
+		if (got <= 0) {
+			rc = sfs_errorf(err, -EIO,
+					"%s: read failed at byte %llu: %s",
+					in->path, (unsigned long long)off,
+					got < 0 ? strerror(errno) :
+						  "unexpected end of file");
+			goto out_free;
+		}
+		end = buf + got;
+		while ((p = memchr(p, '\n', (size_t)(end - p)))) {
+			p++;
+			if (sfs_bounds_push(out, &cap, line))
+				goto out_nomem;
+			out->nsamples++;
+			line = off + (uint64_t)(p - buf);
+		}
+		off += (uint64_t)got;
+	}
+	if (line < in->size) {
+		if (sfs_bounds_push(out, &cap, line))
+			goto out_nomem;
+		out->nsamples++;
+		out->newline_missing = true;
+	}
+	if (sfs_bounds_push(out, &cap, in->size))
+		goto out_nomem;
+	out->sliceable = true;
+	goto out_free;
+out_nomem:
+	rc = sfs_errorf(err, -ENOMEM, "%s: out of memory", in->path);
+out_free:
+	free(buf);
+	return rc;
+}
+
+static size_t jsonl_run_suffix(const struct sfs_shard *sh, uint64_t end,
+			       const void **bytes)
+{
+	if (!sh->newline_missing || end != sh->nsamples)
+		return 0;
+	*bytes = "\n";
+	return 1;
+}
+
+const struct sfs_format_ops sfs_format_jsonl = {
+	.name = "jsonl",
+	.scan = jsonl_scan,
+	.run_suffix = jsonl_run_suffix,
+};

@@ -1,0 +1,254 @@
+/*
+ * WebDataset tar shards.
+ *
+ * A sample is a run of consecutive members whose key (the member path up
+ * to the first dot of its basename) is equal.  Directory members belong to
+ * the sample that follows them.  Headers are read with libarchive, which
+ * seeks past member data on a regular file, so a scan reads little more
+ * than the headers.
+ *
+ * A sample's bytes run from libarchive's header position of its first
+ * member (which points at the member's first extension header: pax 'x',
+ * GNU 'L'/'K') to the header position of the next sample; the last sample
+ * ends at the end of the last member's padded data.  Global pax headers
+ * ('g') at the start of the shard become the prefix of every slice, and
+ * every slice ends with the two zero blocks of an end-of-archive marker.
+ * Compressed tars are counted, never sliced.
+ */
+#include <archive.h>
+#include <archive_entry.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "format_i.h"
+#include "shardfs/index.h"
+
+#define TAR_BLOCK 512
+#define READ_BLOCK (64 * 1024)
+#define GLOBAL_HEADER_MAX (1024 * 1024)
+
+static const unsigned char end_of_archive[2 * TAR_BLOCK];
+
+/* Parse an octal tar number field; returns -1 when it is not one. */
+static int64_t parse_octal(const unsigned char *p, size_t n)
+{
+	int64_t v = 0;
+	size_t i = 0;
+
+	while (i < n && p[i] == ' ')
+		i++;
+	for (; i < n && p[i] >= '0' && p[i] <= '7'; i++) {
+		if (v > (INT64_MAX >> 3))
+			return -1;
+		v = v << 3 | (p[i] - '0');
+	}
+	for (; i < n; i++)
+		if (p[i] != ' ' && p[i] != '\0')
+			return -1;
+	return v;
+}
+
+/*
+ * The length of the global pax headers ('g') that open the shard, which
+ * every slice must repeat: 0 when there are none.
+ */
+static int global_prefix(const struct sfs_scan_in *in, uint64_t *len,
+			 struct sfs_error *err)
+{
+	unsigned char h[TAR_BLOCK];
+	uint64_t off = 0;
+
+	for (;;) {
+		ssize_t got = pread(in->fd, h, sizeof(h), (off_t)off);
+		int64_t size;
+
+		if (got < 0)
+			return sfs_errorf(err, -EIO,
+					  "%s: read failed at byte %llu: %s",
+					  in->path, (unsigned long long)off,
+					  strerror(errno));
+		if (got < TAR_BLOCK || h[156] != 'g' ||
+		    memcmp(h + 257, "ustar", 5))
+			break;
+		size = parse_octal(h + 124, 12);
+		if (size < 0 || size > GLOBAL_HEADER_MAX)
+			return sfs_errorf(
+				err, -EINVAL,
+				"%s: global pax header at byte %llu has a bad or too large size field (limit %d bytes)",
+				in->path, (unsigned long long)off,
+				GLOBAL_HEADER_MAX);
+		if (off + TAR_BLOCK + sfs_tar_round((uint64_t)size) > in->size)
+			return sfs_errorf(
+				err, -EINVAL,
+				"%s: truncated global pax header at byte %llu",
+				in->path, (unsigned long long)off);
+		off += TAR_BLOCK + sfs_tar_round((uint64_t)size);
+	}
+	*len = off;
+	return 0;
+}
+
+struct key {
+	char *buf;
+	size_t len, cap;
+	bool set;
+};
+
+/* Remember path's key; returns 1 when it differs from the one before. */
+static int key_next(struct key *k, const char *path)
+{
+	size_t n = sfs_format_key_len(path);
+
+	if (k->set && n == k->len && !memcmp(k->buf, path, n))
+		return 0;
+	if (n + 1 > k->cap) {
+		char *nb = realloc(k->buf, n + 1);
+
+		if (!nb)
+			return -ENOMEM;
+		k->buf = nb;
+		k->cap = n + 1;
+	}
+	memcpy(k->buf, path, n);
+	k->len = n;
+	k->set = true;
+	return 1;
+}
+
+static int tar_scan(const struct sfs_scan_in *in, struct sfs_scan *out,
+		    struct sfs_error *err)
+{
+	struct archive *a;
+	struct archive_entry *e;
+	struct key key = { 0 };
+	size_t cap = 0;
+	uint64_t pending = UINT64_MAX; /* first unassigned directory member */
+	uint64_t data_end = 0;
+	bool compressed;
+	int rc, r;
+
+	rc = global_prefix(in, &out->prefix_len, err);
+	if (rc)
+		return rc;
+	if (lseek(in->fd, 0, SEEK_SET) < 0)
+		return sfs_errorf(err, -EIO, "%s: cannot seek: %s", in->path,
+				  strerror(errno));
+	a = archive_read_new();
+	if (!a)
+		return sfs_errorf(err, -ENOMEM, "%s: out of memory", in->path);
+	archive_read_support_filter_all(a);
+	archive_read_support_format_tar(a);
+	if (archive_read_open_fd(a, in->fd, READ_BLOCK) != ARCHIVE_OK) {
+		rc = sfs_errorf(err, -EINVAL,
+				"%s: not a tar archive at byte 0 (%s)",
+				in->path, archive_error_string(a));
+		goto out_free;
+	}
+	compressed = archive_filter_count(a) > 1;
+	while ((r = archive_read_next_header(a, &e)) == ARCHIVE_OK ||
+	       r == ARCHIVE_WARN) {
+		uint64_t pos = (uint64_t)archive_read_header_position(a);
+		int64_t size = archive_entry_size(e);
+		int isnew;
+
+		if (pos < out->prefix_len)
+			pos = out->prefix_len;
+		if (size < 0 || (uint64_t)size > in->size) {
+			rc = sfs_errorf(
+				err, -EINVAL,
+				"%s: tar member \"%s\" at byte %llu has a bad size field",
+				in->path, archive_entry_pathname(e),
+				(unsigned long long)pos);
+			goto out_free;
+		}
+		if (!compressed) {
+			data_end = (uint64_t)archive_filter_bytes(a, 0) +
+				   sfs_tar_round((uint64_t)size);
+			if (data_end > in->size) {
+				rc = sfs_errorf(
+					err, -EINVAL,
+					"%s: truncated tar member \"%s\" at byte %llu: its data needs %llu bytes up to byte %llu, the file has %llu",
+					in->path, archive_entry_pathname(e),
+					(unsigned long long)pos,
+					(unsigned long long)size,
+					(unsigned long long)data_end,
+					(unsigned long long)in->size);
+				goto out_free;
+			}
+		}
+		if (archive_entry_filetype(e) == AE_IFDIR) {
+			if (pending == UINT64_MAX)
+				pending = pos;
+			continue;
+		}
+		isnew = key_next(&key, archive_entry_pathname(e) ?
+					       archive_entry_pathname(e) :
+					       "");
+		if (isnew < 0) {
+			rc = sfs_errorf(err, -ENOMEM, "%s: out of memory",
+					in->path);
+			goto out_free;
+		}
+		if (isnew) {
+			if (!compressed &&
+			    sfs_bounds_push(out, &cap,
+					    pending != UINT64_MAX ? pending :
+								    pos)) {
+				rc = sfs_errorf(err, -ENOMEM,
+						"%s: out of memory", in->path);
+				goto out_free;
+			}
+			out->nsamples++;
+		}
+		pending = UINT64_MAX;
+	}
+	if (r != ARCHIVE_EOF) {
+		uint64_t pos = (uint64_t)archive_read_header_position(a);
+
+		if (out->nsamples == 0 && pos <= out->prefix_len)
+			rc = sfs_errorf(
+				err, -EINVAL,
+				"%s: not a tar archive at byte %llu (%s)",
+				in->path, (unsigned long long)pos,
+				archive_error_string(a));
+		else
+			rc = sfs_errorf(
+				err, -EINVAL,
+				"%s: malformed tar header at byte %llu (%s)",
+				in->path, (unsigned long long)pos,
+				archive_error_string(a));
+		goto out_free;
+	}
+	out->sliceable = !compressed;
+	if (compressed) {
+		free(out->bounds);
+		out->bounds = NULL;
+		out->prefix_len = 0;
+	} else if (sfs_bounds_push(out, &cap,
+				   data_end > out->prefix_len ?
+					   data_end :
+					   out->prefix_len)) {
+		rc = sfs_errorf(err, -ENOMEM, "%s: out of memory", in->path);
+		goto out_free;
+	}
+	rc = 0;
+out_free:
+	free(key.buf);
+	archive_read_free(a);
+	return rc;
+}
+
+static size_t tar_slice_suffix(const struct sfs_shard *sh, const void **bytes)
+{
+	(void)sh;
+	*bytes = end_of_archive;
+	return sizeof(end_of_archive);
+}
+
+const struct sfs_format_ops sfs_format_tar = {
+	.name = "tar",
+	.scan = tar_scan,
+	.slice_suffix = tar_slice_suffix,
+};

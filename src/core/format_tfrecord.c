@@ -1,0 +1,172 @@
+/*
+ * TFRecord files: records of (u64 length, u32 masked CRC-32C of the length,
+ * data, u32 masked CRC-32C of the data), little-endian.  One record is one
+ * sample; a slice is the byte range of its records, nothing added.
+ *
+ * A scan reads only the 12-byte headers (from a buffer refilled in large
+ * blocks), checks each length's CRC and that the record fits in the file.
+ * The data CRCs are checked by verify (shardfs-index --verify), which reads
+ * everything.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "format_i.h"
+#include "shardfs/crc32c.h"
+#include "shardfs/index.h"
+
+#define HEADER 12
+#define FRAMING 16
+#define READ_BLOCK (256 * 1024)
+
+struct reader {
+	int fd;
+	unsigned char *buf;
+	uint64_t start; /* file offset of buf[0] */
+	size_t len; /* valid bytes in buf */
+};
+
+/*
+ * Make bytes [off, off + n) available in r->buf and return a pointer to
+ * them, or NULL after a read error (errno set) or at end of file.
+ */
+static const unsigned char *reader_at(struct reader *r, uint64_t off, size_t n)
+{
+	ssize_t got;
+
+	if (off >= r->start && off + n <= r->start + r->len)
+		return r->buf + (off - r->start);
+	got = pread(r->fd, r->buf, READ_BLOCK, (off_t)off);
+	if (got < 0)
+		return NULL;
+	r->start = off;
+	r->len = (size_t)got;
+	if (r->len < n) {
+		errno = 0;
+		return NULL;
+	}
+	return r->buf;
+}
+
+static int tfrecord_scan(const struct sfs_scan_in *in, struct sfs_scan *out,
+			 struct sfs_error *err)
+{
+	struct reader r = { .fd = in->fd };
+	uint64_t off = 0;
+	size_t cap = 0;
+	int rc = 0;
+
+	r.buf = malloc(READ_BLOCK);
+	if (!r.buf)
+		return sfs_errorf(err, -ENOMEM, "%s: out of memory", in->path);
+	while (off < in->size) {
+		const unsigned char *h;
+		uint64_t len;
+
+		if (in->size - off < HEADER) {
+			rc = sfs_errorf(
+				err, -EINVAL,
+				"%s: truncated TFRecord header at byte %llu: %llu bytes left, a header needs %d",
+				in->path, (unsigned long long)off,
+				(unsigned long long)(in->size - off), HEADER);
+			goto out_free;
+		}
+		h = reader_at(&r, off, HEADER);
+		if (!h) {
+			rc = sfs_errorf(err, -EIO,
+					"%s: read failed at byte %llu: %s",
+					in->path, (unsigned long long)off,
+					errno ? strerror(errno) :
+						"unexpected end of file");
+			goto out_free;
+		}
+		len = sfs_le64(h);
+		if (sfs_le32(h + 8) != sfs_crc32c_masked(h, 8)) {
+			rc = sfs_errorf(
+				err, -EINVAL,
+				"%s: bad TFRecord length CRC at byte %llu (not a TFRecord file, or corrupted)",
+				in->path, (unsigned long long)off);
+			goto out_free;
+		}
+		if (len > in->size - off - HEADER ||
+		    in->size - off - HEADER - len < 4) {
+			rc = sfs_errorf(
+				err, -EINVAL,
+				"%s: TFRecord at byte %llu claims %llu data bytes, only %llu remain in the file",
+				in->path, (unsigned long long)off,
+				(unsigned long long)len,
+				(unsigned long long)(in->size - off - HEADER));
+			goto out_free;
+		}
+		if (sfs_bounds_push(out, &cap, off))
+			goto out_nomem;
+		out->nsamples++;
+		off += FRAMING + len;
+	}
+	if (sfs_bounds_push(out, &cap, off))
+		goto out_nomem;
+	out->sliceable = true;
+	goto out_free;
+out_nomem:
+	rc = sfs_errorf(err, -ENOMEM, "%s: out of memory", in->path);
+out_free:
+	free(r.buf);
+	return rc;
+}
+
+static int tfrecord_verify(int fd, const char *path, const struct sfs_shard *sh,
+			   const uint64_t *bounds, struct sfs_error *err)
+{
+	unsigned char *data = NULL;
+	size_t cap = 0;
+	uint64_t i;
+	int rc = 0;
+
+	for (i = 0; i < sh->nsamples; i++) {
+		uint64_t len = bounds[i + 1] - bounds[i];
+		ssize_t got;
+
+		if (len > cap) {
+			unsigned char *nd = realloc(data, len);
+
+			if (!nd) {
+				rc = sfs_errorf(
+					err, -ENOMEM,
+					"%s: out of memory for a %llu-byte record",
+					path, (unsigned long long)len);
+				goto out_free;
+			}
+			data = nd;
+			cap = len;
+		}
+		got = pread(fd, data, len, (off_t)bounds[i]);
+		if (got < 0 || (uint64_t)got != len) {
+			rc = sfs_errorf(err, -EIO,
+					"%s: read failed at byte %llu: %s",
+					path, (unsigned long long)bounds[i],
+					got < 0 ? strerror(errno) :
+						  "unexpected end of file");
+			goto out_free;
+		}
+		if (sfs_le32(data + len - 4) !=
+		    sfs_crc32c_masked(data + HEADER, len - FRAMING)) {
+			rc = sfs_errorf(
+				err, -EINVAL,
+				"%s: bad TFRecord data CRC in record %llu at byte %llu",
+				path, (unsigned long long)i,
+				(unsigned long long)bounds[i]);
+			goto out_free;
+		}
+	}
+out_free:
+	free(data);
+	return rc;
+}
+
+const struct sfs_format_ops sfs_format_tfrecord = {
+	.name = "tfrecord",
+	.scan = tfrecord_scan,
+	.verify = tfrecord_verify,
+};

@@ -1,0 +1,720 @@
+/*
+ * The index on disk: load (with every check an untrusted file needs), save
+ * (atomically), and compare with the source.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "shardfs/index.h"
+
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+	       "the boundary table is mmap'd as little-endian u64");
+
+#define TABLE_MAGIC "SFSBND01"
+#define TABLE_HEADER 64
+#define TABLE_PREFIX "samples-"
+#define TABLE_SUFFIX ".bin"
+#define MANIFEST_MAX (1ULL << 32)
+#define STALE_NAMED 10
+
+char *sfs_index_dir(const char *source, const char *dir)
+{
+	char *out;
+
+	if (dir)
+		return strdup(dir);
+	if (asprintf(&out, "%s/%s", source, SFS_INDEX_DIR) < 0)
+		return NULL;
+	return out;
+}
+
+bool sfs_index_path_ok(const char *path)
+{
+	const char *p = path;
+
+	if (!*path || *path == '/' || strlen(path) >= PATH_MAX)
+		return false;
+	while (*p) {
+		const char *slash = strchr(p, '/');
+		size_t n = slash ? (size_t)(slash - p) : strlen(p);
+
+		if (n == 0 || (n == 1 && p[0] == '.') ||
+		    (n == 2 && p[0] == '.' && p[1] == '.'))
+			return false;
+		if (!slash)
+			break;
+		p = slash + 1;
+		if (!*p)
+			return false;
+	}
+	return true;
+}
+
+static void shard_clear(struct sfs_shard *sh)
+{
+	size_t i;
+
+	free(sh->path);
+	for (i = 0; i < sh->nmembers; i++)
+		free(sh->members[i].path);
+	free(sh->members);
+}
+
+void sfs_index_free(struct sfs_index *idx)
+{
+	size_t i;
+
+	if (!idx)
+		return;
+	for (i = 0; i < idx->nshards; i++)
+		shard_clear(&idx->shards[i]);
+	free(idx->shards);
+	if (idx->map)
+		munmap(idx->map, idx->map_len);
+	free(idx->bounds_heap);
+	free(idx->source);
+	free(idx);
+}
+
+ssize_t sfs_index_find(const struct sfs_index *idx, const char *path)
+{
+	size_t lo = 0, hi = idx->nshards;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(idx->shards[mid].path, path);
+
+		if (c == 0)
+			return (ssize_t)mid;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -1;
+}
+
+/* ---- loading ---- */
+
+struct loader {
+	const char *manifest; /* path, for messages */
+	const char *table;
+	struct sfs_error *err;
+};
+
+static int corrupt(struct loader *l, const char *file, const char *what)
+{
+	return sfs_errorf(
+		l->err, -EINVAL,
+		"%s: %s; the index is damaged: rebuild it with shardfs-index",
+		file, what);
+}
+
+static int get_u64(json_t *obj, const char *key, bool required, uint64_t *v)
+{
+	json_t *j = json_object_get(obj, key);
+
+	if (!j)
+		return required ? -ENOENT : 0;
+	if (!json_is_integer(j) || json_integer_value(j) < 0)
+		return -EINVAL;
+	*v = (uint64_t)json_integer_value(j);
+	return 0;
+}
+
+static int manifest_checksum(json_t *root, unsigned char out[SFS_DIGEST_LEN])
+{
+	char *text = json_dumps(root, JSON_COMPACT | JSON_SORT_KEYS);
+
+	if (!text)
+		return -ENOMEM;
+	sfs_digest_buf(text, strlen(text), out);
+	free(text);
+	return 0;
+}
+
+static int load_member(struct loader *l, json_t *j, struct sfs_member *m)
+{
+	json_t *path = json_object_get(j, "path");
+	json_t *mtime = json_object_get(j, "mtime_ns");
+
+	if (!json_is_string(path) ||
+	    !sfs_index_path_ok(json_string_value(path)))
+		return corrupt(l, l->manifest,
+			       "a member has a missing or unsafe path");
+	if (get_u64(j, "size", true, &m->size) || !json_is_integer(mtime))
+		return corrupt(l, l->manifest,
+			       "a member lacks its size or mtime");
+	m->mtime_ns = json_integer_value(mtime);
+	m->path = strdup(json_string_value(path));
+	return m->path ? 0 : -ENOMEM;
+}
+
+static int load_shard(struct loader *l, json_t *j, struct sfs_shard *sh)
+{
+	json_t *path = json_object_get(j, "path");
+	json_t *fmt = json_object_get(j, "format");
+	json_t *mtime = json_object_get(j, "mtime_ns");
+	json_t *sha = json_object_get(j, "sha256");
+	json_t *members = json_object_get(j, "members");
+	json_t *nl = json_object_get(j, "newline_missing");
+	char what[PATH_MAX + 128];
+	size_t i;
+
+	if (!json_is_object(j) || !json_is_string(path) ||
+	    !sfs_index_path_ok(json_string_value(path)))
+		return corrupt(
+			l, l->manifest,
+			"a shard has a missing or unsafe path (absolute, empty, or with \"..\")");
+	sh->path = strdup(json_string_value(path));
+	if (!sh->path)
+		return -ENOMEM;
+	snprintf(what, sizeof(what), "shard \"%s\" has a bad field", sh->path);
+	sh->format = json_is_string(fmt) ?
+			     sfs_format_by_name(json_string_value(fmt)) :
+			     NULL;
+	if (!sh->format || !json_is_integer(mtime) ||
+	    get_u64(j, "size", true, &sh->size) ||
+	    get_u64(j, "samples", true, &sh->nsamples) ||
+	    get_u64(j, "prefix", false, &sh->prefix_len) ||
+	    (nl && !json_is_boolean(nl)))
+		return corrupt(l, l->manifest, what);
+	sh->mtime_ns = json_integer_value(mtime);
+	sh->newline_missing = json_is_true(nl);
+	sh->bounds_at = SFS_NO_BOUNDS;
+	if (get_u64(j, "bounds", false, &sh->bounds_at))
+		return corrupt(l, l->manifest, what);
+	if (sha) {
+		if (!json_is_string(sha) ||
+		    sfs_digest_parse(json_string_value(sha), sh->digest))
+			return corrupt(l, l->manifest, what);
+		sh->has_digest = true;
+	}
+	if (members) {
+		if (!json_is_array(members) || json_array_size(members) == 0)
+			return corrupt(l, l->manifest, what);
+		sh->members =
+			calloc(json_array_size(members), sizeof(*sh->members));
+		if (!sh->members)
+			return -ENOMEM;
+		for (i = 0; i < json_array_size(members); i++) {
+			int rc = load_member(l, json_array_get(members, i),
+					     &sh->members[i]);
+
+			sh->nmembers = i + 1;
+			if (rc)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+/* Check a shard's boundaries against the table and the shard's size. */
+static int check_bounds(struct loader *l, const struct sfs_index *idx,
+			const struct sfs_shard *sh)
+{
+	char what[PATH_MAX + 128];
+	const uint64_t *b;
+	uint64_t i;
+
+	if (!sfs_shard_sliceable(sh))
+		return 0;
+	snprintf(
+		what, sizeof(what),
+		"the boundaries of shard \"%s\" are out of order or out of range",
+		sh->path);
+	if (sh->bounds_at > idx->nbounds ||
+	    sh->nsamples >= idx->nbounds - sh->bounds_at)
+		return corrupt(l, l->table, what);
+	b = sfs_index_bounds(idx, sh);
+	if (b[0] < sh->prefix_len || b[sh->nsamples] > sh->size)
+		return corrupt(l, l->table, what);
+	for (i = 0; i < sh->nsamples; i++)
+		if (b[i] > b[i + 1])
+			return corrupt(l, l->table, what);
+	return 0;
+}
+
+static int map_table(struct loader *l, struct sfs_index *idx,
+		     const unsigned char want[SFS_DIGEST_LEN], uint64_t count)
+{
+	unsigned char sum[SFS_DIGEST_LEN];
+	const unsigned char *h;
+	struct stat st;
+	int fd, rc = 0;
+
+	fd = open(l->table, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return sfs_errorf(
+			l->err, errno == ENOENT ? -EINVAL : -EIO,
+			"%s: cannot open the boundary table: %s; rebuild the index with shardfs-index",
+			l->table, strerror(errno));
+	if (fstat(fd, &st) < 0) {
+		rc = sfs_errorf(l->err, -EIO, "%s: %s", l->table,
+				strerror(errno));
+		goto out_close;
+	}
+	if ((uint64_t)st.st_size < TABLE_HEADER ||
+	    ((uint64_t)st.st_size - TABLE_HEADER) / 8 != count ||
+	    ((uint64_t)st.st_size - TABLE_HEADER) % 8) {
+		rc = corrupt(
+			l, l->table,
+			"truncated or of the wrong length for its manifest");
+		goto out_close;
+	}
+	idx->map_len = (size_t)st.st_size;
+	idx->map = mmap(NULL, idx->map_len, PROT_READ, MAP_SHARED, fd, 0);
+	if (idx->map == MAP_FAILED) {
+		idx->map = NULL;
+		rc = sfs_errorf(l->err, -EIO, "%s: cannot map: %s", l->table,
+				strerror(errno));
+		goto out_close;
+	}
+	h = idx->map;
+	if (memcmp(h, TABLE_MAGIC, 8) || h[8] != SFS_INDEX_VERSION || h[9] ||
+	    h[10] || h[11] || memcmp(h + 16, &count, 8)) {
+		rc = corrupt(l, l->table,
+			     "not a shardfs boundary table of version 1");
+		goto out_close;
+	}
+	if (memcmp(h + 24, want, SFS_DIGEST_LEN)) {
+		rc = corrupt(l, l->table,
+			     "its checksum differs from the manifest's");
+		goto out_close;
+	}
+	sfs_digest_buf(h + TABLE_HEADER, idx->map_len - TABLE_HEADER, sum);
+	if (memcmp(sum, want, SFS_DIGEST_LEN)) {
+		rc = corrupt(l, l->table,
+			     "its contents do not match their checksum");
+		goto out_close;
+	}
+	idx->bounds = (const uint64_t *)(h + TABLE_HEADER);
+	idx->nbounds = count;
+out_close:
+	close(fd);
+	return rc;
+}
+
+static int load_manifest(struct loader *l, const char *dir, json_t *root,
+			 struct sfs_index *idx)
+{
+	unsigned char sum[SFS_DIGEST_LEN], want[SFS_DIGEST_LEN];
+	json_t *checksum = json_object_get(root, "checksum");
+	json_t *shards = json_object_get(root, "shards");
+	json_t *table = json_object_get(root, "boundaries");
+	json_t *tfile, *tsha;
+	uint64_t version = 0, count = 0, total = 0;
+	char *tpath = NULL;
+	size_t i;
+	int rc;
+
+	if (get_u64(root, "shardfs_index", true, &version))
+		return corrupt(l, l->manifest, "not a shardfs index manifest");
+	if (version != SFS_INDEX_VERSION)
+		return sfs_errorf(
+			l->err, -EINVAL,
+			"%s: index version %llu, this shardfs reads version %d; rebuild the index with this version's shardfs-index",
+			l->manifest, (unsigned long long)version,
+			SFS_INDEX_VERSION);
+	if (!json_is_string(checksum) ||
+	    sfs_digest_parse(json_string_value(checksum), want))
+		return corrupt(l, l->manifest, "its checksum field is missing");
+	json_incref(checksum);
+	json_object_del(root, "checksum");
+	rc = manifest_checksum(root, sum);
+	json_object_set_new(root, "checksum", checksum);
+	if (rc)
+		return rc;
+	if (memcmp(sum, want, SFS_DIGEST_LEN))
+		return corrupt(l, l->manifest,
+			       "its contents do not match their checksum");
+	if (!json_is_array(shards) || !json_is_object(table))
+		return corrupt(l, l->manifest, "the shard list is missing");
+	tfile = json_object_get(table, "file");
+	tsha = json_object_get(table, "sha256");
+	if (!json_is_string(tfile) || !json_is_string(tsha) ||
+	    strchr(json_string_value(tfile), '/') ||
+	    sfs_digest_parse(json_string_value(tsha), want) ||
+	    get_u64(table, "count", true, &count))
+		return corrupt(l, l->manifest,
+			       "the boundary table entry is malformed");
+	if (asprintf(&tpath, "%s/%s", dir, json_string_value(tfile)) < 0)
+		return -ENOMEM;
+	l->table = tpath;
+	rc = map_table(l, idx, want, count);
+	if (rc)
+		goto out;
+	idx->shards = calloc(json_array_size(shards) + 1, sizeof(*idx->shards));
+	if (!idx->shards) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < json_array_size(shards); i++) {
+		struct sfs_shard *sh = &idx->shards[i];
+
+		idx->nshards = i + 1;
+		rc = load_shard(l, json_array_get(shards, i), sh);
+		if (!rc)
+			rc = check_bounds(l, idx, sh);
+		if (rc)
+			goto out;
+		if (i && strcmp(idx->shards[i - 1].path, sh->path) >= 0) {
+			rc = corrupt(l, l->manifest,
+				     "its shards are not sorted by path");
+			goto out;
+		}
+		if (sh->nsamples > UINT64_MAX - total) {
+			rc = corrupt(l, l->manifest, "sample counts overflow");
+			goto out;
+		}
+		total += sh->nsamples;
+	}
+	idx->nsamples = total;
+out:
+	l->table = NULL;
+	free(tpath);
+	return rc;
+}
+
+int sfs_index_load(const char *source, const char *dir, struct sfs_index **out,
+		   struct sfs_error *err)
+{
+	struct loader l = { .err = err };
+	struct sfs_index *idx;
+	char *idir = NULL, *mpath = NULL;
+	json_error_t jerr;
+	json_t *root = NULL;
+	struct stat st;
+	int rc;
+
+	idx = calloc(1, sizeof(*idx));
+	if (!idx)
+		return sfs_errorf(err, -ENOMEM, "out of memory");
+	idx->source = realpath(source, NULL);
+	if (!idx->source) {
+		rc = sfs_errorf(err, -ENOENT, "%s: source directory: %s",
+				source, strerror(errno));
+		goto out_free;
+	}
+	idir = sfs_index_dir(idx->source, dir);
+	if (!idir || asprintf(&mpath, "%s/%s", idir, SFS_INDEX_MANIFEST) < 0) {
+		mpath = NULL;
+		rc = sfs_errorf(err, -ENOMEM, "out of memory");
+		goto out_free;
+	}
+	l.manifest = mpath;
+	if (stat(mpath, &st) < 0) {
+		if (errno == ENOENT)
+			rc = sfs_errorf(
+				err, -ENOENT,
+				"%s: no index; build it with: shardfs-index %s%s%s",
+				mpath, source, dir ? " --out " : "",
+				dir ? dir : "");
+		else
+			rc = sfs_errorf(err, -EIO, "%s: %s", mpath,
+					strerror(errno));
+		goto out_free;
+	}
+	if ((uint64_t)st.st_size > MANIFEST_MAX) {
+		rc = corrupt(&l, mpath, "larger than 4 GiB");
+		goto out_free;
+	}
+	root = json_load_file(mpath, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root) {
+		rc = sfs_errorf(
+			err, -EINVAL,
+			"%s: not valid JSON at line %d, column %d (%s); the index is damaged: rebuild it with shardfs-index",
+			mpath, jerr.line, jerr.column, jerr.text);
+		goto out_free;
+	}
+	if (!json_is_object(root)) {
+		rc = corrupt(&l, mpath, "not a JSON object");
+		goto out_free;
+	}
+	rc = load_manifest(&l, idir, root, idx);
+	if (rc) {
+		if (rc == -ENOMEM)
+			sfs_errorf(err, rc, "out of memory loading %s", mpath);
+		goto out_free;
+	}
+	*out = idx;
+	idx = NULL;
+out_free:
+	json_decref(root);
+	free(mpath);
+	free(idir);
+	sfs_index_free(idx);
+	return rc;
+}
+
+/* ---- saving ---- */
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Write bufs to dir/name through dir/.name.tmp, fsync, rename. */
+static int write_atomic(const char *dir, const char *name, const void *head,
+			size_t head_len, const void *body, size_t body_len,
+			struct sfs_error *err)
+{
+	char tmp[PATH_MAX], dst[PATH_MAX];
+	int fd, rc;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name) >=
+		    sizeof(tmp) ||
+	    (size_t)snprintf(dst, sizeof(dst), "%s/%s", dir, name) >=
+		    sizeof(dst))
+		return sfs_errorf(err, -ENAMETOOLONG, "%s: path too long", dir);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return sfs_errorf(
+			err, -errno,
+			"%s: cannot write the index: %s; if the source is read-only, put the index elsewhere with --out DIR",
+			tmp, strerror(errno));
+	rc = write_all(fd, head, head_len);
+	if (!rc)
+		rc = write_all(fd, body, body_len);
+	if (!rc && fsync(fd) < 0)
+		rc = -errno;
+	if (close(fd) < 0 && !rc)
+		rc = -errno;
+	if (!rc && rename(tmp, dst) < 0)
+		rc = -errno;
+	if (rc) {
+		unlink(tmp);
+		return sfs_errorf(err, rc, "%s: cannot write the index: %s",
+				  dst, strerror(-rc));
+	}
+	return 0;
+}
+
+/* Remove boundary tables other than keep (left by earlier runs). */
+static void remove_old_tables(const char *dir, const char *keep)
+{
+	struct dirent *de;
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+
+		if (strncmp(de->d_name, TABLE_PREFIX, strlen(TABLE_PREFIX)) ||
+		    n < strlen(TABLE_SUFFIX) ||
+		    strcmp(de->d_name + n - strlen(TABLE_SUFFIX),
+			   TABLE_SUFFIX) ||
+		    !strcmp(de->d_name, keep))
+			continue;
+		unlinkat(dirfd(d), de->d_name, 0);
+	}
+	closedir(d);
+}
+
+static json_t *shard_json(const struct sfs_shard *sh)
+{
+	json_t *j = json_pack("{s:s, s:I, s:I, s:s, s:I}", "path", sh->path,
+			      "size", (json_int_t)sh->size, "mtime_ns",
+			      (json_int_t)sh->mtime_ns, "format",
+			      sh->format->name, "samples",
+			      (json_int_t)sh->nsamples);
+	char hex[SFS_DIGEST_HEX];
+	size_t i;
+
+	if (!j)
+		return NULL;
+	if (sfs_shard_sliceable(sh))
+		json_object_set_new(j, "bounds",
+				    json_integer((json_int_t)sh->bounds_at));
+	if (sh->prefix_len)
+		json_object_set_new(j, "prefix",
+				    json_integer((json_int_t)sh->prefix_len));
+	if (sh->newline_missing)
+		json_object_set_new(j, "newline_missing", json_true());
+	if (sh->has_digest) {
+		sfs_digest_hex(sh->digest, hex);
+		json_object_set_new(j, "sha256", json_string(hex));
+	}
+	if (sh->nmembers) {
+		json_t *m = json_array();
+
+		for (i = 0; i < sh->nmembers; i++)
+			json_array_append_new(
+				m,
+				json_pack("{s:s, s:I, s:I}", "path",
+					  sh->members[i].path, "size",
+					  (json_int_t)sh->members[i].size,
+					  "mtime_ns",
+					  (json_int_t)sh->members[i].mtime_ns));
+		json_object_set_new(j, "members", m);
+	}
+	return j;
+}
+
+int sfs_index_save(const struct sfs_index *idx, const char *dir,
+		   struct sfs_error *err)
+{
+	unsigned char head[TABLE_HEADER] = TABLE_MAGIC, sum[SFS_DIGEST_LEN];
+	char hex[SFS_DIGEST_HEX], tname[64], *idir, *text = NULL;
+	json_t *root = NULL, *shards;
+	uint64_t n = idx->nbounds;
+	size_t i;
+	int rc;
+
+	idir = sfs_index_dir(idx->source, dir);
+	if (!idir)
+		return sfs_errorf(err, -ENOMEM, "out of memory");
+	if (mkdir(idir, 0755) < 0 && errno != EEXIST) {
+		rc = sfs_errorf(
+			err, -errno,
+			"%s: cannot create the index directory: %s; if the source is read-only, put the index elsewhere with --out DIR",
+			idir, strerror(errno));
+		goto out_free;
+	}
+	sfs_digest_buf(idx->bounds, n * sizeof(uint64_t), sum);
+	head[8] = SFS_INDEX_VERSION;
+	for (i = 0; i < 8; i++)
+		head[16 + i] = (unsigned char)(n >> (8 * i));
+	memcpy(head + 24, sum, SFS_DIGEST_LEN);
+	sfs_digest_hex(sum, hex);
+	snprintf(tname, sizeof(tname), "%s%.16s%s", TABLE_PREFIX, hex,
+		 TABLE_SUFFIX);
+	rc = write_atomic(idir, tname, head, sizeof(head), idx->bounds,
+			  n * sizeof(uint64_t), err);
+	if (rc)
+		goto out_free;
+
+	rc = -ENOMEM;
+	shards = json_array();
+	root = json_pack("{s:i, s:s, s:I, s:I, s:{s:s, s:I, s:s}, s:o}",
+			 "shardfs_index", SFS_INDEX_VERSION, "source",
+			 idx->source, "samples", (json_int_t)idx->nsamples,
+			 "shard_count", (json_int_t)idx->nshards, "boundaries",
+			 "file", tname, "count", (json_int_t)n, "sha256", hex,
+			 "shards", shards);
+	if (!root)
+		goto out_nomem;
+	for (i = 0; i < idx->nshards; i++)
+		if (json_array_append_new(shards, shard_json(&idx->shards[i])))
+			goto out_nomem;
+	if (manifest_checksum(root, sum))
+		goto out_nomem;
+	sfs_digest_hex(sum, hex);
+	json_object_set_new(root, "checksum", json_string(hex));
+	text = json_dumps(root, JSON_INDENT(1) | JSON_SORT_KEYS);
+	if (!text)
+		goto out_nomem;
+	rc = write_atomic(idir, SFS_INDEX_MANIFEST, text, strlen(text), "\n", 1,
+			  err);
+	if (!rc)
+		remove_old_tables(idir, tname);
+	goto out_free;
+out_nomem:
+	sfs_errorf(err, rc, "out of memory writing the index");
+out_free:
+	free(text);
+	json_decref(root);
+	free(idir);
+	return rc;
+}
+
+/* ---- staleness ---- */
+
+static int64_t stat_mtime_ns(const struct stat *st)
+{
+	return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+}
+
+struct stale {
+	char *msg;
+	size_t len, cap;
+	size_t count;
+};
+
+static void stale_add(struct stale *s, const char *path, const char *what)
+{
+	int n;
+
+	if (s->count++ >= STALE_NAMED)
+		return;
+	n = snprintf(s->msg + s->len, s->cap - s->len, "%s%s (%s)",
+		     s->len ? ", " : "", path, what);
+	if (n > 0 && (size_t)n < s->cap - s->len)
+		s->len += (size_t)n;
+}
+
+static void check_file(struct stale *s, int srcfd, const char *path,
+		       uint64_t size, int64_t mtime_ns)
+{
+	char what[96];
+	struct stat st;
+
+	if (fstatat(srcfd, path, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		stale_add(s, path,
+			  errno == ENOENT ? "missing" : strerror(errno));
+	} else if ((uint64_t)st.st_size != size) {
+		snprintf(what, sizeof(what), "size %llu, the index says %llu",
+			 (unsigned long long)st.st_size,
+			 (unsigned long long)size);
+		stale_add(s, path, what);
+	} else if (stat_mtime_ns(&st) != mtime_ns) {
+		stale_add(s, path, "modified");
+	}
+}
+
+int sfs_index_check_source(const struct sfs_index *idx, const char *dir,
+			   struct sfs_error *err)
+{
+	char names[STALE_NAMED * (PATH_MAX / 8)];
+	struct stale s = { .msg = names, .cap = sizeof(names) };
+	size_t i, j;
+	int srcfd;
+
+	names[0] = '\0';
+	srcfd = open(idx->source, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (srcfd < 0)
+		return sfs_errorf(err, -EIO, "%s: cannot open the source: %s",
+				  idx->source, strerror(errno));
+	for (i = 0; i < idx->nshards; i++) {
+		const struct sfs_shard *sh = &idx->shards[i];
+
+		check_file(&s, srcfd, sh->path, sh->size, sh->mtime_ns);
+		for (j = 0; j < sh->nmembers; j++)
+			check_file(&s, srcfd, sh->members[j].path,
+				   sh->members[j].size,
+				   sh->members[j].mtime_ns);
+	}
+	close(srcfd);
+	if (!s.count)
+		return 0;
+	return sfs_errorf(
+		err, -ESTALE,
+		"the index is stale: %zu shard file%s changed since it was built: %s%s; rebuild it with: shardfs-index %s%s%s",
+		s.count, s.count == 1 ? "" : "s", names,
+		s.count > STALE_NAMED ? ", ..." : "", idx->source,
+		dir ? " --out " : "", dir ? dir : "");
+}

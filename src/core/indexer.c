@@ -1,0 +1,707 @@
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "shardfs/indexer.h"
+
+#define MAX_JOBS 256
+#define ERRORS_NAMED 5
+
+/* One shard to index: a file, or a group of files for `files`. */
+struct item {
+	char *path;
+	uint64_t size; /* from the walk */
+	int64_t mtime_ns;
+	const struct sfs_format_ops *ops;
+	struct sfs_member *members;
+	size_t nmembers;
+	const struct sfs_shard *prev; /* reusable entry, or NULL */
+
+	/* results, written by the one worker that takes the item */
+	struct sfs_scan scan;
+	unsigned char digest[SFS_DIGEST_LEN];
+	bool hashed;
+	int rc;
+	char *msg;
+};
+
+struct walk {
+	struct item *items;
+	size_t n, cap;
+	size_t ignored;
+};
+
+/* Shared by the workers of one run. */
+struct job {
+	const struct sfs_indexer_opts *o;
+	int srcfd;
+	size_t n;
+	atomic_size_t next;
+	atomic_size_t done;
+	atomic_uint_fast64_t bytes;
+	atomic_uint_fast64_t samples;
+	void (*work)(struct job *j, size_t i, struct sfs_digest *d);
+	void *ctx;
+};
+
+static int64_t mtime_ns(const struct stat *st)
+{
+	return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void item_clear(struct item *it)
+{
+	size_t i;
+
+	free(it->path);
+	for (i = 0; i < it->nmembers; i++)
+		free(it->members[i].path);
+	free(it->members);
+	free(it->scan.bounds);
+	free(it->msg);
+}
+
+static void walk_clear(struct walk *w)
+{
+	size_t i;
+
+	for (i = 0; i < w->n; i++)
+		item_clear(&w->items[i]);
+	free(w->items);
+}
+
+/* ---- the walk ---- */
+
+static int walk_add(struct walk *w, const char *path, const struct stat *st,
+		    const struct sfs_format_ops *ops)
+{
+	struct item *it;
+
+	if (w->n == w->cap) {
+		size_t ncap = w->cap ? 2 * w->cap : 256;
+		struct item *ni = realloc(w->items, ncap * sizeof(*ni));
+
+		if (!ni)
+			return -ENOMEM;
+		w->items = ni;
+		w->cap = ncap;
+	}
+	it = &w->items[w->n];
+	memset(it, 0, sizeof(*it));
+	it->path = strdup(path);
+	if (!it->path)
+		return -ENOMEM;
+	it->size = (uint64_t)st->st_size;
+	it->mtime_ns = mtime_ns(st);
+	it->ops = ops;
+	w->n++;
+	return 0;
+}
+
+static int walk_dir(struct walk *w, int srcfd, const char *rel,
+		    const struct sfs_indexer_opts *o, struct sfs_error *err)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	int fd, rc = 0;
+	DIR *d;
+
+	fd = *rel ? openat(srcfd, rel,
+			   O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) :
+		    dup(srcfd);
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		rc = -errno;
+		if (fd >= 0)
+			close(fd);
+		return sfs_errorf(err, rc,
+				  "%s/%s: cannot read the directory: %s",
+				  o->source, rel, strerror(-rc));
+	}
+	while ((de = readdir(d))) {
+		const struct sfs_format_ops *ops;
+		struct stat st;
+
+		if (de->d_name[0] == '.')
+			continue;
+		if ((size_t)snprintf(path, sizeof(path), "%s%s%s", rel,
+				     *rel ? "/" : "",
+				     de->d_name) >= sizeof(path)) {
+			rc = sfs_errorf(err, -ENAMETOOLONG,
+					"%s/%s/%s: path too long", o->source,
+					rel, de->d_name);
+			break;
+		}
+		if (fstatat(srcfd, path, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			rc = sfs_errorf(err, -errno, "%s/%s: %s", o->source,
+					path, strerror(errno));
+			break;
+		}
+		if (S_ISDIR(st.st_mode)) {
+			rc = walk_dir(w, srcfd, path, o, err);
+			if (rc)
+				break;
+			continue;
+		}
+		ops = o->format ? o->format : sfs_format_detect(de->d_name);
+		if (!S_ISREG(st.st_mode) || !ops) {
+			w->ignored++;
+			continue;
+		}
+		rc = walk_add(w, path, &st, ops);
+		if (rc) {
+			sfs_errorf(err, rc, "out of memory");
+			break;
+		}
+	}
+	closedir(d);
+	return rc;
+}
+
+static int item_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct item *)a)->path,
+		      ((const struct item *)b)->path);
+}
+
+/* Fold consecutive `files` items with equal keys into the first one. */
+static int group_files(struct walk *w)
+{
+	size_t i, out = 0;
+
+	for (i = 0; i < w->n; i++) {
+		struct item *head = out ? &w->items[out - 1] : NULL;
+		struct item *it = &w->items[i];
+		size_t k = sfs_format_key_len(it->path);
+
+		if (head && it->ops == &sfs_format_files &&
+		    head->ops == &sfs_format_files &&
+		    sfs_format_key_len(head->path) == k &&
+		    !strncmp(head->path, it->path, k)) {
+			struct sfs_member *nm =
+				realloc(head->members,
+					(head->nmembers + 1) * sizeof(*nm));
+
+			if (!nm)
+				return -ENOMEM;
+			head->members = nm;
+			nm[head->nmembers++] = (struct sfs_member){
+				.path = it->path,
+				.size = it->size,
+				.mtime_ns = it->mtime_ns,
+			};
+			continue;
+		}
+		w->items[out++] = *it;
+	}
+	w->n = out;
+	return 0;
+}
+
+/* ---- running work in parallel ---- */
+
+static void *worker(void *arg)
+{
+	struct job *j = arg;
+	struct sfs_digest *d = sfs_digest_new();
+	size_t i;
+
+	while ((i = atomic_fetch_add(&j->next, 1)) < j->n) {
+		j->work(j, i, d);
+		atomic_fetch_add(&j->done, 1);
+	}
+	sfs_digest_free(d);
+	return NULL;
+}
+
+static unsigned job_threads(const struct sfs_indexer_opts *o, size_t n)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned t = o->jobs ? o->jobs : (cpus > 0 ? (unsigned)cpus : 1);
+
+	if (t > MAX_JOBS)
+		t = MAX_JOBS;
+	if (t > n)
+		t = n ? (unsigned)n : 1;
+	return t;
+}
+
+static void report_progress(struct job *j, uint64_t bytes_total, double t0,
+			    bool final)
+{
+	struct sfs_indexer_progress p = {
+		.done = atomic_load(&j->done),
+		.total = j->n,
+		.bytes_done = atomic_load(&j->bytes),
+		.bytes_total = bytes_total,
+		.samples = atomic_load(&j->samples),
+		.elapsed = now() - t0,
+		.final = final,
+	};
+
+	j->o->progress(&p, j->o->arg);
+}
+
+static int run(struct job *j, uint64_t bytes_total, struct sfs_error *err)
+{
+	pthread_t tids[MAX_JOBS];
+	unsigned n = job_threads(j->o, j->n), started, i;
+	double t0 = now();
+	int rc = 0;
+
+	for (started = 0; started < n; started++) {
+		rc = pthread_create(&tids[started], NULL, worker, j);
+		if (rc)
+			break;
+	}
+	if (!started)
+		return sfs_errorf(err, -rc, "cannot start a thread: %s",
+				  strerror(rc));
+	while (j->o->progress && atomic_load(&j->done) < j->n) {
+		struct timespec ts = { 0, 250 * 1000 * 1000 };
+
+		report_progress(j, bytes_total, t0, false);
+		nanosleep(&ts, NULL);
+	}
+	for (i = 0; i < started; i++)
+		pthread_join(tids[i], NULL);
+	if (j->o->progress)
+		report_progress(j, bytes_total, t0, true);
+	return 0;
+}
+
+static void item_fail(struct item *it, int rc, const struct sfs_error *e)
+{
+	it->rc = rc;
+	it->msg = strdup(e->msg[0] ? e->msg : strerror(-rc));
+}
+
+/* Hash the item's file (open as fd) and its members into it->digest. */
+static int hash_item(struct job *j, struct item *it, int fd,
+		     struct sfs_digest *d, struct sfs_error *e)
+{
+	size_t m;
+	int rc;
+
+	if (!d)
+		return sfs_errorf(e, -ENOMEM, "out of memory");
+	rc = sfs_digest_fd(d, fd, it->size, it->path, e);
+	for (m = 0; !rc && m < it->nmembers; m++) {
+		int mfd = openat(j->srcfd, it->members[m].path,
+				 O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+
+		if (mfd < 0)
+			return sfs_errorf(e, -EIO, "%s: %s",
+					  it->members[m].path, strerror(errno));
+		rc = sfs_digest_fd(d, mfd, it->members[m].size,
+				   it->members[m].path, e);
+		close(mfd);
+	}
+	if (!rc)
+		rc = sfs_digest_final(d, it->digest);
+	return rc;
+}
+
+static void build_one(struct job *j, size_t i, struct sfs_digest *d)
+{
+	struct item *it = &((struct item *)j->ctx)[i];
+	struct sfs_scan_in in = { .path = it->path,
+				  .declared = j->o->declared };
+	struct sfs_error e = { 0 };
+	struct stat st;
+	int fd, rc;
+
+	if (it->prev) {
+		atomic_fetch_add(&j->bytes, it->size);
+		atomic_fetch_add(&j->samples, it->prev->nsamples);
+		return;
+	}
+	fd = openat(j->srcfd, it->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		rc = sfs_errorf(&e, -EIO, "%s: cannot open: %s", it->path,
+				strerror(errno));
+		goto out_fail;
+	}
+	/* The file may have changed since the walk: trust what is open. */
+	it->size = (uint64_t)st.st_size;
+	it->mtime_ns = mtime_ns(&st);
+	in.fd = fd;
+	in.size = it->size;
+	rc = sfs_format_scan(it->ops, &in, &it->scan, &e);
+	if (!rc && j->o->hash) {
+		rc = hash_item(j, it, fd, d, &e);
+		it->hashed = !rc;
+	}
+	close(fd);
+	atomic_fetch_add(&j->bytes, it->size);
+	atomic_fetch_add(&j->samples, it->scan.nsamples);
+	if (!rc)
+		return;
+out_fail:
+	if (fd >= 0)
+		close(fd);
+	item_fail(it, rc, &e);
+}
+
+/* ---- assembling the index ---- */
+
+static bool reusable(const struct sfs_shard *sh, const struct item *it,
+		     const struct sfs_indexer_opts *o)
+{
+	size_t m;
+
+	if (sh->size != it->size || sh->mtime_ns != it->mtime_ns ||
+	    sh->format != it->ops || sh->nmembers != it->nmembers ||
+	    (o->hash && !sh->has_digest))
+		return false;
+	if (sh->format == &sfs_format_opaque &&
+	    sh->nsamples != (o->declared ? o->declared : 1))
+		return false;
+	for (m = 0; m < it->nmembers; m++)
+		if (strcmp(sh->members[m].path, it->members[m].path) ||
+		    sh->members[m].size != it->members[m].size ||
+		    sh->members[m].mtime_ns != it->members[m].mtime_ns)
+			return false;
+	return true;
+}
+
+/* Move the item's results into sh; bounds go to table[*nb...]. */
+static void assemble_one(const struct sfs_index *prev, struct item *it,
+			 struct sfs_shard *sh, uint64_t *table, uint64_t *nb)
+{
+	const uint64_t *src = NULL;
+	uint64_t n;
+
+	sh->path = it->path;
+	it->path = NULL;
+	sh->members = it->members;
+	sh->nmembers = it->nmembers;
+	it->members = NULL;
+	it->nmembers = 0;
+	if (it->prev) {
+		const struct sfs_shard *p = it->prev;
+
+		sh->size = p->size;
+		sh->mtime_ns = p->mtime_ns;
+		sh->format = p->format;
+		sh->nsamples = p->nsamples;
+		sh->prefix_len = p->prefix_len;
+		sh->newline_missing = p->newline_missing;
+		sh->has_digest = p->has_digest;
+		memcpy(sh->digest, p->digest, SFS_DIGEST_LEN);
+		sh->bounds_at = SFS_NO_BOUNDS;
+		if (sfs_shard_sliceable(p))
+			src = sfs_index_bounds(prev, p);
+	} else {
+		sh->size = it->size;
+		sh->mtime_ns = it->mtime_ns;
+		sh->format = it->ops;
+		sh->nsamples = it->scan.nsamples;
+		sh->prefix_len = it->scan.prefix_len;
+		sh->newline_missing = it->scan.newline_missing;
+		sh->has_digest = it->hashed;
+		memcpy(sh->digest, it->digest, SFS_DIGEST_LEN);
+		sh->bounds_at = SFS_NO_BOUNDS;
+		if (it->scan.sliceable)
+			src = it->scan.bounds;
+	}
+	if (!src)
+		return;
+	n = sh->nsamples + 1;
+	memcpy(table + *nb, src, n * sizeof(*table));
+	sh->bounds_at = *nb;
+	*nb += n;
+}
+
+static int add_problem(struct sfs_indexer_report *rep, const char *msg)
+{
+	char **np = realloc(rep->problems, (rep->nproblems + 1) * sizeof(*np));
+
+	if (!np)
+		return -ENOMEM;
+	rep->problems = np;
+	np[rep->nproblems] = strdup(msg);
+	if (!np[rep->nproblems])
+		return -ENOMEM;
+	rep->nproblems++;
+	return 0;
+}
+
+static int build_failed(struct walk *w, struct sfs_error *err)
+{
+	char list[ERRORS_NAMED * 512];
+	size_t i, nbad = 0, len = 0;
+
+	list[0] = '\0';
+	for (i = 0; i < w->n; i++) {
+		if (!w->items[i].rc)
+			continue;
+		if (nbad++ < ERRORS_NAMED && len < sizeof(list)) {
+			int k = snprintf(list + len, sizeof(list) - len, "%s%s",
+					 len ? "; " : "", w->items[i].msg);
+
+			if (k > 0)
+				len += (size_t)k;
+		}
+	}
+	return sfs_errorf(
+		err, -EINVAL,
+		"%zu shard%s could not be indexed: %s%s; fix or remove %s, or run shardfs-index --skip-bad to index the rest",
+		nbad, nbad == 1 ? "" : "s", list,
+		nbad > ERRORS_NAMED ? "; ..." : "", nbad == 1 ? "it" : "them");
+}
+
+static int assemble(struct walk *w, const struct sfs_index *prev,
+		    struct sfs_index *idx, struct sfs_indexer_report *rep)
+{
+	uint64_t nbounds = 0, nb = 0;
+	size_t i, n = 0;
+
+	for (i = 0; i < w->n; i++) {
+		struct item *it = &w->items[i];
+		bool cut = it->prev ? sfs_shard_sliceable(it->prev) :
+				      it->scan.sliceable;
+
+		if (it->rc)
+			continue;
+		if (cut)
+			nbounds += (it->prev ? it->prev->nsamples :
+					       it->scan.nsamples) +
+				   1;
+		n++;
+	}
+	idx->shards = calloc(n + 1, sizeof(*idx->shards));
+	idx->bounds_heap = malloc((nbounds + 1) * sizeof(uint64_t));
+	if (!idx->shards || !idx->bounds_heap)
+		return -ENOMEM;
+	for (i = 0; i < w->n; i++) {
+		struct item *it = &w->items[i];
+		struct sfs_shard *sh = &idx->shards[idx->nshards];
+
+		if (it->rc) {
+			if (add_problem(rep, it->msg))
+				return -ENOMEM;
+			continue;
+		}
+		assemble_one(prev, it, sh, idx->bounds_heap, &nb);
+		if (it->prev)
+			rep->reused++;
+		else
+			rep->scanned++;
+		idx->nsamples += sh->nsamples;
+		idx->nshards++;
+	}
+	idx->bounds = idx->bounds_heap;
+	idx->nbounds = nb;
+	return 0;
+}
+
+int sfs_indexer_build(const struct sfs_indexer_opts *o,
+		      const struct sfs_index *prev, struct sfs_index **out,
+		      struct sfs_indexer_report *rep, struct sfs_error *err)
+{
+	struct walk w = { 0 };
+	struct job j = { .o = o, .work = build_one };
+	struct sfs_index *idx;
+	uint64_t bytes = 0;
+	size_t i, nbad = 0;
+	int rc;
+
+	memset(rep, 0, sizeof(*rep));
+	idx = calloc(1, sizeof(*idx));
+	if (!idx)
+		return sfs_errorf(err, -ENOMEM, "out of memory");
+	idx->source = realpath(o->source, NULL);
+	j.srcfd = idx->source ? open(idx->source,
+				     O_RDONLY | O_DIRECTORY | O_CLOEXEC) :
+				-1;
+	if (j.srcfd < 0) {
+		rc = sfs_errorf(err, -ENOENT,
+				"%s: cannot open the source directory: %s",
+				o->source, strerror(errno));
+		goto out_free;
+	}
+	rc = walk_dir(&w, j.srcfd, "", o, err);
+	if (rc)
+		goto out_free;
+	qsort(w.items, w.n, sizeof(*w.items), item_cmp);
+	if (group_files(&w)) {
+		rc = sfs_errorf(err, -ENOMEM, "out of memory");
+		goto out_free;
+	}
+	for (i = 0; i < w.n; i++) {
+		ssize_t p = prev ? sfs_index_find(prev, w.items[i].path) : -1;
+
+		if (p >= 0 && reusable(&prev->shards[p], &w.items[i], o))
+			w.items[i].prev = &prev->shards[p];
+		bytes += w.items[i].size;
+	}
+	rep->ignored = w.ignored;
+	j.n = w.n;
+	j.ctx = w.items;
+	rc = run(&j, bytes, err);
+	if (rc)
+		goto out_free;
+	for (i = 0; i < w.n; i++)
+		nbad += w.items[i].rc != 0;
+	if (nbad && !o->skip_bad) {
+		rc = build_failed(&w, err);
+		goto out_free;
+	}
+	rc = assemble(&w, prev, idx, rep);
+	if (rc) {
+		sfs_errorf(err, rc, "out of memory");
+		goto out_free;
+	}
+	*out = idx;
+	idx = NULL;
+out_free:
+	if (j.srcfd >= 0)
+		close(j.srcfd);
+	walk_clear(&w);
+	sfs_index_free(idx);
+	return rc;
+}
+
+/* ---- verify ---- */
+
+struct verify_ctx {
+	const struct sfs_index *idx;
+	char **msgs; /* one per shard, NULL when it is fine */
+};
+
+static int verify_shard(struct job *j, const struct sfs_index *idx,
+			const struct sfs_shard *sh, struct sfs_digest *d,
+			struct sfs_error *e)
+{
+	struct sfs_scan_in in = { .path = sh->path, .declared = sh->nsamples };
+	struct sfs_scan scan;
+	struct item it = { .path = sh->path,
+			   .size = sh->size,
+			   .members = sh->members,
+			   .nmembers = sh->nmembers };
+	struct stat st;
+	int fd, rc;
+
+	fd = openat(j->srcfd, sh->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return sfs_errorf(e, -EIO, "%s: cannot open: %s", sh->path,
+				  strerror(errno));
+	if (fstat(fd, &st) < 0 || (uint64_t)st.st_size != sh->size ||
+	    mtime_ns(&st) != sh->mtime_ns) {
+		rc = sfs_errorf(
+			e, -ESTALE,
+			"%s: size or mtime differ from the index (size %llu, the index says %llu)",
+			sh->path, (unsigned long long)st.st_size,
+			(unsigned long long)sh->size);
+		goto out_close;
+	}
+	in.fd = fd;
+	in.size = sh->size;
+	rc = sfs_format_scan(sh->format, &in, &scan, e);
+	if (!rc &&
+	    (scan.nsamples != sh->nsamples ||
+	     scan.sliceable != sfs_shard_sliceable(sh) ||
+	     (scan.sliceable && memcmp(scan.bounds, sfs_index_bounds(idx, sh),
+				       (sh->nsamples + 1) * sizeof(uint64_t)))))
+		rc = sfs_errorf(
+			e, -EINVAL,
+			"%s: its samples differ from the index (%llu samples now, the index says %llu)",
+			sh->path, (unsigned long long)scan.nsamples,
+			(unsigned long long)sh->nsamples);
+	free(scan.bounds);
+	if (!rc && sh->format->verify && sfs_shard_sliceable(sh))
+		rc = sh->format->verify(fd, sh->path, sh,
+					sfs_index_bounds(idx, sh), e);
+	if (!rc && sh->has_digest) {
+		rc = hash_item(j, &it, fd, d, e);
+		if (!rc && memcmp(it.digest, sh->digest, SFS_DIGEST_LEN)) {
+			char want[SFS_DIGEST_HEX], got[SFS_DIGEST_HEX];
+
+			sfs_digest_hex(sh->digest, want);
+			sfs_digest_hex(it.digest, got);
+			rc = sfs_errorf(e, -EINVAL,
+					"%s: SHA-256 %s, the index says %s",
+					sh->path, got, want);
+		}
+	}
+	atomic_fetch_add(&j->samples, sh->nsamples);
+out_close:
+	atomic_fetch_add(&j->bytes, sh->size);
+	close(fd);
+	return rc;
+}
+
+static void verify_one(struct job *j, size_t i, struct sfs_digest *d)
+{
+	struct verify_ctx *v = j->ctx;
+	struct sfs_error e = { 0 };
+
+	if (verify_shard(j, v->idx, &v->idx->shards[i], d, &e))
+		v->msgs[i] = strdup(e.msg);
+}
+
+int sfs_indexer_verify(const struct sfs_indexer_opts *o,
+		       const struct sfs_index *idx,
+		       struct sfs_indexer_report *rep, struct sfs_error *err)
+{
+	struct verify_ctx v = { .idx = idx };
+	struct job j = { .o = o, .work = verify_one, .ctx = &v };
+	uint64_t bytes = 0;
+	size_t i;
+	int rc;
+
+	memset(rep, 0, sizeof(*rep));
+	v.msgs = calloc(idx->nshards + 1, sizeof(*v.msgs));
+	if (!v.msgs)
+		return sfs_errorf(err, -ENOMEM, "out of memory");
+	j.srcfd = open(idx->source, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (j.srcfd < 0) {
+		rc = sfs_errorf(err, -EIO, "%s: cannot open the source: %s",
+				idx->source, strerror(errno));
+		goto out_free;
+	}
+	for (i = 0; i < idx->nshards; i++)
+		bytes += idx->shards[i].size;
+	j.n = idx->nshards;
+	rc = run(&j, bytes, err);
+	for (i = 0; !rc && i < idx->nshards; i++) {
+		if (v.msgs[i] && add_problem(rep, v.msgs[i]))
+			rc = sfs_errorf(err, -ENOMEM, "out of memory");
+	}
+	rep->scanned = idx->nshards;
+	close(j.srcfd);
+out_free:
+	for (i = 0; i < idx->nshards; i++)
+		free(v.msgs[i]);
+	free(v.msgs);
+	return rc;
+}
+
+void sfs_indexer_report_clear(struct sfs_indexer_report *rep)
+{
+	size_t i;
+
+	if (!rep)
+		return;
+	for (i = 0; i < rep->nproblems; i++)
+		free(rep->problems[i]);
+	free(rep->problems);
+	memset(rep, 0, sizeof(*rep));
+}

@@ -1,0 +1,153 @@
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "shardfs/slice.h"
+
+struct layout {
+	struct sfs_slice *s;
+	size_t cap;
+};
+
+static int add(struct layout *l, uint64_t src, uint64_t len, const void *mem)
+{
+	struct sfs_slice *s = l->s;
+
+	if (!len)
+		return 0;
+	/* Source ranges that touch merge into one extent. */
+	if (!mem && s->nextents) {
+		struct sfs_extent *last = &s->extents[s->nextents - 1];
+
+		if (!last->mem && last->src + last->len == src) {
+			last->len += len;
+			s->size += len;
+			return 0;
+		}
+	}
+	if (s->nextents == l->cap) {
+		size_t ncap = l->cap ? 2 * l->cap : 8;
+		struct sfs_extent *ne = realloc(s->extents, ncap * sizeof(*ne));
+
+		if (!ne)
+			return -ENOMEM;
+		s->extents = ne;
+		l->cap = ncap;
+	}
+	s->extents[s->nextents++] = (struct sfs_extent){
+		.pos = s->size, .len = len, .src = src, .mem = mem
+	};
+	s->size += len;
+	return 0;
+}
+
+int sfs_slice_build(const struct sfs_index *idx, const struct sfs_shard *sh,
+		    const struct sfs_run *runs, size_t nruns,
+		    struct sfs_slice **out, struct sfs_error *err)
+{
+	const struct sfs_format_ops *ops = sh->format;
+	struct layout l = { 0 };
+	const uint64_t *b;
+	const void *mem;
+	size_t i, n;
+	int rc;
+
+	if (!sfs_shard_sliceable(sh))
+		return sfs_errorf(
+			err, -EINVAL,
+			"%s: a %s shard of this kind cannot be sliced",
+			sh->path, ops->name);
+	l.s = calloc(1, sizeof(*l.s));
+	if (!l.s)
+		return sfs_errorf(err, -ENOMEM, "out of memory");
+	b = sfs_index_bounds(idx, sh);
+	rc = add(&l, 0, sh->prefix_len, NULL);
+	for (i = 0; !rc && i < nruns; i++) {
+		uint64_t a = runs[i].first, e = runs[i].first + runs[i].count;
+
+		if (e < a || e > sh->nsamples) {
+			rc = sfs_errorf(
+				err, -EINVAL,
+				"%s: samples %llu..%llu are past the shard's %llu samples",
+				sh->path, (unsigned long long)a,
+				(unsigned long long)e,
+				(unsigned long long)sh->nsamples);
+			break;
+		}
+		rc = add(&l, b[a], b[e] - b[a], NULL);
+		if (!rc && ops->run_suffix &&
+		    (n = ops->run_suffix(sh, e, &mem)))
+			rc = add(&l, 0, n, mem);
+	}
+	if (!rc && ops->slice_suffix && (n = ops->slice_suffix(sh, &mem)))
+		rc = add(&l, 0, n, mem);
+	if (rc) {
+		if (rc == -ENOMEM)
+			sfs_errorf(err, rc, "out of memory");
+		sfs_slice_free(l.s);
+		return rc;
+	}
+	*out = l.s;
+	return 0;
+}
+
+void sfs_slice_free(struct sfs_slice *s)
+{
+	if (!s)
+		return;
+	free(s->extents);
+	free(s);
+}
+
+size_t sfs_slice_find(const struct sfs_slice *s, uint64_t pos)
+{
+	size_t lo = 0, hi = s->nextents;
+
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->extents[mid].pos <= pos)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+ssize_t sfs_slice_pread(const struct sfs_slice *s, int fd, void *buf,
+			size_t len, uint64_t pos)
+{
+	char *p = buf;
+	size_t done = 0, i;
+
+	if (pos >= s->size || !len)
+		return 0;
+	if (len > s->size - pos)
+		len = (size_t)(s->size - pos);
+	for (i = sfs_slice_find(s, pos); done < len; i++) {
+		const struct sfs_extent *x = &s->extents[i];
+		uint64_t in = pos + done - x->pos;
+		size_t n = x->len - in < len - done ? (size_t)(x->len - in) :
+						      len - done;
+
+		if (x->mem) {
+			memcpy(p + done, (const char *)x->mem + in, n);
+			done += n;
+			continue;
+		}
+		while (n) {
+			ssize_t got =
+				pread(fd, p + done, n, (off_t)(x->src + in));
+
+			if (got < 0 && errno == EINTR)
+				continue;
+			if (got <= 0)
+				return -EIO; /* the shard is shorter than indexed */
+			done += (size_t)got;
+			in += (uint64_t)got;
+			n -= (size_t)got;
+		}
+	}
+	return (ssize_t)done;
+}

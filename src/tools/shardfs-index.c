@@ -1,0 +1,247 @@
+/* shardfs-index: build, refresh or verify the index of a source. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "shardfs/index.h"
+#include "shardfs/indexer.h"
+#include "shardfs/options.h"
+
+static const char *prog = "shardfs-index";
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: shardfs-index SRC [options]\n"
+		"\n"
+		"Build or refresh the index of the shards under SRC: per shard its size,\n"
+		"mtime, format, sample count, SHA-256 and sample boundaries.  A re-run\n"
+		"reuses the entries of shards whose size and mtime are unchanged.\n"
+		"\n"
+		"  --out DIR              write the index to DIR (default SRC/.shardfs;\n"
+		"                         use this when SRC is read-only)\n"
+		"  --jobs N               threads (default: one per CPU)\n"
+		"  --no-hash              skip SHA-256 (faster; --verify then checks less)\n"
+		"  --verify               re-read every shard and report each mismatch with\n"
+		"                         the index (size, mtime, samples, CRCs, SHA-256)\n"
+		"  --format F             treat every file as format F: tar, jsonl, tfrecord,\n"
+		"                         files, opaque (default: by extension; .tar .tgz\n"
+		"                         .tar.{gz,zst,xz,bz2} .jsonl .ndjson .tfrecord\n"
+		"                         .tfrecords .parquet .arrow .npy .npz)\n"
+		"  --samples-per-shard N  samples in each opaque shard (default 1)\n"
+		"  --skip-bad             index the good shards, list the bad ones\n"
+		"  --quiet                no progress line, no summary\n"
+		"  --help, --version\n"
+		"\n"
+		"Exit status: 0 done (verify: no mismatch), 1 verify found mismatches,\n"
+		"2 could not do it (usage, bad shard, I/O).\n");
+}
+
+static void progress(const struct sfs_indexer_progress *p, void *arg)
+{
+	char done[32], total[32];
+	double rate = p->elapsed > 0 ? (double)p->samples / p->elapsed : 0;
+	double bps = p->elapsed > 0 ? (double)p->bytes_done / p->elapsed : 0;
+	double eta = bps > 0 ? (double)(p->bytes_total - p->bytes_done) / bps :
+			       0;
+
+	(void)arg;
+	fprintf(stderr,
+		"\r%s: %zu/%zu shards, %s/%s, %.0f samples/s, ETA %.0fs   %s",
+		prog, p->done, p->total,
+		cli_bytes(p->bytes_done, done, sizeof(done)),
+		cli_bytes(p->bytes_total, total, sizeof(total)), rate, eta,
+		p->final ? "\n" : "");
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void print_problems(const struct sfs_indexer_report *rep,
+			   const char *what)
+{
+	size_t i;
+
+	for (i = 0; i < rep->nproblems; i++)
+		fprintf(stderr, "%s: %s: %s\n", prog, what, rep->problems[i]);
+}
+
+static int verify(const struct sfs_indexer_opts *o, const char *out, bool quiet)
+{
+	struct sfs_indexer_report rep;
+	struct sfs_error err = { 0 };
+	struct sfs_index *idx;
+	int rc, status;
+
+	rc = sfs_index_load(o->source, out, &idx, &err);
+	if (rc) {
+		cli_fail(prog, err.msg);
+		return CLI_ERROR;
+	}
+	rc = sfs_indexer_verify(o, idx, &rep, &err);
+	if (rc) {
+		cli_fail(prog, err.msg);
+		sfs_index_free(idx);
+		return CLI_ERROR;
+	}
+	print_problems(&rep, "mismatch");
+	status = rep.nproblems ? CLI_FOUND : CLI_OK;
+	if (!quiet)
+		printf("verified %zu shards, %llu samples: %zu mismatch%s\n",
+		       idx->nshards, (unsigned long long)idx->nsamples,
+		       rep.nproblems, rep.nproblems == 1 ? "" : "es");
+	sfs_indexer_report_clear(&rep);
+	sfs_index_free(idx);
+	return status;
+}
+
+static int build(const struct sfs_indexer_opts *o, const char *out, bool quiet)
+{
+	struct sfs_indexer_report rep;
+	struct sfs_error err = { 0 };
+	struct sfs_index *prev = NULL, *idx;
+	uint64_t bytes = 0;
+	double t0 = now();
+	char size[32];
+	size_t i;
+	int rc;
+
+	rc = sfs_index_load(o->source, out, &prev, &err);
+	if (rc && rc != -ENOENT && !quiet)
+		fprintf(stderr, "%s: not reusing the old index: %s\n", prog,
+			err.msg);
+	rc = sfs_indexer_build(o, prev, &idx, &rep, &err);
+	sfs_index_free(prev);
+	if (rc) {
+		cli_fail(prog, err.msg);
+		return CLI_ERROR;
+	}
+	print_problems(&rep, "skipped");
+	rc = sfs_index_save(idx, out, &err);
+	if (rc) {
+		cli_fail(prog, err.msg);
+		goto out_free;
+	}
+	for (i = 0; i < idx->nshards; i++)
+		bytes += idx->shards[i].size;
+	if (!quiet) {
+		char *dir = sfs_index_dir(idx->source, out);
+
+		printf("indexed %zu shards (%zu scanned, %zu reused, %zu skipped), %llu samples, %s in %.2f s; %zu other files ignored; index in %s\n",
+		       idx->nshards, rep.scanned, rep.reused, rep.nproblems,
+		       (unsigned long long)idx->nsamples,
+		       cli_bytes(bytes, size, sizeof(size)), now() - t0,
+		       rep.ignored, dir ? dir : "?");
+		free(dir);
+	}
+out_free:
+	sfs_indexer_report_clear(&rep);
+	sfs_index_free(idx);
+	return rc ? CLI_ERROR : CLI_OK;
+}
+
+int main(int argc, char **argv)
+{
+	enum {
+		OPT_OUT = 256,
+		OPT_JOBS,
+		OPT_NO_HASH,
+		OPT_VERIFY,
+		OPT_FORMAT,
+		OPT_SAMPLES,
+		OPT_SKIP_BAD,
+		OPT_QUIET,
+		OPT_HELP,
+		OPT_VERSION
+	};
+	static const struct option longopts[] = {
+		{ "out", required_argument, NULL, OPT_OUT },
+		{ "jobs", required_argument, NULL, OPT_JOBS },
+		{ "no-hash", no_argument, NULL, OPT_NO_HASH },
+		{ "verify", no_argument, NULL, OPT_VERIFY },
+		{ "format", required_argument, NULL, OPT_FORMAT },
+		{ "samples-per-shard", required_argument, NULL, OPT_SAMPLES },
+		{ "skip-bad", no_argument, NULL, OPT_SKIP_BAD },
+		{ "quiet", no_argument, NULL, OPT_QUIET },
+		{ "help", no_argument, NULL, OPT_HELP },
+		{ "version", no_argument, NULL, OPT_VERSION },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct sfs_indexer_opts o = { .hash = true };
+	struct sfs_error err = { 0 };
+	const char *out = NULL;
+	bool do_verify = false, quiet = false;
+	uint64_t v;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (c) {
+		case OPT_OUT:
+			out = optarg;
+			break;
+		case OPT_JOBS:
+			if (sfs_options_number("jobs", optarg, 1, 256, &v,
+					       &err)) {
+				cli_fail(prog, err.msg);
+				return CLI_ERROR;
+			}
+			o.jobs = (unsigned)v;
+			break;
+		case OPT_NO_HASH:
+			o.hash = false;
+			break;
+		case OPT_VERIFY:
+			do_verify = true;
+			break;
+		case OPT_FORMAT:
+			o.format = sfs_format_by_name(optarg);
+			if (!o.format) {
+				fprintf(stderr,
+					"%s: --format %s is not a format: use tar, jsonl, tfrecord, files or opaque\n",
+					prog, optarg);
+				return CLI_ERROR;
+			}
+			break;
+		case OPT_SAMPLES:
+			if (sfs_options_number("samples-per-shard", optarg, 1,
+					       UINT32_MAX, &o.declared, &err)) {
+				cli_fail(prog, err.msg);
+				return CLI_ERROR;
+			}
+			break;
+		case OPT_SKIP_BAD:
+			o.skip_bad = true;
+			break;
+		case OPT_QUIET:
+			quiet = true;
+			break;
+		case OPT_HELP:
+			usage(stdout);
+			return CLI_OK;
+		case OPT_VERSION:
+			printf("shardfs-index %s\n", SHARDFS_VERSION);
+			return CLI_OK;
+		default:
+			usage(stderr);
+			return CLI_ERROR;
+		}
+	}
+	if (optind != argc - 1) {
+		usage(stderr);
+		return CLI_ERROR;
+	}
+	o.source = argv[optind];
+	if (!quiet && isatty(STDERR_FILENO))
+		o.progress = progress;
+	return do_verify ? verify(&o, out, quiet) : build(&o, out, quiet);
+}

@@ -1,0 +1,156 @@
+/* shardfs-plan: compute the plan of an epoch and show it. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "shardfs/index.h"
+#include "shardfs/options.h"
+#include "shardfs/plan.h"
+
+static const char *prog = "shardfs-plan";
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: shardfs-plan SRC [-o OPTIONS] [--index DIR] [--json]\n"
+		"\n"
+		"Compute the plan for every reader (rank, worker) from the index of SRC\n"
+		"and print a summary per reader, or the whole plan as JSON.\n"
+		"\n"
+		"  -o OPTIONS    comma-separated plan options (defaults in brackets):\n"
+		"                  world=W [1]        ranks\n"
+		"                  workers=K [1]      loader workers per rank\n"
+		"                  epoch=E [0]        the epoch to plan\n"
+		"                  seed=S [0]         shuffle seed\n"
+		"                  shuffle=none|units|samples [units]\n"
+		"                  block=B [0]        samples per unit, 0 = whole shards\n"
+		"                  remainder=pad|drop [pad]\n"
+		"                  batch=B [1]        per-reader count is a multiple of B\n"
+		"                  start=P [0]        skip the first P samples (resume)\n"
+		"                  rank=R             show only these ranks (3, 0,2, 0-7)\n"
+		"  --index DIR   the index directory (default SRC/.shardfs)\n"
+		"  --json        print the plan as JSON (docs/plan.md)\n"
+		"  --help, --version\n");
+}
+
+static void summary(const struct sfs_plan *plan, const struct sfs_index *idx,
+		    const struct sfs_options *opts)
+{
+	const struct sfs_plan_opts *o = &plan->opts;
+	size_t t, i, r = 0;
+
+	printf("plan: %llu samples in %zu shards, %llu units (shuffle=%s, seed=%llu, epoch=%llu, block=%llu)\n",
+	       (unsigned long long)plan->total, idx->nshards,
+	       (unsigned long long)plan->nunits, sfs_shuffle_name(o->shuffle),
+	       (unsigned long long)o->seed, (unsigned long long)o->epoch,
+	       (unsigned long long)o->block);
+	printf("readers: world=%u × workers=%u = %zu, each %llu samples (batch=%llu, start=%llu, remainder=%s: %llu padded, %llu dropped)\n",
+	       o->world, o->workers, plan->nreaders,
+	       (unsigned long long)plan->per_reader,
+	       (unsigned long long)o->batch, (unsigned long long)o->start,
+	       sfs_remainder_name(o->remainder),
+	       (unsigned long long)plan->padding,
+	       (unsigned long long)plan->dropped);
+	printf("%6s %6s %10s %8s %6s %6s %6s  %s\n", "rank", "worker",
+	       "samples", "padding", "files", "whole", "slices", "first file");
+	for (t = 0; t < plan->nreaders; t++) {
+		const struct sfs_plan_reader *rd = &plan->readers[t];
+		uint32_t rank = (uint32_t)(t / o->workers);
+		size_t whole = 0;
+
+		while (r < opts->nranks && opts->ranks[r] < rank)
+			r++;
+		if (opts->nranks &&
+		    (r == opts->nranks || opts->ranks[r] != rank))
+			continue;
+		for (i = 0; i < rd->nfiles; i++)
+			whole += plan->files[rd->file_at + i].whole;
+		printf("%6u %6zu %10llu %8llu %6zu %6zu %6zu  %s\n", rank,
+		       t % o->workers, (unsigned long long)plan->per_reader,
+		       (unsigned long long)rd->npadding, rd->nfiles, whole,
+		       rd->nfiles - whole,
+		       rd->nfiles ?
+			       idx->shards[plan->files[rd->file_at].shard].path :
+			       "-");
+	}
+}
+
+int main(int argc, char **argv)
+{
+	enum { OPT_INDEX = 256, OPT_JSON, OPT_HELP, OPT_VERSION };
+	static const struct option longopts[] = {
+		{ "index", required_argument, NULL, OPT_INDEX },
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "help", no_argument, NULL, OPT_HELP },
+		{ "version", no_argument, NULL, OPT_VERSION },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct sfs_error err = { 0 };
+	struct sfs_options opts;
+	struct sfs_index *idx = NULL;
+	struct sfs_plan *plan = NULL;
+	const char *dir = NULL;
+	bool json = false;
+	int c, status = CLI_ERROR;
+
+	sfs_options_init(&opts);
+	while ((c = getopt_long(argc, argv, "o:", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			if (sfs_options_parse(&opts, optarg, &err)) {
+				cli_fail(prog, err.msg);
+				goto out;
+			}
+			break;
+		case OPT_INDEX:
+			dir = optarg;
+			break;
+		case OPT_JSON:
+			json = true;
+			break;
+		case OPT_HELP:
+			usage(stdout);
+			status = CLI_OK;
+			goto out;
+		case OPT_VERSION:
+			printf("shardfs-plan %s\n", SHARDFS_VERSION);
+			status = CLI_OK;
+			goto out;
+		default:
+			usage(stderr);
+			goto out;
+		}
+	}
+	if (optind != argc - 1) {
+		usage(stderr);
+		goto out;
+	}
+	if (sfs_options_check(&opts, &err) ||
+	    sfs_index_load(argv[optind], dir, &idx, &err) ||
+	    sfs_index_check_source(idx, dir, &err) ||
+	    sfs_plan_build(idx, &opts.plan, &plan, &err)) {
+		cli_fail(prog, err.msg);
+		goto out;
+	}
+	if (json) {
+		char *text = sfs_plan_json(plan, idx);
+
+		if (!text) {
+			cli_fail(prog, "out of memory");
+			goto out;
+		}
+		puts(text);
+		free(text);
+	} else {
+		summary(plan, idx, &opts);
+	}
+	status = CLI_OK;
+out:
+	sfs_plan_free(plan);
+	sfs_index_free(idx);
+	sfs_options_clear(&opts);
+	return status;
+}
