@@ -125,7 +125,7 @@ static int tar_scan(const struct sfs_scan_in *in, struct sfs_scan *out,
 	struct key key = { 0 };
 	size_t cap = 0;
 	uint64_t pending = UINT64_MAX; /* first unassigned directory member */
-	uint64_t data_end = 0;
+	uint64_t data_end = 0, nmembers = 0;
 	bool compressed;
 	int rc, r;
 
@@ -153,6 +153,7 @@ static int tar_scan(const struct sfs_scan_in *in, struct sfs_scan *out,
 		int64_t size = archive_entry_size(e);
 		int isnew;
 
+		nmembers++;
 		if (pos < out->prefix_len)
 			pos = out->prefix_len;
 		if (size < 0 || (uint64_t)size > in->size) {
@@ -205,19 +206,25 @@ static int tar_scan(const struct sfs_scan_in *in, struct sfs_scan *out,
 		pending = UINT64_MAX;
 	}
 	if (r != ARCHIVE_EOF) {
-		uint64_t pos = (uint64_t)archive_read_header_position(a);
-
-		if (out->nsamples == 0 && pos <= out->prefix_len)
+		/* libarchive forgets the position once it fails: the bad
+		 * header starts where the last good member ended. */
+		if (nmembers == 0)
 			rc = sfs_errorf(
 				err, -EINVAL,
 				"%s: not a tar archive at byte %llu (%s)",
-				in->path, (unsigned long long)pos,
+				in->path, (unsigned long long)out->prefix_len,
+				archive_error_string(a));
+		else if (compressed)
+			rc = sfs_errorf(
+				err, -EINVAL,
+				"%s: malformed tar header after member %llu of the decompressed stream (%s)",
+				in->path, (unsigned long long)nmembers,
 				archive_error_string(a));
 		else
 			rc = sfs_errorf(
 				err, -EINVAL,
 				"%s: malformed tar header at byte %llu (%s)",
-				in->path, (unsigned long long)pos,
+				in->path, (unsigned long long)data_end,
 				archive_error_string(a));
 		goto out_free;
 	}

@@ -1,0 +1,416 @@
+/* The index: build, save, load, refresh, staleness, damage. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "helpers.h"
+#include "shardfs/indexer.h"
+
+/* A source with a tar, a jsonl, a tfrecord-less mix and a stray file. */
+static char *make_source(void)
+{
+	char *dir = tmpdir_new();
+	struct buf t = { 0 };
+
+	tar_member(&t, "k1.jpg", '0', "111", 3);
+	tar_member(&t, "k1.cls", '0', "1", 1);
+	tar_member(&t, "k2.jpg", '0', "222", 3);
+	tar_end(&t);
+	free(write_at(dir, "b/s1.tar", t.p, t.len));
+	free(write_at(dir, "a.jsonl", "{}\n{}\n{}\n", 9));
+	free(write_at(dir, "README.md", "docs\n", 5));
+	free(write_at(dir, ".hidden.jsonl", "{}\n", 3));
+	buf_free(&t);
+	return dir;
+}
+
+static struct sfs_index *build(const char *dir, const struct sfs_index *prev,
+			       struct sfs_indexer_report *rep)
+{
+	struct sfs_indexer_opts o = { .source = dir, .jobs = 2, .hash = true };
+	struct sfs_error err = { 0 };
+	struct sfs_index *idx = NULL;
+
+	assert_int_equal(sfs_indexer_build(&o, prev, &idx, rep, &err), 0);
+	return idx;
+}
+
+static void test_index_round_trip(void **state)
+{
+	struct sfs_indexer_report rep;
+	struct sfs_error err = { 0 };
+	struct sfs_index *idx, *back;
+	char *dir = make_source();
+	unsigned char want[SFS_DIGEST_LEN];
+	size_t i;
+
+	(void)state;
+	idx = build(dir, NULL, &rep);
+	assert_int_equal(rep.scanned, 2);
+	assert_int_equal(rep.ignored, 1);
+	assert_int_equal(idx->nshards, 2);
+	assert_string_equal(idx->shards[0].path, "a.jsonl");
+	assert_string_equal(idx->shards[1].path, "b/s1.tar");
+	assert_int_equal(idx->nsamples, 5);
+	sfs_digest_buf("{}\n{}\n{}\n", 9, want);
+	assert_memory_equal(idx->shards[0].digest, want, SFS_DIGEST_LEN);
+	assert_int_equal(sfs_index_save(idx, NULL, &err), 0);
+
+	assert_int_equal(sfs_index_load(dir, NULL, &back, &err), 0);
+	assert_int_equal(back->nshards, idx->nshards);
+	assert_int_equal(back->nsamples, idx->nsamples);
+	assert_int_equal(back->nbounds, idx->nbounds);
+	assert_memory_equal(back->bounds, idx->bounds,
+			    idx->nbounds * sizeof(uint64_t));
+	for (i = 0; i < idx->nshards; i++) {
+		const struct sfs_shard *a = &idx->shards[i],
+				       *b = &back->shards[i];
+
+		assert_string_equal(a->path, b->path);
+		assert_int_equal(a->size, b->size);
+		assert_int_equal(a->mtime_ns, b->mtime_ns);
+		assert_ptr_equal(a->format, b->format);
+		assert_int_equal(a->nsamples, b->nsamples);
+		assert_int_equal(a->bounds_at, b->bounds_at);
+		assert_true(b->has_digest);
+		assert_memory_equal(a->digest, b->digest, SFS_DIGEST_LEN);
+	}
+	assert_int_equal(sfs_index_check_source(back, NULL, &err), 0);
+	sfs_index_free(back);
+	sfs_index_free(idx);
+	sfs_indexer_report_clear(&rep);
+	tmpdir_remove(dir);
+}
+
+static void test_index_refresh_reuses_unchanged(void **state)
+{
+	struct sfs_indexer_report rep;
+	struct sfs_index *first, *second;
+	char *dir = make_source();
+
+	(void)state;
+	first = build(dir, NULL, &rep);
+	sfs_indexer_report_clear(&rep);
+	free(write_at(dir, "a.jsonl", "{}\n{}\n{}\n{}\n", 12));
+	second = build(dir, first, &rep);
+	assert_int_equal(rep.scanned, 1);
+	assert_int_equal(rep.reused, 1);
+	assert_int_equal(second->nsamples, 6);
+	assert_int_equal(second->shards[0].nsamples, 4);
+	assert_memory_equal(sfs_index_bounds(second, &second->shards[1]),
+			    sfs_index_bounds(first, &first->shards[1]),
+			    3 * sizeof(uint64_t));
+	sfs_indexer_report_clear(&rep);
+	sfs_index_free(first);
+	sfs_index_free(second);
+	tmpdir_remove(dir);
+}
+
+static void test_index_stale_names_shards(void **state)
+{
+	struct sfs_indexer_report rep;
+	struct sfs_error err = { 0 };
+	struct sfs_index *idx;
+	char *dir = make_source(), want[1024], path[512];
+	struct timeval tv[2] = { { 1000, 0 }, { 1000, 0 } };
+
+	(void)state;
+	idx = build(dir, NULL, &rep);
+	free(write_at(dir, "a.jsonl", "{}\n", 3));
+	snprintf(path, sizeof(path), "%s/b/s1.tar", dir);
+	assert_int_equal(utimes(path, tv), 0);
+	assert_int_equal(sfs_index_check_source(idx, NULL, &err), -ESTALE);
+	snprintf(
+		want, sizeof(want),
+		"the index is stale: 2 shard files changed since it was built: a.jsonl (size 3, the index says 9), b/s1.tar (modified); rebuild it with: shardfs-index %s",
+		idx->source);
+	assert_string_equal(err.msg, want);
+	unlink(path);
+	assert_int_equal(sfs_index_check_source(idx, "/elsewhere", &err),
+			 -ESTALE);
+	snprintf(
+		want, sizeof(want),
+		"the index is stale: 2 shard files changed since it was built: a.jsonl (size 3, the index says 9), b/s1.tar (missing); rebuild it with: shardfs-index %s --out /elsewhere",
+		idx->source);
+	assert_string_equal(err.msg, want);
+	sfs_indexer_report_clear(&rep);
+	sfs_index_free(idx);
+	tmpdir_remove(dir);
+}
+
+/* Save an index of a fresh source, damage a file of it, expect msg. */
+static void expect_damage(const char *file, long off, const char *bytes,
+			  long truncate_to, const char *fmt)
+{
+	struct sfs_indexer_report rep;
+	struct sfs_error err = { 0 };
+	struct sfs_index *idx, *back = NULL;
+	char *dir = make_source(), path[512], want[1024], table[512];
+	FILE *f;
+
+	idx = build(dir, NULL, &rep);
+	assert_int_equal(sfs_index_save(idx, NULL, &err), 0);
+	snprintf(path, sizeof(path), "%s/.shardfs/manifest.json", idx->source);
+	if (strcmp(file, "manifest.json")) {
+		struct buf m = read_all(path);
+		char *p;
+
+		buf_put(&m, "", 1);
+		p = strstr((char *)m.p, "samples-");
+
+		assert_non_null(p);
+		snprintf(table, sizeof(table), "%s/.shardfs/%.28s", idx->source,
+			 p);
+		snprintf(path, sizeof(path), "%s", table);
+		buf_free(&m);
+	}
+	if (truncate_to >= 0)
+		assert_int_equal(truncate(path, truncate_to), 0);
+	if (bytes) {
+		f = fopen(path, "r+b");
+		assert_non_null(f);
+		fseek(f, off, SEEK_SET);
+		fwrite(bytes, 1, strlen(bytes), f);
+		fclose(f);
+	}
+	assert_int_equal(sfs_index_load(dir, NULL, &back, &err), -EINVAL);
+	assert_null(back);
+	snprintf(want, sizeof(want), fmt, path);
+	assert_string_equal(err.msg, want);
+	sfs_indexer_report_clear(&rep);
+	sfs_index_free(idx);
+	tmpdir_remove(dir);
+}
+
+static void test_index_damaged_manifest(void **state)
+{
+	(void)state;
+	/* a changed digit keeps valid JSON but breaks the checksum */
+	expect_damage(
+		"manifest.json", 0, NULL, 40,
+		"%s: not valid JSON at line 4, column 7 (premature end of input near '\"file'); the index is damaged: rebuild it with shardfs-index");
+}
+
+static void test_index_damaged_table(void **state)
+{
+	(void)state;
+	expect_damage(
+		"table", 70, "X", -1,
+		"%s: its contents do not match their checksum; the index is damaged: rebuild it with shardfs-index");
+	expect_damage(
+		"table", 0, NULL, 70,
+		"%s: truncated or of the wrong length for its manifest; the index is damaged: rebuild it with shardfs-index");
+}
+
+static void test_index_checksum_of_manifest(void **state)
+{
+	struct sfs_indexer_report rep;
+	struct sfs_error err = { 0 };
+	struct sfs_index *idx, *back = NULL;
+	char *dir = make_source(), path[512], want[1024];
+	struct buf m;
+	char *p;
+	FILE *f;
+
+	(void)state;
+	idx = build(dir, NULL, &rep);
+	assert_int_equal(sfs_index_save(idx, NULL, &err), 0);
+	snprintf(path, sizeof(path), "%s/.shardfs/manifest.json", idx->source);
+	m = read_all(path);
+	buf_put(&m, "", 1);
+	/* "samples": 5 -> 6: still valid JSON, no longer what was written */
+	p = strstr((char *)m.p, "\"samples\": 5");
+	assert_non_null(p);
+	p[11] = '6';
+	f = fopen(path, "wb");
+	fwrite(m.p, 1, m.len - 1, f);
+	fclose(f);
+	assert_int_equal(sfs_index_load(dir, NULL, &back, &err), -EINVAL);
+	snprintf(
+		want, sizeof(want),
+		"%s: its contents do not match their checksum; the index is damaged: rebuild it with shardfs-index",
+		path);
+	assert_string_equal(err.msg, want);
+	buf_free(&m);
+	sfs_indexer_report_clear(&rep);
+	sfs_index_free(idx);
+	tmpdir_remove(dir);
+}
+
+static void test_index_missing(void **state)
+{
+	struct sfs_error err = { 0 };
+	struct sfs_index *idx = NULL;
+	char *dir = tmpdir_new(), *real, want[1024];
+
+	(void)state;
+	real = realpath(dir, NULL);
+	assert_int_equal(sfs_index_load(dir, NULL, &idx, &err), -ENOENT);
+	snprintf(
+		want, sizeof(want),
+		"%s/.shardfs/manifest.json: no index; build it with: shardfs-index %s",
+		real, dir);
+	assert_string_equal(err.msg, want);
+	free(real);
+	tmpdir_remove(dir);
+}
+
+static void test_index_out_dir_and_read_only_source(void **state)
+{
+	struct sfs_indexer_report rep;
+	struct sfs_error err = { 0 };
+	struct sfs_index *idx, *back;
+	char *dir = make_source(), *out = tmpdir_new(), want[1024];
+
+	(void)state;
+	idx = build(dir, NULL, &rep);
+	assert_int_equal(sfs_index_save(idx, out, &err), 0);
+	assert_int_equal(sfs_index_load(dir, out, &back, &err), 0);
+	assert_int_equal(back->nsamples, 5);
+	sfs_index_free(back);
+	/* root ignores permissions, so make the target a file instead */
+	free(write_at(dir, "ro", "", 0));
+	snprintf(want, sizeof(want), "%s/ro", dir);
+	assert_int_equal(sfs_index_save(idx, want, &err), -ENOTDIR);
+	assert_non_null(
+		strstr(err.msg, "put the index elsewhere with --out DIR"));
+	sfs_indexer_report_clear(&rep);
+	sfs_index_free(idx);
+	tmpdir_remove(out);
+	tmpdir_remove(dir);
+}
+
+static void test_index_skip_bad(void **state)
+{
+	struct sfs_indexer_opts o = { .jobs = 2 };
+	struct sfs_indexer_report rep;
+	struct sfs_error err = { 0 };
+	struct sfs_index *idx = NULL;
+	char *dir = make_source(), want[1024];
+
+	(void)state;
+	free(write_at(dir, "c.tar",
+		      "not a tar at all, just some text that is long enough\n",
+		      53));
+	free(write_at(dir, "d.jsonl", "", 0));
+	o.source = dir;
+	assert_int_equal(sfs_indexer_build(&o, NULL, &idx, &rep, &err),
+			 -EINVAL);
+	assert_null(idx);
+	assert_string_equal(
+		err.msg,
+		"2 shards could not be indexed: c.tar: not a tar archive at byte 0 (Unrecognized archive format); d.jsonl: empty file at byte 0: a jsonl shard holds at least one sample; fix or remove them, or run shardfs-index --skip-bad to index the rest");
+	o.skip_bad = true;
+	assert_int_equal(sfs_indexer_build(&o, NULL, &idx, &rep, &err), 0);
+	assert_int_equal(idx->nshards, 2);
+	assert_int_equal(rep.nproblems, 2);
+	snprintf(
+		want, sizeof(want),
+		"c.tar: not a tar archive at byte 0 (Unrecognized archive format)");
+	assert_string_equal(rep.problems[0], want);
+	sfs_indexer_report_clear(&rep);
+	sfs_index_free(idx);
+	tmpdir_remove(dir);
+}
+
+static void test_index_files_grouped_by_key(void **state)
+{
+	struct sfs_indexer_opts o = { .format = &sfs_format_files,
+				      .jobs = 1,
+				      .hash = true };
+	struct sfs_indexer_report rep;
+	struct sfs_error err = { 0 };
+	struct sfs_index *idx;
+	char *dir = tmpdir_new();
+	unsigned char want[SFS_DIGEST_LEN];
+
+	(void)state;
+	free(write_at(dir, "cat/x.jpg", "JPG", 3));
+	free(write_at(dir, "cat/x.cls", "0", 1));
+	free(write_at(dir, "cat/x1.jpg", "J1", 2));
+	free(write_at(dir, "dog/x.jpg", "D", 1));
+	o.source = dir;
+	assert_int_equal(sfs_indexer_build(&o, NULL, &idx, &rep, &err), 0);
+	assert_int_equal(idx->nshards, 3);
+	assert_int_equal(idx->nsamples, 3);
+	assert_string_equal(idx->shards[0].path, "cat/x.cls");
+	assert_int_equal(idx->shards[0].nmembers, 1);
+	assert_string_equal(idx->shards[0].members[0].path, "cat/x.jpg");
+	assert_false(sfs_shard_sliceable(&idx->shards[0]));
+	sfs_digest_buf("0JPG", 4, want);
+	assert_memory_equal(idx->shards[0].digest, want, SFS_DIGEST_LEN);
+	assert_string_equal(idx->shards[1].path, "cat/x1.jpg");
+	assert_string_equal(idx->shards[2].path, "dog/x.jpg");
+	sfs_indexer_report_clear(&rep);
+	sfs_index_free(idx);
+	tmpdir_remove(dir);
+}
+
+static void test_index_verify_reports_mismatch(void **state)
+{
+	struct sfs_indexer_opts o = { .jobs = 2 };
+	struct sfs_indexer_report rep;
+	struct sfs_error err = { 0 };
+	struct sfs_index *idx;
+	char *dir = make_source(), path[512];
+	struct stat st;
+	struct timespec ts[2];
+
+	(void)state;
+	idx = build(dir, NULL, &rep);
+	sfs_indexer_report_clear(&rep);
+	assert_int_equal(sfs_indexer_verify(&o, idx, &rep, &err), 0);
+	assert_int_equal(rep.nproblems, 0);
+	/* same size, same mtime, different bytes: only the hash can tell */
+	snprintf(path, sizeof(path), "%s/a.jsonl", dir);
+	assert_int_equal(stat(path, &st), 0);
+	free(write_at(dir, "a.jsonl", "{}\n{}\n[]\n", 9));
+	ts[0] = st.st_atim;
+	ts[1] = st.st_mtim;
+	assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+	assert_int_equal(sfs_indexer_verify(&o, idx, &rep, &err), 0);
+	assert_int_equal(rep.nproblems, 1);
+	assert_non_null(strstr(rep.problems[0], "a.jsonl: SHA-256 "));
+	assert_non_null(strstr(rep.problems[0], ", the index says "));
+	sfs_indexer_report_clear(&rep);
+	sfs_index_free(idx);
+	tmpdir_remove(dir);
+}
+
+static void test_index_unsafe_paths(void **state)
+{
+	(void)state;
+	assert_true(sfs_index_path_ok("a/b.tar"));
+	assert_true(sfs_index_path_ok("a..b/c"));
+	assert_false(sfs_index_path_ok("../a.tar"));
+	assert_false(sfs_index_path_ok("a/../../b.tar"));
+	assert_false(sfs_index_path_ok("/etc/passwd"));
+	assert_false(sfs_index_path_ok("a//b"));
+	assert_false(sfs_index_path_ok("./a"));
+	assert_false(sfs_index_path_ok("a/"));
+	assert_false(sfs_index_path_ok(""));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_index_round_trip),
+		cmocka_unit_test(test_index_refresh_reuses_unchanged),
+		cmocka_unit_test(test_index_stale_names_shards),
+		cmocka_unit_test(test_index_damaged_manifest),
+		cmocka_unit_test(test_index_damaged_table),
+		cmocka_unit_test(test_index_checksum_of_manifest),
+		cmocka_unit_test(test_index_missing),
+		cmocka_unit_test(test_index_out_dir_and_read_only_source),
+		cmocka_unit_test(test_index_skip_bad),
+		cmocka_unit_test(test_index_files_grouped_by_key),
+		cmocka_unit_test(test_index_verify_reports_mismatch),
+		cmocka_unit_test(test_index_unsafe_paths),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

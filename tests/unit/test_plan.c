@@ -1,0 +1,541 @@
+/*
+ * The plan contract (include/shardfs/plan.h, docs/plan.md), checked over a
+ * grid of settings against an order computed here from the PRNG alone.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "helpers.h"
+#include "shardfs/plan.h"
+#include "shardfs/prng.h"
+
+/* An in-memory index: shard i has counts[i] samples, 10 bytes each. */
+static struct sfs_index *mkindex(const uint64_t *counts, size_t n,
+				 const bool *opaque)
+{
+	struct sfs_index *idx = calloc(1, sizeof(*idx));
+	uint64_t nb = 0, i, k;
+
+	idx->source = strdup("/src");
+	idx->shards = calloc(n + 1, sizeof(*idx->shards));
+	for (i = 0; i < n; i++)
+		nb += counts[i] + 1;
+	idx->bounds_heap = malloc((nb + 1) * sizeof(uint64_t));
+	for (i = 0, nb = 0; i < n; i++) {
+		struct sfs_shard *sh = &idx->shards[i];
+		char name[32];
+
+		snprintf(name, sizeof(name), "s%04llu.tar",
+			 (unsigned long long)i);
+		sh->path = strdup(name);
+		sh->format = &sfs_format_tar;
+		sh->nsamples = counts[i];
+		sh->size = counts[i] * 10;
+		sh->bounds_at = SFS_NO_BOUNDS;
+		idx->nsamples += counts[i];
+		if (opaque && opaque[i])
+			continue;
+		sh->bounds_at = nb;
+		for (k = 0; k <= counts[i]; k++)
+			idx->bounds_heap[nb++] = k * 10;
+	}
+	idx->nshards = n;
+	idx->bounds = idx->bounds_heap;
+	idx->nbounds = nb;
+	return idx;
+}
+
+static void opts_init(struct sfs_plan_opts *o)
+{
+	struct sfs_options all;
+
+	sfs_options_init(&all);
+	*o = all.plan;
+}
+
+/* Global sample number of (shard, sample). */
+static uint64_t gid(const struct sfs_index *idx, size_t shard, uint64_t s)
+{
+	uint64_t g = 0;
+	size_t i;
+
+	for (i = 0; i < shard; i++)
+		g += idx->shards[i].nsamples;
+	return g + s;
+}
+
+/*
+ * The epoch order computed straight from the contract, independently of
+ * plan.c: units, permutation, samples inside units.  Returns N gids.
+ */
+static uint64_t *reference_order(const struct sfs_index *idx,
+				 const struct sfs_plan_opts *o, uint64_t *n)
+{
+	uint64_t *ushard = calloc(idx->nsamples + 1, sizeof(uint64_t));
+	uint64_t *ufirst = calloc(idx->nsamples + 1, sizeof(uint64_t));
+	uint64_t *ucount = calloc(idx->nsamples + 1, sizeof(uint64_t));
+	uint64_t *perm, *out = malloc((idx->nsamples + 1) * sizeof(uint64_t));
+	uint64_t nu = 0, u, k, pos = 0;
+	struct sfs_prng r;
+	size_t i;
+
+	for (i = 0; i < idx->nshards; i++) {
+		const struct sfs_shard *sh = &idx->shards[i];
+		uint64_t b = o->block && sfs_shard_sliceable(sh) ? o->block :
+								   sh->nsamples;
+
+		for (k = 0; k < sh->nsamples; k += b) {
+			ushard[nu] = i;
+			ufirst[nu] = k;
+			ucount[nu] = sh->nsamples - k < b ? sh->nsamples - k :
+							    b;
+			nu++;
+		}
+	}
+	perm = malloc((nu + 1) * sizeof(uint64_t));
+	for (u = 0; u < nu; u++)
+		perm[u] = u;
+	if (o->shuffle != SFS_SHUFFLE_NONE) {
+		sfs_prng_init(&r, o->seed, o->epoch, 0);
+		sfs_prng_shuffle(&r, perm, nu);
+	}
+	for (u = 0; u < nu; u++) {
+		uint64_t un = perm[u], c = ucount[un];
+		uint64_t *inner = malloc((c + 1) * sizeof(uint64_t));
+
+		for (k = 0; k < c; k++)
+			inner[k] = k;
+		if (o->shuffle == SFS_SHUFFLE_SAMPLES &&
+		    sfs_shard_sliceable(&idx->shards[ushard[un]])) {
+			sfs_prng_init(&r, o->seed, o->epoch, un + 1);
+			sfs_prng_shuffle(&r, inner, c);
+		}
+		for (k = 0; k < c; k++)
+			out[pos++] =
+				gid(idx, ushard[un], ufirst[un] + inner[k]);
+		free(inner);
+	}
+	*n = pos;
+	free(perm);
+	free(ushard);
+	free(ufirst);
+	free(ucount);
+	return out;
+}
+
+/* Every sample of every reader, in reader then file order. */
+static uint64_t *flatten(const struct sfs_plan *p, const struct sfs_index *idx,
+			 uint64_t *n, uint64_t *padding_seen)
+{
+	uint64_t *out =
+		malloc((p->per_reader * p->nreaders + 1) * sizeof(uint64_t));
+	uint64_t pos = 0, k;
+	size_t t, f, r;
+
+	*padding_seen = 0;
+	for (t = 0; t < p->nreaders; t++) {
+		const struct sfs_plan_reader *rd = &p->readers[t];
+		uint64_t count = 0;
+
+		for (f = 0; f < rd->nfiles; f++) {
+			const struct sfs_plan_file *pf =
+				&p->files[rd->file_at + f];
+			const struct sfs_shard *sh = &idx->shards[pf->shard];
+			uint64_t in_file = 0;
+
+			if (pf->whole) {
+				assert_int_equal(pf->nruns, 1);
+				assert_int_equal(p->runs[pf->run_at].first, 0);
+				assert_int_equal(p->runs[pf->run_at].count,
+						 sh->nsamples);
+			}
+			if (!sfs_shard_sliceable(sh))
+				assert_true(pf->whole);
+			for (r = 0; r < pf->nruns; r++) {
+				const struct sfs_run *run =
+					&p->runs[pf->run_at + r];
+
+				for (k = 0; k < run->count; k++)
+					out[pos++] = gid(idx, pf->shard,
+							 run->first + k);
+				in_file += run->count;
+			}
+			assert_int_equal(in_file, pf->nsamples);
+			count += in_file;
+			*padding_seen += pf->npadding;
+		}
+		assert_int_equal(count, p->per_reader);
+	}
+	*n = pos;
+	return out;
+}
+
+/*
+ * The whole contract for one setting: every reader has c samples; reading
+ * readers in order gives exactly the epoch order from `start`, wrapped for
+ * padding or cut for drop; c is a multiple of batch, ceil/floor of n / T.
+ */
+static void check_plan(const struct sfs_index *idx,
+		       const struct sfs_plan_opts *o)
+{
+	struct sfs_error err = { 0 };
+	struct sfs_plan *p = NULL;
+	uint64_t n_order, n_flat, pad_seen, T, n, c, q;
+	uint64_t *order, *flat;
+	char *j1, *j2;
+	struct sfs_plan *again = NULL;
+
+	assert_int_equal(sfs_plan_build(idx, o, &p, &err), 0);
+	order = reference_order(idx, o, &n_order);
+	assert_int_equal(n_order, idx->nsamples);
+	T = (uint64_t)o->world * o->workers;
+	n = idx->nsamples - o->start;
+	assert_int_equal(p->nreaders, T);
+	assert_int_equal(p->remaining, n);
+	c = p->per_reader;
+	assert_int_equal(c % o->batch, 0);
+	if (o->remainder == SFS_REMAINDER_PAD) {
+		assert_true(c * T >= n);
+		assert_true(c * T - n < T * o->batch);
+		assert_int_equal(p->padding, c * T - n);
+		assert_int_equal(p->dropped, 0);
+	} else {
+		assert_true(c * T <= n);
+		assert_true(n - c * T < T * o->batch);
+		assert_int_equal(p->dropped, n - c * T);
+		assert_int_equal(p->padding, 0);
+	}
+	flat = flatten(p, idx, &n_flat, &pad_seen);
+	assert_int_equal(n_flat, c * T);
+	assert_int_equal(pad_seen, p->padding);
+	for (q = 0; q < n_flat; q++)
+		assert_int_equal(flat[q], order[o->start + q % n]);
+
+	/* determinism: the same inputs give the same plan, byte for byte */
+	assert_int_equal(sfs_plan_build(idx, o, &again, &err), 0);
+	j1 = sfs_plan_json(p, idx);
+	j2 = sfs_plan_json(again, idx);
+	assert_string_equal(j1, j2);
+	free(j1);
+	free(j2);
+	sfs_plan_free(again);
+	free(order);
+	free(flat);
+	sfs_plan_free(p);
+}
+
+static void test_plan_grid(void **state)
+{
+	static const uint64_t sizes[][6] = {
+		{ 1 },
+		{ 7 },
+		{ 10, 3, 25, 1, 8, 13 },
+		{ 100, 100, 100 },
+		{ 5, 5, 5, 5, 5, 5 },
+	};
+	static const size_t nsizes[] = { 1, 1, 6, 3, 6 };
+	static const uint32_t worlds[] = { 1, 2, 3, 8 };
+	static const uint32_t workers[] = { 1, 2, 4 };
+	static const uint64_t batches[] = { 1, 4 };
+	static const uint64_t blocks[] = { 0, 4 };
+	size_t d, w, k, b, bl, sh, rem;
+	struct sfs_plan_opts o;
+
+	(void)state;
+	for (d = 0; d < 5; d++) {
+		struct sfs_index *idx = mkindex(sizes[d], nsizes[d], NULL);
+
+		for (w = 0; w < 4; w++)
+			for (k = 0; k < 3; k++)
+				for (b = 0; b < 2; b++)
+					for (bl = 0; bl < 2; bl++)
+						for (sh = 0; sh < 3; sh++)
+							for (rem = 0; rem < 2;
+							     rem++) {
+								uint64_t starts[] = {
+									0,
+									idx->nsamples /
+										3,
+									idx->nsamples -
+										1
+								};
+								size_t s;
+
+								for (s = 0;
+								     s < 3;
+								     s++) {
+									uint64_t n =
+										idx->nsamples -
+										starts[s];
+									uint64_t T =
+										(uint64_t)worlds
+											[w] *
+										workers[k];
+
+									opts_init(
+										&o);
+									o.world = worlds
+										[w];
+									o.workers = workers
+										[k];
+									o.batch = batches
+										[b];
+									o.block = blocks
+										[bl];
+									o.shuffle = (enum sfs_shuffle)
+										sh;
+									o.remainder =
+										(enum sfs_remainder)
+											rem;
+									o.start = starts
+										[s];
+									o.epoch =
+										s +
+										3;
+									o.seed =
+										99;
+									if (rem &&
+									    n / T / o.batch ==
+										    0)
+										continue; /* refused: see below */
+									check_plan(
+										idx,
+										&o);
+								}
+							}
+		sfs_index_free(idx);
+	}
+}
+
+static void test_plan_world_1024(void **state)
+{
+	uint64_t counts[50];
+	struct sfs_index *idx;
+	struct sfs_plan_opts o;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < 50; i++)
+		counts[i] = 10 + i % 7;
+	idx = mkindex(counts, 50, NULL);
+	opts_init(&o);
+	o.world = 1024;
+	o.workers = 2;
+	check_plan(idx, &o); /* 632 samples for 2048 readers: pad */
+	o.world = 16;
+	o.workers = 8;
+	o.remainder = SFS_REMAINDER_DROP;
+	o.batch = 2;
+	check_plan(idx, &o);
+	sfs_index_free(idx);
+}
+
+static void test_plan_order_ignores_world_and_workers(void **state)
+{
+	static const uint64_t counts[] = { 30, 20, 50, 10, 40 };
+	struct sfs_index *idx = mkindex(counts, 5, NULL);
+	struct sfs_error err = { 0 };
+	struct sfs_plan *one, *many;
+	struct sfs_plan_opts o;
+	uint64_t n1, n2, pad, *a, *b;
+
+	(void)state;
+	opts_init(&o);
+	o.shuffle = SFS_SHUFFLE_SAMPLES;
+	o.block = 7;
+	o.seed = 5;
+	assert_int_equal(sfs_plan_build(idx, &o, &one, &err), 0);
+	o.world = 3;
+	o.workers = 5;
+	o.remainder = SFS_REMAINDER_DROP;
+	assert_int_equal(sfs_plan_build(idx, &o, &many, &err), 0);
+	a = flatten(one, idx, &n1, &pad);
+	b = flatten(many, idx, &n2, &pad);
+	assert_int_equal(n1, 150);
+	assert_int_equal(n2, 150);
+	assert_memory_equal(a, b, n1 * sizeof(uint64_t));
+	free(a);
+	free(b);
+	sfs_plan_free(one);
+	sfs_plan_free(many);
+	sfs_index_free(idx);
+}
+
+static void test_plan_start_gives_the_suffix(void **state)
+{
+	static const uint64_t counts[] = { 30, 20, 50 };
+	struct sfs_index *idx = mkindex(counts, 3, NULL);
+	struct sfs_error err = { 0 };
+	struct sfs_plan *full, *rest;
+	struct sfs_plan_opts o;
+	uint64_t n1, n2, pad, *a, *b;
+
+	(void)state;
+	opts_init(&o);
+	o.epoch = 4;
+	assert_int_equal(sfs_plan_build(idx, &o, &full, &err), 0);
+	o.start = 37;
+	o.world = 2;
+	o.workers = 3;
+	o.remainder = SFS_REMAINDER_DROP;
+	assert_int_equal(sfs_plan_build(idx, &o, &rest, &err), 0);
+	a = flatten(full, idx, &n1, &pad);
+	b = flatten(rest, idx, &n2, &pad);
+	assert_int_equal(rest->per_reader, 10);
+	assert_int_equal(rest->dropped, 3);
+	assert_int_equal(n2, 60);
+	assert_memory_equal(a + 37, b, n2 * sizeof(uint64_t));
+	free(a);
+	free(b);
+	sfs_plan_free(full);
+	sfs_plan_free(rest);
+	sfs_index_free(idx);
+}
+
+static void test_plan_epochs_differ(void **state)
+{
+	static const uint64_t counts[] = { 5, 5, 5, 5, 5, 5, 5, 5, 5, 5 };
+	struct sfs_index *idx = mkindex(counts, 10, NULL);
+	struct sfs_error err = { 0 };
+	struct sfs_plan *e0, *e1;
+	struct sfs_plan_opts o;
+	uint64_t n, pad, *a, *b;
+
+	(void)state;
+	opts_init(&o);
+	assert_int_equal(sfs_plan_build(idx, &o, &e0, &err), 0);
+	o.epoch = 1;
+	assert_int_equal(sfs_plan_build(idx, &o, &e1, &err), 0);
+	a = flatten(e0, idx, &n, &pad);
+	b = flatten(e1, idx, &n, &pad);
+	assert_memory_not_equal(a, b, n * sizeof(uint64_t));
+	/* the documented vector: shards in the order 6 3 2 9 8 1 4 7 0 5 at
+	 * seed 0, epoch 0, and 7 4 3 8 5 9 2 0 6 1 at epoch 1 */
+	assert_int_equal(a[0], 30);
+	assert_int_equal(a[5], 15);
+	assert_int_equal(a[45], 25);
+	assert_int_equal(b[0], 35);
+	assert_int_equal(b[45], 5);
+	free(a);
+	free(b);
+	sfs_plan_free(e0);
+	sfs_plan_free(e1);
+	sfs_index_free(idx);
+}
+
+static void test_plan_prng_test_vector(void **state)
+{
+	uint64_t a[10] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9 };
+	const uint64_t want[10] = { 2, 3, 7, 9, 0, 8, 5, 4, 1, 6 };
+	struct sfs_prng r;
+
+	(void)state;
+	sfs_prng_init(&r, 42, 7, 0);
+	assert_int_equal(sfs_prng_next(&r), 0x240b0f4ab0d63016ULL);
+	assert_int_equal(sfs_prng_next(&r), 0x482fa2938c0f55d4ULL);
+	assert_int_equal(sfs_prng_next(&r), 0xe374763b39af17bcULL);
+	sfs_prng_init(&r, 42, 7, 0);
+	sfs_prng_shuffle(&r, a, 10);
+	assert_memory_equal(a, want, sizeof(want));
+}
+
+static void test_plan_whole_shards_are_whole(void **state)
+{
+	static const uint64_t counts[] = { 10, 10, 10, 10 };
+	struct sfs_index *idx = mkindex(counts, 4, NULL);
+	struct sfs_error err = { 0 };
+	struct sfs_plan *p;
+	struct sfs_plan_opts o;
+	size_t i;
+
+	(void)state;
+	opts_init(&o);
+	o.world = 2;
+	o.workers = 2;
+	assert_int_equal(sfs_plan_build(idx, &o, &p, &err), 0);
+	assert_int_equal(p->nfiles, 4);
+	for (i = 0; i < 4; i++)
+		assert_true(p->files[i].whole);
+	sfs_plan_free(p);
+	o.workers = 3; /* 40 / 6: shards are cut, 2 samples padded */
+	assert_int_equal(sfs_plan_build(idx, &o, &p, &err), 0);
+	assert_int_equal(p->per_reader, 7);
+	assert_int_equal(p->padding, 2);
+	assert_int_equal(p->readers[5].npadding, 2);
+	sfs_plan_free(p);
+	sfs_index_free(idx);
+}
+
+static void expect_refused(const struct sfs_index *idx,
+			   const struct sfs_plan_opts *o, const char *want)
+{
+	struct sfs_error err = { 0 };
+	struct sfs_plan *p = NULL;
+
+	assert_int_equal(sfs_plan_build(idx, o, &p, &err), -EINVAL);
+	assert_null(p);
+	assert_string_equal(err.msg, want);
+}
+
+static void test_plan_refusals(void **state)
+{
+	static const uint64_t seven[] = { 7 };
+	static const uint64_t ten[] = { 4, 6 };
+	static const bool opaque[] = { true, false };
+	struct sfs_index *idx = mkindex(seven, 1, NULL);
+	struct sfs_index *none = mkindex(NULL, 0, NULL);
+	struct sfs_index *mixed = mkindex(ten, 2, opaque);
+	struct sfs_plan_opts o;
+
+	(void)state;
+	opts_init(&o);
+	o.world = 4;
+	o.workers = 2;
+	o.remainder = SFS_REMAINDER_DROP;
+	expect_refused(
+		idx, &o,
+		"remainder=drop leaves 0 samples per reader: 7 samples for world=4 × workers=2; use remainder=pad or fewer readers");
+	o.world = 1;
+	o.batch = 8;
+	expect_refused(
+		idx, &o,
+		"remainder=drop leaves 0 samples per reader: 7 samples for world=1 × workers=2 in batches of 8; use remainder=pad or fewer readers");
+	opts_init(&o);
+	o.start = 7;
+	expect_refused(
+		idx, &o,
+		"start=7 leaves no samples: the epoch has 7; use start=0..6");
+	opts_init(&o);
+	expect_refused(none, &o,
+		       "the index of /src has no samples: nothing to serve");
+	/* the opaque shard of 4 cannot be cut for 3 readers of 4 each */
+	o.workers = 3;
+	o.shuffle = SFS_SHUFFLE_NONE;
+	o.start = 1;
+	expect_refused(
+		mixed, &o,
+		"s0000.tar cannot be sliced (a tar shard of 4 samples that is compressed or opaque), but rank 0 worker 0 would read only samples 1..3 of it; use uncompressed shards, or choose world, workers, batch and start so that every reader's share ends on a shard boundary");
+	o.start = 0;
+	o.workers = 1;
+	check_plan(mixed, &o);
+	sfs_index_free(idx);
+	sfs_index_free(none);
+	sfs_index_free(mixed);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_plan_prng_test_vector),
+		cmocka_unit_test(test_plan_grid),
+		cmocka_unit_test(test_plan_world_1024),
+		cmocka_unit_test(test_plan_order_ignores_world_and_workers),
+		cmocka_unit_test(test_plan_start_gives_the_suffix),
+		cmocka_unit_test(test_plan_epochs_differ),
+		cmocka_unit_test(test_plan_whole_shards_are_whole),
+		cmocka_unit_test(test_plan_refusals),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
