@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# shardfs-plan: its messages, its summary, and its plans against the
+# independent Python implementation of docs/plan.md.
+. "$(dirname "$0")/lib.sh"
+
+shardfs-mkdata "$T/tar" --format tar --shards 11 --samples 1-60 --size 1-64 --seed 5
+shardfs-mkdata "$T/jsonl" --format jsonl --shards 7 --samples 5-50 --seed 6
+shardfs-index "$T/tar" --quiet --no-hash
+shardfs-index "$T/jsonl" --quiet --no-hash
+
+for src in tar jsonl; do
+	for o in "world=1" "world=4,workers=2" "world=3,workers=3,epoch=5,seed=77" \
+		"world=2,workers=2,shuffle=samples,block=7,epoch=2" \
+		"world=5,remainder=drop,batch=4,start=31" "world=1024,workers=1" \
+		"world=2,workers=4,shuffle=none,block=3,start=2,batch=2"; do
+		shardfs-plan "$T/$src" -o "$o" --json > "$T/plan.json"
+		got=$(python3 "$TESTS/plan/plan_reference.py" "$T/$src/.shardfs/manifest.json" "$T/plan.json")
+		expect_eq "$src $o matches the reference" "$?" "0" || echo "$got"
+	done
+done
+
+expect_run "world=0" 2 "shardfs-plan: world=0 is out of range: use an integer in 1..65536" \
+	-- shardfs-plan "$T/tar" -o world=0
+expect_run "rank out of range" 2 "shardfs-plan: rank=8 is out of range for world=8: ranks are 0..7" \
+	-- shardfs-plan "$T/tar" -o world=8,rank=8
+n=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["samples"])' "$T/jsonl/.shardfs/manifest.json")
+expect_run "drop leaves nothing" 2 \
+	"shardfs-plan: remainder=drop leaves 0 samples per reader: $n samples for world=1024 × workers=2; use remainder=pad or fewer readers" \
+	-- shardfs-plan "$T/jsonl" -o world=1024,workers=2,remainder=drop
+expect_run "no index" 2 "shardfs-plan: $T/tar/x/.shardfs/manifest.json: no index; build it with: shardfs-index $T/tar/x" \
+	-- bash -c "mkdir -p '$T/tar/x' && shardfs-plan '$T/tar/x'"
+rmdir "$T/tar/x"
+
+echo '{"extra": 1}' >> "$T/jsonl/shard-000003.jsonl"
+size=$(stat -c %s "$T/jsonl/shard-000003.jsonl")
+expect_run "stale index" 2 \
+	"shardfs-plan: the index is stale: 1 shard file changed since it was built: shard-000003.jsonl (size $size, the index says $((size - 13))); rebuild it with: shardfs-index $T/jsonl" \
+	-- shardfs-plan "$T/jsonl"
+
+out=$(shardfs-plan "$T/tar" -o world=2,workers=2,rank=1)
+expect_eq "summary shows only rank 1" "$(echo "$out" | awk 'NR > 3 {print $1 "/" $2}' | tr '\n' ' ')" "1/0 1/1 "
+finish

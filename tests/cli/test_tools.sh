@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# shardfs-mkdata, shardfs-index and slices, read by real tools: GNU tar,
+# bsdtar, Python's tarfile and readers written here.
+. "$(dirname "$0")/lib.sh"
+
+digest_tree() { (cd "$1" && find . -path ./.shardfs -prune -o -type f -print | sort | xargs sha256sum); }
+samples_in_index() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["samples"])' "$1/.shardfs/manifest.json"; }
+
+# --- mkdata is deterministic ---
+for f in tar jsonl tfrecord files; do
+	shardfs-mkdata "$T/a-$f" --format "$f" --shards 3 --samples 5-9 --seed 3
+	shardfs-mkdata "$T/b-$f" --format "$f" --shards 3 --samples 5-9 --seed 3
+	shardfs-mkdata "$T/c-$f" --format "$f" --shards 3 --samples 5-9 --seed 4
+	expect_eq "mkdata $f same seed" "$(digest_tree "$T/a-$f")" "$(digest_tree "$T/b-$f")"
+	[ "$(digest_tree "$T/a-$f")" != "$(digest_tree "$T/c-$f")" ] && ok || bad "mkdata $f other seed"
+done
+
+# --- the index counts what independent readers count ---
+cat > "$T/count.py" <<'PY'
+import os, struct, sys, tarfile
+fmt, root = sys.argv[1], sys.argv[2]
+def key(name):
+    d, _, b = name.rpartition("/")
+    return (d + "/" if d else "") + b.split(".", 1)[0]
+n = 0
+for dirpath, dirs, files in os.walk(root):
+    dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+    for f in sorted(files):
+        p = os.path.join(dirpath, f)
+        if fmt == "tar":
+            last = None
+            for m in tarfile.open(p):
+                if m.isfile() and key(m.name) != last:
+                    n += 1
+                    last = key(m.name)
+        elif fmt == "jsonl":
+            n += open(p, "rb").read().count(b"\n")
+        elif fmt == "tfrecord":
+            data, off = open(p, "rb").read(), 0
+            while off < len(data):
+                off += 16 + struct.unpack_from("<Q", data, off)[0]
+                n += 1
+if fmt == "files":
+    keys = set()
+    for dirpath, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for f in files:
+            keys.add(os.path.join(dirpath, f.split(".", 1)[0]))
+    n = len(keys)
+print(n)
+PY
+for f in tar jsonl tfrecord files; do
+	fmtopt=""; [ "$f" = files ] && fmtopt="--format files"
+	shardfs-index "$T/a-$f" $fmtopt --quiet
+	expect_eq "index $f samples" "$(samples_in_index "$T/a-$f")" "$(python3 "$T/count.py" "$f" "$T/a-$f")"
+done
+
+# --- a re-run reuses every unchanged shard ---
+out=$(shardfs-index "$T/a-tar")
+expect_eq "re-run reuses" "${out%% samples*}" "indexed 3 shards (0 scanned, 3 reused, 0 skipped), $(samples_in_index "$T/a-tar")"
+
+# --- tar slices read by GNU tar, bsdtar and tarfile without a warning ---
+cat > "$T/members.py" <<'PY'
+import sys, tarfile
+# members of the samples listed in argv[2] ("3,4,0") of tar argv[1], in
+# that order, as "name sha256" lines; and the same for the slice argv[3]
+import hashlib
+def key(n):
+    d, _, b = n.rpartition("/")
+    return (d + "/" if d else "") + b.split(".", 1)[0]
+def samples(path):
+    out, last = [], None
+    with tarfile.open(path) as t:
+        for m in t:
+            if key(m.name) != last:
+                out.append([])
+                last = key(m.name)
+            out[-1].append("%s %s" % (m.name, hashlib.sha256(t.extractfile(m).read()).hexdigest()))
+    return out
+src = samples(sys.argv[1])
+want = [line for i in sys.argv[2].split(",") for line in src[int(i)]]
+got = [line for s in samples(sys.argv[3]) for line in s]
+print("same" if got == want else "differ:\n%s\n%s" % (got, want))
+PY
+shardfs-mkdata "$T/long" --format tar --shards 2 --samples 6 --long-names --size 0-1500
+python3 - "$T/long/global.tar" <<'PY'
+import io, sys, tarfile
+with tarfile.open(sys.argv[1], "w", format=tarfile.PAX_FORMAT,
+                  pax_headers={"comment": "a global header"}) as t:
+    for i in range(5):
+        for ext, size in ((".jpg", 512), (".cls", 0), (".json", 700)):
+            info = tarfile.TarInfo("g%03d%s" % (i, ext))
+            info.size = size
+            t.addfile(info, io.BytesIO(bytes([i]) * size))
+PY
+shardfs-index "$T/long" --quiet
+for shard in shard-000000.tar global.tar; do
+	slice-dump "$T/long" "$shard" 3:2,0:1 "$T/slice.tar"
+	expect_run "GNU tar -tf $shard slice" 0 "" -- tar -tf "$T/slice.tar"
+	expect_run "bsdtar -tf $shard slice" 0 "" -- bsdtar -tf "$T/slice.tar"
+	expect_eq "tarfile reads $shard slice" "$(python3 "$T/members.py" "$T/long/$shard" 3,4,0 "$T/slice.tar")" "same"
+	rm -rf "$T/x" && mkdir "$T/x"
+	expect_run "GNU tar -xf $shard slice" 0 "" -- tar -xf "$T/slice.tar" -C "$T/x"
+done
+expect_eq "global header kept" "$(python3 -c 'import sys,tarfile; print(tarfile.open(sys.argv[1]).pax_headers.get("comment"))' "$T/slice.tar")" "a global header"
+
+# --- jsonl and tfrecord slices: the chosen samples, whole ---
+slice-dump "$T/a-jsonl" shard-000001.jsonl 3:2,0:1 "$T/slice.jsonl"
+expect_eq "jsonl slice" "$(cat "$T/slice.jsonl")" "$(for i in 4 5 1; do sed -n "${i}p" "$T/a-jsonl/shard-000001.jsonl"; done)"
+cat > "$T/records.py" <<'PY'
+import struct, sys
+def records(p):
+    data, off, out = open(p, "rb").read(), 0, []
+    while off < len(data):
+        n = struct.unpack_from("<Q", data, off)[0]
+        out.append(data[off + 12:off + 12 + n])
+        off += 16 + n
+    return out
+src, got = records(sys.argv[1]), records(sys.argv[2])
+print("same" if got == [src[3], src[4], src[0]] else "differ")
+PY
+slice-dump "$T/a-tfrecord" shard-000002.tfrecord 3:2,0:1 "$T/slice.tfrecord"
+expect_eq "tfrecord slice" "$(python3 "$T/records.py" "$T/a-tfrecord/shard-000002.tfrecord" "$T/slice.tfrecord")" "same"
+
+# --- bad shards: refused with the file and offset, or skipped ---
+cp -r "$T/a-tar" "$T/bad"
+echo "this is not a tar archive, only text long enough to be looked at" > "$T/bad/broken.tar"
+head -c 3000 "$T/a-tar/shard-000001.tar" > "$T/bad/cut.tar"
+expect_run "bad shard refused" 2 \
+	"shardfs-index: 2 shards could not be indexed: broken.tar: not a tar archive at byte 0 (Unrecognized archive format); cut.tar: truncated tar member \"000001_000000.cls\" at byte 1536: its data needs 789 bytes up to byte 3072, the file has 3000; fix or remove them, or run shardfs-index --skip-bad to index the rest" \
+	-- shardfs-index "$T/bad" --quiet
+expect_run "skip-bad lists" 0 \
+	"shardfs-index: skipped: broken.tar: not a tar archive at byte 0 (Unrecognized archive format)
+shardfs-index: skipped: cut.tar: truncated tar member \"000001_000000.cls\" at byte 1536: its data needs 789 bytes up to byte 3072, the file has 3000" \
+	-- shardfs-index "$T/bad" --quiet --skip-bad
+expect_eq "skip-bad indexes the rest" "$(samples_in_index "$T/bad")" "$(samples_in_index "$T/a-tar")"
+
+# --- verify: clean, then one byte changed behind the index's back ---
+out=$(shardfs-index "$T/a-tfrecord" --verify)
+expect_eq "verify clean" "$?:$out" "0:verified 3 shards, $(samples_in_index "$T/a-tfrecord") samples: 0 mismatches"
+f="$T/a-tfrecord/shard-000001.tfrecord"
+cp -p "$f" "$T/keep"
+printf 'Z' | dd of="$f" bs=1 seek=20 conv=notrunc status=none
+touch -r "$T/keep" "$f"
+expect_run "verify finds the byte" 1 \
+	"shardfs-index: mismatch: shard-000001.tfrecord: bad TFRecord data CRC in record 0 at byte 0" \
+	-- shardfs-index "$T/a-tfrecord" --verify --quiet
+
+# --- --out leaves the source alone ---
+shardfs-mkdata "$T/ro" --format jsonl --shards 2 --samples 3
+shardfs-index "$T/ro" --out "$T/ro-index" --quiet
+expect_eq "--out writes elsewhere" "$(ls -A "$T/ro")" "shard-000000.jsonl
+shard-000001.jsonl"
+expect_eq "--out index usable" "$(shardfs-plan "$T/ro" --index "$T/ro-index" | head -1)" \
+	"plan: 6 samples in 2 shards, 2 units (shuffle=units, seed=0, epoch=0, block=0)"
+
+# --- usage errors ---
+expect_run "unknown format" 2 \
+	"shardfs-index: --format zip is not a format: use tar, jsonl, tfrecord, files or opaque" \
+	-- shardfs-index "$T/ro" --format zip
+expect_run "bad jobs" 2 "shardfs-index: jobs=0 is out of range: use an integer in 1..256" \
+	-- shardfs-index "$T/ro" --jobs 0
+expect_run "no source" 2 "shardfs-index: $T/none: cannot open the source directory: No such file or directory" \
+	-- shardfs-index "$T/none" --quiet
+finish
