@@ -42,8 +42,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	shard = sfs_index_find(idx, argv[2]);
-	if (shard < 0 || sfs_slice_build(idx, &idx->shards[shard], runs, nruns,
-					 &sl, &err)) {
+	if (shard < 0 ||
+	    sfs_slice_build(idx, &idx->shards[shard], runs, nruns, &sl, &err)) {
 		fprintf(stderr, "slice-dump: %s\n",
 			shard < 0 ? "no such shard" : err.msg);
 		return 2;

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Install what shardfs needs to build and test, from Debian 12 packages.
+# Quiet and quick when everything is there already.
+set -euo pipefail
+packages=(build-essential cmake pkg-config libfuse3-dev fuse3 libarchive-dev
+	libarchive-tools libssl-dev libjansson-dev libcmocka-dev python3
+	clang-format tar coreutils)
+missing=()
+for p in "${packages[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
+		missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	[ "$(id -u)" -eq 0 ] || { echo "install-deps: run as root to install: ${missing[*]}" >&2; exit 2; }
+	echo "install-deps: installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Install, build and run every test: the unit and command-line suites in a
+# normal build and again under AddressSanitizer + UBSan, and the formatting
+# check.  Run from anywhere; builds into build/ and build-asan/ of the tree.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+bash tests/install-deps.sh
+jobs=$(nproc)
+
+echo "== formatting (clang-format, .clang-format)"
+files=$(git ls-files '*.c' '*.h' 2>/dev/null || find src include tests -name '*.[ch]')
+clang-format --dry-run --Werror $files
+echo "clang-format: $(echo "$files" | wc -w) files clean"
+
+for variant in build build-asan; do
+	flags=()
+	[ "$variant" = build-asan ] && flags=(-DSHARDFS_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug)
+	echo "== $variant"
+	cmake -S . -B "$variant" "${flags[@]}" >/dev/null
+	cmake --build "$variant" -j "$jobs" >/dev/null
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+		ctest --test-dir "$variant" --output-on-failure -j "$jobs"
+done
+
+echo "== the README's main job"
+bash tests/demo.sh
