@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The foundation benchmark (issue 2), results in docs/benchmarks.md:
+#   - shardfs-index --no-hash against bsdtar -tf over the same files
+#   - shardfs-index (hashing) against sha256sum over the same files
+#   - one epoch's plan for world=64 x workers=8, and index memory
+# on a generated tar dataset (default 10 000 shards x 100 samples).
+# Usage: tests/bench/bench_index.sh [SHARDS] [SAMPLES] [RUNS]
+# Everything runs warm (page cache), each figure the median of RUNS runs.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+shards=${1:-10000}
+samples=${2:-100}
+runs=${3:-5}
+bin=$top/build
+jobs=$(nproc)
+cmake -S "$top" -B "$bin" >/dev/null && cmake --build "$bin" -j "$jobs" >/dev/null
+data=${BENCH_DIR:-/tmp/shardfs-bench}/tar-$shards-$samples
+mkdir -p "$(dirname "$data")"
+if [ ! -d "$data" ]; then
+	echo "generating $shards shards x $samples samples in $data"
+	"$bin/shardfs-mkdata" "$data" --shards "$shards" --samples "$samples" --size 16-400 --seed 1
+fi
+(cd "$data" && ls shard-*.tar) > "$data.list"
+du -sh --apparent-size "$data" | awk '{print "dataset: " $1}'
+
+median() { sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
+# time_cmd CMD...: median wall seconds over $runs runs, after one warm-up
+time_cmd() {
+	local i t0 t1
+	"$@" >/dev/null 2>&1
+	for i in $(seq "$runs"); do
+		t0=$(date +%s.%N)
+		"$@" >/dev/null 2>&1
+		t1=$(date +%s.%N)
+		awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.3f\n", b - a}'
+	done | median
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
+
+cd "$data"
+echo
+echo "== scanning headers ($jobs jobs each)"
+# a fresh index every run: no reuse of the previous one
+a=$(time_cmd sh -c "rm -rf '$data.idx-nohash' && '$bin/shardfs-index' '$data' --no-hash --jobs $jobs --out '$data.idx-nohash' --quiet")
+b=$(time_cmd sh -c "xargs -P $jobs -n 1 bsdtar -tf < '$data.list'")
+c=$(time_cmd sh -c "xargs -P $jobs -n 1 true < '$data.list'")
+echo "shardfs-index --no-hash: ${a}s   bsdtar -tf (one process per shard): ${b}s   speed-up $(ratio "$b" "$a")x"
+echo "(of which process start-up alone, xargs -n1 true: ${c}s)"
+
+echo
+echo "== hashing ($jobs jobs each)"
+a=$(time_cmd sh -c "rm -rf '$data.idx-hash' && '$bin/shardfs-index' '$data' --jobs $jobs --out '$data.idx-hash' --quiet")
+b=$(time_cmd sh -c "xargs -P $jobs -n 500 sha256sum < '$data.list'")
+echo "shardfs-index (scan + SHA-256): ${a}s   sha256sum: ${b}s   ratio $(ratio "$a" "$b") (1.00 = as fast)"
+
+echo
+echo "== refresh with nothing changed"
+a=$(time_cmd "$bin/shardfs-index" "$data" --jobs "$jobs" --out "$data.idx-hash" --quiet)
+echo "shardfs-index re-run: ${a}s"
+
+echo
+echo "== plan"
+"$bin/tests/bench_plan" "$data" "$data.idx-hash" 64 8 units
+"$bin/tests/bench_plan" "$data" "$data.idx-hash" 64 8 samples | tail -1

@@ -1,0 +1,84 @@
+/*
+ * bench_plan SRC INDEX_DIR [world workers [shuffle]]: load the index, report
+ * its memory per shard and per sample, and time building one epoch's plan
+ * for every reader (median of 11 runs after a warm-up).
+ */
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "shardfs/index.h"
+#include "shardfs/options.h"
+#include "shardfs/plan.h"
+
+#define RUNS 11
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+	struct sfs_error err = { 0 };
+	struct sfs_options opts;
+	struct sfs_index *idx;
+	struct sfs_plan *plan;
+	double t[RUNS], t0, load;
+	size_t heap0, heap1;
+	int i;
+
+	if (argc < 3) {
+		fprintf(stderr,
+			"usage: bench_plan SRC INDEX_DIR [world workers [shuffle]]\n");
+		return 2;
+	}
+	sfs_options_init(&opts);
+	opts.plan.world = argc > 3 ? (uint32_t)atoi(argv[3]) : 64;
+	opts.plan.workers = argc > 4 ? (uint32_t)atoi(argv[4]) : 8;
+	if (argc > 5 && sfs_options_set(&opts, "shuffle", argv[5], &err)) {
+		fprintf(stderr, "bench_plan: %s\n", err.msg);
+		return 2;
+	}
+	heap0 = mallinfo2().uordblks;
+	t0 = now();
+	if (sfs_index_load(argv[1], argv[2], &idx, &err)) {
+		fprintf(stderr, "bench_plan: %s\n", err.msg);
+		return 2;
+	}
+	load = now() - t0;
+	heap1 = mallinfo2().uordblks;
+	printf("index: %zu shards, %llu samples, loaded in %.1f ms\n",
+	       idx->nshards, (unsigned long long)idx->nsamples, load * 1e3);
+	printf("index memory: %.1f heap bytes per shard, %.1f mapped bytes per sample (boundary table, page cache)\n",
+	       (double)(heap1 - heap0) / (double)idx->nshards,
+	       (double)idx->map_len / (double)idx->nsamples);
+	for (i = -1; i < RUNS; i++) {
+		t0 = now();
+		if (sfs_plan_build(idx, &opts.plan, &plan, &err)) {
+			fprintf(stderr, "bench_plan: %s\n", err.msg);
+			return 2;
+		}
+		if (i >= 0)
+			t[i] = now() - t0;
+		sfs_plan_free(plan);
+	}
+	qsort(t, RUNS, sizeof(t[0]), cmp);
+	printf("plan world=%u workers=%u shuffle=%s: median %.2f ms (min %.2f, max %.2f) over %d runs\n",
+	       opts.plan.world, opts.plan.workers,
+	       sfs_shuffle_name(opts.plan.shuffle), t[RUNS / 2] * 1e3,
+	       t[0] * 1e3, t[RUNS - 1] * 1e3, RUNS);
+	sfs_index_free(idx);
+	return 0;
+}
