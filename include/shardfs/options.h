@@ -76,6 +76,15 @@ int sfs_options_parse(struct sfs_options *o, const char *list,
 		      struct sfs_error *err);
 
 /*
+ * Like sfs_options_parse, but options that are not shardfs's (unknown
+ * keys, flags without '=') are appended to *rest (a heap string, comma-
+ * separated, NULL when none; caller frees) instead of refused, for a caller
+ * with options of its own.  Bad values of known options are still errors.
+ */
+int sfs_options_parse_known(struct sfs_options *o, const char *list,
+			    char **rest, struct sfs_error *err);
+
+/*
  * The checks that involve several options: every rank below world.
  * Returns 0 or -EINVAL ("rank=8 is out of range for world=8").
  */

@@ -46,6 +46,18 @@ int sfs_slice_build(const struct sfs_index *idx, const struct sfs_shard *sh,
 		    const struct sfs_run *runs, size_t nruns,
 		    struct sfs_slice **out, struct sfs_error *err);
 
+/*
+ * The size sfs_slice_build would give, without building it.  Same errors.
+ */
+int sfs_slice_size(const struct sfs_index *idx, const struct sfs_shard *sh,
+		   const struct sfs_run *runs, size_t nruns, uint64_t *size,
+		   struct sfs_error *err);
+
+/* A slice that is the whole of a file of size bytes.  0 or -ENOMEM. */
+int sfs_slice_whole(uint64_t size, struct sfs_slice **out,
+		    struct sfs_error *err);
+
+/* Free s.  NULL is a no-op. */
 void sfs_slice_free(struct sfs_slice *s);
 
 /* The extent holding byte pos of the slice (pos < size). */

@@ -238,8 +238,24 @@ static bool rank_continuation(const char *tok, size_t len)
 	return len > 0;
 }
 
-int sfs_options_parse(struct sfs_options *o, const char *list,
-		      struct sfs_error *err)
+/* Append the n bytes at tok to the comma-separated list *rest. */
+static int add_rest(char **rest, const char *tok, size_t n)
+{
+	size_t len = *rest ? strlen(*rest) : 0;
+	char *r = realloc(*rest, len + n + 2);
+
+	if (!r)
+		return -ENOMEM;
+	if (len)
+		r[len++] = ',';
+	memcpy(r + len, tok, n);
+	r[len + n] = '\0';
+	*rest = r;
+	return 0;
+}
+
+int sfs_options_parse_known(struct sfs_options *o, const char *list,
+			    char **rest, struct sfs_error *err)
 {
 	const char *p = list;
 	int rc = 0;
@@ -250,11 +266,17 @@ int sfs_options_parse(struct sfs_options *o, const char *list,
 		char *key, *value;
 
 		if (!eq) {
-			rc = sfs_errorf(
-				err, -EINVAL,
-				"\"%.*s\" is not an option: write key=value",
-				(int)(end - p), p);
-			break;
+			if (rest && end > p)
+				rc = add_rest(rest, p, (size_t)(end - p));
+			else
+				rc = sfs_errorf(
+					err, -EINVAL,
+					"\"%.*s\" is not an option: write key=value",
+					(int)(end - p), p);
+			if (rc == -ENOMEM)
+				sfs_errorf(err, rc, "out of memory");
+			p = *end ? end + 1 : end;
+			continue;
 		}
 		if (eq - p == 4 && !strncmp(p, "rank", 4))
 			while (*end == ',' &&
@@ -267,11 +289,22 @@ int sfs_options_parse(struct sfs_options *o, const char *list,
 			rc = sfs_errorf(err, -ENOMEM, "out of memory");
 		else
 			rc = sfs_options_set(o, key, value, err);
+		if (rc == -ENOENT && rest) {
+			rc = add_rest(rest, p, (size_t)(end - p));
+			if (rc)
+				sfs_errorf(err, rc, "out of memory");
+		}
 		free(key);
 		free(value);
 		p = *end ? end + 1 : end;
 	}
 	return rc;
+}
+
+int sfs_options_parse(struct sfs_options *o, const char *list,
+		      struct sfs_error *err)
+{
+	return sfs_options_parse_known(o, list, NULL, err);
 }
 
 int sfs_options_check(const struct sfs_options *o, struct sfs_error *err)

@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -8,6 +9,7 @@
 struct layout {
 	struct sfs_slice *s;
 	size_t cap;
+	bool count_only; /* only add up the size */
 };
 
 static int add(struct layout *l, uint64_t src, uint64_t len, const void *mem)
@@ -16,6 +18,10 @@ static int add(struct layout *l, uint64_t src, uint64_t len, const void *mem)
 
 	if (!len)
 		return 0;
+	if (l->count_only) {
+		s->size += len;
+		return 0;
+	}
 	/* Source ranges that touch merge into one extent. */
 	if (!mem && s->nextents) {
 		struct sfs_extent *last = &s->extents[s->nextents - 1];
@@ -42,12 +48,11 @@ static int add(struct layout *l, uint64_t src, uint64_t len, const void *mem)
 	return 0;
 }
 
-int sfs_slice_build(const struct sfs_index *idx, const struct sfs_shard *sh,
-		    const struct sfs_run *runs, size_t nruns,
-		    struct sfs_slice **out, struct sfs_error *err)
+static int lay_out(struct layout *l, const struct sfs_index *idx,
+		   const struct sfs_shard *sh, const struct sfs_run *runs,
+		   size_t nruns, struct sfs_error *err)
 {
 	const struct sfs_format_ops *ops = sh->format;
-	struct layout l = { 0 };
 	const uint64_t *b;
 	const void *mem;
 	size_t i, n;
@@ -58,35 +63,71 @@ int sfs_slice_build(const struct sfs_index *idx, const struct sfs_shard *sh,
 			err, -EINVAL,
 			"%s: a %s shard of this kind cannot be sliced",
 			sh->path, ops->name);
-	l.s = calloc(1, sizeof(*l.s));
-	if (!l.s)
-		return sfs_errorf(err, -ENOMEM, "out of memory");
 	b = sfs_index_bounds(idx, sh);
-	rc = add(&l, 0, sh->prefix_len, NULL);
+	rc = add(l, 0, sh->prefix_len, NULL);
 	for (i = 0; !rc && i < nruns; i++) {
 		uint64_t a = runs[i].first, e = runs[i].first + runs[i].count;
 
-		if (e < a || e > sh->nsamples) {
-			rc = sfs_errorf(
+		if (e < a || e > sh->nsamples)
+			return sfs_errorf(
 				err, -EINVAL,
 				"%s: samples %llu..%llu are past the shard's %llu samples",
 				sh->path, (unsigned long long)a,
 				(unsigned long long)e,
 				(unsigned long long)sh->nsamples);
-			break;
-		}
-		rc = add(&l, b[a], b[e] - b[a], NULL);
+		rc = add(l, b[a], b[e] - b[a], NULL);
 		if (!rc && ops->run_suffix &&
 		    (n = ops->run_suffix(sh, e, &mem)))
-			rc = add(&l, 0, n, mem);
+			rc = add(l, 0, n, mem);
 	}
 	if (!rc && ops->slice_suffix && (n = ops->slice_suffix(sh, &mem)))
-		rc = add(&l, 0, n, mem);
+		rc = add(l, 0, n, mem);
+	if (rc)
+		return sfs_errorf(err, rc, "out of memory");
+	return 0;
+}
+
+int sfs_slice_build(const struct sfs_index *idx, const struct sfs_shard *sh,
+		    const struct sfs_run *runs, size_t nruns,
+		    struct sfs_slice **out, struct sfs_error *err)
+{
+	struct layout l = { 0 };
+	int rc;
+
+	l.s = calloc(1, sizeof(*l.s));
+	if (!l.s)
+		return sfs_errorf(err, -ENOMEM, "out of memory");
+	rc = lay_out(&l, idx, sh, runs, nruns, err);
 	if (rc) {
-		if (rc == -ENOMEM)
-			sfs_errorf(err, rc, "out of memory");
 		sfs_slice_free(l.s);
 		return rc;
+	}
+	*out = l.s;
+	return 0;
+}
+
+int sfs_slice_size(const struct sfs_index *idx, const struct sfs_shard *sh,
+		   const struct sfs_run *runs, size_t nruns, uint64_t *size,
+		   struct sfs_error *err)
+{
+	struct sfs_slice s = { 0 };
+	struct layout l = { .s = &s, .count_only = true };
+	int rc = lay_out(&l, idx, sh, runs, nruns, err);
+
+	if (!rc)
+		*size = s.size;
+	return rc;
+}
+
+int sfs_slice_whole(uint64_t size, struct sfs_slice **out,
+		    struct sfs_error *err)
+{
+	struct layout l = { 0 };
+
+	l.s = calloc(1, sizeof(*l.s));
+	if (!l.s || add(&l, 0, size, NULL)) {
+		sfs_slice_free(l.s);
+		return sfs_errorf(err, -ENOMEM, "out of memory");
 	}
 	*out = l.s;
 	return 0;

@@ -1,0 +1,103 @@
+/*
+ * The view: the tree a mount shows for some epochs of a plan, as plain
+ * data the FUSE layer can answer from without further thought.
+ *
+ *   /                      node 0
+ *     <rank>/              one per shown rank
+ *       <worker>/          0 .. workers-1
+ *         <seq>-<shard>              a whole shard (symlink, or a regular
+ *                                    file with symlinks=0)
+ *         <seq>-<stem>.<a>-<b><ext>  a slice: samples a..b of <shard>
+ *         <dir>/<seq>-<file>         `files` datasets keep sub-directories
+ *
+ * Names start with a zero-padded sequence number, so that sorted order,
+ * directory order and the plan's order are one.  With epochs > 1 a worker
+ * directory holds that many consecutive epochs, each name prefixed by its
+ * epoch.  The children of every directory are sorted by name (strcmp).
+ * A view never changes after it is built; an epoch switch builds a new one.
+ */
+#ifndef SHARDFS_VIEW_H
+#define SHARDFS_VIEW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shardfs/error.h"
+#include "shardfs/index.h"
+#include "shardfs/options.h"
+#include "shardfs/plan.h"
+#include "shardfs/slice.h"
+
+enum sfs_node_kind {
+	SFS_NODE_DIR,
+	SFS_NODE_LINK, /* a whole shard as a symlink to the source */
+	SFS_NODE_FILE, /* a slice, or a whole shard with symlinks=0 */
+};
+
+struct sfs_view_node {
+	const char *name; /* "" for the root */
+	uint32_t parent;
+	enum sfs_node_kind kind;
+	uint32_t first_child; /* dirs: children are view->children[...] */
+	uint32_t nchildren;
+	/* files and links */
+	uint32_t plan; /* which of view->plans */
+	size_t file; /* in that plan's files */
+	uint32_t member; /* files datasets: 0 the shard, i members[i-1] */
+	uint64_t size; /* bytes; links: length of the target */
+};
+
+struct sfs_view_opts {
+	struct sfs_options options; /* plan options, ranks to show */
+	uint32_t epochs; /* consecutive epochs per directory */
+	bool symlinks; /* whole shards as symlinks */
+};
+
+struct sfs_view {
+	const struct sfs_index *idx; /* borrowed */
+	uint64_t epoch; /* the first epoch shown */
+	uint32_t nplans;
+	struct sfs_plan **plans; /* epochs epoch .. epoch + nplans - 1 */
+	bool symlinks;
+	struct sfs_view_node *nodes; /* nodes[0] is the root */
+	uint32_t nnodes;
+	uint32_t *children; /* node numbers, grouped per dir */
+	char *names; /* every name, NUL-separated */
+};
+
+/*
+ * Build the view of idx (borrowed, must outlive the view) for epochs
+ * o->options.plan.epoch .. + o->epochs - 1.  Returns 0 and the view in
+ * *out, or the plan's errors (-EINVAL with its message), -EOVERFLOW when
+ * the epochs run past 2^64 - 1, -ENOMEM.
+ */
+int sfs_view_build(const struct sfs_index *idx, const struct sfs_view_opts *o,
+		   struct sfs_view **out, struct sfs_error *err);
+
+void sfs_view_free(struct sfs_view *v);
+
+/* The child of dir called name, or -1. */
+int64_t sfs_view_lookup(const struct sfs_view *v, uint32_t dir,
+			const char *name);
+
+/* The plan file and shard of a file or link node. */
+const struct sfs_plan_file *sfs_view_file(const struct sfs_view *v,
+					  const struct sfs_view_node *n);
+
+/*
+ * The source path of a file or link node (relative to the source): the
+ * shard, or a member of a `files` sample.
+ */
+const char *sfs_view_source_path(const struct sfs_view *v,
+				 const struct sfs_view_node *n);
+
+/*
+ * The bytes a file node serves: a slice of its shard, or the whole shard.
+ * Returns 0 and a new slice (sfs_slice_free) or the errors of
+ * sfs_slice_build.
+ */
+int sfs_view_slice(const struct sfs_view *v, const struct sfs_view_node *n,
+		   struct sfs_slice **out, struct sfs_error *err);
+
+#endif

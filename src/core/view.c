@@ -1,0 +1,420 @@
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shardfs/view.h"
+
+#define SEQ_MIN_WIDTH 6
+
+/* Growing state while nodes are added; names are offsets into pool until
+ * the pool stops moving. */
+struct builder {
+	struct sfs_view *v;
+	const struct sfs_view_opts *o;
+	uint32_t cap;
+	size_t *name_at; /* per node, offset of its name in pool */
+	char *pool;
+	size_t pool_len, pool_cap;
+	uint32_t *dirs; /* hash of (parent, name) -> dir node + 1 */
+	size_t dirs_cap, ndirs;
+	struct sfs_error *err;
+};
+
+static int add_node(struct builder *b, uint32_t parent, const char *name,
+		    size_t name_len, enum sfs_node_kind kind, uint32_t *out)
+{
+	struct sfs_view *v = b->v;
+	struct sfs_view_node *n;
+
+	if (v->nnodes == UINT32_MAX - 1)
+		return -EOVERFLOW;
+	if (v->nnodes == b->cap) {
+		uint32_t ncap = b->cap ? 2 * b->cap : 1024;
+		struct sfs_view_node *nn =
+			realloc(v->nodes, ncap * sizeof(*nn));
+		size_t *na = realloc(b->name_at, ncap * sizeof(*na));
+
+		if (nn)
+			v->nodes = nn;
+		if (na)
+			b->name_at = na;
+		if (!nn || !na)
+			return -ENOMEM;
+		b->cap = ncap;
+	}
+	if (b->pool_len + name_len + 1 > b->pool_cap) {
+		size_t ncap = (b->pool_len + name_len + 1) * 2;
+		char *np = realloc(b->pool, ncap);
+
+		if (!np)
+			return -ENOMEM;
+		b->pool = np;
+		b->pool_cap = ncap;
+	}
+	memcpy(b->pool + b->pool_len, name, name_len);
+	b->pool[b->pool_len + name_len] = '\0';
+	b->name_at[v->nnodes] = b->pool_len;
+	b->pool_len += name_len + 1;
+	n = &v->nodes[v->nnodes];
+	memset(n, 0, sizeof(*n));
+	n->parent = parent;
+	n->kind = kind;
+	*out = v->nnodes++;
+	return 0;
+}
+
+static uint64_t dir_hash(uint32_t parent, const char *name, size_t len)
+{
+	uint64_t h = 1469598103934665603ULL ^ parent;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		h = (h ^ (unsigned char)name[i]) * 1099511628211ULL;
+	return h;
+}
+
+static int dirs_grow(struct builder *b)
+{
+	size_t ncap = b->dirs_cap ? 2 * b->dirs_cap : 1024, i;
+	uint32_t *nd = calloc(ncap, sizeof(*nd));
+
+	if (!nd)
+		return -ENOMEM;
+	for (i = 0; i < b->dirs_cap; i++) {
+		uint32_t id = b->dirs[i];
+		const char *name;
+		size_t k;
+
+		if (!id)
+			continue;
+		name = b->pool + b->name_at[id - 1];
+		k = dir_hash(b->v->nodes[id - 1].parent, name, strlen(name)) &
+		    (ncap - 1);
+		while (nd[k])
+			k = (k + 1) & (ncap - 1);
+		nd[k] = id;
+	}
+	free(b->dirs);
+	b->dirs = nd;
+	b->dirs_cap = ncap;
+	return 0;
+}
+
+/* The sub-directory name of parent, created when missing. */
+static int subdir(struct builder *b, uint32_t parent, const char *name,
+		  size_t len, uint32_t *out)
+{
+	size_t k;
+	int rc;
+
+	if (2 * (b->ndirs + 1) > b->dirs_cap && (rc = dirs_grow(b)))
+		return rc;
+	k = dir_hash(parent, name, len) & (b->dirs_cap - 1);
+	for (; b->dirs[k]; k = (k + 1) & (b->dirs_cap - 1)) {
+		uint32_t id = b->dirs[k] - 1;
+		const char *have = b->pool + b->name_at[id];
+
+		if (b->v->nodes[id].parent == parent && strlen(have) == len &&
+		    !memcmp(have, name, len)) {
+			*out = id;
+			return 0;
+		}
+	}
+	rc = add_node(b, parent, name, len, SFS_NODE_DIR, out);
+	if (rc)
+		return rc;
+	b->dirs[k] = *out + 1;
+	b->ndirs++;
+	return 0;
+}
+
+static int digits(uint64_t n)
+{
+	int d = 1;
+
+	while (n >= 10) {
+		n /= 10;
+		d++;
+	}
+	return d;
+}
+
+/* The node(s) of one plan file in worker directory wdir. */
+static int add_file(struct builder *b, uint32_t wdir, uint32_t plan, size_t fi,
+		    const char *prefix)
+{
+	struct sfs_view *v = b->v;
+	const struct sfs_plan *p = v->plans[plan];
+	const struct sfs_plan_file *f = &p->files[fi];
+	const struct sfs_shard *sh = &v->idx->shards[f->shard];
+	uint32_t m, node, dir;
+	char name[4096];
+	int rc;
+
+	for (m = 0; m <= sh->nmembers; m++) {
+		const char *path = m ? sh->members[m - 1].path : sh->path;
+		const char *base = strrchr(path, '/');
+		uint64_t size = m ? sh->members[m - 1].size : sh->size;
+		enum sfs_node_kind kind;
+		const char *p0 = path;
+
+		base = base ? base + 1 : path;
+		dir = wdir;
+		/* `files` datasets keep their sub-directories */
+		while (sh->format == &sfs_format_files && p0 < base) {
+			const char *slash = strchr(p0, '/');
+
+			rc = subdir(b, dir, p0, (size_t)(slash - p0), &dir);
+			if (rc)
+				return rc;
+			p0 = slash + 1;
+		}
+		if (f->whole) {
+			snprintf(name, sizeof(name), "%s%s", prefix, base);
+			kind = v->symlinks ? SFS_NODE_LINK : SFS_NODE_FILE;
+			if (v->symlinks)
+				size = strlen(v->idx->source) + 1 +
+				       strlen(path);
+		} else {
+			const struct sfs_run *r = &p->runs[f->run_at];
+			const struct sfs_run *last = r + f->nruns - 1;
+			const char *ext = strrchr(base, '.');
+
+			if (!ext || ext == base)
+				ext = base + strlen(base);
+			snprintf(name, sizeof(name), "%s%.*s.%llu-%llu%s",
+				 prefix, (int)(ext - base), base,
+				 (unsigned long long)r->first,
+				 (unsigned long long)(last->first +
+						      last->count - 1),
+				 ext);
+			kind = SFS_NODE_FILE;
+			rc = sfs_slice_size(v->idx, sh, r, f->nruns, &size,
+					    b->err);
+			if (rc)
+				return rc;
+		}
+		rc = add_node(b, dir, name, strlen(name), kind, &node);
+		if (rc)
+			return rc;
+		v->nodes[node].plan = plan;
+		v->nodes[node].file = fi;
+		v->nodes[node].member = m;
+		v->nodes[node].size = size;
+	}
+	return 0;
+}
+
+static int add_reader(struct builder *b, uint32_t wdir, size_t reader)
+{
+	struct sfs_view *v = b->v;
+	int ew = digits(v->epoch + v->nplans - 1);
+	char prefix[64];
+	uint32_t e;
+	size_t i;
+	int rc;
+
+	for (e = 0; e < v->nplans; e++) {
+		const struct sfs_plan_reader *r = &v->plans[e]->readers[reader];
+		int sw = digits(r->nfiles ? r->nfiles - 1 : 0);
+
+		if (sw < SEQ_MIN_WIDTH)
+			sw = SEQ_MIN_WIDTH;
+		for (i = 0; i < r->nfiles; i++) {
+			int n = v->nplans > 1 ?
+					snprintf(prefix, sizeof(prefix),
+						 "%0*llu-%0*zu-", ew,
+						 (unsigned long long)(v->epoch +
+								      e),
+						 sw, i) :
+					snprintf(prefix, sizeof(prefix),
+						 "%0*zu-", sw, i);
+
+			if (n < 0 || (size_t)n >= sizeof(prefix))
+				return -ENAMETOOLONG;
+			rc = add_file(b, wdir, e, r->file_at + i, prefix);
+			if (rc)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+static int child_cmp(const void *a, const void *b, void *arg)
+{
+	const struct sfs_view *v = arg;
+
+	return strcmp(v->nodes[*(const uint32_t *)a].name,
+		      v->nodes[*(const uint32_t *)b].name);
+}
+
+/* Resolve names, group children per directory, sort them by name. */
+static int finish(struct builder *b)
+{
+	struct sfs_view *v = b->v;
+	uint32_t i, *fill;
+
+	v->names = b->pool;
+	b->pool = NULL;
+	for (i = 0; i < v->nnodes; i++)
+		v->nodes[i].name = v->names + b->name_at[i];
+	v->children = malloc((v->nnodes + 1) * sizeof(*v->children));
+	fill = calloc(v->nnodes + 1, sizeof(*fill));
+	if (!v->children || !fill) {
+		free(fill);
+		return -ENOMEM;
+	}
+	for (i = 1; i < v->nnodes; i++)
+		v->nodes[v->nodes[i].parent].nchildren++;
+	for (i = 0, fill[0] = 0; i < v->nnodes; i++) {
+		v->nodes[i].first_child = fill[0];
+		fill[0] += v->nodes[i].nchildren;
+	}
+	for (i = 0; i < v->nnodes; i++)
+		fill[i] = v->nodes[i].first_child;
+	for (i = 1; i < v->nnodes; i++)
+		v->children[fill[v->nodes[i].parent]++] = i;
+	free(fill);
+	for (i = 0; i < v->nnodes; i++)
+		if (v->nodes[i].nchildren > 1)
+			qsort_r(v->children + v->nodes[i].first_child,
+				v->nodes[i].nchildren, sizeof(uint32_t),
+				child_cmp, v);
+	return 0;
+}
+
+static int build_tree(struct builder *b)
+{
+	const struct sfs_options *opts = &b->o->options;
+	uint32_t world = opts->plan.world, workers = opts->plan.workers;
+	uint32_t root, rdir, wdir, r, w, k;
+	char name[16];
+	int rc;
+
+	rc = add_node(b, 0, "", 0, SFS_NODE_DIR, &root);
+	for (k = 0; !rc && k < (opts->nranks ? opts->nranks : world); k++) {
+		r = opts->nranks ? opts->ranks[k] : k;
+		snprintf(name, sizeof(name), "%u", r);
+		rc = add_node(b, root, name, strlen(name), SFS_NODE_DIR, &rdir);
+		for (w = 0; !rc && w < workers; w++) {
+			snprintf(name, sizeof(name), "%u", w);
+			rc = add_node(b, rdir, name, strlen(name), SFS_NODE_DIR,
+				      &wdir);
+			if (!rc)
+				rc = add_reader(b, wdir,
+						(size_t)r * workers + w);
+		}
+	}
+	return rc ? rc : finish(b);
+}
+
+int sfs_view_build(const struct sfs_index *idx, const struct sfs_view_opts *o,
+		   struct sfs_view **out, struct sfs_error *err)
+{
+	struct builder b = { .o = o, .err = err };
+	struct sfs_plan_opts po = o->options.plan;
+	uint32_t e;
+	int rc;
+
+	if (o->epochs == 0 || po.epoch > UINT64_MAX - (o->epochs - 1))
+		return sfs_errorf(
+			err, -EOVERFLOW,
+			"epoch=%llu with epochs=%u runs past the last epoch, %llu",
+			(unsigned long long)po.epoch, o->epochs,
+			(unsigned long long)UINT64_MAX);
+	b.v = calloc(1, sizeof(*b.v));
+	if (!b.v)
+		return sfs_errorf(err, -ENOMEM, "out of memory");
+	b.v->idx = idx;
+	b.v->epoch = po.epoch;
+	b.v->symlinks = o->symlinks;
+	b.v->plans = calloc(o->epochs, sizeof(*b.v->plans));
+	rc = b.v->plans ? 0 : -ENOMEM;
+	for (e = 0; !rc && e < o->epochs; e++) {
+		po.epoch = b.v->epoch + e;
+		rc = sfs_plan_build(idx, &po, &b.v->plans[e], err);
+		if (!rc)
+			b.v->nplans++;
+	}
+	if (!rc)
+		rc = build_tree(&b);
+	free(b.name_at);
+	free(b.pool);
+	free(b.dirs);
+	if (rc) {
+		if (rc == -ENOMEM || rc == -EOVERFLOW)
+			sfs_errorf(err, rc, "the view is too large: %s",
+				   strerror(-rc));
+		sfs_view_free(b.v);
+		return rc;
+	}
+	*out = b.v;
+	return 0;
+}
+
+void sfs_view_free(struct sfs_view *v)
+{
+	uint32_t e;
+
+	if (!v)
+		return;
+	for (e = 0; e < v->nplans; e++)
+		sfs_plan_free(v->plans[e]);
+	free(v->plans);
+	free(v->nodes);
+	free(v->children);
+	free(v->names);
+	free(v);
+}
+
+int64_t sfs_view_lookup(const struct sfs_view *v, uint32_t dir,
+			const char *name)
+{
+	const struct sfs_view_node *d = &v->nodes[dir];
+	uint32_t lo = 0, hi;
+
+	if (d->kind != SFS_NODE_DIR)
+		return -1;
+	hi = d->nchildren;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		uint32_t c = v->children[d->first_child + mid];
+		int cmp = strcmp(v->nodes[c].name, name);
+
+		if (cmp == 0)
+			return c;
+		if (cmp < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -1;
+}
+
+const struct sfs_plan_file *sfs_view_file(const struct sfs_view *v,
+					  const struct sfs_view_node *n)
+{
+	return &v->plans[n->plan]->files[n->file];
+}
+
+const char *sfs_view_source_path(const struct sfs_view *v,
+				 const struct sfs_view_node *n)
+{
+	const struct sfs_shard *sh =
+		&v->idx->shards[sfs_view_file(v, n)->shard];
+
+	return n->member ? sh->members[n->member - 1].path : sh->path;
+}
+
+int sfs_view_slice(const struct sfs_view *v, const struct sfs_view_node *n,
+		   struct sfs_slice **out, struct sfs_error *err)
+{
+	const struct sfs_plan_file *f = sfs_view_file(v, n);
+	const struct sfs_plan *p = v->plans[n->plan];
+
+	if (f->whole || n->member)
+		return sfs_slice_whole(n->size, out, err);
+	return sfs_slice_build(v->idx, &v->idx->shards[f->shard],
+			       &p->runs[f->run_at], f->nruns, out, err);
+}

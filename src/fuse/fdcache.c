@@ -1,0 +1,145 @@
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fdcache.h"
+
+int fdcache_init(struct fdcache *c, int srcfd, unsigned cap)
+{
+	memset(c, 0, sizeof(*c));
+	c->srcfd = srcfd;
+	c->cap = cap ? cap : 1;
+	c->ents = calloc(c->cap, sizeof(*c->ents));
+	if (!c->ents)
+		return -ENOMEM;
+	return -pthread_mutex_init(&c->lock, NULL);
+}
+
+static void ent_close(struct fdcache_ent *e)
+{
+	close(e->fd);
+	free(e->path);
+	free(e);
+}
+
+void fdcache_destroy(struct fdcache *c)
+{
+	unsigned i;
+
+	for (i = 0; i < c->n; i++)
+		ent_close(c->ents[i]);
+	free(c->ents);
+	pthread_mutex_destroy(&c->lock);
+}
+
+static int64_t mtime_ns(const struct stat *st)
+{
+	return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+}
+
+static int check(int fd, const char *path, uint64_t size, int64_t mtime,
+		 struct sfs_error *err)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return sfs_errorf(err, -EIO, "%s: %s", path, strerror(errno));
+	if ((uint64_t)st.st_size != size || mtime_ns(&st) != mtime)
+		return sfs_errorf(
+			err, -EIO,
+			"%s changed since it was indexed (size %llu, the index says %llu%s); its files fail with EIO until the index is rebuilt with shardfs-index",
+			path, (unsigned long long)st.st_size,
+			(unsigned long long)size,
+			mtime_ns(&st) != mtime ? ", and a new mtime" : "");
+	return 0;
+}
+
+/* Make room for one more entry: close the least recently used free one. */
+static bool evict(struct fdcache *c)
+{
+	unsigned i, victim = c->n;
+
+	for (i = 0; i < c->n; i++)
+		if (!c->ents[i]->refs &&
+		    (victim == c->n ||
+		     c->ents[i]->used < c->ents[victim]->used))
+			victim = i;
+	if (victim == c->n)
+		return false;
+	ent_close(c->ents[victim]);
+	c->ents[victim] = c->ents[--c->n];
+	return true;
+}
+
+struct fdcache_ent *fdcache_get(struct fdcache *c, const char *path,
+				uint64_t size, int64_t mtime_ns, int *rc,
+				struct sfs_error *err)
+{
+	struct fdcache_ent *e = NULL;
+	unsigned i;
+	int fd;
+
+	pthread_mutex_lock(&c->lock);
+	for (i = 0; i < c->n; i++) {
+		if (!strcmp(c->ents[i]->path, path)) {
+			e = c->ents[i];
+			e->refs++;
+			e->used = ++c->tick;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (e) {
+		*rc = check(e->fd, path, size, mtime_ns, err);
+		if (!*rc)
+			return e;
+		fdcache_put(c, e);
+		return NULL;
+	}
+
+	fd = openat(c->srcfd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		*rc = sfs_errorf(err, -EIO, "%s: cannot open: %s", path,
+				 strerror(errno));
+		return NULL;
+	}
+	*rc = check(fd, path, size, mtime_ns, err);
+	if (!*rc) {
+		e = calloc(1, sizeof(*e));
+		if (e)
+			e->path = strdup(path);
+		if (!e || !e->path) {
+			free(e);
+			e = NULL;
+			*rc = sfs_errorf(err, -ENOMEM, "out of memory");
+		}
+	}
+	if (*rc) {
+		close(fd);
+		return NULL;
+	}
+	e->fd = fd;
+	e->refs = 1;
+	pthread_mutex_lock(&c->lock);
+	e->used = ++c->tick;
+	if (c->n < c->cap || evict(c)) {
+		e->cached = true;
+		c->ents[c->n++] = e;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return e;
+}
+
+void fdcache_put(struct fdcache *c, struct fdcache_ent *e)
+{
+	bool close_it;
+
+	pthread_mutex_lock(&c->lock);
+	close_it = --e->refs == 0 && !e->cached;
+	pthread_mutex_unlock(&c->lock);
+	if (close_it)
+		ent_close(e);
+}

@@ -1,0 +1,1132 @@
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "fs.h"
+#include "shardfs/options.h"
+
+/* View content never changes under an inode number: cache it for long. */
+#define VIEW_TIMEOUT 86400.0
+#define PREFETCH_BYTES (4 << 20)
+#define XATTR_MAX 65536
+
+enum handle_kind { H_DATA, H_CONTROL, H_DIR };
+
+struct handle {
+	enum handle_kind kind;
+	struct view_ref *vr; /* H_DATA, H_DIR */
+	uint32_t node; /* H_DIR */
+	struct sfs_slice *slice; /* H_DATA */
+	struct fdcache_ent *src; /* H_DATA */
+	char *buf; /* H_CONTROL: a snapshot */
+	size_t len;
+};
+
+void fs_log(struct fs *fs, int prio, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (fs->foreground) {
+		fputs("shardfs: ", stderr);
+		vfprintf(stderr, fmt, ap);
+		fputc('\n', stderr);
+	} else {
+		vsyslog(prio, fmt, ap);
+	}
+	va_end(ap);
+}
+
+static struct fs *fs_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+static fuse_ino_t node_ino(const struct view_ref *vr, uint32_t node)
+{
+	return node == 0 ? FS_INO_ROOT : ((fuse_ino_t)vr->gen << 32 | node);
+}
+
+/* ---- views ---- */
+
+static void view_unref_locked(struct fs *fs, struct view_ref *vr)
+{
+	struct view_ref **p;
+
+	if (--vr->refs)
+		return;
+	for (p = &fs->views; *p; p = &(*p)->next)
+		if (*p == vr) {
+			*p = vr->next;
+			break;
+		}
+	sfs_view_free(vr->v);
+	free(vr->plan_json);
+	free(vr);
+}
+
+static void view_unref(struct fs *fs, struct view_ref *vr)
+{
+	pthread_mutex_lock(&fs->lock);
+	view_unref_locked(fs, vr);
+	pthread_mutex_unlock(&fs->lock);
+}
+
+/*
+ * The view and node an inode names, with a reference taken; root is the
+ * current view's node 0.  NULL (and *rc) for a control inode or a view that
+ * is gone.
+ */
+static struct view_ref *view_get(struct fs *fs, fuse_ino_t ino, uint32_t *node)
+{
+	struct view_ref *vr = NULL;
+
+	pthread_mutex_lock(&fs->lock);
+	if (ino == FS_INO_ROOT) {
+		vr = fs->current;
+		*node = 0;
+	} else if (ino >> 32) {
+		for (vr = fs->views; vr && vr->gen != ino >> 32; vr = vr->next)
+			;
+		*node = (uint32_t)ino;
+		if (vr && *node >= vr->v->nnodes)
+			vr = NULL;
+	}
+	if (vr)
+		vr->refs++;
+	pthread_mutex_unlock(&fs->lock);
+	return vr;
+}
+
+int fs_switch_epoch(struct fs *fs, uint64_t epoch, struct sfs_error *err)
+{
+	struct sfs_view_opts o;
+	struct view_ref *vr, *old;
+	uint32_t i;
+	int rc;
+
+	pthread_mutex_lock(&fs->switch_lock);
+	pthread_mutex_lock(&fs->lock);
+	o = fs->vopts;
+	pthread_mutex_unlock(&fs->lock);
+	o.options.plan.epoch = epoch;
+	vr = calloc(1, sizeof(*vr));
+	if (!vr) {
+		rc = sfs_errorf(err, -ENOMEM, "out of memory");
+		goto out;
+	}
+	rc = sfs_view_build(fs->idx, &o, &vr->v, err);
+	if (rc) {
+		free(vr);
+		goto out;
+	}
+	vr->refs = 1;
+	vr->built = time(NULL);
+	pthread_mutex_lock(&fs->lock);
+	vr->gen = ++fs->next_gen;
+	vr->next = fs->views;
+	fs->views = vr;
+	old = fs->current;
+	fs->current = vr;
+	fs->vopts.options.plan.epoch = epoch;
+	if (old)
+		old->refs++; /* kept until the kernel is told */
+	pthread_mutex_unlock(&fs->lock);
+	atomic_fetch_add(&fs->switches, 1);
+	if (old && fs->se) {
+		/* The root keeps its inode number: tell the kernel that the
+		 * names under it now lead elsewhere, and to drop its pages. */
+		const struct sfs_view_node *root = &old->v->nodes[0];
+
+		for (i = 0; i < root->nchildren; i++) {
+			const char *name =
+				old->v->nodes
+					[old->v->children[root->first_child + i]]
+						.name;
+
+			fuse_lowlevel_notify_inval_entry(fs->se, FS_INO_ROOT,
+							 name, strlen(name));
+		}
+		fuse_lowlevel_notify_inval_inode(fs->se, FS_INO_ROOT, 0, 0);
+	}
+	if (old) {
+		pthread_mutex_lock(&fs->lock);
+		view_unref_locked(fs, old); /* the notification's */
+		view_unref_locked(fs, old); /* no longer current */
+		pthread_mutex_unlock(&fs->lock);
+	}
+out:
+	pthread_mutex_unlock(&fs->switch_lock);
+	return rc;
+}
+
+void fs_release_views(struct fs *fs)
+{
+	pthread_mutex_lock(&fs->lock);
+	if (fs->current)
+		view_unref_locked(fs, fs->current);
+	fs->current = NULL;
+	while (fs->views) {
+		fs->views->refs = 1;
+		view_unref_locked(fs, fs->views);
+	}
+	pthread_mutex_unlock(&fs->lock);
+}
+
+/* ---- attributes ---- */
+
+static void node_stat(struct fs *fs, const struct view_ref *vr, uint32_t node,
+		      struct stat *st)
+{
+	const struct sfs_view_node *n = &vr->v->nodes[node];
+
+	memset(st, 0, sizeof(*st));
+	st->st_ino = node_ino(vr, node);
+	st->st_uid = fs->uid;
+	st->st_gid = fs->gid;
+	st->st_mtime = st->st_ctime = st->st_atime = vr->built;
+	st->st_blksize = 1 << 20;
+	switch (n->kind) {
+	case SFS_NODE_DIR:
+		st->st_mode = S_IFDIR | 0555;
+		st->st_nlink = 2;
+		break;
+	case SFS_NODE_LINK:
+		st->st_mode = S_IFLNK | 0777;
+		st->st_nlink = 1;
+		st->st_size = (off_t)n->size;
+		break;
+	case SFS_NODE_FILE:
+		st->st_mode = S_IFREG | 0444;
+		st->st_nlink = 1;
+		st->st_size = (off_t)n->size;
+		st->st_blocks = (blkcnt_t)((n->size + 511) / 512);
+		break;
+	}
+}
+
+static char *status_json(struct fs *fs);
+static char *plan_json(struct fs *fs, struct view_ref *vr);
+
+static char *epoch_text(struct fs *fs)
+{
+	char *s;
+	uint64_t e;
+
+	pthread_mutex_lock(&fs->lock);
+	e = fs->vopts.options.plan.epoch;
+	pthread_mutex_unlock(&fs->lock);
+	return asprintf(&s, "%" PRIu64 "\n", e) < 0 ? NULL : s;
+}
+
+/* The bytes of a control file now: a heap string, or NULL. */
+static char *control_text(struct fs *fs, fuse_ino_t ino)
+{
+	struct view_ref *vr;
+	uint32_t node;
+	char *s;
+
+	switch (ino) {
+	case FS_INO_EPOCH:
+		return epoch_text(fs);
+	case FS_INO_STATUS:
+		return status_json(fs);
+	case FS_INO_PLAN:
+		vr = view_get(fs, FS_INO_ROOT, &node);
+		s = plan_json(fs, vr);
+		s = s ? strdup(s) : NULL;
+		view_unref(fs, vr);
+		return s;
+	}
+	return NULL;
+}
+
+static int control_stat(struct fs *fs, fuse_ino_t ino, struct stat *st)
+{
+	char *text;
+
+	memset(st, 0, sizeof(*st));
+	st->st_ino = ino;
+	st->st_uid = fs->uid;
+	st->st_gid = fs->gid;
+	st->st_mtime = st->st_ctime = st->st_atime = fs->mounted;
+	if (ino == FS_INO_CTL) {
+		st->st_mode = S_IFDIR | 0555;
+		st->st_nlink = 2;
+		return 0;
+	}
+	text = control_text(fs, ino);
+	if (!text)
+		return -ENOMEM;
+	st->st_mode = S_IFREG | (ino == FS_INO_EPOCH ? 0644 : 0444);
+	st->st_nlink = 1;
+	st->st_size = (off_t)strlen(text);
+	free(text);
+	return 0;
+}
+
+static bool is_control(fuse_ino_t ino)
+{
+	return ino >= FS_INO_CTL && ino <= FS_INO_STATUS;
+}
+
+static void fs_getattr(fuse_req_t req, fuse_ino_t ino,
+		       struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_of(req);
+	struct view_ref *vr;
+	struct stat st;
+	uint32_t node;
+	int rc;
+
+	(void)fi;
+	if (is_control(ino)) {
+		rc = control_stat(fs, ino, &st);
+		if (rc)
+			fuse_reply_err(req, -rc);
+		else
+			fuse_reply_attr(req, &st, 0);
+		return;
+	}
+	vr = view_get(fs, ino, &node);
+	if (!vr) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	node_stat(fs, vr, node, &st);
+	view_unref(fs, vr);
+	/* the root's listing changes with the epoch: do not cache it */
+	fuse_reply_attr(req, &st, ino == FS_INO_ROOT ? 0 : VIEW_TIMEOUT);
+}
+
+static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	static const char *const ctl_names[] = { "epoch", "plan.json",
+						 "status" };
+	struct fs *fs = fs_of(req);
+	struct fuse_entry_param e;
+	struct view_ref *vr;
+	uint32_t node;
+	int64_t child;
+	int rc, i;
+
+	memset(&e, 0, sizeof(e));
+	if (parent == FS_INO_CTL ||
+	    (parent == FS_INO_ROOT && !strcmp(name, ".shardfs"))) {
+		e.ino = parent == FS_INO_ROOT ? FS_INO_CTL : 0;
+		for (i = 0; !e.ino && i < 3; i++)
+			if (!strcmp(name, ctl_names[i]))
+				e.ino = FS_INO_EPOCH + (fuse_ino_t)i;
+		if (!e.ino) {
+			fuse_reply_err(req, ENOENT);
+			return;
+		}
+		rc = control_stat(fs, e.ino, &e.attr);
+		if (rc)
+			fuse_reply_err(req, -rc);
+		else
+			fuse_reply_entry(req, &e);
+		return;
+	}
+	if (is_control(parent)) {
+		fuse_reply_err(req, ENOTDIR);
+		return;
+	}
+	vr = view_get(fs, parent, &node);
+	if (!vr) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	child = sfs_view_lookup(vr->v, node, name);
+	if (child < 0) {
+		view_unref(fs, vr);
+		fuse_reply_err(req, vr->v->nodes[node].kind == SFS_NODE_DIR ?
+					    ENOENT :
+					    ENOTDIR);
+		return;
+	}
+	e.ino = node_ino(vr, (uint32_t)child);
+	node_stat(fs, vr, (uint32_t)child, &e.attr);
+	e.attr_timeout = VIEW_TIMEOUT;
+	e.entry_timeout = VIEW_TIMEOUT;
+	view_unref(fs, vr);
+	fuse_reply_entry(req, &e);
+}
+
+static void fs_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	struct fs *fs = fs_of(req);
+	struct view_ref *vr = view_get(fs, ino, &(uint32_t){ 0 });
+	uint32_t node = (uint32_t)ino;
+	char *target;
+
+	if (!vr) {
+		fuse_reply_err(req, is_control(ino) ? EINVAL : ESTALE);
+		return;
+	}
+	if (ino == FS_INO_ROOT || vr->v->nodes[node].kind != SFS_NODE_LINK) {
+		view_unref(fs, vr);
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if (asprintf(&target, "%s/%s", fs->idx->source,
+		     sfs_view_source_path(vr->v, &vr->v->nodes[node])) < 0)
+		target = NULL;
+	view_unref(fs, vr);
+	if (!target) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	fuse_reply_readlink(req, target);
+	free(target);
+}
+
+/* ---- directories ---- */
+
+static void fs_opendir(fuse_req_t req, fuse_ino_t ino,
+		       struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_of(req);
+	struct handle *h;
+
+	if (is_control(ino) && ino != FS_INO_CTL) {
+		fuse_reply_err(req, ENOTDIR);
+		return;
+	}
+	h = calloc(1, sizeof(*h));
+	if (!h) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	h->kind = H_DIR;
+	if (ino != FS_INO_CTL) {
+		/* a listing shows the epoch it was opened in, whole */
+		h->vr = view_get(fs, ino, &h->node);
+		if (!h->vr || h->vr->v->nodes[h->node].kind != SFS_NODE_DIR) {
+			if (h->vr)
+				view_unref(fs, h->vr);
+			fuse_reply_err(req, h->vr ? ENOTDIR : ESTALE);
+			free(h);
+			return;
+		}
+	}
+	fi->fh = (uintptr_t)h;
+	if (fuse_reply_open(req, fi) == -ENOENT) {
+		if (h->vr)
+			view_unref(fs, h->vr);
+		free(h);
+	}
+}
+
+static void fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	static const char *const ctl_names[] = { ".", "..", "epoch",
+						 "plan.json", "status" };
+	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
+	struct fs *fs = fs_of(req);
+	char *buf = malloc(size);
+	size_t used = 0, n;
+	struct stat st;
+	off_t i;
+
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	memset(&st, 0, sizeof(st));
+	if (!h->vr) { /* the control directory */
+		for (i = off; i < 5; i++) {
+			st.st_ino = i < 2 ? FS_INO_CTL :
+					    FS_INO_EPOCH + (fuse_ino_t)(i - 2);
+			st.st_mode = i < 2 ? S_IFDIR : S_IFREG;
+			n = fuse_add_direntry(req, buf + used, size - used,
+					      ctl_names[i], &st, i + 1);
+			if (n > size - used)
+				break;
+			used += n;
+		}
+	} else {
+		const struct sfs_view *v = h->vr->v;
+		const struct sfs_view_node *d = &v->nodes[h->node];
+		/* ".", "..", [".shardfs" at the root,] then the children */
+		off_t extra = h->node == 0 ? 3 : 2;
+
+		for (i = off; i < extra + (off_t)d->nchildren; i++) {
+			const char *name;
+
+			if (i < 2) {
+				name = i ? ".." : ".";
+				st.st_ino = ino;
+				st.st_mode = S_IFDIR;
+			} else if (i < extra) {
+				name = ".shardfs";
+				st.st_ino = FS_INO_CTL;
+				st.st_mode = S_IFDIR;
+			} else {
+				uint32_t c = v->children[d->first_child +
+							 (uint32_t)(i - extra)];
+
+				name = v->nodes[c].name;
+				node_stat(fs, h->vr, c, &st);
+			}
+			n = fuse_add_direntry(req, buf + used, size - used,
+					      name, &st, i + 1);
+			if (n > size - used)
+				break;
+			used += n;
+		}
+	}
+	fuse_reply_buf(req, buf, used);
+	free(buf);
+}
+
+static void fs_releasedir(fuse_req_t req, fuse_ino_t ino,
+			  struct fuse_file_info *fi)
+{
+	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
+
+	(void)ino;
+	if (h->vr)
+		view_unref(fs_of(req), h->vr);
+	free(h);
+	fuse_reply_err(req, 0);
+}
+
+/* ---- files ---- */
+
+static void handle_free(struct fs *fs, struct handle *h)
+{
+	if (!h)
+		return;
+	if (h->src)
+		fdcache_put(&fs->fds, h->src);
+	if (h->vr)
+		view_unref(fs, h->vr);
+	sfs_slice_free(h->slice);
+	free(h->buf);
+	free(h);
+}
+
+/* The size and mtime the index recorded for a node's source file. */
+static void node_source(const struct sfs_view *v, const struct sfs_view_node *n,
+			uint64_t *size, int64_t *mtime)
+{
+	const struct sfs_shard *sh =
+		&v->idx->shards[sfs_view_file(v, n)->shard];
+
+	*size = n->member ? sh->members[n->member - 1].size : sh->size;
+	*mtime = n->member ? sh->members[n->member - 1].mtime_ns : sh->mtime_ns;
+}
+
+/*
+ * Plan-aware prefetch: the reader that opens a file will read the next one
+ * in its directory soon; ask the kernel to start reading that one's first
+ * bytes from the source now.
+ */
+static void prefetch_next(struct fs *fs, const struct view_ref *vr,
+			  uint32_t node)
+{
+	const struct sfs_view *v = vr->v;
+	const struct sfs_view_node *n = &v->nodes[node];
+	const struct sfs_view_node *dir = &v->nodes[n->parent];
+	const struct sfs_view_node *next;
+	struct sfs_slice *slice = NULL;
+	struct fdcache_ent *e;
+	uint64_t size, off = 0, len;
+	int64_t mtime;
+	uint32_t i;
+	int rc;
+
+	for (i = 0; i + 1 < dir->nchildren; i++)
+		if (v->children[dir->first_child + i] == node)
+			break;
+	if (i + 1 >= dir->nchildren)
+		return;
+	next = &v->nodes[v->children[dir->first_child + i + 1]];
+	if (next->kind == SFS_NODE_DIR)
+		return;
+	node_source(v, next, &size, &mtime);
+	len = size;
+	if (next->kind == SFS_NODE_FILE &&
+	    !sfs_view_slice(v, next, &slice, NULL) && slice->nextents) {
+		for (i = 0; i < slice->nextents && slice->extents[i].mem; i++)
+			;
+		if (i < slice->nextents) {
+			off = slice->extents[i].src;
+			len = slice->extents[i].len;
+		}
+	}
+	sfs_slice_free(slice);
+	e = fdcache_get(&fs->fds, sfs_view_source_path(v, next), size, mtime,
+			&rc, NULL);
+	if (!e)
+		return;
+	posix_fadvise(e->fd, (off_t)off,
+		      (off_t)(len < PREFETCH_BYTES ? len : PREFETCH_BYTES),
+		      POSIX_FADV_WILLNEED);
+	fdcache_put(&fs->fds, e);
+}
+
+static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_of(req);
+	struct sfs_error err = { 0 };
+	const struct sfs_view_node *n;
+	struct handle *h;
+	uint64_t size;
+	int64_t mtime;
+	uint32_t node;
+	int rc;
+
+	h = calloc(1, sizeof(*h));
+	if (!h) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	if (is_control(ino)) {
+		if ((fi->flags & O_ACCMODE) != O_RDONLY &&
+		    ino != FS_INO_EPOCH) {
+			free(h);
+			fuse_reply_err(req, EROFS);
+			return;
+		}
+		h->kind = H_CONTROL;
+		h->buf = control_text(fs, ino);
+		h->len = h->buf ? strlen(h->buf) : 0;
+		fi->direct_io = 1;
+		fi->fh = (uintptr_t)h;
+		if (!h->buf)
+			rc = ENOMEM;
+		else
+			rc = fuse_reply_open(req, fi) == -ENOENT ? -1 : 0;
+		if (rc) {
+			if (rc > 0)
+				fuse_reply_err(req, rc);
+			handle_free(fs, h);
+		}
+		return;
+	}
+	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
+		free(h);
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	h->kind = H_DATA;
+	h->vr = view_get(fs, ino, &node);
+	if (!h->vr) {
+		free(h);
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	n = &h->vr->v->nodes[node];
+	if (n->kind != SFS_NODE_FILE) {
+		handle_free(fs, h);
+		fuse_reply_err(req, n->kind == SFS_NODE_DIR ? EISDIR : ELOOP);
+		return;
+	}
+	node_source(h->vr->v, n, &size, &mtime);
+	rc = sfs_view_slice(h->vr->v, n, &h->slice, &err);
+	if (!rc) {
+		h->src = fdcache_get(&fs->fds,
+				     sfs_view_source_path(h->vr->v, n), size,
+				     mtime, &rc, &err);
+	}
+	if (rc) {
+		fs_log(fs, LOG_ERR, "%s", err.msg);
+		atomic_fetch_add(&fs->errors, 1);
+		handle_free(fs, h);
+		fuse_reply_err(req, rc == -ENOMEM ? ENOMEM : EIO);
+		return;
+	}
+	atomic_fetch_add(&fs->opens, 1);
+	fi->keep_cache = 1;
+	fi->fh = (uintptr_t)h;
+	if (fs->prefetch)
+		prefetch_next(fs, h->vr, node);
+	if (fuse_reply_open(req, fi) == -ENOENT)
+		handle_free(fs, h);
+}
+
+static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
+	struct fs *fs = fs_of(req);
+	const struct sfs_slice *s = h->slice;
+	struct fuse_bufvec *bv;
+	uint64_t pos = (uint64_t)off, end;
+	size_t i, n = 0, first;
+
+	(void)ino;
+	if (h->kind == H_CONTROL) {
+		size_t o = (size_t)off < h->len ? (size_t)off : h->len;
+
+		fuse_reply_buf(req, h->buf + o,
+			       size < h->len - o ? size : h->len - o);
+		return;
+	}
+	if (off < 0 || pos >= s->size) {
+		fuse_reply_buf(req, NULL, 0);
+		return;
+	}
+	end = s->size - pos < size ? s->size : pos + size;
+	first = sfs_slice_find(s, pos);
+	for (i = first; i < s->nextents && s->extents[i].pos < end; i++)
+		n++;
+	bv = malloc(sizeof(*bv) + n * sizeof(bv->buf[0]));
+	if (!bv) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	bv->count = n;
+	bv->idx = 0;
+	bv->off = 0;
+	for (i = 0; i < n; i++) {
+		const struct sfs_extent *x = &s->extents[first + i];
+		uint64_t a = pos > x->pos ? pos - x->pos : 0;
+		uint64_t b = end - x->pos < x->len ? end - x->pos : x->len;
+		struct fuse_buf *fb = &bv->buf[i];
+
+		memset(fb, 0, sizeof(*fb));
+		fb->size = (size_t)(b - a);
+		if (x->mem) {
+			fb->mem = (char *)x->mem + a;
+		} else {
+			fb->flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK |
+				    FUSE_BUF_FD_RETRY;
+			fb->fd = h->src->fd;
+			fb->pos = (off_t)(x->src + a);
+		}
+	}
+	atomic_fetch_add(&fs->reads, 1);
+	atomic_fetch_add(&fs->bytes, end - pos);
+	fuse_reply_data(req, bv, FUSE_BUF_SPLICE_MOVE);
+	free(bv);
+}
+
+static void fs_release(fuse_req_t req, fuse_ino_t ino,
+		       struct fuse_file_info *fi)
+{
+	(void)ino;
+	handle_free(fs_of(req), (struct handle *)(uintptr_t)fi->fh);
+	fuse_reply_err(req, 0);
+}
+
+/* ---- the control file ---- */
+
+static int parse_epoch(const char *buf, size_t size, uint64_t *epoch)
+{
+	char text[32];
+	size_t a = 0, b = size;
+	struct sfs_error err;
+
+	while (a < b && (buf[a] == ' ' || buf[a] == '\t'))
+		a++;
+	while (b > a && (buf[b - 1] == '\n' || buf[b - 1] == ' ' ||
+			 buf[b - 1] == '\t' || buf[b - 1] == '\r'))
+		b--;
+	if (b - a >= sizeof(text))
+		return -EINVAL;
+	memcpy(text, buf + a, b - a);
+	text[b - a] = '\0';
+	return sfs_options_number("epoch", text, 0, UINT64_MAX, epoch, &err);
+}
+
+static void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
+		     size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_of(req);
+	struct sfs_error err = { 0 };
+	uint64_t epoch;
+	int rc;
+
+	(void)fi;
+	if (ino != FS_INO_EPOCH) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	if (off != 0 || parse_epoch(buf, size, &epoch)) {
+		fs_log(fs, LOG_WARNING,
+		       "refused a write to .shardfs/epoch: write one epoch number, e.g. echo 3 > .shardfs/epoch");
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	rc = fs_switch_epoch(fs, epoch, &err);
+	if (rc) {
+		fs_log(fs, LOG_WARNING, "refused epoch %" PRIu64 ": %s", epoch,
+		       err.msg);
+		fuse_reply_err(req, rc == -ENOMEM ? ENOMEM : EINVAL);
+		return;
+	}
+	fs_log(fs, LOG_INFO, "now serving epoch %" PRIu64, epoch);
+	fuse_reply_write(req, size);
+}
+
+static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
+		       int to_set, struct fuse_file_info *fi)
+{
+	struct stat st;
+	int rc;
+
+	(void)attr;
+	(void)fi;
+	/* `echo 3 > epoch` truncates before it writes: let that pass */
+	if (ino != FS_INO_EPOCH ||
+	    (to_set & ~(FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_MTIME |
+			FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_CTIME))) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	rc = control_stat(fs_of(req), ino, &st);
+	if (rc)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_attr(req, &st, 0);
+}
+
+/* ---- the rest ---- */
+
+static void fs_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct fs *fs = fs_of(req);
+	struct statvfs st;
+	uint64_t bytes = 0;
+	size_t i;
+
+	(void)ino;
+	memset(&st, 0, sizeof(st));
+	for (i = 0; i < fs->idx->nshards; i++)
+		bytes += fs->idx->shards[i].size;
+	st.f_bsize = st.f_frsize = 4096;
+	st.f_blocks = (fsblkcnt_t)((bytes + 4095) / 4096);
+	st.f_files = (fsfilcnt_t)fs->idx->nshards;
+	st.f_namemax = 255;
+	st.f_flag = ST_RDONLY;
+	fuse_reply_statfs(req, &st);
+}
+
+/* Provenance of a file: where its bytes come from. */
+static char *xattr_value(struct fs *fs, const struct view_ref *vr,
+			 uint32_t node, const char *name)
+{
+	const struct sfs_view *v = vr->v;
+	const struct sfs_view_node *n = &v->nodes[node];
+	const struct sfs_plan_file *f = sfs_view_file(v, n);
+	const struct sfs_plan *p = v->plans[n->plan];
+	char *s = NULL;
+	size_t i, len = 0;
+
+	if (!strcmp(name, "user.shardfs.source")) {
+		if (asprintf(&s, "%s/%s", fs->idx->source,
+			     sfs_view_source_path(v, n)) < 0)
+			return NULL;
+	} else if (!strcmp(name, "user.shardfs.samples")) {
+		if (asprintf(&s, "%" PRIu64, f->nsamples) < 0)
+			return NULL;
+	} else if (!strcmp(name, "user.shardfs.padding")) {
+		if (asprintf(&s, "%" PRIu64, f->npadding) < 0)
+			return NULL;
+	} else if (!strcmp(name, "user.shardfs.epoch")) {
+		if (asprintf(&s, "%" PRIu64, p->opts.epoch) < 0)
+			return NULL;
+	} else if (!strcmp(name, "user.shardfs.range")) {
+		s = malloc(XATTR_MAX + 32);
+		for (i = 0; s && i < f->nruns && len < XATTR_MAX; i++) {
+			const struct sfs_run *r = &p->runs[f->run_at + i];
+
+			len += (size_t)snprintf(s + len, 32, "%s%" PRIu64,
+						i ? "," : "", r->first);
+			if (r->count > 1)
+				len += (size_t)snprintf(
+					s + len, 32, "-%" PRIu64,
+					r->first + r->count - 1);
+		}
+		if (s && len >= XATTR_MAX) {
+			free(s);
+			s = NULL;
+			errno = E2BIG;
+		}
+	} else {
+		errno = ENODATA;
+	}
+	return s;
+}
+
+static void reply_xattr(fuse_req_t req, const char *value, size_t len,
+			size_t size)
+{
+	if (size == 0)
+		fuse_reply_xattr(req, len);
+	else if (size < len)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, value, len);
+}
+
+static void fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+			size_t size)
+{
+	struct fs *fs = fs_of(req);
+	struct view_ref *vr;
+	uint32_t node;
+	char *value;
+
+	vr = is_control(ino) ? NULL : view_get(fs, ino, &node);
+	if (!vr || vr->v->nodes[node].kind == SFS_NODE_DIR) {
+		if (vr)
+			view_unref(fs, vr);
+		fuse_reply_err(req, ENODATA);
+		return;
+	}
+	errno = ENOMEM;
+	value = xattr_value(fs, vr, node, name);
+	view_unref(fs, vr);
+	if (!value) {
+		fuse_reply_err(req, errno);
+		return;
+	}
+	reply_xattr(req, value, strlen(value), size);
+	free(value);
+}
+
+static void fs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	static const char names[] =
+		"user.shardfs.source\0user.shardfs.samples\0"
+		"user.shardfs.range\0user.shardfs.padding\0user.shardfs.epoch";
+	struct fs *fs = fs_of(req);
+	struct view_ref *vr;
+	uint32_t node;
+	bool file;
+
+	vr = is_control(ino) ? NULL : view_get(fs, ino, &node);
+	file = vr && vr->v->nodes[node].kind != SFS_NODE_DIR;
+	if (vr)
+		view_unref(fs, vr);
+	reply_xattr(req, names, file ? sizeof(names) : 0, size);
+}
+
+/* ---- introspection ---- */
+
+/* The plan(s) being served, built once per view (under fs.lock). */
+static char *plan_json(struct fs *fs, struct view_ref *vr)
+{
+	char *out = NULL, *one;
+	size_t len = 0, n;
+	uint32_t e;
+
+	pthread_mutex_lock(&fs->lock);
+	for (e = 0; !vr->plan_json && e < vr->v->nplans; e++) {
+		char *grown;
+
+		one = sfs_plan_json(vr->v->plans[e], fs->idx);
+		n = one ? strlen(one) : 0;
+		grown = one ? realloc(out, len + n + 4) : NULL;
+		if (!grown) {
+			free(one);
+			free(out);
+			out = NULL;
+			break;
+		}
+		out = grown;
+		if (vr->v->nplans > 1)
+			out[len++] = e ? ',' : '[';
+		memcpy(out + len, one, n);
+		len += n;
+		if (vr->v->nplans > 1 && e + 1 == vr->v->nplans)
+			out[len++] = ']';
+		out[len++] = '\n';
+		out[len] = '\0';
+		free(one);
+		if (e + 1 == vr->v->nplans)
+			vr->plan_json = out;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return vr->plan_json;
+}
+
+static char *status_json(struct fs *fs)
+{
+	const struct sfs_options *o = &fs->vopts.options;
+	struct view_ref *vr;
+	const struct sfs_plan *p;
+	json_t *root, *readers, *ranks;
+	uint64_t bytes = 0;
+	uint32_t node;
+	size_t i, t;
+	char *text;
+
+	vr = view_get(fs, FS_INO_ROOT, &node);
+	if (!vr)
+		return NULL;
+	p = vr->v->plans[0];
+	for (i = 0; i < fs->idx->nshards; i++)
+		bytes += fs->idx->shards[i].size;
+	ranks = json_array();
+	for (i = 0; i < o->nranks; i++)
+		json_array_append_new(ranks, json_integer(o->ranks[i]));
+	readers = json_array();
+	for (t = 0; t < p->nreaders; t++) {
+		uint32_t rank = (uint32_t)(t / p->opts.workers);
+
+		for (i = 0; i < o->nranks && o->ranks[i] != rank; i++)
+			;
+		if (o->nranks && i == o->nranks)
+			continue;
+		json_array_append_new(
+			readers,
+			json_pack("{s:i, s:i, s:I, s:I, s:I}", "rank",
+				  (int)rank, "worker",
+				  (int)(t % p->opts.workers), "samples",
+				  (json_int_t)p->per_reader, "padding",
+				  (json_int_t)p->readers[t].npadding, "files",
+				  (json_int_t)p->readers[t].nfiles));
+	}
+	root = json_pack(
+		"{s:s, s:s?, s:{s:i, s:i, s:I, s:I, s:s, s:I, s:s, s:I, s:I, s:o, s:i, s:b, s:b}, s:{s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I, s:o}, s:{s:I, s:I, s:I, s:I, s:I}}",
+		"source", fs->idx->source, "index", fs->index_dir, "options",
+		"world", (int)p->opts.world, "workers", (int)p->opts.workers,
+		"epoch", (json_int_t)vr->v->epoch, "seed",
+		(json_int_t)p->opts.seed, "shuffle",
+		sfs_shuffle_name(p->opts.shuffle), "block",
+		(json_int_t)p->opts.block, "remainder",
+		sfs_remainder_name(p->opts.remainder), "batch",
+		(json_int_t)p->opts.batch, "start", (json_int_t)p->opts.start,
+		"ranks", ranks, "epochs", (int)fs->vopts.epochs, "symlinks",
+		fs->vopts.symlinks, "prefetch", fs->prefetch, "index_summary",
+		"shards", (json_int_t)fs->idx->nshards, "samples",
+		(json_int_t)fs->idx->nsamples, "bytes", (json_int_t)bytes,
+		"plan", "per_reader", (json_int_t)p->per_reader, "padding",
+		(json_int_t)p->padding, "dropped", (json_int_t)p->dropped,
+		"units", (json_int_t)p->nunits, "remaining",
+		(json_int_t)p->remaining, "readers", readers, "counters",
+		"opens", (json_int_t)atomic_load(&fs->opens), "reads",
+		(json_int_t)atomic_load(&fs->reads), "bytes",
+		(json_int_t)atomic_load(&fs->bytes), "errors",
+		(json_int_t)atomic_load(&fs->errors), "epoch_switches",
+		(json_int_t)atomic_load(&fs->switches));
+	view_unref(fs, vr);
+	if (!root)
+		return NULL;
+	text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+	json_decref(root);
+	if (text) {
+		char *nl = realloc(text, strlen(text) + 2);
+
+		if (nl)
+			strcat(nl, "\n");
+		text = nl ? nl : text;
+	}
+	return text;
+}
+
+static void fs_init(void *userdata, struct fuse_conn_info *conn)
+{
+	(void)userdata;
+	if (conn->capable & FUSE_CAP_SPLICE_WRITE)
+		conn->want |= FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE;
+	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
+		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
+	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
+		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+	/* bytes under an inode number never change: no need to revalidate */
+	conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
+}
+
+static void fs_mkdir(fuse_req_t req, fuse_ino_t p, const char *n, mode_t m)
+{
+	(void)p, (void)n, (void)m;
+	fuse_reply_err(req, EROFS);
+}
+
+static void fs_mknod(fuse_req_t req, fuse_ino_t p, const char *n, mode_t m,
+		     dev_t d)
+{
+	(void)p, (void)n, (void)m, (void)d;
+	fuse_reply_err(req, EROFS);
+}
+
+static void fs_unlink(fuse_req_t req, fuse_ino_t p, const char *n)
+{
+	(void)p, (void)n;
+	fuse_reply_err(req, EROFS);
+}
+
+static void fs_symlink(fuse_req_t req, const char *l, fuse_ino_t p,
+		       const char *n)
+{
+	(void)l, (void)p, (void)n;
+	fuse_reply_err(req, EROFS);
+}
+
+static void fs_rename(fuse_req_t req, fuse_ino_t p, const char *n,
+		      fuse_ino_t np, const char *nn, unsigned int f)
+{
+	(void)p, (void)n, (void)np, (void)nn, (void)f;
+	fuse_reply_err(req, EROFS);
+}
+
+static void fs_link(fuse_req_t req, fuse_ino_t i, fuse_ino_t np, const char *nn)
+{
+	(void)i, (void)np, (void)nn;
+	fuse_reply_err(req, EROFS);
+}
+
+static void fs_create(fuse_req_t req, fuse_ino_t p, const char *n, mode_t m,
+		      struct fuse_file_info *fi)
+{
+	(void)p, (void)n, (void)m, (void)fi;
+	fuse_reply_err(req, EROFS);
+}
+
+static void fs_setxattr(fuse_req_t req, fuse_ino_t i, const char *n,
+			const char *v, size_t s, int f)
+{
+	(void)i, (void)n, (void)v, (void)s, (void)f;
+	fuse_reply_err(req, EROFS);
+}
+
+static void fs_removexattr(fuse_req_t req, fuse_ino_t i, const char *n)
+{
+	(void)i, (void)n;
+	fuse_reply_err(req, EROFS);
+}
+
+const struct fuse_lowlevel_ops fs_ops = {
+	.init = fs_init,
+	.lookup = fs_lookup,
+	.getattr = fs_getattr,
+	.setattr = fs_setattr,
+	.readlink = fs_readlink,
+	.opendir = fs_opendir,
+	.readdir = fs_readdir,
+	.releasedir = fs_releasedir,
+	.open = fs_open,
+	.read = fs_read,
+	.write = fs_write,
+	.release = fs_release,
+	.statfs = fs_statfs,
+	.getxattr = fs_getxattr,
+	.listxattr = fs_listxattr,
+	.mkdir = fs_mkdir,
+	.mknod = fs_mknod,
+	.unlink = fs_unlink,
+	.rmdir = fs_unlink,
+	.symlink = fs_symlink,
+	.rename = fs_rename,
+	.link = fs_link,
+	.create = fs_create,
+	.setxattr = fs_setxattr,
+	.removexattr = fs_removexattr,
+};

@@ -1,0 +1,337 @@
+/*
+ * shardfs SRC MNT [-o OPTIONS] [-f] [-d] [-s]: the daemon.
+ *
+ * Every option is checked, the index loaded and checked against the
+ * source, and the first view built, before anything is mounted: a bad
+ * option or a stale index never leaves a half-made mount behind.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <malloc.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "fs.h"
+#include "shardfs/indexer.h"
+#include "shardfs/options.h"
+
+#define FD_CACHE 256
+#define EPOCHS_MAX 1000
+#define MAX_THREADS 64
+
+static const char *prog = "shardfs";
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: shardfs SRC MNT [-o OPTIONS] [-f] [-d] [-s]\n"
+		"\n"
+		"Mount per-rank, per-worker views of the shards under SRC on MNT:\n"
+		"MNT/<rank>/<worker>/ holds, in directory order, exactly what that\n"
+		"reader reads this epoch.  MNT/.shardfs/epoch switches the epoch.\n"
+		"\n"
+		"Options (-o, comma-separated; defaults in brackets):\n"
+		"  world=W [1]             ranks\n"
+		"  workers=K [1]           loader workers per rank\n"
+		"  rank=R [all]            ranks to show: 3, 0,2 or 0-7\n"
+		"  epoch=E [0]             the first epoch served\n"
+		"  epochs=N [1]            epochs per worker directory (names prefixed\n"
+		"                          by the epoch), 1..%d\n"
+		"  seed=S [0]              shuffle seed\n"
+		"  shuffle=none|units|samples [units]\n"
+		"  block=B [0]             samples per unit, 0 = whole shards\n"
+		"  remainder=pad|drop [pad]\n"
+		"  batch=B [1]             per-reader count is a multiple of B\n"
+		"  start=P [0]             skip the first P samples of the epoch\n"
+		"  index=DIR [SRC/.shardfs] where the index is (shardfs-index --out)\n"
+		"  symlinks=1|0 [1]        whole shards as symlinks to SRC; 0 serves\n"
+		"                          them as files (the reader cannot see SRC)\n"
+		"  prefetch=1|0 [1]        read ahead the next file a reader will open\n"
+		"  allow_other, default_permissions, max_read=N, ... as FUSE takes them;\n"
+		"  mount(8)'s rw, ro, dev, suid, _netdev, noauto, ... are accepted.\n"
+		"\n"
+		"  -f  stay in the foreground, log to stderr (else syslog)\n"
+		"  -d  debug: foreground, log every FUSE request\n"
+		"  -s  single-threaded\n"
+		"  -h, --help; -V, --version\n"
+		"\n"
+		"Without an index, one is built in memory (no hashes) with a warning;\n"
+		"build it once with shardfs-index SRC.  Unmount with fusermount3 -u MNT\n"
+		"or umount MNT.\n",
+		EPOCHS_MAX);
+}
+
+struct args {
+	const char *src, *mnt;
+	bool foreground, debug, single;
+	char *fuse_opts; /* passed to libfuse, comma-separated */
+	bool allow_other;
+};
+
+/* Options mount(8) and fstab pass that mean nothing to a FUSE session. */
+static bool ignorable(const char *key)
+{
+	static const char *const keys[] = { "_netdev",	"auto",	  "noauto",
+					    "nofail",	"user",	  "users",
+					    "defaults", "nouser", "owner",
+					    "group",	NULL };
+	size_t i;
+
+	if (!strncmp(key, "x-", 2) || !strncmp(key, "comment=", 8))
+		return true;
+	for (i = 0; keys[i]; i++)
+		if (!strcmp(key, keys[i]))
+			return true;
+	return false;
+}
+
+static int append_opt(char **list, const char *opt)
+{
+	char *n;
+
+	if (asprintf(&n, "%s%s%s", *list ? *list : "", *list ? "," : "", opt) <
+	    0)
+		return -ENOMEM;
+	free(*list);
+	*list = n;
+	return 0;
+}
+
+/* Options of the daemon's own; others go to libfuse. */
+static int daemon_opt(struct fs *fs, struct args *a, const char *opt,
+		      struct sfs_error *err)
+{
+	const char *eq = strchr(opt, '=');
+	const char *v = eq ? eq + 1 : "";
+	uint64_t n;
+	int rc;
+
+	if (!strncmp(opt, "index=", 6)) {
+		if (!*v)
+			return sfs_errorf(
+				err, -EINVAL,
+				"index= is empty: give the index directory");
+		free(fs->index_dir);
+		fs->index_dir = strdup(v);
+		return fs->index_dir ?
+			       0 :
+			       sfs_errorf(err, -ENOMEM, "out of memory");
+	}
+	if (!strncmp(opt, "symlinks=", 9) || !strncmp(opt, "prefetch=", 9)) {
+		rc = sfs_options_number(opt[0] == 's' ? "symlinks" : "prefetch",
+					v, 0, 1, &n, err);
+		if (!rc && opt[0] == 's')
+			fs->vopts.symlinks = n;
+		else if (!rc)
+			fs->prefetch = n;
+		return rc;
+	}
+	if (!strncmp(opt, "epochs=", 7)) {
+		rc = sfs_options_number("epochs", v, 1, EPOCHS_MAX, &n, err);
+		if (!rc)
+			fs->vopts.epochs = (uint32_t)n;
+		return rc;
+	}
+	if (ignorable(opt))
+		return 0;
+	if (!strcmp(opt, "allow_other"))
+		a->allow_other = true;
+	return append_opt(&a->fuse_opts, opt) ?
+		       sfs_errorf(err, -ENOMEM, "out of memory") :
+		       0;
+}
+
+/* Parse one -o list: the core's options first, then the daemon's. */
+static int parse_o(struct fs *fs, struct args *a, const char *list,
+		   struct sfs_error *err)
+{
+	char *rest = NULL, *tok, *save = NULL;
+	int rc;
+
+	rc = sfs_options_parse_known(&fs->vopts.options, list, &rest, err);
+	for (tok = rest ? strtok_r(rest, ",", &save) : NULL; !rc && tok;
+	     tok = strtok_r(NULL, ",", &save))
+		rc = daemon_opt(fs, a, tok, err);
+	free(rest);
+	return rc;
+}
+
+static int parse_args(struct fs *fs, struct args *a, int argc, char **argv,
+		      struct sfs_error *err)
+{
+	int i, rc;
+
+	for (i = 1; i < argc; i++) {
+		const char *s = argv[i];
+
+		if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
+			usage(stdout);
+			exit(0);
+		} else if (!strcmp(s, "-V") || !strcmp(s, "--version")) {
+			printf("shardfs %s (libfuse %s)\n", SHARDFS_VERSION,
+			       fuse_pkgversion());
+			exit(0);
+		} else if (!strcmp(s, "-f")) {
+			a->foreground = true;
+		} else if (!strcmp(s, "-d")) {
+			a->debug = a->foreground = true;
+		} else if (!strcmp(s, "-s")) {
+			a->single = true;
+		} else if (!strncmp(s, "-o", 2)) {
+			const char *list =
+				s[2] ? s + 2 :
+				       (i + 1 < argc ? argv[++i] : NULL);
+
+			if (!list)
+				return sfs_errorf(err, -EINVAL,
+						  "-o needs a list of options");
+			rc = parse_o(fs, a, list, err);
+			if (rc)
+				return rc;
+		} else if (s[0] == '-') {
+			return sfs_errorf(err, -EINVAL,
+					  "unknown flag %s; see shardfs --help",
+					  s);
+		} else if (!a->src) {
+			a->src = s;
+		} else if (!a->mnt) {
+			a->mnt = s;
+		} else {
+			return sfs_errorf(
+				err, -EINVAL,
+				"too many arguments (%s); usage: shardfs SRC MNT [-o OPTIONS]",
+				s);
+		}
+	}
+	if (!a->mnt)
+		return sfs_errorf(
+			err, -EINVAL,
+			"usage: shardfs SRC MNT [-o OPTIONS]; see shardfs --help");
+	return sfs_options_check(&fs->vopts.options, err);
+}
+
+static int load_index(struct fs *fs, const char *src, struct sfs_error *err)
+{
+	struct sfs_indexer_opts o = { .source = src };
+	struct sfs_indexer_report rep;
+	int rc;
+
+	rc = sfs_index_load(src, fs->index_dir, &fs->idx, err);
+	if (rc == -ENOENT) {
+		fprintf(stderr,
+			"%s: warning: no index for %s; building one in memory (no hashes, not saved). Build it once with: shardfs-index %s\n",
+			prog, src, src);
+		rc = sfs_indexer_build(&o, NULL, &fs->idx, &rep, err);
+		sfs_indexer_report_clear(&rep);
+		return rc;
+	}
+	if (!rc)
+		rc = sfs_index_check_source(fs->idx, fs->index_dir, err);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct fs fs = { .prefetch = true };
+	struct args a = { 0 };
+	struct sfs_error err = { 0 };
+	struct fuse_args fargs = FUSE_ARGS_INIT(0, NULL);
+	struct fuse_loop_config *cfg = NULL;
+	char *base = NULL;
+	int rc = 1;
+
+	sfs_options_init(&fs.vopts.options);
+	fs.vopts.epochs = 1;
+	fs.vopts.symlinks = true;
+	fs.srcfd = -1;
+	pthread_mutex_init(&fs.lock, NULL);
+	pthread_mutex_init(&fs.switch_lock, NULL);
+	if (parse_args(&fs, &a, argc, argv, &err) ||
+	    load_index(&fs, a.src, &err) ||
+	    fs_switch_epoch(&fs, fs.vopts.options.plan.epoch, &err)) {
+		fprintf(stderr, "%s: %s\n", prog, err.msg);
+		goto out;
+	}
+	fs.foreground = a.foreground;
+	fs.uid = getuid();
+	fs.gid = getgid();
+	fs.mounted = time(NULL);
+	fs.srcfd = open(fs.idx->source, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fs.srcfd < 0 || fdcache_init(&fs.fds, fs.srcfd, FD_CACHE)) {
+		fprintf(stderr, "%s: %s: %s\n", prog, fs.idx->source,
+			strerror(errno));
+		goto out;
+	}
+	/* libfuse's fallback for fd buffers allocates each reply; keep those
+	 * allocations off mmap (../shared/notes/fuse-performance.md) */
+	mallopt(M_MMAP_THRESHOLD, 4 << 20);
+	if (asprintf(&base, "fsname=%s,subtype=shardfs%s%s%s", fs.idx->source,
+		     a.allow_other ? ",default_permissions" : "",
+		     a.fuse_opts ? "," : "",
+		     a.fuse_opts ? a.fuse_opts : "") < 0)
+		goto out;
+	if (fuse_opt_add_arg(&fargs, argv[0]) ||
+	    fuse_opt_add_arg(&fargs, "-o") || fuse_opt_add_arg(&fargs, base) ||
+	    (a.debug && fuse_opt_add_arg(&fargs, "-d")))
+		goto out;
+	fs.se = fuse_session_new(&fargs, &fs_ops, sizeof(fs_ops), &fs);
+	if (!fs.se) {
+		fprintf(stderr,
+			"%s: FUSE refused the options \"%s\"; see shardfs --help\n",
+			prog, base);
+		goto out;
+	}
+	if (fuse_set_signal_handlers(fs.se))
+		goto out_session;
+	if (fuse_session_mount(fs.se, a.mnt)) {
+		fprintf(stderr,
+			"%s: cannot mount on %s (is it an existing directory, and is /dev/fuse there?)\n",
+			prog, a.mnt);
+		goto out_signals;
+	}
+	if (!a.foreground)
+		openlog(prog, LOG_PID, LOG_DAEMON);
+	fs_log(&fs, LOG_INFO,
+	       "serving %s on %s: %zu shards, %llu samples, epoch %llu",
+	       fs.idx->source, a.mnt, fs.idx->nshards,
+	       (unsigned long long)fs.idx->nsamples,
+	       (unsigned long long)fs.vopts.options.plan.epoch);
+	if (fuse_daemonize(a.foreground))
+		goto out_unmount;
+	if (a.single) {
+		rc = fuse_session_loop(fs.se);
+	} else {
+		cfg = fuse_loop_cfg_create();
+		fuse_loop_cfg_set_max_threads(cfg, MAX_THREADS);
+		rc = fuse_session_loop_mt(fs.se, cfg);
+		fuse_loop_cfg_destroy(cfg);
+	}
+	fs_log(&fs, LOG_INFO, "unmounting %s", a.mnt);
+out_unmount:
+	fuse_session_unmount(fs.se);
+out_signals:
+	fuse_remove_signal_handlers(fs.se);
+out_session:
+	fuse_session_destroy(fs.se);
+	fs.se = NULL;
+	/* the loop ends with the signal's number on SIGTERM, SIGINT, SIGHUP:
+	 * a clean unmount, as asked */
+	rc = rc == 0 || rc == SIGTERM || rc == SIGINT || rc == SIGHUP ? 0 : 1;
+out:
+	fs_release_views(&fs);
+	if (fs.srcfd >= 0) {
+		fdcache_destroy(&fs.fds);
+		close(fs.srcfd);
+	}
+	sfs_index_free(fs.idx);
+	sfs_options_clear(&fs.vopts.options);
+	fuse_opt_free_args(&fargs);
+	free(base);
+	free(a.fuse_opts);
+	free(fs.index_dir);
+	return rc;
+}
