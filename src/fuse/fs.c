@@ -671,9 +671,18 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	(void)ino;
 	if (h->kind == H_CONTROL) {
 		size_t o = (size_t)off < h->len ? (size_t)off : h->len;
+		size_t len = size < h->len - o ? size : h->len - o;
+		/* The kernel may release the handle as soon as it has the
+		 * reply, before fuse_reply_buf returns: reply from a copy. */
+		char *chunk = malloc(len + 1);
 
-		fuse_reply_buf(req, h->buf + o,
-			       size < h->len - o ? size : h->len - o);
+		if (!chunk) {
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+		memcpy(chunk, h->buf + o, len);
+		fuse_reply_buf(req, chunk, len);
+		free(chunk);
 		return;
 	}
 	if (off < 0 || pos >= s->size) {

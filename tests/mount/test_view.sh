@@ -1,0 +1,201 @@
+#!/usr/bin/env bash
+# The file system, mounted for real: every format over a grid of settings
+# checked byte for byte against the source; real tools on the slices;
+# directory order, links, provenance, epoch switches, odd reads, mmap,
+# cp -a, and every refusal.
+. "$(dirname "$0")/lib.sh"
+check="$TESTS/mount/check_view.py"
+
+# --- datasets ---
+shardfs-mkdata "$T/tar" --format tar --shards 9 --samples 1-40 --size 0-700 --seed 11
+shardfs-mkdata "$T/tar" --format tar --shards 2 --samples 6 --long-names --seed 12 2>/dev/null
+mv "$T/tar/shard-000000.tar" "$T/tar/long-000000.tar"
+shardfs-mkdata "$T/tar" --format tar --shards 9 --samples 1-40 --size 0-700 --seed 11
+python3 - "$T/tar/global.tar" <<'PY'
+import io, sys, tarfile
+with tarfile.open(sys.argv[1], "w", format=tarfile.PAX_FORMAT,
+                  pax_headers={"comment": "global"}) as t:
+    for i in range(7):
+        for ext, size in ((".jpg", 512), (".cls", 0)):
+            info = tarfile.TarInfo("g%03d%s" % (i, ext))
+            info.size = size
+            t.addfile(info, io.BytesIO(bytes([i]) * size))
+PY
+shardfs-mkdata "$T/jsonl" --format jsonl --shards 6 --samples 3-30 --seed 13
+printf '{"crlf": 1}\r\n{"crlf": 2}\r\n{"last": "no newline"}' > "$T/jsonl/tail.jsonl"
+shardfs-mkdata "$T/tfrecord" --format tfrecord --shards 5 --samples 2-25 --seed 14
+shardfs-mkdata "$T/files" --format files --shards 4 --samples 3-9 --members 1-3 --seed 15
+for d in tar jsonl tfrecord; do shardfs-index "$T/$d" --quiet; done
+shardfs-index "$T/files" --format files --quiet
+
+# --- every format, several settings: the view is the plan, byte for byte ---
+grid=(
+	"tar world=2,workers=2"
+	"tar world=3,workers=2,remainder=drop,batch=4,shuffle=samples,block=7,start=11,epoch=3"
+	"tar world=1,workers=4,shuffle=none,block=5"
+	"tar world=2,workers=3,symlinks=0,seed=9"
+	"jsonl world=2,workers=3,shuffle=samples"
+	"jsonl world=4,remainder=drop,batch=2,start=5,block=4"
+	"tfrecord world=2,workers=2,block=3"
+	"tfrecord world=5,shuffle=none,batch=3"
+	"files world=2,workers=2"
+	"files world=3,remainder=drop,symlinks=0"
+)
+for g in "${grid[@]}"; do
+	fmt=${g%% *} opts=${g#* }
+	if mount_view "$T/$fmt" "$T/mnt" "$opts"; then
+		out=$(python3 "$check" "$T/mnt" "$fmt")
+		expect_eq "$fmt $opts: view = plan, byte for byte" "$?" 0 || echo "$out" >&2
+		unmount_view "$T/mnt"
+	else
+		bad "$fmt $opts: mount"
+	fi
+done
+
+# --- one tar mount for the rest ---
+M="$T/m"
+mount_view "$T/tar" "$M" world=2,workers=2,block=6 || { bad "mount"; finish; exit 1; }
+
+# real tools read every slice without a word
+n=0
+for f in "$M"/*/*/*; do
+	[ -L "$f" ] && continue
+	n=$((n + 1))
+	expect_run "GNU tar -tf $(basename "$f")" 0 "" -- tar -tf "$f"
+	expect_run "bsdtar -tf $(basename "$f")" 0 "" -- bsdtar -tf "$f"
+	rm -rf "$T/x" && mkdir "$T/x"
+	expect_run "GNU tar -xf $(basename "$f")" 0 "" -- tar -xf "$f" -C "$T/x"
+done
+[ "$n" -gt 5 ] && ok || bad "too few slices to read: $n"
+
+# every way of listing gives the plan's order
+d="$M/1/0"
+plan_names=$(python3 - "$M" <<'PY'
+import json, sys
+plan = json.load(open(sys.argv[1] + "/.shardfs/plan.json"))
+files = plan["readers"][2]["files"]
+print("\n".join(f["shard"] for f in files))
+PY
+)
+expect_eq "ls order" "$(ls "$d" | sed 's/^[0-9]*-//; s/\.[0-9]*-[0-9]*\.tar$/.tar/')" "$plan_names"
+expect_eq "ls -f order" "$(ls -f "$d" | grep -v '^\.\.\?$')" "$(ls "$d")"
+expect_eq "find order" "$(find "$d" -mindepth 1 -printf '%f\n')" "$(ls "$d")"
+expect_eq "os.listdir order" "$(python3 -c 'import os,sys; print("\n".join(sorted(os.listdir(sys.argv[1]))))' "$d")" "$(ls "$d")"
+
+# links and provenance
+link=$(find "$M" -type l | head -1)
+expect_eq "readlink is the source shard" "$(readlink "$link")" "$T/tar/$(basename "$link" | sed 's/^[0-9]*-//')"
+slice=$(find "$M/0/0" -type f | head -1)
+shard=$(basename "$slice" | sed 's/^[0-9]*-//; s/\.\([0-9]*\)-\([0-9]*\)\.tar$/.tar/')
+range=$(basename "$slice" | sed 's/.*\.\([0-9]*\)-\([0-9]*\)\.tar$/\1-\2/')
+expect_eq "xattr source" "$(getfattr --absolute-names --only-values -n user.shardfs.source "$slice")" "$T/tar/$shard"
+expect_eq "xattr range" "$(getfattr --absolute-names --only-values -n user.shardfs.range "$slice")" "$range"
+expect_eq "xattr samples" "$(getfattr --absolute-names --only-values -n user.shardfs.samples "$slice")" "$(( ${range#*-} - ${range%-*} + 1 ))"
+expect_eq "xattr list" "$(getfattr --absolute-names -d -m - "$slice" | grep -c '^user.shardfs')" 5
+
+# odd reads: 1 byte, across extents, past the end; mmap
+expect_eq "odd reads and mmap" "$(python3 - "$slice" <<'PY'
+import mmap, os, sys
+path = sys.argv[1]
+whole = open(path, "rb").read()
+fd = os.open(path, os.O_RDONLY)
+bad = 0
+for off in list(range(0, len(whole), 509)) + [len(whole) - 1024, len(whole) - 1]:
+    for size in (1, 511, 513, 4096, 70000):
+        bad += os.pread(fd, size, off) != whole[off:off + size]
+bad += os.pread(fd, 10, len(whole)) != b""
+bad += os.pread(fd, 10, len(whole) + 12345) != b""
+with mmap.mmap(fd, 0, prot=mmap.PROT_READ) as m:
+    bad += m[:] != whole
+print("ok" if bad == 0 and len(whole) == os.fstat(fd).st_size else "bad %d" % bad)
+PY
+)" ok
+
+# cp -a of a whole rank directory
+cp -a "$M/0" "$T/copy"
+expect_run "cp -a copy equals the view" 0 "" -- diff -r "$M/0" "$T/copy"
+
+# the epoch: a switch changes the order, keeps the samples, spares open files
+# the distinct samples of the plan being served, and how many are padding
+samples_of() { python3 -c '
+import hashlib, json, sys
+p = json.load(open(sys.argv[1] + "/.shardfs/plan.json"))
+s = {"%s:%d" % (f["shard"], a + k) for x in p["readers"] for f in x["files"]
+     for a, c in f["runs"] for k in range(c)}
+print(len(s), hashlib.sha256(" ".join(sorted(s)).encode()).hexdigest(), p["padding"])' "$1"; }
+before_ls=$(ls "$M/0/0")
+before_samples=$(samples_of "$M")
+exec 7<"$slice"
+before_bytes=$(sha256sum < "$slice")
+echo 1 > "$M/.shardfs/epoch"
+expect_eq "epoch reads back" "$(cat "$M/.shardfs/epoch")" 1
+[ "$(ls "$M/0/0")" != "$before_ls" ] && ok || bad "epoch 1 lists the same order"
+expect_eq "epoch 1 has the same samples" "$(samples_of "$M")" "$before_samples"
+expect_eq "an open file keeps its epoch" "$(sha256sum <&7)" "$before_bytes"
+exec 7<&-
+out=$(python3 "$check" "$M" tar)
+expect_eq "epoch 1 view = plan" "$?" 0 || echo "$out" >&2
+slice=$(find "$M/0/0" -type f | head -1)
+for w in abc -1 18446744073709551616 "1 2" ""; do
+	expect_run "epoch write '$w' refused" 1 \
+		"bash: line 1: echo: write error: Invalid argument" \
+		-- bash -c "echo '$w' > '$M/.shardfs/epoch'"
+done
+expect_eq "a refused write changes nothing" "$(cat "$M/.shardfs/epoch")" 1
+expect_eq "status counts the switch" "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["counters"]["epoch_switches"])' "$M/.shardfs/status")" 2
+
+# read-only everywhere but the control file
+for cmd in "touch $M/0/0/new" "mkdir $M/0/x" "rm $slice" "mv $slice $M/0/0/y" \
+	"chmod 600 $slice" "ln -s /etc $M/0/l" "cp /etc/hostname $M/1/" "setfattr -n user.x -v 1 $slice"; do
+	out=$($cmd 2>&1)
+	[ $? -ne 0 ] && [[ "$out" == *"Read-only file system"* ]] && ok || bad "not refused with EROFS: $cmd ($out)"
+done
+out=$( (echo x > "$slice") 2>&1)
+[[ "$out" == *"Read-only file system"* ]] && ok || bad "write to a slice: $out"
+unmount_view "$M"
+mountpoint -q "$M" && bad "still mounted" || ok
+expect_eq "the daemon logged the refused writes" "$(grep -c 'refused a write to .shardfs/epoch' "${daemon_log[$M]}")" 5
+
+# --- more options ---
+mount_view "$T/tar" "$M" world=4,workers=1,rank=1,3 || bad "mount rank=1,3"
+expect_eq "rank=1,3 shows two ranks" "$(ls "$M")" "1
+3"
+unmount_view "$M"
+mount_view "$T/tar" "$M" world=2,workers=2,epochs=3,epoch=8 || bad "mount epochs=3"
+expect_eq "epochs=3: three epochs, in order" "$(ls "$M/0/0" | cut -c1-2 | uniq | tr '\n' ' ')" "08 09 10 "
+counts=$(for e in 08 09 10; do getfattr --absolute-names --only-values -n user.shardfs.samples "$M"/0/0/$e-* 2>/dev/null | tr -d '\n'; echo; done)
+unmount_view "$M"
+mount_view "$T/tar" "$M" world=2,workers=2,symlinks=0 || bad "mount symlinks=0"
+expect_eq "symlinks=0: no links" "$(find "$M" -type l | wc -l)" 0
+unmount_view "$M"
+
+# no index: built in memory, with a warning, nothing written to the source
+cp -r "$T/jsonl" "$T/noindex" && rm -rf "$T/noindex/.shardfs"
+mount_view "$T/noindex" "$M" world=2 || bad "mount without an index"
+expect_eq "no index: warning" "$(head -1 "${daemon_log[$M]}")" "shardfs: warning: no index for $T/noindex; building one in memory (no hashes, not saved). Build it once with: shardfs-index $T/noindex"
+[ ! -e "$T/noindex/.shardfs" ] && ok || bad "no index: wrote into the source"
+out=$(python3 "$check" "$M" jsonl)
+expect_eq "no index: view = plan" "$?" 0 || echo "$out" >&2
+unmount_view "$M"
+
+# --- refusals, before anything is mounted ---
+refuse() {
+	local name=$1 want=$2
+	shift 2
+	expect_run "$name" 1 "$want" -- shardfs "$@"
+	mountpoint -q "$M" && { bad "$name: mounted anyway"; unmount_view "$M"; } || ok
+}
+refuse "world=0" "shardfs: world=0 is out of range: use an integer in 1..65536" "$T/tar" "$M" -o world=0
+refuse "rank=8" "shardfs: rank=8 is out of range for world=8: ranks are 0..7" "$T/tar" "$M" -o world=8,rank=8
+refuse "epochs=0" "shardfs: epochs=0 is out of range: use an integer in 1..1000" "$T/tar" "$M" -o epochs=0
+refuse "symlinks=2" "shardfs: symlinks=2 is out of range: use an integer in 0..1" "$T/tar" "$M" -o symlinks=2
+refuse "shuffle=yes" "shardfs: shuffle=yes is not valid: use none | units | samples" "$T/tar" "$M" -o shuffle=yes
+n=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["samples"])' "$T/jsonl/.shardfs/manifest.json")
+refuse "drop to nothing" "shardfs: remainder=drop leaves 0 samples per reader: $n samples for world=4096 × workers=1; use remainder=pad or fewer readers" \
+	"$T/jsonl" "$M" -o world=4096,remainder=drop
+refuse "no mount point" "shardfs: usage: shardfs SRC MNT [-o OPTIONS]; see shardfs --help" "$T/tar"
+echo '{"x": 1}' >> "$T/jsonl/shard-000002.jsonl"
+size=$(stat -c %s "$T/jsonl/shard-000002.jsonl")
+refuse "stale index" "shardfs: the index is stale: 1 shard file changed since it was built: shard-000002.jsonl (size $size, the index says $((size - 9))); rebuild it with: shardfs-index $T/jsonl" \
+	"$T/jsonl" "$M"
+finish
