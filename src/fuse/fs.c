@@ -428,15 +428,43 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino,
 	}
 }
 
-static void fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		       struct fuse_file_info *fi)
+/* Add one entry; returns false when buf is full. */
+static bool add_entry(fuse_req_t req, char *buf, size_t size, size_t *used,
+		      const char *name, const struct stat *st, off_t next,
+		      bool plus, double timeout)
+{
+	struct fuse_entry_param e;
+	size_t n;
+
+	if (plus) {
+		memset(&e, 0, sizeof(e));
+		e.attr = *st;
+		/* "." and ".." carry no lookup: leave e.ino 0 */
+		if (strcmp(name, ".") && strcmp(name, "..")) {
+			e.ino = st->st_ino;
+			e.attr_timeout = e.entry_timeout = timeout;
+		}
+		n = fuse_add_direntry_plus(req, buf + *used, size - *used, name,
+					   &e, next);
+	} else {
+		n = fuse_add_direntry(req, buf + *used, size - *used, name, st,
+				      next);
+	}
+	if (n > size - *used)
+		return false;
+	*used += n;
+	return true;
+}
+
+static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
+			   off_t off, struct fuse_file_info *fi, bool plus)
 {
 	static const char *const ctl_names[] = { ".", "..", "epoch",
 						 "plan.json", "status" };
 	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
 	struct fs *fs = fs_of(req);
 	char *buf = malloc(size);
-	size_t used = 0, n;
+	size_t used = 0;
 	struct stat st;
 	off_t i;
 
@@ -444,17 +472,16 @@ static void fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	memset(&st, 0, sizeof(st));
 	if (!h->vr) { /* the control directory */
 		for (i = off; i < 5; i++) {
-			st.st_ino = i < 2 ? FS_INO_CTL :
-					    FS_INO_EPOCH + (fuse_ino_t)(i - 2);
-			st.st_mode = i < 2 ? S_IFDIR : S_IFREG;
-			n = fuse_add_direntry(req, buf + used, size - used,
-					      ctl_names[i], &st, i + 1);
-			if (n > size - used)
+			if (control_stat(fs,
+					 i < 2 ? FS_INO_CTL :
+						 FS_INO_EPOCH +
+							 (fuse_ino_t)(i - 2),
+					 &st) ||
+			    !add_entry(req, buf, size, &used, ctl_names[i], &st,
+				       i + 1, plus, 0))
 				break;
-			used += n;
 		}
 	} else {
 		const struct sfs_view *v = h->vr->v;
@@ -464,15 +491,15 @@ static void fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 		for (i = off; i < extra + (off_t)d->nchildren; i++) {
 			const char *name;
+			double timeout = VIEW_TIMEOUT;
 
 			if (i < 2) {
 				name = i ? ".." : ".";
-				st.st_ino = ino;
-				st.st_mode = S_IFDIR;
+				node_stat(fs, h->vr, h->node, &st);
 			} else if (i < extra) {
 				name = ".shardfs";
-				st.st_ino = FS_INO_CTL;
-				st.st_mode = S_IFDIR;
+				control_stat(fs, FS_INO_CTL, &st);
+				timeout = 0;
 			} else {
 				uint32_t c = v->children[d->first_child +
 							 (uint32_t)(i - extra)];
@@ -480,15 +507,26 @@ static void fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 				name = v->nodes[c].name;
 				node_stat(fs, h->vr, c, &st);
 			}
-			n = fuse_add_direntry(req, buf + used, size - used,
-					      name, &st, i + 1);
-			if (n > size - used)
+			if (!add_entry(req, buf, size, &used, name, &st, i + 1,
+				       plus, timeout))
 				break;
-			used += n;
 		}
 	}
+	(void)ino;
 	fuse_reply_buf(req, buf, used);
 	free(buf);
+}
+
+static void fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	readdir_common(req, ino, size, off, fi, false);
+}
+
+static void fs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
+			   off_t off, struct fuse_file_info *fi)
+{
+	readdir_common(req, ino, size, off, fi, true);
 }
 
 static void fs_releasedir(fuse_req_t req, fuse_ino_t ino,
@@ -1120,6 +1158,7 @@ const struct fuse_lowlevel_ops fs_ops = {
 	.readlink = fs_readlink,
 	.opendir = fs_opendir,
 	.readdir = fs_readdir,
+	.readdirplus = fs_readdirplus,
 	.releasedir = fs_releasedir,
 	.open = fs_open,
 	.read = fs_read,
