@@ -178,6 +178,26 @@ out=$(python3 "$check" "$M" jsonl)
 expect_eq "no index: view = plan" "$?" 0 || echo "$out" >&2
 unmount_view "$M"
 
+# a shard changed behind the index: its files fail with EIO and a log
+# line, the others keep working
+cp -a "$T/tfrecord" "$T/changing"
+mount_view "$T/changing" "$M" world=1,workers=1,block=2,shuffle=none || bad "mount changing"
+first=$(ls -d "$M"/0/0/* | head -1)
+other=$(ls -d "$M"/0/0/* | grep -v "shard-000000\." | head -1)
+echo "appended" >> "$T/changing/shard-000000.tfrecord"
+size=$(stat -c %s "$T/changing/shard-000000.tfrecord")
+expect_run "changed shard: EIO" 1 "cat: $first: Input/output error" -- cat "$first"
+expect_eq "changed shard: logged" "$(grep -c "shard-000000.tfrecord changed since it was indexed (size $size, the index says $((size - 9))" "${daemon_log[$M]}")" 1
+expect_eq "other shards still read" "$(cat "$other" | wc -c)" "$(stat -c %s "$other")"
+unmount_view "$M"
+
+# SIGTERM unmounts cleanly, exit 0
+mount_view "$T/tar" "$M" world=2 || bad "mount for SIGTERM"
+kill -TERM "${daemon_pid[$M]}"
+wait "${daemon_pid[$M]}"
+expect_eq "SIGTERM: exit 0" "$?" 0
+mountpoint -q "$M" && bad "SIGTERM: still mounted" || ok
+
 # --- refusals, before anything is mounted ---
 refuse() {
 	local name=$1 want=$2
