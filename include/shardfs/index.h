@@ -25,6 +25,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "shardfs/digest.h"
@@ -70,6 +71,12 @@ struct sfs_index {
 	size_t map_len;
 	uint64_t *bounds_heap; /* ... or when built in memory */
 };
+
+/* A stat's mtime in nanoseconds, as the index records it. */
+static inline int64_t sfs_mtime_ns(const struct stat *st)
+{
+	return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+}
 
 /* True when the shard can be cut into slices. */
 static inline bool sfs_shard_sliceable(const struct sfs_shard *sh)

@@ -644,11 +644,6 @@ out_free:
 
 /* ---- staleness ---- */
 
-static int64_t stat_mtime_ns(const struct stat *st)
-{
-	return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
-}
-
 struct stale {
 	char *msg;
 	size_t len, cap;
@@ -681,7 +676,7 @@ static void check_file(struct stale *s, int srcfd, const char *path,
 			 (unsigned long long)st.st_size,
 			 (unsigned long long)size);
 		stale_add(s, path, what);
-	} else if (stat_mtime_ns(&st) != mtime_ns) {
+	} else if (sfs_mtime_ns(&st) != mtime_ns) {
 		stale_add(s, path, "modified");
 	}
 }

@@ -53,11 +53,6 @@ struct job {
 	void *ctx;
 };
 
-static int64_t mtime_ns(const struct stat *st)
-{
-	return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
-}
-
 static double now(void)
 {
 	struct timespec ts;
@@ -109,7 +104,7 @@ static int walk_add(struct walk *w, const char *path, const struct stat *st,
 	if (!it->path)
 		return -ENOMEM;
 	it->size = (uint64_t)st->st_size;
-	it->mtime_ns = mtime_ns(st);
+	it->mtime_ns = sfs_mtime_ns(st);
 	it->ops = ops;
 	w->n++;
 	return 0;
@@ -340,7 +335,7 @@ static void build_one(struct job *j, size_t i, struct sfs_digest *d)
 	}
 	/* The file may have changed since the walk: trust what is open. */
 	it->size = (uint64_t)st.st_size;
-	it->mtime_ns = mtime_ns(&st);
+	it->mtime_ns = sfs_mtime_ns(&st);
 	in.fd = fd;
 	in.size = it->size;
 	rc = sfs_format_scan(it->ops, &in, &it->scan, &e);
@@ -604,7 +599,7 @@ static int verify_shard(struct job *j, const struct sfs_index *idx,
 		return sfs_errorf(e, -EIO, "%s: cannot open: %s", sh->path,
 				  strerror(errno));
 	if (fstat(fd, &st) < 0 || (uint64_t)st.st_size != sh->size ||
-	    mtime_ns(&st) != sh->mtime_ns) {
+	    sfs_mtime_ns(&st) != sh->mtime_ns) {
 		rc = sfs_errorf(
 			e, -ESTALE,
 			"%s: size or mtime differ from the index (size %llu, the index says %llu)",

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "fdcache.h"
+#include "shardfs/index.h"
 
 int fdcache_init(struct fdcache *c, int srcfd, unsigned cap)
 {
@@ -35,11 +36,6 @@ void fdcache_destroy(struct fdcache *c)
 	pthread_mutex_destroy(&c->lock);
 }
 
-static int64_t mtime_ns(const struct stat *st)
-{
-	return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
-}
-
 static int check(int fd, const char *path, uint64_t size, int64_t mtime,
 		 struct sfs_error *err)
 {
@@ -47,13 +43,13 @@ static int check(int fd, const char *path, uint64_t size, int64_t mtime,
 
 	if (fstat(fd, &st) < 0)
 		return sfs_errorf(err, -EIO, "%s: %s", path, strerror(errno));
-	if ((uint64_t)st.st_size != size || mtime_ns(&st) != mtime)
+	if ((uint64_t)st.st_size != size || sfs_mtime_ns(&st) != mtime)
 		return sfs_errorf(
 			err, -EIO,
 			"%s changed since it was indexed (size %llu, the index says %llu%s); its files fail with EIO until the index is rebuilt with shardfs-index",
 			path, (unsigned long long)st.st_size,
 			(unsigned long long)size,
-			mtime_ns(&st) != mtime ? ", and a new mtime" : "");
+			sfs_mtime_ns(&st) != mtime ? ", and a new mtime" : "");
 	return 0;
 }
 

@@ -161,6 +161,17 @@ static int out_put(struct out *o, const void *data, size_t n)
 	return 0;
 }
 
+/* Write what o holds to path (unless rc already says it failed), free it. */
+static int out_finish(struct gen *g, struct out *o, const char *path, int rc)
+{
+	if (!rc)
+		rc = write_file(path, o->p, o->len);
+	free(o->p);
+	if (rc)
+		sfs_errorf(&g->err, rc, "%s: %s", path, strerror(-rc));
+	return rc;
+}
+
 static int make_jsonl(struct gen *g, uint64_t shard, const char *path)
 {
 	static const char hex[] = "0123456789abcdef";
@@ -189,12 +200,7 @@ static int make_jsonl(struct gen *g, uint64_t shard, const char *path)
 		if (!rc)
 			rc = out_put(&o, "\"}\n", 3);
 	}
-	if (!rc)
-		rc = write_file(path, o.p, o.len);
-	free(o.p);
-	if (rc)
-		sfs_errorf(&g->err, rc, "%s: %s", path, strerror(-rc));
-	return rc;
+	return out_finish(g, &o, path, rc);
 }
 
 static int make_tfrecord(struct gen *g, uint64_t shard, const char *path)
@@ -226,12 +232,7 @@ static int make_tfrecord(struct gen *g, uint64_t shard, const char *path)
 		if (!rc)
 			rc = out_put(&o, t, 4);
 	}
-	if (!rc)
-		rc = write_file(path, o.p, o.len);
-	free(o.p);
-	if (rc)
-		sfs_errorf(&g->err, rc, "%s: %s", path, strerror(-rc));
-	return rc;
+	return out_finish(g, &o, path, rc);
 }
 
 /* `files`: one directory per "shard" (a class), files grouped by key. */
