@@ -43,6 +43,10 @@ struct sfs_scan {
 	bool newline_missing; /* the last line lacks its '\n' (jsonl) */
 };
 
+/* Called once per sample read, in order, with its digest (see samples). */
+typedef int (*sfs_sample_fn)(void *arg, uint64_t sample,
+			     const unsigned char digest[32]);
+
 struct sfs_format_ops {
 	const char *name; /* as in the index and in --format */
 	bool allow_empty; /* an empty file is a valid shard */
@@ -72,6 +76,20 @@ struct sfs_format_ops {
 
 	/* Bytes that end every slice of sh.  NULL: none. */
 	size_t (*slice_suffix)(const struct sfs_shard *sh, const void **bytes);
+
+	/*
+	 * Read the whole of fd (a shard, or a slice of one, as a loader would:
+	 * libarchive for tar, lines, records) and call fn for every sample
+	 * with the SHA-256 of its canonical bytes, the same for a sample
+	 * wherever it is read: tar, for each member that is not a directory,
+	 * its path, a NUL, its size (u64 little-endian) and its data; jsonl,
+	 * the line without its '\n'; tfrecord, the record's data (both CRCs
+	 * checked); files and opaque, the whole file.  Stops at the first
+	 * nonzero return of fn and returns it; -EINVAL for a malformed file
+	 * (message with path and offset), -EIO.
+	 */
+	int (*samples)(int fd, const char *path, sfs_sample_fn fn, void *arg,
+		       struct sfs_error *err);
 };
 
 extern const struct sfs_format_ops sfs_format_tar;

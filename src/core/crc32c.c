@@ -48,9 +48,12 @@ uint32_t sfs_crc32c(uint32_t crc, const void *buf, size_t len)
 	return ~crc;
 }
 
+uint32_t sfs_crc32c_mask(uint32_t crc)
+{
+	return ((crc >> 15) | (crc << 17)) + 0xa282ead8U;
+}
+
 uint32_t sfs_crc32c_masked(const void *buf, size_t len)
 {
-	uint32_t crc = sfs_crc32c(0, buf, len);
-
-	return ((crc >> 15) | (crc << 17)) + 0xa282ead8U;
+	return sfs_crc32c_mask(sfs_crc32c(0, buf, len));
 }

@@ -1,8 +1,10 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "format_i.h"
+#include "shardfs/digest.h"
 
 static const struct sfs_format_ops *const formats[] = {
 	&sfs_format_tar,   &sfs_format_jsonl,  &sfs_format_tfrecord,
@@ -80,6 +82,28 @@ int sfs_format_scan(const struct sfs_format_ops *ops,
 			"%s: empty file at byte 0: a %s shard holds at least one sample",
 			in->path, ops->name);
 	return ops->scan(in, out, err);
+}
+
+int sfs_format_whole_samples(int fd, const char *path, sfs_sample_fn fn,
+			     void *arg, struct sfs_error *err)
+{
+	unsigned char digest[SFS_DIGEST_LEN];
+	struct sfs_digest *d = sfs_digest_new();
+	struct stat st;
+	int rc;
+
+	if (!d)
+		return sfs_errorf(err, -ENOMEM, "%s: out of memory", path);
+	if (fstat(fd, &st) < 0)
+		rc = sfs_errorf(err, -EIO, "%s: %s", path, strerror(errno));
+	else
+		rc = sfs_digest_fd(d, fd, (uint64_t)st.st_size, path, err);
+	if (!rc)
+		rc = sfs_digest_final(d, digest);
+	if (!rc)
+		rc = fn(arg, 0, digest);
+	sfs_digest_free(d);
+	return rc;
 }
 
 int sfs_bounds_push(struct sfs_scan *out, size_t *cap, uint64_t off)

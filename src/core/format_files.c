@@ -19,4 +19,5 @@ const struct sfs_format_ops sfs_format_files = {
 	.name = "files",
 	.allow_empty = true,
 	.scan = files_scan,
+	.samples = sfs_format_whole_samples,
 };

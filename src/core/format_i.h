@@ -7,6 +7,13 @@
 /* Append a boundary to out->bounds, growing it.  Returns 0 or -ENOMEM. */
 int sfs_bounds_push(struct sfs_scan *out, size_t *cap, uint64_t off);
 
+/*
+ * The samples op of formats whose every file is one sample (files,
+ * opaque): the digest of the whole file, as sample 0.
+ */
+int sfs_format_whole_samples(int fd, const char *path, sfs_sample_fn fn,
+			     void *arg, struct sfs_error *err);
+
 /* Round a tar record length up to the 512-byte block. */
 static inline uint64_t sfs_tar_round(uint64_t n)
 {

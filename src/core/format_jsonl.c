@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "format_i.h"
+#include "shardfs/digest.h"
 #include "shardfs/index.h"
 
 #define READ_BLOCK (1 << 20)
@@ -66,6 +67,61 @@ out_free:
 	return rc;
 }
 
+static int jsonl_samples(int fd, const char *path, sfs_sample_fn fn, void *arg,
+			 struct sfs_error *err)
+{
+	unsigned char digest[SFS_DIGEST_LEN];
+	struct sfs_digest *d = sfs_digest_new();
+	char *buf = malloc(READ_BLOCK);
+	uint64_t off = 0, n = 0;
+	bool open = false;
+	int rc = 0;
+
+	if (!d || !buf) {
+		rc = sfs_errorf(err, -ENOMEM, "%s: out of memory", path);
+		goto out_free;
+	}
+	for (;;) {
+		ssize_t got = pread(fd, buf, READ_BLOCK, (off_t)off);
+		const char *p = buf, *end, *nl;
+
+		if (got < 0) {
+			rc = sfs_errorf(err, -EIO,
+					"%s: read failed at byte %llu: %s",
+					path, (unsigned long long)off,
+					strerror(errno));
+			goto out_free;
+		}
+		if (got == 0)
+			break;
+		end = buf + got;
+		while (!rc && p < end) {
+			nl = memchr(p, '\n', (size_t)(end - p));
+			sfs_digest_update(d, p, (size_t)((nl ? nl : end) - p));
+			open = true;
+			if (!nl)
+				break;
+			open = false;
+			rc = sfs_digest_final(d, digest);
+			if (!rc)
+				rc = fn(arg, n++, digest);
+			p = nl + 1;
+		}
+		if (rc)
+			goto out_free;
+		off += (uint64_t)got;
+	}
+	if (open) {
+		rc = sfs_digest_final(d, digest);
+		if (!rc)
+			rc = fn(arg, n, digest);
+	}
+out_free:
+	free(buf);
+	sfs_digest_free(d);
+	return rc;
+}
+
 static size_t jsonl_run_suffix(const struct sfs_shard *sh, uint64_t end,
 			       const void **bytes)
 {
@@ -79,4 +135,5 @@ const struct sfs_format_ops sfs_format_jsonl = {
 	.name = "jsonl",
 	.scan = jsonl_scan,
 	.run_suffix = jsonl_run_suffix,
+	.samples = jsonl_samples,
 };

@@ -17,4 +17,5 @@ static int opaque_scan(const struct sfs_scan_in *in, struct sfs_scan *out,
 const struct sfs_format_ops sfs_format_opaque = {
 	.name = "opaque",
 	.scan = opaque_scan,
+	.samples = sfs_format_whole_samples,
 };

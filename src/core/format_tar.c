@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "format_i.h"
+#include "shardfs/digest.h"
 #include "shardfs/index.h"
 
 #define TAR_BLOCK 512
@@ -247,6 +248,93 @@ out_free:
 	return rc;
 }
 
+/* Finish the sample being hashed, if any, and hand it to fn. */
+static int sample_done(struct sfs_digest *d, bool *open, uint64_t *n,
+		       sfs_sample_fn fn, void *arg)
+{
+	unsigned char digest[SFS_DIGEST_LEN];
+
+	if (!*open)
+		return 0;
+	*open = false;
+	if (sfs_digest_final(d, digest))
+		return -EIO;
+	return fn(arg, (*n)++, digest);
+}
+
+static int tar_samples(int fd, const char *path, sfs_sample_fn fn, void *arg,
+		       struct sfs_error *err)
+{
+	struct archive *a = archive_read_new();
+	struct sfs_digest *d = sfs_digest_new();
+	char *buf = malloc(READ_BLOCK);
+	struct archive_entry *e;
+	struct key key = { 0 };
+	bool open = false;
+	uint64_t n = 0, members = 0;
+	int r, rc = 0;
+
+	if (!a || !d || !buf) {
+		rc = sfs_errorf(err, -ENOMEM, "%s: out of memory", path);
+		goto out_free;
+	}
+	archive_read_support_filter_all(a);
+	archive_read_support_format_tar(a);
+	if (archive_read_open_fd(a, fd, READ_BLOCK) != ARCHIVE_OK) {
+		rc = sfs_errorf(err, -EINVAL, "%s: not a tar archive (%s)",
+				path, archive_error_string(a));
+		goto out_free;
+	}
+	while (!rc && ((r = archive_read_next_header(a, &e)) == ARCHIVE_OK ||
+		       r == ARCHIVE_WARN)) {
+		const char *name = archive_entry_pathname(e);
+		unsigned char size[8];
+		la_ssize_t got;
+		int i, isnew;
+
+		members++;
+		if (archive_entry_filetype(e) == AE_IFDIR)
+			continue;
+		name = name ? name : "";
+		isnew = key_next(&key, name);
+		if (isnew < 0) {
+			rc = sfs_errorf(err, -ENOMEM, "%s: out of memory",
+					path);
+			break;
+		}
+		if (isnew)
+			rc = sample_done(d, &open, &n, fn, arg);
+		open = true;
+		for (i = 0; i < 8; i++)
+			size[i] = (unsigned char)((uint64_t)archive_entry_size(
+							  e) >>
+						  (8 * i));
+		sfs_digest_update(d, name, strlen(name) + 1);
+		sfs_digest_update(d, size, sizeof(size));
+		while (!rc && (got = archive_read_data(a, buf, READ_BLOCK)) > 0)
+			sfs_digest_update(d, buf, (size_t)got);
+		if (!rc && got < 0)
+			rc = sfs_errorf(
+				err, -EINVAL,
+				"%s: tar member %llu (\"%s\") cannot be read: %s",
+				path, (unsigned long long)members, name,
+				archive_error_string(a));
+	}
+	if (!rc && r != ARCHIVE_EOF)
+		rc = sfs_errorf(err, -EINVAL,
+				"%s: malformed tar after member %llu (%s)",
+				path, (unsigned long long)members,
+				archive_error_string(a));
+	if (!rc)
+		rc = sample_done(d, &open, &n, fn, arg);
+out_free:
+	free(buf);
+	free(key.buf);
+	sfs_digest_free(d);
+	archive_read_free(a);
+	return rc;
+}
+
 static size_t tar_slice_suffix(const struct sfs_shard *sh, const void **bytes)
 {
 	(void)sh;
@@ -258,4 +346,5 @@ const struct sfs_format_ops sfs_format_tar = {
 	.name = "tar",
 	.scan = tar_scan,
 	.slice_suffix = tar_slice_suffix,
+	.samples = tar_samples,
 };

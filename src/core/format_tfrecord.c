@@ -15,6 +15,7 @@
 
 #include "format_i.h"
 #include "shardfs/crc32c.h"
+#include "shardfs/digest.h"
 #include "shardfs/index.h"
 
 #define HEADER 12
@@ -165,8 +166,102 @@ out_free:
 	return rc;
 }
 
+/* Read exactly len bytes at off; -EIO with a message when the file ends. */
+static int read_exact(int fd, const char *path, void *buf, size_t len,
+		      uint64_t off, struct sfs_error *err)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t got = pread(fd, (char *)buf + done, len - done,
+				    (off_t)(off + done));
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			return sfs_errorf(err, got < 0 ? -EIO : -EINVAL,
+					  "%s: %s at byte %llu", path,
+					  got < 0 ? strerror(errno) :
+						    "truncated TFRecord",
+					  (unsigned long long)(off + done));
+		done += (size_t)got;
+	}
+	return 0;
+}
+
+static int tfrecord_samples(int fd, const char *path, sfs_sample_fn fn,
+			    void *arg, struct sfs_error *err)
+{
+	unsigned char h[HEADER], t[4], digest[SFS_DIGEST_LEN];
+	struct sfs_digest *d = sfs_digest_new();
+	unsigned char *buf = malloc(READ_BLOCK);
+	uint64_t off = 0, n = 0;
+	int rc = 0;
+
+	if (!d || !buf) {
+		rc = sfs_errorf(err, -ENOMEM, "%s: out of memory", path);
+		goto out_free;
+	}
+	for (;;) {
+		uint64_t len, done = 0;
+		uint32_t crc = 0;
+		ssize_t got = pread(fd, h, 1, (off_t)off);
+
+		if (got == 0)
+			break;
+		rc = read_exact(fd, path, h, HEADER, off, err);
+		if (rc)
+			break;
+		len = sfs_le64(h);
+		if (sfs_le32(h + 8) != sfs_crc32c_masked(h, 8)) {
+			rc = sfs_errorf(
+				err, -EINVAL,
+				"%s: bad TFRecord length CRC at byte %llu",
+				path, (unsigned long long)off);
+			break;
+		}
+		while (!rc && done < len) {
+			size_t k = len - done < READ_BLOCK ?
+					   (size_t)(len - done) :
+					   READ_BLOCK;
+
+			rc = read_exact(fd, path, buf, k, off + HEADER + done,
+					err);
+			if (!rc) {
+				crc = sfs_crc32c(crc, buf, k);
+				sfs_digest_update(d, buf, k);
+				done += k;
+			}
+		}
+		if (!rc)
+			rc = read_exact(fd, path, t, 4, off + HEADER + len,
+					err);
+		if (rc)
+			break;
+		if (sfs_le32(t) != sfs_crc32c_mask(crc)) {
+			rc = sfs_errorf(
+				err, -EINVAL,
+				"%s: bad TFRecord data CRC in record %llu at byte %llu",
+				path, (unsigned long long)n,
+				(unsigned long long)off);
+			break;
+		}
+		rc = sfs_digest_final(d, digest);
+		if (!rc)
+			rc = fn(arg, n++, digest);
+		if (rc)
+			break;
+		off += FRAMING + len;
+	}
+out_free:
+	free(buf);
+	sfs_digest_free(d);
+	return rc;
+}
+
 const struct sfs_format_ops sfs_format_tfrecord = {
 	.name = "tfrecord",
 	.scan = tfrecord_scan,
 	.verify = tfrecord_verify,
+	.samples = tfrecord_samples,
 };

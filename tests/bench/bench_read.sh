@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The file-system benchmark (issue 3), results in docs/benchmarks.md.
-# Usage: tests/bench/bench_read.sh [RUNS]      (as root: it mounts and drops caches)
+# Usage: tests/bench/bench_read.sh [RUNS [SECTIONS]]   (as root: it mounts and
+# drops caches); SECTIONS is any of "warm cold meta" (default: all three).
 #
 # Reads ~2 GiB of tar shards with fio (psync, sequential, one job per
 # reader) through: the source directly (native), a null-reply FUSE daemon
@@ -15,6 +16,8 @@
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 runs=${1:-3}
+sections=${2:-warm cold meta}
+want() { [[ " $sections " == *" $1 "* ]]; }
 bin=$top/build
 cmake -S "$top" -B "$bin" >/dev/null && cmake --build "$bin" -j "$(nproc)" >/dev/null
 B=${BENCH_DIR:-/tmp/shardfs-bench}
@@ -80,6 +83,7 @@ umnt "$slice"
 lists() { local k=$1 n=$2 i; for i in $(seq 0 $((n - 1))); do echo "$B/$k-$i.list"; done; }
 cat "$B"/native-?.list | xargs cat > /dev/null # warm the source
 
+if want warm; then
 echo
 echo "== warm page cache: GB/s (median of $runs)"
 printf '%-8s %-4s %8s %8s %8s %8s %8s   %s\n' readers bs native null link slice1 slice2 "link/native slice1/null slice2/native"
@@ -102,24 +106,32 @@ for n in 1 4; do
 	done
 done
 
+fi
+
+if want cold; then
 echo
 echo "== cold (echo 3 > drop_caches before each run): GB/s, 1 reader, 1m"
 cold() {
 	local r
 	for r in $(seq "$runs"); do
-		[ -n "${2:-}" ] && mnt "$src" "$slice" "world=1,workers=4,shuffle=none,block=150,prefetch=$2"
-		sync; echo 3 > /proc/sys/vm/drop_caches
+		if [ -n "${2:-}" ]; then
+			mnt "$src" "$slice" "world=1,workers=4,shuffle=none,block=150,prefetch=$2"
+		fi
+		sync
+		echo 3 > /proc/sys/vm/drop_caches
 		fio_gbps 1m "$1"
-		[ -n "${2:-}" ] && umnt "$slice"
+		if [ -n "${2:-}" ]; then umnt "$slice"; fi
 	done | median
 }
 cn=$(cold "$B/native-0.list")
 cp1=$(cold "$B/slice-0.list" 1)
 cp0=$(cold "$B/slice-0.list" 0)
 echo "direct $cn   spliced+prefetch $cp1 ($(ratio "$cp1" "$cn") of direct)   spliced, no prefetch $cp0 ($(ratio "$cp0" "$cn"))"
+fi
 umnt "$link"
 umnt "$null"
 
+if want meta; then
 echo
 echo "== metadata: a 10 000-entry worker directory (1 000 000 samples)"
 big=$B/tar-10000-100
@@ -170,3 +182,4 @@ for name, op in (("stat", os.lstat), ("readlink", os.readlink)):
     print("cached %s: view %.0f/s, native %.0f/s, ratio %.2f" % (name, v, n, v / n))
 PY
 umnt "$m"
+fi

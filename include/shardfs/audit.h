@@ -1,0 +1,148 @@
+/*
+ * The auditor's judgement: given what every reader was seen to read (from
+ * the plan itself, from mounted views, or from reports of several nodes),
+ * find every way it departs from the plan: a sample read by two readers
+ * beyond the declared padding, a sample no reader read, bytes that are no
+ * source sample, unequal counts, an order that is not the plan's, mounts
+ * whose options disagree, ranks that no mount shows.
+ *
+ * An observation names samples by (shard number in the index, sample
+ * number in the shard).  It can be written to JSON and read back (with the
+ * shard list it refers to), so that per-node reports merge into the same
+ * verdict as one audit of every mount.
+ */
+#ifndef SHARDFS_AUDIT_H
+#define SHARDFS_AUDIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shardfs/error.h"
+#include "shardfs/index.h"
+#include "shardfs/options.h"
+#include "shardfs/plan.h"
+
+#define SFS_AUDIT_UNKNOWN UINT64_MAX /* bytes that are no source sample */
+
+struct sfs_audit_sample {
+	uint64_t shard; /* SFS_AUDIT_UNKNOWN: matched nothing */
+	uint64_t sample;
+};
+
+struct sfs_audit_file {
+	char *name;
+	size_t first; /* its samples in reader->samples */
+	size_t count;
+};
+
+/* What one reader of one mount read, in order. */
+struct sfs_audit_reader {
+	uint32_t rank, worker;
+	size_t mount; /* in audit->mounts */
+	struct sfs_audit_file *files;
+	size_t nfiles;
+	struct sfs_audit_sample *samples;
+	size_t nsamples;
+};
+
+struct sfs_audit_mount {
+	char *path;
+	struct sfs_plan_opts opts;
+};
+
+struct sfs_audit {
+	struct sfs_audit_mount *mounts;
+	size_t nmounts;
+	struct sfs_audit_reader *readers;
+	size_t nreaders;
+};
+
+enum sfs_finding_kind {
+	SFS_FIND_OPTIONS, /* mounts disagree on options */
+	SFS_FIND_COVERAGE, /* a rank no mount shows, or shown twice */
+	SFS_FIND_COUNT, /* unequal per-reader counts */
+	SFS_FIND_BYTES, /* bytes that are not the planned sample */
+	SFS_FIND_ORDER, /* the plan's samples, another order */
+	SFS_FIND_OVERLAP, /* a sample read twice beyond padding */
+	SFS_FIND_MISSING, /* a sample nobody read */
+	SFS_FIND_SOURCE, /* the source differs from its index */
+	SFS_FIND_KINDS
+};
+
+struct sfs_finding {
+	enum sfs_finding_kind kind;
+	char *msg;
+};
+
+struct sfs_verdict {
+	struct sfs_finding *findings;
+	size_t nfindings;
+	size_t nmore; /* findings past the cap, counted only */
+	size_t kinds[SFS_FIND_KINDS]; /* every finding, by kind */
+	uint64_t per_reader, padding, dropped, remaining;
+	size_t readers_planned, readers_seen;
+};
+
+/* The name of a finding kind ("overlap", "missing", ...). */
+const char *sfs_finding_name(enum sfs_finding_kind k);
+
+/* Free what a (filled) audit holds; the struct itself is the caller's. */
+void sfs_audit_clear(struct sfs_audit *a);
+
+/*
+ * Add a mount (path copied) and its options; returns its number or a
+ * negative errno.
+ */
+ssize_t sfs_audit_add_mount(struct sfs_audit *a, const char *path,
+			    const struct sfs_plan_opts *opts);
+
+/*
+ * A new reader of mount m (returns it, NULL without memory); then append
+ * its files and samples in reading order with the two calls below.
+ */
+struct sfs_audit_reader *sfs_audit_add_reader(struct sfs_audit *a, size_t m,
+					      uint32_t rank, uint32_t worker);
+int sfs_audit_add_file(struct sfs_audit_reader *r, const char *name);
+int sfs_audit_add_sample(struct sfs_audit_reader *r, uint64_t shard,
+			 uint64_t sample);
+
+/* Fill an audit with what the plan says every reader reads. */
+int sfs_audit_from_plan(struct sfs_audit *a, const struct sfs_plan *plan,
+			const char *label);
+
+/*
+ * Judge the audit against the plan of the first mount's options over idx
+ * (every mount's readers are compared with their own mount's plan, the
+ * sample counts across mounts with the first one's).  At most max_findings
+ * messages are kept, the rest counted.  Returns 0 with *out filled (a
+ * verdict with no finding is a pass), or a negative errno.
+ */
+int sfs_audit_judge(const struct sfs_audit *a, const struct sfs_index *idx,
+		    size_t max_findings, struct sfs_verdict *out,
+		    struct sfs_error *err);
+
+/* Add a finding to a verdict (for checks made outside the judge). */
+int sfs_verdict_add(struct sfs_verdict *v, size_t max_findings,
+		    enum sfs_finding_kind kind, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+void sfs_verdict_clear(struct sfs_verdict *v);
+
+/*
+ * Write the audit as a report (JSON text, heap string) that holds the
+ * shard list of idx (path, samples, sliceable: what the plan needs), so
+ * that sfs_audit_read can judge it where the source is not.
+ */
+char *sfs_audit_write(const struct sfs_audit *a, const struct sfs_index *idx);
+
+/*
+ * Read a report and merge it into a (mounts and readers appended).  The
+ * first report also fills *idx with a plan-only index (no boundaries, no
+ * hashes); later ones must list the same shards, else -EINVAL with a
+ * message naming the report.
+ */
+int sfs_audit_read(struct sfs_audit *a, const char *path,
+		   struct sfs_index **idx, struct sfs_error *err);
+
+#endif

@@ -1,0 +1,878 @@
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "shardfs/audit.h"
+
+#define REPORT_VERSION 1
+
+const char *sfs_finding_name(enum sfs_finding_kind k)
+{
+	static const char *const names[] = { "options", "coverage", "count",
+					     "bytes",	"order",    "overlap",
+					     "missing", "source" };
+
+	return (size_t)k < sizeof(names) / sizeof(names[0]) ? names[k] : "?";
+}
+
+void sfs_audit_clear(struct sfs_audit *a)
+{
+	size_t i, j;
+
+	for (i = 0; i < a->nmounts; i++)
+		free(a->mounts[i].path);
+	free(a->mounts);
+	for (i = 0; i < a->nreaders; i++) {
+		struct sfs_audit_reader *r = &a->readers[i];
+
+		for (j = 0; j < r->nfiles; j++)
+			free(r->files[j].name);
+		free(r->files);
+		free(r->samples);
+	}
+	free(a->readers);
+	memset(a, 0, sizeof(*a));
+}
+
+/*
+ * Make room for element n of the array *p, whose capacity is always
+ * max(8, the next power of two): 0 or -ENOMEM.
+ */
+static int grow(void **p, size_t n, size_t size)
+{
+	void *np;
+
+	if (n != 0 && (n < 8 || (n & (n - 1))))
+		return 0;
+	np = realloc(*p, (n ? 2 * n : 8) * size);
+	if (!np)
+		return -ENOMEM;
+	*p = np;
+	return 0;
+}
+
+ssize_t sfs_audit_add_mount(struct sfs_audit *a, const char *path,
+			    const struct sfs_plan_opts *opts)
+{
+	struct sfs_audit_mount *m;
+
+	if (grow((void **)&a->mounts, a->nmounts, sizeof(*a->mounts)))
+		return -ENOMEM;
+	m = &a->mounts[a->nmounts];
+	m->path = strdup(path);
+	if (!m->path)
+		return -ENOMEM;
+	m->opts = *opts;
+	return (ssize_t)a->nmounts++;
+}
+
+struct sfs_audit_reader *sfs_audit_add_reader(struct sfs_audit *a, size_t m,
+					      uint32_t rank, uint32_t worker)
+{
+	struct sfs_audit_reader *r;
+
+	if (grow((void **)&a->readers, a->nreaders, sizeof(*a->readers)))
+		return NULL;
+	r = &a->readers[a->nreaders++];
+	memset(r, 0, sizeof(*r));
+	r->rank = rank;
+	r->worker = worker;
+	r->mount = m;
+	return r;
+}
+
+int sfs_audit_add_file(struct sfs_audit_reader *r, const char *name)
+{
+	struct sfs_audit_file *f;
+
+	if (grow((void **)&r->files, r->nfiles, sizeof(*r->files)))
+		return -ENOMEM;
+	f = &r->files[r->nfiles];
+	f->name = strdup(name);
+	if (!f->name)
+		return -ENOMEM;
+	f->first = r->nsamples;
+	f->count = 0;
+	r->nfiles++;
+	return 0;
+}
+
+int sfs_audit_add_sample(struct sfs_audit_reader *r, uint64_t shard,
+			 uint64_t sample)
+{
+	if (grow((void **)&r->samples, r->nsamples, sizeof(*r->samples)))
+		return -ENOMEM;
+	r->samples[r->nsamples++] = (struct sfs_audit_sample){ shard, sample };
+	if (r->nfiles)
+		r->files[r->nfiles - 1].count++;
+	return 0;
+}
+
+int sfs_audit_from_plan(struct sfs_audit *a, const struct sfs_plan *plan,
+			const char *label)
+{
+	ssize_t m = sfs_audit_add_mount(a, label, &plan->opts);
+	size_t t, f, k;
+	uint64_t i;
+
+	if (m < 0)
+		return (int)m;
+	for (t = 0; t < plan->nreaders; t++) {
+		const struct sfs_plan_reader *pr = &plan->readers[t];
+		struct sfs_audit_reader *r = sfs_audit_add_reader(
+			a, (size_t)m, (uint32_t)(t / plan->opts.workers),
+			(uint32_t)(t % plan->opts.workers));
+
+		if (!r)
+			return -ENOMEM;
+		for (f = 0; f < pr->nfiles; f++) {
+			const struct sfs_plan_file *pf =
+				&plan->files[pr->file_at + f];
+			char name[32];
+
+			snprintf(name, sizeof(name), "file %zu", f);
+			if (sfs_audit_add_file(r, name))
+				return -ENOMEM;
+			for (k = 0; k < pf->nruns; k++) {
+				const struct sfs_run *run =
+					&plan->runs[pf->run_at + k];
+
+				for (i = 0; i < run->count; i++)
+					if (sfs_audit_add_sample(r, pf->shard,
+								 run->first +
+									 i))
+						return -ENOMEM;
+			}
+		}
+	}
+	return 0;
+}
+
+/* ---- the verdict ---- */
+
+int sfs_verdict_add(struct sfs_verdict *v, size_t max_findings,
+		    enum sfs_finding_kind kind, const char *fmt, ...)
+{
+	struct sfs_finding *f;
+	va_list ap;
+	int n;
+
+	v->kinds[kind]++;
+	if (v->nfindings >= max_findings) {
+		v->nmore++;
+		return 0;
+	}
+	if (grow((void **)&v->findings, v->nfindings, sizeof(*v->findings)))
+		return -ENOMEM;
+	f = &v->findings[v->nfindings];
+	f->kind = kind;
+	va_start(ap, fmt);
+	n = vasprintf(&f->msg, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return -ENOMEM;
+	v->nfindings++;
+	return 0;
+}
+
+void sfs_verdict_clear(struct sfs_verdict *v)
+{
+	size_t i;
+
+	for (i = 0; i < v->nfindings; i++)
+		free(v->findings[i].msg);
+	free(v->findings);
+	memset(v, 0, sizeof(*v));
+}
+
+static bool same_opts(const struct sfs_plan_opts *a,
+		      const struct sfs_plan_opts *b)
+{
+	return a->world == b->world && a->workers == b->workers &&
+	       a->epoch == b->epoch && a->seed == b->seed &&
+	       a->shuffle == b->shuffle && a->block == b->block &&
+	       a->remainder == b->remainder && a->batch == b->batch &&
+	       a->start == b->start;
+}
+
+/* "seed=0 vs seed=1, epoch=2 vs epoch=3": what differs. */
+static void opts_diff(const struct sfs_plan_opts *a,
+		      const struct sfs_plan_opts *b, char *out, size_t len)
+{
+	size_t n = 0;
+
+#define DIFF(field, fmt, conv)                                          \
+	if (a->field != b->field && n < len)                            \
+		n += (size_t)snprintf(out + n, len - n,                 \
+				      "%s" #field "=" fmt " vs " #field \
+				      "=" fmt,                          \
+				      n ? ", " : "", conv(a->field),    \
+				      conv(b->field));
+#define AS_ULL(x) ((unsigned long long)(x))
+	out[0] = '\0';
+	DIFF(world, "%llu", AS_ULL)
+	DIFF(workers, "%llu", AS_ULL)
+	DIFF(epoch, "%llu", AS_ULL)
+	DIFF(seed, "%llu", AS_ULL)
+	DIFF(shuffle, "%s", sfs_shuffle_name)
+	DIFF(block, "%llu", AS_ULL)
+	DIFF(remainder, "%s", sfs_remainder_name)
+	DIFF(batch, "%llu", AS_ULL)
+	DIFF(start, "%llu", AS_ULL)
+#undef DIFF
+#undef AS_ULL
+}
+
+struct judge {
+	const struct sfs_audit *a;
+	const struct sfs_index *idx;
+	struct sfs_plan **plans; /* per mount (shared when equal) */
+	uint64_t *shard_at; /* global number of a shard's sample 0 */
+	size_t max;
+	struct sfs_verdict *v;
+};
+
+static uint64_t gid(const struct judge *j, uint64_t shard, uint64_t sample)
+{
+	return j->shard_at[shard] + sample;
+}
+
+/* "shard-000001.tar:17" */
+static const char *sample_name(const struct judge *j,
+			       const struct sfs_audit_sample *s, char *buf,
+			       size_t len)
+{
+	if (s->shard == SFS_AUDIT_UNKNOWN)
+		snprintf(buf, len, "bytes that match no source sample");
+	else
+		snprintf(buf, len, "%s:%llu", j->idx->shards[s->shard].path,
+			 (unsigned long long)s->sample);
+	return buf;
+}
+
+/* Reader t's planned samples, in order. */
+static struct sfs_audit_sample *planned(const struct sfs_plan *p, size_t t,
+					size_t *n)
+{
+	const struct sfs_plan_reader *pr = &p->readers[t];
+	struct sfs_audit_sample *out =
+		malloc((p->per_reader + 1) * sizeof(*out));
+	size_t f, k, m = 0;
+	uint64_t i;
+
+	if (!out)
+		return NULL;
+	for (f = 0; f < pr->nfiles; f++) {
+		const struct sfs_plan_file *pf = &p->files[pr->file_at + f];
+
+		for (k = 0; k < pf->nruns; k++)
+			for (i = 0; i < p->runs[pf->run_at + k].count; i++)
+				out[m++] = (struct sfs_audit_sample){
+					pf->shard,
+					p->runs[pf->run_at + k].first + i
+				};
+	}
+	*n = m;
+	return out;
+}
+
+static int sample_cmp(const void *x, const void *y)
+{
+	const struct sfs_audit_sample *a = x, *b = y;
+
+	if (a->shard != b->shard)
+		return a->shard < b->shard ? -1 : 1;
+	return a->sample < b->sample ? -1 : a->sample > b->sample;
+}
+
+/* The file of reader r that holds its sample k. */
+static const char *file_of(const struct sfs_audit_reader *r, size_t k)
+{
+	size_t f;
+
+	for (f = 0; f < r->nfiles; f++)
+		if (k < r->files[f].first + r->files[f].count)
+			return r->files[f].name;
+	return "?";
+}
+
+/* Compare one reader with its mount's plan. */
+static int judge_reader(struct judge *j, const struct sfs_audit_reader *r)
+{
+	const struct sfs_plan *p = j->plans[r->mount];
+	const char *mnt = j->a->mounts[r->mount].path;
+	struct sfs_audit_sample *want, *x = NULL, *y = NULL;
+	char b1[4200], b2[4200];
+	size_t n, k;
+	int rc = 0;
+
+	if (r->rank >= p->opts.world || r->worker >= p->opts.workers)
+		return 0; /* reported as coverage */
+	want = planned(p, sfs_plan_reader_id(p, r->rank, r->worker), &n);
+	if (!want)
+		return -ENOMEM;
+	if (r->nsamples != n)
+		rc = sfs_verdict_add(
+			j->v, j->max, SFS_FIND_COUNT,
+			"rank %u worker %u (%s) read %zu samples, the plan gives every reader %zu",
+			r->rank, r->worker, mnt, r->nsamples, n);
+	for (k = 0; !rc && k < n && k < r->nsamples; k++)
+		if (sample_cmp(&r->samples[k], &want[k]))
+			break;
+	if (rc || k == n || k == r->nsamples)
+		goto out;
+	/* the same samples in another order, or other bytes? */
+	x = malloc((n + 1) * sizeof(*x));
+	y = malloc((r->nsamples + 1) * sizeof(*y));
+	if (!x || !y) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	memcpy(x, want, n * sizeof(*x));
+	memcpy(y, r->samples, r->nsamples * sizeof(*y));
+	qsort(x, n, sizeof(*x), sample_cmp);
+	qsort(y, r->nsamples, sizeof(*y), sample_cmp);
+	if (n == r->nsamples && !memcmp(x, y, n * sizeof(*x)))
+		rc = sfs_verdict_add(
+			j->v, j->max, SFS_FIND_ORDER,
+			"rank %u worker %u (%s) reads the planned samples in another order: %s, sample %zu is %s, the plan says %s",
+			r->rank, r->worker, mnt, file_of(r, k), k,
+			sample_name(j, &r->samples[k], b1, sizeof(b1)),
+			sample_name(j, &want[k], b2, sizeof(b2)));
+	else
+		rc = sfs_verdict_add(
+			j->v, j->max, SFS_FIND_BYTES,
+			"rank %u worker %u (%s), %s, sample %zu: read %s, the plan says %s",
+			r->rank, r->worker, mnt, file_of(r, k), k,
+			sample_name(j, &r->samples[k], b1, sizeof(b1)),
+			sample_name(j, &want[k], b2, sizeof(b2)));
+out:
+	free(x);
+	free(y);
+	free(want);
+	return rc;
+}
+
+/* Which planned readers are shown by no mount, or by several. */
+static int judge_coverage(struct judge *j, const struct sfs_plan *p0)
+{
+	const struct sfs_audit *a = j->a;
+	uint32_t k = p0->opts.workers, rank, w, any;
+	uint32_t *shown = calloc(p0->nreaders + 1, sizeof(*shown));
+	size_t i, t;
+	int rc = 0;
+
+	if (!shown)
+		return -ENOMEM;
+	for (i = 0; !rc && i < a->nreaders; i++) {
+		const struct sfs_audit_reader *r = &a->readers[i];
+
+		if (r->rank >= p0->opts.world || r->worker >= k)
+			rc = sfs_verdict_add(
+				j->v, j->max, SFS_FIND_COVERAGE,
+				"%s shows rank %u worker %u, which world=%u × workers=%u does not have",
+				a->mounts[r->mount].path, r->rank, r->worker,
+				p0->opts.world, k);
+		else
+			shown[sfs_plan_reader_id(p0, r->rank, r->worker)]++;
+	}
+	for (rank = 0; !rc && rank < p0->opts.world; rank++) {
+		t = (size_t)rank * k;
+		for (w = 0, any = 0; w < k; w++)
+			any += shown[t + w] > 0;
+		j->v->readers_seen += any;
+		if (!any) {
+			rc = sfs_verdict_add(j->v, j->max, SFS_FIND_COVERAGE,
+					     "rank %u is shown by no mount",
+					     rank);
+			continue;
+		}
+		for (w = 0; !rc && w < k; w++) {
+			if (shown[t + w] == 0)
+				rc = sfs_verdict_add(
+					j->v, j->max, SFS_FIND_COVERAGE,
+					"rank %u worker %u is shown by no mount",
+					rank, w);
+			else if (shown[t + w] > 1)
+				rc = sfs_verdict_add(
+					j->v, j->max, SFS_FIND_COVERAGE,
+					"rank %u worker %u is shown by %u mounts",
+					rank, w, shown[t + w]);
+		}
+	}
+	free(shown);
+	return rc;
+}
+
+/* Who read a sample, for messages: the first two readers. */
+struct who {
+	uint32_t first, second; /* audit reader number + 1, 0: none */
+};
+
+/*
+ * Every sample read as often as the first mount's plan reads it: more is
+ * an overlap, less is missing.
+ */
+static int judge_counts(struct judge *j, const struct sfs_plan *p0)
+{
+	const struct sfs_audit *a = j->a;
+	uint64_t n = j->idx->nsamples, g, s;
+	uint32_t *want = calloc(n + 1, sizeof(*want));
+	uint32_t *got = calloc(n + 1, sizeof(*got));
+	uint32_t *planned_by = calloc(n + 1, sizeof(*planned_by));
+	struct who *who = calloc(n + 1, sizeof(*who));
+	size_t i, t, f, k;
+	uint64_t x;
+	int rc = 0;
+
+	if (!want || !got || !planned_by || !who) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (t = 0; t < p0->nreaders; t++) {
+		const struct sfs_plan_reader *pr = &p0->readers[t];
+
+		for (f = 0; f < pr->nfiles; f++) {
+			const struct sfs_plan_file *pf =
+				&p0->files[pr->file_at + f];
+
+			for (k = 0; k < pf->nruns; k++)
+				for (x = 0; x < p0->runs[pf->run_at + k].count;
+				     x++) {
+					g = gid(j, pf->shard,
+						p0->runs[pf->run_at + k].first +
+							x);
+					want[g]++;
+					planned_by[g] = (uint32_t)t;
+				}
+		}
+	}
+	for (i = 0; i < a->nreaders; i++) {
+		const struct sfs_audit_reader *r = &a->readers[i];
+
+		for (k = 0; k < r->nsamples; k++) {
+			const struct sfs_audit_sample *smp = &r->samples[k];
+
+			if (smp->shard >= j->idx->nshards ||
+			    smp->sample >= j->idx->shards[smp->shard].nsamples)
+				continue; /* unknown bytes: judged per reader */
+			g = gid(j, smp->shard, smp->sample);
+			got[g]++;
+			if (!who[g].first)
+				who[g].first = (uint32_t)i + 1;
+			else if (!who[g].second && who[g].first != i + 1)
+				who[g].second = (uint32_t)i + 1;
+		}
+	}
+	for (s = 0, g = 0; !rc && s < j->idx->nshards; s++) {
+		const struct sfs_shard *sh = &j->idx->shards[s];
+
+		for (x = 0; !rc && x < sh->nsamples; x++, g++) {
+			const struct sfs_audit_reader *r1, *r2;
+			uint32_t k0 = p0->opts.workers;
+
+			if (got[g] > want[g]) {
+				r1 = &a->readers[who[g].first - 1];
+				r2 = who[g].second ?
+					     &a->readers[who[g].second - 1] :
+					     r1;
+				rc = sfs_verdict_add(
+					j->v, j->max, SFS_FIND_OVERLAP,
+					"%s:%llu is read %u times (rank %u worker %u on %s, rank %u worker %u on %s), the plan reads it %u time%s",
+					sh->path, (unsigned long long)x, got[g],
+					r1->rank, r1->worker,
+					a->mounts[r1->mount].path, r2->rank,
+					r2->worker, a->mounts[r2->mount].path,
+					want[g], want[g] == 1 ? "" : "s");
+			} else if (got[g] < want[g]) {
+				rc = sfs_verdict_add(
+					j->v, j->max, SFS_FIND_MISSING,
+					"%s:%llu is read %u time%s, the plan reads it %u (rank %u worker %u should)",
+					sh->path, (unsigned long long)x, got[g],
+					got[g] == 1 ? "" : "s", want[g],
+					planned_by[g] / k0, planned_by[g] % k0);
+			}
+		}
+	}
+out:
+	free(want);
+	free(got);
+	free(planned_by);
+	free(who);
+	return rc;
+}
+
+int sfs_audit_judge(const struct sfs_audit *a, const struct sfs_index *idx,
+		    size_t max_findings, struct sfs_verdict *out,
+		    struct sfs_error *err)
+{
+	struct judge j = { .a = a, .idx = idx, .max = max_findings, .v = out };
+	char diff[1024];
+	size_t m, n, i;
+	uint64_t at = 0;
+	int rc = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (!a->nmounts)
+		return sfs_errorf(err, -EINVAL, "nothing to audit");
+	j.plans = calloc(a->nmounts, sizeof(*j.plans));
+	j.shard_at = malloc((idx->nshards + 1) * sizeof(*j.shard_at));
+	if (!j.plans || !j.shard_at) {
+		rc = sfs_errorf(err, -ENOMEM, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < idx->nshards; i++) {
+		j.shard_at[i] = at;
+		at += idx->shards[i].nsamples;
+	}
+	for (m = 0; m < a->nmounts; m++) {
+		const struct sfs_audit_mount *mt = &a->mounts[m];
+
+		for (n = 0; n < m; n++)
+			if (same_opts(&a->mounts[n].opts, &mt->opts))
+				break;
+		if (n < m) {
+			j.plans[m] = j.plans[n];
+			continue;
+		}
+		rc = sfs_plan_build(idx, &mt->opts, &j.plans[m], err);
+		if (rc)
+			goto out;
+		if (m) {
+			opts_diff(&a->mounts[0].opts, &mt->opts, diff,
+				  sizeof(diff));
+			rc = sfs_verdict_add(out, max_findings,
+					     SFS_FIND_OPTIONS,
+					     "%s and %s disagree: %s",
+					     a->mounts[0].path, mt->path, diff);
+			if (rc)
+				goto out_nomem;
+		}
+	}
+	out->per_reader = j.plans[0]->per_reader;
+	out->padding = j.plans[0]->padding;
+	out->dropped = j.plans[0]->dropped;
+	out->remaining = j.plans[0]->remaining;
+	out->readers_planned = j.plans[0]->nreaders;
+	rc = judge_coverage(&j, j.plans[0]);
+	for (i = 0; !rc && i < a->nreaders; i++)
+		rc = judge_reader(&j, &a->readers[i]);
+	if (!rc)
+		rc = judge_counts(&j, j.plans[0]);
+	if (rc)
+		goto out_nomem;
+	goto out;
+out_nomem:
+	rc = sfs_errorf(err, -ENOMEM, "out of memory judging the audit");
+out:
+	if (j.plans)
+		for (m = 0; m < a->nmounts; m++) {
+			for (n = 0; n < m && j.plans[n] != j.plans[m]; n++)
+				;
+			if (n == m)
+				sfs_plan_free(j.plans[m]);
+		}
+	free(j.plans);
+	free(j.shard_at);
+	if (rc)
+		sfs_verdict_clear(out);
+	return rc;
+}
+
+/* ---- reports ---- */
+
+static json_t *opts_json(const struct sfs_plan_opts *o)
+{
+	/* u64 values travel as json_int_t; the cast back restores them */
+	return json_pack("{s:I, s:I, s:I, s:I, s:s, s:I, s:s, s:I, s:I}",
+			 "world", (json_int_t)o->world, "workers",
+			 (json_int_t)o->workers, "epoch", (json_int_t)o->epoch,
+			 "seed", (json_int_t)o->seed, "shuffle",
+			 sfs_shuffle_name(o->shuffle), "block",
+			 (json_int_t)o->block, "remainder",
+			 sfs_remainder_name(o->remainder), "batch",
+			 (json_int_t)o->batch, "start", (json_int_t)o->start);
+}
+
+char *sfs_audit_write(const struct sfs_audit *a, const struct sfs_index *idx)
+{
+	json_t *root, *shards = json_array(), *mounts = json_array();
+	json_t *readers = json_array();
+	size_t i, f, k;
+	char *text;
+
+	for (i = 0; i < idx->nshards; i++)
+		json_array_append_new(
+			shards,
+			json_pack("[s, I, b]", idx->shards[i].path,
+				  (json_int_t)idx->shards[i].nsamples,
+				  sfs_shard_sliceable(&idx->shards[i])));
+	for (i = 0; i < a->nmounts; i++)
+		json_array_append_new(mounts,
+				      json_pack("{s:s, s:o}", "path",
+						a->mounts[i].path, "options",
+						opts_json(&a->mounts[i].opts)));
+	for (i = 0; i < a->nreaders; i++) {
+		const struct sfs_audit_reader *r = &a->readers[i];
+		json_t *files = json_array();
+
+		for (f = 0; f < r->nfiles; f++) {
+			json_t *smp = json_array();
+
+			for (k = 0; k < r->files[f].count; k++) {
+				const struct sfs_audit_sample *x =
+					&r->samples[r->files[f].first + k];
+
+				json_array_append_new(
+					smp,
+					x->shard == SFS_AUDIT_UNKNOWN ?
+						json_pack("[i, i]", -1, 0) :
+						json_pack(
+							"[I, I]",
+							(json_int_t)x->shard,
+							(json_int_t)x->sample));
+			}
+			json_array_append_new(files,
+					      json_pack("{s:s, s:o}", "name",
+							r->files[f].name,
+							"samples", smp));
+		}
+		json_array_append_new(
+			readers,
+			json_pack("{s:I, s:i, s:i, s:o}", "mount",
+				  (json_int_t)r->mount, "rank", (int)r->rank,
+				  "worker", (int)r->worker, "files", files));
+	}
+	root = json_pack("{s:i, s:s, s:o, s:o, s:o}", "shardfs_audit",
+			 REPORT_VERSION, "source", idx->source, "shards",
+			 shards, "mounts", mounts, "readers", readers);
+	if (!root)
+		return NULL;
+	text = json_dumps(root, JSON_COMPACT);
+	json_decref(root);
+	return text;
+}
+
+static int bad_report(struct sfs_error *err, const char *path, const char *what)
+{
+	return sfs_errorf(
+		err, -EINVAL,
+		"%s: %s; write reports with shardfs-check view --emit", path,
+		what);
+}
+
+static int read_opts(json_t *j, struct sfs_plan_opts *o)
+{
+	json_int_t world, workers, epoch, seed, block, batch, start;
+	const char *shuffle, *remainder;
+	struct sfs_options def;
+
+	if (json_unpack(j, "{s:I, s:I, s:I, s:I, s:s, s:I, s:s, s:I, s:I}",
+			"world", &world, "workers", &workers, "epoch", &epoch,
+			"seed", &seed, "shuffle", &shuffle, "block", &block,
+			"remainder", &remainder, "batch", &batch, "start",
+			&start))
+		return -EINVAL;
+	sfs_options_init(&def);
+	if (sfs_options_set(&def, "shuffle", shuffle, NULL) ||
+	    sfs_options_set(&def, "remainder", remainder, NULL) || world < 1 ||
+	    world > SFS_WORLD_MAX || workers < 1 || workers > SFS_WORKERS_MAX ||
+	    batch < 1)
+		return -EINVAL;
+	*o = def.plan;
+	o->world = (uint32_t)world;
+	o->workers = (uint32_t)workers;
+	o->epoch = (uint64_t)epoch;
+	o->seed = (uint64_t)seed;
+	o->block = (uint64_t)block;
+	o->batch = (uint64_t)batch;
+	o->start = (uint64_t)start;
+	return 0;
+}
+
+/* The plan-only index a report describes. */
+static int report_index(json_t *shards, const char *source,
+			struct sfs_index **out)
+{
+	struct sfs_index *idx = calloc(1, sizeof(*idx));
+	size_t i;
+
+	if (!idx)
+		return -ENOMEM;
+	idx->source = strdup(source);
+	idx->shards = calloc(json_array_size(shards) + 1, sizeof(*idx->shards));
+	if (!idx->source || !idx->shards)
+		goto out_nomem;
+	for (i = 0; i < json_array_size(shards); i++) {
+		struct sfs_shard *sh = &idx->shards[i];
+		const char *path;
+		json_int_t n;
+		int cut;
+
+		if (json_unpack(json_array_get(shards, i), "[s, I, b]", &path,
+				&n, &cut) ||
+		    n < 0 || !sfs_index_path_ok(path)) {
+			sfs_index_free(idx);
+			return -EINVAL;
+		}
+		sh->path = strdup(path);
+		if (!sh->path)
+			goto out_nomem;
+		idx->nshards = i + 1;
+		sh->nsamples = (uint64_t)n;
+		sh->format = &sfs_format_tar;
+		sh->bounds_at = cut ? 0 : SFS_NO_BOUNDS;
+		idx->nsamples += sh->nsamples;
+	}
+	*out = idx;
+	return 0;
+out_nomem:
+	sfs_index_free(idx);
+	return -ENOMEM;
+}
+
+static bool same_shards(const struct sfs_index *idx, json_t *shards)
+{
+	size_t i;
+
+	if (json_array_size(shards) != idx->nshards)
+		return false;
+	for (i = 0; i < idx->nshards; i++) {
+		const char *path;
+		json_int_t n;
+		int cut;
+
+		if (json_unpack(json_array_get(shards, i), "[s, I, b]", &path,
+				&n, &cut) ||
+		    strcmp(path, idx->shards[i].path) ||
+		    (uint64_t)n != idx->shards[i].nsamples ||
+		    !cut != !sfs_shard_sliceable(&idx->shards[i]))
+			return false;
+	}
+	return true;
+}
+
+static int read_readers(struct sfs_audit *a, json_t *readers, size_t base,
+			size_t nmounts, const struct sfs_index *idx)
+{
+	size_t i, f, k;
+
+	for (i = 0; i < json_array_size(readers); i++) {
+		json_t *jr = json_array_get(readers, i), *files;
+		json_int_t mount;
+		int rank, worker;
+		struct sfs_audit_reader *r;
+
+		if (json_unpack(jr, "{s:I, s:i, s:i, s:o}", "mount", &mount,
+				"rank", &rank, "worker", &worker, "files",
+				&files) ||
+		    mount < 0 || (size_t)mount >= nmounts || rank < 0 ||
+		    worker < 0 || !json_is_array(files))
+			return -EINVAL;
+		r = sfs_audit_add_reader(a, base + (size_t)mount,
+					 (uint32_t)rank, (uint32_t)worker);
+		if (!r)
+			return -ENOMEM;
+		for (f = 0; f < json_array_size(files); f++) {
+			json_t *jf = json_array_get(files, f), *smp;
+			const char *name;
+
+			if (json_unpack(jf, "{s:s, s:o}", "name", &name,
+					"samples", &smp) ||
+			    !json_is_array(smp))
+				return -EINVAL;
+			if (sfs_audit_add_file(r, name))
+				return -ENOMEM;
+			for (k = 0; k < json_array_size(smp); k++) {
+				json_int_t sh, x;
+
+				if (json_unpack(json_array_get(smp, k),
+						"[I, I]", &sh, &x))
+					return -EINVAL;
+				if (sh < 0) {
+					sh = (json_int_t)SFS_AUDIT_UNKNOWN;
+				} else if ((size_t)sh >= idx->nshards ||
+					   x < 0 ||
+					   (uint64_t)x >=
+						   idx->shards[sh].nsamples) {
+					return -EINVAL;
+				}
+				if (sfs_audit_add_sample(r, (uint64_t)sh,
+							 (uint64_t)x))
+					return -ENOMEM;
+			}
+		}
+	}
+	return 0;
+}
+
+int sfs_audit_read(struct sfs_audit *a, const char *path,
+		   struct sfs_index **idx, struct sfs_error *err)
+{
+	json_t *root, *shards, *mounts, *readers;
+	json_error_t jerr;
+	const char *source;
+	size_t base = a->nmounts, i;
+	int version, rc;
+
+	root = json_load_file(path, 0, &jerr);
+	if (!root)
+		return sfs_errorf(err, -EINVAL,
+				  "%s: not valid JSON at line %d (%s)", path,
+				  jerr.line, jerr.text);
+	if (json_unpack(root, "{s:i, s:s, s:o, s:o, s:o}", "shardfs_audit",
+			&version, "source", &source, "shards", &shards,
+			"mounts", &mounts, "readers", &readers) ||
+	    !json_is_array(shards) || !json_is_array(mounts) ||
+	    !json_is_array(readers)) {
+		rc = bad_report(err, path, "not a shardfs-check report");
+		goto out;
+	}
+	if (version != REPORT_VERSION) {
+		rc = bad_report(err, path, "a report of another version");
+		goto out;
+	}
+	if (!*idx) {
+		rc = report_index(shards, source, idx);
+		if (rc) {
+			rc = rc == -ENOMEM ?
+				     sfs_errorf(err, rc, "out of memory") :
+				     bad_report(err, path, "a bad shard list");
+			goto out;
+		}
+	} else if (!same_shards(*idx, shards)) {
+		rc = sfs_errorf(
+			err, -EINVAL,
+			"%s: its index lists other shards than the first report's: reports must come from views of one index",
+			path);
+		goto out;
+	}
+	for (i = 0; i < json_array_size(mounts); i++) {
+		struct sfs_plan_opts o;
+		const char *mpath;
+		json_t *jo;
+
+		if (json_unpack(json_array_get(mounts, i), "{s:s, s:o}", "path",
+				&mpath, "options", &jo) ||
+		    read_opts(jo, &o)) {
+			rc = bad_report(err, path, "a mount with bad options");
+			goto out;
+		}
+		if (sfs_audit_add_mount(a, mpath, &o) < 0) {
+			rc = sfs_errorf(err, -ENOMEM, "out of memory");
+			goto out;
+		}
+	}
+	rc = read_readers(a, readers, base, json_array_size(mounts), *idx);
+	if (rc == -ENOMEM)
+		sfs_errorf(err, rc, "out of memory");
+	else if (rc)
+		rc = bad_report(err, path, "a reader entry is malformed");
+out:
+	json_decref(root);
+	return rc;
+}
