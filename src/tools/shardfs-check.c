@@ -647,8 +647,13 @@ static uint64_t dig_hash(const unsigned char *d)
 	return h;
 }
 
+/*
+ * A shard that cannot be read, or reads other than indexed, is a finding
+ * in v; its samples then match nothing.
+ */
 static int source_map_build(struct source_map *sm, const struct sfs_index *idx,
-			    const struct args *a, struct sfs_error *err)
+			    const struct args *a, struct sfs_verdict *v,
+			    struct sfs_error *err)
 {
 	struct pool p = { .threads = a->jobs, .progress = isatty(2) };
 	uint64_t at = 0, g, k;
@@ -686,20 +691,24 @@ static int source_map_build(struct source_map *sm, const struct sfs_index *idx,
 		struct job *j = &p.jobs[i];
 
 		if (j->error)
-			rc = sfs_errorf(err, -EIO, "%s", j->error);
+			rc = sfs_verdict_add(v, MAX_FINDINGS, SFS_FIND_SOURCE,
+					     "%s", j->error);
 		else if (j->ndigests != sh->nsamples &&
 			 !(sh->format == &sfs_format_opaque &&
 			   j->ndigests == 1))
-			rc = sfs_errorf(
-				err, -EINVAL,
+			rc = sfs_verdict_add(
+				v, MAX_FINDINGS, SFS_FIND_SOURCE,
 				"%s: %zu samples read, the index says %llu; rebuild the index with shardfs-index",
 				sh->path, j->ndigests,
 				(unsigned long long)sh->nsamples);
-		for (k = 0; !rc && k < sh->nsamples; k++)
-			memcpy(sm->dig[sm->shard_at[i] + k],
-			       j->digests[k < j->ndigests ? k : 0],
-			       SFS_DIGEST_LEN);
+		else
+			for (k = 0; k < sh->nsamples; k++)
+				memcpy(sm->dig[sm->shard_at[i] + k],
+				       j->digests[k < j->ndigests ? k : 0],
+				       SFS_DIGEST_LEN);
 	}
+	if (rc)
+		sfs_errorf(err, rc, "out of memory");
 	jobs_free(p.jobs, p.n);
 	if (rc)
 		return rc;
@@ -968,7 +977,7 @@ static int check_view(struct args *a, char **paths, size_t nm)
 		rc = sfs_plan_build(idx, &mounts[m].opts, &mounts[m].plan,
 				    &err);
 	if (!rc)
-		rc = source_map_build(&sm, idx, a, &err);
+		rc = source_map_build(&sm, idx, a, &pre, &err);
 	if (!rc)
 		rc = enumerate(mounts, nm, idx, &au, &p.jobs, &p.n, &err);
 	if (rc)

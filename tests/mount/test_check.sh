@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# shardfs-check: passes on correct views of every format (one mount, and
+# one mount per rank), fails naming the fault on broken set-ups, and merge
+# of per-rank reports gives the single-machine verdict.
+. "$(dirname "$0")/lib.sh"
+
+shardfs-mkdata "$T/tar" --format tar --shards 7 --samples 3-30 --size 0-900 --seed 21
+shardfs-mkdata "$T/jsonl" --format jsonl --shards 5 --samples 3-30 --seed 22
+shardfs-mkdata "$T/tfrecord" --format tfrecord --shards 5 --samples 2-20 --seed 23
+shardfs-mkdata "$T/files" --format files --shards 3 --samples 3-8 --members 1-3 --seed 24
+for d in tar jsonl tfrecord; do shardfs-index "$T/$d" --quiet; done
+shardfs-index "$T/files" --format files --quiet
+M=$T/m
+
+verdict() { python3 -c 'import json,sys; v=json.load(sys.stdin); v.pop("check"); print(json.dumps(v, sort_keys=True))'; }
+
+# --- plan ---
+out=$(shardfs-check plan "$T/tar" -o world=3,workers=2,batch=2)
+expect_eq "plan passes" "$?:$(echo "$out" | tail -1)" "0:PASS: disjoint, nothing missing, equal counts"
+out=$(shardfs-check plan "$T/tar" -o world=2,shuffle=samples --epochs 4-6)
+expect_eq "plan --epochs: three verdicts" "$(echo "$out" | grep -c '^PASS')" 3
+expect_eq "plan --epochs: order changes" "$(echo "$out" | grep -c '^order: .* of positions hold another sample than in epoch [45]$')" 2
+out=$(shardfs-check plan "$T/tar" -o world=2,shuffle=none --epochs 0-1)
+[[ "$out" == *"order: 0.0% of positions hold another sample than in epoch 0 — the epochs are identical: is shuffle=none?"* ]] && ok || bad "plan: identical epochs not pointed out"
+expect_run "plan: bad option" 2 "shardfs-check: workers=0 is out of range: use an integer in 1..1024" \
+	-- shardfs-check plan "$T/tar" -o workers=0
+shardfs-check bogus x 2> "$T/usage"
+expect_eq "unknown subcommand: usage, exit 2" "$?:$(head -1 "$T/usage")" "2:usage: shardfs-check plan SRC -o OPTIONS [--index DIR] [--epochs A-B]"
+
+# --- correct views pass: every format, one mount and one per rank ---
+for g in "tar world=2,workers=2" "tar world=3,workers=2,shuffle=samples,block=4,remainder=drop,batch=2,start=7" \
+	"jsonl world=2,workers=3" "tfrecord world=3,block=3" "files world=2,workers=2"; do
+	fmt=${g%% *} opts=${g#* }
+	mount_view "$T/$fmt" "$M" "$opts" || bad "mount $g"
+	out=$(shardfs-check view "$M")
+	expect_eq "view passes: $g" "$?:$(echo "$out" | tail -1)" \
+		"0:PASS: disjoint, nothing missing, equal counts, every sample's bytes and order as planned"
+	unmount_view "$M"
+done
+world=3
+for r in 0 1 2; do mount_view "$T/tar" "$M$r" "world=$world,workers=2,rank=$r,seed=5" || bad "mount rank $r"; done
+out=$(shardfs-check view "$M"0 "$M"1 "$M"2)
+per=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["plan"]["per_reader"])' "$M"0/.shardfs/status)
+expect_eq "one mount per rank passes" "$?:$(echo "$out" | head -1 | cut -d'(' -f1):$(echo "$out" | tail -1)" \
+	"0:view: 6 of 6 readers, $per samples each :PASS: disjoint, nothing missing, equal counts, every sample's bytes and order as planned"
+single=$(shardfs-check view "$M"0 "$M"1 "$M"2 --json | verdict)
+for r in 0 1 2; do shardfs-check view "$M$r" --emit "$T/report-$r.json" > /dev/null; done
+merged=$(shardfs-check merge "$T"/report-*.json --json | verdict)
+expect_eq "merge = one audit of every mount (pass)" "$merged" "$single"
+
+# --- broken set-ups fail, naming the fault ---
+out=$(shardfs-check view "$M"0 "$M"1)
+expect_eq "missing rank: exit 1" "$?" 1
+expect_eq "missing rank: named" "$(echo "$out" | grep '^  coverage')" "  coverage: rank 2 is shown by no mount"
+[ "$(echo "$out" | grep -c '^  missing: ')" -gt 0 ] && ok || bad "missing rank: samples not reported missing"
+single=$(shardfs-check view "$M"0 "$M"1 --json | verdict)
+merged=$(shardfs-check merge "$T/report-0.json" "$T/report-1.json" --json | verdict)
+expect_eq "merge = one audit of every mount (missing rank)" "$merged" "$single"
+
+mount_view "$T/tar" "$T/dup" "world=$world,workers=2,rank=1,seed=5" || bad "mount duplicate"
+out=$(shardfs-check view "$M"0 "$M"1 "$M"2 "$T/dup")
+expect_eq "same rank twice: exit 1" "$?" 1
+expect_eq "same rank twice: named" "$(echo "$out" | grep '^  coverage')" "  coverage: rank 1 worker 0 is shown by 2 mounts
+  coverage: rank 1 worker 1 is shown by 2 mounts"
+[[ "$out" == *"  overlap: "*" is read 2 times (rank 1 worker "*" on $M"1", rank 1 worker "*" on $T/dup), the plan reads it 1 time"* ]] && ok || bad "same rank twice: no overlap named: $out"
+unmount_view "$T/dup"
+
+mount_view "$T/tar" "$T/other" "world=$world,workers=2,rank=2,seed=6" || bad "mount other seed"
+out=$(shardfs-check view "$M"0 "$M"1 "$T/other")
+expect_eq "different seeds: exit 1" "$?" 1
+expect_eq "different seeds: named" "$(echo "$out" | grep '^  options')" "  options: ${M}0 and $T/other disagree: seed=5 vs seed=6"
+[[ "$(echo "$out" | grep '^FAIL')" =~ ^FAIL:\ [0-9]+\ findings:\ 1\ options\ [0-9]+\ overlap\ [0-9]+\ missing$ ]] && ok || bad "different seeds: not options, overlap and missing: $(echo "$out" | grep '^FAIL')"
+unmount_view "$T/other"
+
+mount_view "$T/tar" "$T/other" "world=$world,workers=2,rank=2,seed=5,epoch=1" || bad "mount other epoch"
+out=$(shardfs-check view "$M"0 "$M"1 "$T/other")
+expect_eq "different epochs: named" "$?:$(echo "$out" | grep '^  options')" "1:  options: ${M}0 and $T/other disagree: epoch=0 vs epoch=1"
+unmount_view "$T/other"
+for r in 0 1 2; do unmount_view "$M$r"; done
+
+# a shard modified after indexing, size and mtime kept: --verify finds it
+cp -a "$T/jsonl" "$T/mod"
+f="$T/mod/shard-000002.jsonl"
+cp -p "$f" "$T/keep"
+printf 'X' | dd of="$f" bs=1 seek=30 conv=notrunc status=none
+touch -r "$T/keep" "$f"
+mount_view "$T/mod" "$M" world=2 || bad "mount modified"
+out=$(shardfs-check view "$M" --verify)
+expect_eq "modified shard: exit 1" "$?" 1
+[[ "$(echo "$out" | grep '^  source')" == "  source: shard-000002.jsonl: SHA-256 "*", the index says "* ]] && ok || bad "modified shard: --verify did not name it: $out"
+unmount_view "$M"
+
+# a view whose index went stale under it: named, and its files unreadable
+# (served by the daemon: through a symlink the source is read directly,
+# and the count and bytes findings name the damage instead)
+mount_view "$T/mod" "$M" world=2,symlinks=0 || bad "mount stale"
+echo '{"late": 1}' >> "$f"
+out=$(shardfs-check view "$M")
+expect_eq "stale index: exit 1" "$?" 1
+[[ "$out" == *"  source: the index is stale: 1 shard file changed since it was built: shard-000002.jsonl (size "* ]] && ok || bad "stale index not named: $out"
+[[ "$out" == *"cannot be read: "*"Input/output error"* ]] && ok || bad "stale index: unreadable file not named: $out"
+unmount_view "$M"
+
+expect_run "not a view" 2 "shardfs-check: $T/tar/.shardfs/status: cannot read the view's status (unable to open $T/tar/.shardfs/status: No such file or directory); is a shardfs view mounted there?" \
+	-- shardfs-check view "$T/tar"
+echo '{}' > "$T/bad.json"
+expect_run "bad report" 2 "shardfs-check: $T/bad.json: not a shardfs-check report; write reports with shardfs-check view --emit" \
+	-- shardfs-check merge "$T/bad.json"
+finish
