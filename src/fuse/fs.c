@@ -696,6 +696,34 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		handle_free(fs, h);
 }
 
+/*
+ * A reply too large for the splice pipe: read it into memory.  (libfuse's
+ * own fallback for fd buffers does the same, but allocates and frees the
+ * whole reply with an extra copy: ../shared/notes/fuse-performance.md.)
+ */
+static void reply_copy(fuse_req_t req, struct fs *fs, const struct handle *h,
+		       uint64_t pos, size_t len)
+{
+	char *buf = malloc(len);
+	ssize_t got;
+
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	got = sfs_slice_pread(h->slice, h->src->fd, buf, len, pos);
+	if (got < 0) {
+		atomic_fetch_add(&fs->errors, 1);
+		fs_log(fs, LOG_ERR,
+		       "%s: read failed at byte %llu: the shard is shorter than indexed; rebuild the index with shardfs-index",
+		       h->src->path, (unsigned long long)pos);
+		fuse_reply_err(req, EIO);
+	} else {
+		fuse_reply_buf(req, buf, (size_t)got);
+	}
+	free(buf);
+}
+
 static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
@@ -728,6 +756,12 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	end = s->size - pos < size ? s->size : pos + size;
+	atomic_fetch_add(&fs->reads, 1);
+	atomic_fetch_add(&fs->bytes, end - pos);
+	if (end - pos > fs->splice_max) {
+		reply_copy(req, fs, h, pos, (size_t)(end - pos));
+		return;
+	}
 	first = sfs_slice_find(s, pos);
 	for (i = first; i < s->nextents && s->extents[i].pos < end; i++)
 		n++;
@@ -756,8 +790,6 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			fb->pos = (off_t)(x->src + a);
 		}
 	}
-	atomic_fetch_add(&fs->reads, 1);
-	atomic_fetch_add(&fs->bytes, end - pos);
 	fuse_reply_data(req, bv, FUSE_BUF_SPLICE_MOVE);
 	free(bv);
 }
@@ -929,6 +961,13 @@ static void fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	uint32_t node;
 	char *value;
 
+	/* Only user.shardfs.* exists.  Saying so for security.* lets `ls -l`
+	 * stop asking (it remembers EOPNOTSUPP per file system) instead of
+	 * sending a request per entry. */
+	if (strncmp(name, "user.", 5)) {
+		fuse_reply_err(req, EOPNOTSUPP);
+		return;
+	}
 	vr = is_control(ino) ? NULL : view_get(fs, ino, &node);
 	if (!vr || vr->v->nodes[node].kind == SFS_NODE_DIR) {
 		if (vr)

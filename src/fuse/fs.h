@@ -48,6 +48,8 @@ struct fs {
 					 * the current view (fs.lock) */
 	bool foreground;
 	bool prefetch;
+	size_t splice_max; /* larger replies are copied: libfuse's
+					 * pipe cannot hold them */
 	int srcfd;
 	uid_t uid;
 	gid_t gid;

@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -51,6 +53,11 @@ static void usage(FILE *f)
 		"  symlinks=1|0 [1]        whole shards as symlinks to SRC; 0 serves\n"
 		"                          them as files (the reader cannot see SRC)\n"
 		"  prefetch=1|0 [1]        read ahead the next file a reader will open\n"
+		"  splice=1|0 [1]          answer reads by splicing from the source (0:\n"
+		"                          read into memory, then reply)\n"
+		"  readahead=KB [1024]     the mount's kernel read-ahead (root only; the\n"
+		"                          kernel's default, 128, sends 128 KiB reads);\n"
+		"                          0 leaves it as it is\n"
 		"  allow_other, default_permissions, max_read=N, ... as FUSE takes them;\n"
 		"  mount(8)'s rw, ro, dev, suid, _netdev, noauto, ... are accepted.\n"
 		"\n"
@@ -70,7 +77,84 @@ struct args {
 	bool foreground, debug, single;
 	char *fuse_opts; /* passed to libfuse, comma-separated */
 	bool allow_other;
+	unsigned readahead_kb;
+	bool splice;
 };
+
+struct readahead {
+	struct fs *fs;
+	char *mnt; /* absolute */
+	unsigned kb;
+};
+
+/*
+ * Raise the kernel's read-ahead for the mount, so that buffered reads reach
+ * the daemon as large requests.  The kernel sets it when the session starts
+ * (INIT), so this runs in a thread of its own once the loop serves: its
+ * stat of the mount point waits for that.  Root only; a failure costs
+ * speed, not correctness, and is logged.
+ */
+static void *set_readahead(void *arg)
+{
+	struct readahead *ra = arg;
+	char path[128], value[16];
+	struct stat st;
+	int fd = -1, n;
+
+	if (stat(ra->mnt, &st) == 0) {
+		snprintf(path, sizeof(path),
+			 "/sys/class/bdi/%u:%u/read_ahead_kb", major(st.st_dev),
+			 minor(st.st_dev));
+		n = snprintf(value, sizeof(value), "%u", ra->kb);
+		fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (fd < 0 || write(fd, value, (size_t)n) != n)
+			fs_log(ra->fs, LOG_INFO,
+			       "kept the kernel's read-ahead for %s (%s: %s); reads arrive in smaller requests",
+			       ra->mnt, path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+	}
+	free(ra->mnt);
+	free(ra);
+	return NULL;
+}
+
+static void start_readahead(struct fs *fs, const char *mnt, unsigned kb)
+{
+	struct readahead *ra;
+	pthread_t tid;
+
+	if (!kb || !(ra = calloc(1, sizeof(*ra))))
+		return;
+	ra->fs = fs;
+	ra->kb = kb;
+	ra->mnt = realpath(mnt, NULL);
+	if (!ra->mnt || pthread_create(&tid, NULL, set_readahead, ra)) {
+		free(ra->mnt);
+		free(ra);
+		return;
+	}
+	pthread_detach(tid);
+}
+
+/*
+ * The largest reply libfuse can splice.  Its pipe (grown to pipe-max-size)
+ * holds the reply header and, a page a slot, the data: a source extent at
+ * an offset that is not page-aligned takes one slot more, a synthesized
+ * extent one of its own.  Larger replies are copied (reply_copy).
+ */
+static size_t splice_limit(void)
+{
+	unsigned long max = 0;
+	FILE *f = fopen("/proc/sys/fs/pipe-max-size", "r");
+
+	if (f) {
+		if (fscanf(f, "%lu", &max) != 1)
+			max = 0;
+		fclose(f);
+	}
+	return max > 65536 ? max - 16384 : 65536 - 16384;
+}
 
 /* Options mount(8) and fstab pass that mean nothing to a FUSE session. */
 static bool ignorable(const char *key)
@@ -128,6 +212,18 @@ static int daemon_opt(struct fs *fs, struct args *a, const char *opt,
 			fs->vopts.symlinks = n;
 		else if (!rc)
 			fs->prefetch = n;
+		return rc;
+	}
+	if (!strncmp(opt, "splice=", 7)) {
+		rc = sfs_options_number("splice", v, 0, 1, &n, err);
+		if (!rc)
+			a->splice = n;
+		return rc;
+	}
+	if (!strncmp(opt, "readahead=", 10)) {
+		rc = sfs_options_number("readahead", v, 0, 65536, &n, err);
+		if (!rc)
+			a->readahead_kb = (unsigned)n;
 		return rc;
 	}
 	if (!strncmp(opt, "epochs=", 7)) {
@@ -237,7 +333,7 @@ static int load_index(struct fs *fs, const char *src, struct sfs_error *err)
 int main(int argc, char **argv)
 {
 	struct fs fs = { .prefetch = true };
-	struct args a = { 0 };
+	struct args a = { .readahead_kb = 1024, .splice = true };
 	struct sfs_error err = { 0 };
 	struct fuse_args fargs = FUSE_ARGS_INIT(0, NULL);
 	struct fuse_loop_config *cfg = NULL;
@@ -260,15 +356,19 @@ int main(int argc, char **argv)
 	fs.uid = getuid();
 	fs.gid = getgid();
 	fs.mounted = time(NULL);
+	fs.splice_max = a.splice ? splice_limit() : 0;
 	fs.srcfd = open(fs.idx->source, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fs.srcfd < 0 || fdcache_init(&fs.fds, fs.srcfd, FD_CACHE)) {
 		fprintf(stderr, "%s: %s: %s\n", prog, fs.idx->source,
 			strerror(errno));
 		goto out;
 	}
-	/* libfuse's fallback for fd buffers allocates each reply; keep those
-	 * allocations off mmap (../shared/notes/fuse-performance.md) */
+	/* Replies too large to splice are read into a buffer allocated per
+	 * request (as libfuse's own fallback does): keep those allocations
+	 * off mmap and the heap untrimmed, or every request pays for fresh
+	 * pages (../shared/notes/fuse-performance.md) */
 	mallopt(M_MMAP_THRESHOLD, 4 << 20);
+	mallopt(M_TRIM_THRESHOLD, 64 << 20);
 	if (asprintf(&base, "fsname=%s,subtype=shardfs%s%s%s", fs.idx->source,
 		     a.allow_other ? ",default_permissions" : "",
 		     a.fuse_opts ? "," : "",
@@ -302,6 +402,7 @@ int main(int argc, char **argv)
 	       (unsigned long long)fs.vopts.options.plan.epoch);
 	if (fuse_daemonize(a.foreground))
 		goto out_unmount;
+	start_readahead(&fs, a.mnt, a.readahead_kb);
 	if (a.single) {
 		rc = fuse_session_loop(fs.se);
 	} else {

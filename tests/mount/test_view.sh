@@ -34,6 +34,7 @@ grid=(
 	"tar world=3,workers=2,remainder=drop,batch=4,shuffle=samples,block=7,start=11,epoch=3"
 	"tar world=1,workers=4,shuffle=none,block=5"
 	"tar world=2,workers=3,symlinks=0,seed=9"
+	"tar world=2,workers=2,splice=0,readahead=0"
 	"jsonl world=2,workers=3,shuffle=samples"
 	"jsonl world=4,remainder=drop,batch=2,start=5,block=4"
 	"tfrecord world=2,workers=2,block=3"
