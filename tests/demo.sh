@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's main job: install, build, generate a sample dataset, index
-# it, mount the per-rank views, show them, switch the epoch, check the
-# index, unmount.
+# it, mount the per-rank views, show them, switch the epoch, audit the
+# view, unmount.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -55,8 +55,9 @@ echo "\$ echo 1 > $mnt/.shardfs/epoch"
 echo 1 > "$mnt/.shardfs/epoch"
 ls "$mnt/0/0" "$mnt/0/1"
 echo
-echo "== check the index against the shards"
-"$bin/shardfs-index" "$data/src" --verify
+echo "== audit the mounted view: read every file as a loader would, map every"
+echo "   sample back to the source: no overlap, nothing missing, equal counts"
+"$bin/shardfs-check" view "$mnt" --verify
 echo
 echo "== unmount"
 fusermount3 -u "$mnt"

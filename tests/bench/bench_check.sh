@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The auditor benchmark (issue 4), results in docs/benchmarks.md.
+# Usage: tests/bench/bench_check.sh [RUNS]   (as root: it mounts)
+#
+# On the ~2 GiB dataset of bench_read.sh, mounted as slices for 1 rank x 4
+# workers (warm page cache): `shardfs-check view` against `cat` of the same
+# view files through the same mount, in one run.  Rates are bytes of the
+# view per second; each figure is the median of RUNS (default 3).
+set -euo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+runs=${1:-3}
+bin=$top/build
+cmake -S "$top" -B "$bin" >/dev/null && cmake --build "$bin" -j "$(nproc)" >/dev/null
+B=${BENCH_DIR:-/tmp/shardfs-bench}
+src=$B/read-64
+if [ ! -d "$src" ]; then
+	mkdir -p "$B"
+	"$bin/shardfs-mkdata" "$src" --shards 64 --samples 300 --size 50000-60000 --members 2 --seed 3
+fi
+[ -f "$src/.shardfs/manifest.json" ] || "$bin/shardfs-index" "$src" --no-hash --quiet
+m=$B/m-check
+mkdir -p "$m"
+trap 'mountpoint -q "$m" && fusermount3 -u "$m"' EXIT
+"$bin/shardfs" "$src" "$m" -o world=1,workers=4,shuffle=none,block=150
+bytes=$(find "$m/0" -type f -printf '%s\n' | awk '{s += $1} END {print s}')
+median() { sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
+timed() { local t0 t1; t0=$(date +%s.%N); "$@" > /dev/null; t1=$(date +%s.%N); awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}'; }
+find "$m/0" -type f -exec cat {} + > /dev/null  # warm
+cat "$src"/*.tar > /dev/null
+tc=$(for r in $(seq "$runs"); do timed sh -c "find '$m/0' -type f -exec cat {} + > /dev/null"; done | median)
+ta=$(for r in $(seq "$runs"); do timed "$bin/shardfs-check" view "$m"; done | median)
+awk -v b="$bytes" -v c="$tc" -v a="$ta" 'BEGIN {
+	printf "view: %.2f GB of slices\n", b / 1e9
+	printf "cat through the mount: %.2fs, %.2f GB/s\n", c, b / c / 1e9
+	printf "shardfs-check view:    %.2fs, %.2f GB/s of view (it also reads and hashes the source: twice the bytes)\n", a, b / a / 1e9
+	printf "audit rate / cat rate: %.2f\n", c / a }'
