@@ -67,8 +67,7 @@ static void null_getattr(fuse_req_t req, fuse_ino_t ino,
 	fuse_reply_attr(req, &st, 86400);
 }
 
-static void null_open(fuse_req_t req, fuse_ino_t ino,
-		      struct fuse_file_info *fi)
+static void null_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino;
 	fuse_reply_open(req, fi);
