@@ -154,6 +154,13 @@ shard-000001.jsonl"
 expect_eq "--out index usable" "$(shardfs-plan "$T/ro" --index "$T/ro-index" | head -1)" \
 	"plan: 6 samples in 2 shards, 2 units (shuffle=units, seed=0, epoch=0, block=0)"
 
+# --- a progress line on a terminal, nothing when there is none ---
+rm -rf "$T/a-jsonl/.shardfs"
+out=$(script -qec "shardfs-index '$T/a-jsonl'" /dev/null | tr '\r' '\n' | grep '^shardfs-index: ' | tail -1)
+[[ "$out" =~ ^shardfs-index:\ 3/3\ shards,\ [0-9.]+\ KiB/[0-9.]+\ KiB,\ [0-9]+\ samples/s,\ ETA\ 0s ]] && ok || bad "no progress line on a terminal: '$out'"
+rm -rf "$T/a-jsonl/.shardfs"
+expect_eq "no progress line without a terminal" "$(shardfs-index "$T/a-jsonl" 2>&1 >/dev/null)" ""
+
 # --- usage errors ---
 expect_run "unknown format" 2 \
 	"shardfs-index: --format zip is not a format: use tar, jsonl, tfrecord, files or opaque" \
