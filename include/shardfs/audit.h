@@ -107,6 +107,13 @@ int sfs_audit_add_file(struct sfs_audit_reader *r, const char *name);
 int sfs_audit_add_sample(struct sfs_audit_reader *r, uint64_t shard,
 			 uint64_t sample);
 
+/*
+ * Reader t's planned samples, in reading order: a heap array of *n (caller
+ * frees), or NULL without memory.
+ */
+struct sfs_audit_sample *sfs_audit_planned(const struct sfs_plan *p, size_t t,
+					   size_t *n);
+
 /* Fill an audit with what the plan says every reader reads. */
 int sfs_audit_from_plan(struct sfs_audit *a, const struct sfs_plan *plan,
 			const char *label);

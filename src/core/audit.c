@@ -254,9 +254,8 @@ static const char *sample_name(const struct judge *j,
 	return buf;
 }
 
-/* Reader t's planned samples, in order. */
-static struct sfs_audit_sample *planned(const struct sfs_plan *p, size_t t,
-					size_t *n)
+struct sfs_audit_sample *sfs_audit_planned(const struct sfs_plan *p, size_t t,
+					   size_t *n)
 {
 	const struct sfs_plan_reader *pr = &p->readers[t];
 	struct sfs_audit_sample *out =
@@ -312,7 +311,8 @@ static int judge_reader(struct judge *j, const struct sfs_audit_reader *r)
 
 	if (r->rank >= p->opts.world || r->worker >= p->opts.workers)
 		return 0; /* reported as coverage */
-	want = planned(p, sfs_plan_reader_id(p, r->rank, r->worker), &n);
+	want = sfs_audit_planned(p, sfs_plan_reader_id(p, r->rank, r->worker),
+				 &n);
 	if (!want)
 		return -ENOMEM;
 	if (r->nsamples != n)

@@ -18,6 +18,9 @@ int cli_range(const char *name, const char *value, uint64_t min, uint64_t max,
 /* "1.5 GiB": bytes in a human unit, into buf. */
 const char *cli_bytes(uint64_t n, char *buf, size_t len);
 
+/* Seconds on the monotonic clock, for elapsed times and rates. */
+double cli_now(void);
+
 /* Print "prog: message" to stderr. */
 void cli_fail(const char *prog, const char *msg);
 

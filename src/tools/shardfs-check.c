@@ -357,19 +357,11 @@ static void *pool_worker(void *arg)
 	return NULL;
 }
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void pool_run(struct pool *p, const char *what)
 {
 	pthread_t tids[MAX_JOBS];
 	unsigned i, started = 0;
-	double t0 = now();
+	double t0 = cli_now();
 	char b[32];
 
 	for (i = 0; i < p->threads && i < MAX_JOBS; i++)
@@ -379,7 +371,7 @@ static void pool_run(struct pool *p, const char *what)
 		pool_worker(p);
 	while (p->progress && atomic_load(&p->done) < p->n) {
 		struct timespec ts = { 0, 250 * 1000 * 1000 };
-		double dt = now() - t0;
+		double dt = cli_now() - t0;
 
 		fprintf(stderr, "\r%s: %s %zu/%zu, %s, %.0f MB/s   ", prog,
 			what, atomic_load(&p->done), p->n,
@@ -774,41 +766,6 @@ static struct sfs_audit_sample lookup(const struct source_map *sm,
 	return out;
 }
 
-/* Reader t's planned samples, flattened, for lookup. */
-static struct sfs_audit_sample *planned_of(const struct sfs_plan *p, size_t t,
-					   size_t *n)
-{
-	struct sfs_audit a = { 0 };
-	struct sfs_audit_sample *out = NULL;
-	const struct sfs_plan_reader *pr = &p->readers[t];
-	struct sfs_audit_reader *r;
-	size_t f, k;
-	uint64_t i;
-
-	*n = 0;
-	if (sfs_audit_add_mount(&a, "", &p->opts) < 0)
-		return NULL;
-	r = sfs_audit_add_reader(&a, 0, 0, 0);
-	for (f = 0; r && f < pr->nfiles; f++) {
-		const struct sfs_plan_file *pf = &p->files[pr->file_at + f];
-
-		for (k = 0; k < pf->nruns; k++)
-			for (i = 0; i < p->runs[pf->run_at + k].count; i++)
-				if (sfs_audit_add_sample(
-					    r, pf->shard,
-					    p->runs[pf->run_at + k].first + i))
-					goto out;
-	}
-	if (r) {
-		out = r->samples;
-		*n = r->nsamples;
-		r->samples = NULL;
-	}
-out:
-	sfs_audit_clear(&a);
-	return out;
-}
-
 /* List the readers of every mount: the audit's readers and the jobs. */
 static int enumerate(struct vmount *mounts, size_t nm,
 		     const struct sfs_index *idx, struct sfs_audit *au,
@@ -911,10 +868,11 @@ static int record(struct sfs_audit *au, struct vmount *mounts,
 			cur = j->reader;
 			if (r->rank < p->opts.world &&
 			    r->worker < p->opts.workers)
-				want = planned_of(p,
-						  sfs_plan_reader_id(p, r->rank,
-								     r->worker),
-						  &nwant);
+				want = sfs_audit_planned(
+					p,
+					sfs_plan_reader_id(p, r->rank,
+							   r->worker),
+					&nwant);
 		}
 		rc = sfs_audit_add_file(r, j->name);
 		if (!rc && j->error)

@@ -59,14 +59,6 @@ static void progress(const struct sfs_indexer_progress *p, void *arg)
 		p->final ? "\n" : "");
 }
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void print_problems(const struct sfs_indexer_report *rep,
 			   const char *what)
 {
@@ -111,7 +103,7 @@ static int build(const struct sfs_indexer_opts *o, const char *out, bool quiet)
 	struct sfs_error err = { 0 };
 	struct sfs_index *prev = NULL, *idx;
 	uint64_t bytes = 0;
-	double t0 = now();
+	double t0 = cli_now();
 	char size[32];
 	size_t i;
 	int rc;
@@ -140,7 +132,7 @@ static int build(const struct sfs_indexer_opts *o, const char *out, bool quiet)
 		printf("indexed %zu shards (%zu scanned, %zu reused, %zu skipped), %llu samples, %s in %.2f s; %zu other files ignored; index in %s\n",
 		       idx->nshards, rep.scanned, rep.reused, rep.nproblems,
 		       (unsigned long long)idx->nsamples,
-		       cli_bytes(bytes, size, sizeof(size)), now() - t0,
+		       cli_bytes(bytes, size, sizeof(size)), cli_now() - t0,
 		       rep.ignored, dir ? dir : "?");
 		free(dir);
 	}
