@@ -10,7 +10,9 @@
  *                        of the payload, 8 zero bytes) and count
  *                        little-endian u64 offsets; named after its hash,
  *                        so a reader never sees a manifest paired with the
- *                        wrong table.
+ *                        wrong table;
+ *   digests-<hash>.bin   (when hashed) the same header ("SFSDIG01") and
+ *                        the 32-byte SHA-256 of every sample.
  * docs/index-format.md describes both.  A loaded table is mmap'd: a billion
  * samples cost no heap.
  *
@@ -50,6 +52,7 @@ struct sfs_shard {
 	int64_t mtime_ns;
 	const struct sfs_format_ops *format;
 	uint64_t nsamples;
+	uint64_t first_sample; /* global number of its sample 0 */
 	uint64_t bounds_at; /* first boundary in the table, or SFS_NO_BOUNDS
 				 * when the shard cannot be sliced */
 	uint64_t prefix_len; /* see format.h */
@@ -70,6 +73,12 @@ struct sfs_index {
 	void *map; /* owner of bounds when mmap'd ... */
 	size_t map_len;
 	uint64_t *bounds_heap; /* ... or when built in memory */
+	/* SHA-256 of every sample (format.h's samples op), global order;
+	 * NULL when the index was built without hashes */
+	const unsigned char *digests;
+	void *dmap; /* owner of digests when mmap'd ... */
+	size_t dmap_len;
+	unsigned char *digests_heap; /* ... or when built in memory */
 };
 
 /* A stat's mtime in nanoseconds, as the index records it. */

@@ -267,20 +267,20 @@ static int tar_samples(int fd, const char *path, sfs_sample_fn fn, void *arg,
 {
 	struct archive *a = archive_read_new();
 	struct sfs_digest *d = sfs_digest_new();
-	char *buf = malloc(READ_BLOCK);
 	struct archive_entry *e;
 	struct key key = { 0 };
 	bool open = false;
 	uint64_t n = 0, members = 0;
 	int r, rc = 0;
 
-	if (!a || !d || !buf) {
+	if (!a || !d) {
 		rc = sfs_errorf(err, -ENOMEM, "%s: out of memory", path);
 		goto out_free;
 	}
 	archive_read_support_filter_all(a);
 	archive_read_support_format_tar(a);
-	if (archive_read_open_fd(a, fd, READ_BLOCK) != ARCHIVE_OK) {
+	if (lseek(fd, 0, SEEK_SET) < 0 ||
+	    archive_read_open_fd(a, fd, READ_BLOCK) != ARCHIVE_OK) {
 		rc = sfs_errorf(err, -EINVAL, "%s: not a tar archive (%s)",
 				path, archive_error_string(a));
 		goto out_free;
@@ -289,8 +289,10 @@ static int tar_samples(int fd, const char *path, sfs_sample_fn fn, void *arg,
 		       r == ARCHIVE_WARN)) {
 		const char *name = archive_entry_pathname(e);
 		unsigned char size[8];
-		la_ssize_t got;
-		int i, isnew;
+		const void *block;
+		size_t len;
+		la_int64_t at;
+		int i, isnew, got;
 
 		members++;
 		if (archive_entry_filetype(e) == AE_IFDIR)
@@ -311,9 +313,12 @@ static int tar_samples(int fd, const char *path, sfs_sample_fn fn, void *arg,
 						  (8 * i));
 		sfs_digest_update(d, name, strlen(name) + 1);
 		sfs_digest_update(d, size, sizeof(size));
-		while (!rc && (got = archive_read_data(a, buf, READ_BLOCK)) > 0)
-			sfs_digest_update(d, buf, (size_t)got);
-		if (!rc && got < 0)
+		/* hash libarchive's own blocks: no copy */
+		while (!rc &&
+		       (got = archive_read_data_block(a, &block, &len, &at)) ==
+			       ARCHIVE_OK)
+			sfs_digest_update(d, block, len);
+		if (!rc && got != ARCHIVE_EOF)
 			rc = sfs_errorf(
 				err, -EINVAL,
 				"%s: tar member %llu (\"%s\") cannot be read: %s",
@@ -328,7 +333,6 @@ static int tar_samples(int fd, const char *path, sfs_sample_fn fn, void *arg,
 	if (!rc)
 		rc = sample_done(d, &open, &n, fn, arg);
 out_free:
-	free(buf);
 	free(key.buf);
 	sfs_digest_free(d);
 	archive_read_free(a);

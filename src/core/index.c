@@ -20,10 +20,24 @@
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 	       "the boundary table is mmap'd as little-endian u64");
 
-#define TABLE_MAGIC "SFSBND01"
 #define TABLE_HEADER 64
-#define TABLE_PREFIX "samples-"
 #define TABLE_SUFFIX ".bin"
+
+/* The two tables beside the manifest, one entry per boundary or sample. */
+struct table_kind {
+	const char *magic; /* 8 bytes */
+	const char *prefix; /* of the file name */
+	const char *key; /* in the manifest */
+	size_t elem; /* bytes per entry */
+	const char *what; /* for messages */
+};
+
+static const struct table_kind bounds_kind = { "SFSBND01", "samples-",
+					       "boundaries", sizeof(uint64_t),
+					       "boundary table" };
+static const struct table_kind digests_kind = { "SFSDIG01", "digests-",
+						"digests", SFS_DIGEST_LEN,
+						"sample digest table" };
 #define MANIFEST_MAX (1ULL << 32)
 #define STALE_NAMED 10
 
@@ -81,7 +95,10 @@ void sfs_index_free(struct sfs_index *idx)
 	free(idx->shards);
 	if (idx->map)
 		munmap(idx->map, idx->map_len);
+	if (idx->dmap)
+		munmap(idx->dmap, idx->dmap_len);
 	free(idx->bounds_heap);
+	free(idx->digests_heap);
 	free(idx->source);
 	free(idx);
 }
@@ -245,63 +262,82 @@ static int check_bounds(struct loader *l, const struct sfs_index *idx,
 	return 0;
 }
 
-static int map_table(struct loader *l, struct sfs_index *idx,
-		     const unsigned char want[SFS_DIGEST_LEN], uint64_t count)
+/*
+ * Map the table of kind k that the manifest's entry names, checking its
+ * header, length and checksum.  Sets map and len (to munmap), data, and
+ * path (heap, the caller frees it, also on error).
+ */
+static int map_table(struct loader *l, const struct table_kind *k,
+		     json_t *entry, const char *dir, void **map, size_t *len,
+		     const void **data, uint64_t *count, char **pathp)
 {
-	unsigned char sum[SFS_DIGEST_LEN];
+	unsigned char sum[SFS_DIGEST_LEN], want[SFS_DIGEST_LEN];
+	json_t *tfile = json_object_get(entry, "file");
+	json_t *tsha = json_object_get(entry, "sha256");
+	char *path = NULL, what[96];
 	const unsigned char *h;
 	struct stat st;
-	int fd, rc = 0;
+	int fd = -1, rc = 0;
 
-	fd = open(l->table, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return sfs_errorf(
+	snprintf(what, sizeof(what), "the %s entry is malformed", k->what);
+	if (!json_is_object(entry) || !json_is_string(tfile) ||
+	    !json_is_string(tsha) || strchr(json_string_value(tfile), '/') ||
+	    sfs_digest_parse(json_string_value(tsha), want) ||
+	    get_u64(entry, "count", true, count))
+		return corrupt(l, l->manifest, what);
+	if (asprintf(&path, "%s/%s", dir, json_string_value(tfile)) < 0)
+		return -ENOMEM;
+	*pathp = path;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		rc = sfs_errorf(
 			l->err, errno == ENOENT ? -EINVAL : -EIO,
-			"%s: cannot open the boundary table: %s; rebuild the index with shardfs-index",
-			l->table, strerror(errno));
+			"%s: cannot open the %s: %s; rebuild the index with shardfs-index",
+			path, k->what, strerror(errno));
+		goto out;
+	}
 	if (fstat(fd, &st) < 0) {
-		rc = sfs_errorf(l->err, -EIO, "%s: %s", l->table,
-				strerror(errno));
-		goto out_close;
+		rc = sfs_errorf(l->err, -EIO, "%s: %s", path, strerror(errno));
+		goto out;
 	}
 	if ((uint64_t)st.st_size < TABLE_HEADER ||
-	    ((uint64_t)st.st_size - TABLE_HEADER) / 8 != count ||
-	    ((uint64_t)st.st_size - TABLE_HEADER) % 8) {
+	    ((uint64_t)st.st_size - TABLE_HEADER) / k->elem != *count ||
+	    ((uint64_t)st.st_size - TABLE_HEADER) % k->elem) {
 		rc = corrupt(
-			l, l->table,
+			l, path,
 			"truncated or of the wrong length for its manifest");
-		goto out_close;
+		goto out;
 	}
-	idx->map_len = (size_t)st.st_size;
-	idx->map = mmap(NULL, idx->map_len, PROT_READ, MAP_SHARED, fd, 0);
-	if (idx->map == MAP_FAILED) {
-		idx->map = NULL;
-		rc = sfs_errorf(l->err, -EIO, "%s: cannot map: %s", l->table,
+	*len = (size_t)st.st_size;
+	*map = mmap(NULL, *len, PROT_READ, MAP_SHARED, fd, 0);
+	if (*map == MAP_FAILED) {
+		*map = NULL;
+		rc = sfs_errorf(l->err, -EIO, "%s: cannot map: %s", path,
 				strerror(errno));
-		goto out_close;
+		goto out;
 	}
-	h = idx->map;
-	if (memcmp(h, TABLE_MAGIC, 8) || h[8] != SFS_INDEX_VERSION || h[9] ||
-	    h[10] || h[11] || memcmp(h + 16, &count, 8)) {
-		rc = corrupt(l, l->table,
-			     "not a shardfs boundary table of version 1");
-		goto out_close;
+	h = *map;
+	snprintf(what, sizeof(what), "not a shardfs %s of version 1", k->what);
+	if (memcmp(h, k->magic, 8) || h[8] != SFS_INDEX_VERSION || h[9] ||
+	    h[10] || h[11] || memcmp(h + 16, count, 8)) {
+		rc = corrupt(l, path, what);
+		goto out;
 	}
 	if (memcmp(h + 24, want, SFS_DIGEST_LEN)) {
-		rc = corrupt(l, l->table,
+		rc = corrupt(l, path,
 			     "its checksum differs from the manifest's");
-		goto out_close;
+		goto out;
 	}
-	sfs_digest_buf(h + TABLE_HEADER, idx->map_len - TABLE_HEADER, sum);
+	sfs_digest_buf(h + TABLE_HEADER, *len - TABLE_HEADER, sum);
 	if (memcmp(sum, want, SFS_DIGEST_LEN)) {
-		rc = corrupt(l, l->table,
+		rc = corrupt(l, path,
 			     "its contents do not match their checksum");
-		goto out_close;
+		goto out;
 	}
-	idx->bounds = (const uint64_t *)(h + TABLE_HEADER);
-	idx->nbounds = count;
-out_close:
-	close(fd);
+	*data = h + TABLE_HEADER;
+out:
+	if (fd >= 0)
+		close(fd);
 	return rc;
 }
 
@@ -312,9 +348,10 @@ static int load_manifest(struct loader *l, const char *dir, json_t *root,
 	json_t *checksum = json_object_get(root, "checksum");
 	json_t *shards = json_object_get(root, "shards");
 	json_t *table = json_object_get(root, "boundaries");
-	json_t *tfile, *tsha;
-	uint64_t version = 0, count = 0, total = 0;
-	char *tpath = NULL;
+	json_t *digests = json_object_get(root, "digests");
+	uint64_t version = 0, total = 0, ndigests = 0;
+	char *tpath = NULL, *dpath = NULL;
+	const void *data = NULL;
 	size_t i;
 	int rc;
 
@@ -338,20 +375,17 @@ static int load_manifest(struct loader *l, const char *dir, json_t *root,
 	if (memcmp(sum, want, SFS_DIGEST_LEN))
 		return corrupt(l, l->manifest,
 			       "its contents do not match their checksum");
-	if (!json_is_array(shards) || !json_is_object(table))
+	if (!json_is_array(shards))
 		return corrupt(l, l->manifest, "the shard list is missing");
-	tfile = json_object_get(table, "file");
-	tsha = json_object_get(table, "sha256");
-	if (!json_is_string(tfile) || !json_is_string(tsha) ||
-	    strchr(json_string_value(tfile), '/') ||
-	    sfs_digest_parse(json_string_value(tsha), want) ||
-	    get_u64(table, "count", true, &count))
-		return corrupt(l, l->manifest,
-			       "the boundary table entry is malformed");
-	if (asprintf(&tpath, "%s/%s", dir, json_string_value(tfile)) < 0)
-		return -ENOMEM;
+	rc = map_table(l, &bounds_kind, table, dir, &idx->map, &idx->map_len,
+		       &data, &idx->nbounds, &tpath);
+	idx->bounds = data;
 	l->table = tpath;
-	rc = map_table(l, idx, want, count);
+	if (!rc && digests) {
+		rc = map_table(l, &digests_kind, digests, dir, &idx->dmap,
+			       &idx->dmap_len, &data, &ndigests, &dpath);
+		idx->digests = data;
+	}
 	if (rc)
 		goto out;
 	idx->shards = calloc(json_array_size(shards) + 1, sizeof(*idx->shards));
@@ -377,12 +411,18 @@ static int load_manifest(struct loader *l, const char *dir, json_t *root,
 			rc = corrupt(l, l->manifest, "sample counts overflow");
 			goto out;
 		}
+		sh->first_sample = total;
 		total += sh->nsamples;
 	}
 	idx->nsamples = total;
+	if (digests && ndigests != total)
+		rc = corrupt(
+			l, dpath,
+			"it does not hold one digest per sample of the manifest");
 out:
 	l->table = NULL;
 	free(tpath);
+	free(dpath);
 	return rc;
 }
 
@@ -513,8 +553,9 @@ static int write_atomic(const char *dir, const char *name, const void *head,
 	return 0;
 }
 
-/* Remove boundary tables other than keep (left by earlier runs). */
-static void remove_old_tables(const char *dir, const char *keep)
+/* Remove tables of kind k other than keep (left by earlier runs). */
+static void remove_old_tables(const char *dir, const struct table_kind *k,
+			      const char *keep)
 {
 	struct dirent *de;
 	DIR *d = opendir(dir);
@@ -524,7 +565,7 @@ static void remove_old_tables(const char *dir, const char *keep)
 	while ((de = readdir(d))) {
 		size_t n = strlen(de->d_name);
 
-		if (strncmp(de->d_name, TABLE_PREFIX, strlen(TABLE_PREFIX)) ||
+		if (strncmp(de->d_name, k->prefix, strlen(k->prefix)) ||
 		    n < strlen(TABLE_SUFFIX) ||
 		    strcmp(de->d_name + n - strlen(TABLE_SUFFIX),
 			   TABLE_SUFFIX) ||
@@ -533,6 +574,36 @@ static void remove_old_tables(const char *dir, const char *keep)
 		unlinkat(dirfd(d), de->d_name, 0);
 	}
 	closedir(d);
+}
+
+/*
+ * Write count entries of kind k as a table named after its checksum into
+ * dir; *entry gets its manifest entry, name its file name.
+ */
+static int save_table(const char *dir, const struct table_kind *k,
+		      const void *data, uint64_t count, json_t **entry,
+		      char name[64], struct sfs_error *err)
+{
+	unsigned char head[TABLE_HEADER] = { 0 }, sum[SFS_DIGEST_LEN];
+	char hex[SFS_DIGEST_HEX];
+	size_t i;
+	int rc;
+
+	sfs_digest_buf(data, count * k->elem, sum);
+	memcpy(head, k->magic, 8);
+	head[8] = SFS_INDEX_VERSION;
+	for (i = 0; i < 8; i++)
+		head[16 + i] = (unsigned char)(count >> (8 * i));
+	memcpy(head + 24, sum, SFS_DIGEST_LEN);
+	sfs_digest_hex(sum, hex);
+	snprintf(name, 64, "%s%.16s%s", k->prefix, hex, TABLE_SUFFIX);
+	rc = write_atomic(dir, name, head, sizeof(head), data, count * k->elem,
+			  err);
+	if (rc)
+		return rc;
+	*entry = json_pack("{s:s, s:I, s:s}", "file", name, "count",
+			   (json_int_t)count, "sha256", hex);
+	return *entry ? 0 : sfs_errorf(err, -ENOMEM, "out of memory");
 }
 
 static json_t *shard_json(const struct sfs_shard *sh)
@@ -578,10 +649,9 @@ static json_t *shard_json(const struct sfs_shard *sh)
 int sfs_index_save(const struct sfs_index *idx, const char *dir,
 		   struct sfs_error *err)
 {
-	unsigned char head[TABLE_HEADER] = TABLE_MAGIC, sum[SFS_DIGEST_LEN];
-	char hex[SFS_DIGEST_HEX], tname[64], *idir, *text = NULL;
-	json_t *root = NULL, *shards;
-	uint64_t n = idx->nbounds;
+	unsigned char sum[SFS_DIGEST_LEN];
+	char hex[SFS_DIGEST_HEX], tname[64], dname[64], *idir, *text = NULL;
+	json_t *root = NULL, *shards, *bounds = NULL, *digests = NULL;
 	size_t i;
 	int rc;
 
@@ -595,29 +665,25 @@ int sfs_index_save(const struct sfs_index *idx, const char *dir,
 			idir, strerror(errno));
 		goto out_free;
 	}
-	sfs_digest_buf(idx->bounds, n * sizeof(uint64_t), sum);
-	head[8] = SFS_INDEX_VERSION;
-	for (i = 0; i < 8; i++)
-		head[16 + i] = (unsigned char)(n >> (8 * i));
-	memcpy(head + 24, sum, SFS_DIGEST_LEN);
-	sfs_digest_hex(sum, hex);
-	snprintf(tname, sizeof(tname), "%s%.16s%s", TABLE_PREFIX, hex,
-		 TABLE_SUFFIX);
-	rc = write_atomic(idir, tname, head, sizeof(head), idx->bounds,
-			  n * sizeof(uint64_t), err);
+	rc = save_table(idir, &bounds_kind, idx->bounds, idx->nbounds, &bounds,
+			tname, err);
+	if (!rc && idx->digests)
+		rc = save_table(idir, &digests_kind, idx->digests,
+				idx->nsamples, &digests, dname, err);
 	if (rc)
 		goto out_free;
 
 	rc = -ENOMEM;
 	shards = json_array();
-	root = json_pack("{s:i, s:s, s:I, s:I, s:{s:s, s:I, s:s}, s:o}",
-			 "shardfs_index", SFS_INDEX_VERSION, "source",
-			 idx->source, "samples", (json_int_t)idx->nsamples,
-			 "shard_count", (json_int_t)idx->nshards, "boundaries",
-			 "file", tname, "count", (json_int_t)n, "sha256", hex,
+	root = json_pack("{s:i, s:s, s:I, s:I, s:O, s:o}", "shardfs_index",
+			 SFS_INDEX_VERSION, "source", idx->source, "samples",
+			 (json_int_t)idx->nsamples, "shard_count",
+			 (json_int_t)idx->nshards, "boundaries", bounds,
 			 "shards", shards);
 	if (!root)
 		goto out_nomem;
+	if (digests)
+		json_object_set(root, "digests", digests);
 	for (i = 0; i < idx->nshards; i++)
 		if (json_array_append_new(shards, shard_json(&idx->shards[i])))
 			goto out_nomem;
@@ -630,14 +696,19 @@ int sfs_index_save(const struct sfs_index *idx, const char *dir,
 		goto out_nomem;
 	rc = write_atomic(idir, SFS_INDEX_MANIFEST, text, strlen(text), "\n", 1,
 			  err);
-	if (!rc)
-		remove_old_tables(idir, tname);
+	if (!rc) {
+		remove_old_tables(idir, &bounds_kind, tname);
+		remove_old_tables(idir, &digests_kind,
+				  idx->digests ? dname : "");
+	}
 	goto out_free;
 out_nomem:
 	sfs_errorf(err, rc, "out of memory writing the index");
 out_free:
 	free(text);
 	json_decref(root);
+	json_decref(bounds);
+	json_decref(digests);
 	free(idir);
 	return rc;
 }

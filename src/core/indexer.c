@@ -30,6 +30,8 @@ struct item {
 	struct sfs_scan scan;
 	unsigned char digest[SFS_DIGEST_LEN];
 	bool hashed;
+	unsigned char *sdig; /* SFS_DIGEST_LEN per sample, if hashed */
+	uint64_t nsdig;
 	int rc;
 	char *msg;
 };
@@ -70,6 +72,7 @@ static void item_clear(struct item *it)
 		free(it->members[i].path);
 	free(it->members);
 	free(it->scan.bounds);
+	free(it->sdig);
 	free(it->msg);
 }
 
@@ -313,6 +316,53 @@ static int hash_item(struct job *j, struct item *it, int fd,
 	return rc;
 }
 
+static int collect_digest(void *arg, uint64_t sample,
+			  const unsigned char d[SFS_DIGEST_LEN])
+{
+	struct item *it = arg;
+
+	if (sample >= it->scan.nsamples)
+		return -ERANGE;
+	memcpy(it->sdig + sample * SFS_DIGEST_LEN, d, SFS_DIGEST_LEN);
+	it->nsdig++;
+	return 0;
+}
+
+/*
+ * The digest of every sample, as the auditor will compute it from what a
+ * loader reads (format.h's samples op), so that it need not read the
+ * source again.  A sample of several files is its files' bytes: the item's
+ * digest; an opaque file is one unit: every sample gets the file's digest.
+ */
+static int sample_digests(struct item *it, int fd, struct sfs_error *e)
+{
+	uint64_t n = it->scan.nsamples, k;
+	int rc = 0;
+
+	it->sdig = malloc(n * SFS_DIGEST_LEN + 1);
+	if (!it->sdig)
+		return sfs_errorf(e, -ENOMEM, "%s: out of memory", it->path);
+	if (it->ops == &sfs_format_files || it->nmembers) {
+		for (k = 0; k < n; k++)
+			memcpy(it->sdig + k * SFS_DIGEST_LEN, it->digest,
+			       SFS_DIGEST_LEN);
+		return 0;
+	}
+	rc = it->ops->samples(fd, it->path, collect_digest, it, e);
+	if (!rc && it->ops == &sfs_format_opaque && it->nsdig == 1) {
+		for (k = 1; k < n; k++)
+			memcpy(it->sdig + k * SFS_DIGEST_LEN, it->sdig,
+			       SFS_DIGEST_LEN);
+		it->nsdig = n;
+	}
+	if (rc == -ERANGE || (!rc && it->nsdig != n))
+		rc = sfs_errorf(
+			e, -EINVAL,
+			"%s: its headers hold %llu samples, reading it gives %s; the shard is malformed",
+			it->path, (unsigned long long)n, rc ? "more" : "fewer");
+	return rc;
+}
+
 static void build_one(struct job *j, size_t i, struct sfs_digest *d)
 {
 	struct item *it = &((struct item *)j->ctx)[i];
@@ -343,7 +393,10 @@ static void build_one(struct job *j, size_t i, struct sfs_digest *d)
 		rc = hash_item(j, it, fd, d, &e);
 		it->hashed = !rc;
 	}
+	if (!rc && j->o->hash)
+		rc = sample_digests(it, fd, &e);
 	close(fd);
+	fd = -1;
 	atomic_fetch_add(&j->bytes, it->size);
 	atomic_fetch_add(&j->samples, it->scan.nsamples);
 	if (!rc)
@@ -356,14 +409,14 @@ out_fail:
 
 /* ---- assembling the index ---- */
 
-static bool reusable(const struct sfs_shard *sh, const struct item *it,
-		     const struct sfs_indexer_opts *o)
+static bool reusable(const struct sfs_index *prev, const struct sfs_shard *sh,
+		     const struct item *it, const struct sfs_indexer_opts *o)
 {
 	size_t m;
 
 	if (sh->size != it->size || sh->mtime_ns != it->mtime_ns ||
 	    sh->format != it->ops || sh->nmembers != it->nmembers ||
-	    (o->hash && !sh->has_digest))
+	    (o->hash && (!sh->has_digest || !prev->digests)))
 		return false;
 	if (sh->format == &sfs_format_opaque &&
 	    sh->nsamples != (o->declared ? o->declared : 1))
@@ -462,10 +515,25 @@ static int build_failed(struct walk *w, struct sfs_error *err)
 		nbad > ERRORS_NAMED ? "; ..." : "", nbad == 1 ? "it" : "them");
 }
 
-static int assemble(struct walk *w, const struct sfs_index *prev,
-		    struct sfs_index *idx, struct sfs_indexer_report *rep)
+/* Copy the item's sample digests (or its previous entry's) into idx. */
+static void assemble_digests(const struct sfs_index *prev,
+			     const struct item *it, struct sfs_index *idx,
+			     const struct sfs_shard *sh)
 {
-	uint64_t nbounds = 0, nb = 0;
+	const unsigned char *src =
+		it->prev ? prev->digests +
+				   it->prev->first_sample * SFS_DIGEST_LEN :
+			   it->sdig;
+
+	memcpy(idx->digests_heap + sh->first_sample * SFS_DIGEST_LEN, src,
+	       sh->nsamples * SFS_DIGEST_LEN);
+}
+
+static int assemble(struct walk *w, const struct sfs_index *prev,
+		    struct sfs_index *idx, bool hashed,
+		    struct sfs_indexer_report *rep)
+{
+	uint64_t nbounds = 0, nb = 0, nsamples = 0, k;
 	size_t i, n = 0;
 
 	for (i = 0; i < w->n; i++) {
@@ -475,15 +543,17 @@ static int assemble(struct walk *w, const struct sfs_index *prev,
 
 		if (it->rc)
 			continue;
+		k = it->prev ? it->prev->nsamples : it->scan.nsamples;
 		if (cut)
-			nbounds += (it->prev ? it->prev->nsamples :
-					       it->scan.nsamples) +
-				   1;
+			nbounds += k + 1;
+		nsamples += k;
 		n++;
 	}
 	idx->shards = calloc(n + 1, sizeof(*idx->shards));
 	idx->bounds_heap = malloc((nbounds + 1) * sizeof(uint64_t));
-	if (!idx->shards || !idx->bounds_heap)
+	if (hashed)
+		idx->digests_heap = malloc(nsamples * SFS_DIGEST_LEN + 1);
+	if (!idx->shards || !idx->bounds_heap || (hashed && !idx->digests_heap))
 		return -ENOMEM;
 	for (i = 0; i < w->n; i++) {
 		struct item *it = &w->items[i];
@@ -495,6 +565,9 @@ static int assemble(struct walk *w, const struct sfs_index *prev,
 			continue;
 		}
 		assemble_one(prev, it, sh, idx->bounds_heap, &nb);
+		sh->first_sample = idx->nsamples;
+		if (hashed)
+			assemble_digests(prev, it, idx, sh);
 		if (it->prev)
 			rep->reused++;
 		else
@@ -504,6 +577,7 @@ static int assemble(struct walk *w, const struct sfs_index *prev,
 	}
 	idx->bounds = idx->bounds_heap;
 	idx->nbounds = nb;
+	idx->digests = idx->digests_heap;
 	return 0;
 }
 
@@ -543,7 +617,7 @@ int sfs_indexer_build(const struct sfs_indexer_opts *o,
 	for (i = 0; i < w.n; i++) {
 		ssize_t p = prev ? sfs_index_find(prev, w.items[i].path) : -1;
 
-		if (p >= 0 && reusable(&prev->shards[p], &w.items[i], o))
+		if (p >= 0 && reusable(prev, &prev->shards[p], &w.items[i], o))
 			w.items[i].prev = &prev->shards[p];
 		bytes += w.items[i].size;
 	}
@@ -559,7 +633,7 @@ int sfs_indexer_build(const struct sfs_indexer_opts *o,
 		rc = build_failed(&w, err);
 		goto out_free;
 	}
-	rc = assemble(&w, prev, idx, rep);
+	rc = assemble(&w, prev, idx, o->hash, rep);
 	if (rc) {
 		sfs_errorf(err, rc, "out of memory");
 		goto out_free;

@@ -658,13 +658,22 @@ static int source_map_build(struct source_map *sm, const struct sfs_index *idx,
 	p.jobs = calloc(idx->nshards + 1, sizeof(*p.jobs));
 	if (!sm->shard_at || !sm->dig || !p.jobs)
 		return sfs_errorf(err, -ENOMEM, "out of memory");
+	for (i = 0; i < idx->nshards; i++) {
+		sm->shard_at[i] = at;
+		at += idx->shards[i].nsamples;
+	}
+	/* an index built with hashes holds every sample's digest: no need
+	 * to read the source (--verify does, against the shard hashes) */
+	if (idx->digests) {
+		memcpy(sm->dig, idx->digests, sm->n * SFS_DIGEST_LEN);
+		free(p.jobs);
+		goto table;
+	}
 	p.n = idx->nshards;
 	for (i = 0; i < idx->nshards; i++) {
 		const struct sfs_shard *sh = &idx->shards[i];
 		char path[PATH_MAX];
 
-		sm->shard_at[i] = at;
-		at += sh->nsamples;
 		p.jobs[i].reader = i;
 		p.jobs[i].ops = sh->nmembers ? NULL : sh->format;
 		snprintf(path, sizeof(path), "%s/%s", idx->source, sh->path);
@@ -704,6 +713,7 @@ static int source_map_build(struct source_map *sm, const struct sfs_index *idx,
 	jobs_free(p.jobs, p.n);
 	if (rc)
 		return rc;
+table:
 	for (sm->mask = 1; sm->mask < 2 * sm->n + 2; sm->mask <<= 1)
 		;
 	sm->table = calloc(sm->mask, sizeof(*sm->table));

@@ -80,6 +80,27 @@ static void test_index_round_trip(void **state)
 		assert_memory_equal(a->digest, b->digest, SFS_DIGEST_LEN);
 	}
 	assert_int_equal(sfs_index_check_source(back, NULL, &err), 0);
+
+	/* every sample's digest, as a loader would read it: a line without
+	 * its newline; a tar sample's members (path, NUL, size, data) */
+	assert_non_null(back->digests);
+	sfs_digest_buf("{}", 2, want);
+	assert_memory_equal(back->digests, want, SFS_DIGEST_LEN);
+	assert_memory_equal(back->digests + 2 * SFS_DIGEST_LEN, want,
+			    SFS_DIGEST_LEN);
+	{
+		static const unsigned char k1[] = "k1.jpg\0\3\0\0\0\0\0\0\0"
+						  "111"
+						  "k1.cls\0\1\0\0\0\0\0\0\0"
+						  "1";
+
+		assert_int_equal(back->shards[1].first_sample, 3);
+		sfs_digest_buf(k1, sizeof(k1) - 1, want);
+		assert_memory_equal(back->digests + 3 * SFS_DIGEST_LEN, want,
+				    SFS_DIGEST_LEN);
+	}
+	assert_memory_equal(back->digests, idx->digests,
+			    idx->nsamples * SFS_DIGEST_LEN);
 	sfs_index_free(back);
 	sfs_index_free(idx);
 	sfs_indexer_report_clear(&rep);
@@ -104,6 +125,10 @@ static void test_index_refresh_reuses_unchanged(void **state)
 	assert_memory_equal(sfs_index_bounds(second, &second->shards[1]),
 			    sfs_index_bounds(first, &first->shards[1]),
 			    3 * sizeof(uint64_t));
+	/* the reused shard keeps its sample digests, now at samples 4.. */
+	assert_memory_equal(second->digests + 4 * SFS_DIGEST_LEN,
+			    first->digests + 3 * SFS_DIGEST_LEN,
+			    2 * SFS_DIGEST_LEN);
 	sfs_indexer_report_clear(&rep);
 	sfs_index_free(first);
 	sfs_index_free(second);
@@ -160,8 +185,7 @@ static void expect_damage(const char *file, long off, const char *bytes,
 		char *p;
 
 		buf_put(&m, "", 1);
-		p = strstr((char *)m.p, "samples-");
-
+		p = strstr((char *)m.p, file);
 		assert_non_null(p);
 		snprintf(table, sizeof(table), "%s/.shardfs/%.28s", idx->source,
 			 p);
@@ -189,7 +213,7 @@ static void expect_damage(const char *file, long off, const char *bytes,
 static void test_index_damaged_manifest(void **state)
 {
 	(void)state;
-	/* a changed digit keeps valid JSON but breaks the checksum */
+	/* cut short: no longer JSON */
 	expect_damage(
 		"manifest.json", 0, NULL, 40,
 		"%s: not valid JSON at line 4, column 7 (premature end of input near '\"file'); the index is damaged: rebuild it with shardfs-index");
@@ -199,11 +223,17 @@ static void test_index_damaged_table(void **state)
 {
 	(void)state;
 	expect_damage(
-		"table", 70, "X", -1,
+		"samples-", 70, "X", -1,
 		"%s: its contents do not match their checksum; the index is damaged: rebuild it with shardfs-index");
 	expect_damage(
-		"table", 0, NULL, 70,
+		"samples-", 0, NULL, 70,
 		"%s: truncated or of the wrong length for its manifest; the index is damaged: rebuild it with shardfs-index");
+	expect_damage(
+		"digests-", 100, "X", -1,
+		"%s: its contents do not match their checksum; the index is damaged: rebuild it with shardfs-index");
+	expect_damage(
+		"digests-", 0, "SFSBND01", -1,
+		"%s: not a shardfs sample digest table of version 1; the index is damaged: rebuild it with shardfs-index");
 }
 
 static void test_index_checksum_of_manifest(void **state)
