@@ -26,12 +26,20 @@
 
 struct sfs_shard;
 
+/* Called once per sample read, in order, with its digest (see samples). */
+typedef int (*sfs_sample_fn)(void *arg, uint64_t sample,
+			     const unsigned char digest[32]);
+
 /* What the caller knows about the shard being scanned (all borrowed). */
 struct sfs_scan_in {
 	int fd; /* open for reading, any file position */
 	const char *path; /* as shown in messages */
 	uint64_t size; /* from fstat */
 	uint64_t declared; /* opaque shards: samples per shard, 0 = 1 */
+	/* when set, a driver that can also hands every sample's digest (as
+	 * samples does) to digest_fn in the same pass, and sets digested */
+	sfs_sample_fn digest_fn;
+	void *digest_arg;
 };
 
 /* What a scan learns.  bounds is heap memory the caller takes. */
@@ -41,11 +49,8 @@ struct sfs_scan {
 	uint64_t *bounds; /* nsamples + 1 entries when sliceable */
 	uint64_t prefix_len; /* bytes that start every slice */
 	bool newline_missing; /* the last line lacks its '\n' (jsonl) */
+	bool digested; /* digest_fn had every sample */
 };
-
-/* Called once per sample read, in order, with its digest (see samples). */
-typedef int (*sfs_sample_fn)(void *arg, uint64_t sample,
-			     const unsigned char digest[32]);
 
 struct sfs_format_ops {
 	const char *name; /* as in the index and in --format */

@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "format_i.h"
@@ -118,27 +119,73 @@ static int key_next(struct key *k, const char *path)
 	return 1;
 }
 
+/* Finish the sample being hashed, if any, and hand it to fn. */
+static int sample_done(const struct sfs_scan_in *in, struct sfs_digest *d,
+		       bool *open, uint64_t *n)
+{
+	unsigned char digest[SFS_DIGEST_LEN];
+
+	if (!*open)
+		return 0;
+	*open = false;
+	if (sfs_digest_final(d, digest))
+		return -EIO;
+	return in->digest_fn(in->digest_arg, (*n)++, digest);
+}
+
+/* Feed a member to the sample digest: path, NUL, size, data. */
+static int hash_member(struct archive *a, struct archive_entry *e,
+		       const char *name, struct sfs_digest *d,
+		       const struct sfs_scan_in *in, struct sfs_error *err)
+{
+	uint64_t size = (uint64_t)archive_entry_size(e);
+	unsigned char le[8];
+	const void *block;
+	la_int64_t at;
+	size_t len;
+	int i, r;
+
+	for (i = 0; i < 8; i++)
+		le[i] = (unsigned char)(size >> (8 * i));
+	sfs_digest_update(d, name, strlen(name) + 1);
+	sfs_digest_update(d, le, sizeof(le));
+	/* libarchive's own blocks: no copy */
+	while ((r = archive_read_data_block(a, &block, &len, &at)) ==
+	       ARCHIVE_OK)
+		sfs_digest_update(d, block, len);
+	if (r != ARCHIVE_EOF)
+		return sfs_errorf(err, -EINVAL,
+				  "%s: tar member \"%s\" cannot be read: %s",
+				  in->path, name, archive_error_string(a));
+	return 0;
+}
+
 static int tar_scan(const struct sfs_scan_in *in, struct sfs_scan *out,
 		    struct sfs_error *err)
 {
 	struct archive *a;
 	struct archive_entry *e;
+	struct sfs_digest *d = NULL;
 	struct key key = { 0 };
 	size_t cap = 0;
 	uint64_t pending = UINT64_MAX; /* first unassigned directory member */
-	uint64_t data_end = 0, nmembers = 0;
-	bool compressed;
+	uint64_t data_end = 0, nmembers = 0, ndigests = 0;
+	bool compressed, open = false;
 	int rc, r;
 
-	rc = global_prefix(in, &out->prefix_len, err);
-	if (rc)
-		return rc;
-	if (lseek(in->fd, 0, SEEK_SET) < 0)
-		return sfs_errorf(err, -EIO, "%s: cannot seek: %s", in->path,
-				  strerror(errno));
-	a = archive_read_new();
-	if (!a)
+	if (in->digest_fn && !(d = sfs_digest_new()))
 		return sfs_errorf(err, -ENOMEM, "%s: out of memory", in->path);
+	rc = global_prefix(in, &out->prefix_len, err);
+	if (!rc && lseek(in->fd, 0, SEEK_SET) < 0)
+		rc = sfs_errorf(err, -EIO, "%s: cannot seek: %s", in->path,
+				strerror(errno));
+	a = rc ? NULL : archive_read_new();
+	if (!a) {
+		sfs_digest_free(d);
+		return rc ? rc :
+			    sfs_errorf(err, -ENOMEM, "%s: out of memory",
+				       in->path);
+	}
 	archive_read_support_filter_all(a);
 	archive_read_support_format_tar(a);
 	if (archive_read_open_fd(a, in->fd, READ_BLOCK) != ARCHIVE_OK) {
@@ -203,8 +250,20 @@ static int tar_scan(const struct sfs_scan_in *in, struct sfs_scan *out,
 				goto out_free;
 			}
 			out->nsamples++;
+			if (d && (rc = sample_done(in, d, &open, &ndigests)))
+				goto out_free;
 		}
 		pending = UINT64_MAX;
+		if (d) {
+			open = true;
+			rc = hash_member(a, e,
+					 archive_entry_pathname(e) ?
+						 archive_entry_pathname(e) :
+						 "",
+					 d, in, err);
+			if (rc)
+				goto out_free;
+		}
 	}
 	if (r != ARCHIVE_EOF) {
 		/* libarchive forgets the position once it fails: the bad
@@ -229,6 +288,9 @@ static int tar_scan(const struct sfs_scan_in *in, struct sfs_scan *out,
 				archive_error_string(a));
 		goto out_free;
 	}
+	if (d && (rc = sample_done(in, d, &open, &ndigests)))
+		goto out_free;
+	out->digested = d != NULL;
 	out->sliceable = !compressed;
 	if (compressed) {
 		free(out->bounds);
@@ -244,98 +306,27 @@ static int tar_scan(const struct sfs_scan_in *in, struct sfs_scan *out,
 	rc = 0;
 out_free:
 	free(key.buf);
+	sfs_digest_free(d);
 	archive_read_free(a);
 	return rc;
 }
 
-/* Finish the sample being hashed, if any, and hand it to fn. */
-static int sample_done(struct sfs_digest *d, bool *open, uint64_t *n,
-		       sfs_sample_fn fn, void *arg)
-{
-	unsigned char digest[SFS_DIGEST_LEN];
-
-	if (!*open)
-		return 0;
-	*open = false;
-	if (sfs_digest_final(d, digest))
-		return -EIO;
-	return fn(arg, (*n)++, digest);
-}
-
+/* A loader's view of a tar: the scan, hashing as it goes. */
 static int tar_samples(int fd, const char *path, sfs_sample_fn fn, void *arg,
 		       struct sfs_error *err)
 {
-	struct archive *a = archive_read_new();
-	struct sfs_digest *d = sfs_digest_new();
-	struct archive_entry *e;
-	struct key key = { 0 };
-	bool open = false;
-	uint64_t n = 0, members = 0;
-	int r, rc = 0;
+	struct sfs_scan_in in = {
+		.fd = fd, .path = path, .digest_fn = fn, .digest_arg = arg
+	};
+	struct sfs_scan out = { 0 };
+	struct stat st;
+	int rc;
 
-	if (!a || !d) {
-		rc = sfs_errorf(err, -ENOMEM, "%s: out of memory", path);
-		goto out_free;
-	}
-	archive_read_support_filter_all(a);
-	archive_read_support_format_tar(a);
-	if (lseek(fd, 0, SEEK_SET) < 0 ||
-	    archive_read_open_fd(a, fd, READ_BLOCK) != ARCHIVE_OK) {
-		rc = sfs_errorf(err, -EINVAL, "%s: not a tar archive (%s)",
-				path, archive_error_string(a));
-		goto out_free;
-	}
-	while (!rc && ((r = archive_read_next_header(a, &e)) == ARCHIVE_OK ||
-		       r == ARCHIVE_WARN)) {
-		const char *name = archive_entry_pathname(e);
-		unsigned char size[8];
-		const void *block;
-		size_t len;
-		la_int64_t at;
-		int i, isnew, got;
-
-		members++;
-		if (archive_entry_filetype(e) == AE_IFDIR)
-			continue;
-		name = name ? name : "";
-		isnew = key_next(&key, name);
-		if (isnew < 0) {
-			rc = sfs_errorf(err, -ENOMEM, "%s: out of memory",
-					path);
-			break;
-		}
-		if (isnew)
-			rc = sample_done(d, &open, &n, fn, arg);
-		open = true;
-		for (i = 0; i < 8; i++)
-			size[i] = (unsigned char)((uint64_t)archive_entry_size(
-							  e) >>
-						  (8 * i));
-		sfs_digest_update(d, name, strlen(name) + 1);
-		sfs_digest_update(d, size, sizeof(size));
-		/* hash libarchive's own blocks: no copy */
-		while (!rc &&
-		       (got = archive_read_data_block(a, &block, &len, &at)) ==
-			       ARCHIVE_OK)
-			sfs_digest_update(d, block, len);
-		if (!rc && got != ARCHIVE_EOF)
-			rc = sfs_errorf(
-				err, -EINVAL,
-				"%s: tar member %llu (\"%s\") cannot be read: %s",
-				path, (unsigned long long)members, name,
-				archive_error_string(a));
-	}
-	if (!rc && r != ARCHIVE_EOF)
-		rc = sfs_errorf(err, -EINVAL,
-				"%s: malformed tar after member %llu (%s)",
-				path, (unsigned long long)members,
-				archive_error_string(a));
-	if (!rc)
-		rc = sample_done(d, &open, &n, fn, arg);
-out_free:
-	free(key.buf);
-	sfs_digest_free(d);
-	archive_read_free(a);
+	if (fstat(fd, &st) < 0)
+		return sfs_errorf(err, -EIO, "%s: %s", path, strerror(errno));
+	in.size = (uint64_t)st.st_size;
+	rc = tar_scan(&in, &out, err);
+	free(out.bounds);
 	return rc;
 }
 

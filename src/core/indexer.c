@@ -321,8 +321,18 @@ static int collect_digest(void *arg, uint64_t sample,
 {
 	struct item *it = arg;
 
-	if (sample >= it->scan.nsamples)
+	if (sample != it->nsdig)
 		return -ERANGE;
+	/* grow by doubling: capacity is the next power of two */
+	if (!(it->nsdig & (it->nsdig - 1))) {
+		unsigned char *n =
+			realloc(it->sdig, (it->nsdig ? 2 * it->nsdig : 1) *
+						  SFS_DIGEST_LEN);
+
+		if (!n)
+			return -ENOMEM;
+		it->sdig = n;
+	}
 	memcpy(it->sdig + sample * SFS_DIGEST_LEN, d, SFS_DIGEST_LEN);
 	it->nsdig++;
 	return 0;
@@ -331,35 +341,37 @@ static int collect_digest(void *arg, uint64_t sample,
 /*
  * The digest of every sample, as the auditor will compute it from what a
  * loader reads (format.h's samples op), so that it need not read the
- * source again.  A sample of several files is its files' bytes: the item's
- * digest; an opaque file is one unit: every sample gets the file's digest.
+ * source again; drivers that can do it during the scan already have.  A
+ * sample of several files is its files' bytes: the item's digest; an
+ * opaque file is one unit: every sample gets the file's digest.
  */
 static int sample_digests(struct item *it, int fd, struct sfs_error *e)
 {
 	uint64_t n = it->scan.nsamples, k;
 	int rc = 0;
 
-	it->sdig = malloc(n * SFS_DIGEST_LEN + 1);
-	if (!it->sdig)
-		return sfs_errorf(e, -ENOMEM, "%s: out of memory", it->path);
-	if (it->ops == &sfs_format_files || it->nmembers) {
+	if (it->ops == &sfs_format_files || it->nmembers ||
+	    it->ops == &sfs_format_opaque) {
+		it->sdig = malloc(n * SFS_DIGEST_LEN + 1);
+		if (!it->sdig)
+			return sfs_errorf(e, -ENOMEM, "%s: out of memory",
+					  it->path);
 		for (k = 0; k < n; k++)
 			memcpy(it->sdig + k * SFS_DIGEST_LEN, it->digest,
 			       SFS_DIGEST_LEN);
+		it->nsdig = n;
 		return 0;
 	}
-	rc = it->ops->samples(fd, it->path, collect_digest, it, e);
-	if (!rc && it->ops == &sfs_format_opaque && it->nsdig == 1) {
-		for (k = 1; k < n; k++)
-			memcpy(it->sdig + k * SFS_DIGEST_LEN, it->sdig,
-			       SFS_DIGEST_LEN);
-		it->nsdig = n;
-	}
+	if (!it->scan.digested)
+		rc = it->ops->samples(fd, it->path, collect_digest, it, e);
+	if (rc == -ENOMEM)
+		return sfs_errorf(e, rc, "%s: out of memory", it->path);
 	if (rc == -ERANGE || (!rc && it->nsdig != n))
 		rc = sfs_errorf(
 			e, -EINVAL,
-			"%s: its headers hold %llu samples, reading it gives %s; the shard is malformed",
-			it->path, (unsigned long long)n, rc ? "more" : "fewer");
+			"%s: its headers hold %llu samples, reading it gives %llu; the shard is malformed",
+			it->path, (unsigned long long)n,
+			(unsigned long long)it->nsdig);
 	return rc;
 }
 
@@ -388,6 +400,10 @@ static void build_one(struct job *j, size_t i, struct sfs_digest *d)
 	it->mtime_ns = sfs_mtime_ns(&st);
 	in.fd = fd;
 	in.size = it->size;
+	if (j->o->hash) {
+		in.digest_fn = collect_digest;
+		in.digest_arg = it;
+	}
 	rc = sfs_format_scan(it->ops, &in, &it->scan, &e);
 	if (!rc && j->o->hash) {
 		rc = hash_item(j, it, fd, d, &e);
