@@ -101,6 +101,16 @@ expect_eq "stale index: exit 1" "$?" 1
 [[ "$out" == *"cannot be read: "*"Input/output error"* ]] && ok || bad "stale index: unreadable file not named: $out"
 unmount_view "$M"
 
+# a progress line on a terminal; epochs=N mounts are refused
+mount_view "$T/jsonl" "$M" world=2 || bad "mount for progress"
+out=$(script -qec "shardfs-check view '$M'" /dev/null | tr '\r' '\n' | grep -c '^shardfs-check: reading view files ')
+[ "$out" -ge 1 ] && ok || bad "no progress line on a terminal"
+unmount_view "$M"
+mount_view "$T/jsonl" "$M" world=2,epochs=2 || bad "mount epochs=2"
+expect_run "epochs=2 refused" 2 "shardfs-check: $M is mounted with epochs=2: the auditor checks one epoch per mount; mount with epochs=1" \
+	-- shardfs-check view "$M"
+unmount_view "$M"
+
 expect_run "not a view" 2 "shardfs-check: $T/tar/.shardfs/status: cannot read the view's status (unable to open $T/tar/.shardfs/status: No such file or directory); is a shardfs view mounted there?" \
 	-- shardfs-check view "$T/tar"
 echo '{}' > "$T/bad.json"
