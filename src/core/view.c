@@ -368,7 +368,8 @@ void sfs_view_free(struct sfs_view *v)
 	free(v);
 }
 
-int64_t sfs_view_lookup(const struct sfs_view *v, uint32_t dir,
+/* The position of name among dir's children, or -1. */
+static int64_t child_at(const struct sfs_view *v, uint32_t dir,
 			const char *name)
 {
 	const struct sfs_view_node *d = &v->nodes[dir];
@@ -379,17 +380,58 @@ int64_t sfs_view_lookup(const struct sfs_view *v, uint32_t dir,
 	hi = d->nchildren;
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
-		uint32_t c = v->children[d->first_child + mid];
-		int cmp = strcmp(v->nodes[c].name, name);
+		int cmp = strcmp(
+			v->nodes[v->children[d->first_child + mid]].name, name);
 
 		if (cmp == 0)
-			return c;
+			return mid;
 		if (cmp < 0)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
 	return -1;
+}
+
+int64_t sfs_view_lookup(const struct sfs_view *v, uint32_t dir,
+			const char *name)
+{
+	int64_t at = child_at(v, dir, name);
+
+	if (at < 0)
+		return -1;
+	return v->children[v->nodes[dir].first_child + at];
+}
+
+int64_t sfs_view_next(const struct sfs_view *v, uint32_t node)
+{
+	const struct sfs_view_node *d = &v->nodes[v->nodes[node].parent];
+	int64_t at;
+
+	if (node == 0)
+		return -1;
+	at = child_at(v, v->nodes[node].parent, v->nodes[node].name);
+	if (at < 0 || at + 1 >= d->nchildren)
+		return -1;
+	return v->children[d->first_child + at + 1];
+}
+
+void sfs_view_first_range(const struct sfs_view *v,
+			  const struct sfs_view_node *n, uint64_t *off,
+			  uint64_t *len)
+{
+	const struct sfs_plan_file *f = sfs_view_file(v, n);
+	const struct sfs_shard *sh = &v->idx->shards[f->shard];
+	const struct sfs_run *r = &v->plans[n->plan]->runs[f->run_at];
+	const uint64_t *b;
+
+	*off = 0;
+	*len = n->member ? sh->members[n->member - 1].size : sh->size;
+	if (f->whole || n->member || !sfs_shard_sliceable(sh))
+		return;
+	b = sfs_index_bounds(v->idx, sh);
+	*off = b[r->first];
+	*len = b[r->first + r->count] - *off;
 }
 
 const struct sfs_plan_file *sfs_view_file(const struct sfs_view *v,

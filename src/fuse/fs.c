@@ -243,6 +243,8 @@ static char *control_text(struct fs *fs, fuse_ino_t ino)
 		return status_json(fs);
 	case FS_INO_PLAN:
 		vr = view_get(fs, FS_INO_ROOT, &node);
+		if (!vr)
+			return NULL;
 		s = plan_json(fs, vr);
 		s = s ? strdup(s) : NULL;
 		view_unref(fs, vr);
@@ -265,11 +267,22 @@ static int control_stat(struct fs *fs, fuse_ino_t ino, struct stat *st)
 		st->st_nlink = 2;
 		return 0;
 	}
+	st->st_mode = S_IFREG | (ino == FS_INO_EPOCH ? 0644 : 0444);
+	st->st_nlink = 1;
+	if (ino == FS_INO_PLAN) {
+		/* built once per view: its length without a copy */
+		struct view_ref *vr =
+			view_get(fs, FS_INO_ROOT, &(uint32_t){ 0 });
+		const char *plan = vr ? plan_json(fs, vr) : NULL;
+
+		st->st_size = plan ? (off_t)strlen(plan) : 0;
+		if (vr)
+			view_unref(fs, vr);
+		return plan ? 0 : -ENOMEM;
+	}
 	text = control_text(fs, ino);
 	if (!text)
 		return -ENOMEM;
-	st->st_mode = S_IFREG | (ino == FS_INO_EPOCH ? 0644 : 0444);
-	st->st_nlink = 1;
 	st->st_size = (off_t)strlen(text);
 	free(text);
 	return 0;
@@ -576,38 +589,20 @@ static void prefetch_next(struct fs *fs, const struct view_ref *vr,
 			  uint32_t node)
 {
 	const struct sfs_view *v = vr->v;
-	const struct sfs_view_node *n = &v->nodes[node];
-	const struct sfs_view_node *dir = &v->nodes[n->parent];
-	const struct sfs_view_node *next;
-	struct sfs_slice *slice = NULL;
+	int64_t next = sfs_view_next(v, node);
+	const struct sfs_view_node *n;
 	struct fdcache_ent *e;
-	uint64_t size, off = 0, len;
+	uint64_t size, off, len;
 	int64_t mtime;
-	uint32_t i;
 	int rc;
 
-	for (i = 0; i + 1 < dir->nchildren; i++)
-		if (v->children[dir->first_child + i] == node)
-			break;
-	if (i + 1 >= dir->nchildren)
+	if (next < 0 || v->nodes[next].kind == SFS_NODE_DIR)
 		return;
-	next = &v->nodes[v->children[dir->first_child + i + 1]];
-	if (next->kind == SFS_NODE_DIR)
-		return;
-	node_source(v, next, &size, &mtime);
-	len = size;
-	if (next->kind == SFS_NODE_FILE &&
-	    !sfs_view_slice(v, next, &slice, NULL) && slice->nextents) {
-		for (i = 0; i < slice->nextents && slice->extents[i].mem; i++)
-			;
-		if (i < slice->nextents) {
-			off = slice->extents[i].src;
-			len = slice->extents[i].len;
-		}
-	}
-	sfs_slice_free(slice);
-	e = fdcache_get(&fs->fds, sfs_view_source_path(v, next), size, mtime,
-			&rc, NULL);
+	n = &v->nodes[next];
+	node_source(v, n, &size, &mtime);
+	sfs_view_first_range(v, n, &off, &len);
+	e = fdcache_get(&fs->fds, sfs_view_source_path(v, n), size, mtime, &rc,
+			NULL);
 	if (!e)
 		return;
 	posix_fadvise(e->fd, (off_t)off,
