@@ -95,6 +95,15 @@ int sfs_options_check(const struct sfs_options *o, struct sfs_error *err);
 int sfs_options_number(const char *key, const char *value, uint64_t min,
 		       uint64_t max, uint64_t *out, struct sfs_error *err);
 
+/*
+ * The epoch a write to .shardfs/epoch asks for: one decimal number, with
+ * blanks around it and a final newline allowed (`echo 3 > epoch`).
+ * Returns 0, or -EINVAL with a message for anything else (empty, signs,
+ * NUL bytes, two numbers, more than 2^64 - 1).
+ */
+int sfs_options_parse_epoch(const char *buf, size_t len, uint64_t *epoch,
+			    struct sfs_error *err);
+
 /* Names of the enum values, for output. */
 const char *sfs_shuffle_name(enum sfs_shuffle s);
 const char *sfs_remainder_name(enum sfs_remainder r);

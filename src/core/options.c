@@ -317,3 +317,23 @@ int sfs_options_check(const struct sfs_options *o, struct sfs_error *err)
 			o->plan.world - 1);
 	return 0;
 }
+
+int sfs_options_parse_epoch(const char *buf, size_t len, uint64_t *epoch,
+			    struct sfs_error *err)
+{
+	char text[32];
+	size_t a = 0, b = len;
+
+	while (a < b && (buf[a] == ' ' || buf[a] == '\t'))
+		a++;
+	while (b > a && (buf[b - 1] == '\n' || buf[b - 1] == ' ' ||
+			 buf[b - 1] == '\t' || buf[b - 1] == '\r'))
+		b--;
+	if (b - a >= sizeof(text) || memchr(buf + a, '\0', b - a))
+		return sfs_errorf(
+			err, -EINVAL,
+			"write one epoch number, e.g. echo 3 > .shardfs/epoch");
+	memcpy(text, buf + a, b - a);
+	text[b - a] = '\0';
+	return sfs_options_number("epoch", text, 0, UINT64_MAX, epoch, err);
+}

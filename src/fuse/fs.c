@@ -799,24 +799,6 @@ static void fs_release(fuse_req_t req, fuse_ino_t ino,
 
 /* ---- the control file ---- */
 
-static int parse_epoch(const char *buf, size_t size, uint64_t *epoch)
-{
-	char text[32];
-	size_t a = 0, b = size;
-	struct sfs_error err;
-
-	while (a < b && (buf[a] == ' ' || buf[a] == '\t'))
-		a++;
-	while (b > a && (buf[b - 1] == '\n' || buf[b - 1] == ' ' ||
-			 buf[b - 1] == '\t' || buf[b - 1] == '\r'))
-		b--;
-	if (b - a >= sizeof(text))
-		return -EINVAL;
-	memcpy(text, buf + a, b - a);
-	text[b - a] = '\0';
-	return sfs_options_number("epoch", text, 0, UINT64_MAX, epoch, &err);
-}
-
 static void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		     size_t size, off_t off, struct fuse_file_info *fi)
 {
@@ -830,9 +812,9 @@ static void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		fuse_reply_err(req, EROFS);
 		return;
 	}
-	if (off != 0 || parse_epoch(buf, size, &epoch)) {
-		fs_log(fs, LOG_WARNING,
-		       "refused a write to .shardfs/epoch: write one epoch number, e.g. echo 3 > .shardfs/epoch");
+	if (off != 0 || sfs_options_parse_epoch(buf, size, &epoch, &err)) {
+		fs_log(fs, LOG_WARNING, "refused a write to .shardfs/epoch: %s",
+		       off ? "write from the start of the file" : err.msg);
 		fuse_reply_err(req, EINVAL);
 		return;
 	}

@@ -115,6 +115,44 @@ static void test_options_failed_set_changes_nothing(void **state)
 	sfs_options_clear(&o);
 }
 
+static void expect_epoch(const char *buf, size_t len, int rc, uint64_t want,
+			 const char *msg)
+{
+	struct sfs_error err = { 0 };
+	uint64_t e = 12345;
+
+	assert_int_equal(sfs_options_parse_epoch(buf, len, &e, &err), rc);
+	assert_true(e == (rc ? 12345 : want));
+	assert_string_equal(err.msg, msg);
+}
+
+static void test_options_epoch_writes(void **state)
+{
+	(void)state;
+	expect_epoch("3\n", 2, 0, 3, "");
+	expect_epoch("  42 \r\n", 7, 0, 42, "");
+	expect_epoch("18446744073709551615", 20, 0, UINT64_MAX, "");
+	expect_epoch(
+		"abc\n", 4, -EINVAL, 0,
+		"epoch=abc is not a number: use an integer in 0..18446744073709551615");
+	expect_epoch(
+		"-1\n", 3, -EINVAL, 0,
+		"epoch=-1 is not a number: use an integer in 0..18446744073709551615");
+	expect_epoch(
+		"1 2\n", 4, -EINVAL, 0,
+		"epoch=1 2 is not a number: use an integer in 0..18446744073709551615");
+	expect_epoch(
+		"18446744073709551616\n", 21, -EINVAL, 0,
+		"epoch=18446744073709551616 is out of range: use an integer in 0..18446744073709551615");
+	expect_epoch(
+		"\n", 1, -EINVAL, 0,
+		"epoch= is empty: use an integer in 0..18446744073709551615");
+	expect_epoch("1\0"
+		     "9",
+		     3, -EINVAL, 0,
+		     "write one epoch number, e.g. echo 3 > .shardfs/epoch");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -122,6 +160,7 @@ int main(void)
 		cmocka_unit_test(test_options_bad_values),
 		cmocka_unit_test(test_options_rank_out_of_range),
 		cmocka_unit_test(test_options_failed_set_changes_nothing),
+		cmocka_unit_test(test_options_epoch_writes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
