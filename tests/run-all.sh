@@ -23,5 +23,8 @@ for variant in build build-asan; do
 		ctest --test-dir "$variant" --output-on-failure -j "$jobs"
 done
 
+echo "== fuzzing, a short bounded run (tests/fuzz/run.sh SECONDS for longer)"
+bash tests/fuzz/run.sh "${SHARDFS_FUZZ_SECONDS:-20}"
+
 echo "== the README's main job"
 bash tests/demo.sh
