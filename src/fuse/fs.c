@@ -108,11 +108,47 @@ static struct view_ref *view_get(struct fs *fs, fuse_ino_t ino, uint32_t *node)
 	return vr;
 }
 
+/* A view that stopped being current, and the kernel still to be told. */
+struct forget {
+	struct fs *fs;
+	struct view_ref *old;
+};
+
+/*
+ * The root keeps its inode number across epochs: tell the kernel that the
+ * names under it now lead elsewhere and to drop its pages, then let the
+ * old view go (it holds two references: current, and this one).
+ */
+static void *forget_old(void *arg)
+{
+	struct forget *f = arg;
+	struct fs *fs = f->fs;
+	const struct sfs_view *v = f->old->v;
+	const struct sfs_view_node *root = &v->nodes[0];
+	uint32_t i;
+
+	for (i = 0; fs->se && i < root->nchildren; i++) {
+		const char *name =
+			v->nodes[v->children[root->first_child + i]].name;
+
+		fuse_lowlevel_notify_inval_entry(fs->se, FS_INO_ROOT, name,
+						 strlen(name));
+	}
+	if (fs->se)
+		fuse_lowlevel_notify_inval_inode(fs->se, FS_INO_ROOT, 0, 0);
+	pthread_mutex_lock(&fs->lock);
+	view_unref_locked(fs, f->old);
+	view_unref_locked(fs, f->old);
+	pthread_mutex_unlock(&fs->lock);
+	free(f);
+	atomic_fetch_sub(&fs->forgetting, 1);
+	return NULL;
+}
+
 int fs_switch_epoch(struct fs *fs, uint64_t epoch, struct sfs_error *err)
 {
 	struct sfs_view_opts o;
 	struct view_ref *vr, *old;
-	uint32_t i;
 	int rc;
 
 	pthread_mutex_lock(&fs->switch_lock);
@@ -143,27 +179,29 @@ int fs_switch_epoch(struct fs *fs, uint64_t epoch, struct sfs_error *err)
 		old->refs++; /* kept until the kernel is told */
 	pthread_mutex_unlock(&fs->lock);
 	atomic_fetch_add(&fs->switches, 1);
-	if (old && fs->se) {
-		/* The root keeps its inode number: tell the kernel that the
-		 * names under it now lead elsewhere, and to drop its pages. */
-		const struct sfs_view_node *root = &old->v->nodes[0];
-
-		for (i = 0; i < root->nchildren; i++) {
-			const char *name =
-				old->v->nodes
-					[old->v->children[root->first_child + i]]
-						.name;
-
-			fuse_lowlevel_notify_inval_entry(fs->se, FS_INO_ROOT,
-							 name, strlen(name));
-		}
-		fuse_lowlevel_notify_inval_inode(fs->se, FS_INO_ROOT, 0, 0);
-	}
 	if (old) {
-		pthread_mutex_lock(&fs->lock);
-		view_unref_locked(fs, old); /* the notification's */
-		view_unref_locked(fs, old); /* no longer current */
-		pthread_mutex_unlock(&fs->lock);
+		struct forget *f = calloc(1, sizeof(*f));
+		pthread_t tid;
+
+		if (f) {
+			f->fs = fs;
+			f->old = old;
+		}
+		/* A single-threaded session cannot serve the lookups the
+		 * kernel may wait on while it invalidates: do it aside. */
+		if (f)
+			atomic_fetch_add(&fs->forgetting, 1);
+		if (f && fs->single && fs->se &&
+		    !pthread_create(&tid, NULL, forget_old, f)) {
+			pthread_detach(tid);
+		} else if (f) {
+			forget_old(f);
+		} else {
+			pthread_mutex_lock(&fs->lock);
+			view_unref_locked(fs, old);
+			view_unref_locked(fs, old);
+			pthread_mutex_unlock(&fs->lock);
+		}
 	}
 out:
 	pthread_mutex_unlock(&fs->switch_lock);
@@ -172,6 +210,8 @@ out:
 
 void fs_release_views(struct fs *fs)
 {
+	while (atomic_load(&fs->forgetting))
+		usleep(1000);
 	pthread_mutex_lock(&fs->lock);
 	if (fs->current)
 		view_unref_locked(fs, fs->current);

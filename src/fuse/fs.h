@@ -48,6 +48,7 @@ struct fs {
 					 * the current view (fs.lock) */
 	bool foreground;
 	bool prefetch;
+	bool single; /* single-threaded session loop */
 	size_t splice_max; /* larger replies are copied: libfuse's
 					 * pipe cannot hold them */
 	int srcfd;
@@ -64,6 +65,7 @@ struct fs {
 	struct fdcache fds;
 
 	atomic_uint_fast64_t opens, reads, bytes, errors, switches;
+	atomic_int forgetting; /* invalidations still running aside */
 };
 
 extern const struct fuse_lowlevel_ops fs_ops;
@@ -79,7 +81,10 @@ void fs_log(struct fs *fs, int prio, const char *fmt, ...)
  */
 int fs_switch_epoch(struct fs *fs, uint64_t epoch, struct sfs_error *err);
 
-/* Drop every view; called once the session has ended. */
+/*
+ * Drop every view; called once the session loop has ended (it waits for
+ * invalidations still running, which use the session).
+ */
 void fs_release_views(struct fs *fs);
 
 #endif

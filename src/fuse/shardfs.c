@@ -353,6 +353,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	fs.foreground = a.foreground;
+	fs.single = a.single;
 	fs.uid = getuid();
 	fs.gid = getgid();
 	fs.mounted = time(NULL);
@@ -412,6 +413,7 @@ int main(int argc, char **argv)
 		fuse_loop_cfg_destroy(cfg);
 	}
 	fs_log(&fs, LOG_INFO, "unmounting %s", a.mnt);
+	fs_release_views(&fs);
 out_unmount:
 	fuse_session_unmount(fs.se);
 out_signals:

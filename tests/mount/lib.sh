@@ -20,14 +20,15 @@ unmount_all() {
 }
 trap unmount_all EXIT
 
-# mount_view SRC MNT [OPTIONS]: mount, and wait until it answers
+# mount_view SRC MNT [OPTIONS]: mount, and wait until it answers;
+# $DAEMON_FLAGS are added to the daemon's command line (e.g. -s)
 mount_view() {
 	local i
 	mkdir -p "$2"
 	mounts+=("$2")
 	nlog=$((nlog + 1))
 	daemon_log[$2]=$T/daemon-$nlog.log
-	shardfs "$1" "$2" -f ${3:+-o "$3"} 2>"${daemon_log[$2]}" &
+	shardfs "$1" "$2" -f ${DAEMON_FLAGS:-} ${3:+-o "$3"} 2>"${daemon_log[$2]}" &
 	daemon_pid[$2]=$!
 	for i in $(seq 200); do
 		mountpoint -q "$2" && return 0

@@ -170,6 +170,19 @@ mount_view "$T/tar" "$M" world=2,workers=2,symlinks=0 || bad "mount symlinks=0"
 expect_eq "symlinks=0: no links" "$(find "$M" -type l | wc -l)" 0
 unmount_view "$M"
 
+# single-threaded: epoch switches while another process keeps listing
+DAEMON_FLAGS=-s mount_view "$T/tar" "$M" world=2,workers=2 || bad "mount -s"
+( for i in $(seq 200); do ls "$M" "$M"/0/0 > /dev/null 2>&1; done ) &
+lister=$!
+for e in 1 2 3 4 5 6 7 8; do
+	timeout 10 bash -c "echo $e > '$M/.shardfs/epoch'" || bad "-s: epoch switch $e hung or failed"
+done
+wait "$lister"
+expect_eq "-s: the last epoch is served" "$(cat "$M/.shardfs/epoch")" 8
+out=$(python3 "$check" "$M" tar)
+expect_eq "-s: view = plan after switches" "$?" 0 || echo "$out" >&2
+unmount_view "$M"
+
 # no index: built in memory, with a warning, nothing written to the source
 cp -r "$T/jsonl" "$T/noindex" && rm -rf "$T/noindex/.shardfs"
 mount_view "$T/noindex" "$M" world=2 || bad "mount without an index"
