@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# mount(8) and fstab: `mount -t shardfs`, `mount -t fuse.shardfs`, an fstab
+# line in a scratch fstab (mount -T), umount, and the daemon's messages
+# through mount(8).  mount(8) finds helpers only on fixed paths, so the
+# build is installed (cmake --install: /usr/local/bin and /sbin) and the
+# installed files are removed again when the test ends.
+. "$(dirname "$0")/lib.sh"
+
+cmake --install "$BUILD" --prefix /usr/local > /dev/null
+installed=$(cat "$BUILD/install_manifest.txt")
+trap 'unmount_all; echo "$installed" | xargs rm -f' EXIT
+
+shardfs-mkdata "$T/src" --format tar --shards 6 --samples 5-20 --seed 31 > /dev/null
+shardfs-index "$T/src" --quiet
+M=$T/mnt
+mkdir -p "$M"
+mounts+=("$M")
+
+# mount -t shardfs (mount.shardfs in /sbin)
+mount -t shardfs "$T/src" "$M" -o world=2,workers=2,rank=0,1
+expect_eq "mount -t shardfs: mounted" "$?:$(grep -c " $M fuse.shardfs " /proc/mounts)" "0:1"
+expect_eq "mount -t shardfs: the view" "$(ls "$M" | tr '\n' ' ')" "0 1 "
+out=$(python3 "$TESTS/mount/check_view.py" "$M" tar)
+expect_eq "mount -t shardfs: view = plan" "$?" 0 || echo "$out" >&2
+umount "$M"
+mountpoint -q "$M" && bad "umount left it mounted" || ok
+
+# mount -t fuse.shardfs (mount.fuse3 runs shardfs from PATH)
+mount -t fuse.shardfs "$T/src" "$M" -o world=3,rank=2
+expect_eq "mount -t fuse.shardfs: the view" "$?:$(ls "$M" | tr '\n' ' ')" "0:2 "
+umount "$M"
+mountpoint -q "$M" && bad "umount left it mounted" || ok
+
+# fstab: noauto and systemd's options accepted; mount MNT, mount -a
+printf '%s %s fuse.shardfs world=2,workers=3,noauto,_netdev,x-systemd.automount,nofail 0 0\n' \
+	"$T/src" "$M" > "$T/fstab"
+mount -T "$T/fstab" "$M"
+expect_eq "fstab: mount MNT" "$?:$(ls "$M/1" | tr '\n' ' ')" "0:0 1 2 "
+umount "$M"
+printf '%s %s shardfs world=2,_netdev 0 0\n' "$T/src" "$M" > "$T/fstab"
+mount -T "$T/fstab" -a
+expect_eq "fstab: mount -a" "$?:$(ls "$M" | tr '\n' ' ')" "0:0 1 "
+umount "$M"
+mountpoint -q "$M" && bad "umount left it mounted" || ok
+
+# bad options: the daemon's message, through mount(8)
+for t in shardfs fuse.shardfs; do
+	out=$(mount -t "$t" "$T/src" "$M" -o world=0 2>&1)
+	rc=$?
+	[ "$rc" -ne 0 ] && [[ "$out" == *"shardfs: world=0 is out of range: use an integer in 1..65536"* ]] && ok ||
+		bad "mount -t $t -o world=0: status $rc, message: $out"
+	mountpoint -q "$M" && bad "mount -t $t mounted a bad option" || ok
+done
+out=$(mount -t shardfs "$T/src" "$M" -o world=2,rank=5 2>&1)
+[[ "$out" == *"shardfs: rank=5 is out of range for world=2: ranks are 0..1"* ]] && ok || bad "rank=5 through mount(8): $out"
+finish
