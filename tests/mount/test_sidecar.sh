@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# The sidecar entrypoint in a private mount namespace per case (unshare -m:
+# whatever it mounts goes with the namespace): the environment of each kind
+# of pod gives the right rank directories to a second process in the same
+# namespace; SIGTERM unmounts and exits 0; each broken environment gives
+# its one-line message.
+. "$(dirname "$0")/lib.sh"
+sidecar="$TESTS/../mount-helpers/shardfs-sidecar"
+
+shardfs-mkdata "$T/src" --format tar --shards 6 --samples 5-20 --seed 41 > /dev/null
+shardfs-index "$T/src" --quiet
+mkdir -p "$T/noindex" && cp "$T"/src/*.tar "$T/noindex/"
+
+# in_ns SHARED ENV...: run the sidecar in a new mount namespace whose
+# $T/ns is a tmpfs (shared when SHARED=1); print what a second process
+# there sees, then SIGTERM it; prints "ls: ...", "exit=N", "mounted=N"
+in_ns() {
+	local shared=$1
+	shift
+	unshare -m --propagation private env "$@" PATH="$PATH" T="$T" S="$sidecar" SHARED="$shared" bash -c '
+		mkdir -p "$T/ns" && mount -t tmpfs ns "$T/ns"
+		[ "$SHARED" = 1 ] && mount --make-shared "$T/ns"
+		export SHARDFS_MOUNT=$T/ns/data SHARDFS_READY_FILE=$T/ns/ready
+		bash "$S" 2> "$T/ns.log" &
+		pid=$!
+		for i in $(seq 100); do [ -f "$T/ns/ready" ] && break; kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+		if [ -f "$T/ns/ready" ]; then
+			echo "ls: $(ls "$T/ns/data" | tr "\n" " ")"
+			kill -TERM $pid
+		fi
+		wait $pid
+		echo "exit=$?"
+		echo "mounted=$(grep -c " $T/ns/data " /proc/mounts)"
+		tail -1 "$T/ns.log" >&2
+		umount -l "$T/ns"'
+}
+
+src=(SHARDFS_SOURCE="$T/src" SHARDFS_WORKERS=2)
+expect_eq "torchrun: RANK, WORLD_SIZE" "$(in_ns 1 "${src[@]}" RANK=1 WORLD_SIZE=4 2>/dev/null)" \
+	"ls: 1 
+exit=0
+mounted=0"
+expect_eq "a node: NODE_RANK, LOCAL_WORLD_SIZE" "$(in_ns 1 "${src[@]}" NODE_RANK=1 LOCAL_WORLD_SIZE=2 WORLD_SIZE=4 2>/dev/null)" \
+	"ls: 2 3 
+exit=0
+mounted=0"
+expect_eq "a node: NPROC_PER_NODE, NNODES" "$(in_ns 1 "${src[@]}" NODE_RANK=0 NPROC_PER_NODE=3 NNODES=2 2>/dev/null)" \
+	"ls: 0 1 2 
+exit=0
+mounted=0"
+expect_eq "Indexed Job: JOB_COMPLETION_INDEX" "$(in_ns 1 "${src[@]}" JOB_COMPLETION_INDEX=2 SHARDFS_WORLD=3 2>/dev/null)" \
+	"ls: 2 
+exit=0
+mounted=0"
+expect_eq "SHARDFS_* win" "$(in_ns 1 "${src[@]}" RANK=3 WORLD_SIZE=4 SHARDFS_RANK=0 SHARDFS_WORLD=2 2>/dev/null)" \
+	"ls: 0 
+exit=0
+mounted=0"
+
+# broken environments: one line each, exit 1, nothing mounted
+broken() {
+	local name=$1 shared=$2 want=$3
+	shift 3
+	got=$(in_ns "$shared" "$@" 2>&1)
+	expect_eq "$name" "$got" "exit=1
+mounted=0
+shardfs-sidecar: $want"
+}
+broken "no source" 1 "SHARDFS_SOURCE=$T/none does not exist: mount the dataset volume into the sidecar at $T/none" \
+	SHARDFS_SOURCE="$T/none" RANK=0 WORLD_SIZE=1
+broken "no rank" 1 "no rank: set SHARDFS_RANK, or run under a launcher that sets RANK, NODE_RANK with LOCAL_WORLD_SIZE, or JOB_COMPLETION_INDEX" \
+	SHARDFS_SOURCE="$T/src"
+broken "no world" 1 "no world size for rank 2: set SHARDFS_WORLD (or WORLD_SIZE, or NNODES with NODE_RANK)" \
+	SHARDFS_SOURCE="$T/src" JOB_COMPLETION_INDEX=2
+broken "not shared" 0 "$T/ns/data is on $T/ns, which is not a shared mount (private): set mountPropagation: Bidirectional on the sidecar's volumeMount (and HostToContainer on the trainer's)" \
+	SHARDFS_SOURCE="$T/src" RANK=0 WORLD_SIZE=1
+broken "no index" 1 "no index at $T/noindex/.shardfs/manifest.json after 1s: run the index Job first (k8s/index-job.yaml) or raise SHARDFS_INDEX_TIMEOUT" \
+	SHARDFS_SOURCE="$T/noindex" RANK=0 WORLD_SIZE=1 SHARDFS_INDEX_TIMEOUT=1
+broken "bad option" 1 "the view did not come up (shardfs exited with status 1; its message is above)" \
+	SHARDFS_SOURCE="$T/src" RANK=5 WORLD_SIZE=2
+got=$(unshare -m --propagation private env PATH="$PATH" T="$T" S="$sidecar" bash -c '
+	mount -t tmpfs nodev /dev
+	SHARDFS_SOURCE=$T/src RANK=0 WORLD_SIZE=1 bash "$S"; echo "exit=$?"' 2>&1)
+expect_eq "no /dev/fuse" "$got" "shardfs-sidecar: /dev/fuse is missing: give the container the device (securityContext.privileged: true, or a /dev/fuse device plugin)
+exit=1"
+finish
