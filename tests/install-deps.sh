@@ -11,6 +11,8 @@ for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
 		missing+=("$p")
 done
+# node and npm (the manifests' schema check) from wherever they come
+command -v node > /dev/null && command -v npm > /dev/null || missing+=(nodejs npm)
 if [ ${#missing[@]} -gt 0 ]; then
 	[ "$(id -u)" -eq 0 ] || { echo "install-deps: run as root to install: ${missing[*]}" >&2; exit 2; }
 	echo "install-deps: installing ${missing[*]}"

@@ -52,6 +52,10 @@ expect_eq "Indexed Job: JOB_COMPLETION_INDEX" "$(in_ns 1 "${src[@]}" JOB_COMPLET
 	"ls: 2 
 exit=0
 mounted=0"
+expect_eq "PyTorchJob: replica index + offset" "$(in_ns 1 "${src[@]}" SHARDFS_REPLICA_INDEX=2 SHARDFS_RANK_OFFSET=1 SHARDFS_WORLD=4 RANK=0 WORLD_SIZE=4 2>/dev/null)" \
+	"ls: 3 
+exit=0
+mounted=0"
 expect_eq "SHARDFS_* win" "$(in_ns 1 "${src[@]}" RANK=3 WORLD_SIZE=4 SHARDFS_RANK=0 SHARDFS_WORLD=2 2>/dev/null)" \
 	"ls: 0 
 exit=0
