@@ -43,6 +43,12 @@ expect_eq "fstab: mount -a" "$?:$(ls "$M" | tr '\n' ' ')" "0:0 1 "
 umount "$M"
 mountpoint -q "$M" && bad "umount left it mounted" || ok
 
+# man pages where man(1) finds them
+for page in shardfs shardfs-index shardfs-plan shardfs-check shardfs-mkdata; do
+	out=$(MANPATH=/usr/local/share/man man -P cat "$page" 2>/dev/null | grep -c "^NAME")
+	expect_eq "man $page" "$out" 1
+done
+
 # bad options: the daemon's message, through mount(8)
 for t in shardfs fuse.shardfs; do
 	out=$(mount -t "$t" "$T/src" "$M" -o world=0 2>&1)
