@@ -518,17 +518,20 @@ static int files_jobs(struct job **jobs, size_t *n, size_t reader,
 			rc = files_jobs(jobs, n, reader, path, sub);
 			continue;
 		}
-		/* same sequence number in the same directory: one sample */
-		for (k = 0; k < *n; k++) {
-			struct job *j = &(*jobs)[k];
-			size_t seq = strcspn(names[i], "-");
+		/* Same sequence number in the same directory: one sample.
+		 * Names are sorted, so a sample's files are adjacent: only
+		 * the last job can be this file's. */
+		k = *n;
+		if (k) {
+			const struct job *j = &(*jobs)[k - 1];
+			size_t key = strlen(sub) - strlen(names[i]) +
+				     strcspn(names[i], "-");
 
-			if (j->reader == reader &&
-			    !strncmp(j->name, sub,
-				     strlen(sub) - strlen(names[i]) + seq) &&
-			    j->name[strlen(sub) - strlen(names[i]) + seq] ==
-				    '-')
-				break;
+			if (j->reader != reader || strncmp(j->name, sub, key) ||
+			    j->name[key] != '-')
+				k = *n;
+			else
+				k = *n - 1;
 		}
 		if (k == *n)
 			rc = add_job(jobs, n, reader, sub, NULL);
