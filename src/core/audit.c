@@ -231,14 +231,13 @@ struct judge {
 	const struct sfs_audit *a;
 	const struct sfs_index *idx;
 	struct sfs_plan **plans; /* per mount (shared when equal) */
-	uint64_t *shard_at; /* global number of a shard's sample 0 */
 	size_t max;
 	struct sfs_verdict *v;
 };
 
 static uint64_t gid(const struct judge *j, uint64_t shard, uint64_t sample)
 {
-	return j->shard_at[shard] + sample;
+	return j->idx->shards[shard].first_sample + sample;
 }
 
 /* "shard-000001.tar:17" */
@@ -513,21 +512,15 @@ int sfs_audit_judge(const struct sfs_audit *a, const struct sfs_index *idx,
 	struct judge j = { .a = a, .idx = idx, .max = max_findings, .v = out };
 	char diff[1024];
 	size_t m, n, i;
-	uint64_t at = 0;
 	int rc = 0;
 
 	memset(out, 0, sizeof(*out));
 	if (!a->nmounts)
 		return sfs_errorf(err, -EINVAL, "nothing to audit");
 	j.plans = calloc(a->nmounts, sizeof(*j.plans));
-	j.shard_at = malloc((idx->nshards + 1) * sizeof(*j.shard_at));
-	if (!j.plans || !j.shard_at) {
+	if (!j.plans) {
 		rc = sfs_errorf(err, -ENOMEM, "out of memory");
 		goto out;
-	}
-	for (i = 0; i < idx->nshards; i++) {
-		j.shard_at[i] = at;
-		at += idx->shards[i].nsamples;
 	}
 	for (m = 0; m < a->nmounts; m++) {
 		const struct sfs_audit_mount *mt = &a->mounts[m];
@@ -577,7 +570,6 @@ out:
 				sfs_plan_free(j.plans[m]);
 		}
 	free(j.plans);
-	free(j.shard_at);
 	if (rc)
 		sfs_verdict_clear(out);
 	return rc;
@@ -724,6 +716,7 @@ static int report_index(json_t *shards, const char *source,
 			goto out_nomem;
 		idx->nshards = i + 1;
 		sh->nsamples = (uint64_t)n;
+		sh->first_sample = idx->nsamples;
 		sh->format = &sfs_format_tar;
 		sh->bounds_at = cut ? 0 : SFS_NO_BOUNDS;
 		idx->nsamples += sh->nsamples;

@@ -627,8 +627,9 @@ static int read_status(struct vmount *m, struct sfs_error *err)
 
 /* Digests of every source sample, and a table from digest to sample. */
 struct source_map {
-	unsigned char (*dig)[SFS_DIGEST_LEN]; /* per global sample */
-	uint64_t *shard_at;
+	/* per global sample: the index's digests, or own when hashed here */
+	const unsigned char (*dig)[SFS_DIGEST_LEN];
+	unsigned char (*own)[SFS_DIGEST_LEN];
 	uint64_t *table; /* global sample + 1, or 0 */
 	uint64_t mask;
 	uint64_t n;
@@ -651,27 +652,24 @@ static int source_map_build(struct source_map *sm, const struct sfs_index *idx,
 			    struct sfs_error *err)
 {
 	struct pool p = { .threads = a->jobs, .progress = isatty(2) };
-	uint64_t at = 0, g, k;
+	uint64_t g, k;
 	size_t i, s;
 	int rc = 0;
 
 	sm->n = idx->nsamples;
-	sm->shard_at = calloc(idx->nshards + 1, sizeof(*sm->shard_at));
-	sm->dig = calloc(sm->n + 1, SFS_DIGEST_LEN);
-	p.jobs = calloc(idx->nshards + 1, sizeof(*p.jobs));
-	if (!sm->shard_at || !sm->dig || !p.jobs)
-		return sfs_errorf(err, -ENOMEM, "out of memory");
-	for (i = 0; i < idx->nshards; i++) {
-		sm->shard_at[i] = at;
-		at += idx->shards[i].nsamples;
-	}
 	/* an index built with hashes holds every sample's digest: no need
 	 * to read the source (--verify does, against the shard hashes) */
 	if (idx->digests) {
-		memcpy(sm->dig, idx->digests, sm->n * SFS_DIGEST_LEN);
-		free(p.jobs);
+		sm->dig = (const unsigned char(*)[SFS_DIGEST_LEN])idx->digests;
 		goto table;
 	}
+	sm->own = calloc(sm->n + 1, SFS_DIGEST_LEN);
+	p.jobs = calloc(idx->nshards + 1, sizeof(*p.jobs));
+	if (!sm->own || !p.jobs) {
+		free(p.jobs);
+		return sfs_errorf(err, -ENOMEM, "out of memory");
+	}
+	sm->dig = (const unsigned char(*)[SFS_DIGEST_LEN])sm->own;
 	p.n = idx->nshards;
 	for (i = 0; i < idx->nshards; i++) {
 		const struct sfs_shard *sh = &idx->shards[i];
@@ -707,7 +705,7 @@ static int source_map_build(struct source_map *sm, const struct sfs_index *idx,
 				(unsigned long long)sh->nsamples);
 		else
 			for (k = 0; k < sh->nsamples; k++)
-				memcpy(sm->dig[sm->shard_at[i] + k],
+				memcpy(sm->own[sh->first_sample + k],
 				       j->digests[k < j->ndigests ? k : 0],
 				       SFS_DIGEST_LEN);
 	}
@@ -737,8 +735,7 @@ table:
 
 static void source_map_free(struct source_map *sm)
 {
-	free(sm->dig);
-	free(sm->shard_at);
+	free(sm->own);
 	free(sm->table);
 }
 
@@ -753,8 +750,9 @@ static struct sfs_audit_sample lookup(const struct source_map *sm,
 	uint64_t s, g;
 
 	if (planned &&
-	    !memcmp(sm->dig[sm->shard_at[planned->shard] + planned->sample], d,
-		    SFS_DIGEST_LEN))
+	    !memcmp(sm->dig[idx->shards[planned->shard].first_sample +
+			    planned->sample],
+		    d, SFS_DIGEST_LEN))
 		return *planned;
 	for (s = dig_hash(d) & sm->mask; sm->table[s]; s = (s + 1) & sm->mask)
 		if (!memcmp(sm->dig[sm->table[s] - 1], d, SFS_DIGEST_LEN))
@@ -769,13 +767,13 @@ static struct sfs_audit_sample lookup(const struct source_map *sm,
 	while (hi - lo > 1) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (sm->shard_at[mid] <= g)
+		if (idx->shards[mid].first_sample <= g)
 			lo = mid;
 		else
 			hi = mid;
 	}
 	out.shard = lo;
-	out.sample = g - sm->shard_at[lo];
+	out.sample = g - idx->shards[lo].first_sample;
 	return out;
 }
 

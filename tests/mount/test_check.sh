@@ -37,6 +37,15 @@ for g in "tar world=2,workers=2" "tar world=3,workers=2,shuffle=samples,block=4,
 		"0:PASS: disjoint, nothing missing, equal counts, every sample's bytes and order as planned"
 	unmount_view "$M"
 done
+# an index without hashes: the auditor hashes the source itself
+cp -a "$T/tfrecord" "$T/nohash" && rm -rf "$T/nohash/.shardfs"
+shardfs-index "$T/nohash" --quiet --no-hash
+mount_view "$T/nohash" "$M" world=2,workers=2,block=3 || bad "mount nohash"
+out=$(shardfs-check view "$M")
+expect_eq "view passes with a --no-hash index" "$?:$(echo "$out" | tail -1)" \
+	"0:PASS: disjoint, nothing missing, equal counts, every sample's bytes and order as planned"
+unmount_view "$M"
+
 world=3
 for r in 0 1 2; do mount_view "$T/tar" "$M$r" "world=$world,workers=2,rank=$r,seed=5" || bad "mount rank $r"; done
 out=$(shardfs-check view "$M"0 "$M"1 "$M"2)
