@@ -106,6 +106,25 @@ int sfs_format_whole_samples(int fd, const char *path, sfs_sample_fn fn,
 	return rc;
 }
 
+int sfs_format_scan_samples(const struct sfs_format_ops *ops, int fd,
+			    const char *path, sfs_sample_fn fn, void *arg,
+			    struct sfs_error *err)
+{
+	struct sfs_scan_in in = {
+		.fd = fd, .path = path, .digest_fn = fn, .digest_arg = arg
+	};
+	struct sfs_scan out = { 0 };
+	struct stat st;
+	int rc;
+
+	if (fstat(fd, &st) < 0)
+		return sfs_errorf(err, -EIO, "%s: %s", path, strerror(errno));
+	in.size = (uint64_t)st.st_size;
+	rc = ops->scan(&in, &out, err);
+	free(out.bounds);
+	return rc;
+}
+
 int sfs_bounds_push(struct sfs_scan *out, size_t *cap, uint64_t off)
 {
 	if ((size_t)out->nsamples + 1 >= *cap) {

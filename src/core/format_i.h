@@ -14,6 +14,14 @@ int sfs_bounds_push(struct sfs_scan *out, size_t *cap, uint64_t off);
 int sfs_format_whole_samples(int fd, const char *path, sfs_sample_fn fn,
 			     void *arg, struct sfs_error *err);
 
+/*
+ * The samples op of a driver whose scan can hash samples as it goes
+ * (digest_fn): scan fd of any size with fn as the digest callback.
+ */
+int sfs_format_scan_samples(const struct sfs_format_ops *ops, int fd,
+			    const char *path, sfs_sample_fn fn, void *arg,
+			    struct sfs_error *err);
+
 /* Round a tar record length up to the 512-byte block. */
 static inline uint64_t sfs_tar_round(uint64_t n)
 {

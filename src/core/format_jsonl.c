@@ -16,21 +16,33 @@
 
 #define READ_BLOCK (1 << 20)
 
+/* Finish the line being hashed and hand its digest to the caller. */
+static int line_done(const struct sfs_scan_in *in, struct sfs_digest *d,
+		     uint64_t sample)
+{
+	unsigned char digest[SFS_DIGEST_LEN];
+
+	if (sfs_digest_final(d, digest))
+		return -EIO;
+	return in->digest_fn(in->digest_arg, sample, digest);
+}
+
 static int jsonl_scan(const struct sfs_scan_in *in, struct sfs_scan *out,
 		      struct sfs_error *err)
 {
 	char *buf = malloc(READ_BLOCK);
+	struct sfs_digest *d = in->digest_fn ? sfs_digest_new() : NULL;
 	uint64_t off = 0, line = 0;
 	size_t cap = 0;
 	int rc = 0;
 
-	if (!buf)
-		return sfs_errorf(err, -ENOMEM, "%s: out of memory", in->path);
+	if (!buf || (in->digest_fn && !d))
+		goto out_nomem;
 	while (off < in->size) {
 		size_t want = in->size - off < READ_BLOCK ? in->size - off :
 							    READ_BLOCK;
 		ssize_t got = pread(in->fd, buf, want, (off_t)off);
-		const char *p = buf, *end;
+		const char *p = buf, *end, *nl;
 
 		if (got <= 0) {
 			rc = sfs_errorf(err, -EIO,
@@ -41,28 +53,41 @@ static int jsonl_scan(const struct sfs_scan_in *in, struct sfs_scan *out,
 			goto out_free;
 		}
 		end = buf + got;
-		while ((p = memchr(p, '\n', (size_t)(end - p)))) {
-			p++;
+		while ((nl = memchr(p, '\n', (size_t)(end - p)))) {
 			if (sfs_bounds_push(out, &cap, line))
 				goto out_nomem;
+			if (d) {
+				/* a sample's digest leaves out its '\n' */
+				sfs_digest_update(d, p, (size_t)(nl - p));
+				rc = line_done(in, d, out->nsamples);
+				if (rc)
+					goto out_free;
+			}
 			out->nsamples++;
+			p = nl + 1;
 			line = off + (uint64_t)(p - buf);
 		}
+		if (d)
+			sfs_digest_update(d, p, (size_t)(end - p));
 		off += (uint64_t)got;
 	}
 	if (line < in->size) {
 		if (sfs_bounds_push(out, &cap, line))
 			goto out_nomem;
+		if (d && (rc = line_done(in, d, out->nsamples)))
+			goto out_free;
 		out->nsamples++;
 		out->newline_missing = true;
 	}
 	if (sfs_bounds_push(out, &cap, in->size))
 		goto out_nomem;
 	out->sliceable = true;
+	out->digested = d != NULL;
 	goto out_free;
 out_nomem:
 	rc = sfs_errorf(err, -ENOMEM, "%s: out of memory", in->path);
 out_free:
+	sfs_digest_free(d);
 	free(buf);
 	return rc;
 }
@@ -70,56 +95,8 @@ out_free:
 static int jsonl_samples(int fd, const char *path, sfs_sample_fn fn, void *arg,
 			 struct sfs_error *err)
 {
-	unsigned char digest[SFS_DIGEST_LEN];
-	struct sfs_digest *d = sfs_digest_new();
-	char *buf = malloc(READ_BLOCK);
-	uint64_t off = 0, n = 0;
-	bool open = false;
-	int rc = 0;
-
-	if (!d || !buf) {
-		rc = sfs_errorf(err, -ENOMEM, "%s: out of memory", path);
-		goto out_free;
-	}
-	for (;;) {
-		ssize_t got = pread(fd, buf, READ_BLOCK, (off_t)off);
-		const char *p = buf, *end, *nl;
-
-		if (got < 0) {
-			rc = sfs_errorf(err, -EIO,
-					"%s: read failed at byte %llu: %s",
-					path, (unsigned long long)off,
-					strerror(errno));
-			goto out_free;
-		}
-		if (got == 0)
-			break;
-		end = buf + got;
-		while (!rc && p < end) {
-			nl = memchr(p, '\n', (size_t)(end - p));
-			sfs_digest_update(d, p, (size_t)((nl ? nl : end) - p));
-			open = true;
-			if (!nl)
-				break;
-			open = false;
-			rc = sfs_digest_final(d, digest);
-			if (!rc)
-				rc = fn(arg, n++, digest);
-			p = nl + 1;
-		}
-		if (rc)
-			goto out_free;
-		off += (uint64_t)got;
-	}
-	if (open) {
-		rc = sfs_digest_final(d, digest);
-		if (!rc)
-			rc = fn(arg, n, digest);
-	}
-out_free:
-	free(buf);
-	sfs_digest_free(d);
-	return rc;
+	return sfs_format_scan_samples(&sfs_format_jsonl, fd, path, fn, arg,
+				       err);
 }
 
 static size_t jsonl_run_suffix(const struct sfs_shard *sh, uint64_t end,

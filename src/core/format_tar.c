@@ -20,7 +20,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "format_i.h"
@@ -315,19 +314,7 @@ out_free:
 static int tar_samples(int fd, const char *path, sfs_sample_fn fn, void *arg,
 		       struct sfs_error *err)
 {
-	struct sfs_scan_in in = {
-		.fd = fd, .path = path, .digest_fn = fn, .digest_arg = arg
-	};
-	struct sfs_scan out = { 0 };
-	struct stat st;
-	int rc;
-
-	if (fstat(fd, &st) < 0)
-		return sfs_errorf(err, -EIO, "%s: %s", path, strerror(errno));
-	in.size = (uint64_t)st.st_size;
-	rc = tar_scan(&in, &out, err);
-	free(out.bounds);
-	return rc;
+	return sfs_format_scan_samples(&sfs_format_tar, fd, path, fn, arg, err);
 }
 
 static size_t tar_slice_suffix(const struct sfs_shard *sh, const void **bytes)
