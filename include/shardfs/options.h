@@ -1,6 +1,7 @@
 /*
  * The options every shardfs program shares: the plan's (world, workers,
- * epoch, seed, shuffle, block, remainder, batch, start) and the ranks a
+ * epoch, seed, shuffle, block, remainder, batch, start, partition) and the
+ * ranks a
  * view shows.  Parsed from "key=value" strings, validated one by one and
  * together, each bad value refused with a message that names the option,
  * the value and what is allowed.  The daemon, the auditor and the tools
@@ -30,6 +31,11 @@ enum sfs_remainder {
 	SFS_REMAINDER_DROP, /* leave out the tail so every reader has floor */
 };
 
+enum sfs_partition {
+	SFS_PARTITION_CONTIGUOUS, /* reader t: positions [t*c, (t+1)*c) */
+	SFS_PARTITION_INTERLEAVED, /* batches dealt in loader-step order */
+};
+
 /* The inputs of the plan besides the index. */
 struct sfs_plan_opts {
 	uint32_t world; /* ranks, W */
@@ -41,6 +47,7 @@ struct sfs_plan_opts {
 	enum sfs_remainder remainder;
 	uint64_t batch; /* per-reader count is a multiple of this */
 	uint64_t start; /* samples of the epoch already consumed */
+	enum sfs_partition partition;
 };
 
 struct sfs_options {
@@ -52,7 +59,8 @@ struct sfs_options {
 };
 
 /* The defaults: world=1, workers=1, epoch=0, seed=0, shuffle=units,
- * block=0, remainder=pad, batch=1, start=0, every rank. */
+ * block=0, remainder=pad, batch=1, start=0, partition=contiguous, every
+ * rank. */
 void sfs_options_init(struct sfs_options *o);
 
 /* Free what o holds and reset it to the defaults. */
@@ -107,5 +115,6 @@ int sfs_options_parse_epoch(const char *buf, size_t len, uint64_t *epoch,
 /* Names of the enum values, for output. */
 const char *sfs_shuffle_name(enum sfs_shuffle s);
 const char *sfs_remainder_name(enum sfs_remainder r);
+const char *sfs_partition_name(enum sfs_partition p);
 
 #endif

@@ -16,7 +16,9 @@
  *    repeat the order from its start; drop: c = floor(n / T) rounded down
  *    to a multiple of batch, the tail left out.
  * 5. Partition: reader t = rank * workers + worker takes positions
- *    [t * c, (t + 1) * c).
+ *    [t * c, (t + 1) * c); with partition=interleaved it takes batches
+ *    dealt in loader-step order, so that S steps of every rank read the
+ *    first S * world * batch positions.
  * 6. Files: a new file at every unit boundary (and where padding wraps);
  *    a file that is exactly one whole shard in its own byte order is
  *    `whole` (a symlink in the view), any other a slice.

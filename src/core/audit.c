@@ -196,7 +196,7 @@ static bool same_opts(const struct sfs_plan_opts *a,
 	       a->epoch == b->epoch && a->seed == b->seed &&
 	       a->shuffle == b->shuffle && a->block == b->block &&
 	       a->remainder == b->remainder && a->batch == b->batch &&
-	       a->start == b->start;
+	       a->start == b->start && a->partition == b->partition;
 }
 
 /* "seed=0 vs seed=1, epoch=2 vs epoch=3": what differs. */
@@ -223,6 +223,7 @@ static void opts_diff(const struct sfs_plan_opts *a,
 	DIFF(remainder, "%s", sfs_remainder_name)
 	DIFF(batch, "%llu", AS_ULL)
 	DIFF(start, "%llu", AS_ULL)
+	DIFF(partition, "%s", sfs_partition_name)
 #undef DIFF
 #undef AS_ULL
 }
@@ -580,14 +581,15 @@ out:
 static json_t *opts_json(const struct sfs_plan_opts *o)
 {
 	/* u64 values travel as json_int_t; the cast back restores them */
-	return json_pack("{s:I, s:I, s:I, s:I, s:s, s:I, s:s, s:I, s:I}",
+	return json_pack("{s:I, s:I, s:I, s:I, s:s, s:I, s:s, s:I, s:I, s:s}",
 			 "world", (json_int_t)o->world, "workers",
 			 (json_int_t)o->workers, "epoch", (json_int_t)o->epoch,
 			 "seed", (json_int_t)o->seed, "shuffle",
 			 sfs_shuffle_name(o->shuffle), "block",
 			 (json_int_t)o->block, "remainder",
 			 sfs_remainder_name(o->remainder), "batch",
-			 (json_int_t)o->batch, "start", (json_int_t)o->start);
+			 (json_int_t)o->batch, "start", (json_int_t)o->start,
+			 "partition", sfs_partition_name(o->partition));
 }
 
 char *sfs_audit_write(const struct sfs_audit *a, const struct sfs_index *idx)
@@ -660,18 +662,19 @@ static int bad_report(struct sfs_error *err, const char *path, const char *what)
 static int read_opts(json_t *j, struct sfs_plan_opts *o)
 {
 	json_int_t world, workers, epoch, seed, block, batch, start;
-	const char *shuffle, *remainder;
+	const char *shuffle, *remainder, *partition;
 	struct sfs_options def;
 
-	if (json_unpack(j, "{s:I, s:I, s:I, s:I, s:s, s:I, s:s, s:I, s:I}",
+	if (json_unpack(j, "{s:I, s:I, s:I, s:I, s:s, s:I, s:s, s:I, s:I, s:s}",
 			"world", &world, "workers", &workers, "epoch", &epoch,
 			"seed", &seed, "shuffle", &shuffle, "block", &block,
 			"remainder", &remainder, "batch", &batch, "start",
-			&start))
+			&start, "partition", &partition))
 		return -EINVAL;
 	sfs_options_init(&def);
 	if (sfs_options_set(&def, "shuffle", shuffle, NULL) ||
-	    sfs_options_set(&def, "remainder", remainder, NULL) || world < 1 ||
+	    sfs_options_set(&def, "remainder", remainder, NULL) ||
+	    sfs_options_set(&def, "partition", partition, NULL) || world < 1 ||
 	    world > SFS_WORLD_MAX || workers < 1 || workers > SFS_WORKERS_MAX ||
 	    batch < 1)
 		return -EINVAL;

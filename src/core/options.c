@@ -41,6 +41,11 @@ const char *sfs_remainder_name(enum sfs_remainder r)
 	return r == SFS_REMAINDER_DROP ? "drop" : "pad";
 }
 
+const char *sfs_partition_name(enum sfs_partition p)
+{
+	return p == SFS_PARTITION_INTERLEAVED ? "interleaved" : "contiguous";
+}
+
 int sfs_options_number(const char *key, const char *value, uint64_t min,
 		       uint64_t max, uint64_t *out, struct sfs_error *err)
 {
@@ -166,6 +171,8 @@ int sfs_options_set(struct sfs_options *o, const char *key, const char *value,
 	static const char *const shuffles[] = { "none", "units", "samples",
 						NULL };
 	static const char *const remainders[] = { "pad", "drop", NULL };
+	static const char *const partitions[] = { "contiguous", "interleaved",
+						  NULL };
 	struct sfs_plan_opts *p = &o->plan;
 	uint64_t v;
 	int e, rc;
@@ -192,6 +199,12 @@ int sfs_options_set(struct sfs_options *o, const char *key, const char *value,
 		rc = parse_enum(key, value, remainders, &e, err);
 		if (!rc)
 			p->remainder = (enum sfs_remainder)e;
+		return rc;
+	}
+	if (!strcmp(key, "partition")) {
+		rc = parse_enum(key, value, partitions, &e, err);
+		if (!rc)
+			p->partition = (enum sfs_partition)e;
 		return rc;
 	}
 	if (!strcmp(key, "world")) {
@@ -221,7 +234,7 @@ int sfs_options_set(struct sfs_options *o, const char *key, const char *value,
 	} else {
 		return sfs_errorf(
 			err, -ENOENT,
-			"%s=%s: unknown option; the plan options are world, workers, epoch, seed, shuffle, block, remainder, batch, start and rank",
+			"%s=%s: unknown option; the plan options are world, workers, epoch, seed, shuffle, block, remainder, batch, start, partition and rank",
 			key, value);
 	}
 	return rc;

@@ -194,36 +194,82 @@ static size_t find_unit(const struct builder *b, uint64_t g)
 	return lo;
 }
 
+/* Reader t reads positions [q, end) of the equalised order next. */
+static int read_positions(struct builder *b, size_t t, uint64_t q, uint64_t end)
+{
+	struct sfs_plan *plan = b->plan;
+	struct sfs_plan_reader *r = &plan->readers[t];
+	uint64_t n = plan->remaining;
+	int rc;
+
+	while (q < end) {
+		uint64_t rpos = q % n, g = b->o->start + rpos;
+		size_t i = find_unit(b, g);
+		uint64_t u = b->order[i], a = g - b->cum[i];
+		uint64_t len = b->cum[i + 1] - g;
+
+		if (len > end - q)
+			len = end - q;
+		if (len > n - rpos)
+			len = n - rpos;
+		rc = add_file(b, u, a, len, q >= n, t);
+		if (rc)
+			return rc;
+		if (q >= n)
+			r->npadding += len;
+		q += len;
+	}
+	return 0;
+}
+
+/*
+ * Interleaved: the equalised order is cut into batches; batch g is what
+ * rank g mod W reads at loader step s = g div W, from worker s mod K (a
+ * DataLoader takes its workers' batches in turn), as that worker's batch
+ * s div K.  So after S steps on every rank the first S*W*batch samples of
+ * the order have been read, whatever W and K are.  Batches of one reader
+ * that happen to be adjacent (W*K = 1) stay one file.
+ */
+static int read_interleaved(struct builder *b, size_t t)
+{
+	const struct sfs_plan_opts *o = b->o;
+	uint64_t bs = o->batch, nbatches = b->plan->per_reader / bs, j;
+	uint64_t rank = t / o->workers, worker = t % o->workers;
+	uint64_t from = 0, to = 0;
+	int rc;
+
+	for (j = 0; j < nbatches; j++) {
+		uint64_t g = (j * o->workers + worker) * o->world + rank;
+
+		if (g * bs != to) {
+			rc = read_positions(b, t, from, to);
+			if (rc)
+				return rc;
+			from = g * bs;
+		}
+		to = g * bs + bs;
+	}
+	return read_positions(b, t, from, to);
+}
+
 static int partition(struct builder *b)
 {
 	struct sfs_plan *plan = b->plan;
-	uint64_t c = plan->per_reader, n = plan->remaining;
-	uint64_t start = b->o->start;
+	uint64_t c = plan->per_reader;
 	size_t t;
 	int rc;
 
 	for (t = 0; t < plan->nreaders; t++) {
-		uint64_t q = (uint64_t)t * c, end = q + c;
 		struct sfs_plan_reader *r = &plan->readers[t];
 
 		r->file_at = plan->nfiles;
-		while (q < end) {
-			uint64_t rpos = q % n, g = start + rpos;
-			size_t i = find_unit(b, g);
-			uint64_t u = b->order[i], a = g - b->cum[i];
-			uint64_t len = b->cum[i + 1] - g;
-
-			if (len > end - q)
-				len = end - q;
-			if (len > n - rpos)
-				len = n - rpos;
-			rc = add_file(b, u, a, len, q >= n, t);
-			if (rc)
-				return rc;
-			if (q >= n)
-				r->npadding += len;
-			q += len;
-		}
+		if (b->o->partition == SFS_PARTITION_INTERLEAVED)
+			rc = read_interleaved(b, t);
+		else
+			rc = read_positions(b, t, (uint64_t)t * c,
+					    (uint64_t)t * c + c);
+		if (rc)
+			return rc;
 		r->nfiles = plan->nfiles - r->file_at;
 	}
 	return 0;

@@ -1097,7 +1097,7 @@ static char *status_json(struct fs *fs)
 				  (json_int_t)p->readers[t].nfiles));
 	}
 	root = json_pack(
-		"{s:s, s:s?, s:{s:i, s:i, s:I, s:I, s:s, s:I, s:s, s:I, s:I, s:o, s:i, s:b, s:b}, s:{s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I, s:o}, s:{s:I, s:I, s:I, s:I, s:I}}",
+		"{s:s, s:s?, s:{s:i, s:i, s:I, s:I, s:s, s:I, s:s, s:I, s:I, s:s, s:o, s:i, s:b, s:b}, s:{s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I, s:o}, s:{s:I, s:I, s:I, s:I, s:I}}",
 		"source", fs->idx->source, "index", fs->index_dir, "options",
 		"world", (int)p->opts.world, "workers", (int)p->opts.workers,
 		"epoch", (json_int_t)vr->v->epoch, "seed",
@@ -1106,7 +1106,8 @@ static char *status_json(struct fs *fs)
 		(json_int_t)p->opts.block, "remainder",
 		sfs_remainder_name(p->opts.remainder), "batch",
 		(json_int_t)p->opts.batch, "start", (json_int_t)p->opts.start,
-		"ranks", ranks, "epochs", (int)fs->vopts.epochs, "symlinks",
+		"partition", sfs_partition_name(p->opts.partition), "ranks",
+		ranks, "epochs", (int)fs->vopts.epochs, "symlinks",
 		fs->vopts.symlinks, "prefetch", fs->prefetch, "index_summary",
 		"shards", (json_int_t)fs->idx->nshards, "samples",
 		(json_int_t)fs->idx->nsamples, "bytes", (json_int_t)bytes,

@@ -208,7 +208,7 @@ static int check_plan(struct args *a, const char *src)
 		snprintf(what, sizeof(what), "plan, epoch %llu",
 			 (unsigned long long)e);
 		if (!a->json)
-			printf("%s: world=%u × workers=%u = %zu readers, seed=%llu, shuffle=%s, block=%llu, batch=%llu, start=%llu, remainder=%s\n"
+			printf("%s: world=%u × workers=%u = %zu readers, seed=%llu, shuffle=%s, block=%llu, batch=%llu, start=%llu, partition=%s, remainder=%s\n"
 			       "files: %zu in all, %zu whole shards (symlinks), %zu slices; %.1f per reader\n",
 			       what, o.world, o.workers, plan->nreaders,
 			       (unsigned long long)o.seed,
@@ -216,6 +216,7 @@ static int check_plan(struct args *a, const char *src)
 			       (unsigned long long)o.block,
 			       (unsigned long long)o.batch,
 			       (unsigned long long)o.start,
+			       sfs_partition_name(o.partition),
 			       sfs_remainder_name(o.remainder), nfiles, whole,
 			       nfiles - whole,
 			       (double)nfiles / (double)plan->nreaders);
@@ -594,7 +595,8 @@ static int read_status(struct vmount *m, struct sfs_error *err)
 		struct sfs_options opts;
 		const char *keys[] = { "world",	    "workers", "epoch",
 				       "seed",	    "shuffle", "block",
-				       "remainder", "batch",   "start" };
+				       "remainder", "batch",   "start",
+				       "partition" };
 		size_t i;
 
 		sfs_options_init(&opts);

@@ -30,6 +30,11 @@ static void usage(FILE *f)
 		"                  remainder=pad|drop [pad]\n"
 		"                  batch=B [1]        per-reader count is a multiple of B\n"
 		"                  start=P [0]        skip the first P samples (resume)\n"
+		"                  partition=contiguous|interleaved [contiguous]\n"
+		"                                     interleaved: batches dealt in loader\n"
+		"                                     step order, so that S steps of every\n"
+		"                                     rank read the first S*world*batch\n"
+		"                                     samples (exact elastic resume)\n"
 		"                  rank=R             show only these ranks (3, 0,2, 0-7)\n"
 		"  --index DIR   the index directory (default SRC/.shardfs)\n"
 		"  --json        print the plan as JSON (docs/plan.md)\n"
@@ -47,10 +52,11 @@ static void summary(const struct sfs_plan *plan, const struct sfs_index *idx,
 	       (unsigned long long)plan->nunits, sfs_shuffle_name(o->shuffle),
 	       (unsigned long long)o->seed, (unsigned long long)o->epoch,
 	       (unsigned long long)o->block);
-	printf("readers: world=%u × workers=%u = %zu, each %llu samples (batch=%llu, start=%llu, remainder=%s: %llu padded, %llu dropped)\n",
+	printf("readers: world=%u × workers=%u = %zu, each %llu samples (batch=%llu, start=%llu, partition=%s, remainder=%s: %llu padded, %llu dropped)\n",
 	       o->world, o->workers, plan->nreaders,
 	       (unsigned long long)plan->per_reader,
 	       (unsigned long long)o->batch, (unsigned long long)o->start,
+	       sfs_partition_name(o->partition),
 	       sfs_remainder_name(o->remainder),
 	       (unsigned long long)plan->padding,
 	       (unsigned long long)plan->dropped);

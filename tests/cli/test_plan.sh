@@ -12,7 +12,9 @@ for src in tar jsonl; do
 	for o in "world=1" "world=4,workers=2" "world=3,workers=3,epoch=5,seed=77" \
 		"world=2,workers=2,shuffle=samples,block=7,epoch=2" \
 		"world=5,remainder=drop,batch=4,start=31" "world=1024,workers=1" \
-		"world=2,workers=4,shuffle=none,block=3,start=2,batch=2"; do
+		"world=2,workers=4,shuffle=none,block=3,start=2,batch=2" \
+		"world=3,workers=2,batch=4,partition=interleaved,epoch=1" \
+		"world=2,workers=3,batch=5,block=9,start=40,remainder=drop,partition=interleaved"; do
 		shardfs-plan "$T/$src" -o "$o" --json > "$T/plan.json"
 		got=$(python3 "$TESTS/plan/plan_reference.py" "$T/$src/.shardfs/manifest.json" "$T/plan.json")
 		expect_eq "$src $o matches the reference" "$?" "0" || echo "$got"

@@ -77,7 +77,16 @@ def readers(shards, o):
     else:
         c = (n // t) // b * b
     seq = [order[o["start"] + q % n] for q in range(c * t)]
-    return [seq[r * c:(r + 1) * c] for r in range(t)], c
+    if o.get("partition", "contiguous") == "contiguous":
+        return [seq[r * c:(r + 1) * c] for r in range(t)], c
+    # interleaved: batch g goes to rank g % world at loader step
+    # s = g // world, from worker s % workers
+    out = [[] for _ in range(t)]
+    for g in range(c * t // b):
+        s = g // o["world"]
+        reader = (g % o["world"]) * o["workers"] + s % o["workers"]
+        out[reader].extend(seq[g * b:(g + 1) * b])
+    return out, c
 
 
 def main():

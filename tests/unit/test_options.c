@@ -18,10 +18,11 @@ static void test_options_defaults_and_all_keys(void **state)
 	assert_int_equal(o.plan.shuffle, SFS_SHUFFLE_UNITS);
 	assert_int_equal(o.plan.remainder, SFS_REMAINDER_PAD);
 	assert_int_equal(o.plan.batch, 1);
+	assert_int_equal(o.plan.partition, SFS_PARTITION_CONTIGUOUS);
 	assert_int_equal(
 		sfs_options_parse(
 			&o,
-			"world=16,workers=4,epoch=3,seed=18446744073709551615,shuffle=samples,block=64,remainder=drop,batch=32,start=1000,rank=0,2,4-6",
+			"world=16,workers=4,epoch=3,seed=18446744073709551615,shuffle=samples,block=64,remainder=drop,batch=32,start=1000,partition=interleaved,rank=0,2,4-6",
 			&err),
 		0);
 	assert_int_equal(o.plan.world, 16);
@@ -33,6 +34,7 @@ static void test_options_defaults_and_all_keys(void **state)
 	assert_int_equal(o.plan.remainder, SFS_REMAINDER_DROP);
 	assert_int_equal(o.plan.batch, 32);
 	assert_int_equal(o.plan.start, 1000);
+	assert_int_equal(o.plan.partition, SFS_PARTITION_INTERLEAVED);
 	assert_int_equal(o.nranks, 5);
 	assert_int_equal(o.ranks[0], 0);
 	assert_int_equal(o.ranks[1], 2);
@@ -73,12 +75,14 @@ static void test_options_bad_values(void **state)
 	       "shuffle=yes is not valid: use none | units | samples");
 	expect("remainder=keep", -EINVAL,
 	       "remainder=keep is not valid: use pad | drop");
+	expect("partition=strided", -EINVAL,
+	       "partition=strided is not valid: use contiguous | interleaved");
 	expect("rank=1-0", -EINVAL,
 	       "rank=1-0 is not a rank list: use a number (3), a list (0,2) or a range (0-7) of ranks in 0..65535");
 	expect("rank=x", -EINVAL,
 	       "rank=x is not a rank list: use a number (3), a list (0,2) or a range (0-7) of ranks in 0..65535");
 	expect("colour=blue", -ENOENT,
-	       "colour=blue: unknown option; the plan options are world, workers, epoch, seed, shuffle, block, remainder, batch, start and rank");
+	       "colour=blue: unknown option; the plan options are world, workers, epoch, seed, shuffle, block, remainder, batch, start, partition and rank");
 	expect("world", -EINVAL, "\"world\" is not an option: write key=value");
 	expect("world=2,,workers=2", -EINVAL,
 	       "\"\" is not an option: write key=value");

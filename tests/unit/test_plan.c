@@ -172,9 +172,25 @@ static uint64_t *flatten(const struct sfs_plan *p, const struct sfs_index *idx,
 }
 
 /*
- * The whole contract for one setting: every reader has c samples; reading
- * readers in order gives exactly the epoch order from `start`, wrapped for
- * padding or cut for drop; c is a multiple of batch, ceil/floor of n / T.
+ * Position in the equalised order of sample j of reader t, as docs/plan.md
+ * states it: contiguous ranges, or batches dealt in loader-step order.
+ */
+static uint64_t position(const struct sfs_plan_opts *o, uint64_t c, uint64_t t,
+			 uint64_t j)
+{
+	uint64_t rank = t / o->workers, worker = t % o->workers, g;
+
+	if (o->partition == SFS_PARTITION_CONTIGUOUS)
+		return t * c + j;
+	g = ((j / o->batch) * o->workers + worker) * o->world + rank;
+	return g * o->batch + j % o->batch;
+}
+
+/*
+ * The whole contract for one setting: every reader has c samples; sample j
+ * of reader t is the epoch order's sample at position(t, j) from `start`,
+ * wrapped for padding or cut for drop; c is a multiple of batch, ceil/floor
+ * of n / T.
  */
 static void check_plan(const struct sfs_index *idx,
 		       const struct sfs_plan_opts *o)
@@ -210,7 +226,9 @@ static void check_plan(const struct sfs_index *idx,
 	assert_int_equal(n_flat, c * T);
 	assert_int_equal(pad_seen, p->padding);
 	for (q = 0; q < n_flat; q++)
-		assert_int_equal(flat[q], order[o->start + q % n]);
+		assert_int_equal(
+			flat[q],
+			order[o->start + position(o, c, q / c, q % c) % n]);
 
 	/* determinism: the same inputs give the same plan, byte for byte */
 	assert_int_equal(sfs_plan_build(idx, o, &again, &err), 0);
@@ -239,71 +257,44 @@ static void test_plan_grid(void **state)
 	static const uint32_t workers[] = { 1, 2, 4 };
 	static const uint64_t batches[] = { 1, 4 };
 	static const uint64_t blocks[] = { 0, 4 };
-	size_t d, w, k, b, bl, sh, rem;
+	/* every combination of: world, workers, batch, block, shuffle,
+	 * remainder, partition, start */
+	const size_t dims[] = { 4, 3, 2, 2, 3, 2, 2, 3 };
+	size_t d, combo, ncombos = 1, i;
 	struct sfs_plan_opts o;
 
 	(void)state;
+	for (i = 0; i < sizeof(dims) / sizeof(dims[0]); i++)
+		ncombos *= dims[i];
 	for (d = 0; d < 5; d++) {
 		struct sfs_index *idx = mkindex(sizes[d], nsizes[d], NULL);
+		uint64_t starts[] = { 0, idx->nsamples / 3, idx->nsamples - 1 };
 
-		for (w = 0; w < 4; w++)
-			for (k = 0; k < 3; k++)
-				for (b = 0; b < 2; b++)
-					for (bl = 0; bl < 2; bl++)
-						for (sh = 0; sh < 3; sh++)
-							for (rem = 0; rem < 2;
-							     rem++) {
-								uint64_t starts[] = {
-									0,
-									idx->nsamples /
-										3,
-									idx->nsamples -
-										1
-								};
-								size_t s;
+		for (combo = 0; combo < ncombos; combo++) {
+			size_t at[8], rest = combo;
+			uint64_t T;
 
-								for (s = 0;
-								     s < 3;
-								     s++) {
-									uint64_t n =
-										idx->nsamples -
-										starts[s];
-									uint64_t T =
-										(uint64_t)worlds
-											[w] *
-										workers[k];
-
-									opts_init(
-										&o);
-									o.world = worlds
-										[w];
-									o.workers = workers
-										[k];
-									o.batch = batches
-										[b];
-									o.block = blocks
-										[bl];
-									o.shuffle = (enum sfs_shuffle)
-										sh;
-									o.remainder =
-										(enum sfs_remainder)
-											rem;
-									o.start = starts
-										[s];
-									o.epoch =
-										s +
-										3;
-									o.seed =
-										99;
-									if (rem &&
-									    n / T / o.batch ==
-										    0)
-										continue; /* refused: see below */
-									check_plan(
-										idx,
-										&o);
-								}
-							}
+			for (i = 0; i < 8; i++) {
+				at[i] = rest % dims[i];
+				rest /= dims[i];
+			}
+			opts_init(&o);
+			o.world = worlds[at[0]];
+			o.workers = workers[at[1]];
+			o.batch = batches[at[2]];
+			o.block = blocks[at[3]];
+			o.shuffle = (enum sfs_shuffle)at[4];
+			o.remainder = (enum sfs_remainder)at[5];
+			o.partition = (enum sfs_partition)at[6];
+			o.start = starts[at[7]];
+			o.epoch = at[7] + 3;
+			o.seed = 99;
+			T = (uint64_t)o.world * o.workers;
+			if (o.remainder == SFS_REMAINDER_DROP &&
+			    (idx->nsamples - o.start) / T / o.batch == 0)
+				continue; /* refused: see test_plan_refusals */
+			check_plan(idx, &o);
+		}
 		sfs_index_free(idx);
 	}
 }
@@ -390,6 +381,62 @@ static void test_plan_start_gives_the_suffix(void **state)
 	free(b);
 	sfs_plan_free(full);
 	sfs_plan_free(rest);
+	sfs_index_free(idx);
+}
+
+/*
+ * Elastic resume with partition=interleaved: world=4 x workers=2 readers
+ * stop after 5 loader steps; world=2 resumes with start = 5 steps x world
+ * x batch.  What was read before (each worker's first batches, taken in
+ * turn) and what is read after are the epoch, each sample once.
+ */
+static void test_plan_interleaved_resumes_elastically(void **state)
+{
+	static const uint64_t counts[] = { 60, 6, 33, 17, 41, 9, 25 };
+	struct sfs_index *idx = mkindex(counts, 7, NULL);
+	struct sfs_error err = { 0 };
+	struct sfs_plan *before, *after;
+	struct sfs_plan_opts o;
+	uint64_t n1, n2, pad, *a, *b, *seen, steps = 5, s, q, nseen = 0;
+	size_t r;
+
+	(void)state;
+	opts_init(&o);
+	o.world = 4;
+	o.workers = 2;
+	o.batch = 3;
+	o.block = 8;
+	o.epoch = 2;
+	o.partition = SFS_PARTITION_INTERLEAVED;
+	assert_int_equal(sfs_plan_build(idx, &o, &before, &err), 0);
+	a = flatten(before, idx, &n1, &pad);
+	seen = calloc(idx->nsamples, sizeof(*seen));
+	for (s = 0; s < steps; s++)
+		for (r = 0; r < 4; r++) {
+			/* rank r's step s: worker s % 2, its batch s / 2 */
+			uint64_t t = r * 2 + s % 2, j = s / 2 * 3;
+
+			for (q = 0; q < 3; q++, nseen++)
+				seen[a[t * before->per_reader + j + q]]++;
+		}
+	o.world = 2;
+	o.start = steps * 4 * 3;
+	o.remainder = SFS_REMAINDER_DROP;
+	assert_int_equal(sfs_plan_build(idx, &o, &after, &err), 0);
+	b = flatten(after, idx, &n2, &pad);
+	for (q = 0; q < n2; q++)
+		seen[b[q]]++;
+	assert_int_equal(nseen + n2 + after->dropped, idx->nsamples);
+	for (q = 0, nseen = 0; q < idx->nsamples; q++) {
+		assert_true(seen[q] <= 1);
+		nseen += seen[q];
+	}
+	assert_int_equal(nseen, idx->nsamples - after->dropped);
+	free(seen);
+	free(a);
+	free(b);
+	sfs_plan_free(before);
+	sfs_plan_free(after);
 	sfs_index_free(idx);
 }
 
@@ -533,6 +580,7 @@ int main(void)
 		cmocka_unit_test(test_plan_order_ignores_world_and_workers),
 		cmocka_unit_test(test_plan_start_gives_the_suffix),
 		cmocka_unit_test(test_plan_epochs_differ),
+		cmocka_unit_test(test_plan_interleaved_resumes_elastically),
 		cmocka_unit_test(test_plan_whole_shards_are_whole),
 		cmocka_unit_test(test_plan_refusals),
 	};
