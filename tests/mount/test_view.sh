@@ -143,7 +143,10 @@ for w in abc -1 18446744073709551616 "1 2" ""; do
 		-- bash -c "echo '$w' > '$M/.shardfs/epoch'"
 done
 expect_eq "a refused write changes nothing" "$(cat "$M/.shardfs/epoch")" 1
-expect_eq "status counts the switch" "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["counters"]["epoch_switches"])' "$M/.shardfs/status")" 2
+ino=$(stat -c %i "$slice")
+echo 1 > "$M/.shardfs/epoch"
+expect_eq "writing the served epoch keeps the tree" "$(stat -c %i "$slice")" "$ino"
+expect_eq "status counts the switch, not the rewrite" "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["counters"]["epoch_switches"])' "$M/.shardfs/status")" 2
 
 # read-only everywhere but the control file
 for cmd in "touch $M/0/0/new" "mkdir $M/0/x" "rm $slice" "mv $slice $M/0/0/y" \
