@@ -14,7 +14,7 @@ data=$(mktemp -d /tmp/shardfs-demo-XXXXXX)
 mnt=$data/mnt
 cleanup() {
 	if mountpoint -q "$mnt" 2>/dev/null; then fusermount3 -u "$mnt"; fi
-	rm -rf "$data"
+	rm -rf --one-file-system "$data"
 }
 trap cleanup EXIT
 

@@ -16,7 +16,7 @@ unmount_all() {
 		fi
 	done
 	wait
-	rm -rf "$T"
+	rm -rf --one-file-system "$T"
 }
 trap unmount_all EXIT
 
