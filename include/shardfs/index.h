@@ -143,4 +143,15 @@ void sfs_index_free(struct sfs_index *idx);
 /* True when a path from an index is safe to join to the source. */
 bool sfs_index_path_ok(const char *path);
 
+/*
+ * Open path (from an index) below the source directory srcfd with flags
+ * (O_CLOEXEC is added, and O_NONBLOCK but to O_PATH: a FIFO planted as a
+ * shard must not block) so that no component may be a symlink or lead out of the source:
+ * openat2 with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS, or, on kernels
+ * before 5.6, openat with O_NOFOLLOW (the last component only).  Returns
+ * the descriptor, or -errno: -ELOOP for a symlink on the way, -EXDEV for a
+ * path that leaves the source.
+ */
+int sfs_index_open_shard(int srcfd, const char *path, int flags);
+
 #endif

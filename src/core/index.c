@@ -6,11 +6,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -50,6 +52,22 @@ char *sfs_index_dir(const char *source, const char *dir)
 	if (asprintf(&out, "%s/%s", source, SFS_INDEX_DIR) < 0)
 		return NULL;
 	return out;
+}
+
+int sfs_index_open_shard(int srcfd, const char *path, int flags)
+{
+	struct open_how how = {
+		/* openat2 refuses O_PATH with other flags */
+		.flags = (uint64_t)(flags | O_CLOEXEC |
+				    (flags & O_PATH ? 0 : O_NONBLOCK)),
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+			   RESOLVE_NO_MAGICLINKS,
+	};
+	long fd = syscall(SYS_openat2, srcfd, path, &how, sizeof(how));
+
+	if (fd < 0 && errno == ENOSYS)
+		fd = openat(srcfd, path, (int)how.flags | O_NOFOLLOW);
+	return fd < 0 ? -errno : (int)fd;
 }
 
 bool sfs_index_path_ok(const char *path)
@@ -738,10 +756,20 @@ static void check_file(struct stale *s, int srcfd, const char *path,
 {
 	char what[96];
 	struct stat st;
+	int fd = sfs_index_open_shard(srcfd, path, O_PATH), rc = fd;
 
-	if (fstatat(srcfd, path, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+	if (fd >= 0) {
+		rc = fstat(fd, &st) < 0 ? -errno : 0;
+		close(fd);
+	}
+	if (rc < 0) {
 		stale_add(s, path,
-			  errno == ENOENT ? "missing" : strerror(errno));
+			  rc == -ENOENT ? "missing" :
+			  rc == -ELOOP || rc == -EXDEV ?
+					  "a symlink on its path" :
+					  strerror(-rc));
+	} else if (!S_ISREG(st.st_mode)) {
+		stale_add(s, path, "not a regular file");
 	} else if ((uint64_t)st.st_size != size) {
 		snprintf(what, sizeof(what), "size %llu, the index says %llu",
 			 (unsigned long long)st.st_size,

@@ -684,10 +684,10 @@ static int verify_shard(struct job *j, const struct sfs_index *idx,
 	struct stat st;
 	int fd, rc;
 
-	fd = openat(j->srcfd, sh->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	fd = sfs_index_open_shard(j->srcfd, sh->path, O_RDONLY);
 	if (fd < 0)
 		return sfs_errorf(e, -EIO, "%s: cannot open: %s", sh->path,
-				  strerror(errno));
+				  strerror(-fd));
 	if (fstat(fd, &st) < 0 || (uint64_t)st.st_size != sh->size ||
 	    sfs_mtime_ns(&st) != sh->mtime_ns) {
 		rc = sfs_errorf(
