@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -36,13 +37,15 @@ void fdcache_destroy(struct fdcache *c)
 	pthread_mutex_destroy(&c->lock);
 }
 
-static int check(int fd, const char *path, uint64_t size, int64_t mtime,
-		 struct sfs_error *err)
+int fdcache_check(int fd, const char *path, uint64_t size, int64_t mtime,
+		  struct sfs_error *err)
 {
 	struct stat st;
 
 	if (fstat(fd, &st) < 0)
 		return sfs_errorf(err, -EIO, "%s: %s", path, strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return sfs_errorf(err, -EIO, "%s: not a regular file", path);
 	if ((uint64_t)st.st_size != size || sfs_mtime_ns(&st) != mtime)
 		return sfs_errorf(
 			err, -EIO,
@@ -89,20 +92,43 @@ struct fdcache_ent *fdcache_get(struct fdcache *c, const char *path,
 	}
 	pthread_mutex_unlock(&c->lock);
 	if (e) {
-		*rc = check(e->fd, path, size, mtime_ns, err);
+		*rc = fdcache_check(e->fd, path, size, mtime_ns, err);
 		if (!*rc)
 			return e;
 		fdcache_put(c, e);
 		return NULL;
 	}
 
-	fd = openat(c->srcfd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	for (;;) {
+		bool evicted;
+
+		fd = sfs_index_open_shard(c->srcfd, path, O_RDONLY);
+		if (fd >= 0 || (fd != -EMFILE && fd != -ENFILE))
+			break;
+		/* out of descriptors: give back one that nobody holds */
+		pthread_mutex_lock(&c->lock);
+		evicted = evict(c);
+		pthread_mutex_unlock(&c->lock);
+		if (!evicted) {
+			struct rlimit rl = { 0 };
+
+			getrlimit(RLIMIT_NOFILE, &rl);
+			*rc = sfs_errorf(
+				err, -EIO,
+				"%s: cannot open: too many open files (the daemon may hold %llu, and open view files hold them all); raise the limit (ulimit -n, LimitNOFILE=) or open fewer files at once",
+				path, (unsigned long long)rl.rlim_cur);
+			return NULL;
+		}
+	}
 	if (fd < 0) {
-		*rc = sfs_errorf(err, -EIO, "%s: cannot open: %s", path,
-				 strerror(errno));
+		*rc = sfs_errorf(
+			err, -EIO, "%s: cannot open: %s", path,
+			fd == -ELOOP || fd == -EXDEV ?
+				"a symlink on its path (shardfs reads only files inside the source)" :
+				strerror(-fd));
 		return NULL;
 	}
-	*rc = check(fd, path, size, mtime_ns, err);
+	*rc = fdcache_check(fd, path, size, mtime_ns, err);
 	if (!*rc) {
 		e = calloc(1, sizeof(*e));
 		if (e)

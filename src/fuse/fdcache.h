@@ -36,6 +36,14 @@ struct fdcache {
 /* Set up an empty cache of cap files below the directory srcfd. */
 int fdcache_init(struct fdcache *c, int srcfd, unsigned cap);
 
+/*
+ * 0 when the open file fd (the source file path) still has the size and
+ * mtime the index recorded; else -EIO with a message that names it and
+ * says how to rebuild the index.
+ */
+int fdcache_check(int fd, const char *path, uint64_t size, int64_t mtime,
+		  struct sfs_error *err);
+
 /* Close every cached file.  Entries still held are closed too. */
 void fdcache_destroy(struct fdcache *c);
 

@@ -24,10 +24,14 @@ enum handle_kind { H_DATA, H_CONTROL, H_DIR };
 
 struct handle {
 	enum handle_kind kind;
+	struct handle *prev, *next; /* fs->handles (fs->lock) */
 	struct view_ref *vr; /* H_DATA, H_DIR */
 	uint32_t node; /* H_DIR */
 	struct sfs_slice *slice; /* H_DATA */
 	struct fdcache_ent *src; /* H_DATA */
+	uint64_t src_size; /* H_DATA: the source as indexed */
+	int64_t src_mtime;
+	atomic_bool logged; /* H_DATA: a changed source was reported */
 	char *buf; /* H_CONTROL: a snapshot */
 	size_t len;
 };
@@ -56,6 +60,25 @@ static fuse_ino_t node_ino(const struct view_ref *vr, uint32_t node)
 {
 	return node == 0 ? FS_INO_ROOT : ((fuse_ino_t)vr->gen << 32 | node);
 }
+
+void fs_readahead_once(struct fs *fs)
+{
+	size_t n = strlen(fs->readahead_kb);
+	int fd;
+
+	if (!atomic_load(&fs->readahead_pending) ||
+	    !atomic_exchange(&fs->readahead_pending, false))
+		return;
+	fd = open(fs->readahead_path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, fs->readahead_kb, n) != (ssize_t)n)
+		fs_log(fs, LOG_INFO,
+		       "kept the kernel's read-ahead (%s: %s); reads arrive in smaller requests",
+		       fs->readahead_path, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+}
+
+static void handle_free(struct fs *fs, struct handle *h);
 
 /* ---- views ---- */
 
@@ -218,6 +241,9 @@ void fs_release_views(struct fs *fs)
 {
 	while (atomic_load(&fs->forgetting))
 		usleep(1000);
+	/* the kernel releases nothing once the session has ended */
+	while (fs->handles)
+		handle_free(fs, fs->handles);
 	pthread_mutex_lock(&fs->lock);
 	if (fs->current)
 		view_unref_locked(fs, fs->current);
@@ -349,6 +375,7 @@ static void fs_getattr(fuse_req_t req, fuse_ino_t ino,
 	int rc;
 
 	(void)fi;
+	fs_readahead_once(fs);
 	if (is_control(ino)) {
 		rc = control_stat(fs, ino, &st);
 		if (rc)
@@ -379,6 +406,7 @@ static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	int64_t child;
 	int rc, i;
 
+	fs_readahead_once(fs);
 	memset(&e, 0, sizeof(e));
 	if (parent == FS_INO_CTL ||
 	    (parent == FS_INO_ROOT && !strcmp(name, ".shardfs"))) {
@@ -452,6 +480,47 @@ static void fs_readlink(fuse_req_t req, fuse_ino_t ino)
 
 /* ---- directories ---- */
 
+/* ---- handles ---- */
+
+/* A new handle, on the list of open ones (freed at exit if the kernel
+ * never releases it); NULL without memory. */
+static struct handle *handle_new(struct fs *fs, enum handle_kind kind)
+{
+	struct handle *h = calloc(1, sizeof(*h));
+
+	if (!h)
+		return NULL;
+	h->kind = kind;
+	pthread_mutex_lock(&fs->lock);
+	h->next = fs->handles;
+	if (h->next)
+		h->next->prev = h;
+	fs->handles = h;
+	pthread_mutex_unlock(&fs->lock);
+	return h;
+}
+
+static void handle_free(struct fs *fs, struct handle *h)
+{
+	if (!h)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	if (h->prev)
+		h->prev->next = h->next;
+	else
+		fs->handles = h->next;
+	if (h->next)
+		h->next->prev = h->prev;
+	pthread_mutex_unlock(&fs->lock);
+	if (h->src)
+		fdcache_put(&fs->fds, h->src);
+	if (h->vr)
+		view_unref(fs, h->vr);
+	sfs_slice_free(h->slice);
+	free(h->buf);
+	free(h);
+}
+
 static void fs_opendir(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi)
 {
@@ -462,29 +531,23 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino,
 		fuse_reply_err(req, ENOTDIR);
 		return;
 	}
-	h = calloc(1, sizeof(*h));
+	h = handle_new(fs, H_DIR);
 	if (!h) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	h->kind = H_DIR;
 	if (ino != FS_INO_CTL) {
 		/* a listing shows the epoch it was opened in, whole */
 		h->vr = view_get(fs, ino, &h->node);
 		if (!h->vr || h->vr->v->nodes[h->node].kind != SFS_NODE_DIR) {
-			if (h->vr)
-				view_unref(fs, h->vr);
 			fuse_reply_err(req, h->vr ? ENOTDIR : ESTALE);
-			free(h);
+			handle_free(fs, h);
 			return;
 		}
 	}
 	fi->fh = (uintptr_t)h;
-	if (fuse_reply_open(req, fi) == -ENOENT) {
-		if (h->vr)
-			view_unref(fs, h->vr);
-		free(h);
-	}
+	if (fuse_reply_open(req, fi) == -ENOENT)
+		handle_free(fs, h);
 }
 
 /* Add one entry; returns false when buf is full. */
@@ -591,29 +654,12 @@ static void fs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
 static void fs_releasedir(fuse_req_t req, fuse_ino_t ino,
 			  struct fuse_file_info *fi)
 {
-	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
-
 	(void)ino;
-	if (h->vr)
-		view_unref(fs_of(req), h->vr);
-	free(h);
+	handle_free(fs_of(req), (struct handle *)(uintptr_t)fi->fh);
 	fuse_reply_err(req, 0);
 }
 
 /* ---- files ---- */
-
-static void handle_free(struct fs *fs, struct handle *h)
-{
-	if (!h)
-		return;
-	if (h->src)
-		fdcache_put(&fs->fds, h->src);
-	if (h->vr)
-		view_unref(fs, h->vr);
-	sfs_slice_free(h->slice);
-	free(h->buf);
-	free(h);
-}
 
 /* The size and mtime the index recorded for a node's source file. */
 static void node_source(const struct sfs_view *v, const struct sfs_view_node *n,
@@ -668,7 +714,8 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	uint32_t node;
 	int rc;
 
-	h = calloc(1, sizeof(*h));
+	fs_readahead_once(fs);
+	h = handle_new(fs, H_DATA);
 	if (!h) {
 		fuse_reply_err(req, ENOMEM);
 		return;
@@ -676,7 +723,7 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (is_control(ino)) {
 		if ((fi->flags & O_ACCMODE) != O_RDONLY &&
 		    ino != FS_INO_EPOCH) {
-			free(h);
+			handle_free(fs, h);
 			fuse_reply_err(req, EROFS);
 			return;
 		}
@@ -697,14 +744,13 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
-		free(h);
+		handle_free(fs, h);
 		fuse_reply_err(req, EROFS);
 		return;
 	}
-	h->kind = H_DATA;
 	h->vr = view_get(fs, ino, &node);
 	if (!h->vr) {
-		free(h);
+		handle_free(fs, h);
 		fuse_reply_err(req, ESTALE);
 		return;
 	}
@@ -715,6 +761,8 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	node_source(h->vr->v, n, &size, &mtime);
+	h->src_size = size;
+	h->src_mtime = mtime;
 	rc = sfs_view_slice(h->vr->v, n, &h->slice, &err);
 	if (!rc) {
 		h->src = fdcache_get(&fs->fds,
@@ -771,6 +819,7 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
 	struct fs *fs = fs_of(req);
 	const struct sfs_slice *s = h->slice;
+	struct sfs_error err = { 0 };
 	struct fuse_bufvec *bv;
 	uint64_t pos = (uint64_t)off, end;
 	size_t i, n = 0, first;
@@ -794,6 +843,16 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 	if (off < 0 || pos >= s->size) {
 		fuse_reply_buf(req, NULL, 0);
+		return;
+	}
+	/* A shard truncated or rewritten under an open file would splice
+	 * short or other bytes: check before every read. */
+	if (fdcache_check(h->src->fd, h->src->path, h->src_size, h->src_mtime,
+			  &err)) {
+		atomic_fetch_add(&fs->errors, 1);
+		if (!atomic_exchange(&h->logged, true))
+			fs_log(fs, LOG_ERR, "%s", err.msg);
+		fuse_reply_err(req, EIO);
 		return;
 	}
 	end = s->size - pos < size ? s->size : pos + size;

@@ -40,6 +40,8 @@ struct view_ref {
 	struct view_ref *next; /* fs.views, fs.lock */
 };
 
+struct handle;
+
 struct fs {
 	struct fuse_session *se;
 	struct sfs_index *idx;
@@ -55,10 +57,16 @@ struct fs {
 	uid_t uid;
 	gid_t gid;
 	time_t mounted;
+	/* the mount's read-ahead (sysfs file, value): written by the first
+	 * request after INIT, which is when the kernel has set its own */
+	char *readahead_path;
+	char readahead_kb[16];
+	atomic_bool readahead_pending;
 
 	pthread_mutex_t lock; /* guards the views */
 	struct view_ref *current;
 	struct view_ref *views; /* every live view */
+	struct handle *handles; /* every open file and directory */
 	uint32_t next_gen;
 	pthread_mutex_t switch_lock; /* one epoch switch at a time */
 
@@ -80,6 +88,13 @@ void fs_log(struct fs *fs, int prio, const char *fmt, ...)
  * Returns 0 or the view's error (message in err); nothing changes then.
  */
 int fs_switch_epoch(struct fs *fs, uint64_t epoch, struct sfs_error *err);
+
+/*
+ * Raise the mount's read-ahead, once: called by the requests that come
+ * before any read (lookup, getattr, open).  Root only; a failure costs
+ * speed, not correctness, and is logged.
+ */
+void fs_readahead_once(struct fs *fs);
 
 /*
  * Drop every view; called once the session loop has ended (it waits for

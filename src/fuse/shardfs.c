@@ -7,13 +7,14 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -85,60 +86,67 @@ struct args {
 	bool splice;
 };
 
-struct readahead {
-	struct fs *fs;
-	char *mnt; /* absolute */
-	unsigned kb;
-};
-
 /*
- * Raise the kernel's read-ahead for the mount, so that buffered reads reach
- * the daemon as large requests.  The kernel sets it when the session starts
- * (INIT), so this runs in a thread of its own once the loop serves: its
- * stat of the mount point waits for that.  Root only; a failure costs
- * speed, not correctness, and is logged.
+ * The device of the file system mounted on mnt (absolute), from
+ * /proc/self/mountinfo: asking the mount itself (stat) would wait for the
+ * session, which is not serving yet.  The last match is the newest mount.
  */
-static void *set_readahead(void *arg)
+static int mount_dev(const char *mnt, unsigned *maj, unsigned *min)
 {
-	struct readahead *ra = arg;
-	char path[128], value[16];
-	struct stat st;
-	int fd = -1, n;
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char *line = NULL, point[PATH_MAX], esc[PATH_MAX];
+	size_t cap = 0;
+	int found = -ENOENT;
 
-	if (stat(ra->mnt, &st) == 0) {
-		snprintf(path, sizeof(path),
-			 "/sys/class/bdi/%u:%u/read_ahead_kb", major(st.st_dev),
-			 minor(st.st_dev));
-		n = snprintf(value, sizeof(value), "%u", ra->kb);
-		fd = open(path, O_WRONLY | O_CLOEXEC);
-		if (fd < 0 || write(fd, value, (size_t)n) != n)
-			fs_log(ra->fs, LOG_INFO,
-			       "kept the kernel's read-ahead for %s (%s: %s); reads arrive in smaller requests",
-			       ra->mnt, path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
+	if (!f)
+		return -errno;
+	while (getline(&line, &cap, f) > 0) {
+		unsigned a, b;
+		const char *p;
+		size_t n = 0;
+
+		if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &a, &b, esc) != 3)
+			continue;
+		/* spaces and the like are written as \ooo */
+		for (p = esc; *p && n < sizeof(point) - 1; p++) {
+			unsigned c;
+
+			if (p[0] == '\\' && sscanf(p + 1, "%3o", &c) == 1) {
+				point[n++] = (char)c;
+				p += 3;
+			} else {
+				point[n++] = *p;
+			}
+		}
+		point[n] = '\0';
+		if (!strcmp(point, mnt)) {
+			*maj = a;
+			*min = b;
+			found = 0;
+		}
 	}
-	free(ra->mnt);
-	free(ra);
-	return NULL;
+	free(line);
+	fclose(f);
+	return found;
 }
 
-static void start_readahead(struct fs *fs, const char *mnt, unsigned kb)
+/*
+ * Arrange for the read-ahead of the mount on mnt (absolute) to become kb
+ * (root only): the kernel sets its own when the session starts (INIT), so
+ * the first request after that writes ours (fs_readahead_once).
+ */
+static void plan_readahead(struct fs *fs, const char *mnt, unsigned kb)
 {
-	struct readahead *ra;
-	pthread_t tid;
+	unsigned maj = 0, min = 0;
 
-	if (!kb || !(ra = calloc(1, sizeof(*ra))))
-		return;
-	ra->fs = fs;
-	ra->kb = kb;
-	ra->mnt = realpath(mnt, NULL);
-	if (!ra->mnt || pthread_create(&tid, NULL, set_readahead, ra)) {
-		free(ra->mnt);
-		free(ra);
+	if (!kb || mount_dev(mnt, &maj, &min) ||
+	    asprintf(&fs->readahead_path, "/sys/class/bdi/%u:%u/read_ahead_kb",
+		     maj, min) < 0) {
+		fs->readahead_path = NULL;
 		return;
 	}
-	pthread_detach(tid);
+	snprintf(fs->readahead_kb, sizeof(fs->readahead_kb), "%u", kb);
+	atomic_store(&fs->readahead_pending, true);
 }
 
 /*
@@ -334,6 +342,18 @@ static int load_index(struct fs *fs, const char *src, struct sfs_error *err)
 	return rc;
 }
 
+/* Source files stay open in a cache: take every descriptor allowed (the
+ * soft limit up to the hard one); the cache gives them back when short. */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct fs fs = { .prefetch = true };
@@ -341,7 +361,7 @@ int main(int argc, char **argv)
 	struct sfs_error err = { 0 };
 	struct fuse_args fargs = FUSE_ARGS_INIT(0, NULL);
 	struct fuse_loop_config *cfg = NULL;
-	char *base = NULL;
+	char *base = NULL, *mnt = NULL;
 	int rc = 1;
 
 	sfs_options_init(&fs.vopts.options);
@@ -362,6 +382,7 @@ int main(int argc, char **argv)
 	fs.gid = getgid();
 	fs.mounted = time(NULL);
 	fs.splice_max = a.splice ? splice_limit() : 0;
+	raise_nofile();
 	fs.srcfd = open(fs.idx->source, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fs.srcfd < 0 || fdcache_init(&fs.fds, fs.srcfd, FD_CACHE)) {
 		fprintf(stderr, "%s: %s: %s\n", prog, fs.idx->source,
@@ -392,7 +413,10 @@ int main(int argc, char **argv)
 	}
 	if (fuse_set_signal_handlers(fs.se))
 		goto out_session;
-	if (fuse_session_mount(fs.se, a.mnt)) {
+	/* absolute, as libfuse's own option parser makes it: the unmount
+	 * at exit needs the same path from wherever the daemon then is */
+	mnt = realpath(a.mnt, NULL);
+	if (!mnt || fuse_session_mount(fs.se, mnt)) {
 		fprintf(stderr,
 			"%s: cannot mount on %s (is it an existing directory, and is /dev/fuse there?)\n",
 			prog, a.mnt);
@@ -402,12 +426,12 @@ int main(int argc, char **argv)
 		openlog(prog, LOG_PID, LOG_DAEMON);
 	fs_log(&fs, LOG_INFO,
 	       "serving %s on %s: %zu shards, %llu samples, epoch %llu",
-	       fs.idx->source, a.mnt, fs.idx->nshards,
+	       fs.idx->source, mnt, fs.idx->nshards,
 	       (unsigned long long)fs.idx->nsamples,
 	       (unsigned long long)fs.vopts.options.plan.epoch);
+	plan_readahead(&fs, mnt, a.readahead_kb);
 	if (fuse_daemonize(a.foreground))
 		goto out_unmount;
-	start_readahead(&fs, a.mnt, a.readahead_kb);
 	if (a.single) {
 		rc = fuse_session_loop(fs.se);
 	} else {
@@ -416,7 +440,7 @@ int main(int argc, char **argv)
 		rc = fuse_session_loop_mt(fs.se, cfg);
 		fuse_loop_cfg_destroy(cfg);
 	}
-	fs_log(&fs, LOG_INFO, "unmounting %s", a.mnt);
+	fs_log(&fs, LOG_INFO, "unmounting %s", mnt);
 	fs_release_views(&fs);
 out_unmount:
 	fuse_session_unmount(fs.se);
@@ -440,5 +464,7 @@ out:
 	free(base);
 	free(a.fuse_opts);
 	free(fs.index_dir);
+	free(fs.readahead_path);
+	free(mnt);
 	return rc;
 }

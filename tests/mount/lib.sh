@@ -21,17 +21,19 @@ unmount_all() {
 trap unmount_all EXIT
 
 # mount_view SRC MNT [OPTIONS]: mount, and wait until it answers;
-# $DAEMON_FLAGS are added to the daemon's command line (e.g. -s)
+# $DAEMON_FLAGS are added to the daemon's command line (e.g. -s), and
+# $DAEMON_WRAP runs it (e.g. "prlimit --nofile=12", valgrind)
 mount_view() {
 	local i
 	mkdir -p "$2"
 	mounts+=("$2")
 	nlog=$((nlog + 1))
 	daemon_log[$2]=$T/daemon-$nlog.log
-	shardfs "$1" "$2" -f ${DAEMON_FLAGS:-} ${3:+-o "$3"} 2>"${daemon_log[$2]}" &
+	${DAEMON_WRAP:-} shardfs "$1" "$2" -f ${DAEMON_FLAGS:-} ${3:+-o "$3"} 2>"${daemon_log[$2]}" &
 	daemon_pid[$2]=$!
-	for i in $(seq 200); do
-		mountpoint -q "$2" && return 0
+	for i in $(seq 600); do
+		# a daemon that mounted but never serves must not hang the test
+		timeout 30 mountpoint -q "$2" && return 0
 		kill -0 "${daemon_pid[$2]}" 2>/dev/null || break
 		sleep 0.05
 	done
