@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""Concurrent readers against epoch switches.
+
+Usage: stress.py MNT SRC READERS SECONDS EPOCHS
+
+READERS processes read every file of their worker directory (reader i
+reads MNT/<rank>/<worker>/ of reader i modulo the view's readers) over and
+over, each pass through a directory descriptor, so it sees one epoch,
+while this process writes epoch 0, 1, ..., EPOCHS-1, 0, ... to
+MNT/.shardfs/epoch every 100 ms for SECONDS.  SRC is a JSONL source whose
+lines carry a unique "key": every line read must be byte for byte the
+source's line of that key, and every file must hold exactly the lines its
+name promises (<seq>-<shard>.<a>-<b>.jsonl: b - a + 1).  Prints a summary
+and exits 1 when any read failed or any byte differed.
+"""
+import json
+import multiprocessing
+import os
+import re
+import sys
+import time
+
+
+def source_lines(src):
+    lines = {}
+    for name in os.listdir(src):
+        if name.endswith(".jsonl"):
+            with open(os.path.join(src, name), "rb") as f:
+                for line in f:
+                    lines[json.loads(line)["key"]] = line
+    return lines
+
+
+def reader(d, lines, stop, out):
+    os.nice(10)  # the epoch switches keep their pace on 2 cores
+    files = nbytes = passes = 0
+    errors = []
+    while time.monotonic() < stop and len(errors) < 10:
+        try:
+            dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+        except OSError as e:
+            errors.append("open %s: %s" % (d, e))
+            continue
+        try:
+            for name in sorted(os.listdir(dfd)):
+                fd = os.open(name, os.O_RDONLY, dir_fd=dfd)
+                try:
+                    data = b""
+                    while True:
+                        chunk = os.read(fd, 1 << 20)
+                        if not chunk:
+                            break
+                        data += chunk
+                finally:
+                    os.close(fd)
+                got = data.splitlines(keepends=True)
+                m = re.search(r"\.(\d+)-(\d+)\.jsonl$", name)
+                want = int(m.group(2)) - int(m.group(1)) + 1 if m else None
+                if want is not None and len(got) != want:
+                    errors.append("%s: %d lines, its name says %d"
+                                  % (name, len(got), want))
+                for line in got:
+                    if lines.get(json.loads(line)["key"]) != line:
+                        errors.append("%s: a line differs from the source"
+                                      % name)
+                        break
+                files += 1
+                nbytes += len(data)
+            passes += 1
+        except (OSError, ValueError) as e:
+            errors.append("%s: %s" % (d, e))
+        finally:
+            os.close(dfd)
+    out.put((passes, files, nbytes, errors))
+
+
+def main():
+    mnt, src = sys.argv[1], sys.argv[2]
+    nreaders, seconds, epochs = (int(a) for a in sys.argv[3:6])
+    status = json.load(open(os.path.join(mnt, ".shardfs", "status")))
+    dirs = [os.path.join(mnt, str(r["rank"]), str(r["worker"]))
+            for r in status["plan"]["readers"]]
+    lines = source_lines(src)
+    stop = time.monotonic() + seconds
+    out = multiprocessing.Queue()
+    procs = [multiprocessing.Process(target=reader, args=(
+        dirs[i % len(dirs)], lines, stop, out)) for i in range(nreaders)]
+    for p in procs:
+        p.start()
+    switches, slowest, due = 0, 0.0, time.monotonic()
+    while True:
+        due += 0.1
+        if due >= stop:
+            break
+        time.sleep(max(0.0, due - time.monotonic()))
+        switches += 1
+        began = time.monotonic()
+        with open(os.path.join(mnt, ".shardfs", "epoch"), "w") as f:
+            f.write(str(switches % epochs))
+        slowest = max(slowest, time.monotonic() - began)
+    results = [out.get(timeout=120) for _ in procs]
+    for p in procs:
+        p.join(timeout=60)
+    passes = sum(r[0] for r in results)
+    files = sum(r[1] for r in results)
+    nbytes = sum(r[2] for r in results)
+    errors = [e for r in results for e in r[3]]
+    idle = sum(1 for r in results if r[0] == 0)
+    print("%d readers, %d s, %d epoch switches (the slowest took %.0f ms): "
+          "%d directory passes, %d files, %.1f MB read and checked against "
+          "the source, %d errors"
+          % (nreaders, seconds, switches, slowest * 1e3, passes, files,
+             nbytes / 1e6, len(errors)))
+    for e in errors[:10]:
+        print("FAIL: " + e)
+    if idle:
+        print("FAIL: %d readers finished no pass" % idle)
+    return 1 if errors or idle or not switches else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,213 @@
+#!/usr/bin/env bash
+# Faults and hostile input against a mounted view: shards truncated,
+# replaced, deleted, swapped for a FIFO or moved behind a symlink while
+# mounted; damaged indexes; a tiny RLIMIT_NOFILE; SIGTERM under load and
+# SIGKILL; other users; and concurrent readers checking every byte while
+# the epoch switches every 100 ms ($SHARDFS_STRESS_SECONDS, default 60).
+# A fault must give EIO (or a refusal) and a log line that names it, never
+# other bytes, and the other files must keep working.
+. "$(dirname "$0")/lib.sh"
+PY=/usr/bin/python3
+check="$TESTS/mount/check_view.py"
+M=$T/mnt
+O="world=2,workers=2,block=25,symlinks=0,shuffle=none"
+
+shardfs-mkdata "$T/jsonl" --format jsonl --shards 12 --samples 20-200 --seed 4 >/dev/null
+shardfs-index "$T/jsonl" --quiet
+
+# lines_ok FILE SRC: every line of a view file is its source line
+lines_ok() {
+	$PY - "$1" "$2" <<'PY'
+import json, os, sys
+src = {}
+for n in os.listdir(sys.argv[2]):
+    if n.endswith(".jsonl"):
+        for line in open(os.path.join(sys.argv[2], n), "rb"):
+            src[json.loads(line)["key"]] = line
+lines = open(sys.argv[1], "rb").read().splitlines(keepends=True)
+print("ok" if lines and all(src.get(json.loads(l)["key"]) == l for l in lines) else "differs")
+PY
+}
+view_file() { ls -d "$M"/0/0/* "$M"/0/1/* "$M"/1/*/* | grep "shard-0000$1\." | head -1; }
+
+# --- shards changed under a mounted view ---
+cp -a "$T/jsonl" "$T/src"
+mount_view "$T/src" "$M" "$O" || bad "mount"
+log=${daemon_log[$M]}
+
+# truncated under an open file: the pages already read stay right, the
+# next read fails
+f=$(view_file 00)
+size=$(stat -c %s "$T/src/shard-000000.jsonl")
+expect_eq "truncated under an open file: EIO on the next read" "$($PY - "$f" "$T/src/shard-000000.jsonl" <<'PY'
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)  # no read-ahead
+first = os.pread(fd, 4096, 0)
+os.truncate(sys.argv[2], 1000)
+try:
+    os.pread(fd, 4096, 4096)
+    print("read")
+except OSError as e:
+    print(e.strerror)
+PY
+)" "Input/output error"
+expect_eq "truncated: logged once" "$(grep -c "shard-000000.jsonl changed since it was indexed (size 1000, the index says $size, and a new mtime); its files fail with EIO until the index is rebuilt with shardfs-index" "$log")" 1
+
+# replaced by other bytes of the same size
+f=$(view_file 01)
+$PY - "$T/src/shard-000001.jsonl" <<'PY'
+import sys
+p = sys.argv[1]
+data = bytearray(open(p, "rb").read())
+i = data.index(b'"data": "') + 9
+data[i] = ord("0") if data[i] != ord("0") else ord("1")
+open(p + ".new", "wb").write(data)
+PY
+mv "$T/src/shard-000001.jsonl.new" "$T/src/shard-000001.jsonl"
+size=$(stat -c %s "$T/src/shard-000001.jsonl")
+expect_run "replaced: EIO" 1 "cat: $f: Input/output error" -- cat "$f"
+expect_eq "replaced: logged" "$(grep -c "shard-000001.jsonl changed since it was indexed (size $size, the index says $size, and a new mtime)" "$log")" 1
+
+# deleted
+f=$(view_file 02)
+rm "$T/src/shard-000002.jsonl"
+expect_run "deleted: EIO" 1 "cat: $f: Input/output error" -- cat "$f"
+expect_eq "deleted: logged" "$(grep -c "shard-000002.jsonl: cannot open: No such file or directory" "$log")" 1
+
+# swapped for a FIFO: refused at once, not a reader blocked forever
+f=$(view_file 03)
+rm "$T/src/shard-000003.jsonl" && mkfifo "$T/src/shard-000003.jsonl"
+expect_run "FIFO: EIO, no hang" 1 "cat: $f: Input/output error" -- timeout 10 cat "$f"
+expect_eq "FIFO: logged" "$(grep -c "shard-000003.jsonl: not a regular file" "$log")" 1
+
+# moved behind a symlink to a copy outside the source
+f=$(view_file 04)
+mkdir "$T/outside" && mv "$T/src/shard-000004.jsonl" "$T/outside/"
+ln -s "$T/outside/shard-000004.jsonl" "$T/src/shard-000004.jsonl"
+expect_run "symlink: EIO" 1 "cat: $f: Input/output error" -- cat "$f"
+expect_eq "symlink: logged" "$(grep -c "shard-000004.jsonl: cannot open: a symlink on its path (shardfs reads only files inside the source)" "$log")" 1
+
+# the other shards keep serving their own bytes
+for s in 05 06 07; do
+	expect_eq "shard $s still right" "$(lines_ok "$(view_file $s)" "$T/jsonl")" ok
+done
+expect_eq "status counts the errors" "$($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["counters"]["errors"] >= 5)' "$M/.shardfs/status")" True
+unmount_view "$M"
+
+# --- refused at mount: a source that is no longer what was indexed ---
+refuse() {
+	local name=$1 want=$2
+	shift 2
+	expect_run "$name" 1 "$want" -- shardfs "$@"
+	mountpoint -q "$M" && { bad "$name: mounted anyway"; fusermount3 -u "$M"; } || ok
+}
+mkdir -p "$T/esc/sub" && cp -a "$T/jsonl/shard-000000.jsonl" "$T/esc/sub/a.jsonl"
+shardfs-index "$T/esc" --quiet
+mv "$T/esc/sub" "$T/esc-sub" && ln -s "$T/esc-sub" "$T/esc/sub"
+refuse "a directory symlink out of the source" "shardfs: the index is stale: 1 shard file changed since it was built: sub/a.jsonl (a symlink on its path); rebuild it with: shardfs-index $T/esc" "$T/esc" "$M"
+rm "$T/esc/sub" && mkdir "$T/esc/sub" && mkfifo "$T/esc/sub/a.jsonl"
+refuse "a FIFO for a shard" "shardfs: the index is stale: 1 shard file changed since it was built: sub/a.jsonl (not a regular file); rebuild it with: shardfs-index $T/esc" "$T/esc" "$M"
+
+# --- damaged indexes ---
+for kind in version table manifest; do
+	cp -a "$T/jsonl" "$T/idx-$kind"
+	case $kind in
+	version) sed -i 's/"shardfs_index": 1/"shardfs_index": 2/' "$T/idx-$kind/.shardfs/manifest.json"
+		want="$T/idx-$kind/.shardfs/manifest.json: index version 2, this shardfs reads version 1; rebuild the index with this version's shardfs-index" ;;
+	table) b=$(ls "$T/idx-$kind"/.shardfs/samples-*.bin)
+		printf 'X' | dd of="$b" bs=1 seek=9 conv=notrunc 2>/dev/null
+		want="$b: not a shardfs boundary table of version 1; the index is damaged: rebuild it with shardfs-index" ;;
+	manifest) echo garbage > "$T/idx-$kind/.shardfs/manifest.json"
+		want="$T/idx-$kind/.shardfs/manifest.json: not valid JSON at line 1, column 7 ('[' or '{' expected near 'garbage'); the index is damaged: rebuild it with shardfs-index" ;;
+	esac
+	refuse "index: $kind" "shardfs: $want" "$T/idx-$kind" "$M"
+done
+
+# --- a tiny RLIMIT_NOFILE: files read one after another all work; held
+# open past the limit, the next one fails with EIO and says why ---
+DAEMON_WRAP="prlimit --nofile=12" mount_view "$T/jsonl" "$M" "$O" || bad "mount nofile=12"
+out=$(python3 "$check" "$M" jsonl)
+expect_eq "nofile=12: the whole view right, file after file" "$?" 0 || echo "$out" >&2
+expect_eq "nofile=12: holding a file of every shard open" "$($PY - "$M" <<'PY'
+import glob, os, re, sys
+first = {}
+for path in sorted(glob.glob(sys.argv[1] + "/*/*/*")):
+    first.setdefault(re.sub(r"^\d+-|\.\d+-\d+\.jsonl$", "", os.path.basename(path)), path)
+fds = []
+for path in first.values():
+    try:
+        fds.append(os.open(path, os.O_RDONLY))
+    except OSError as e:
+        print("%s after %s" % (e.strerror, "fewer than 12" if len(fds) < 12 else len(fds)))
+        break
+PY
+)" "Input/output error after fewer than 12"
+expect_eq "nofile=12: logged with the fix" "$(grep -c "cannot open: too many open files (the daemon may hold 12, and open view files hold them all); raise the limit (ulimit -n, LimitNOFILE=) or open fewer files at once" "${daemon_log[$M]}")" 1
+unmount_view "$M"
+
+# --- other users: reads with allow_other; the epoch is the owner's ---
+chmod 711 "$T"
+as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+mount_view "$T/jsonl" "$M" "$O" || bad "mount"
+expect_run "without allow_other another user cannot look" 2 "ls: cannot access '$M/0': Permission denied" -- as_nobody ls "$M/0"
+unmount_view "$M"
+mount_view "$T/jsonl" "$M" "$O,allow_other" || bad "mount allow_other"
+f=$(ls -d "$M"/0/0/* | head -1)
+expect_eq "allow_other: another user reads" "$(as_nobody cat "$f" | cmp - "$f" && echo same)" same
+expect_run "allow_other: another user cannot switch the epoch" 2 "sh: 1: cannot create $M/.shardfs/epoch: Permission denied" -- as_nobody sh -c "echo 1 > $M/.shardfs/epoch"
+expect_eq "allow_other: the epoch stayed" "$(cat "$M/.shardfs/epoch")" 0
+expect_eq "allow_other: the owner switches it" "$(echo 1 > "$M/.shardfs/epoch" && cat "$M/.shardfs/epoch")" 1
+unmount_view "$M"
+
+# --- SIGTERM while 8 readers read as fast as they can ---
+mount_view "$T/jsonl" "$M" "$O" || bad "mount for SIGTERM"
+readers=()
+for i in $(seq 8); do
+	(while cat "$M"/$((i % 2))/$((i / 2 % 2))/* > /dev/null 2>&1; do :; done) &
+	readers+=($!)
+done
+sleep 1
+kill -TERM "${daemon_pid[$M]}"
+wait "${daemon_pid[$M]}"
+expect_eq "SIGTERM under load: exit 0" "$?" 0
+mountpoint -q "$M" && bad "SIGTERM under load: still mounted" || ok
+for i in $(seq 100); do
+	alive=0
+	for p in "${readers[@]}"; do kill -0 "$p" 2>/dev/null && alive=$((alive + 1)); done
+	[ "$alive" -eq 0 ] && break
+	sleep 0.1
+done
+expect_eq "SIGTERM under load: every reader came back" "$alive" 0
+grep -qE "AddressSanitizer|LeakSanitizer|runtime error" "${daemon_log[$M]}" && bad "SIGTERM: sanitizer report" || ok
+
+# a relative mount point: the daemon unmounts it all the same
+mkdir -p "$T/rel"
+(cd "$T" && exec shardfs jsonl rel -f -o world=1 2>rel.log) &
+pid=$!
+for i in $(seq 100); do timeout 10 mountpoint -q "$T/rel" && break; sleep 0.05; done
+mounts+=("$T/rel")
+kill -TERM "$pid"
+wait "$pid"
+expect_eq "relative mount point: SIGTERM exits 0" "$?" 0
+mountpoint -q "$T/rel" && bad "relative mount point: still mounted" || ok
+
+# --- SIGKILL: the mount answers ENOTCONN until it is unmounted
+# (docs/operations.md); then it mounts again as before ---
+mount_view "$T/jsonl" "$M" "$O" || bad "mount for SIGKILL"
+kill -KILL "${daemon_pid[$M]}"
+wait "${daemon_pid[$M]}" 2>/dev/null
+expect_run "SIGKILL: ENOTCONN" 1 "cat: $M/.shardfs/epoch: Transport endpoint is not connected" -- cat "$M/.shardfs/epoch"
+expect_run "SIGKILL: fusermount3 -u recovers" 0 "" -- fusermount3 -u "$M"
+mount_view "$T/jsonl" "$M" "$O" || bad "mount after SIGKILL"
+out=$(python3 "$check" "$M" jsonl)
+expect_eq "after SIGKILL: mounted again, view = plan" "$?" 0 || echo "$out" >&2
+unmount_view "$M"
+
+# --- 64 readers check every byte while the epoch switches every 100 ms ---
+mount_view "$T/jsonl" "$M" "world=4,workers=2,block=25,symlinks=0" || bad "mount for stress"
+out=$(timeout 600 $PY "$TESTS/mount/stress.py" "$M" "$T/jsonl" 64 "${SHARDFS_STRESS_SECONDS:-60}" 4)
+expect_eq "stress: zero errors" "$?" 0
+echo "  [stress] $out"
+unmount_view "$M"
+finish
