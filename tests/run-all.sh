@@ -24,7 +24,7 @@ for variant in build build-asan; do
 done
 
 echo "== fuzzing, a short bounded run (tests/fuzz/run.sh SECONDS for longer)"
-bash tests/fuzz/run.sh "${SHARDFS_FUZZ_SECONDS:-20}"
+bash tests/fuzz/run.sh "${SHARDFS_FUZZ_SECONDS:-60}"
 
 echo "== the README's main job"
 bash tests/demo.sh

@@ -28,6 +28,14 @@ lines = open(sys.argv[1], "rb").read().splitlines(keepends=True)
 print("ok" if lines and all(src.get(json.loads(l)["key"]) == l for l in lines) else "differs")
 PY
 }
+# section NAME: report the checks since the last section (for
+# tests/reliability.sh), then start NAME
+sect_name= sect_p=0 sect_f=0
+section() {
+	[ -z "$sect_name" ] || printf 'section: %s: %d checks, %d failed\n' "$sect_name" \
+		$((passed + failed - sect_p - sect_f)) $((failed - sect_f))
+	sect_name=$1 sect_p=$passed sect_f=$failed
+}
 view_file() { ls -d "$M"/0/0/* "$M"/0/1/* "$M"/1/*/* | grep "shard-0000$1\." | head -1; }
 
 # --- shards changed under a mounted view ---
@@ -37,6 +45,7 @@ log=${daemon_log[$M]}
 
 # truncated under an open file: the pages already read stay right, the
 # next read fails
+section "shard truncated under an open file"
 f=$(view_file 00)
 size=$(stat -c %s "$T/src/shard-000000.jsonl")
 expect_eq "truncated under an open file: EIO on the next read" "$($PY - "$f" "$T/src/shard-000000.jsonl" <<'PY'
@@ -54,7 +63,7 @@ PY
 )" "Input/output error"
 expect_eq "truncated: logged once" "$(grep -c "shard-000000.jsonl changed since it was indexed (size 1000, the index says $size, and a new mtime); its files fail with EIO until the index is rebuilt with shardfs-index" "$log")" 1
 
-# replaced by other bytes of the same size
+section "shard replaced by other bytes, same size"
 f=$(view_file 01)
 $PY - "$T/src/shard-000001.jsonl" <<'PY'
 import sys
@@ -69,26 +78,26 @@ size=$(stat -c %s "$T/src/shard-000001.jsonl")
 expect_run "replaced: EIO" 1 "cat: $f: Input/output error" -- cat "$f"
 expect_eq "replaced: logged" "$(grep -c "shard-000001.jsonl changed since it was indexed (size $size, the index says $size, and a new mtime)" "$log")" 1
 
-# deleted
+section "shard deleted"
 f=$(view_file 02)
 rm "$T/src/shard-000002.jsonl"
 expect_run "deleted: EIO" 1 "cat: $f: Input/output error" -- cat "$f"
 expect_eq "deleted: logged" "$(grep -c "shard-000002.jsonl: cannot open: No such file or directory" "$log")" 1
 
-# swapped for a FIFO: refused at once, not a reader blocked forever
+section "shard swapped for a FIFO (no reader blocks)"
 f=$(view_file 03)
 rm "$T/src/shard-000003.jsonl" && mkfifo "$T/src/shard-000003.jsonl"
 expect_run "FIFO: EIO, no hang" 1 "cat: $f: Input/output error" -- timeout 10 cat "$f"
 expect_eq "FIFO: logged" "$(grep -c "shard-000003.jsonl: not a regular file" "$log")" 1
 
-# moved behind a symlink to a copy outside the source
+section "shard moved behind a symlink out of the source"
 f=$(view_file 04)
 mkdir "$T/outside" && mv "$T/src/shard-000004.jsonl" "$T/outside/"
 ln -s "$T/outside/shard-000004.jsonl" "$T/src/shard-000004.jsonl"
 expect_run "symlink: EIO" 1 "cat: $f: Input/output error" -- cat "$f"
 expect_eq "symlink: logged" "$(grep -c "shard-000004.jsonl: cannot open: a symlink on its path (shardfs reads only files inside the source)" "$log")" 1
 
-# the other shards keep serving their own bytes
+section "the other shards keep their bytes"
 for s in 05 06 07; do
 	expect_eq "shard $s still right" "$(lines_ok "$(view_file $s)" "$T/jsonl")" ok
 done
@@ -96,6 +105,7 @@ expect_eq "status counts the errors" "$($PY -c 'import json,sys; print(json.load
 unmount_view "$M"
 
 # --- refused at mount: a source that is no longer what was indexed ---
+section "mount refused: symlinked directory, FIFO shard"
 refuse() {
 	local name=$1 want=$2
 	shift 2
@@ -110,6 +120,7 @@ rm "$T/esc/sub" && mkdir "$T/esc/sub" && mkfifo "$T/esc/sub/a.jsonl"
 refuse "a FIFO for a shard" "shardfs: the index is stale: 1 shard file changed since it was built: sub/a.jsonl (not a regular file); rebuild it with: shardfs-index $T/esc" "$T/esc" "$M"
 
 # --- damaged indexes ---
+section "index of another version, damaged table, garbage manifest"
 for kind in version table manifest; do
 	cp -a "$T/jsonl" "$T/idx-$kind"
 	case $kind in
@@ -124,6 +135,7 @@ for kind in version table manifest; do
 	refuse "index: $kind" "shardfs: $want" "$T/idx-$kind" "$M"
 done
 
+section "RLIMIT_NOFILE=12"
 # --- a tiny RLIMIT_NOFILE: files read one after another all work; held
 # open past the limit, the next one fails with EIO and says why ---
 DAEMON_WRAP="prlimit --nofile=12" mount_view "$T/jsonl" "$M" "$O" || bad "mount nofile=12"
@@ -147,6 +159,7 @@ expect_eq "nofile=12: logged with the fix" "$(grep -c "cannot open: too many ope
 unmount_view "$M"
 
 # --- other users: reads with allow_other; the epoch is the owner's ---
+section "other users, allow_other, the epoch control file"
 chmod 711 "$T"
 as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
 mount_view "$T/jsonl" "$M" "$O" || bad "mount"
@@ -161,6 +174,7 @@ expect_eq "allow_other: the owner switches it" "$(echo 1 > "$M/.shardfs/epoch" &
 unmount_view "$M"
 
 # --- SIGTERM while 8 readers read as fast as they can ---
+section "SIGTERM under 8 busy readers; relative mount point"
 mount_view "$T/jsonl" "$M" "$O" || bad "mount for SIGTERM"
 readers=()
 for i in $(seq 8); do
@@ -192,6 +206,7 @@ wait "$pid"
 expect_eq "relative mount point: SIGTERM exits 0" "$?" 0
 mountpoint -q "$T/rel" && bad "relative mount point: still mounted" || ok
 
+section "SIGKILL, ENOTCONN, fusermount3 -u, mount again"
 # --- SIGKILL: the mount answers ENOTCONN until it is unmounted
 # (docs/operations.md); then it mounts again as before ---
 mount_view "$T/jsonl" "$M" "$O" || bad "mount for SIGKILL"
@@ -205,9 +220,11 @@ expect_eq "after SIGKILL: mounted again, view = plan" "$?" 0 || echo "$out" >&2
 unmount_view "$M"
 
 # --- 64 readers check every byte while the epoch switches every 100 ms ---
+section "64 readers hashing while the epoch switches every 100 ms"
 mount_view "$T/jsonl" "$M" "world=4,workers=2,block=25,symlinks=0" || bad "mount for stress"
 out=$(timeout 600 $PY "$TESTS/mount/stress.py" "$M" "$T/jsonl" 64 "${SHARDFS_STRESS_SECONDS:-60}" 4)
 expect_eq "stress: zero errors" "$?" 0
-echo "  [stress] $out"
+echo "stress: $out"
 unmount_view "$M"
+section ""
 finish
