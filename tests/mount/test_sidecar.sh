@@ -21,6 +21,7 @@ in_ns() {
 		mkdir -p "$T/ns" && mount -t tmpfs ns "$T/ns"
 		[ "$SHARED" = 1 ] && mount --make-shared "$T/ns"
 		export SHARDFS_MOUNT=$T/ns/data SHARDFS_READY_FILE=$T/ns/ready
+		eval "${PRE:-}"
 		bash "$S" 2> "$T/ns.log" &
 		pid=$!
 		for i in $(seq 100); do [ -f "$T/ns/ready" ] && break; kill -0 $pid 2>/dev/null || break; sleep 0.1; done
@@ -60,6 +61,14 @@ expect_eq "SHARDFS_* win" "$(in_ns 1 "${src[@]}" RANK=3 WORLD_SIZE=4 SHARDFS_RAN
 	"ls: 0 
 exit=0
 mounted=0"
+# a restarted sidecar finds the dead view of a daemon that was killed
+dead='mkdir -p "$SHARDFS_MOUNT"; shardfs "$SHARDFS_SOURCE" "$SHARDFS_MOUNT" -f -o world=1 2>/dev/null & p=$!
+	for i in $(seq 100); do mountpoint -q "$SHARDFS_MOUNT" && break; sleep 0.05; done; kill -KILL $p; wait $p'
+expect_eq "a dead view is cleared and mounted again" "$(in_ns 1 "${src[@]}" RANK=2 WORLD_SIZE=4 PRE="$dead" 2>/dev/null)" \
+	"ls: 2 
+exit=0
+mounted=0"
+expect_eq "a dead view: said so" "$(grep -c "cleared the dead view on $T/ns/data that a daemon which died left behind" "$T/ns.log")" 1
 
 # broken environments: one line each, exit 1, nothing mounted
 broken() {
