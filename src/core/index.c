@@ -478,6 +478,11 @@ int sfs_index_load(const char *source, const char *dir, struct sfs_index **out,
 				"%s: no index; build it with: shardfs-index %s%s%s",
 				mpath, source, dir ? " --out " : "",
 				dir ? dir : "");
+		else if (errno == EACCES)
+			rc = sfs_errorf(
+				err, -EACCES,
+				"%s: Permission denied: this user cannot read the index; give it read access to the source and its index (or run as their owner)",
+				mpath);
 		else
 			rc = sfs_errorf(err, -EIO, "%s: %s", mpath,
 					strerror(errno));

@@ -135,6 +135,23 @@ for kind in version table manifest; do
 	refuse "index: $kind" "shardfs: $want" "$T/idx-$kind" "$M"
 done
 
+section "source or shard unreadable (root without CAP_DAC_OVERRIDE)"
+# root reads everything; without the DAC capabilities it is held to the
+# modes like anyone else
+nodac() { setpriv --bounding-set -dac_override,-dac_read_search "$@"; }
+cp -a "$T/jsonl" "$T/unread" && chmod 000 "$T/unread"
+expect_run "unreadable source" 1 "shardfs: $T/unread/.shardfs/manifest.json: Permission denied: this user cannot read the index; give it read access to the source and its index (or run as their owner)" \
+	-- nodac shardfs "$T/unread" "$M"
+mountpoint -q "$M" && { bad "unreadable source: mounted anyway"; fusermount3 -u "$M"; } || ok
+chmod 755 "$T/unread"
+DAEMON_WRAP=nodac mount_view "$T/unread" "$M" "$O" || bad "mount without DAC"
+f=$(view_file 05)
+chmod 000 "$T/unread/shard-000005.jsonl"
+expect_run "unreadable shard: EIO" 1 "cat: $f: Input/output error" -- cat "$f"
+expect_eq "unreadable shard: logged" "$(grep -c "shard-000005.jsonl: cannot open: Permission denied" "${daemon_log[$M]}")" 1
+expect_eq "unreadable shard: the others still right" "$(lines_ok "$(view_file 06)" "$T/jsonl")" ok
+unmount_view "$M"
+
 section "RLIMIT_NOFILE=12"
 # --- a tiny RLIMIT_NOFILE: files read one after another all work; held
 # open past the limit, the next one fails with EIO and says why ---
