@@ -478,8 +478,6 @@ static void fs_readlink(fuse_req_t req, fuse_ino_t ino)
 	free(target);
 }
 
-/* ---- directories ---- */
-
 /* ---- handles ---- */
 
 /* A new handle, on the list of open ones (freed at exit if the kernel
@@ -520,6 +518,8 @@ static void handle_free(struct fs *fs, struct handle *h)
 	free(h->buf);
 	free(h);
 }
+
+/* ---- directories ---- */
 
 static void fs_opendir(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi)

@@ -63,7 +63,7 @@ struct fs {
 	char readahead_kb[16];
 	atomic_bool readahead_pending;
 
-	pthread_mutex_t lock; /* guards the views */
+	pthread_mutex_t lock; /* guards the views and the handle list */
 	struct view_ref *current;
 	struct view_ref *views; /* every live view */
 	struct handle *handles; /* every open file and directory */
