@@ -349,9 +349,11 @@ int sfs_plan_build(const struct sfs_index *idx, const struct sfs_plan_opts *o,
 	if (make_units(&b))
 		goto out_nomem;
 	order_units(&b);
+	/* only sliceable units are permuted: their counts are backed by a
+	 * boundary table, an opaque shard's is just a number in the index */
 	if (o->shuffle == SFS_SHUFFLE_SAMPLES)
 		for (u = 0; u < b.plan->nunits; u++)
-			if (b.units[u].count > maxunit)
+			if (unit_permuted(&b, u) && b.units[u].count > maxunit)
 				maxunit = b.units[u].count;
 	b.perm = malloc((maxunit + 1) * sizeof(*b.perm));
 	b.plan->readers = calloc(b.plan->nreaders, sizeof(*b.plan->readers));

@@ -20,7 +20,7 @@ static struct sfs_index *mkindex(const uint64_t *counts, size_t n,
 	idx->source = strdup("/src");
 	idx->shards = calloc(n + 1, sizeof(*idx->shards));
 	for (i = 0; i < n; i++)
-		nb += counts[i] + 1;
+		nb += opaque && opaque[i] ? 0 : counts[i] + 1;
 	idx->bounds_heap = malloc((nb + 1) * sizeof(uint64_t));
 	for (i = 0, nb = 0; i < n; i++) {
 		struct sfs_shard *sh = &idx->shards[i];
@@ -440,6 +440,31 @@ static void test_plan_interleaved_resumes_elastically(void **state)
 	sfs_index_free(idx);
 }
 
+/*
+ * Found by fuzz_index: an opaque shard may claim any number of samples (the
+ * index holds no boundaries for it).  With shuffle=samples the plan sized
+ * its permutation scratch by that claim (2^40 samples: 8 TiB); only
+ * sliceable units are permuted, so only they count.
+ */
+static void test_plan_opaque_claims_do_not_size_buffers(void **state)
+{
+	static const uint64_t counts[] = { 1ULL << 40, 4 };
+	static const bool opaque[] = { true, false };
+	struct sfs_index *idx = mkindex(counts, 2, opaque);
+	struct sfs_error err = { 0 };
+	struct sfs_plan *p = NULL;
+	struct sfs_plan_opts o;
+
+	(void)state;
+	opts_init(&o);
+	o.shuffle = SFS_SHUFFLE_SAMPLES;
+	assert_int_equal(sfs_plan_build(idx, &o, &p, &err), 0);
+	assert_int_equal(p->per_reader, (1ULL << 40) + 4);
+	assert_int_equal(p->readers[0].nfiles, 2);
+	sfs_plan_free(p);
+	sfs_index_free(idx);
+}
+
 static void test_plan_epochs_differ(void **state)
 {
 	static const uint64_t counts[] = { 5, 5, 5, 5, 5, 5, 5, 5, 5, 5 };
@@ -580,6 +605,7 @@ int main(void)
 		cmocka_unit_test(test_plan_order_ignores_world_and_workers),
 		cmocka_unit_test(test_plan_start_gives_the_suffix),
 		cmocka_unit_test(test_plan_epochs_differ),
+		cmocka_unit_test(test_plan_opaque_claims_do_not_size_buffers),
 		cmocka_unit_test(test_plan_interleaved_resumes_elastically),
 		cmocka_unit_test(test_plan_whole_shards_are_whole),
 		cmocka_unit_test(test_plan_refusals),
