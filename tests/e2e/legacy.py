@@ -20,7 +20,6 @@ import json
 import os
 import re
 import sys
-import tarfile
 
 from expect import Source, sample_keys
 
