@@ -22,7 +22,7 @@ import json
 import os
 import sys
 
-from expect import Source, loader_batches
+from expect import PLAN_DEFAULTS, Source, loader_batches
 
 failures = []
 
@@ -33,13 +33,10 @@ def fail(msg):
 
 
 def parse(options):
-    o = {}
+    o = dict(PLAN_DEFAULTS)
     for kv in options.split(","):
         k, v = kv.split("=")
         o[k] = v if k in ("shuffle", "remainder", "partition") else int(v)
-    o.setdefault("workers", 1)
-    o.setdefault("batch", 1)
-    o.setdefault("remainder", "pad")
     return o
 
 
@@ -70,12 +67,12 @@ def check_epoch(source, o, epoch, logs, status):
                  % (epoch, rank, i, got[i:i + 1], want[i:i + 1]))
         for b in got:
             seen.update(b)
-    remaining = source.order(o)[o.get("start", 0):]
+    remaining = source.order(o)[o["start"]:]
     n = len(remaining)
     extra = sum(seen.values()) - len(seen)
     if set(seen) - set(remaining):
         fail("epoch %d: %d samples read that start=%d skips"
-             % (epoch, len(set(seen) - set(remaining)), o.get("start", 0)))
+             % (epoch, len(set(seen) - set(remaining)), o["start"]))
     if o["remainder"] == "pad":
         missing = set(remaining) - set(seen)
         if missing:

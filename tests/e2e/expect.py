@@ -26,6 +26,12 @@ def sample_keys(path):
     return keys
 
 
+# the plan options a mount takes when it is not told (docs/plan.md)
+PLAN_DEFAULTS = {"world": 1, "workers": 1, "epoch": 0, "seed": 0,
+                 "shuffle": "units", "block": 0, "remainder": "pad",
+                 "batch": 1, "start": 0, "partition": "contiguous"}
+
+
 class Source:
     def __init__(self, src):
         self.manifest = json.load(open(os.path.join(src, ".shardfs",
@@ -37,18 +43,13 @@ class Source:
 
     def readers(self, options):
         """Every reader's keys under options (a dict of plan options)."""
-        o = {"world": 1, "workers": 1, "epoch": 0, "seed": 0,
-             "shuffle": "units", "block": 0, "remainder": "pad", "batch": 1,
-             "start": 0, "partition": "contiguous"}
-        o.update(options)
+        o = dict(PLAN_DEFAULTS, **options)
         readers, c = plan_reference.readers(self.manifest["shards"], o)
         return [[self.keys_of[p][s] for p, s in r] for r in readers], c
 
     def order(self, options):
         """The epoch's global order of keys."""
-        o = {"world": 1, "workers": 1, "epoch": 0, "seed": 0,
-             "shuffle": "units", "block": 0}
-        o.update(options)
+        o = dict(PLAN_DEFAULTS, **options)
         return [self.keys_of[p][s]
                 for p, s in plan_reference.epoch_order(
                     self.manifest["shards"], o)]

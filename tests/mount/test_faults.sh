@@ -17,13 +17,11 @@ shardfs-index "$T/jsonl" --quiet
 
 # lines_ok FILE SRC: every line of a view file is its source line
 lines_ok() {
-	$PY - "$1" "$2" <<'PY'
-import json, os, sys
-src = {}
-for n in os.listdir(sys.argv[2]):
-    if n.endswith(".jsonl"):
-        for line in open(os.path.join(sys.argv[2], n), "rb"):
-            src[json.loads(line)["key"]] = line
+	$PY - "$1" "$2" "$TESTS/mount" <<'PY'
+import json, sys
+sys.path.insert(0, sys.argv[3])
+from stress import source_lines
+src = source_lines(sys.argv[2])
 lines = open(sys.argv[1], "rb").read().splitlines(keepends=True)
 print("ok" if lines and all(src.get(json.loads(l)["key"]) == l for l in lines) else "differs")
 PY
