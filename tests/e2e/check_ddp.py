@@ -22,14 +22,8 @@ import json
 import os
 import sys
 
-from expect import PLAN_DEFAULTS, Source, loader_batches
-
-failures = []
-
-
-def fail(msg):
-    failures.append(msg)
-    print("FAIL: " + msg)
+from expect import (PLAN_DEFAULTS, Source, check_union, fail, finish,
+                    loader_batches)
 
 
 def parse(options):
@@ -53,7 +47,7 @@ def check_epoch(source, o, epoch, logs, status):
     readers, c = source.readers(o)
     world, workers, batch = o["world"], o["workers"], o["batch"]
     steps = workers * c // batch
-    seen = collections.Counter()
+    reads = []
     for rank in range(world):
         got = logs[rank][str(epoch)]["batches"]
         if len(got) != steps:
@@ -65,32 +59,17 @@ def check_epoch(source, o, epoch, logs, status):
                       if a != b), min(len(got), len(want)))
             fail("epoch %d rank %d batch %d is %s, the plan says %s"
                  % (epoch, rank, i, got[i:i + 1], want[i:i + 1]))
-        for b in got:
-            seen.update(b)
+        reads.extend(got)
+    # the samples after start=, each once, plus the padding or minus the
+    # drop the mounts report
     remaining = source.order(o)[o["start"]:]
     n = len(remaining)
-    extra = sum(seen.values()) - len(seen)
-    if set(seen) - set(remaining):
-        fail("epoch %d: %d samples read that start=%d skips"
-             % (epoch, len(set(seen) - set(remaining)), o["start"]))
-    if o["remainder"] == "pad":
-        missing = set(remaining) - set(seen)
-        if missing:
-            fail("epoch %d: %d samples never read, e.g. %s"
-                 % (epoch, len(missing), sorted(missing)[:3]))
-        if extra != status["padding"]:
-            fail("epoch %d: %d samples read twice, the mounts report %d "
-                 "padding" % (epoch, extra, status["padding"]))
-    else:
-        if extra:
-            fail("epoch %d: %d samples read twice with remainder=drop"
-                 % (epoch, extra))
-        if n - len(seen) != status["dropped"]:
-            fail("epoch %d: %d samples not read, the mounts report %d "
-                 "dropped" % (epoch, n - len(seen), status["dropped"]))
+    distinct, extra = check_union("epoch %d" % epoch, reads, remaining,
+                                  status["padding"], status["dropped"])
     print("epoch %d: %d ranks x %d steps of %d; %d distinct samples of %d "
-          "remaining, %d padding, %d dropped" % (epoch, world, steps, batch, len(seen),
-                                      n, extra, n - len(seen)))
+          "remaining, %d padding, %d dropped" % (epoch, world, steps, batch,
+                                                 distinct, n, extra,
+                                                 n - distinct))
     return [logs[r][str(epoch)]["batches"] for r in range(world)]
 
 
@@ -160,10 +139,7 @@ def main():
     else:
         elastic(args[0], args[1], args[2], int(args[3]), args[4], args[5],
                 int(args[6]))
-    if failures:
-        print("%d findings" % len(failures))
-        return 1
-    return 0
+    return finish()
 
 
 if __name__ == "__main__":

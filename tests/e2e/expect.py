@@ -2,6 +2,7 @@
 shards read with Python's tarfile, the plan from
 tests/plan/plan_reference.py (an independent implementation of
 docs/plan.md), and a DataLoader's order (its workers' batches in turn)."""
+import collections
 import json
 import os
 import sys
@@ -66,3 +67,42 @@ def loader_batches(readers, rank, workers, batch):
     for i in range(max(len(p) for p in per)):
         out.extend(p[i] for p in per if i < len(p))
     return out
+
+
+failures = []
+
+
+def fail(msg):
+    """A finding: printed now, counted by finish()."""
+    failures.append(msg)
+    print("FAIL: " + msg)
+
+
+def finish():
+    """The exit status: 1 with a count of the findings, else 0."""
+    if failures:
+        print("%d findings" % len(failures))
+        return 1
+    return 0
+
+
+def check_union(what, reads, want, padding, dropped):
+    """reads: lists of keys read.  Every key read must be wanted, exactly
+    `dropped` wanted keys unread, exactly `padding` reads repeats.
+    Returns (distinct keys read, repeats)."""
+    seen = collections.Counter()
+    for r in reads:
+        seen.update(r)
+    unknown = set(seen) - set(want)
+    missing = set(want) - set(seen)
+    repeats = sum(seen.values()) - len(seen)
+    if unknown:
+        fail("%s: %d samples read that should not be, e.g. %s"
+             % (what, len(unknown), sorted(unknown)[:3]))
+    if len(missing) != dropped:
+        fail("%s: %d samples never read, the mount reports %d dropped, "
+             "e.g. %s" % (what, len(missing), dropped, sorted(missing)[:3]))
+    if repeats != padding:
+        fail("%s: %d samples read twice, the mount reports %d padding"
+             % (what, repeats, padding))
+    return len(seen), repeats

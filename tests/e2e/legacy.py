@@ -21,16 +21,9 @@ import os
 import re
 import sys
 
-from expect import Source, sample_keys
+from expect import Source, check_union, fail, finish, sample_keys
 
 import recipes
-
-failures = []
-
-
-def fail(msg):
-    failures.append(msg)
-    print("FAIL: " + msg)
 
 
 def status(mnt):
@@ -41,21 +34,6 @@ def plan_options(st):
     keys = ("world", "workers", "epoch", "seed", "shuffle", "block",
             "remainder", "batch", "start", "partition")
     return {k: st["options"][k] for k in keys}
-
-
-def check_union(what, counts, want_keys, padding):
-    seen = collections.Counter()
-    for c in counts:
-        seen.update(c)
-    missing = set(want_keys) - set(seen)
-    extra = sum(seen.values()) - len(seen)
-    if missing or set(seen) - set(want_keys):
-        fail("%s: %d samples missing, %d unknown" % (
-            what, len(missing), len(set(seen) - set(want_keys))))
-    if extra != padding:
-        fail("%s: %d samples read twice, the mount reports %d padding"
-             % (what, extra, padding))
-    return len(seen), extra
 
 
 def folder(src, mnt):
@@ -95,7 +73,7 @@ def folder(src, mnt):
         per_rank.append(got)
     n, extra = check_union("ImageFolder", per_rank,
                            [name for _, name in by_digest.values()],
-                           st["plan"]["padding"])
+                           st["plan"]["padding"], st["plan"]["dropped"])
     if not partial:
         fail("every rank holds every class: the label mapping is not tested")
     print("ImageFolder: %d ranks x %d images with the right labels (%d ranks "
@@ -118,7 +96,8 @@ def lines(src, mnt):
             fail("rank %d worker %d read %d lines, not the plan's %d"
                  % (rank, worker, len(keys), len(readers[t])))
         got.append(keys)
-    n, extra = check_union("JSONL", got, source.keys, st["plan"]["padding"])
+    n, extra = check_union("JSONL", got, source.keys, st["plan"]["padding"],
+                           st["plan"]["dropped"])
     print("JSONL lines: %d readers x %d lines in plan order, %d distinct of "
           "%d, %d padding" % (len(got), c, n, len(source.keys), extra))
 
@@ -164,7 +143,7 @@ def epochs(src, mnt):
                      % (e, t, len(keys), len(readers[t])))
             per_epoch.append(keys)
         check_union("epoch %d" % e, per_epoch, source.keys,
-                    st["plan"]["padding"])
+                    st["plan"]["padding"], st["plan"]["dropped"])
         orders[e] = per_epoch
     if len({json.dumps(v) for v in orders.values()}) != n:
         fail("two epochs have the same order")
@@ -183,10 +162,7 @@ def main():
         glob_rank(args[0], args[1], int(args[2]))
     else:
         epochs(*args)
-    if failures:
-        print("%d findings" % len(failures))
-        return 1
-    return 0
+    return finish()
 
 
 if __name__ == "__main__":
