@@ -82,11 +82,11 @@ static void handle_free(struct fs *fs, struct handle *h);
 
 /* ---- views ---- */
 
-static void view_unref_locked(struct fs *fs, struct view_ref *vr)
+static void view_free_unused_locked(struct fs *fs, struct view_ref *vr)
 {
 	struct view_ref **p;
 
-	if (--vr->refs)
+	if (vr->refs || vr->lookups)
 		return;
 	for (p = &fs->views; *p; p = &(*p)->next)
 		if (*p == vr) {
@@ -94,8 +94,15 @@ static void view_unref_locked(struct fs *fs, struct view_ref *vr)
 			break;
 		}
 	sfs_view_free(vr->v);
+	free(vr->held);
 	free(vr->plan_json);
 	free(vr);
+}
+
+static void view_unref_locked(struct fs *fs, struct view_ref *vr)
+{
+	vr->refs--;
+	view_free_unused_locked(fs, vr);
 }
 
 static void view_unref(struct fs *fs, struct view_ref *vr)
@@ -106,29 +113,135 @@ static void view_unref(struct fs *fs, struct view_ref *vr)
 }
 
 /*
+ * The live view and node an inode number names, or NULL: root and the
+ * control inodes name none.
+ */
+static struct view_ref *view_find_locked(struct fs *fs, fuse_ino_t ino,
+					 uint32_t *node)
+{
+	struct view_ref *vr;
+
+	if (!(ino >> 32))
+		return NULL;
+	for (vr = fs->views; vr && vr->gen != ino >> 32; vr = vr->next)
+		;
+	*node = (uint32_t)ino;
+	return vr && *node < vr->v->nnodes ? vr : NULL;
+}
+
+/*
  * The view and node an inode names, with a reference taken; root is the
- * current view's node 0.  NULL (and *rc) for a control inode or a view that
- * is gone.
+ * current view's node 0.  NULL for a control inode or a view that is gone.
  */
 static struct view_ref *view_get(struct fs *fs, fuse_ino_t ino, uint32_t *node)
 {
-	struct view_ref *vr = NULL;
+	struct view_ref *vr;
 
 	pthread_mutex_lock(&fs->lock);
 	if (ino == FS_INO_ROOT) {
 		vr = fs->current;
 		*node = 0;
-	} else if (ino >> 32) {
-		for (vr = fs->views; vr && vr->gen != ino >> 32; vr = vr->next)
-			;
-		*node = (uint32_t)ino;
-		if (vr && *node >= vr->v->nnodes)
-			vr = NULL;
+	} else {
+		vr = view_find_locked(fs, ino, node);
 	}
 	if (vr)
 		vr->refs++;
 	pthread_mutex_unlock(&fs->lock);
 	return vr;
+}
+
+/* The kernel was given an entry for a node (lookup, readdirplus). */
+static void view_looked_up_locked(struct view_ref *vr, uint32_t node)
+{
+	vr->held[node]++;
+	vr->lookups++;
+}
+
+/* The kernel forgot n lookups of a node (or never got the reply). */
+static void view_forgot_locked(struct fs *fs, struct view_ref *vr,
+			       uint32_t node, uint64_t n)
+{
+	if (n > vr->held[node])
+		n = vr->held[node];
+	vr->held[node] -= n;
+	vr->lookups -= n;
+	view_free_unused_locked(fs, vr);
+}
+
+/* A name the kernel may still hold in a view that is not current. */
+struct held_name {
+	fuse_ino_t parent;
+	const char *name; /* in a view referenced meanwhile */
+};
+
+/* Note what the kernel holds of vr, children before their directories. */
+static bool add_held_locked(const struct view_ref *vr, struct held_name **names,
+			    size_t *n, size_t *cap)
+{
+	uint32_t node;
+
+	for (node = vr->v->nnodes - 1; node > 0; node--) {
+		const struct sfs_view_node *nd = &vr->v->nodes[node];
+
+		/* the root's names were invalidated at the switch and now
+		 * belong to the current view */
+		if (!vr->held[node] || !nd->parent)
+			continue;
+		if (*n == *cap) {
+			size_t c = *cap ? 2 * *cap : 64;
+			struct held_name *p = realloc(*names, c * sizeof(*p));
+
+			if (!p)
+				return false;
+			*names = p;
+			*cap = c;
+		}
+		(*names)[*n].parent = node_ino(vr, nd->parent);
+		(*names)[(*n)++].name = nd->name;
+	}
+	return true;
+}
+
+/*
+ * Views older than the one just replaced live on while the kernel holds
+ * any of their entries: one in use at their switch (a working directory,
+ * an open file), or made since by a path walk that had begun before it.
+ * Such an entry stays cached after its last use unless it is invalidated,
+ * and with it the view: invalidate them now, so that the kernel forgets
+ * each as soon as no one uses it.
+ */
+static void invalidate_held(struct fs *fs, const struct view_ref *replaced)
+{
+	struct view_ref **views = NULL, *vr;
+	struct held_name *names = NULL;
+	size_t nviews = 0, n = 0, cap = 0, i;
+
+	pthread_mutex_lock(&fs->lock);
+	for (vr = fs->views; vr; vr = vr->next) {
+		struct view_ref **vs;
+
+		if (vr == fs->current || vr == replaced || !vr->lookups)
+			continue;
+		vs = realloc(views, (nviews + 1) * sizeof(*vs));
+		if (!vs)
+			break;
+		views = vs;
+		views[nviews++] = vr;
+		vr->refs++;
+		if (!add_held_locked(vr, &names, &n, &cap))
+			break;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	for (i = 0; fs->se && i < n; i++)
+		fuse_lowlevel_notify_inval_entry(fs->se, names[i].parent,
+						 names[i].name,
+						 strlen(names[i].name));
+	pthread_mutex_lock(&fs->lock);
+	for (i = 0; i < nviews; i++)
+		view_unref_locked(fs, views[i]);
+	pthread_mutex_unlock(&fs->lock);
+	free(names);
+	free(views);
 }
 
 /* A view that stopped being current, and the kernel still to be told. */
@@ -139,8 +252,9 @@ struct forget {
 
 /*
  * The root keeps its inode number across epochs: tell the kernel that the
- * names under it now lead elsewhere and to drop its pages, then let the
- * old view go (it holds two references: current, and this one).
+ * names under it now lead elsewhere and to drop its pages, let go of what
+ * older views still hold, then drop the old view's two references
+ * (current, and this one): it lives on while the kernel holds its inodes.
  */
 static void *forget_old(void *arg)
 {
@@ -159,6 +273,7 @@ static void *forget_old(void *arg)
 	}
 	if (fs->se)
 		fuse_lowlevel_notify_inval_inode(fs->se, FS_INO_ROOT, 0, 0);
+	invalidate_held(fs, f->old);
 	pthread_mutex_lock(&fs->lock);
 	view_unref_locked(fs, f->old);
 	view_unref_locked(fs, f->old);
@@ -191,6 +306,13 @@ int fs_switch_epoch(struct fs *fs, uint64_t epoch, struct sfs_error *err)
 		goto out;
 	}
 	rc = sfs_view_build(fs->idx, &o, &vr->v, err);
+	if (!rc) {
+		vr->held = calloc(vr->v->nnodes, sizeof(*vr->held));
+		if (!vr->held) {
+			sfs_view_free(vr->v);
+			rc = sfs_errorf(err, -ENOMEM, "out of memory");
+		}
+	}
 	if (rc) {
 		free(vr);
 		goto out;
@@ -250,6 +372,7 @@ void fs_release_views(struct fs *fs)
 	fs->current = NULL;
 	while (fs->views) {
 		fs->views->refs = 1;
+		fs->views->lookups = 0;
 		view_unref_locked(fs, fs->views);
 	}
 	pthread_mutex_unlock(&fs->lock);
@@ -446,8 +569,48 @@ static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	node_stat(fs, vr, (uint32_t)child, &e.attr);
 	e.attr_timeout = VIEW_TIMEOUT;
 	e.entry_timeout = VIEW_TIMEOUT;
+	pthread_mutex_lock(&fs->lock);
+	view_looked_up_locked(vr, (uint32_t)child);
+	pthread_mutex_unlock(&fs->lock);
+	if (fuse_reply_entry(req, &e)) {
+		pthread_mutex_lock(&fs->lock);
+		view_forgot_locked(fs, vr, (uint32_t)child, 1);
+		pthread_mutex_unlock(&fs->lock);
+	}
 	view_unref(fs, vr);
-	fuse_reply_entry(req, &e);
+}
+
+/* The kernel lets go of inodes; a view no one holds or names is freed. */
+static void forget_locked(struct fs *fs, fuse_ino_t ino, uint64_t nlookup)
+{
+	uint32_t node;
+	struct view_ref *vr = view_find_locked(fs, ino, &node);
+
+	if (vr)
+		view_forgot_locked(fs, vr, node, nlookup);
+}
+
+static void fs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	struct fs *fs = fs_of(req);
+
+	pthread_mutex_lock(&fs->lock);
+	forget_locked(fs, ino, nlookup);
+	pthread_mutex_unlock(&fs->lock);
+	fuse_reply_none(req);
+}
+
+static void fs_forget_multi(fuse_req_t req, size_t count,
+			    struct fuse_forget_data *forgets)
+{
+	struct fs *fs = fs_of(req);
+	size_t i;
+
+	pthread_mutex_lock(&fs->lock);
+	for (i = 0; i < count; i++)
+		forget_locked(fs, forgets[i].ino, forgets[i].nlookup);
+	pthread_mutex_unlock(&fs->lock);
+	fuse_reply_none(req);
 }
 
 static void fs_readlink(fuse_req_t req, fuse_ino_t ino)
@@ -578,6 +741,28 @@ static bool add_entry(fuse_req_t req, char *buf, size_t size, size_t *used,
 	return true;
 }
 
+/*
+ * readdirplus gave the kernel the entries of children [from, to) of dir,
+ * a lookup each; or the reply failed and it got none of them.
+ */
+static void children_given(struct fs *fs, struct view_ref *vr, uint32_t dir,
+			   uint32_t from, uint32_t to, bool given)
+{
+	const struct sfs_view_node *d = &vr->v->nodes[dir];
+	uint32_t k;
+
+	pthread_mutex_lock(&fs->lock);
+	for (k = from; k < to; k++) {
+		uint32_t c = vr->v->children[d->first_child + k];
+
+		if (given)
+			view_looked_up_locked(vr, c);
+		else
+			view_forgot_locked(fs, vr, c, 1);
+	}
+	pthread_mutex_unlock(&fs->lock);
+}
+
 static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 			   off_t off, struct fuse_file_info *fi, bool plus)
 {
@@ -587,6 +772,7 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 	struct fs *fs = fs_of(req);
 	char *buf = malloc(size);
 	size_t used = 0;
+	uint32_t from = 0, to = 0; /* children given whole: lookups */
 	struct stat st;
 	off_t i;
 
@@ -633,9 +819,15 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 				       plus, timeout))
 				break;
 		}
+		if (plus && i > extra) {
+			from = (uint32_t)((off > extra ? off : extra) - extra);
+			to = (uint32_t)(i - extra);
+			children_given(fs, h->vr, h->node, from, to, true);
+		}
 	}
 	(void)ino;
-	fuse_reply_buf(req, buf, used);
+	if (fuse_reply_buf(req, buf, used) && from < to)
+		children_given(fs, h->vr, h->node, from, to, false);
 	free(buf);
 }
 
@@ -1124,6 +1316,19 @@ static char *plan_json(struct fs *fs, struct view_ref *vr)
 	return vr->plan_json;
 }
 
+/* Views alive: the current one and old ones still open or remembered. */
+static size_t live_views(struct fs *fs)
+{
+	const struct view_ref *vr;
+	size_t n = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	for (vr = fs->views; vr; vr = vr->next)
+		n++;
+	pthread_mutex_unlock(&fs->lock);
+	return n;
+}
+
 static char *status_json(struct fs *fs)
 {
 	const struct sfs_options *o = &fs->vopts.options;
@@ -1162,7 +1367,7 @@ static char *status_json(struct fs *fs)
 				  (json_int_t)p->readers[t].nfiles));
 	}
 	root = json_pack(
-		"{s:s, s:s?, s:{s:i, s:i, s:I, s:I, s:s, s:I, s:s, s:I, s:I, s:s, s:o, s:i, s:b, s:b}, s:{s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I, s:o}, s:{s:I, s:I, s:I, s:I, s:I}}",
+		"{s:s, s:s?, s:{s:i, s:i, s:I, s:I, s:s, s:I, s:s, s:I, s:I, s:s, s:o, s:i, s:b, s:b}, s:{s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I, s:o}, s:{s:I, s:I, s:I, s:I, s:I, s:I}}",
 		"source", fs->idx->source, "index", fs->index_dir, "options",
 		"world", (int)p->opts.world, "workers", (int)p->opts.workers,
 		"epoch", (json_int_t)vr->v->epoch, "seed",
@@ -1184,7 +1389,8 @@ static char *status_json(struct fs *fs)
 		(json_int_t)atomic_load(&fs->reads), "bytes",
 		(json_int_t)atomic_load(&fs->bytes), "errors",
 		(json_int_t)atomic_load(&fs->errors), "epoch_switches",
-		(json_int_t)atomic_load(&fs->switches));
+		(json_int_t)atomic_load(&fs->switches), "views",
+		(json_int_t)live_views(fs));
 	view_unref(fs, vr);
 	if (!root)
 		return NULL;
@@ -1275,6 +1481,8 @@ static void fs_removexattr(fuse_req_t req, fuse_ino_t i, const char *n)
 const struct fuse_lowlevel_ops fs_ops = {
 	.init = fs_init,
 	.lookup = fs_lookup,
+	.forget = fs_forget,
+	.forget_multi = fs_forget_multi,
 	.getattr = fs_getattr,
 	.setattr = fs_setattr,
 	.readlink = fs_readlink,

@@ -30,11 +30,18 @@
 #define FS_INO_PLAN 4
 #define FS_INO_STATUS 5
 
-/* A view and who holds it: the mount while it is current, open handles. */
+/*
+ * A view and who holds it: the mount while it is current, open handles, and
+ * the kernel, for as long as it remembers any of the view's inodes (its
+ * lookup count: every entry given minus every forget).  It is freed when
+ * both are zero, so a request never names an inode the daemon has let go.
+ */
 struct view_ref {
 	struct sfs_view *v;
 	uint32_t gen;
 	unsigned refs; /* fs.lock */
+	uint64_t lookups; /* fs.lock: the sum of held[] */
+	uint64_t *held; /* fs.lock: the kernel's lookup count per node */
 	time_t built; /* st_mtime of its nodes */
 	char *plan_json; /* built on first read, fs.lock */
 	struct view_ref *next; /* fs.views, fs.lock */

@@ -7,7 +7,9 @@ READERS processes read every file of their worker directory (reader i
 reads MNT/<rank>/<worker>/ of reader i modulo the view's readers) over and
 over, each pass through a directory descriptor, so it sees one epoch,
 while this process writes epoch 0, 1, ..., EPOCHS-1, 0, ... to
-MNT/.shardfs/epoch every 100 ms for SECONDS.  SRC is a JSONL source whose
+MNT/.shardfs/epoch every 100 ms for SECONDS.  Once the readers are done,
+one more switch must let every old view go (status: counters.views back
+to 1 within 10 s).  SRC is a JSONL source whose
 lines carry a unique "key": every line read must be byte for byte the
 source's line of that key, and every file must hold exactly the lines its
 name promises (<seq>-<shard>.<a>-<b>.jsonl: b - a + 1).  Prints a summary
@@ -74,6 +76,16 @@ def reader(d, lines, stop, out):
     out.put((passes, files, nbytes, errors))
 
 
+def views(mnt):
+    with open(os.path.join(mnt, ".shardfs", "status")) as f:
+        return json.load(f)["counters"]["views"]
+
+
+def switch(mnt, epoch):
+    with open(os.path.join(mnt, ".shardfs", "epoch"), "w") as f:
+        f.write(str(epoch))
+
+
 def main():
     mnt, src = sys.argv[1], sys.argv[2]
     nreaders, seconds, epochs = (int(a) for a in sys.argv[3:6])
@@ -87,7 +99,7 @@ def main():
         dirs[i % len(dirs)], lines, stop, out)) for i in range(nreaders)]
     for p in procs:
         p.start()
-    switches, slowest, due = 0, 0.0, time.monotonic()
+    switches, slowest, most, due = 0, 0.0, 0, time.monotonic()
     while True:
         due += 0.1
         if due >= stop:
@@ -95,12 +107,17 @@ def main():
         time.sleep(max(0.0, due - time.monotonic()))
         switches += 1
         began = time.monotonic()
-        with open(os.path.join(mnt, ".shardfs", "epoch"), "w") as f:
-            f.write(str(switches % epochs))
+        switch(mnt, switches % epochs)
         slowest = max(slowest, time.monotonic() - began)
+        most = max(most, views(mnt))
     results = [out.get(timeout=120) for _ in procs]
     for p in procs:
         p.join(timeout=60)
+    switch(mnt, (switches + 1) % epochs)
+    settle = time.monotonic() + 10
+    while views(mnt) > 1 and time.monotonic() < settle:
+        time.sleep(0.1)
+    left = views(mnt)
     passes = sum(r[0] for r in results)
     files = sum(r[1] for r in results)
     nbytes = sum(r[2] for r in results)
@@ -108,14 +125,16 @@ def main():
     idle = sum(1 for r in results if r[0] == 0)
     print("%d readers, %d s, %d epoch switches (the slowest took %.0f ms): "
           "%d directory passes, %d files, %.1f MB read and checked against "
-          "the source, %d errors"
+          "the source, %d errors; at most %d views alive, %d after"
           % (nreaders, seconds, switches, slowest * 1e3, passes, files,
-             nbytes / 1e6, len(errors)))
+             nbytes / 1e6, len(errors), most, left))
     for e in errors[:10]:
         print("FAIL: " + e)
     if idle:
         print("FAIL: %d readers finished no pass" % idle)
-    return 1 if errors or idle or not switches else 0
+    if left != 1:
+        print("FAIL: %d views alive 10 s after the readers ended" % left)
+    return 1 if errors or idle or not switches or left != 1 else 0
 
 
 if __name__ == "__main__":
