@@ -8,6 +8,7 @@
 # view per second; each figure is the median of RUNS (default 3).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
+. "$top/tests/bench/lib.sh"
 runs=${1:-3}
 bin=$top/build
 cmake -S "$top" -B "$bin" >/dev/null && cmake --build "$bin" -j "$(nproc)" >/dev/null
@@ -23,7 +24,6 @@ mkdir -p "$m"
 trap 'mountpoint -q "$m" && fusermount3 -u "$m"' EXIT
 "$bin/shardfs" "$src" "$m" -o world=1,workers=4,shuffle=none,block=150
 bytes=$(find "$m/0" -type f -printf '%s\n' | awk '{s += $1} END {print s}')
-median() { sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 timed() { local t0 t1; t0=$(date +%s.%N); "$@" > /dev/null; t1=$(date +%s.%N); awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}'; }
 find "$m/0" -type f -exec cat {} + > /dev/null  # warm
 cat "$src"/*.tar > /dev/null

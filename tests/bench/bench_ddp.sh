@@ -17,6 +17,7 @@
 # baseline.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
+. "$top/tests/bench/lib.sh"
 runs=${1:-3}
 kib=${2:-16}
 per_shard=$((4096 / kib))
@@ -66,7 +67,6 @@ mount_ranks() { # mount_ranks NAME OPTIONS: one mount per rank, in $list
 		list=${list:+$list,}$work/$1-$r
 	done
 }
-median() { sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 
 mount_ranks links "epoch=0"
 links=$list

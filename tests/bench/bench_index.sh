@@ -8,6 +8,7 @@
 # Everything runs warm (page cache), each figure the median of RUNS runs.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
+. "$top/tests/bench/lib.sh"
 shards=${1:-10000}
 samples=${2:-100}
 runs=${3:-5}
@@ -23,7 +24,6 @@ fi
 (cd "$data" && ls shard-*.tar) > "$data.list"
 du -sh --apparent-size "$data" | awk '{print "dataset: " $1}'
 
-median() { sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 # time_cmd CMD...: median wall seconds over $runs runs, after one warm-up
 time_cmd() {
 	local i t0 t1
@@ -35,7 +35,6 @@ time_cmd() {
 		awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.3f\n", b - a}'
 	done | median
 }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 
 cd "$data"
 echo

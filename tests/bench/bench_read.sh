@@ -15,6 +15,7 @@
 # ratio the issue asks about, measured in the same run.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
+. "$top/tests/bench/lib.sh"
 runs=${1:-3}
 sections=${2:-warm cold meta}
 want() { [[ " $sections " == *" $1 "* ]]; }
@@ -39,8 +40,6 @@ cleanup() {
 trap cleanup EXIT
 mnt() { mkdir -p "$2"; mnts+=("$2"); "$bin/shardfs" "$1" "$2" -o "$3"; }
 umnt() { fusermount3 -u "$1"; }
-median() { sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 
 # fio_gbps BS LIST...: one job per list file (files read in turn); GB/s
 fio_gbps() {
