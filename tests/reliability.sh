@@ -83,8 +83,6 @@ result() { [ "$1" = 0 ] && echo "held" || echo "**FAILED** ($1 of the checks)"; 
 	echo
 	echo "## Not tried"
 	echo
-	echo "- A source directory the daemon cannot read: the tests run as root,"
-	echo "  who reads everything."
 	echo "- Shard bytes changed in place with size and mtime kept: the daemon"
 	echo "  cannot see it (it would have to hash every read); \`shardfs-check"
 	echo "  view --verify\` does (tests/mount/test_check.sh)."

@@ -126,13 +126,14 @@ int sfs_index_save(const struct sfs_index *idx, const char *dir,
 		   struct sfs_error *err);
 
 /*
- * Compare every shard's size and mtime with the source.  Returns 0 when all
- * match, -ESTALE with a message that names the changed shards (up to ten,
- * and how many more) and the command that rebuilds the index (dir as given
- * to load, NULL for the default).
+ * Compare every shard's size and mtime with the source, and with to_read
+ * check that this process may read each.  Returns 0 when all match, -ESTALE
+ * with a message that names the changed shards (up to ten, and how many
+ * more) and the command that rebuilds the index (dir as given to load, NULL
+ * for the default), or -EACCES naming the shards it may not read.
  */
 int sfs_index_check_source(const struct sfs_index *idx, const char *dir,
-			   struct sfs_error *err);
+			   bool to_read, struct sfs_error *err);
 
 /* The position of path in idx (binary search), or -1. */
 ssize_t sfs_index_find(const struct sfs_index *idx, const char *path);

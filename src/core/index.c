@@ -756,15 +756,31 @@ static void stale_add(struct stale *s, const char *path, const char *what)
 		s->len += (size_t)n;
 }
 
-static void check_file(struct stale *s, int srcfd, const char *path,
-		       uint64_t size, int64_t mtime_ns)
+/*
+ * Whether this process may read the file behind an O_PATH descriptor.  Only
+ * a clear refusal counts: a kernel without faccessat2 cannot tell, and the
+ * first open will.
+ */
+static bool readable(int fd)
+{
+	return faccessat(fd, "", R_OK, AT_EMPTY_PATH | AT_EACCESS) == 0 ||
+	       (errno != EACCES && errno != EPERM);
+}
+
+/* Note in s how path differs from the index; in unreadable (when not NULL)
+ * that this process may not read it. */
+static void check_file(struct stale *s, struct stale *unreadable, int srcfd,
+		       const char *path, uint64_t size, int64_t mtime_ns)
 {
 	char what[96];
 	struct stat st;
+	bool may_read = true;
 	int fd = sfs_index_open_shard(srcfd, path, O_PATH), rc = fd;
 
 	if (fd >= 0) {
 		rc = fstat(fd, &st) < 0 ? -errno : 0;
+		if (!rc && unreadable && S_ISREG(st.st_mode))
+			may_read = readable(fd);
 		close(fd);
 	}
 	if (rc < 0) {
@@ -782,18 +798,22 @@ static void check_file(struct stale *s, int srcfd, const char *path,
 		stale_add(s, path, what);
 	} else if (sfs_mtime_ns(&st) != mtime_ns) {
 		stale_add(s, path, "modified");
+	} else if (!may_read) {
+		stale_add(unreadable, path, strerror(EACCES));
 	}
 }
 
 int sfs_index_check_source(const struct sfs_index *idx, const char *dir,
-			   struct sfs_error *err)
+			   bool to_read, struct sfs_error *err)
 {
 	char names[STALE_NAMED * (PATH_MAX / 8)];
+	char denied[STALE_NAMED * (PATH_MAX / 8)];
 	struct stale s = { .msg = names, .cap = sizeof(names) };
+	struct stale d = { .msg = denied, .cap = sizeof(denied) };
 	size_t i, j;
 	int srcfd;
 
-	names[0] = '\0';
+	names[0] = denied[0] = '\0';
 	srcfd = open(idx->source, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (srcfd < 0)
 		return sfs_errorf(err, -EIO, "%s: cannot open the source: %s",
@@ -801,13 +821,21 @@ int sfs_index_check_source(const struct sfs_index *idx, const char *dir,
 	for (i = 0; i < idx->nshards; i++) {
 		const struct sfs_shard *sh = &idx->shards[i];
 
-		check_file(&s, srcfd, sh->path, sh->size, sh->mtime_ns);
+		check_file(&s, to_read ? &d : NULL, srcfd, sh->path, sh->size,
+			   sh->mtime_ns);
 		for (j = 0; j < sh->nmembers; j++)
-			check_file(&s, srcfd, sh->members[j].path,
-				   sh->members[j].size,
+			check_file(&s, to_read ? &d : NULL, srcfd,
+				   sh->members[j].path, sh->members[j].size,
 				   sh->members[j].mtime_ns);
 	}
 	close(srcfd);
+	if (!s.count && d.count)
+		return sfs_errorf(
+			err, -EACCES,
+			"%s: this user (uid %u) cannot read %zu shard file%s: %s%s; give it read access to them (or run as their owner)",
+			idx->source, (unsigned)geteuid(), d.count,
+			d.count == 1 ? "" : "s", denied,
+			d.count > STALE_NAMED ? ", ..." : "");
 	if (!s.count)
 		return 0;
 	return sfs_errorf(

@@ -338,7 +338,7 @@ static int load_index(struct fs *fs, const char *src, struct sfs_error *err)
 		return rc;
 	}
 	if (!rc)
-		rc = sfs_index_check_source(fs->idx, fs->index_dir, err);
+		rc = sfs_index_check_source(fs->idx, fs->index_dir, true, err);
 	return rc;
 }
 

@@ -177,7 +177,7 @@ static int check_plan(struct args *a, const char *src)
 	}
 	if (sfs_options_check(&a->opts, &err) ||
 	    sfs_index_load(src, a->index_dir, &idx, &err) ||
-	    sfs_index_check_source(idx, a->index_dir, &err)) {
+	    sfs_index_check_source(idx, a->index_dir, false, &err)) {
 		cli_fail(prog, err.msg);
 		sfs_index_free(idx);
 		return CLI_ERROR;
@@ -939,7 +939,7 @@ static int check_view(struct args *a, char **paths, size_t nm)
 	if (rc)
 		goto out;
 	/* a stale index is a finding: its views may serve other bytes */
-	if (sfs_index_check_source(idx, mounts[0].index, &err)) {
+	if (sfs_index_check_source(idx, mounts[0].index, false, &err)) {
 		rc = sfs_verdict_add(&pre, MAX_FINDINGS, SFS_FIND_SOURCE, "%s",
 				     err.msg);
 		sfs_error_clear(&err);

@@ -142,6 +142,11 @@ expect_run "unreadable source" 1 "shardfs: $T/unread/.shardfs/manifest.json: Per
 	-- nodac shardfs "$T/unread" "$M"
 mountpoint -q "$M" && { bad "unreadable source: mounted anyway"; fusermount3 -u "$M"; } || ok
 chmod 755 "$T/unread"
+chmod 000 "$T/unread/shard-000002.jsonl" "$T/unread/shard-000004.jsonl"
+expect_run "unreadable shards at mount" 1 "shardfs: $T/unread: this user (uid 0) cannot read 2 shard files: shard-000002.jsonl (Permission denied), shard-000004.jsonl (Permission denied); give it read access to them (or run as their owner)" \
+	-- nodac shardfs "$T/unread" "$M"
+mountpoint -q "$M" && { bad "unreadable shards: mounted anyway"; fusermount3 -u "$M"; } || ok
+chmod 644 "$T/unread/shard-000002.jsonl" "$T/unread/shard-000004.jsonl"
 DAEMON_WRAP=nodac mount_view "$T/unread" "$M" "$O" || bad "mount without DAC"
 f=$(view_file 05)
 chmod 000 "$T/unread/shard-000005.jsonl"

@@ -79,7 +79,7 @@ static void test_index_round_trip(void **state)
 		assert_true(b->has_digest);
 		assert_memory_equal(a->digest, b->digest, SFS_DIGEST_LEN);
 	}
-	assert_int_equal(sfs_index_check_source(back, NULL, &err), 0);
+	assert_int_equal(sfs_index_check_source(back, NULL, false, &err), 0);
 
 	/* every sample's digest, as a loader would read it: a line without
 	 * its newline; a tar sample's members (path, NUL, size, data) */
@@ -148,14 +148,15 @@ static void test_index_stale_names_shards(void **state)
 	free(write_at(dir, "a.jsonl", "{}\n", 3));
 	snprintf(path, sizeof(path), "%s/b/s1.tar", dir);
 	assert_int_equal(utimes(path, tv), 0);
-	assert_int_equal(sfs_index_check_source(idx, NULL, &err), -ESTALE);
+	assert_int_equal(sfs_index_check_source(idx, NULL, false, &err),
+			 -ESTALE);
 	snprintf(
 		want, sizeof(want),
 		"the index is stale: 2 shard files changed since it was built: a.jsonl (size 3, the index says 9), b/s1.tar (modified); rebuild it with: shardfs-index %s",
 		idx->source);
 	assert_string_equal(err.msg, want);
 	unlink(path);
-	assert_int_equal(sfs_index_check_source(idx, "/elsewhere", &err),
+	assert_int_equal(sfs_index_check_source(idx, "/elsewhere", false, &err),
 			 -ESTALE);
 	snprintf(
 		want, sizeof(want),
