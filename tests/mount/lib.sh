@@ -55,3 +55,6 @@ unmount_view() {
 		ok
 	fi
 }
+
+# counter MNT NAME: a counter of MNT/.shardfs/status
+counter() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["counters"][sys.argv[2]])' "$1/.shardfs/status" "$2"; }

@@ -147,17 +147,18 @@ expect_eq "a refused write changes nothing" "$(cat "$M/.shardfs/epoch")" 1
 # a working directory in an old epoch keeps that epoch whole (the kernel
 # still holds its inodes); old views go once nothing holds them (the
 # kernel's forgets arrive on their own time: wait for them, 5 s at most)
-views() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["counters"]["views"])' "$M/.shardfs/status"; }
 settle_views() {
 	local i
-	for i in $(seq 50); do [ "$(views)" == "$1" ] && break; sleep 0.1; done
-	views
+	for i in $(seq 50); do [ "$(counter "$M" views)" == "$1" ] && break; sleep 0.1; done
+	counter "$M" views
 }
 old_ls=$(ls "$M/1/1")
 old_first=$(ls "$M/1/1" | head -1)
 old_sum=$(sha256sum < "$M/1/1/$old_first")
+# (there getcwd fails, as in a removed directory: the old names are gone
+# from the tree; the complaints of settle_views' children are dropped)
 got=$(cd "$M/1/1" && echo 2 > "$M/.shardfs/epoch" && echo 3 > "$M/.shardfs/epoch" &&
-	ls && sha256sum < "$old_first" && settle_views 2)
+	ls && sha256sum < "$old_first" && settle_views 2 2>/dev/null)
 expect_eq "a working directory two epochs back lists and reads its epoch" "$got" "$old_ls
 $old_sum
 2"
@@ -167,7 +168,7 @@ expect_eq "old views are let go once nothing holds them" "$(settle_views 1)" 1
 ino=$(stat -c %i "$slice")
 echo 1 > "$M/.shardfs/epoch"
 expect_eq "writing the served epoch keeps the tree" "$(stat -c %i "$slice")" "$ino"
-expect_eq "status counts the switch, not the rewrite" "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["counters"]["epoch_switches"])' "$M/.shardfs/status")" 5
+expect_eq "status counts the switch, not the rewrite" "$(counter "$M" epoch_switches)" 5
 
 # read-only everywhere but the control file
 for cmd in "touch $M/0/0/new" "mkdir $M/0/x" "rm $slice" "mv $slice $M/0/0/y" \
