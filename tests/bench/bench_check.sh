@@ -24,7 +24,6 @@ mkdir -p "$m"
 trap 'mountpoint -q "$m" && fusermount3 -u "$m"' EXIT
 "$bin/shardfs" "$src" "$m" -o world=1,workers=4,shuffle=none,block=150
 bytes=$(find "$m/0" -type f -printf '%s\n' | awk '{s += $1} END {print s}')
-timed() { local t0 t1; t0=$(date +%s.%N); "$@" > /dev/null; t1=$(date +%s.%N); awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}'; }
 find "$m/0" -type f -exec cat {} + > /dev/null  # warm
 cat "$src"/*.tar > /dev/null
 tc=$(for r in $(seq "$runs"); do timed sh -c "find '$m/0' -type f -exec cat {} + > /dev/null"; done | median)

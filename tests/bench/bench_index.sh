@@ -26,14 +26,11 @@ du -sh --apparent-size "$data" | awk '{print "dataset: " $1}'
 
 # time_cmd CMD...: median wall seconds over $runs runs, after one warm-up
 time_cmd() {
-	local i t0 t1
+	local i
 	"$@" >/dev/null 2>&1
 	for i in $(seq "$runs"); do
-		t0=$(date +%s.%N)
-		"$@" >/dev/null 2>&1
-		t1=$(date +%s.%N)
-		awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.3f\n", b - a}'
-	done | median
+		timed "$@" 2>/dev/null
+	done | median | awk '{printf "%.3f\n", $1}'
 }
 
 cd "$data"

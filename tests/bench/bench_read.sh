@@ -147,15 +147,12 @@ fi
 [ -f "$big/.shardfs/manifest.json" ] || "$bin/shardfs-index" "$big" --no-hash --quiet
 m=$B/m-big
 ready=$(for r in $(seq 5); do
-	t0=$(date +%s.%N); mnt "$big" "$m" world=64,workers=8; t1=$(date +%s.%N)
-	umnt "$m"; awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}'
+	timed mnt "$big" "$m" world=64,workers=8; umnt "$m"
 done | median)
 echo "mount to ready (world=64, workers=8, 10 000 shards, 1 000 000 samples): ${ready}s"
 mnt "$big" "$m" world=64,workers=8
-sw=$(for e in 1 2 3 4 5; do
-	t0=$(date +%s.%N); echo $e > "$m/.shardfs/epoch"; t1=$(date +%s.%N)
-	awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}'
-done | median)
+switch_to() { echo "$1" > "$m/.shardfs/epoch"; }
+sw=$(for e in 1 2 3 4 5; do timed switch_to $e; done | median)
 echo "epoch switch: ${sw}s"
 umnt "$m"
 mnt "$big" "$m" world=1,workers=1,shuffle=none
@@ -164,12 +161,9 @@ if [ ! -d "$nat" ]; then
 	mkdir -p "$nat"
 	for f in "$m"/0/0/*; do ln -s "$(readlink "$f")" "$nat/$(basename "$f")"; done
 fi
-lsl() { local r; for r in $(seq 5); do
-	t0=$(date +%s.%N); ls -l "$1" > /dev/null; t1=$(date +%s.%N)
-	awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}'; done | median; }
+lsl() { local r; for r in $(seq 5); do timed ls -l "$1"; done | median; }
 umnt "$m"; mnt "$big" "$m" world=1,workers=1,shuffle=none
-t0=$(date +%s.%N); ls -l "$m/0/0" > /dev/null; t1=$(date +%s.%N)
-cold_ls=$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')
+cold_ls=$(timed ls -l "$m/0/0")
 lv=$(lsl "$m/0/0") ln=$(lsl "$nat")
 echo "ls -l of 10 000 entries: view ${lv}s (first, cold: ${cold_ls}s), native symlinks ${ln}s, ratio $(ratio "$ln" "$lv") of native speed"
 python3 - "$m/0/0" "$nat" <<'PY'
