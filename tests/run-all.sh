@@ -13,9 +13,12 @@ files=$(git ls-files '*.c' '*.h' 2>/dev/null || find src include tests -name '*.
 clang-format --dry-run --Werror $files
 echo "clang-format: $(echo "$files" | wc -w) files clean"
 
+echo "== every build type with gcc and clang, warnings as errors"
+bash tests/build-matrix.sh
+
 for variant in build build-asan; do
-	flags=()
-	[ "$variant" = build-asan ] && flags=(-DSHARDFS_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug)
+	flags=(-DSHARDFS_WERROR=ON)
+	[ "$variant" = build-asan ] && flags+=(-DSHARDFS_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug)
 	echo "== $variant"
 	cmake -S . -B "$variant" "${flags[@]}" >/dev/null
 	cmake --build "$variant" -j "$jobs" >/dev/null

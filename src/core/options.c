@@ -175,7 +175,7 @@ int sfs_options_set(struct sfs_options *o, const char *key, const char *value,
 						  NULL };
 	struct sfs_plan_opts *p = &o->plan;
 	uint64_t v;
-	int e, rc;
+	int e = 0, rc;
 
 	if (!strcmp(key, "rank")) {
 		uint32_t *ranks = NULL;

@@ -512,9 +512,13 @@ static int files_jobs(struct job **jobs, size_t *n, size_t reader,
 	struct stat st;
 
 	for (i = 0; !rc && i < cnt; i++) {
-		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-		snprintf(sub, sizeof(sub), "%s%s%s", rel, *rel ? "/" : "",
-			 names[i]);
+		rc = join(path, sizeof(path), dir, names[i]);
+		if (!rc && *rel)
+			rc = join(sub, sizeof(sub), rel, names[i]);
+		else if (!rc && strlen(names[i]) < sizeof(sub))
+			strcpy(sub, names[i]);
+		if (rc)
+			break;
 		if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
 			rc = files_jobs(jobs, n, reader, path, sub);
 			continue;

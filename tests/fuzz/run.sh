@@ -8,7 +8,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 secs=${1:-60}
 cd "$top"
-CC=clang cmake -S . -B build-fuzz -DSHARDFS_FUZZ=ON -DSHARDFS_TESTS=OFF >/dev/null
+CC=clang cmake -S . -B build-fuzz -DSHARDFS_FUZZ=ON -DSHARDFS_TESTS=OFF -DSHARDFS_WERROR=ON >/dev/null
 cmake --build build-fuzz -j "$(nproc)" --target fuzz_scan fuzz_index fuzz_options >/dev/null
 work=$(mktemp -d /tmp/shardfs-fuzz-XXXXXX)
 trap 'rm -rf "$work"' EXIT
