@@ -2,8 +2,10 @@
  * Format drivers: where samples begin and end inside a shard, and which
  * bytes a slice of a shard must carry besides its samples.
  *
- * A driver is a table of functions (struct sfs_format_ops), one file each
- * (format_tar.c, format_jsonl.c, ...), registered in format.c.  A scan never
+ * A driver is a table of functions and of the behaviour it declares
+ * (struct sfs_format_ops), one file each (format_tar.c, format_jsonl.c,
+ * ...), listed in format.c's table: adding a format is one new file, one
+ * line in that table and its line in CMakeLists.txt (docs/formats.md).  A scan never
  * trusts the shard: every length it reads is checked against the file size
  * before use, and a malformed shard is an error whose message names the
  * file and the byte offset.  Drivers know nothing of the index on disk, of
@@ -52,9 +54,46 @@ struct sfs_scan {
 	bool digested; /* digest_fn had every sample */
 };
 
+/*
+ * What mkdata asks a driver to write: deterministic synthetic shards, every
+ * size, count and byte drawn from the plan's PRNG keyed by seed (format_i.h has
+ * the helpers drivers use).
+ */
+struct sfs_synth {
+	uint64_t seed;
+	uint64_t samples_lo, samples_hi; /* samples per shard */
+	uint64_t size_lo, size_hi; /* bytes per sample or member */
+	uint64_t members_lo, members_hi; /* files per sample (1..3) */
+	bool long_names; /* tar: member paths that need pax headers */
+	unsigned char *buf; /* size_hi + 8 bytes of scratch */
+};
+
+/*
+ * A driver: what is specific to one format, and all of it.  Code outside
+ * the drivers never asks which driver a shard has; it asks these fields.
+ */
 struct sfs_format_ops {
 	const char *name; /* as in the index and in --format */
+	/* file name endings that select the driver, NULL-terminated; the
+	 * first one names the shards mkdata writes */
+	const char *const *suffixes;
 	bool allow_empty; /* an empty file is a valid shard */
+	/*
+	 * Shards are plain files in a directory tree (ImageFolder): files
+	 * whose paths share a key (sfs_format_key_len) together are one
+	 * sample, and the view keeps their sub-directories.
+	 */
+	bool tree;
+	/*
+	 * A shard is one unit of whole-file samples: never cut, and every
+	 * sample's digest is the digest of the whole file.
+	 */
+	bool whole_file;
+	/*
+	 * The sample count is declared (shardfs-index --samples-per-shard,
+	 * in sfs_scan_in.declared), not found in the bytes.
+	 */
+	bool declared;
 
 	/*
 	 * Fill out (zeroed by the caller).  Returns 0, or a negative errno
@@ -95,21 +134,23 @@ struct sfs_format_ops {
 	 */
 	int (*samples)(int fd, const char *path, sfs_sample_fn fn, void *arg,
 		       struct sfs_error *err);
-};
 
-extern const struct sfs_format_ops sfs_format_tar;
-extern const struct sfs_format_ops sfs_format_jsonl;
-extern const struct sfs_format_ops sfs_format_tfrecord;
-extern const struct sfs_format_ops sfs_format_files;
-extern const struct sfs_format_ops sfs_format_opaque;
+	/*
+	 * Write synthetic shard number shard at path (a file; for a tree
+	 * format, a directory to create and fill).  Returns 0 or -errno with
+	 * a message naming path.  NULL: mkdata cannot write this format.
+	 */
+	int (*synthesize)(const struct sfs_synth *s, uint64_t shard,
+			  const char *path, struct sfs_error *err);
+};
 
 /* The driver called name ("tar", "jsonl", ...), or NULL. */
 const struct sfs_format_ops *sfs_format_by_name(const char *name);
 
 /*
- * The driver for a file name by its extension (.tar, .tar.gz, .tgz,
- * .tar.zst, .tar.xz, .tar.bz2, .jsonl, .ndjson, .tfrecord, .tfrecords,
- * .parquet, .arrow, ...), or NULL when the name says nothing we know.
+ * The driver for a file name by its ending (the drivers' suffixes: .tar,
+ * .tar.gz, .jsonl, .tfrecord, .parquet, ...; the longest that matches
+ * wins), or NULL when the name says nothing we know.
  */
 const struct sfs_format_ops *sfs_format_detect(const char *filename);
 
@@ -119,7 +160,7 @@ const struct sfs_format_ops *sfs_format_detect(const char *filename);
  */
 size_t sfs_format_key_len(const char *path);
 
-/* The i-th driver in registration order, or NULL past the last. */
+/* The i-th driver of the format table, or NULL past the last. */
 const struct sfs_format_ops *sfs_format_at(size_t i);
 
 /*

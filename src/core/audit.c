@@ -8,7 +8,7 @@
 
 #include "shardfs/audit.h"
 
-#define REPORT_VERSION 1
+#define REPORT_VERSION 2
 
 const char *sfs_finding_name(enum sfs_finding_kind k)
 {
@@ -601,10 +601,10 @@ char *sfs_audit_write(const struct sfs_audit *a, const struct sfs_index *idx)
 
 	for (i = 0; i < idx->nshards; i++)
 		json_array_append_new(
-			shards,
-			json_pack("[s, I, b]", idx->shards[i].path,
-				  (json_int_t)idx->shards[i].nsamples,
-				  sfs_shard_sliceable(&idx->shards[i])));
+			shards, json_pack("[s, I, b, s]", idx->shards[i].path,
+					  (json_int_t)idx->shards[i].nsamples,
+					  sfs_shard_sliceable(&idx->shards[i]),
+					  idx->shards[i].format->name));
 	for (i = 0; i < a->nmounts; i++)
 		json_array_append_new(mounts,
 				      json_pack("{s:s, s:o}", "path",
@@ -704,13 +704,14 @@ static int report_index(json_t *shards, const char *source,
 		goto out_nomem;
 	for (i = 0; i < json_array_size(shards); i++) {
 		struct sfs_shard *sh = &idx->shards[i];
-		const char *path;
+		const char *path, *format;
 		json_int_t n;
 		int cut;
 
-		if (json_unpack(json_array_get(shards, i), "[s, I, b]", &path,
-				&n, &cut) ||
-		    n < 0 || !sfs_index_path_ok(path)) {
+		if (json_unpack(json_array_get(shards, i), "[s, I, b, s]",
+				&path, &n, &cut, &format) ||
+		    n < 0 || !sfs_index_path_ok(path) ||
+		    !(sh->format = sfs_format_by_name(format))) {
 			sfs_index_free(idx);
 			return -EINVAL;
 		}
@@ -720,7 +721,6 @@ static int report_index(json_t *shards, const char *source,
 		idx->nshards = i + 1;
 		sh->nsamples = (uint64_t)n;
 		sh->first_sample = idx->nsamples;
-		sh->format = &sfs_format_tar;
 		sh->bounds_at = cut ? 0 : SFS_NO_BOUNDS;
 		idx->nsamples += sh->nsamples;
 	}
@@ -738,13 +738,14 @@ static bool same_shards(const struct sfs_index *idx, json_t *shards)
 	if (json_array_size(shards) != idx->nshards)
 		return false;
 	for (i = 0; i < idx->nshards; i++) {
-		const char *path;
+		const char *path, *format;
 		json_int_t n;
 		int cut;
 
-		if (json_unpack(json_array_get(shards, i), "[s, I, b]", &path,
-				&n, &cut) ||
+		if (json_unpack(json_array_get(shards, i), "[s, I, b, s]",
+				&path, &n, &cut, &format) ||
 		    strcmp(path, idx->shards[i].path) ||
+		    strcmp(format, idx->shards[i].format->name) ||
 		    (uint64_t)n != idx->shards[i].nsamples ||
 		    !cut != !sfs_shard_sliceable(&idx->shards[i]))
 			return false;

@@ -6,32 +6,13 @@
 #include "format_i.h"
 #include "shardfs/digest.h"
 
+/* The format table: every driver, in the order --help lists them. */
 static const struct sfs_format_ops *const formats[] = {
 	&sfs_format_tar,   &sfs_format_jsonl,  &sfs_format_tfrecord,
 	&sfs_format_files, &sfs_format_opaque,
 };
 
 #define NFORMATS (sizeof(formats) / sizeof(formats[0]))
-
-static const struct {
-	const char *suffix;
-	const struct sfs_format_ops *ops;
-} suffixes[] = {
-	{ ".tar", &sfs_format_tar },
-	{ ".tar.gz", &sfs_format_tar },
-	{ ".tgz", &sfs_format_tar },
-	{ ".tar.zst", &sfs_format_tar },
-	{ ".tar.xz", &sfs_format_tar },
-	{ ".tar.bz2", &sfs_format_tar },
-	{ ".jsonl", &sfs_format_jsonl },
-	{ ".ndjson", &sfs_format_jsonl },
-	{ ".tfrecord", &sfs_format_tfrecord },
-	{ ".tfrecords", &sfs_format_tfrecord },
-	{ ".parquet", &sfs_format_opaque },
-	{ ".arrow", &sfs_format_opaque },
-	{ ".npy", &sfs_format_opaque },
-	{ ".npz", &sfs_format_opaque },
-};
 
 const struct sfs_format_ops *sfs_format_by_name(const char *name)
 {
@@ -45,15 +26,23 @@ const struct sfs_format_ops *sfs_format_by_name(const char *name)
 
 const struct sfs_format_ops *sfs_format_detect(const char *filename)
 {
-	size_t len = strlen(filename), i;
+	const struct sfs_format_ops *best = NULL;
+	size_t len = strlen(filename), best_len = 0, i, k;
 
-	for (i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
-		size_t n = strlen(suffixes[i].suffix);
+	for (i = 0; i < NFORMATS; i++) {
+		for (k = 0; formats[i]->suffixes && formats[i]->suffixes[k];
+		     k++) {
+			const char *suffix = formats[i]->suffixes[k];
+			size_t n = strlen(suffix);
 
-		if (len > n && !strcmp(filename + len - n, suffixes[i].suffix))
-			return suffixes[i].ops;
+			if (len > n && n > best_len &&
+			    !strcmp(filename + len - n, suffix)) {
+				best = formats[i];
+				best_len = n;
+			}
+		}
 	}
-	return NULL;
+	return best;
 }
 
 const struct sfs_format_ops *sfs_format_at(size_t i)

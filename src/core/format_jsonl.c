@@ -108,9 +108,46 @@ static size_t jsonl_run_suffix(const struct sfs_shard *sh, uint64_t end,
 	return 1;
 }
 
+/* Lines {"key": "<shard>_<sample>", "data": "<hex>"}. */
+static int jsonl_synthesize(const struct sfs_synth *s, uint64_t shard,
+			    const char *path, struct sfs_error *err)
+{
+	static const char hex[] = "0123456789abcdef";
+	struct sfs_synth_file f;
+	struct sfs_prng r;
+	uint64_t n, i, k, size;
+	char head[96];
+	int rc = sfs_synth_open(&f, path, err);
+
+	if (rc)
+		return rc;
+	sfs_prng_init(&r, s->seed, shard, 2);
+	n = sfs_synth_pick(&r, s->samples_lo, s->samples_hi);
+	for (i = 0; i < n; i++) {
+		size = sfs_synth_pick(&r, s->size_lo, s->size_hi);
+		sfs_synth_fill(&r, s->buf, size);
+		snprintf(head, sizeof(head),
+			 "{\"key\": \"%06llu_%06llu\", \"data\": \"",
+			 (unsigned long long)shard, (unsigned long long)i);
+		sfs_synth_put(&f, head, strlen(head));
+		for (k = 0; k < size; k++) {
+			char h[2] = { hex[s->buf[k] >> 4],
+				      hex[s->buf[k] & 15] };
+
+			sfs_synth_put(&f, h, 2);
+		}
+		sfs_synth_put(&f, "\"}\n", 3);
+	}
+	return sfs_synth_close(&f, 0, err);
+}
+
+static const char *const jsonl_suffixes[] = { ".jsonl", ".ndjson", NULL };
+
 const struct sfs_format_ops sfs_format_jsonl = {
 	.name = "jsonl",
+	.suffixes = jsonl_suffixes,
 	.scan = jsonl_scan,
 	.run_suffix = jsonl_run_suffix,
 	.samples = jsonl_samples,
+	.synthesize = jsonl_synthesize,
 };

@@ -14,8 +14,14 @@ static int opaque_scan(const struct sfs_scan_in *in, struct sfs_scan *out,
 	return 0;
 }
 
+static const char *const opaque_suffixes[] = { ".parquet", ".arrow", ".npy",
+					       ".npz", NULL };
+
 const struct sfs_format_ops sfs_format_opaque = {
 	.name = "opaque",
+	.suffixes = opaque_suffixes,
+	.whole_file = true,
+	.declared = true,
 	.scan = opaque_scan,
 	.samples = sfs_format_whole_samples,
 };

@@ -324,9 +324,78 @@ static size_t tar_slice_suffix(const struct sfs_shard *sh, const void **bytes)
 	return sizeof(end_of_archive);
 }
 
+#define SYNTH_MTIME 1700000000
+#define SYNTH_LONG_DIR                                                     \
+	"a-directory-name-long-enough-that-every-member-path-needs-a-pax-" \
+	"extended-header-because-ustar-stops-at-100-bytes"
+
+/* Samples of 1..3 members (.jpg .cls .json), written by libarchive as pax
+ * (restricted: headers only where ustar falls short). */
+static int tar_synthesize(const struct sfs_synth *s, uint64_t shard,
+			  const char *path, struct sfs_error *err)
+{
+	static const char *const ext[] = { ".jpg", ".cls", ".json" };
+	struct archive *a = archive_write_new();
+	struct archive_entry *e = archive_entry_new();
+	struct sfs_prng r;
+	uint64_t n, i, m, nm, size;
+	char name[sizeof(SYNTH_LONG_DIR) + 64];
+	int rc = -EIO;
+
+	if (!a || !e) {
+		rc = sfs_errorf(err, -ENOMEM, "%s: out of memory", path);
+		goto out_free;
+	}
+	sfs_prng_init(&r, s->seed, shard, 1);
+	archive_write_set_format_pax_restricted(a);
+	archive_write_add_filter_none(a);
+	archive_write_set_bytes_in_last_block(a, 1);
+	if (archive_write_open_filename(a, path) != ARCHIVE_OK)
+		goto out_err;
+	n = sfs_synth_pick(&r, s->samples_lo, s->samples_hi);
+	for (i = 0; i < n; i++) {
+		nm = sfs_synth_pick(&r, s->members_lo, s->members_hi);
+		for (m = 0; m < nm; m++) {
+			size = sfs_synth_pick(&r, s->size_lo, s->size_hi);
+			sfs_synth_fill(&r, s->buf, size);
+			snprintf(name, sizeof(name), "%s%s%06llu_%06llu%s",
+				 s->long_names ? SYNTH_LONG_DIR : "",
+				 s->long_names ? "/" : "",
+				 (unsigned long long)shard,
+				 (unsigned long long)i, ext[m % 3]);
+			archive_entry_clear(e);
+			archive_entry_set_pathname(e, name);
+			archive_entry_set_filetype(e, AE_IFREG);
+			archive_entry_set_perm(e, 0644);
+			archive_entry_set_size(e, (la_int64_t)size);
+			archive_entry_set_mtime(e, SYNTH_MTIME, 0);
+			if (archive_write_header(a, e) != ARCHIVE_OK ||
+			    archive_write_data(a, s->buf, size) !=
+				    (la_ssize_t)size)
+				goto out_err;
+		}
+	}
+	if (archive_write_close(a) != ARCHIVE_OK)
+		goto out_err;
+	rc = 0;
+	goto out_free;
+out_err:
+	rc = sfs_errorf(err, -EIO, "%s: %s", path, archive_error_string(a));
+out_free:
+	archive_entry_free(e);
+	archive_write_free(a);
+	return rc;
+}
+
+static const char *const tar_suffixes[] = {
+	".tar", ".tar.gz", ".tgz", ".tar.zst", ".tar.xz", ".tar.bz2", NULL,
+};
+
 const struct sfs_format_ops sfs_format_tar = {
 	.name = "tar",
+	.suffixes = tar_suffixes,
 	.scan = tar_scan,
 	.slice_suffix = tar_slice_suffix,
 	.samples = tar_samples,
+	.synthesize = tar_synthesize,
 };

@@ -259,9 +259,49 @@ out_free:
 	return rc;
 }
 
+/* Little-endian v into p, n bytes. */
+static void put_le(unsigned char *p, uint64_t v, unsigned n)
+{
+	unsigned k;
+
+	for (k = 0; k < n; k++)
+		p[k] = (unsigned char)(v >> (8 * k));
+}
+
+static int tfrecord_synthesize(const struct sfs_synth *s, uint64_t shard,
+			       const char *path, struct sfs_error *err)
+{
+	struct sfs_synth_file f;
+	struct sfs_prng r;
+	unsigned char h[12], t[4];
+	uint64_t n, i, size;
+	int rc = sfs_synth_open(&f, path, err);
+
+	if (rc)
+		return rc;
+	sfs_prng_init(&r, s->seed, shard, 3);
+	n = sfs_synth_pick(&r, s->samples_lo, s->samples_hi);
+	for (i = 0; i < n; i++) {
+		size = sfs_synth_pick(&r, s->size_lo, s->size_hi);
+		sfs_synth_fill(&r, s->buf, size);
+		put_le(h, size, 8);
+		put_le(h + 8, sfs_crc32c_masked(h, 8), 4);
+		put_le(t, sfs_crc32c_masked(s->buf, size), 4);
+		sfs_synth_put(&f, h, 12);
+		sfs_synth_put(&f, s->buf, size);
+		sfs_synth_put(&f, t, 4);
+	}
+	return sfs_synth_close(&f, 0, err);
+}
+
+static const char *const tfrecord_suffixes[] = { ".tfrecord", ".tfrecords",
+						 NULL };
+
 const struct sfs_format_ops sfs_format_tfrecord = {
 	.name = "tfrecord",
+	.suffixes = tfrecord_suffixes,
 	.scan = tfrecord_scan,
 	.verify = tfrecord_verify,
 	.samples = tfrecord_samples,
+	.synthesize = tfrecord_synthesize,
 };

@@ -178,7 +178,8 @@ static int item_cmp(const void *a, const void *b)
 		      ((const struct item *)b)->path);
 }
 
-/* Fold consecutive `files` items with equal keys into the first one. */
+/* Fold consecutive items of a tree format (`files`) with equal keys into
+ * the first one. */
 static int group_files(struct walk *w)
 {
 	size_t i, out = 0;
@@ -188,8 +189,7 @@ static int group_files(struct walk *w)
 		struct item *it = &w->items[i];
 		size_t k = sfs_format_key_len(it->path);
 
-		if (head && it->ops == &sfs_format_files &&
-		    head->ops == &sfs_format_files &&
+		if (head && it->ops->tree && head->ops == it->ops &&
 		    sfs_format_key_len(head->path) == k &&
 		    !strncmp(head->path, it->path, k)) {
 			struct sfs_member *nm =
@@ -350,8 +350,7 @@ static int sample_digests(struct item *it, int fd, struct sfs_error *e)
 	uint64_t n = it->scan.nsamples, k;
 	int rc = 0;
 
-	if (it->ops == &sfs_format_files || it->nmembers ||
-	    it->ops == &sfs_format_opaque) {
+	if (it->ops->whole_file || it->nmembers) {
 		it->sdig = malloc(n * SFS_DIGEST_LEN + 1);
 		if (!it->sdig)
 			return sfs_errorf(e, -ENOMEM, "%s: out of memory",
@@ -434,7 +433,7 @@ static bool reusable(const struct sfs_index *prev, const struct sfs_shard *sh,
 	    sh->format != it->ops || sh->nmembers != it->nmembers ||
 	    (o->hash && (!sh->has_digest || !prev->digests)))
 		return false;
-	if (sh->format == &sfs_format_opaque &&
+	if (sh->format->declared &&
 	    sh->nsamples != (o->declared ? o->declared : 1))
 		return false;
 	for (m = 0; m < it->nmembers; m++)

@@ -161,8 +161,8 @@ static int add_file(struct builder *b, uint32_t wdir, uint32_t plan, size_t fi,
 
 		base = base ? base + 1 : path;
 		dir = wdir;
-		/* `files` datasets keep their sub-directories */
-		while (sh->format == &sfs_format_files && p0 < base) {
+		/* tree datasets (`files`) keep their sub-directories */
+		while (sh->format->tree && p0 < base) {
 			const char *slash = strchr(p0, '/');
 
 			rc = subdir(b, dir, p0, (size_t)(slash - p0), &dir);

@@ -702,8 +702,7 @@ static int source_map_build(struct source_map *sm, const struct sfs_index *idx,
 			rc = sfs_verdict_add(v, MAX_FINDINGS, SFS_FIND_SOURCE,
 					     "%s", j->error);
 		else if (j->ndigests != sh->nsamples &&
-			 !(sh->format == &sfs_format_opaque &&
-			   j->ndigests == 1))
+			 !(sh->format->whole_file && j->ndigests == 1))
 			rc = sfs_verdict_add(
 				v, MAX_FINDINGS, SFS_FIND_SOURCE,
 				"%s: %zu samples read, the index says %llu; rebuild the index with shardfs-index",
@@ -788,7 +787,7 @@ static int enumerate(struct vmount *mounts, size_t nm,
 		     const struct sfs_index *idx, struct sfs_audit *au,
 		     struct job **jobs, size_t *njobs, struct sfs_error *err)
 {
-	bool files = idx->nshards && idx->shards[0].format == &sfs_format_files;
+	bool files = idx->nshards && idx->shards[0].format->tree;
 	size_t m, i, w, k, nranks, nworkers, first;
 	char path[PATH_MAX];
 	int rc = 0;

@@ -74,9 +74,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (fd < 0)
 		return 0;
 	if (write(fd, data, size) == (ssize_t)size) {
-		check(&sfs_format_tar, fd, size);
-		check(&sfs_format_jsonl, fd, size);
-		check(&sfs_format_tfrecord, fd, size);
+		check(sfs_format_by_name("tar"), fd, size);
+		check(sfs_format_by_name("jsonl"), fd, size);
+		check(sfs_format_by_name("tfrecord"), fd, size);
 	}
 	close(fd);
 	return 0;

@@ -17,7 +17,8 @@ static void test_format_jsonl_bounds_crlf_and_blank(void **state)
 
 	(void)state;
 	path = write_at(dir, "x.jsonl", text, strlen(text));
-	assert_int_equal(scan_file(&sfs_format_jsonl, path, &s, &err), 0);
+	assert_int_equal(scan_file(sfs_format_by_name("jsonl"), path, &s, &err),
+			 0);
 	assert_int_equal(s.nsamples, 3);
 	assert_true(s.sliceable);
 	assert_false(s.newline_missing);
@@ -84,7 +85,8 @@ static void test_format_jsonl_empty_file(void **state)
 
 	(void)state;
 	path = write_at(dir, "x.jsonl", "", 0);
-	assert_int_equal(scan_file(&sfs_format_jsonl, path, &s, &err), -EINVAL);
+	assert_int_equal(scan_file(sfs_format_by_name("jsonl"), path, &s, &err),
+			 -EINVAL);
 	snprintf(
 		want, sizeof(want),
 		"%s: empty file at byte 0: a jsonl shard holds at least one sample",
@@ -97,10 +99,14 @@ static void test_format_jsonl_empty_file(void **state)
 static void test_format_jsonl_detect(void **state)
 {
 	(void)state;
-	assert_ptr_equal(sfs_format_detect("a/b.jsonl"), &sfs_format_jsonl);
-	assert_ptr_equal(sfs_format_detect("b.ndjson"), &sfs_format_jsonl);
-	assert_ptr_equal(sfs_format_detect("b.tfrecord"), &sfs_format_tfrecord);
-	assert_ptr_equal(sfs_format_detect("b.parquet"), &sfs_format_opaque);
+	assert_ptr_equal(sfs_format_detect("a/b.jsonl"),
+			 sfs_format_by_name("jsonl"));
+	assert_ptr_equal(sfs_format_detect("b.ndjson"),
+			 sfs_format_by_name("jsonl"));
+	assert_ptr_equal(sfs_format_detect("b.tfrecord"),
+			 sfs_format_by_name("tfrecord"));
+	assert_ptr_equal(sfs_format_detect("b.parquet"),
+			 sfs_format_by_name("opaque"));
 	assert_null(sfs_format_detect("README.md"));
 	assert_null(sfs_format_detect(".jsonl"));
 }

@@ -56,7 +56,8 @@ static void test_format_tar_bounds_exact(void **state)
 	(void)state;
 	build(&f);
 	path = write_at(dir, "s.tar", f.tar.p, f.tar.len);
-	assert_int_equal(scan_file(&sfs_format_tar, path, &s, &err), 0);
+	assert_int_equal(scan_file(sfs_format_by_name("tar"), path, &s, &err),
+			 0);
 	assert_int_equal(s.nsamples, 3);
 	assert_true(s.sliceable);
 	assert_int_equal(s.prefix_len, f.prefix);
@@ -219,7 +220,8 @@ static void expect_error(const void *bytes, size_t len, const char *fmt)
 
 	path = write_at(dir, "s.tar", bytes, len);
 	snprintf(want, sizeof(want), fmt, path);
-	assert_int_equal(scan_file(&sfs_format_tar, path, &s, &err), -EINVAL);
+	assert_int_equal(scan_file(sfs_format_by_name("tar"), path, &s, &err),
+			 -EINVAL);
 	assert_string_equal(err.msg, want);
 	free(s.bounds);
 	free(path);
@@ -321,8 +323,10 @@ static void test_format_tar_compressed_counted(void **state)
 	archive_write_close(a);
 	archive_write_free(a);
 	archive_entry_free(e);
-	assert_ptr_equal(sfs_format_detect("s.tar.gz"), &sfs_format_tar);
-	assert_int_equal(scan_file(&sfs_format_tar, path, &s, &err), 0);
+	assert_ptr_equal(sfs_format_detect("s.tar.gz"),
+			 sfs_format_by_name("tar"));
+	assert_int_equal(scan_file(sfs_format_by_name("tar"), path, &s, &err),
+			 0);
 	assert_int_equal(s.nsamples, 3);
 	assert_false(s.sliceable);
 	assert_null(s.bounds);

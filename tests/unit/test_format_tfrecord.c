@@ -52,7 +52,8 @@ static void test_format_tfrecord_bounds(void **state)
 	record(&b, "hello");
 	record(&b, "world!");
 	path = write_at(dir, "x.tfrecord", b.p, b.len);
-	assert_int_equal(scan_file(&sfs_format_tfrecord, path, &s, &err), 0);
+	assert_int_equal(
+		scan_file(sfs_format_by_name("tfrecord"), path, &s, &err), 0);
 	assert_int_equal(s.nsamples, 3);
 	assert_int_equal(s.bounds[0], 0);
 	assert_int_equal(s.bounds[1], 16);
@@ -72,7 +73,8 @@ static void expect_error(const struct buf *b, const char *fmt)
 
 	path = write_at(dir, "x.tfrecord", b->p, b->len);
 	snprintf(want, sizeof(want), fmt, path);
-	assert_int_equal(scan_file(&sfs_format_tfrecord, path, &s, &err),
+	assert_int_equal(scan_file(sfs_format_by_name("tfrecord"), path, &s,
+				   &err),
 			 -EINVAL);
 	assert_string_equal(err.msg, want);
 	free(s.bounds);
@@ -138,19 +140,21 @@ static void test_format_tfrecord_verify_data_crc(void **state)
 	o.source = dir;
 	assert_int_equal(sfs_indexer_build(&o, NULL, &idx, &rep, &err), 0);
 	fd = open(path, O_RDONLY);
-	assert_int_equal(sfs_format_tfrecord.verify(
-				 fd, path, &idx->shards[0],
+	assert_int_equal(
+		sfs_format_by_name("tfrecord")
+			->verify(fd, path, &idx->shards[0],
 				 sfs_index_bounds(idx, &idx->shards[0]), &err),
-			 0);
+		0);
 	close(fd);
 	/* flip one data byte of the second record, keep size and length */
 	b.p[21 + 12] ^= 1;
 	free(write_at(dir, "x.tfrecord", b.p, b.len));
 	fd = open(path, O_RDONLY);
-	assert_int_equal(sfs_format_tfrecord.verify(
-				 fd, path, &idx->shards[0],
+	assert_int_equal(
+		sfs_format_by_name("tfrecord")
+			->verify(fd, path, &idx->shards[0],
 				 sfs_index_bounds(idx, &idx->shards[0]), &err),
-			 -EINVAL);
+		-EINVAL);
 	close(fd);
 	snprintf(want, sizeof(want),
 		 "%s: bad TFRecord data CRC in record 1 at byte 21", path);

@@ -350,7 +350,7 @@ static void test_index_skip_bad(void **state)
 
 static void test_index_files_grouped_by_key(void **state)
 {
-	struct sfs_indexer_opts o = { .format = &sfs_format_files,
+	struct sfs_indexer_opts o = { .format = sfs_format_by_name("files"),
 				      .jobs = 1,
 				      .hash = true };
 	struct sfs_indexer_report rep;

@@ -29,7 +29,7 @@ static struct sfs_index *mkindex(const uint64_t *counts, size_t n,
 		snprintf(name, sizeof(name), "s%04llu.tar",
 			 (unsigned long long)i);
 		sh->path = strdup(name);
-		sh->format = &sfs_format_tar;
+		sh->format = sfs_format_by_name("tar");
 		sh->nsamples = counts[i];
 		sh->size = counts[i] * 10;
 		sh->bounds_at = SFS_NO_BOUNDS;
