@@ -1,18 +1,22 @@
 /*
  * The options every shardfs program shares: the plan's (world, workers,
- * epoch, seed, shuffle, block, remainder, batch, start, partition) and the
- * ranks a
- * view shows.  Parsed from "key=value" strings, validated one by one and
+ * epoch, seed, shuffle, block, remainder, batch, start, partition), the
+ * ranks a view shows, and the daemon's own (epochs, index, symlinks, ...).
+ * Each lives once, in a table (sfs_plan_options, sfs_mount_options) that
+ * drives parsing, validation, --help, the docs' option lists
+ * (sfs_opt_markdown) and the options' JSON, so a value means the same
+ * everywhere.  Parsed from "key=value" strings, validated one by one and
  * together, each bad value refused with a message that names the option,
- * the value and what is allowed.  The daemon, the auditor and the tools
- * all parse through here, so a value means the same everywhere.
+ * the value and what is allowed.
  */
 #ifndef SHARDFS_OPTIONS_H
 #define SHARDFS_OPTIONS_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "shardfs/error.h"
 
@@ -58,6 +62,50 @@ struct sfs_options {
 	size_t nranks;
 };
 
+#define SFS_EPOCHS_MAX 1000
+
+/* The daemon's own options (shardfs -o ...), besides struct sfs_options. */
+struct sfs_mount_opts {
+	uint32_t epochs; /* consecutive epochs per worker directory */
+	char *index_dir; /* index=, heap; NULL: SRC/.shardfs */
+	bool symlinks; /* whole shards as symlinks to the source */
+	bool prefetch; /* read ahead the next file a reader opens */
+	bool splice; /* answer reads by splicing from the source */
+	uint32_t readahead_kb; /* the mount's kernel read-ahead, 0: leave */
+};
+
+/*
+ * One option of a table: how a value is parsed and checked, where it goes
+ * (offset into the struct the table fills), and how --help and the docs
+ * show it.  Tables end with a NULL key.
+ */
+enum sfs_opt_type {
+	SFS_OPT_U32, /* a uint32_t in min..max */
+	SFS_OPT_U64, /* a uint64_t in min..max */
+	SFS_OPT_ENUM, /* an int: the index of the value in names */
+	SFS_OPT_FLAG, /* a bool: 1 or 0 */
+	SFS_OPT_RANKS, /* struct sfs_options' rank list */
+	SFS_OPT_PATH, /* a heap string (char *), not empty */
+};
+
+struct sfs_opt {
+	const char *key;
+	enum sfs_opt_type type;
+	size_t offset;
+	uint64_t min, max; /* numbers */
+	const char *const *names; /* enums, NULL-terminated */
+	const char *arg; /* the value's placeholder in --help ("W") */
+	const char *def; /* the default, as shown */
+	const char *help; /* what it means; lines separated by \n */
+	bool plan_input; /* an input of the plan: in plan.json and reports */
+};
+
+/* The plan options and rank= (fill struct sfs_options). */
+extern const struct sfs_opt sfs_plan_options[];
+
+/* The daemon's own options (fill struct sfs_mount_opts). */
+extern const struct sfs_opt sfs_mount_options[];
+
 /* The defaults: world=1, workers=1, epoch=0, seed=0, shuffle=units,
  * block=0, remainder=pad, batch=1, start=0, partition=contiguous, every
  * rank. */
@@ -69,8 +117,9 @@ void sfs_options_clear(struct sfs_options *o);
 /*
  * Set one option.  Returns 0; -EINVAL for a bad value (o unchanged,
  * message like "workers=0 is out of range: use 1..1024"); -ENOENT when key
- * is not a shardfs option (message names it), so that a caller with more
- * options of its own can take it.
+ * is not a plan option (the message names it, and the plan option it is
+ * likely a typo of: 'unknown option "wrld" (did you mean "world"?)'), so
+ * that a caller with more options of its own can take it.
  */
 int sfs_options_set(struct sfs_options *o, const char *key, const char *value,
 		    struct sfs_error *err);
@@ -111,6 +160,57 @@ int sfs_options_number(const char *key, const char *value, uint64_t min,
  */
 int sfs_options_parse_epoch(const char *buf, size_t len, uint64_t *epoch,
 			    struct sfs_error *err);
+
+/* The daemon's defaults: epochs=1, index in the source, symlinks=1,
+ * prefetch=1, splice=1, readahead=1024. */
+void sfs_mount_opts_init(struct sfs_mount_opts *m);
+
+/* Free what m holds and reset it to the defaults. */
+void sfs_mount_opts_clear(struct sfs_mount_opts *m);
+
+/* Set one of the daemon's options; errors as sfs_options_set's. */
+int sfs_mount_opts_set(struct sfs_mount_opts *m, const char *key,
+		       const char *value, struct sfs_error *err);
+
+/*
+ * Set key of table in the struct at base.  Returns 0, -EINVAL for a bad
+ * value (base unchanged, message names the option, the value and what is
+ * allowed), -ENOENT when table has no such key (message unset), -ENOMEM.
+ */
+int sfs_opt_set(const struct sfs_opt *table, void *base, const char *key,
+		const char *value, struct sfs_error *err);
+
+/*
+ * The key of the tables (a NULL-terminated array of tables) that key is
+ * most likely a typo of (at most two edits away, and fewer than half its
+ * letters), or NULL.
+ */
+const char *sfs_opt_suggest(const struct sfs_opt *const *tables,
+			    const char *key);
+
+/* Print table as --help lines: "key=ARG [default]  help", indented. */
+void sfs_opt_help(const struct sfs_opt *table, FILE *f, int indent);
+
+/* Print table as the rows of a Markdown table (option, default, meaning),
+ * as docs/plan.md and docs/view.md show them. */
+void sfs_opt_markdown(const struct sfs_opt *table, FILE *f);
+
+/*
+ * The plan inputs of o as a JSON object (plan.json, status, audit
+ * reports): numbers as integers (u64 values above 2^63 - 1 travel as
+ * negative json_int_t, read back by sfs_options_from_json), enums as
+ * names.  Returns a new reference, or NULL without memory.
+ */
+json_t *sfs_options_to_json(const struct sfs_plan_opts *o);
+
+/*
+ * Read the plan inputs that sfs_options_to_json wrote from obj (borrowed)
+ * into *o, each checked as sfs_options_set checks it.  Returns 0, or
+ * -EINVAL with a message that starts with where ("r0.json: options: ...")
+ * naming the missing or bad option; *o is unchanged then.
+ */
+int sfs_options_from_json(json_t *obj, const char *where,
+			  struct sfs_plan_opts *o, struct sfs_error *err);
 
 /* Names of the enum values, for output. */
 const char *sfs_shuffle_name(enum sfs_shuffle s);

@@ -578,20 +578,6 @@ out:
 
 /* ---- reports ---- */
 
-static json_t *opts_json(const struct sfs_plan_opts *o)
-{
-	/* u64 values travel as json_int_t; the cast back restores them */
-	return json_pack("{s:I, s:I, s:I, s:I, s:s, s:I, s:s, s:I, s:I, s:s}",
-			 "world", (json_int_t)o->world, "workers",
-			 (json_int_t)o->workers, "epoch", (json_int_t)o->epoch,
-			 "seed", (json_int_t)o->seed, "shuffle",
-			 sfs_shuffle_name(o->shuffle), "block",
-			 (json_int_t)o->block, "remainder",
-			 sfs_remainder_name(o->remainder), "batch",
-			 (json_int_t)o->batch, "start", (json_int_t)o->start,
-			 "partition", sfs_partition_name(o->partition));
-}
-
 char *sfs_audit_write(const struct sfs_audit *a, const struct sfs_index *idx)
 {
 	json_t *root, *shards = json_array(), *mounts = json_array();
@@ -606,10 +592,11 @@ char *sfs_audit_write(const struct sfs_audit *a, const struct sfs_index *idx)
 					  sfs_shard_sliceable(&idx->shards[i]),
 					  idx->shards[i].format->name));
 	for (i = 0; i < a->nmounts; i++)
-		json_array_append_new(mounts,
-				      json_pack("{s:s, s:o}", "path",
-						a->mounts[i].path, "options",
-						opts_json(&a->mounts[i].opts)));
+		json_array_append_new(
+			mounts,
+			json_pack("{s:s, s:o}", "path", a->mounts[i].path,
+				  "options",
+				  sfs_options_to_json(&a->mounts[i].opts)));
 	for (i = 0; i < a->nreaders; i++) {
 		const struct sfs_audit_reader *r = &a->readers[i];
 		json_t *files = json_array();
@@ -657,36 +644,6 @@ static int bad_report(struct sfs_error *err, const char *path, const char *what)
 		err, -EINVAL,
 		"%s: %s; write reports with shardfs-check view --emit", path,
 		what);
-}
-
-static int read_opts(json_t *j, struct sfs_plan_opts *o)
-{
-	json_int_t world, workers, epoch, seed, block, batch, start;
-	const char *shuffle, *remainder, *partition;
-	struct sfs_options def;
-
-	if (json_unpack(j, "{s:I, s:I, s:I, s:I, s:s, s:I, s:s, s:I, s:I, s:s}",
-			"world", &world, "workers", &workers, "epoch", &epoch,
-			"seed", &seed, "shuffle", &shuffle, "block", &block,
-			"remainder", &remainder, "batch", &batch, "start",
-			&start, "partition", &partition))
-		return -EINVAL;
-	sfs_options_init(&def);
-	if (sfs_options_set(&def, "shuffle", shuffle, NULL) ||
-	    sfs_options_set(&def, "remainder", remainder, NULL) ||
-	    sfs_options_set(&def, "partition", partition, NULL) || world < 1 ||
-	    world > SFS_WORLD_MAX || workers < 1 || workers > SFS_WORKERS_MAX ||
-	    batch < 1)
-		return -EINVAL;
-	*o = def.plan;
-	o->world = (uint32_t)world;
-	o->workers = (uint32_t)workers;
-	o->epoch = (uint64_t)epoch;
-	o->seed = (uint64_t)seed;
-	o->block = (uint64_t)block;
-	o->batch = (uint64_t)batch;
-	o->start = (uint64_t)start;
-	return 0;
 }
 
 /* The plan-only index a report describes. */
@@ -855,7 +812,7 @@ int sfs_audit_read(struct sfs_audit *a, const char *path,
 
 		if (json_unpack(json_array_get(mounts, i), "{s:s, s:o}", "path",
 				&mpath, "options", &jo) ||
-		    read_opts(jo, &o)) {
+		    sfs_options_from_json(jo, path, &o, NULL)) {
 			rc = bad_report(err, path, "a mount with bad options");
 			goto out;
 		}

@@ -1,11 +1,81 @@
 #include <ctype.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "shardfs/options.h"
 
 #define RANK_LIST_MAX SFS_WORLD_MAX
+
+static const char *const shuffle_names[] = { "none", "units", "samples", NULL };
+static const char *const remainder_names[] = { "pad", "drop", NULL };
+static const char *const partition_names[] = { "contiguous", "interleaved",
+					       NULL };
+
+#define PLAN(field) offsetof(struct sfs_options, plan.field)
+#define MOUNT(field) offsetof(struct sfs_mount_opts, field)
+
+const struct sfs_opt sfs_plan_options[] = {
+	{ "world", SFS_OPT_U32, PLAN(world), 1, SFS_WORLD_MAX, NULL, "W", "1",
+	  "ranks, W", true },
+	{ "workers", SFS_OPT_U32, PLAN(workers), 1, SFS_WORKERS_MAX, NULL, "K",
+	  "1", "loader workers per rank, K", true },
+	{ "epoch", SFS_OPT_U64, PLAN(epoch), 0, UINT64_MAX, NULL, "E", "0",
+	  "the epoch (a mount serves it first)", true },
+	{ "seed", SFS_OPT_U64, PLAN(seed), 0, UINT64_MAX, NULL, "S", "0",
+	  "shuffle seed", true },
+	{ "shuffle", SFS_OPT_ENUM, PLAN(shuffle), 0, 0, shuffle_names, NULL,
+	  "units", "what is permuted each epoch", true },
+	{ "block", SFS_OPT_U64, PLAN(block), 0, UINT64_MAX, NULL, "B", "0",
+	  "samples per unit, 0 = whole shards", true },
+	{ "remainder", SFS_OPT_ENUM, PLAN(remainder), 0, 0, remainder_names,
+	  NULL, "pad",
+	  "equal counts by repeating samples, or by leaving out\n"
+	  "the tail",
+	  true },
+	{ "batch", SFS_OPT_U64, PLAN(batch), 1, SFS_BATCH_MAX, NULL, "B", "1",
+	  "every reader's count is a multiple of B", true },
+	{ "start", SFS_OPT_U64, PLAN(start), 0, UINT64_MAX, NULL, "P", "0",
+	  "skip the first P samples of the epoch (resume)", true },
+	{ "partition", SFS_OPT_ENUM, PLAN(partition), 0, 0, partition_names,
+	  NULL, "contiguous",
+	  "interleaved: batches dealt in loader step order, so\n"
+	  "S steps of every rank read the first S*world*batch\n"
+	  "samples (exact elastic resume)",
+	  true },
+	{ "rank", SFS_OPT_RANKS, offsetof(struct sfs_options, ranks), 0,
+	  SFS_WORLD_MAX - 1, NULL, "R", "all", "ranks to show: 3, 0,2 or 0-7",
+	  false },
+	{ NULL },
+};
+
+const struct sfs_opt sfs_mount_options[] = {
+	{ "epochs", SFS_OPT_U32, MOUNT(epochs), 1, SFS_EPOCHS_MAX, NULL, "N",
+	  "1",
+	  "epochs per worker directory, names prefixed by the\n"
+	  "epoch, so a loader that lists once sees N epochs",
+	  false },
+	{ "index", SFS_OPT_PATH, MOUNT(index_dir), 0, 0, NULL, "DIR",
+	  "SRC/.shardfs", "where the index is (shardfs-index --out)", false },
+	{ "symlinks", SFS_OPT_FLAG, MOUNT(symlinks), 0, 1, NULL, NULL, "1",
+	  "whole shards as symlinks to SRC; 0 serves them as\n"
+	  "files (the reader cannot see SRC)",
+	  false },
+	{ "prefetch", SFS_OPT_FLAG, MOUNT(prefetch), 0, 1, NULL, NULL, "1",
+	  "read ahead the next file a reader will open", false },
+	{ "splice", SFS_OPT_FLAG, MOUNT(splice), 0, 1, NULL, NULL, "1",
+	  "answer reads by splicing from the source (0: read\n"
+	  "into memory, then reply)",
+	  false },
+	{ "readahead", SFS_OPT_U32, MOUNT(readahead_kb), 0, 65536, NULL, "KB",
+	  "1024",
+	  "the mount's kernel read-ahead (root only; the\n"
+	  "kernel's default, 128, sends 128 KiB reads); 0\n"
+	  "leaves it as it is",
+	  false },
+	{ NULL },
+};
 
 void sfs_options_init(struct sfs_options *o)
 {
@@ -23,27 +93,35 @@ void sfs_options_clear(struct sfs_options *o)
 	sfs_options_init(o);
 }
 
+void sfs_mount_opts_init(struct sfs_mount_opts *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->epochs = 1;
+	m->symlinks = true;
+	m->prefetch = true;
+	m->splice = true;
+	m->readahead_kb = 1024;
+}
+
+void sfs_mount_opts_clear(struct sfs_mount_opts *m)
+{
+	free(m->index_dir);
+	sfs_mount_opts_init(m);
+}
+
 const char *sfs_shuffle_name(enum sfs_shuffle s)
 {
-	switch (s) {
-	case SFS_SHUFFLE_NONE:
-		return "none";
-	case SFS_SHUFFLE_UNITS:
-		return "units";
-	case SFS_SHUFFLE_SAMPLES:
-		return "samples";
-	}
-	return "?";
+	return s <= SFS_SHUFFLE_SAMPLES ? shuffle_names[s] : "?";
 }
 
 const char *sfs_remainder_name(enum sfs_remainder r)
 {
-	return r == SFS_REMAINDER_DROP ? "drop" : "pad";
+	return remainder_names[r == SFS_REMAINDER_DROP];
 }
 
 const char *sfs_partition_name(enum sfs_partition p)
 {
-	return p == SFS_PARTITION_INTERLEAVED ? "interleaved" : "contiguous";
+	return partition_names[p == SFS_PARTITION_INTERLEAVED];
 }
 
 int sfs_options_number(const char *key, const char *value, uint64_t min,
@@ -165,19 +243,47 @@ static int parse_enum(const char *key, const char *value,
 			  value, list);
 }
 
-int sfs_options_set(struct sfs_options *o, const char *key, const char *value,
-		    struct sfs_error *err)
+static const struct sfs_opt *find(const struct sfs_opt *table, const char *key)
 {
-	static const char *const shuffles[] = { "none", "units", "samples",
-						NULL };
-	static const char *const remainders[] = { "pad", "drop", NULL };
-	static const char *const partitions[] = { "contiguous", "interleaved",
-						  NULL };
-	struct sfs_plan_opts *p = &o->plan;
+	for (; table->key; table++)
+		if (!strcmp(table->key, key))
+			return table;
+	return NULL;
+}
+
+int sfs_opt_set(const struct sfs_opt *table, void *base, const char *key,
+		const char *value, struct sfs_error *err)
+{
+	const struct sfs_opt *opt = find(table, key);
+	char *field, *copy;
 	uint64_t v;
 	int e = 0, rc;
 
-	if (!strcmp(key, "rank")) {
+	if (!opt)
+		return -ENOENT;
+	field = (char *)base + opt->offset;
+	switch (opt->type) {
+	case SFS_OPT_U32:
+	case SFS_OPT_U64:
+	case SFS_OPT_FLAG:
+		rc = sfs_options_number(key, value, opt->min, opt->max, &v,
+					err);
+		if (rc)
+			return rc;
+		if (opt->type == SFS_OPT_U32)
+			*(uint32_t *)field = (uint32_t)v;
+		else if (opt->type == SFS_OPT_U64)
+			*(uint64_t *)field = v;
+		else
+			*(bool *)field = v;
+		return 0;
+	case SFS_OPT_ENUM:
+		rc = parse_enum(key, value, opt->names, &e, err);
+		if (!rc)
+			*(int *)field = e;
+		return rc;
+	case SFS_OPT_RANKS: {
+		struct sfs_options *o = base;
 		uint32_t *ranks = NULL;
 		size_t n = 0;
 
@@ -189,54 +295,225 @@ int sfs_options_set(struct sfs_options *o, const char *key, const char *value,
 		o->nranks = n;
 		return 0;
 	}
-	if (!strcmp(key, "shuffle")) {
-		rc = parse_enum(key, value, shuffles, &e, err);
-		if (!rc)
-			p->shuffle = (enum sfs_shuffle)e;
-		return rc;
+	case SFS_OPT_PATH:
+		if (!*value)
+			return sfs_errorf(err, -EINVAL,
+					  "%s= is empty: give the %s directory",
+					  key, key);
+		copy = strdup(value);
+		if (!copy)
+			return sfs_errorf(err, -ENOMEM, "out of memory");
+		free(*(char **)field);
+		*(char **)field = copy;
+		return 0;
 	}
-	if (!strcmp(key, "remainder")) {
-		rc = parse_enum(key, value, remainders, &e, err);
-		if (!rc)
-			p->remainder = (enum sfs_remainder)e;
-		return rc;
+	return -ENOENT;
+}
+
+/* Levenshtein distance of a and b, capped at 3 (enough to say "far"). */
+static size_t edits(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), i, j;
+	size_t row[64], prev, tmp;
+
+	if (lb >= sizeof(row) / sizeof(row[0]) ||
+	    (la > lb ? la - lb : lb - la) > 2)
+		return 3;
+	for (j = 0; j <= lb; j++)
+		row[j] = j;
+	for (i = 1; i <= la; i++) {
+		prev = row[0];
+		row[0] = i;
+		for (j = 1; j <= lb; j++) {
+			size_t best = prev + (a[i - 1] != b[j - 1]);
+
+			if (row[j] + 1 < best)
+				best = row[j] + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			tmp = row[j];
+			row[j] = best;
+			prev = tmp;
+		}
 	}
-	if (!strcmp(key, "partition")) {
-		rc = parse_enum(key, value, partitions, &e, err);
-		if (!rc)
-			p->partition = (enum sfs_partition)e;
-		return rc;
+	return row[lb] < 3 ? row[lb] : 3;
+}
+
+const char *sfs_opt_suggest(const struct sfs_opt *const *tables,
+			    const char *key)
+{
+	const char *best = NULL;
+	size_t best_d = 3, len = strlen(key);
+
+	for (; *tables; tables++) {
+		const struct sfs_opt *opt;
+
+		for (opt = *tables; opt->key; opt++) {
+			size_t d = edits(key, opt->key);
+
+			if (d < best_d && 2 * d < len) {
+				best = opt->key;
+				best_d = d;
+			}
+		}
 	}
-	if (!strcmp(key, "world")) {
-		rc = sfs_options_number(key, value, 1, SFS_WORLD_MAX, &v, err);
-		if (!rc)
-			p->world = (uint32_t)v;
-	} else if (!strcmp(key, "workers")) {
-		rc = sfs_options_number(key, value, 1, SFS_WORKERS_MAX, &v,
-					err);
-		if (!rc)
-			p->workers = (uint32_t)v;
-	} else if (!strcmp(key, "epoch")) {
-		rc = sfs_options_number(key, value, 0, UINT64_MAX, &p->epoch,
-					err);
-	} else if (!strcmp(key, "seed")) {
-		rc = sfs_options_number(key, value, 0, UINT64_MAX, &p->seed,
-					err);
-	} else if (!strcmp(key, "block")) {
-		rc = sfs_options_number(key, value, 0, UINT64_MAX, &p->block,
-					err);
-	} else if (!strcmp(key, "batch")) {
-		rc = sfs_options_number(key, value, 1, SFS_BATCH_MAX, &p->batch,
-					err);
-	} else if (!strcmp(key, "start")) {
-		rc = sfs_options_number(key, value, 0, UINT64_MAX, &p->start,
-					err);
-	} else {
+	return best;
+}
+
+int sfs_options_set(struct sfs_options *o, const char *key, const char *value,
+		    struct sfs_error *err)
+{
+	static const struct sfs_opt *const tables[] = { sfs_plan_options,
+							NULL };
+	const char *near;
+	int rc = sfs_opt_set(sfs_plan_options, o, key, value, err);
+
+	if (rc != -ENOENT)
+		return rc;
+	near = sfs_opt_suggest(tables, key);
+	if (near)
 		return sfs_errorf(
 			err, -ENOENT,
-			"%s=%s: unknown option; the plan options are world, workers, epoch, seed, shuffle, block, remainder, batch, start, partition and rank",
-			key, value);
+			"unknown option \"%s\" (did you mean \"%s\"?)", key,
+			near);
+	return sfs_errorf(
+		err, -ENOENT,
+		"%s=%s: unknown option; the plan options are world, workers, epoch, seed, shuffle, block, remainder, batch, start, partition and rank",
+		key, value);
+}
+
+int sfs_mount_opts_set(struct sfs_mount_opts *m, const char *key,
+		       const char *value, struct sfs_error *err)
+{
+	return sfs_opt_set(sfs_mount_options, m, key, value, err);
+}
+
+/* "key=ARG" or "key=a|b|c" of opt, into buf. */
+static const char *synopsis(const struct sfs_opt *opt, char *buf, size_t len)
+{
+	size_t at = (size_t)snprintf(buf, len, "%s=", opt->key);
+	size_t i;
+
+	if (opt->type == SFS_OPT_FLAG)
+		snprintf(buf + at, len - at, "1|0");
+	else if (opt->type == SFS_OPT_ENUM)
+		for (i = 0; opt->names[i] && at < len; i++)
+			at += (size_t)snprintf(buf + at, len - at, "%s%s",
+					       i ? "|" : "", opt->names[i]);
+	else
+		snprintf(buf + at, len - at, "%s", opt->arg);
+	return buf;
+}
+
+void sfs_opt_help(const struct sfs_opt *table, FILE *f, int indent)
+{
+	enum { COLUMN = 24 };
+	char syn[128], left[192];
+
+	for (; table->key; table++) {
+		const char *h = table->help;
+		int n;
+
+		snprintf(left, sizeof(left), "%s [%s]",
+			 synopsis(table, syn, sizeof(syn)), table->def);
+		n = fprintf(f, "%*s%s", indent, "", left) - indent;
+		if (n >= COLUMN)
+			fprintf(f, "\n%*s", indent + COLUMN, "");
+		else
+			fprintf(f, "%*s", COLUMN - n, "");
+		while (*h) {
+			size_t k = strcspn(h, "\n");
+
+			fprintf(f, "%.*s\n", (int)k, h);
+			h += k;
+			if (*h && *++h)
+				fprintf(f, "%*s", indent + COLUMN, "");
+		}
 	}
+}
+
+void sfs_opt_markdown(const struct sfs_opt *table, FILE *f)
+{
+	char syn[128];
+
+	for (; table->key; table++) {
+		const char *h;
+
+		fputs("| `", f);
+		for (h = synopsis(table, syn, sizeof(syn)); *h; h++)
+			fprintf(f, *h == '|' ? "\\|" : "%c", *h);
+		fprintf(f, "` | %s | ", table->def);
+		for (h = table->help; *h; h++)
+			fputc(*h == '\n' ? ' ' : *h, f);
+		if ((table->type == SFS_OPT_U32 ||
+		     table->type == SFS_OPT_U64) &&
+		    table->max < UINT64_MAX)
+			fprintf(f, " (%llu..%llu)",
+				(unsigned long long)table->min,
+				(unsigned long long)table->max);
+		fputs(" |\n", f);
+	}
+}
+
+json_t *sfs_options_to_json(const struct sfs_plan_opts *o)
+{
+	struct sfs_options all = { .plan = *o };
+	const struct sfs_opt *opt;
+	json_t *obj = json_object();
+
+	for (opt = sfs_plan_options; obj && opt->key; opt++) {
+		const char *field = (const char *)&all + opt->offset;
+		json_t *v;
+
+		if (!opt->plan_input)
+			continue;
+		if (opt->type == SFS_OPT_U32)
+			v = json_integer(*(const uint32_t *)field);
+		else if (opt->type == SFS_OPT_U64)
+			/* wraps above 2^63 - 1; from_json casts it back */
+			v = json_integer((json_int_t) *
+					 (const uint64_t *)field);
+		else
+			v = json_string(opt->names[*(const int *)field]);
+		if (json_object_set_new(obj, opt->key, v)) {
+			json_decref(obj);
+			obj = NULL;
+		}
+	}
+	return obj;
+}
+
+int sfs_options_from_json(json_t *obj, const char *where,
+			  struct sfs_plan_opts *o, struct sfs_error *err)
+{
+	struct sfs_error bad = { 0 };
+	struct sfs_options all;
+	const struct sfs_opt *opt;
+	int rc = 0;
+
+	sfs_options_init(&all);
+	for (opt = sfs_plan_options; !rc && opt->key; opt++) {
+		json_t *v = json_object_get(obj, opt->key);
+		char text[32];
+
+		if (!opt->plan_input)
+			continue;
+		if (json_is_integer(v) && opt->type != SFS_OPT_ENUM)
+			snprintf(text, sizeof(text), "%llu",
+				 (unsigned long long)json_integer_value(v));
+		else if (json_is_string(v) && opt->type == SFS_OPT_ENUM)
+			snprintf(text, sizeof(text), "%s",
+				 json_string_value(v));
+		else
+			return sfs_errorf(err, -EINVAL, "%s: options: %s is %s",
+					  where, opt->key,
+					  v ? "of the wrong type" : "missing");
+		rc = sfs_options_set(&all, opt->key, text, &bad);
+		if (rc)
+			sfs_errorf(err, rc, "%s: options: %s", where, bad.msg);
+	}
+	if (!rc)
+		*o = all.plan;
 	return rc;
 }
 

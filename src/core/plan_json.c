@@ -31,20 +31,14 @@ char *sfs_plan_json(const struct sfs_plan *plan, const struct sfs_index *idx)
 	char *text;
 	size_t t, i;
 
-	root = json_pack(
-		"{s:{s:i, s:i, s:I, s:I, s:s, s:I, s:s, s:I, s:I, s:s}, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
-		"options", "world", (int)o->world, "workers", (int)o->workers,
-		"epoch", (json_int_t)o->epoch, "seed", (json_int_t)o->seed,
-		"shuffle", sfs_shuffle_name(o->shuffle), "block",
-		(json_int_t)o->block, "remainder",
-		sfs_remainder_name(o->remainder), "batch", (json_int_t)o->batch,
-		"start", (json_int_t)o->start, "partition",
-		sfs_partition_name(o->partition), "samples",
-		(json_int_t)plan->total, "remaining",
-		(json_int_t)plan->remaining, "per_reader",
-		(json_int_t)plan->per_reader, "padding",
-		(json_int_t)plan->padding, "dropped", (json_int_t)plan->dropped,
-		"units", (json_int_t)plan->nunits, "readers", readers);
+	root = json_pack("{s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "options",
+			 sfs_options_to_json(o), "samples",
+			 (json_int_t)plan->total, "remaining",
+			 (json_int_t)plan->remaining, "per_reader",
+			 (json_int_t)plan->per_reader, "padding",
+			 (json_int_t)plan->padding, "dropped",
+			 (json_int_t)plan->dropped, "units",
+			 (json_int_t)plan->nunits, "readers", readers);
 	if (!root)
 		return NULL;
 	for (t = 0; t < plan->nreaders; t++) {

@@ -23,7 +23,6 @@
 #include "shardfs/options.h"
 
 #define FD_CACHE 256
-#define EPOCHS_MAX 1000
 #define MAX_THREADS 64
 
 static const char *prog = "shardfs";
@@ -37,32 +36,10 @@ static void usage(FILE *f)
 		"MNT/<rank>/<worker>/ holds, in directory order, exactly what that\n"
 		"reader reads this epoch.  MNT/.shardfs/epoch switches the epoch.\n"
 		"\n"
-		"Options (-o, comma-separated; defaults in brackets):\n"
-		"  world=W [1]             ranks\n"
-		"  workers=K [1]           loader workers per rank\n"
-		"  rank=R [all]            ranks to show: 3, 0,2 or 0-7\n"
-		"  epoch=E [0]             the first epoch served\n"
-		"  epochs=N [1]            epochs per worker directory (names prefixed\n"
-		"                          by the epoch), 1..%d\n"
-		"  seed=S [0]              shuffle seed\n"
-		"  shuffle=none|units|samples [units]\n"
-		"  block=B [0]             samples per unit, 0 = whole shards\n"
-		"  remainder=pad|drop [pad]\n"
-		"  batch=B [1]             per-reader count is a multiple of B\n"
-		"  start=P [0]             skip the first P samples of the epoch\n"
-		"  partition=contiguous|interleaved [contiguous]\n"
-		"                          interleaved: batches dealt in loader step\n"
-		"                          order, so S steps of every rank read the\n"
-		"                          first S*world*batch samples (elastic resume)\n"
-		"  index=DIR [SRC/.shardfs] where the index is (shardfs-index --out)\n"
-		"  symlinks=1|0 [1]        whole shards as symlinks to SRC; 0 serves\n"
-		"                          them as files (the reader cannot see SRC)\n"
-		"  prefetch=1|0 [1]        read ahead the next file a reader will open\n"
-		"  splice=1|0 [1]          answer reads by splicing from the source (0:\n"
-		"                          read into memory, then reply)\n"
-		"  readahead=KB [1024]     the mount's kernel read-ahead (root only; the\n"
-		"                          kernel's default, 128, sends 128 KiB reads);\n"
-		"                          0 leaves it as it is\n"
+		"Options (-o, comma-separated; defaults in brackets):\n");
+	sfs_opt_help(sfs_plan_options, f, 2);
+	sfs_opt_help(sfs_mount_options, f, 2);
+	fprintf(f,
 		"  allow_other, default_permissions, max_read=N, ... as FUSE takes them;\n"
 		"  mount(8)'s rw, ro, dev, suid, _netdev, noauto, ... are accepted.\n"
 		"\n"
@@ -73,17 +50,15 @@ static void usage(FILE *f)
 		"\n"
 		"Without an index, one is built in memory (no hashes) with a warning;\n"
 		"build it once with shardfs-index SRC.  Unmount with fusermount3 -u MNT\n"
-		"or umount MNT.\n",
-		EPOCHS_MAX);
+		"or umount MNT.\n");
 }
 
 struct args {
 	const char *src, *mnt;
 	bool foreground, debug, single;
+	struct sfs_mount_opts mount;
 	char *fuse_opts; /* passed to libfuse, comma-separated */
 	bool allow_other;
-	unsigned readahead_kb;
-	bool splice;
 };
 
 /*
@@ -197,53 +172,32 @@ static int append_opt(char **list, const char *opt)
 	return 0;
 }
 
-/* Options of the daemon's own; others go to libfuse. */
-static int daemon_opt(struct fs *fs, struct args *a, const char *opt,
-		      struct sfs_error *err)
+/*
+ * Options of the daemon's own; others go to libfuse, but for a key that is
+ * a likely typo of one of ours ("wrld"): FUSE would refuse it without
+ * saying what was meant.
+ */
+static int daemon_opt(struct args *a, const char *opt, struct sfs_error *err)
 {
+	static const struct sfs_opt *const ours[] = { sfs_plan_options,
+						      sfs_mount_options, NULL };
 	const char *eq = strchr(opt, '=');
-	const char *v = eq ? eq + 1 : "";
-	uint64_t n;
+	char *key = strndup(opt, eq ? (size_t)(eq - opt) : strlen(opt));
+	const char *near;
 	int rc;
 
-	if (!strncmp(opt, "index=", 6)) {
-		if (!*v)
-			return sfs_errorf(
-				err, -EINVAL,
-				"index= is empty: give the index directory");
-		free(fs->index_dir);
-		fs->index_dir = strdup(v);
-		return fs->index_dir ?
-			       0 :
-			       sfs_errorf(err, -ENOMEM, "out of memory");
-	}
-	if (!strncmp(opt, "symlinks=", 9) || !strncmp(opt, "prefetch=", 9)) {
-		rc = sfs_options_number(opt[0] == 's' ? "symlinks" : "prefetch",
-					v, 0, 1, &n, err);
-		if (!rc && opt[0] == 's')
-			fs->vopts.symlinks = n;
-		else if (!rc)
-			fs->prefetch = n;
+	if (!key)
+		return sfs_errorf(err, -ENOMEM, "out of memory");
+	rc = eq ? sfs_mount_opts_set(&a->mount, key, eq + 1, err) : -ENOENT;
+	near = rc == -ENOENT && !ignorable(opt) ? sfs_opt_suggest(ours, key) :
+						  NULL;
+	if (near)
+		rc = sfs_errorf(err, -EINVAL,
+				"unknown option \"%s\" (did you mean \"%s\"?)",
+				key, near);
+	free(key);
+	if (rc != -ENOENT)
 		return rc;
-	}
-	if (!strncmp(opt, "splice=", 7)) {
-		rc = sfs_options_number("splice", v, 0, 1, &n, err);
-		if (!rc)
-			a->splice = n;
-		return rc;
-	}
-	if (!strncmp(opt, "readahead=", 10)) {
-		rc = sfs_options_number("readahead", v, 0, 65536, &n, err);
-		if (!rc)
-			a->readahead_kb = (unsigned)n;
-		return rc;
-	}
-	if (!strncmp(opt, "epochs=", 7)) {
-		rc = sfs_options_number("epochs", v, 1, EPOCHS_MAX, &n, err);
-		if (!rc)
-			fs->vopts.epochs = (uint32_t)n;
-		return rc;
-	}
 	if (ignorable(opt))
 		return 0;
 	if (!strcmp(opt, "allow_other"))
@@ -263,7 +217,7 @@ static int parse_o(struct fs *fs, struct args *a, const char *list,
 	rc = sfs_options_parse_known(&fs->vopts.options, list, &rest, err);
 	for (tok = rest ? strtok_r(rest, ",", &save) : NULL; !rc && tok;
 	     tok = strtok_r(NULL, ",", &save))
-		rc = daemon_opt(fs, a, tok, err);
+		rc = daemon_opt(a, tok, err);
 	free(rest);
 	return rc;
 }
@@ -356,22 +310,26 @@ static void raise_nofile(void)
 
 int main(int argc, char **argv)
 {
-	struct fs fs = { .prefetch = true };
-	struct args a = { .readahead_kb = 1024, .splice = true };
+	struct fs fs = { 0 };
+	struct args a = { 0 };
 	struct sfs_error err = { 0 };
 	struct fuse_args fargs = FUSE_ARGS_INIT(0, NULL);
 	struct fuse_loop_config *cfg = NULL;
 	char *base = NULL, *mnt = NULL;
-	int rc = 1;
+	int rc = 1, bad;
 
 	sfs_options_init(&fs.vopts.options);
-	fs.vopts.epochs = 1;
-	fs.vopts.symlinks = true;
+	sfs_mount_opts_init(&a.mount);
 	fs.srcfd = -1;
 	pthread_mutex_init(&fs.lock, NULL);
 	pthread_mutex_init(&fs.switch_lock, NULL);
-	if (parse_args(&fs, &a, argc, argv, &err) ||
-	    load_index(&fs, a.src, &err) ||
+	bad = parse_args(&fs, &a, argc, argv, &err);
+	fs.vopts.epochs = a.mount.epochs;
+	fs.vopts.symlinks = a.mount.symlinks;
+	fs.prefetch = a.mount.prefetch;
+	fs.index_dir = a.mount.index_dir;
+	a.mount.index_dir = NULL;
+	if (bad || load_index(&fs, a.src, &err) ||
 	    fs_switch_epoch(&fs, fs.vopts.options.plan.epoch, &err)) {
 		fprintf(stderr, "%s: %s\n", prog, err.msg);
 		goto out;
@@ -381,7 +339,7 @@ int main(int argc, char **argv)
 	fs.uid = getuid();
 	fs.gid = getgid();
 	fs.mounted = time(NULL);
-	fs.splice_max = a.splice ? splice_limit() : 0;
+	fs.splice_max = a.mount.splice ? splice_limit() : 0;
 	raise_nofile();
 	fs.srcfd = open(fs.idx->source, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fs.srcfd < 0 || fdcache_init(&fs.fds, fs.srcfd, FD_CACHE)) {
@@ -429,7 +387,7 @@ int main(int argc, char **argv)
 	       fs.idx->source, mnt, fs.idx->nshards,
 	       (unsigned long long)fs.idx->nsamples,
 	       (unsigned long long)fs.vopts.options.plan.epoch);
-	plan_readahead(&fs, mnt, a.readahead_kb);
+	plan_readahead(&fs, mnt, a.mount.readahead_kb);
 	if (fuse_daemonize(a.foreground))
 		goto out_unmount;
 	if (a.single) {

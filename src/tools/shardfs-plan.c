@@ -20,25 +20,13 @@ static void usage(FILE *f)
 		"Compute the plan for every reader (rank, worker) from the index of SRC\n"
 		"and print a summary per reader, or the whole plan as JSON.\n"
 		"\n"
-		"  -o OPTIONS    comma-separated plan options (defaults in brackets):\n"
-		"                  world=W [1]        ranks\n"
-		"                  workers=K [1]      loader workers per rank\n"
-		"                  epoch=E [0]        the epoch to plan\n"
-		"                  seed=S [0]         shuffle seed\n"
-		"                  shuffle=none|units|samples [units]\n"
-		"                  block=B [0]        samples per unit, 0 = whole shards\n"
-		"                  remainder=pad|drop [pad]\n"
-		"                  batch=B [1]        per-reader count is a multiple of B\n"
-		"                  start=P [0]        skip the first P samples (resume)\n"
-		"                  partition=contiguous|interleaved [contiguous]\n"
-		"                                     interleaved: batches dealt in loader\n"
-		"                                     step order, so that S steps of every\n"
-		"                                     rank read the first S*world*batch\n"
-		"                                     samples (exact elastic resume)\n"
-		"                  rank=R             show only these ranks (3, 0,2, 0-7)\n"
+		"  -o OPTIONS    comma-separated plan options (below)\n"
 		"  --index DIR   the index directory (default SRC/.shardfs)\n"
 		"  --json        print the plan as JSON (docs/plan.md)\n"
-		"  --help, --version\n");
+		"  --help, --version\n"
+		"\n"
+		"Plan options (defaults in brackets):\n");
+	sfs_opt_help(sfs_plan_options, f, 2);
 }
 
 static void summary(const struct sfs_plan *plan, const struct sfs_index *idx,

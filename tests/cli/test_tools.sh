@@ -169,4 +169,29 @@ expect_run "bad jobs" 2 "shardfs-index: jobs=0 is out of range: use an integer i
 	-- shardfs-index "$T/ro" --jobs 0
 expect_run "no source" 2 "shardfs-index: $T/none: cannot open the source directory: No such file or directory" \
 	-- shardfs-index "$T/none" --quiet
+
+# --- one option table: the docs' lists are its rows, typos are named ---
+docs_rows() { # FILE TABLE: the rows between that table's markers
+	sed -n "/^<!-- options: $2 /,/^<!-- end options -->/p" "$1" | grep '^| `'
+}
+expect_eq "docs/plan.md lists the plan options" \
+	"$(docs_rows "$TESTS/../docs/plan.md" plan)" "$(options-md plan)"
+expect_eq "docs/view.md lists the daemon's options" \
+	"$(docs_rows "$TESTS/../docs/view.md" mount)" "$(options-md mount)"
+for key in $(options-md plan | cut -d'`' -f2 | cut -d= -f1); do
+	shardfs-plan --help | grep -q "^  $key=" && ok || bad "shardfs-plan --help lacks $key"
+	shardfs --help | grep -q "^  $key=" && ok || bad "shardfs --help lacks $key"
+done
+for key in $(options-md mount | cut -d'`' -f2 | cut -d= -f1); do
+	shardfs --help | grep -q "^  $key=" && ok || bad "shardfs --help lacks $key"
+done
+expect_run "plan: a typo is named" 2 \
+	"shardfs-plan: unknown option \"wrld\" (did you mean \"world\"?)" \
+	-- shardfs-plan "$T/a-jsonl" -o wrld=2
+expect_run "check: a typo is named" 2 \
+	"shardfs-check: unknown option \"suffle\" (did you mean \"shuffle\"?)" \
+	-- shardfs-check plan "$T/a-jsonl" -o world=2,suffle=none
+expect_run "plan: an unknown option" 2 \
+	"shardfs-plan: colour=blue: unknown option; the plan options are world, workers, epoch, seed, shuffle, block, remainder, batch, start, partition and rank" \
+	-- shardfs-plan "$T/a-jsonl" -o colour=blue
 finish

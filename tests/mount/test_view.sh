@@ -249,6 +249,9 @@ refuse "rank=8" "shardfs: rank=8 is out of range for world=8: ranks are 0..7" "$
 refuse "epochs=0" "shardfs: epochs=0 is out of range: use an integer in 1..1000" "$T/tar" "$M" -o epochs=0
 refuse "symlinks=2" "shardfs: symlinks=2 is out of range: use an integer in 0..1" "$T/tar" "$M" -o symlinks=2
 refuse "shuffle=yes" "shardfs: shuffle=yes is not valid: use none | units | samples" "$T/tar" "$M" -o shuffle=yes
+refuse "a typo of a plan option" 'shardfs: unknown option "wrld" (did you mean "world"?)' "$T/tar" "$M" -o wrld=2
+refuse "a typo of a daemon option" 'shardfs: unknown option "symlink" (did you mean "symlinks"?)' "$T/tar" "$M" -o world=2,symlink=0
+refuse "index= empty" "shardfs: index= is empty: give the index directory" "$T/tar" "$M" -o index=
 n=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["samples"])' "$T/jsonl/.shardfs/manifest.json")
 refuse "drop to nothing" "shardfs: remainder=drop leaves 0 samples per reader: $n samples for world=4096 × workers=1; use remainder=pad or fewer readers" \
 	"$T/jsonl" "$M" -o world=4096,remainder=drop

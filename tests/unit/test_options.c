@@ -83,6 +83,12 @@ static void test_options_bad_values(void **state)
 	       "rank=x is not a rank list: use a number (3), a list (0,2) or a range (0-7) of ranks in 0..65535");
 	expect("colour=blue", -ENOENT,
 	       "colour=blue: unknown option; the plan options are world, workers, epoch, seed, shuffle, block, remainder, batch, start, partition and rank");
+	expect("wrld=2", -ENOENT,
+	       "unknown option \"wrld\" (did you mean \"world\"?)");
+	expect("worker=2", -ENOENT,
+	       "unknown option \"worker\" (did you mean \"workers\"?)");
+	expect("shufle=none", -ENOENT,
+	       "unknown option \"shufle\" (did you mean \"shuffle\"?)");
 	expect("world", -EINVAL, "\"world\" is not an option: write key=value");
 	expect("world=2,,workers=2", -EINVAL,
 	       "\"\" is not an option: write key=value");
@@ -157,6 +163,141 @@ static void test_options_epoch_writes(void **state)
 		     "write one epoch number, e.g. echo 3 > .shardfs/epoch");
 }
 
+static void test_options_suggest(void **state)
+{
+	static const struct sfs_opt *const both[] = { sfs_plan_options,
+						      sfs_mount_options, NULL };
+
+	(void)state;
+	assert_string_equal(sfs_opt_suggest(both, "wrld"), "world");
+	assert_string_equal(sfs_opt_suggest(both, "symlink"), "symlinks");
+	assert_string_equal(sfs_opt_suggest(both, "readahed"), "readahead");
+	assert_string_equal(sfs_opt_suggest(both, "partiton"), "partition");
+	/* too far, or too short to guess: FUSE's own options stay theirs */
+	assert_null(sfs_opt_suggest(both, "colour"));
+	assert_null(sfs_opt_suggest(both, "ro"));
+	assert_null(sfs_opt_suggest(both, "sync"));
+	assert_null(sfs_opt_suggest(both, "max_read"));
+	assert_null(sfs_opt_suggest(both, "allow_other"));
+	assert_null(sfs_opt_suggest(both, "default_permissions"));
+}
+
+static void test_options_mount_opts(void **state)
+{
+	struct sfs_error err = { 0 };
+	struct sfs_mount_opts m;
+
+	(void)state;
+	sfs_mount_opts_init(&m);
+	assert_int_equal(m.epochs, 1);
+	assert_true(m.symlinks && m.prefetch && m.splice);
+	assert_int_equal(m.readahead_kb, 1024);
+	assert_null(m.index_dir);
+	assert_int_equal(sfs_mount_opts_set(&m, "epochs", "3", &err), 0);
+	assert_int_equal(sfs_mount_opts_set(&m, "symlinks", "0", &err), 0);
+	assert_int_equal(sfs_mount_opts_set(&m, "readahead", "0", &err), 0);
+	assert_int_equal(sfs_mount_opts_set(&m, "index", "/x/idx", &err), 0);
+	assert_int_equal(sfs_mount_opts_set(&m, "index", "/y", &err), 0);
+	assert_int_equal(m.epochs, 3);
+	assert_false(m.symlinks);
+	assert_int_equal(m.readahead_kb, 0);
+	assert_string_equal(m.index_dir, "/y");
+	assert_int_equal(sfs_mount_opts_set(&m, "epochs", "1001", &err),
+			 -EINVAL);
+	assert_string_equal(
+		err.msg,
+		"epochs=1001 is out of range: use an integer in 1..1000");
+	assert_int_equal(sfs_mount_opts_set(&m, "prefetch", "yes", &err),
+			 -EINVAL);
+	assert_string_equal(
+		err.msg,
+		"prefetch=yes is not a number: use an integer in 0..1");
+	assert_int_equal(sfs_mount_opts_set(&m, "index", "", &err), -EINVAL);
+	assert_string_equal(err.msg,
+			    "index= is empty: give the index directory");
+	assert_int_equal(m.epochs, 3);
+	assert_string_equal(m.index_dir, "/y");
+	assert_int_equal(sfs_mount_opts_set(&m, "world", "2", &err), -ENOENT);
+	sfs_mount_opts_clear(&m);
+	assert_null(m.index_dir);
+}
+
+static void test_options_json_round_trip(void **state)
+{
+	struct sfs_error err = { 0 };
+	struct sfs_options o;
+	struct sfs_plan_opts back;
+	json_t *j;
+	char *text;
+
+	(void)state;
+	sfs_options_init(&o);
+	assert_int_equal(
+		sfs_options_parse(
+			&o,
+			"world=16,workers=4,epoch=18446744073709551615,seed=9223372036854775808,shuffle=samples,block=7,remainder=drop,batch=32,start=5,partition=interleaved,rank=1",
+			&err),
+		0);
+	j = sfs_options_to_json(&o.plan);
+	text = json_dumps(j, JSON_COMPACT);
+	assert_string_equal(
+		text,
+		"{\"world\":16,\"workers\":4,\"epoch\":-1,\"seed\":-9223372036854775808,\"shuffle\":\"samples\",\"block\":7,\"remainder\":\"drop\",\"batch\":32,\"start\":5,\"partition\":\"interleaved\"}");
+	assert_int_equal(sfs_options_from_json(j, "r.json", &back, &err), 0);
+	assert_memory_equal(&back, &o.plan, sizeof(back));
+	free(text);
+
+	memset(&back, 0x5a, sizeof(back));
+	json_object_set_new(j, "workers", json_integer(0));
+	assert_int_equal(sfs_options_from_json(j, "r.json", &back, &err),
+			 -EINVAL);
+	assert_string_equal(
+		err.msg,
+		"r.json: options: workers=0 is out of range: use an integer in 1..1024");
+	json_object_del(j, "batch");
+	json_object_set_new(j, "workers", json_integer(2));
+	assert_int_equal(sfs_options_from_json(j, "r.json", &back, &err),
+			 -EINVAL);
+	assert_string_equal(err.msg, "r.json: options: batch is missing");
+	json_object_set_new(j, "batch", json_string("32"));
+	assert_int_equal(sfs_options_from_json(j, "r.json", &back, &err),
+			 -EINVAL);
+	assert_string_equal(err.msg,
+			    "r.json: options: batch is of the wrong type");
+	assert_true(back.world == 0x5a5a5a5a);
+	json_decref(j);
+	sfs_options_clear(&o);
+}
+
+static void test_options_help_and_markdown(void **state)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	(void)state;
+	sfs_opt_help(sfs_mount_options, f, 2);
+	fclose(f);
+	assert_non_null(strstr(
+		buf,
+		"  symlinks=1|0 [1]        whole shards as symlinks to SRC; 0 serves them as\n"
+		"                          files (the reader cannot see SRC)\n"));
+	assert_non_null(strstr(buf,
+			       "  index=DIR [SRC/.shardfs]\n"
+			       "                          where the index"));
+	free(buf);
+	f = open_memstream(&buf, &len);
+	sfs_opt_markdown(sfs_plan_options, f);
+	fclose(f);
+	assert_non_null(strstr(
+		buf,
+		"| `world=W` | 1 | ranks, W (1..65536) |\n| `workers=K` | 1 |"));
+	assert_non_null(strstr(
+		buf,
+		"| `shuffle=none\\|units\\|samples` | units | what is permuted each epoch |\n"));
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -165,6 +306,10 @@ int main(void)
 		cmocka_unit_test(test_options_rank_out_of_range),
 		cmocka_unit_test(test_options_failed_set_changes_nothing),
 		cmocka_unit_test(test_options_epoch_writes),
+		cmocka_unit_test(test_options_suggest),
+		cmocka_unit_test(test_options_mount_opts),
+		cmocka_unit_test(test_options_json_round_trip),
+		cmocka_unit_test(test_options_help_and_markdown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
