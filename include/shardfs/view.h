@@ -8,12 +8,16 @@
  *         <seq>-<shard>              a whole shard (symlink, or a regular
  *                                    file with symlinks=0)
  *         <seq>-<stem>.<a>-<b><ext>  a slice: samples a..b of <shard>
+ *         <seq>-<stem>.r<hash><ext>  a slice of any other list of samples
+ *                                    (hash: of its runs, docs/view.md)
  *         <dir>/<seq>-<file>         `files` datasets keep sub-directories
  *
  * Names start with a zero-padded sequence number, so that sorted order,
  * directory order and the plan's order are one.  With epochs > 1 a worker
  * directory holds that many consecutive epochs, each name prefixed by its
  * epoch.  The children of every directory are sorted by name (strcmp).
+ * A name identifies its bytes: the same name, in any epoch of any view of
+ * the same index, is the same runs of the same shard.
  * A view never changes after it is built; an epoch switch builds a new one.
  */
 #ifndef SHARDFS_VIEW_H

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "shardfs/digest.h"
 #include "shardfs/view.h"
 
 #define SEQ_MIN_WIDTH 6
@@ -140,6 +141,44 @@ static int digits(uint64_t n)
 	return d;
 }
 
+/*
+ * What a slice's name says of its samples, so that a name identifies its
+ * bytes wherever it appears (another epoch, another mount): one run of
+ * samples a..b is "a-b"; any other list of runs (samples shuffled inside a
+ * unit, padding that wraps) is "r" and the first 16 hex digits of the
+ * SHA-256 of the runs, each as (first, count) in little-endian u64s.
+ */
+static int runs_name(const struct sfs_run *r, size_t nruns, char *out,
+		     size_t len)
+{
+	unsigned char d[SFS_DIGEST_LEN], le[16];
+	char hex[2 * SFS_DIGEST_LEN + 1];
+	struct sfs_digest *dg;
+	size_t i, k;
+
+	if (nruns == 1) {
+		snprintf(out, len, "%llu-%llu", (unsigned long long)r->first,
+			 (unsigned long long)(r->first + r->count - 1));
+		return 0;
+	}
+	dg = sfs_digest_new();
+	for (i = 0; dg && i < nruns; i++) {
+		for (k = 0; k < 8; k++) {
+			le[k] = (unsigned char)(r[i].first >> (8 * k));
+			le[8 + k] = (unsigned char)(r[i].count >> (8 * k));
+		}
+		sfs_digest_update(dg, le, sizeof(le));
+	}
+	if (!dg || sfs_digest_final(dg, d)) {
+		sfs_digest_free(dg);
+		return -ENOMEM;
+	}
+	sfs_digest_free(dg);
+	sfs_digest_hex(d, hex);
+	snprintf(out, len, "r%.16s", hex);
+	return 0;
+}
+
 /* The node(s) of one plan file in worker directory wdir. */
 static int add_file(struct builder *b, uint32_t wdir, uint32_t plan, size_t fi,
 		    const char *prefix)
@@ -178,17 +217,16 @@ static int add_file(struct builder *b, uint32_t wdir, uint32_t plan, size_t fi,
 				       strlen(path);
 		} else {
 			const struct sfs_run *r = &p->runs[f->run_at];
-			const struct sfs_run *last = r + f->nruns - 1;
 			const char *ext = strrchr(base, '.');
+			char samples[64];
 
 			if (!ext || ext == base)
 				ext = base + strlen(base);
-			snprintf(name, sizeof(name), "%s%.*s.%llu-%llu%s",
-				 prefix, (int)(ext - base), base,
-				 (unsigned long long)r->first,
-				 (unsigned long long)(last->first +
-						      last->count - 1),
-				 ext);
+			rc = runs_name(r, f->nruns, samples, sizeof(samples));
+			if (rc)
+				return sfs_errorf(b->err, rc, "out of memory");
+			snprintf(name, sizeof(name), "%s%.*s.%s%s", prefix,
+				 (int)(ext - base), base, samples, ext);
 			kind = SFS_NODE_FILE;
 			rc = sfs_slice_size(v->idx, sh, r, f->nruns, &size,
 					    b->err);

@@ -195,6 +195,26 @@ mount_view "$T/tar" "$M" world=2,workers=2,symlinks=0 || bad "mount symlinks=0"
 expect_eq "symlinks=0: no links" "$(find "$M" -type l | wc -l)" 0
 unmount_view "$M"
 
+# a name identifies its bytes: over 100 epochs of mounts with other
+# options, every path that appears again hashes the same (small shards, so
+# that the names meet often)
+shardfs-mkdata "$T/small" --format jsonl --shards 2 --samples 5 --seed 16
+shardfs-index "$T/small" --quiet
+for opts in shuffle=samples world=2,shuffle=samples,block=3 \
+	world=2,shuffle=samples,partition=interleaved,batch=3 block=2; do
+	mount_view "$T/small" "$M" "$opts" || bad "mount $opts"
+	for e in $(seq 0 99); do
+		echo "$e" > "$M/.shardfs/epoch"
+		(cd "$M" && find . -path ./.shardfs -prune -o -type f -print0 |
+			xargs -0 sha256sum) >> "$T/names.sha"
+	done
+	unmount_view "$M"
+done
+expect_eq "a name identifies its bytes" \
+	"$(sort -u "$T/names.sha" | awk '{print $2}' | sort | uniq -d)" ""
+[ "$(awk '{print $2}' "$T/names.sha" | sort | uniq -d | wc -l)" -gt 20 ] &&
+	ok || bad "too few names appear again for the check to mean anything"
+
 # single-threaded: epoch switches while another process keeps listing
 DAEMON_FLAGS=-s mount_view "$T/tar" "$M" world=2,workers=2 || bad "mount -s"
 ( for i in $(seq 200); do ls "$M" "$M"/0/0 > /dev/null 2>&1; done ) &

@@ -166,3 +166,38 @@ struct buf read_all(const char *path)
 	fclose(f);
 	return b;
 }
+
+/* An in-memory index: shard i has counts[i] samples, 10 bytes each. */
+struct sfs_index *mkindex(const uint64_t *counts, size_t n, const bool *opaque)
+{
+	struct sfs_index *idx = calloc(1, sizeof(*idx));
+	uint64_t nb = 0, i, k;
+
+	idx->source = strdup("/src");
+	idx->shards = calloc(n + 1, sizeof(*idx->shards));
+	for (i = 0; i < n; i++)
+		nb += opaque && opaque[i] ? 0 : counts[i] + 1;
+	idx->bounds_heap = malloc((nb + 1) * sizeof(uint64_t));
+	for (i = 0, nb = 0; i < n; i++) {
+		struct sfs_shard *sh = &idx->shards[i];
+		char name[32];
+
+		snprintf(name, sizeof(name), "s%04llu.tar",
+			 (unsigned long long)i);
+		sh->path = strdup(name);
+		sh->format = sfs_format_by_name("tar");
+		sh->nsamples = counts[i];
+		sh->size = counts[i] * 10;
+		sh->bounds_at = SFS_NO_BOUNDS;
+		idx->nsamples += counts[i];
+		if (opaque && opaque[i])
+			continue;
+		sh->bounds_at = nb;
+		for (k = 0; k <= counts[i]; k++)
+			idx->bounds_heap[nb++] = k * 10;
+	}
+	idx->nshards = n;
+	idx->bounds = idx->bounds_heap;
+	idx->nbounds = nb;
+	return idx;
+}

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "shardfs/format.h"
+#include "shardfs/index.h"
 
 /* A growable byte buffer. */
 struct buf {
@@ -46,5 +47,12 @@ int scan_file(const struct sfs_format_ops *ops, const char *path,
 
 /* Read the whole of path into a buffer. */
 struct buf read_all(const char *path);
+
+/*
+ * An in-memory index of tar shards "s0000.tar", ...: shard i has counts[i]
+ * samples of 10 bytes each; opaque (may be NULL) marks shards that cannot
+ * be sliced.  Free with sfs_index_free.
+ */
+struct sfs_index *mkindex(const uint64_t *counts, size_t n, const bool *opaque);
 
 #endif

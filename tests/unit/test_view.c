@@ -1,0 +1,232 @@
+/*
+ * The view (include/shardfs/view.h): the tree a mount shows, its names,
+ * and the promise that a name identifies its bytes wherever it appears.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "helpers.h"
+#include "shardfs/view.h"
+
+static struct sfs_view *build(const struct sfs_index *idx, const char *opts,
+			      uint32_t epochs)
+{
+	struct sfs_error err = { 0 };
+	struct sfs_view_opts vo = { .epochs = epochs, .symlinks = true };
+	struct sfs_view *v = NULL;
+
+	sfs_options_init(&vo.options);
+	assert_int_equal(sfs_options_parse(&vo.options, opts, &err), 0);
+	assert_int_equal(sfs_view_build(idx, &vo, &v, &err), 0);
+	sfs_options_clear(&vo.options);
+	return v;
+}
+
+/* "rank/worker/name" of node n, into out. */
+static void node_path(const struct sfs_view *v, uint32_t n, char *out,
+		      size_t len)
+{
+	char tmp[512];
+
+	out[0] = '\0';
+	for (; n; n = v->nodes[n].parent) {
+		snprintf(tmp, sizeof(tmp), "%s%s%s", v->nodes[n].name,
+			 *out ? "/" : "", out);
+		snprintf(out, len, "%s", tmp);
+	}
+}
+
+/* The children names of the directory at path ("" the root), joined. */
+static char *listing(const struct sfs_view *v, const char *path)
+{
+	static char out[1024];
+	uint32_t dir = 0, i;
+	char part[64];
+
+	while (*path) {
+		size_t k = strcspn(path, "/");
+		int64_t c;
+
+		snprintf(part, sizeof(part), "%.*s", (int)k, path);
+		c = sfs_view_lookup(v, dir, part);
+		assert_true(c >= 0);
+		dir = (uint32_t)c;
+		path += k + (path[k] == '/');
+	}
+	out[0] = '\0';
+	for (i = 0; i < v->nodes[dir].nchildren; i++) {
+		const struct sfs_view_node *c =
+			&v->nodes[v->children[v->nodes[dir].first_child + i]];
+
+		strcat(out, i ? " " : "");
+		strcat(out, c->name);
+		strcat(out, c->kind == SFS_NODE_LINK ? "@" : "");
+	}
+	return out;
+}
+
+static void test_view_tree_names_and_order(void **state)
+{
+	const uint64_t counts[] = { 4, 4, 4 };
+	struct sfs_index *idx = mkindex(counts, 3, NULL);
+	struct sfs_view *v;
+	int64_t a, b;
+
+	(void)state;
+	v = build(idx, "world=2,workers=1,shuffle=none", 1);
+	assert_string_equal(listing(v, ""), "0 1");
+	assert_string_equal(listing(v, "0"), "0");
+	assert_string_equal(listing(v, "0/0"),
+			    "000000-s0000.tar@ 000001-s0001.0-1.tar");
+	assert_string_equal(listing(v, "1/0"),
+			    "000000-s0001.2-3.tar 000001-s0002.tar@");
+	a = sfs_view_lookup(v, (uint32_t)sfs_view_lookup(v, 0, "1"), "0");
+	b = sfs_view_lookup(v, (uint32_t)a, "000000-s0001.2-3.tar");
+	assert_true(b > 0);
+	/* a slice: two samples of 10 bytes, then tar's two zero blocks */
+	assert_int_equal(v->nodes[b].size, 20 + 1024);
+	assert_string_equal(sfs_view_source_path(v, &v->nodes[b]), "s0001.tar");
+	assert_int_equal(sfs_view_next(v, (uint32_t)b),
+			 sfs_view_lookup(v, (uint32_t)a, "000001-s0002.tar"));
+	assert_int_equal(sfs_view_lookup(v, (uint32_t)a, "000002-s0002.tar"),
+			 -1);
+	/* a link's size is the length of its target, /src/s0002.tar */
+	assert_int_equal(v->nodes[sfs_view_next(v, (uint32_t)b)].size, 14);
+	sfs_view_free(v);
+
+	/* rank= shows only those ranks; epochs=2 prefixes the epoch */
+	v = build(idx, "world=2,workers=1,shuffle=none,rank=1,epoch=9", 2);
+	assert_string_equal(listing(v, ""), "1");
+	assert_string_equal(
+		listing(v, "1/0"),
+		"09-000000-s0001.2-3.tar 09-000001-s0002.tar@ 10-000000-s0001.2-3.tar 10-000001-s0002.tar@");
+	sfs_view_free(v);
+	sfs_index_free(idx);
+}
+
+/* One file seen in some view: its path and what its bytes are made of. */
+struct seen {
+	char *path;
+	char *bytes; /* "shard:first+count,..." or "shard:whole" */
+};
+
+static int seen_cmp(const void *a, const void *b)
+{
+	const struct seen *x = a, *y = b;
+	int c = strcmp(x->path, y->path);
+
+	return c ? c : strcmp(x->bytes, y->bytes);
+}
+
+static void record(const struct sfs_view *v, struct seen **all, size_t *n,
+		   size_t *cap)
+{
+	uint32_t i;
+
+	for (i = 0; i < v->nnodes; i++) {
+		const struct sfs_view_node *nd = &v->nodes[i];
+		const struct sfs_plan *p = v->plans[nd->plan];
+		const struct sfs_plan_file *f;
+		char path[512], bytes[4096];
+		size_t at, r;
+
+		if (nd->kind == SFS_NODE_DIR)
+			continue;
+		f = &p->files[nd->file];
+		node_path(v, i, path, sizeof(path));
+		at = (size_t)snprintf(bytes, sizeof(bytes), "%zu:", f->shard);
+		if (f->whole)
+			snprintf(bytes + at, sizeof(bytes) - at, "whole");
+		for (r = 0; !f->whole && r < f->nruns; r++) {
+			const struct sfs_run *run = &p->runs[f->run_at + r];
+
+			at += (size_t)snprintf(bytes + at, sizeof(bytes) - at,
+					       "%llu+%llu,",
+					       (unsigned long long)run->first,
+					       (unsigned long long)run->count);
+			assert_true(at < sizeof(bytes));
+		}
+		if (*n == *cap) {
+			*cap = *cap ? 2 * *cap : 1024;
+			*all = realloc(*all, *cap * sizeof(**all));
+		}
+		(*all)[*n].path = strdup(path);
+		(*all)[*n].bytes = strdup(bytes);
+		(*n)++;
+	}
+}
+
+/*
+ * A path that appears again, in another epoch or under other options,
+ * holds the same bytes: over 25 epochs of every shuffle, partition,
+ * remainder, block and batch, the files of one name are one list of runs
+ * of one shard.
+ */
+static void test_view_names_identify_bytes(void **state)
+{
+	static const char *const modes[] = {
+		"shuffle=none",
+		"shuffle=units",
+		"shuffle=samples",
+		"shuffle=samples,block=4",
+		"shuffle=units,block=5,remainder=drop",
+		"shuffle=samples,partition=interleaved,batch=3",
+		"shuffle=units,partition=interleaved,batch=2,remainder=drop",
+		"shuffle=samples,batch=4,start=7",
+	};
+	static const char *const sizes[] = { "world=1,workers=1",
+					     "world=2,workers=2",
+					     "world=3,workers=1" };
+	const uint64_t counts[] = { 7, 13, 5, 22, 9, 16 };
+	struct sfs_index *idx = mkindex(counts, 6, NULL);
+	struct seen *all = NULL;
+	size_t n = 0, cap = 0, i, m, s, again = 0, conflicts = 0;
+	uint64_t e;
+
+	(void)state;
+	for (m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+		for (s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+			for (e = 0; e < 25; e++) {
+				char opts[256];
+				struct sfs_view *v;
+
+				snprintf(opts, sizeof(opts), "%s,%s,epoch=%llu",
+					 modes[m], sizes[s],
+					 (unsigned long long)e);
+				v = build(idx, opts, 1);
+				record(v, &all, &n, &cap);
+				sfs_view_free(v);
+			}
+		}
+	}
+	qsort(all, n, sizeof(*all), seen_cmp);
+	for (i = 1; i < n; i++) {
+		if (strcmp(all[i].path, all[i - 1].path))
+			continue;
+		again++;
+		if (strcmp(all[i].bytes, all[i - 1].bytes)) {
+			conflicts++;
+			print_message("%s: %s and %s\n", all[i].path,
+				      all[i - 1].bytes, all[i].bytes);
+		}
+	}
+	assert_int_equal(conflicts, 0);
+	/* the check means something: many paths do appear again */
+	assert_true(again > 1000);
+	for (i = 0; i < n; i++) {
+		free(all[i].path);
+		free(all[i].bytes);
+	}
+	free(all);
+	sfs_index_free(idx);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_view_tree_names_and_order),
+		cmocka_unit_test(test_view_names_identify_bytes),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
