@@ -187,6 +187,7 @@ struct sfs_index *mkindex(const uint64_t *counts, size_t n, const bool *opaque)
 		sh->path = strdup(name);
 		sh->format = sfs_format_by_name("tar");
 		sh->nsamples = counts[i];
+		sh->first_sample = idx->nsamples;
 		sh->size = counts[i] * 10;
 		sh->bounds_at = SFS_NO_BOUNDS;
 		idx->nsamples += counts[i];
