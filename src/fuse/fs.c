@@ -10,10 +10,10 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include <jansson.h>
 
 #include "fs.h"
 #include "shardfs/options.h"
+#include "shardfs/status.h"
 
 /* View content never changes under an inode number: cache it for long. */
 #define VIEW_TIMEOUT 86400.0
@@ -1331,78 +1331,35 @@ static size_t live_views(struct fs *fs)
 
 static char *status_json(struct fs *fs)
 {
-	const struct sfs_options *o = &fs->vopts.options;
+	struct sfs_mount_opts mount = {
+		.epochs = fs->vopts.epochs,
+		.symlinks = fs->vopts.symlinks,
+		.prefetch = fs->prefetch,
+	};
+	struct sfs_status_in in = {
+		.idx = fs->idx,
+		.index_dir = fs->index_dir,
+		.options = &fs->vopts.options,
+		.mount = &mount,
+		.counters = {
+			.opens = atomic_load(&fs->opens),
+			.reads = atomic_load(&fs->reads),
+			.bytes = atomic_load(&fs->bytes),
+			.errors = atomic_load(&fs->errors),
+			.epoch_switches = atomic_load(&fs->switches),
+			.views = live_views(fs),
+		},
+	};
 	struct view_ref *vr;
-	const struct sfs_plan *p;
-	json_t *root, *readers, *ranks;
-	uint64_t bytes = 0;
 	uint32_t node;
-	size_t i, t;
 	char *text;
 
 	vr = view_get(fs, FS_INO_ROOT, &node);
 	if (!vr)
 		return NULL;
-	p = vr->v->plans[0];
-	for (i = 0; i < fs->idx->nshards; i++)
-		bytes += fs->idx->shards[i].size;
-	ranks = json_array();
-	for (i = 0; i < o->nranks; i++)
-		json_array_append_new(ranks, json_integer(o->ranks[i]));
-	readers = json_array();
-	for (t = 0; t < p->nreaders; t++) {
-		uint32_t rank = (uint32_t)(t / p->opts.workers);
-
-		for (i = 0; i < o->nranks && o->ranks[i] != rank; i++)
-			;
-		if (o->nranks && i == o->nranks)
-			continue;
-		json_array_append_new(
-			readers,
-			json_pack("{s:i, s:i, s:I, s:I, s:I}", "rank",
-				  (int)rank, "worker",
-				  (int)(t % p->opts.workers), "samples",
-				  (json_int_t)p->per_reader, "padding",
-				  (json_int_t)p->readers[t].npadding, "files",
-				  (json_int_t)p->readers[t].nfiles));
-	}
-	root = json_pack(
-		"{s:s, s:s?, s:{s:i, s:i, s:I, s:I, s:s, s:I, s:s, s:I, s:I, s:s, s:o, s:i, s:b, s:b}, s:{s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I, s:o}, s:{s:I, s:I, s:I, s:I, s:I, s:I}}",
-		"source", fs->idx->source, "index", fs->index_dir, "options",
-		"world", (int)p->opts.world, "workers", (int)p->opts.workers,
-		"epoch", (json_int_t)vr->v->epoch, "seed",
-		(json_int_t)p->opts.seed, "shuffle",
-		sfs_shuffle_name(p->opts.shuffle), "block",
-		(json_int_t)p->opts.block, "remainder",
-		sfs_remainder_name(p->opts.remainder), "batch",
-		(json_int_t)p->opts.batch, "start", (json_int_t)p->opts.start,
-		"partition", sfs_partition_name(p->opts.partition), "ranks",
-		ranks, "epochs", (int)fs->vopts.epochs, "symlinks",
-		fs->vopts.symlinks, "prefetch", fs->prefetch, "index_summary",
-		"shards", (json_int_t)fs->idx->nshards, "samples",
-		(json_int_t)fs->idx->nsamples, "bytes", (json_int_t)bytes,
-		"plan", "per_reader", (json_int_t)p->per_reader, "padding",
-		(json_int_t)p->padding, "dropped", (json_int_t)p->dropped,
-		"units", (json_int_t)p->nunits, "remaining",
-		(json_int_t)p->remaining, "readers", readers, "counters",
-		"opens", (json_int_t)atomic_load(&fs->opens), "reads",
-		(json_int_t)atomic_load(&fs->reads), "bytes",
-		(json_int_t)atomic_load(&fs->bytes), "errors",
-		(json_int_t)atomic_load(&fs->errors), "epoch_switches",
-		(json_int_t)atomic_load(&fs->switches), "views",
-		(json_int_t)live_views(fs));
+	in.plan = vr->v->plans[0];
+	text = sfs_status_json(&in);
 	view_unref(fs, vr);
-	if (!root)
-		return NULL;
-	text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
-	json_decref(root);
-	if (text) {
-		char *nl = realloc(text, strlen(text) + 2);
-
-		if (nl)
-			strcat(nl, "\n");
-		text = nl ? nl : text;
-	}
 	return text;
 }
 

@@ -31,6 +31,7 @@
 #include "shardfs/indexer.h"
 #include "shardfs/options.h"
 #include "shardfs/plan.h"
+#include "shardfs/status.h"
 
 #define MAX_FINDINGS 50
 #define MAX_JOBS 64
@@ -565,69 +566,40 @@ static int job_seq_cmp(const void *a, const void *b)
 	return p < q ? -1 : p > q;
 }
 
-static char *json_str(json_t *o, const char *key)
-{
-	json_t *v = json_object_get(o, key);
-
-	return json_is_string(v) ? strdup(json_string_value(v)) : NULL;
-}
-
 /* Read MNT/.shardfs/status into m. */
 static int read_status(struct vmount *m, struct sfs_error *err)
 {
+	struct sfs_status st;
 	char path[PATH_MAX];
-	json_error_t jerr;
-	json_t *st, *o;
-	json_int_t epochs = 1;
-	int rc = 0;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+	int rc;
 
 	snprintf(path, sizeof(path), "%s/.shardfs/status", m->path);
-	st = json_load_file(path, 0, &jerr);
-	if (!st)
+	f = fopen(path, "re");
+	if (!f)
 		return sfs_errorf(
 			err, -EINVAL,
-			"%s: cannot read the view's status (%s); is a shardfs view mounted there?",
-			path, jerr.text);
-	o = json_object_get(st, "options");
-	m->source = json_str(st, "source");
-	m->index = json_str(st, "index");
-	if (!m->source || !json_is_object(o) ||
-	    json_unpack(o, "{s:I}", "epochs", &epochs)) {
-		rc = sfs_errorf(err, -EINVAL, "%s: not a shardfs status", path);
-	} else {
-		/* the status's option names are the plan's */
-		struct sfs_options opts;
-		const char *keys[] = { "world",	    "workers", "epoch",
-				       "seed",	    "shuffle", "block",
-				       "remainder", "batch",   "start",
-				       "partition" };
-		size_t i;
-
-		sfs_options_init(&opts);
-		for (i = 0; !rc && i < sizeof(keys) / sizeof(keys[0]); i++) {
-			json_t *v = json_object_get(o, keys[i]);
-			char text[32];
-
-			if (json_is_integer(v))
-				snprintf(text, sizeof(text), "%llu",
-					 (unsigned long long)json_integer_value(
-						 v));
-			else if (json_is_string(v))
-				snprintf(text, sizeof(text), "%s",
-					 json_string_value(v));
-			else
-				text[0] = '\0';
-			rc = sfs_options_set(&opts, keys[i], text, err);
-		}
-		m->opts = opts.plan;
-		sfs_options_clear(&opts);
-		if (!rc && epochs != 1)
-			rc = sfs_errorf(
-				err, -EINVAL,
-				"%s is mounted with epochs=%lld: the auditor checks one epoch per mount; mount with epochs=1",
-				m->path, (long long)epochs);
-	}
-	json_decref(st);
+			"%s: cannot read the view's status (unable to open %s: %s); is a shardfs view mounted there?",
+			path, path, strerror(errno));
+	rc = getdelim(&text, &len, '\0', f) < 0 ? -EINVAL : 0;
+	fclose(f);
+	if (!rc)
+		rc = sfs_status_read(text, strlen(text), path, &st, err);
+	else
+		sfs_errorf(err, rc, "%s: cannot read the view's status", path);
+	free(text);
+	if (rc)
+		return rc;
+	m->source = st.source;
+	m->index = st.index_dir;
+	m->opts = st.plan;
+	if (st.epochs != 1)
+		rc = sfs_errorf(
+			err, -EINVAL,
+			"%s is mounted with epochs=%u: the auditor checks one epoch per mount; mount with epochs=1",
+			m->path, st.epochs);
 	return rc;
 }
 

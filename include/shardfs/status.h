@@ -1,0 +1,65 @@
+/*
+ * A mount's status (MNT/.shardfs/status): what it serves and how it is
+ * doing, as JSON, written by the daemon and read back by the auditor
+ * through this one module, so that the two never disagree on its shape.
+ *
+ *   {"source": ..., "index": ..., "options": {plan inputs, "ranks",
+ *    "epochs", "symlinks", "prefetch"}, "index_summary": {...},
+ *    "plan": {"per_reader", "padding", "dropped", "units", "remaining",
+ *    "readers": [...]}, "counters": {...}}
+ *
+ * docs/view.md lists every field.
+ */
+#ifndef SHARDFS_STATUS_H
+#define SHARDFS_STATUS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shardfs/error.h"
+#include "shardfs/index.h"
+#include "shardfs/options.h"
+#include "shardfs/plan.h"
+
+/* The daemon's counters since it mounted. */
+struct sfs_status_counters {
+	uint64_t opens, reads, bytes, errors, epoch_switches, views;
+};
+
+/* What the daemon tells (all borrowed). */
+struct sfs_status_in {
+	const struct sfs_index *idx;
+	const char *index_dir; /* index= as given, or NULL */
+	const struct sfs_options *options; /* the ranks shown */
+	const struct sfs_mount_opts *mount;
+	const struct sfs_plan *plan; /* the current epoch's */
+	struct sfs_status_counters counters;
+};
+
+/*
+ * The status as JSON text, ending in a newline: a heap string (caller
+ * frees), or NULL without memory.
+ */
+char *sfs_status_json(const struct sfs_status_in *in);
+
+/* What a reader of a status learns: what the auditor needs. */
+struct sfs_status {
+	char *source; /* heap */
+	char *index_dir; /* heap, NULL when the mount names none */
+	struct sfs_plan_opts plan; /* the plan inputs served */
+	uint32_t epochs;
+};
+
+/*
+ * Parse the status text written by sfs_status_json (len bytes; where names
+ * it in messages).  Returns 0 and fills *out (sfs_status_clear frees it),
+ * or -EINVAL with a message naming where and what is wrong ("not a
+ * shardfs status", an option out of range), -ENOMEM.
+ */
+int sfs_status_read(const char *text, size_t len, const char *where,
+		    struct sfs_status *out, struct sfs_error *err);
+
+/* Free what a status read holds; the struct itself is the caller's. */
+void sfs_status_clear(struct sfs_status *st);
+
+#endif

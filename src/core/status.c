@@ -1,0 +1,143 @@
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "shardfs/status.h"
+
+/* The readers of the ranks the mount shows, with their counts. */
+static json_t *readers_json(const struct sfs_plan *p,
+			    const struct sfs_options *o)
+{
+	json_t *readers = json_array();
+	size_t t, i;
+
+	for (t = 0; readers && t < p->nreaders; t++) {
+		uint32_t rank = (uint32_t)(t / p->opts.workers);
+
+		for (i = 0; i < o->nranks && o->ranks[i] != rank; i++)
+			;
+		if (o->nranks && i == o->nranks)
+			continue;
+		json_array_append_new(
+			readers,
+			json_pack("{s:i, s:i, s:I, s:I, s:I}", "rank",
+				  (int)rank, "worker",
+				  (int)(t % p->opts.workers), "samples",
+				  (json_int_t)p->per_reader, "padding",
+				  (json_int_t)p->readers[t].npadding, "files",
+				  (json_int_t)p->readers[t].nfiles));
+	}
+	return readers;
+}
+
+/* The plan inputs, then the ranks shown and the daemon's own options. */
+static json_t *options_json(const struct sfs_status_in *in)
+{
+	json_t *opts = sfs_options_to_json(&in->plan->opts);
+	json_t *ranks = json_array();
+	size_t i;
+
+	for (i = 0; ranks && i < in->options->nranks; i++)
+		json_array_append_new(ranks,
+				      json_integer(in->options->ranks[i]));
+	if (!opts || !ranks || json_object_set_new(opts, "ranks", ranks) ||
+	    json_object_set_new(opts, "epochs",
+				json_integer(in->mount->epochs)) ||
+	    json_object_set_new(opts, "symlinks",
+				json_boolean(in->mount->symlinks)) ||
+	    json_object_set_new(opts, "prefetch",
+				json_boolean(in->mount->prefetch))) {
+		json_decref(opts);
+		return NULL;
+	}
+	return opts;
+}
+
+char *sfs_status_json(const struct sfs_status_in *in)
+{
+	const struct sfs_plan *p = in->plan;
+	const struct sfs_status_counters *c = &in->counters;
+	uint64_t bytes = 0;
+	json_t *root;
+	char *text, *nl;
+	size_t i;
+
+	for (i = 0; i < in->idx->nshards; i++)
+		bytes += in->idx->shards[i].size;
+	root = json_pack(
+		"{s:s, s:s?, s:o, s:{s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I, s:o}, s:{s:I, s:I, s:I, s:I, s:I, s:I}}",
+		"source", in->idx->source, "index", in->index_dir, "options",
+		options_json(in), "index_summary", "shards",
+		(json_int_t)in->idx->nshards, "samples",
+		(json_int_t)in->idx->nsamples, "bytes", (json_int_t)bytes,
+		"plan", "per_reader", (json_int_t)p->per_reader, "padding",
+		(json_int_t)p->padding, "dropped", (json_int_t)p->dropped,
+		"units", (json_int_t)p->nunits, "remaining",
+		(json_int_t)p->remaining, "readers",
+		readers_json(p, in->options), "counters", "opens",
+		(json_int_t)c->opens, "reads", (json_int_t)c->reads, "bytes",
+		(json_int_t)c->bytes, "errors", (json_int_t)c->errors,
+		"epoch_switches", (json_int_t)c->epoch_switches, "views",
+		(json_int_t)c->views);
+	if (!root)
+		return NULL;
+	text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+	json_decref(root);
+	if (!text)
+		return NULL;
+	nl = realloc(text, strlen(text) + 2);
+	if (!nl) {
+		free(text);
+		return NULL;
+	}
+	return strcat(nl, "\n");
+}
+
+static char *str_dup(json_t *o, const char *key)
+{
+	json_t *v = json_object_get(o, key);
+
+	return json_is_string(v) ? strdup(json_string_value(v)) : NULL;
+}
+
+int sfs_status_read(const char *text, size_t len, const char *where,
+		    struct sfs_status *out, struct sfs_error *err)
+{
+	struct sfs_status st = { 0 };
+	json_error_t jerr;
+	json_t *root = json_loadb(text, len, 0, &jerr), *o;
+	json_int_t epochs = 1;
+	int rc;
+
+	if (!root)
+		return sfs_errorf(err, -EINVAL, "%s: not a shardfs status (%s)",
+				  where, jerr.text);
+	o = json_object_get(root, "options");
+	st.source = str_dup(root, "source");
+	st.index_dir = str_dup(root, "index");
+	if (!st.source || !json_is_object(o) ||
+	    json_unpack(o, "{s:I}", "epochs", &epochs) || epochs < 1 ||
+	    epochs > SFS_EPOCHS_MAX) {
+		rc = sfs_errorf(err, -EINVAL, "%s: not a shardfs status",
+				where);
+		goto out;
+	}
+	st.epochs = (uint32_t)epochs;
+	rc = sfs_options_from_json(o, where, &st.plan, err);
+out:
+	json_decref(root);
+	if (rc)
+		sfs_status_clear(&st);
+	else
+		*out = st;
+	return rc;
+}
+
+void sfs_status_clear(struct sfs_status *st)
+{
+	free(st->source);
+	free(st->index_dir);
+	memset(st, 0, sizeof(*st));
+}
