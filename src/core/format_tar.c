@@ -203,7 +203,8 @@ static int tar_scan(const struct sfs_scan_in *in, struct sfs_scan *out,
 		nmembers++;
 		if (pos < out->prefix_len)
 			pos = out->prefix_len;
-		if (size < 0 || (uint64_t)size > in->size) {
+		/* only an uncompressed archive holds its members' bytes */
+		if (size < 0 || (!compressed && (uint64_t)size > in->size)) {
 			rc = sfs_errorf(
 				err, -EINVAL,
 				"%s: tar member \"%s\" at byte %llu has a bad size field",

@@ -301,7 +301,7 @@ static void test_format_tar_compressed_counted(void **state)
 	struct archive_entry *e = archive_entry_new();
 	struct sfs_error err = { 0 };
 	struct sfs_scan s;
-	char *dir = tmpdir_new(), path[512];
+	char *dir = tmpdir_new(), path[512], *big;
 	const char *names[] = { "k1.jpg", "k1.cls", "k2.jpg", "k3.jpg",
 				"k3.cls" };
 	size_t i;
@@ -320,6 +320,16 @@ static void test_format_tar_compressed_counted(void **state)
 		assert_int_equal(archive_write_header(a, e), ARCHIVE_OK);
 		assert_int_equal(archive_write_data(a, "abc", 3), 3);
 	}
+	/* a member larger than the whole compressed file */
+	big = calloc(1, 1 << 20);
+	archive_entry_clear(e);
+	archive_entry_set_pathname(e, "k4.bin");
+	archive_entry_set_filetype(e, AE_IFREG);
+	archive_entry_set_perm(e, 0644);
+	archive_entry_set_size(e, 1 << 20);
+	assert_int_equal(archive_write_header(a, e), ARCHIVE_OK);
+	assert_int_equal(archive_write_data(a, big, 1 << 20), 1 << 20);
+	free(big);
 	archive_write_close(a);
 	archive_write_free(a);
 	archive_entry_free(e);
@@ -327,7 +337,7 @@ static void test_format_tar_compressed_counted(void **state)
 			 sfs_format_by_name("tar"));
 	assert_int_equal(scan_file(sfs_format_by_name("tar"), path, &s, &err),
 			 0);
-	assert_int_equal(s.nsamples, 3);
+	assert_int_equal(s.nsamples, 4);
 	assert_false(s.sliceable);
 	assert_null(s.bounds);
 	tmpdir_remove(dir);
