@@ -108,6 +108,14 @@ const char *sfs_view_source_path(const struct sfs_view *v,
 				 const struct sfs_view_node *n);
 
 /*
+ * Where a file or link node's bytes come from: the source file's path
+ * (relative to the source; static, the index's), and the size and mtime
+ * the index recorded for it, which the file must still have.
+ */
+void sfs_view_source(const struct sfs_view *v, const struct sfs_view_node *n,
+		     const char **path, uint64_t *size, int64_t *mtime_ns);
+
+/*
  * The bytes a file node serves: a slice of its shard, or the whole shard.
  * Returns 0 and a new slice (sfs_slice_free) or the errors of
  * sfs_slice_build.

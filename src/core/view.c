@@ -487,6 +487,19 @@ const char *sfs_view_source_path(const struct sfs_view *v,
 	return n->member ? sh->members[n->member - 1].path : sh->path;
 }
 
+void sfs_view_source(const struct sfs_view *v, const struct sfs_view_node *n,
+		     const char **path, uint64_t *size, int64_t *mtime_ns)
+{
+	const struct sfs_shard *sh =
+		&v->idx->shards[sfs_view_file(v, n)->shard];
+	const struct sfs_member *m = n->member ? &sh->members[n->member - 1] :
+						 NULL;
+
+	*path = m ? m->path : sh->path;
+	*size = m ? m->size : sh->size;
+	*mtime_ns = m ? m->mtime_ns : sh->mtime_ns;
+}
+
 int sfs_view_slice(const struct sfs_view *v, const struct sfs_view_node *n,
 		   struct sfs_slice **out, struct sfs_error *err)
 {

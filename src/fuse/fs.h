@@ -1,7 +1,9 @@
 /*
- * The daemon's state and its FUSE operations.  The FUSE layer only
- * translates: it finds the node a request names in a view (core), asks the
- * core for bytes or attributes, and replies.
+ * The daemon's state, shared by its parts: the FUSE operations (ops.c),
+ * the views and handles (views.c), the read path (read.c) and the control
+ * files (control.c).  The FUSE layer only translates: it finds the node a
+ * request names in a view (core), asks the core for bytes or attributes,
+ * and replies.
  *
  * Inode numbers: 1 the root, 2..5 the control directory and its files, and
  * (generation << 32 | node) for every node of a view, so that an epoch
@@ -47,14 +49,30 @@ struct view_ref {
 	struct view_ref *next; /* fs.views, fs.lock */
 };
 
-struct handle;
+enum handle_kind { H_DATA, H_CONTROL, H_DIR };
+
+/* An open file or directory (fuse_file_info.fh). */
+struct handle {
+	enum handle_kind kind;
+	struct handle *prev, *next; /* fs->handles (fs->lock) */
+	struct view_ref *vr; /* H_DATA, H_DIR */
+	uint32_t node; /* H_DIR */
+	struct sfs_slice *slice; /* H_DATA */
+	struct fdcache_ent *src; /* H_DATA */
+	uint64_t src_size; /* H_DATA: the source as indexed */
+	int64_t src_mtime;
+	atomic_bool logged; /* H_DATA: a changed source was reported */
+	char *buf; /* H_CONTROL: a snapshot */
+	size_t len;
+};
 
 struct fs {
 	struct fuse_session *se;
 	struct sfs_index *idx;
 	char *index_dir; /* index= as given, or NULL */
-	struct sfs_view_opts vopts; /* the options; plan.epoch follows
-					 * the current view (fs.lock) */
+	struct sfs_view_opts vopts; /* the options; plan.epoch is the
+					 * first epoch served: the one served
+					 * now is current->v->epoch */
 	bool foreground;
 	bool prefetch;
 	bool single; /* single-threaded session loop */
@@ -83,11 +101,63 @@ struct fs {
 	atomic_int forgetting; /* invalidations still running aside */
 };
 
+/* View content never changes under an inode number: cache it for long. */
+#define VIEW_TIMEOUT 86400.0
+
 extern const struct fuse_lowlevel_ops fs_ops;
+
+static inline struct fs *fs_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+/* The inode number of a node of a view (the root is always 1). */
+static inline fuse_ino_t node_ino(const struct view_ref *vr, uint32_t node)
+{
+	return node == 0 ? FS_INO_ROOT : ((fuse_ino_t)vr->gen << 32 | node);
+}
+
+/* ---- ops.c ---- */
 
 /* Log a line: stderr in the foreground, syslog otherwise. */
 void fs_log(struct fs *fs, int prio, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/*
+ * Raise the mount's read-ahead, once: called by the requests that come
+ * before any read (lookup, getattr, open).  Root only; a failure costs
+ * speed, not correctness, and is logged.
+ */
+void fs_readahead_once(struct fs *fs);
+
+/* ---- views.c: views and handles; *_locked functions need fs.lock ---- */
+
+/*
+ * The view and node an inode names, with a reference taken; root is the
+ * current view's node 0.  NULL for a control inode or a view that is gone.
+ */
+struct view_ref *view_get(struct fs *fs, fuse_ino_t ino, uint32_t *node);
+
+/* Drop a reference taken by view_get; the view may be freed. */
+void view_unref(struct fs *fs, struct view_ref *vr);
+void view_unref_locked(struct fs *fs, struct view_ref *vr);
+
+/* The live view and node an inode number names (no reference), or NULL. */
+struct view_ref *view_find_locked(struct fs *fs, fuse_ino_t ino,
+				  uint32_t *node);
+
+/* The kernel was given an entry for a node (lookup, readdirplus). */
+void view_looked_up_locked(struct view_ref *vr, uint32_t node);
+
+/* The kernel forgot n lookups of a node (or never got the reply). */
+void view_forgot_locked(struct fs *fs, struct view_ref *vr, uint32_t node,
+			uint64_t n);
+
+/* The kernel lets go of nlookup lookups of inode ino. */
+void forget_locked(struct fs *fs, fuse_ino_t ino, uint64_t nlookup);
+
+/* Views alive: the current one and old ones still open or remembered. */
+size_t live_views(struct fs *fs);
 
 /*
  * Make epoch the current one: build its view (outside the lock), swap it in
@@ -97,16 +167,58 @@ void fs_log(struct fs *fs, int prio, const char *fmt, ...)
 int fs_switch_epoch(struct fs *fs, uint64_t epoch, struct sfs_error *err);
 
 /*
- * Raise the mount's read-ahead, once: called by the requests that come
- * before any read (lookup, getattr, open).  Root only; a failure costs
- * speed, not correctness, and is logged.
- */
-void fs_readahead_once(struct fs *fs);
-
-/*
  * Drop every view; called once the session loop has ended (it waits for
  * invalidations still running, which use the session).
  */
 void fs_release_views(struct fs *fs);
+
+/* A new handle, on the list of open ones (freed at exit if the kernel
+ * never releases it); NULL without memory. */
+struct handle *handle_new(struct fs *fs, enum handle_kind kind);
+
+/* Free a handle and what it holds; NULL is a no-op. */
+void handle_free(struct fs *fs, struct handle *h);
+
+/* ---- read.c: files ---- */
+
+void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+	     struct fuse_file_info *fi);
+void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+
+/* ---- control.c: MNT/.shardfs/ ---- */
+
+/* ino is the control directory or one of its files. */
+bool control_is(fuse_ino_t ino);
+
+/* The control inode called name in parent (".shardfs" in the root, a file
+ * in the control directory), or 0. */
+fuse_ino_t control_lookup(fuse_ino_t parent, const char *name);
+
+/* The i-th file of the control directory and its inode, NULL past the
+ * last. */
+const char *control_entry(size_t i, fuse_ino_t *ino);
+
+/* Attributes of a control inode.  Returns 0 or -ENOMEM. */
+int control_stat(struct fs *fs, fuse_ino_t ino, struct stat *st);
+
+/* The bytes of a control file now: a heap string, or NULL. */
+char *control_text(struct fs *fs, fuse_ino_t ino);
+
+/*
+ * A write to a control inode: only .shardfs/epoch takes one (a number,
+ * from offset 0: switch to that epoch).  Returns 0 or the errno to reply
+ * (EROFS, EINVAL, ENOMEM); refusals are logged.
+ */
+int control_write(struct fs *fs, fuse_ino_t ino, const char *buf, size_t size,
+		  off_t off);
+
+/*
+ * A setattr: truncating .shardfs/epoch (as `echo 3 > epoch` does) is let
+ * through, with *st its attributes; anything else is EROFS.  Returns 0 or
+ * the errno to reply.
+ */
+int control_truncate(struct fs *fs, fuse_ino_t ino, int to_set,
+		     struct stat *st);
 
 #endif

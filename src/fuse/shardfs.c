@@ -350,7 +350,7 @@ int main(int argc, char **argv)
 	/* Replies too large to splice are read into a buffer allocated per
 	 * request (as libfuse's own fallback does): keep those allocations
 	 * off mmap and the heap untrimmed, or every request pays for fresh
-	 * pages (../shared/notes/fuse-performance.md) */
+	 * pages (the read path in docs/benchmarks.md measures it) */
 	mallopt(M_MMAP_THRESHOLD, 4 << 20);
 	mallopt(M_TRIM_THRESHOLD, 64 << 20);
 	if (asprintf(&base, "fsname=%s,subtype=shardfs%s%s%s", fs.idx->source,

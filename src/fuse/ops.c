@@ -1,0 +1,644 @@
+/*
+ * The FUSE operations: each finds what a request names (a view node or a
+ * control file), asks the view, the read path (read.c) or the control
+ * files (control.c), and replies.  Everything but .shardfs/epoch is
+ * read-only.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "fs.h"
+
+#define XATTR_MAX 65536
+
+void fs_log(struct fs *fs, int prio, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (fs->foreground) {
+		fputs("shardfs: ", stderr);
+		vfprintf(stderr, fmt, ap);
+		fputc('\n', stderr);
+	} else {
+		vsyslog(prio, fmt, ap);
+	}
+	va_end(ap);
+}
+
+void fs_readahead_once(struct fs *fs)
+{
+	size_t n = strlen(fs->readahead_kb);
+	int fd;
+
+	if (!atomic_load(&fs->readahead_pending) ||
+	    !atomic_exchange(&fs->readahead_pending, false))
+		return;
+	fd = open(fs->readahead_path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, fs->readahead_kb, n) != (ssize_t)n)
+		fs_log(fs, LOG_INFO,
+		       "kept the kernel's read-ahead (%s: %s); reads arrive in smaller requests",
+		       fs->readahead_path, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+}
+
+static void node_stat(struct fs *fs, const struct view_ref *vr, uint32_t node,
+		      struct stat *st)
+{
+	const struct sfs_view_node *n = &vr->v->nodes[node];
+
+	memset(st, 0, sizeof(*st));
+	st->st_ino = node_ino(vr, node);
+	st->st_uid = fs->uid;
+	st->st_gid = fs->gid;
+	st->st_mtime = st->st_ctime = st->st_atime = vr->built;
+	st->st_blksize = 1 << 20;
+	switch (n->kind) {
+	case SFS_NODE_DIR:
+		st->st_mode = S_IFDIR | 0555;
+		st->st_nlink = 2;
+		break;
+	case SFS_NODE_LINK:
+		st->st_mode = S_IFLNK | 0777;
+		st->st_nlink = 1;
+		st->st_size = (off_t)n->size;
+		break;
+	case SFS_NODE_FILE:
+		st->st_mode = S_IFREG | 0444;
+		st->st_nlink = 1;
+		st->st_size = (off_t)n->size;
+		st->st_blocks = (blkcnt_t)((n->size + 511) / 512);
+		break;
+	}
+}
+
+static void fs_getattr(fuse_req_t req, fuse_ino_t ino,
+		       struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_of(req);
+	struct view_ref *vr;
+	struct stat st;
+	uint32_t node;
+	int rc;
+
+	(void)fi;
+	fs_readahead_once(fs);
+	if (control_is(ino)) {
+		rc = control_stat(fs, ino, &st);
+		if (rc)
+			fuse_reply_err(req, -rc);
+		else
+			fuse_reply_attr(req, &st, 0);
+		return;
+	}
+	vr = view_get(fs, ino, &node);
+	if (!vr) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	node_stat(fs, vr, node, &st);
+	view_unref(fs, vr);
+	/* the root's listing changes with the epoch: do not cache it */
+	fuse_reply_attr(req, &st, ino == FS_INO_ROOT ? 0 : VIEW_TIMEOUT);
+}
+
+static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct fs *fs = fs_of(req);
+	struct fuse_entry_param e;
+	struct view_ref *vr;
+	uint32_t node;
+	int64_t child;
+	int rc;
+
+	fs_readahead_once(fs);
+	memset(&e, 0, sizeof(e));
+	e.ino = control_lookup(parent, name);
+	if (e.ino || parent == FS_INO_CTL) {
+		if (!e.ino) {
+			fuse_reply_err(req, ENOENT);
+			return;
+		}
+		rc = control_stat(fs, e.ino, &e.attr);
+		if (rc)
+			fuse_reply_err(req, -rc);
+		else
+			fuse_reply_entry(req, &e);
+		return;
+	}
+	if (control_is(parent)) {
+		fuse_reply_err(req, ENOTDIR);
+		return;
+	}
+	vr = view_get(fs, parent, &node);
+	if (!vr) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	child = sfs_view_lookup(vr->v, node, name);
+	if (child < 0) {
+		view_unref(fs, vr);
+		fuse_reply_err(req, vr->v->nodes[node].kind == SFS_NODE_DIR ?
+					    ENOENT :
+					    ENOTDIR);
+		return;
+	}
+	e.ino = node_ino(vr, (uint32_t)child);
+	node_stat(fs, vr, (uint32_t)child, &e.attr);
+	e.attr_timeout = VIEW_TIMEOUT;
+	e.entry_timeout = VIEW_TIMEOUT;
+	pthread_mutex_lock(&fs->lock);
+	view_looked_up_locked(vr, (uint32_t)child);
+	pthread_mutex_unlock(&fs->lock);
+	if (fuse_reply_entry(req, &e)) {
+		pthread_mutex_lock(&fs->lock);
+		view_forgot_locked(fs, vr, (uint32_t)child, 1);
+		pthread_mutex_unlock(&fs->lock);
+	}
+	view_unref(fs, vr);
+}
+
+static void fs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	struct fs *fs = fs_of(req);
+
+	pthread_mutex_lock(&fs->lock);
+	forget_locked(fs, ino, nlookup);
+	pthread_mutex_unlock(&fs->lock);
+	fuse_reply_none(req);
+}
+
+static void fs_forget_multi(fuse_req_t req, size_t count,
+			    struct fuse_forget_data *forgets)
+{
+	struct fs *fs = fs_of(req);
+	size_t i;
+
+	pthread_mutex_lock(&fs->lock);
+	for (i = 0; i < count; i++)
+		forget_locked(fs, forgets[i].ino, forgets[i].nlookup);
+	pthread_mutex_unlock(&fs->lock);
+	fuse_reply_none(req);
+}
+
+static void fs_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	struct fs *fs = fs_of(req);
+	struct view_ref *vr = view_get(fs, ino, &(uint32_t){ 0 });
+	uint32_t node = (uint32_t)ino;
+	char *target;
+
+	if (!vr) {
+		fuse_reply_err(req, control_is(ino) ? EINVAL : ESTALE);
+		return;
+	}
+	if (ino == FS_INO_ROOT || vr->v->nodes[node].kind != SFS_NODE_LINK) {
+		view_unref(fs, vr);
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if (asprintf(&target, "%s/%s", fs->idx->source,
+		     sfs_view_source_path(vr->v, &vr->v->nodes[node])) < 0)
+		target = NULL;
+	view_unref(fs, vr);
+	if (!target) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	fuse_reply_readlink(req, target);
+	free(target);
+}
+
+static void fs_opendir(fuse_req_t req, fuse_ino_t ino,
+		       struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_of(req);
+	struct handle *h;
+
+	if (control_is(ino) && ino != FS_INO_CTL) {
+		fuse_reply_err(req, ENOTDIR);
+		return;
+	}
+	h = handle_new(fs, H_DIR);
+	if (!h) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	if (ino != FS_INO_CTL) {
+		/* a listing shows the epoch it was opened in, whole */
+		h->vr = view_get(fs, ino, &h->node);
+		if (!h->vr || h->vr->v->nodes[h->node].kind != SFS_NODE_DIR) {
+			fuse_reply_err(req, h->vr ? ENOTDIR : ESTALE);
+			handle_free(fs, h);
+			return;
+		}
+	}
+	fi->fh = (uintptr_t)h;
+	if (fuse_reply_open(req, fi) == -ENOENT)
+		handle_free(fs, h);
+}
+
+/* Add one entry; returns false when buf is full. */
+static bool add_entry(fuse_req_t req, char *buf, size_t size, size_t *used,
+		      const char *name, const struct stat *st, off_t next,
+		      bool plus, double timeout)
+{
+	struct fuse_entry_param e;
+	size_t n;
+
+	if (plus) {
+		memset(&e, 0, sizeof(e));
+		e.attr = *st;
+		/* "." and ".." carry no lookup: leave e.ino 0 */
+		if (strcmp(name, ".") && strcmp(name, "..")) {
+			e.ino = st->st_ino;
+			e.attr_timeout = e.entry_timeout = timeout;
+		}
+		n = fuse_add_direntry_plus(req, buf + *used, size - *used, name,
+					   &e, next);
+	} else {
+		n = fuse_add_direntry(req, buf + *used, size - *used, name, st,
+				      next);
+	}
+	if (n > size - *used)
+		return false;
+	*used += n;
+	return true;
+}
+
+/*
+ * readdirplus gave the kernel the entries of children [from, to) of dir,
+ * a lookup each; or the reply failed and it got none of them.
+ */
+static void children_given(struct fs *fs, struct view_ref *vr, uint32_t dir,
+			   uint32_t from, uint32_t to, bool given)
+{
+	const struct sfs_view_node *d = &vr->v->nodes[dir];
+	uint32_t k;
+
+	pthread_mutex_lock(&fs->lock);
+	for (k = from; k < to; k++) {
+		uint32_t c = vr->v->children[d->first_child + k];
+
+		if (given)
+			view_looked_up_locked(vr, c);
+		else
+			view_forgot_locked(fs, vr, c, 1);
+	}
+	pthread_mutex_unlock(&fs->lock);
+}
+
+static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
+			   off_t off, struct fuse_file_info *fi, bool plus)
+{
+	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
+	struct fs *fs = fs_of(req);
+	char *buf = malloc(size);
+	size_t used = 0;
+	uint32_t from = 0, to = 0; /* children given whole: lookups */
+	struct stat st;
+	off_t i;
+
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	if (!h->vr) { /* the control directory */
+		const char *name;
+		fuse_ino_t ctl = FS_INO_CTL;
+
+		for (i = off;
+		     i < 2 || (name = control_entry((size_t)(i - 2), &ctl));
+		     i++) {
+			if (i < 2)
+				name = i ? ".." : ".";
+			if (control_stat(fs, ctl, &st) ||
+			    !add_entry(req, buf, size, &used, name, &st, i + 1,
+				       plus, 0))
+				break;
+		}
+	} else {
+		const struct sfs_view *v = h->vr->v;
+		const struct sfs_view_node *d = &v->nodes[h->node];
+		/* ".", "..", [".shardfs" at the root,] then the children */
+		off_t extra = h->node == 0 ? 3 : 2;
+
+		for (i = off; i < extra + (off_t)d->nchildren; i++) {
+			const char *name;
+			double timeout = VIEW_TIMEOUT;
+
+			if (i < 2) {
+				name = i ? ".." : ".";
+				node_stat(fs, h->vr, h->node, &st);
+			} else if (i < extra) {
+				name = ".shardfs";
+				control_stat(fs, FS_INO_CTL, &st);
+				timeout = 0;
+			} else {
+				uint32_t c = v->children[d->first_child +
+							 (uint32_t)(i - extra)];
+
+				name = v->nodes[c].name;
+				node_stat(fs, h->vr, c, &st);
+			}
+			if (!add_entry(req, buf, size, &used, name, &st, i + 1,
+				       plus, timeout))
+				break;
+		}
+		if (plus && i > extra) {
+			from = (uint32_t)((off > extra ? off : extra) - extra);
+			to = (uint32_t)(i - extra);
+			children_given(fs, h->vr, h->node, from, to, true);
+		}
+	}
+	(void)ino;
+	if (fuse_reply_buf(req, buf, used) && from < to)
+		children_given(fs, h->vr, h->node, from, to, false);
+	free(buf);
+}
+
+static void fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	readdir_common(req, ino, size, off, fi, false);
+}
+
+static void fs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
+			   off_t off, struct fuse_file_info *fi)
+{
+	readdir_common(req, ino, size, off, fi, true);
+}
+
+static void fs_releasedir(fuse_req_t req, fuse_ino_t ino,
+			  struct fuse_file_info *fi)
+{
+	(void)ino;
+	handle_free(fs_of(req), (struct handle *)(uintptr_t)fi->fh);
+	fuse_reply_err(req, 0);
+}
+
+static void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
+		     size_t size, off_t off, struct fuse_file_info *fi)
+{
+	int rc = control_write(fs_of(req), ino, buf, size, off);
+
+	(void)fi;
+	if (rc)
+		fuse_reply_err(req, rc);
+	else
+		fuse_reply_write(req, size);
+}
+
+static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
+		       int to_set, struct fuse_file_info *fi)
+{
+	struct stat st;
+	int rc = control_truncate(fs_of(req), ino, to_set, &st);
+
+	(void)attr;
+	(void)fi;
+	if (rc)
+		fuse_reply_err(req, rc);
+	else
+		fuse_reply_attr(req, &st, 0);
+}
+
+static void fs_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct fs *fs = fs_of(req);
+	struct statvfs st;
+	uint64_t bytes = 0;
+	size_t i;
+
+	(void)ino;
+	memset(&st, 0, sizeof(st));
+	for (i = 0; i < fs->idx->nshards; i++)
+		bytes += fs->idx->shards[i].size;
+	st.f_bsize = st.f_frsize = 4096;
+	st.f_blocks = (fsblkcnt_t)((bytes + 4095) / 4096);
+	st.f_files = (fsfilcnt_t)fs->idx->nshards;
+	st.f_namemax = 255;
+	st.f_flag = ST_RDONLY;
+	fuse_reply_statfs(req, &st);
+}
+
+/* Provenance of a file: where its bytes come from. */
+static char *xattr_value(struct fs *fs, const struct view_ref *vr,
+			 uint32_t node, const char *name)
+{
+	const struct sfs_view *v = vr->v;
+	const struct sfs_view_node *n = &v->nodes[node];
+	const struct sfs_plan_file *f = sfs_view_file(v, n);
+	const struct sfs_plan *p = v->plans[n->plan];
+	char *s = NULL;
+	size_t i, len = 0;
+
+	if (!strcmp(name, "user.shardfs.source")) {
+		if (asprintf(&s, "%s/%s", fs->idx->source,
+			     sfs_view_source_path(v, n)) < 0)
+			return NULL;
+	} else if (!strcmp(name, "user.shardfs.samples")) {
+		if (asprintf(&s, "%" PRIu64, f->nsamples) < 0)
+			return NULL;
+	} else if (!strcmp(name, "user.shardfs.padding")) {
+		if (asprintf(&s, "%" PRIu64, f->npadding) < 0)
+			return NULL;
+	} else if (!strcmp(name, "user.shardfs.epoch")) {
+		if (asprintf(&s, "%" PRIu64, p->opts.epoch) < 0)
+			return NULL;
+	} else if (!strcmp(name, "user.shardfs.range")) {
+		s = malloc(XATTR_MAX + 32);
+		for (i = 0; s && i < f->nruns && len < XATTR_MAX; i++) {
+			const struct sfs_run *r = &p->runs[f->run_at + i];
+
+			len += (size_t)snprintf(s + len, 32, "%s%" PRIu64,
+						i ? "," : "", r->first);
+			if (r->count > 1)
+				len += (size_t)snprintf(
+					s + len, 32, "-%" PRIu64,
+					r->first + r->count - 1);
+		}
+		if (s && len >= XATTR_MAX) {
+			free(s);
+			s = NULL;
+			errno = E2BIG;
+		}
+	} else {
+		errno = ENODATA;
+	}
+	return s;
+}
+
+static void reply_xattr(fuse_req_t req, const char *value, size_t len,
+			size_t size)
+{
+	if (size == 0)
+		fuse_reply_xattr(req, len);
+	else if (size < len)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, value, len);
+}
+
+static void fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+			size_t size)
+{
+	struct fs *fs = fs_of(req);
+	struct view_ref *vr;
+	uint32_t node;
+	char *value;
+
+	/* Only user.shardfs.* exists.  Saying so for security.* lets `ls -l`
+	 * stop asking (it remembers EOPNOTSUPP per file system) instead of
+	 * sending a request per entry. */
+	if (strncmp(name, "user.", 5)) {
+		fuse_reply_err(req, EOPNOTSUPP);
+		return;
+	}
+	vr = control_is(ino) ? NULL : view_get(fs, ino, &node);
+	if (!vr || vr->v->nodes[node].kind == SFS_NODE_DIR) {
+		if (vr)
+			view_unref(fs, vr);
+		fuse_reply_err(req, ENODATA);
+		return;
+	}
+	errno = ENOMEM;
+	value = xattr_value(fs, vr, node, name);
+	view_unref(fs, vr);
+	if (!value) {
+		fuse_reply_err(req, errno);
+		return;
+	}
+	reply_xattr(req, value, strlen(value), size);
+	free(value);
+}
+
+static void fs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	static const char names[] =
+		"user.shardfs.source\0user.shardfs.samples\0"
+		"user.shardfs.range\0user.shardfs.padding\0user.shardfs.epoch";
+	struct fs *fs = fs_of(req);
+	struct view_ref *vr;
+	uint32_t node;
+	bool file;
+
+	vr = control_is(ino) ? NULL : view_get(fs, ino, &node);
+	file = vr && vr->v->nodes[node].kind != SFS_NODE_DIR;
+	if (vr)
+		view_unref(fs, vr);
+	reply_xattr(req, names, file ? sizeof(names) : 0, size);
+}
+
+static void fs_init(void *userdata, struct fuse_conn_info *conn)
+{
+	(void)userdata;
+	if (conn->capable & FUSE_CAP_SPLICE_WRITE)
+		conn->want |= FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE;
+	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
+		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
+	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
+		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+	/* bytes under an inode number never change: no need to revalidate */
+	conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
+}
+
+static void fs_mkdir(fuse_req_t req, fuse_ino_t p, const char *n, mode_t m)
+{
+	(void)p, (void)n, (void)m;
+	fuse_reply_err(req, EROFS);
+}
+
+static void fs_mknod(fuse_req_t req, fuse_ino_t p, const char *n, mode_t m,
+		     dev_t d)
+{
+	(void)p, (void)n, (void)m, (void)d;
+	fuse_reply_err(req, EROFS);
+}
+
+static void fs_unlink(fuse_req_t req, fuse_ino_t p, const char *n)
+{
+	(void)p, (void)n;
+	fuse_reply_err(req, EROFS);
+}
+
+static void fs_symlink(fuse_req_t req, const char *l, fuse_ino_t p,
+		       const char *n)
+{
+	(void)l, (void)p, (void)n;
+	fuse_reply_err(req, EROFS);
+}
+
+static void fs_rename(fuse_req_t req, fuse_ino_t p, const char *n,
+		      fuse_ino_t np, const char *nn, unsigned int f)
+{
+	(void)p, (void)n, (void)np, (void)nn, (void)f;
+	fuse_reply_err(req, EROFS);
+}
+
+static void fs_link(fuse_req_t req, fuse_ino_t i, fuse_ino_t np, const char *nn)
+{
+	(void)i, (void)np, (void)nn;
+	fuse_reply_err(req, EROFS);
+}
+
+static void fs_create(fuse_req_t req, fuse_ino_t p, const char *n, mode_t m,
+		      struct fuse_file_info *fi)
+{
+	(void)p, (void)n, (void)m, (void)fi;
+	fuse_reply_err(req, EROFS);
+}
+
+static void fs_setxattr(fuse_req_t req, fuse_ino_t i, const char *n,
+			const char *v, size_t s, int f)
+{
+	(void)i, (void)n, (void)v, (void)s, (void)f;
+	fuse_reply_err(req, EROFS);
+}
+
+static void fs_removexattr(fuse_req_t req, fuse_ino_t i, const char *n)
+{
+	(void)i, (void)n;
+	fuse_reply_err(req, EROFS);
+}
+
+const struct fuse_lowlevel_ops fs_ops = {
+	.init = fs_init,
+	.lookup = fs_lookup,
+	.forget = fs_forget,
+	.forget_multi = fs_forget_multi,
+	.getattr = fs_getattr,
+	.setattr = fs_setattr,
+	.readlink = fs_readlink,
+	.opendir = fs_opendir,
+	.readdir = fs_readdir,
+	.readdirplus = fs_readdirplus,
+	.releasedir = fs_releasedir,
+	.open = fs_open,
+	.read = fs_read,
+	.write = fs_write,
+	.release = fs_release,
+	.statfs = fs_statfs,
+	.getxattr = fs_getxattr,
+	.listxattr = fs_listxattr,
+	.mkdir = fs_mkdir,
+	.mknod = fs_mknod,
+	.unlink = fs_unlink,
+	.rmdir = fs_unlink,
+	.symlink = fs_symlink,
+	.rename = fs_rename,
+	.link = fs_link,
+	.create = fs_create,
+	.setxattr = fs_setxattr,
+	.removexattr = fs_removexattr,
+};

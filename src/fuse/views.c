@@ -1,0 +1,368 @@
+/*
+ * The views and who holds them: references (the mount's current view, open
+ * handles), the kernel's lookup counts, the epoch switch and the kernel
+ * invalidations it sends, and the open handles.  Everything shared here is
+ * guarded by fs.lock; one switch at a time runs under fs.switch_lock.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fs.h"
+
+static void view_free_unused_locked(struct fs *fs, struct view_ref *vr)
+{
+	struct view_ref **p;
+
+	if (vr->refs || vr->lookups)
+		return;
+	for (p = &fs->views; *p; p = &(*p)->next)
+		if (*p == vr) {
+			*p = vr->next;
+			break;
+		}
+	sfs_view_free(vr->v);
+	free(vr->held);
+	free(vr->plan_json);
+	free(vr);
+}
+
+void view_unref_locked(struct fs *fs, struct view_ref *vr)
+{
+	vr->refs--;
+	view_free_unused_locked(fs, vr);
+}
+
+void view_unref(struct fs *fs, struct view_ref *vr)
+{
+	pthread_mutex_lock(&fs->lock);
+	view_unref_locked(fs, vr);
+	pthread_mutex_unlock(&fs->lock);
+}
+
+/*
+ * The live view and node an inode number names, or NULL: root and the
+ * control inodes name none.
+ */
+struct view_ref *view_find_locked(struct fs *fs, fuse_ino_t ino, uint32_t *node)
+{
+	struct view_ref *vr;
+
+	if (!(ino >> 32))
+		return NULL;
+	for (vr = fs->views; vr && vr->gen != ino >> 32; vr = vr->next)
+		;
+	*node = (uint32_t)ino;
+	return vr && *node < vr->v->nnodes ? vr : NULL;
+}
+
+/*
+ * The view and node an inode names, with a reference taken; root is the
+ * current view's node 0.  NULL for a control inode or a view that is gone.
+ */
+struct view_ref *view_get(struct fs *fs, fuse_ino_t ino, uint32_t *node)
+{
+	struct view_ref *vr;
+
+	pthread_mutex_lock(&fs->lock);
+	if (ino == FS_INO_ROOT) {
+		vr = fs->current;
+		*node = 0;
+	} else {
+		vr = view_find_locked(fs, ino, node);
+	}
+	if (vr)
+		vr->refs++;
+	pthread_mutex_unlock(&fs->lock);
+	return vr;
+}
+
+/* The kernel was given an entry for a node (lookup, readdirplus). */
+void view_looked_up_locked(struct view_ref *vr, uint32_t node)
+{
+	vr->held[node]++;
+	vr->lookups++;
+}
+
+/* The kernel forgot n lookups of a node (or never got the reply). */
+void view_forgot_locked(struct fs *fs, struct view_ref *vr, uint32_t node,
+			uint64_t n)
+{
+	if (n > vr->held[node])
+		n = vr->held[node];
+	vr->held[node] -= n;
+	vr->lookups -= n;
+	view_free_unused_locked(fs, vr);
+}
+
+/* The kernel lets go of inodes; a view no one holds or names is freed. */
+void forget_locked(struct fs *fs, fuse_ino_t ino, uint64_t nlookup)
+{
+	uint32_t node;
+	struct view_ref *vr = view_find_locked(fs, ino, &node);
+
+	if (vr)
+		view_forgot_locked(fs, vr, node, nlookup);
+}
+
+/* A name the kernel may still hold in a view that is not current. */
+struct held_name {
+	fuse_ino_t parent;
+	const char *name; /* in a view referenced meanwhile */
+};
+
+/* Note what the kernel holds of vr, children before their directories. */
+static bool add_held_locked(const struct view_ref *vr, struct held_name **names,
+			    size_t *n, size_t *cap)
+{
+	uint32_t node;
+
+	for (node = vr->v->nnodes - 1; node > 0; node--) {
+		const struct sfs_view_node *nd = &vr->v->nodes[node];
+
+		/* the root's names were invalidated at the switch and now
+		 * belong to the current view */
+		if (!vr->held[node] || !nd->parent)
+			continue;
+		if (*n == *cap) {
+			size_t c = *cap ? 2 * *cap : 64;
+			struct held_name *p = realloc(*names, c * sizeof(*p));
+
+			if (!p)
+				return false;
+			*names = p;
+			*cap = c;
+		}
+		(*names)[*n].parent = node_ino(vr, nd->parent);
+		(*names)[(*n)++].name = nd->name;
+	}
+	return true;
+}
+
+/*
+ * Views older than the one just replaced live on while the kernel holds
+ * any of their entries: one in use at their switch (a working directory,
+ * an open file), or made since by a path walk that had begun before it.
+ * Such an entry stays cached after its last use unless it is invalidated,
+ * and with it the view: invalidate them now, so that the kernel forgets
+ * each as soon as no one uses it.
+ */
+static void invalidate_held(struct fs *fs, const struct view_ref *replaced)
+{
+	struct view_ref **views = NULL, *vr;
+	struct held_name *names = NULL;
+	size_t nviews = 0, n = 0, cap = 0, i;
+
+	pthread_mutex_lock(&fs->lock);
+	for (vr = fs->views; vr; vr = vr->next) {
+		struct view_ref **vs;
+
+		if (vr == fs->current || vr == replaced || !vr->lookups)
+			continue;
+		vs = realloc(views, (nviews + 1) * sizeof(*vs));
+		if (!vs)
+			break;
+		views = vs;
+		views[nviews++] = vr;
+		vr->refs++;
+		if (!add_held_locked(vr, &names, &n, &cap))
+			break;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	for (i = 0; fs->se && i < n; i++)
+		fuse_lowlevel_notify_inval_entry(fs->se, names[i].parent,
+						 names[i].name,
+						 strlen(names[i].name));
+	pthread_mutex_lock(&fs->lock);
+	for (i = 0; i < nviews; i++)
+		view_unref_locked(fs, views[i]);
+	pthread_mutex_unlock(&fs->lock);
+	free(names);
+	free(views);
+}
+
+/* A view that stopped being current, and the kernel still to be told. */
+struct forget {
+	struct fs *fs;
+	struct view_ref *old;
+};
+
+/*
+ * The root keeps its inode number across epochs: tell the kernel that the
+ * names under it now lead elsewhere and to drop its pages, let go of what
+ * older views still hold, then drop the old view's two references
+ * (current, and this one): it lives on while the kernel holds its inodes.
+ */
+static void *forget_old(void *arg)
+{
+	struct forget *f = arg;
+	struct fs *fs = f->fs;
+	const struct sfs_view *v = f->old->v;
+	const struct sfs_view_node *root = &v->nodes[0];
+	uint32_t i;
+
+	for (i = 0; fs->se && i < root->nchildren; i++) {
+		const char *name =
+			v->nodes[v->children[root->first_child + i]].name;
+
+		fuse_lowlevel_notify_inval_entry(fs->se, FS_INO_ROOT, name,
+						 strlen(name));
+	}
+	if (fs->se)
+		fuse_lowlevel_notify_inval_inode(fs->se, FS_INO_ROOT, 0, 0);
+	invalidate_held(fs, f->old);
+	pthread_mutex_lock(&fs->lock);
+	view_unref_locked(fs, f->old);
+	view_unref_locked(fs, f->old);
+	pthread_mutex_unlock(&fs->lock);
+	free(f);
+	atomic_fetch_sub(&fs->forgetting, 1);
+	return NULL;
+}
+
+int fs_switch_epoch(struct fs *fs, uint64_t epoch, struct sfs_error *err)
+{
+	struct sfs_view_opts o;
+	struct view_ref *vr, *old;
+	bool same;
+	int rc;
+
+	pthread_mutex_lock(&fs->switch_lock);
+	pthread_mutex_lock(&fs->lock);
+	o = fs->vopts;
+	/* every rank that shares a mount may write the same epoch */
+	same = fs->current && fs->current->v->epoch == epoch;
+	pthread_mutex_unlock(&fs->lock);
+	rc = 0;
+	if (same)
+		goto out;
+	o.options.plan.epoch = epoch;
+	vr = calloc(1, sizeof(*vr));
+	if (!vr) {
+		rc = sfs_errorf(err, -ENOMEM, "out of memory");
+		goto out;
+	}
+	rc = sfs_view_build(fs->idx, &o, &vr->v, err);
+	if (!rc) {
+		vr->held = calloc(vr->v->nnodes, sizeof(*vr->held));
+		if (!vr->held) {
+			sfs_view_free(vr->v);
+			rc = sfs_errorf(err, -ENOMEM, "out of memory");
+		}
+	}
+	if (rc) {
+		free(vr);
+		goto out;
+	}
+	vr->refs = 1;
+	vr->built = time(NULL);
+	pthread_mutex_lock(&fs->lock);
+	vr->gen = ++fs->next_gen;
+	vr->next = fs->views;
+	fs->views = vr;
+	old = fs->current;
+	fs->current = vr;
+	if (old)
+		old->refs++; /* kept until the kernel is told */
+	pthread_mutex_unlock(&fs->lock);
+	atomic_fetch_add(&fs->switches, 1);
+	if (old) {
+		struct forget *f = calloc(1, sizeof(*f));
+		pthread_t tid;
+
+		if (f) {
+			f->fs = fs;
+			f->old = old;
+		}
+		/* A single-threaded session cannot serve the lookups the
+		 * kernel may wait on while it invalidates: do it aside. */
+		if (f)
+			atomic_fetch_add(&fs->forgetting, 1);
+		if (f && fs->single && fs->se &&
+		    !pthread_create(&tid, NULL, forget_old, f)) {
+			pthread_detach(tid);
+		} else if (f) {
+			forget_old(f);
+		} else {
+			pthread_mutex_lock(&fs->lock);
+			view_unref_locked(fs, old);
+			view_unref_locked(fs, old);
+			pthread_mutex_unlock(&fs->lock);
+		}
+	}
+out:
+	pthread_mutex_unlock(&fs->switch_lock);
+	return rc;
+}
+
+void fs_release_views(struct fs *fs)
+{
+	while (atomic_load(&fs->forgetting))
+		usleep(1000);
+	/* the kernel releases nothing once the session has ended */
+	while (fs->handles)
+		handle_free(fs, fs->handles);
+	pthread_mutex_lock(&fs->lock);
+	if (fs->current)
+		view_unref_locked(fs, fs->current);
+	fs->current = NULL;
+	while (fs->views) {
+		fs->views->refs = 1;
+		fs->views->lookups = 0;
+		view_unref_locked(fs, fs->views);
+	}
+	pthread_mutex_unlock(&fs->lock);
+}
+
+/* A new handle, on the list of open ones (freed at exit if the kernel
+ * never releases it); NULL without memory. */
+struct handle *handle_new(struct fs *fs, enum handle_kind kind)
+{
+	struct handle *h = calloc(1, sizeof(*h));
+
+	if (!h)
+		return NULL;
+	h->kind = kind;
+	pthread_mutex_lock(&fs->lock);
+	h->next = fs->handles;
+	if (h->next)
+		h->next->prev = h;
+	fs->handles = h;
+	pthread_mutex_unlock(&fs->lock);
+	return h;
+}
+
+void handle_free(struct fs *fs, struct handle *h)
+{
+	if (!h)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	if (h->prev)
+		h->prev->next = h->next;
+	else
+		fs->handles = h->next;
+	if (h->next)
+		h->next->prev = h->prev;
+	pthread_mutex_unlock(&fs->lock);
+	if (h->src)
+		fdcache_put(&fs->fds, h->src);
+	if (h->vr)
+		view_unref(fs, h->vr);
+	sfs_slice_free(h->slice);
+	free(h->buf);
+	free(h);
+}
+
+/* Views alive: the current one and old ones still open or remembered. */
+size_t live_views(struct fs *fs)
+{
+	const struct view_ref *vr;
+	size_t n = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	for (vr = fs->views; vr; vr = vr->next)
+		n++;
+	pthread_mutex_unlock(&fs->lock);
+	return n;
+}
