@@ -20,8 +20,11 @@ if [ ! -e "$root/.shardfs-complete" ]; then
 		echo "debian-root: debootstrap from $mirror failed (log: $root.log)" >&2
 		exit 2
 	}
-	# the same package sources as this machine, for apt-get inside
+	# the same package sources as this machine, for apt-get inside; no
+	# package lists or downloaded packages left behind, as in Debian's
+	# own container images
 	cp /etc/apt/sources.list.d/debian.sources "$root/etc/apt/sources.list.d/" 2>/dev/null || true
+	rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
 	touch "$root/.shardfs-complete"
 fi
 echo "$root"
