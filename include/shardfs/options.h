@@ -44,6 +44,7 @@ enum sfs_partition {
 struct sfs_plan_opts {
 	uint32_t world; /* ranks, W */
 	uint32_t workers; /* loader workers per rank, K */
+	uint32_t replicas; /* ranks per group reading one share, R | W */
 	uint64_t epoch;
 	uint64_t seed;
 	enum sfs_shuffle shuffle;
@@ -106,9 +107,9 @@ extern const struct sfs_opt sfs_plan_options[];
 /* The daemon's own options (fill struct sfs_mount_opts). */
 extern const struct sfs_opt sfs_mount_options[];
 
-/* The defaults: world=1, workers=1, epoch=0, seed=0, shuffle=units,
- * block=0, remainder=pad, batch=1, start=0, partition=contiguous, every
- * rank. */
+/* The defaults: world=1, workers=1, replicas=1, epoch=0, seed=0,
+ * shuffle=units, block=0, remainder=pad, batch=1, start=0,
+ * partition=contiguous, every rank. */
 void sfs_options_init(struct sfs_options *o);
 
 /* Free what o holds and reset it to the defaults. */
@@ -142,10 +143,25 @@ int sfs_options_parse_known(struct sfs_options *o, const char *list,
 			    char **rest, struct sfs_error *err);
 
 /*
- * The checks that involve several options: every rank below world.
- * Returns 0 or -EINVAL ("rank=8 is out of range for world=8").
+ * The checks that involve several options: every rank below world,
+ * replicas dividing world.  Returns 0 or -EINVAL ("rank=8 is out of range
+ * for world=8").
  */
 int sfs_options_check(const struct sfs_options *o, struct sfs_error *err);
+
+/*
+ * The checks of the plan options together: replicas divides world.
+ * Returns 0 or -EINVAL ("replicas=3 does not divide world=8: ...").
+ */
+int sfs_plan_opts_check(const struct sfs_plan_opts *o, struct sfs_error *err);
+
+/*
+ * How the plan inputs of a and b differ, as "seed=0 vs seed=1, epoch=2 vs
+ * epoch=3" into out (len bytes; out may be NULL when len is 0).  Returns
+ * the number of options that differ.
+ */
+size_t sfs_plan_opts_diff(const struct sfs_plan_opts *a,
+			  const struct sfs_plan_opts *b, char *out, size_t len);
 
 /* Parse an unsigned decimal number in [min, max] for option key; the
  * message says which of the two was wrong.  Shared with the tools. */

@@ -11,14 +11,15 @@
  *    permuted by the PRNG keyed by (seed, epoch, u + 1).  Never by world or
  *    workers.
  * 3. Resume: the first `start` samples of that order are skipped.
- * 4. Equalise: n samples remain for T = world * workers readers; pad: c =
+ * 4. Equalise: n samples remain for T = world / replicas * workers
+ *    readers (consecutive groups of `replicas` ranks share one); pad: c =
  *    ceil(n / T) rounded up to a multiple of batch, positions past n
  *    repeat the order from its start; drop: c = floor(n / T) rounded down
  *    to a multiple of batch, the tail left out.
- * 5. Partition: reader t = rank * workers + worker takes positions
- *    [t * c, (t + 1) * c); with partition=interleaved it takes batches
- *    dealt in loader-step order, so that S steps of every rank read the
- *    first S * world * batch positions.
+ * 5. Partition: reader t = (rank / replicas) * workers + worker takes
+ *    positions [t * c, (t + 1) * c); with partition=interleaved it takes
+ *    batches dealt in loader-step order, so that S steps of every group
+ *    read the first S * (world / replicas) * batch positions.
  * 6. Files: a new file at every unit boundary (and where padding wraps);
  *    a file that is exactly one whole shard in its own byte order is
  *    `whole` (a symlink in the view), any other a slice.
@@ -58,7 +59,7 @@ struct sfs_plan {
 	uint64_t per_reader; /* c */
 	uint64_t padding; /* pad: repeated samples over all readers */
 	uint64_t dropped; /* drop: samples left out */
-	size_t nreaders; /* world * workers */
+	size_t nreaders; /* world / replicas * workers */
 	struct sfs_plan_reader *readers;
 	struct sfs_plan_file *files;
 	size_t nfiles;
@@ -87,11 +88,13 @@ void sfs_plan_free(struct sfs_plan *plan);
  */
 char *sfs_plan_json(const struct sfs_plan *plan, const struct sfs_index *idx);
 
-/* The reader number of (rank, worker). */
+/* The reader number of (rank, worker): ranks of one replica group share
+ * one. */
 static inline size_t sfs_plan_reader_id(const struct sfs_plan *plan,
 					uint32_t rank, uint32_t worker)
 {
-	return (size_t)rank * plan->opts.workers + worker;
+	return (size_t)(rank / plan->opts.replicas) * plan->opts.workers +
+	       worker;
 }
 
 #endif

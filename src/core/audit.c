@@ -121,11 +121,13 @@ int sfs_audit_from_plan(struct sfs_audit *a, const struct sfs_plan *plan,
 
 	if (m < 0)
 		return (int)m;
-	for (t = 0; t < plan->nreaders; t++) {
-		const struct sfs_plan_reader *pr = &plan->readers[t];
-		struct sfs_audit_reader *r = sfs_audit_add_reader(
-			a, (size_t)m, (uint32_t)(t / plan->opts.workers),
-			(uint32_t)(t % plan->opts.workers));
+	for (t = 0; t < (size_t)plan->opts.world * plan->opts.workers; t++) {
+		uint32_t rank = (uint32_t)(t / plan->opts.workers);
+		uint32_t worker = (uint32_t)(t % plan->opts.workers);
+		const struct sfs_plan_reader *pr =
+			&plan->readers[sfs_plan_reader_id(plan, rank, worker)];
+		struct sfs_audit_reader *r =
+			sfs_audit_add_reader(a, (size_t)m, rank, worker);
 
 		if (!r)
 			return -ENOMEM;
@@ -187,45 +189,6 @@ void sfs_verdict_clear(struct sfs_verdict *v)
 		free(v->findings[i].msg);
 	free(v->findings);
 	memset(v, 0, sizeof(*v));
-}
-
-static bool same_opts(const struct sfs_plan_opts *a,
-		      const struct sfs_plan_opts *b)
-{
-	return a->world == b->world && a->workers == b->workers &&
-	       a->epoch == b->epoch && a->seed == b->seed &&
-	       a->shuffle == b->shuffle && a->block == b->block &&
-	       a->remainder == b->remainder && a->batch == b->batch &&
-	       a->start == b->start && a->partition == b->partition;
-}
-
-/* "seed=0 vs seed=1, epoch=2 vs epoch=3": what differs. */
-static void opts_diff(const struct sfs_plan_opts *a,
-		      const struct sfs_plan_opts *b, char *out, size_t len)
-{
-	size_t n = 0;
-
-#define DIFF(field, fmt, conv)                                          \
-	if (a->field != b->field && n < len)                            \
-		n += (size_t)snprintf(out + n, len - n,                 \
-				      "%s" #field "=" fmt " vs " #field \
-				      "=" fmt,                          \
-				      n ? ", " : "", conv(a->field),    \
-				      conv(b->field));
-#define AS_ULL(x) ((unsigned long long)(x))
-	out[0] = '\0';
-	DIFF(world, "%llu", AS_ULL)
-	DIFF(workers, "%llu", AS_ULL)
-	DIFF(epoch, "%llu", AS_ULL)
-	DIFF(seed, "%llu", AS_ULL)
-	DIFF(shuffle, "%s", sfs_shuffle_name)
-	DIFF(block, "%llu", AS_ULL)
-	DIFF(remainder, "%s", sfs_remainder_name)
-	DIFF(batch, "%llu", AS_ULL)
-	DIFF(start, "%llu", AS_ULL)
-	DIFF(partition, "%s", sfs_partition_name)
-#undef DIFF
-#undef AS_ULL
 }
 
 struct judge {
@@ -362,7 +325,8 @@ static int judge_coverage(struct judge *j, const struct sfs_plan *p0)
 {
 	const struct sfs_audit *a = j->a;
 	uint32_t k = p0->opts.workers, rank, w, any;
-	uint32_t *shown = calloc(p0->nreaders + 1, sizeof(*shown));
+	uint32_t *shown =
+		calloc((size_t)p0->opts.world * k + 1, sizeof(*shown));
 	size_t i, t;
 	int rc = 0;
 
@@ -378,7 +342,7 @@ static int judge_coverage(struct judge *j, const struct sfs_plan *p0)
 				a->mounts[r->mount].path, r->rank, r->worker,
 				p0->opts.world, k);
 		else
-			shown[sfs_plan_reader_id(p0, r->rank, r->worker)]++;
+			shown[(size_t)r->rank * k + r->worker]++;
 	}
 	for (rank = 0; !rc && rank < p0->opts.world; rank++) {
 		t = (size_t)rank * k;
@@ -446,7 +410,7 @@ static int judge_counts(struct judge *j, const struct sfs_plan *p0)
 					g = gid(j, pf->shard,
 						p0->runs[pf->run_at + k].first +
 							x);
-					want[g]++;
+					want[g] += p0->opts.replicas;
 					planned_by[g] = (uint32_t)t;
 				}
 		}
@@ -494,7 +458,8 @@ static int judge_counts(struct judge *j, const struct sfs_plan *p0)
 					"%s:%llu is read %u time%s, the plan reads it %u (rank %u worker %u should)",
 					sh->path, (unsigned long long)x, got[g],
 					got[g] == 1 ? "" : "s", want[g],
-					planned_by[g] / k0, planned_by[g] % k0);
+					planned_by[g] / k0 * p0->opts.replicas,
+					planned_by[g] % k0);
 			}
 		}
 	}
@@ -527,7 +492,8 @@ int sfs_audit_judge(const struct sfs_audit *a, const struct sfs_index *idx,
 		const struct sfs_audit_mount *mt = &a->mounts[m];
 
 		for (n = 0; n < m; n++)
-			if (same_opts(&a->mounts[n].opts, &mt->opts))
+			if (!sfs_plan_opts_diff(&a->mounts[n].opts, &mt->opts,
+						NULL, 0))
 				break;
 		if (n < m) {
 			j.plans[m] = j.plans[n];
@@ -537,8 +503,8 @@ int sfs_audit_judge(const struct sfs_audit *a, const struct sfs_index *idx,
 		if (rc)
 			goto out;
 		if (m) {
-			opts_diff(&a->mounts[0].opts, &mt->opts, diff,
-				  sizeof(diff));
+			sfs_plan_opts_diff(&a->mounts[0].opts, &mt->opts, diff,
+					   sizeof(diff));
 			rc = sfs_verdict_add(out, max_findings,
 					     SFS_FIND_OPTIONS,
 					     "%s and %s disagree: %s",
@@ -551,7 +517,8 @@ int sfs_audit_judge(const struct sfs_audit *a, const struct sfs_index *idx,
 	out->padding = j.plans[0]->padding;
 	out->dropped = j.plans[0]->dropped;
 	out->remaining = j.plans[0]->remaining;
-	out->readers_planned = j.plans[0]->nreaders;
+	out->readers_planned =
+		(size_t)j.plans[0]->opts.world * j.plans[0]->opts.workers;
 	rc = judge_coverage(&j, j.plans[0]);
 	for (i = 0; !rc && i < a->nreaders; i++)
 		rc = judge_reader(&j, &a->readers[i]);

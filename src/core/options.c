@@ -1,6 +1,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +22,12 @@ const struct sfs_opt sfs_plan_options[] = {
 	  "ranks, W", true },
 	{ "workers", SFS_OPT_U32, PLAN(workers), 1, SFS_WORKERS_MAX, NULL, "K",
 	  "1", "loader workers per rank, K", true },
+	{ "replicas", SFS_OPT_U32, PLAN(replicas), 1, SFS_WORLD_MAX, NULL, "R",
+	  "1",
+	  "consecutive groups of R ranks read the same data\n"
+	  "(tensor, sequence or context parallel groups);\n"
+	  "R divides world",
+	  true },
 	{ "epoch", SFS_OPT_U64, PLAN(epoch), 0, UINT64_MAX, NULL, "E", "0",
 	  "the epoch (a mount serves it first)", true },
 	{ "seed", SFS_OPT_U64, PLAN(seed), 0, UINT64_MAX, NULL, "S", "0",
@@ -82,6 +89,7 @@ void sfs_options_init(struct sfs_options *o)
 	memset(o, 0, sizeof(*o));
 	o->plan.world = 1;
 	o->plan.workers = 1;
+	o->plan.replicas = 1;
 	o->plan.shuffle = SFS_SHUFFLE_UNITS;
 	o->plan.remainder = SFS_REMAINDER_PAD;
 	o->plan.batch = 1;
@@ -360,11 +368,28 @@ const char *sfs_opt_suggest(const struct sfs_opt *const *tables,
 	return best;
 }
 
+/* "a, b and c": the keys of table, into buf. */
+static const char *key_list(const struct sfs_opt *table, char *buf, size_t len)
+{
+	const struct sfs_opt *opt;
+	size_t at = 0;
+
+	buf[0] = '\0';
+	for (opt = table; opt->key && at < len; opt++)
+		at += (size_t)snprintf(buf + at, len - at, "%s%s",
+				       opt == table ? "" :
+				       opt[1].key   ? ", " :
+						      " and ",
+				       opt->key);
+	return buf;
+}
+
 int sfs_options_set(struct sfs_options *o, const char *key, const char *value,
 		    struct sfs_error *err)
 {
 	static const struct sfs_opt *const tables[] = { sfs_plan_options,
 							NULL };
+	char list[256];
 	const char *near;
 	int rc = sfs_opt_set(sfs_plan_options, o, key, value, err);
 
@@ -376,10 +401,10 @@ int sfs_options_set(struct sfs_options *o, const char *key, const char *value,
 			err, -ENOENT,
 			"unknown option \"%s\" (did you mean \"%s\"?)", key,
 			near);
-	return sfs_errorf(
-		err, -ENOENT,
-		"%s=%s: unknown option; the plan options are world, workers, epoch, seed, shuffle, block, remainder, batch, start, partition and rank",
-		key, value);
+	return sfs_errorf(err, -ENOENT,
+			  "%s=%s: unknown option; the plan options are %s", key,
+			  value,
+			  key_list(sfs_plan_options, list, sizeof(list)));
 }
 
 int sfs_mount_opts_set(struct sfs_mount_opts *m, const char *key,
@@ -453,6 +478,50 @@ void sfs_opt_markdown(const struct sfs_opt *table, FILE *f)
 				(unsigned long long)table->max);
 		fputs(" |\n", f);
 	}
+}
+
+/* The value of a number or enum option of the struct at base, as text. */
+static const char *value_text(const struct sfs_opt *opt, const void *base,
+			      char *buf, size_t len)
+{
+	const char *field = (const char *)base + opt->offset;
+
+	if (opt->type == SFS_OPT_ENUM)
+		return opt->names[*(const int *)field];
+	snprintf(buf, len, "%llu",
+		 opt->type == SFS_OPT_U32 ?
+			 (unsigned long long)*(const uint32_t *)field :
+			 (unsigned long long)*(const uint64_t *)field);
+	return buf;
+}
+
+size_t sfs_plan_opts_diff(const struct sfs_plan_opts *a,
+			  const struct sfs_plan_opts *b, char *out, size_t len)
+{
+	struct sfs_options x = { .plan = *a }, y = { .plan = *b };
+	const struct sfs_opt *opt;
+	char va[32], vb[32];
+	size_t n = 0, at = 0;
+
+	if (len)
+		out[0] = '\0';
+	for (opt = sfs_plan_options; opt->key; opt++) {
+		const char *s, *t;
+
+		if (!opt->plan_input)
+			continue;
+		s = value_text(opt, &x, va, sizeof(va));
+		t = value_text(opt, &y, vb, sizeof(vb));
+		if (!strcmp(s, t))
+			continue;
+		if (at < len)
+			at += (size_t)snprintf(out + at, len - at,
+					       "%s%s=%s vs %s=%s",
+					       n ? ", " : "", opt->key, s,
+					       opt->key, t);
+		n++;
+	}
+	return n;
 }
 
 json_t *sfs_options_to_json(const struct sfs_plan_opts *o)
@@ -597,8 +666,22 @@ int sfs_options_parse(struct sfs_options *o, const char *list,
 	return sfs_options_parse_known(o, list, NULL, err);
 }
 
+int sfs_plan_opts_check(const struct sfs_plan_opts *o, struct sfs_error *err)
+{
+	if (o->replicas == 0 || o->world % o->replicas)
+		return sfs_errorf(
+			err, -EINVAL,
+			"replicas=%u does not divide world=%u: every group of replicas holds the same number of ranks; use a divisor of %u",
+			o->replicas, o->world, o->world);
+	return 0;
+}
+
 int sfs_options_check(const struct sfs_options *o, struct sfs_error *err)
 {
+	int rc = sfs_plan_opts_check(&o->plan, err);
+
+	if (rc)
+		return rc;
 	if (o->nranks && o->ranks[o->nranks - 1] >= o->plan.world)
 		return sfs_errorf(
 			err, -EINVAL,

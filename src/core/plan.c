@@ -224,22 +224,24 @@ static int read_positions(struct builder *b, size_t t, uint64_t q, uint64_t end)
 
 /*
  * Interleaved: the equalised order is cut into batches; batch g is what
- * rank g mod W reads at loader step s = g div W, from worker s mod K (a
- * DataLoader takes its workers' batches in turn), as that worker's batch
- * s div K.  So after S steps on every rank the first S*W*batch samples of
- * the order have been read, whatever W and K are.  Batches of one reader
- * that happen to be adjacent (W*K = 1) stay one file.
+ * (replica group) rank g mod D reads at loader step s = g div D, from
+ * worker s mod K (a DataLoader takes its workers' batches in turn), as that
+ * worker's batch s div K, D = world / replicas.  So after S steps on every
+ * rank the first S*D*batch samples of the order have been read, whatever
+ * D and K are.  Batches of one reader that happen to be adjacent (D*K = 1)
+ * stay one file.
  */
 static int read_interleaved(struct builder *b, size_t t)
 {
 	const struct sfs_plan_opts *o = b->o;
 	uint64_t bs = o->batch, nbatches = b->plan->per_reader / bs, j;
-	uint64_t rank = t / o->workers, worker = t % o->workers;
+	uint64_t group = t / o->workers, worker = t % o->workers;
+	uint64_t groups = o->world / o->replicas;
 	uint64_t from = 0, to = 0;
 	int rc;
 
 	for (j = 0; j < nbatches; j++) {
-		uint64_t g = (j * o->workers + worker) * o->world + rank;
+		uint64_t g = (j * o->workers + worker) * groups + group;
 
 		if (g * bs != to) {
 			rc = read_positions(b, t, from, to);
@@ -280,8 +282,11 @@ static int equalise(struct builder *b)
 {
 	const struct sfs_plan_opts *o = b->o;
 	struct sfs_plan *plan = b->plan;
-	uint64_t T = (uint64_t)o->world * o->workers, n, c;
+	uint64_t T = (uint64_t)(o->world / o->replicas) * o->workers, n, c;
+	int rc = sfs_plan_opts_check(o, b->err);
 
+	if (rc)
+		return rc;
 	if (plan->total == 0)
 		return sfs_errorf(
 			b->err, -EINVAL,
@@ -308,6 +313,13 @@ static int equalise(struct builder *b)
 				snprintf(batch, sizeof(batch),
 					 " in batches of %llu",
 					 (unsigned long long)o->batch);
+			if (o->replicas > 1)
+				snprintf(batch + strlen(batch),
+					 sizeof(batch) - strlen(batch),
+					 " (replicas=%u: %llu groups)",
+					 o->replicas,
+					 (unsigned long long)(o->world /
+							      o->replicas));
 			return sfs_errorf(
 				b->err, -EINVAL,
 				"remainder=drop leaves 0 samples per reader: %llu samples for world=%u × workers=%u%s; use remainder=pad or fewer readers",

@@ -11,23 +11,23 @@ static json_t *readers_json(const struct sfs_plan *p,
 			    const struct sfs_options *o)
 {
 	json_t *readers = json_array();
-	size_t t, i;
+	uint32_t k, rank, w;
 
-	for (t = 0; readers && t < p->nreaders; t++) {
-		uint32_t rank = (uint32_t)(t / p->opts.workers);
+	for (k = 0; readers && k < (o->nranks ? o->nranks : p->opts.world);
+	     k++) {
+		rank = o->nranks ? o->ranks[k] : k;
+		for (w = 0; w < p->opts.workers; w++) {
+			const struct sfs_plan_reader *r =
+				&p->readers[sfs_plan_reader_id(p, rank, w)];
 
-		for (i = 0; i < o->nranks && o->ranks[i] != rank; i++)
-			;
-		if (o->nranks && i == o->nranks)
-			continue;
-		json_array_append_new(
-			readers,
-			json_pack("{s:i, s:i, s:I, s:I, s:I}", "rank",
-				  (int)rank, "worker",
-				  (int)(t % p->opts.workers), "samples",
-				  (json_int_t)p->per_reader, "padding",
-				  (json_int_t)p->readers[t].npadding, "files",
-				  (json_int_t)p->readers[t].nfiles));
+			json_array_append_new(
+				readers,
+				json_pack("{s:i, s:i, s:I, s:I, s:I}", "rank",
+					  (int)rank, "worker", (int)w,
+					  "samples", (json_int_t)p->per_reader,
+					  "padding", (json_int_t)r->npadding,
+					  "files", (json_int_t)r->nfiles));
+		}
 	}
 	return readers;
 }

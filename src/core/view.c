@@ -341,7 +341,8 @@ static int build_tree(struct builder *b)
 				      &wdir);
 			if (!rc)
 				rc = add_reader(b, wdir,
-						(size_t)r * workers + w);
+						sfs_plan_reader_id(
+							b->v->plans[0], r, w));
 		}
 	}
 	return rc ? rc : finish(b);

@@ -40,8 +40,11 @@ static void summary(const struct sfs_plan *plan, const struct sfs_index *idx,
 	       (unsigned long long)plan->nunits, sfs_shuffle_name(o->shuffle),
 	       (unsigned long long)o->seed, (unsigned long long)o->epoch,
 	       (unsigned long long)o->block);
+	if (o->replicas > 1)
+		printf("replicas: %u, consecutive ranks read the same share: %zu shares\n",
+		       o->replicas, plan->nreaders);
 	printf("readers: world=%u × workers=%u = %zu, each %llu samples (batch=%llu, start=%llu, partition=%s, remainder=%s: %llu padded, %llu dropped)\n",
-	       o->world, o->workers, plan->nreaders,
+	       o->world, o->workers, (size_t)o->world * o->workers,
 	       (unsigned long long)plan->per_reader,
 	       (unsigned long long)o->batch, (unsigned long long)o->start,
 	       sfs_partition_name(o->partition),
@@ -50,9 +53,11 @@ static void summary(const struct sfs_plan *plan, const struct sfs_index *idx,
 	       (unsigned long long)plan->dropped);
 	printf("%6s %6s %10s %8s %6s %6s %6s  %s\n", "rank", "worker",
 	       "samples", "padding", "files", "whole", "slices", "first file");
-	for (t = 0; t < plan->nreaders; t++) {
-		const struct sfs_plan_reader *rd = &plan->readers[t];
+	for (t = 0; t < (size_t)o->world * o->workers; t++) {
 		uint32_t rank = (uint32_t)(t / o->workers);
+		const struct sfs_plan_reader *rd =
+			&plan->readers[sfs_plan_reader_id(
+				plan, rank, (uint32_t)(t % o->workers))];
 		size_t whole = 0;
 
 		while (r < opts->nranks && opts->ranks[r] < rank)

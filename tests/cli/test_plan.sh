@@ -14,7 +14,9 @@ for src in tar jsonl; do
 		"world=5,remainder=drop,batch=4,start=31" "world=1024,workers=1" \
 		"world=2,workers=4,shuffle=none,block=3,start=2,batch=2" \
 		"world=3,workers=2,batch=4,partition=interleaved,epoch=1" \
-		"world=2,workers=3,batch=5,block=9,start=40,remainder=drop,partition=interleaved"; do
+		"world=2,workers=3,batch=5,block=9,start=40,remainder=drop,partition=interleaved" \
+		"world=4,workers=2,replicas=2,shuffle=samples,batch=3" \
+		"world=6,workers=2,replicas=3,partition=interleaved,batch=2,remainder=drop,block=5"; do
 		shardfs-plan "$T/$src" -o "$o" --json > "$T/plan.json"
 		got=$(python3 "$TESTS/plan/plan_reference.py" "$T/$src/.shardfs/manifest.json" "$T/plan.json")
 		expect_eq "$src $o matches the reference" "$?" "0" || echo "$got"
@@ -41,4 +43,18 @@ expect_run "stale index" 2 \
 
 out=$(shardfs-plan "$T/tar" -o world=2,workers=2,rank=1)
 expect_eq "summary shows only rank 1" "$(echo "$out" | awk 'NR > 3 {print $1 "/" $2}' | tr '\n' ' ')" "1/0 1/1 "
+
+# replicas: consecutive ranks read the same share; a group size that does
+# not divide world is refused
+expect_run "replicas must divide world" 2 \
+	"shardfs-plan: replicas=3 does not divide world=8: every group of replicas holds the same number of ranks; use a divisor of 8" \
+	-- shardfs-plan "$T/tar" -o world=8,replicas=3
+out=$(shardfs-plan "$T/tar" -o world=4,workers=2,replicas=2)
+expect_eq "replicas: ranks 0 and 1 read the same share" \
+	"$(echo "$out" | awk '$1 == 0 || $1 == 1 {print $2, $3, $4, $5, $8}' | sort | uniq -c | awk '{print $1}' | tr '\n' ' ')" "2 2 "
+shardfs-plan "$T/tar" -o world=4,workers=2,replicas=2,epoch=3 --json > "$T/r.json"
+shardfs-plan "$T/tar" -o world=2,workers=2,epoch=3 --json > "$T/w2.json"
+expect_eq "replicas=2 of world=4 is the plan of world=2" \
+	"$(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))["readers"]))' "$T/r.json")" \
+	"$(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))["readers"]))' "$T/w2.json")"
 finish

@@ -29,7 +29,8 @@ expect_eq "unknown subcommand: usage, exit 2" "$?:$(head -1 "$T/usage")" "2:usag
 
 # --- correct views pass: every format, one mount and one per rank ---
 for g in "tar world=2,workers=2" "tar world=3,workers=2,shuffle=samples,block=4,remainder=drop,batch=2,start=7" \
-	"jsonl world=2,workers=3" "tfrecord world=3,block=3" "files world=2,workers=2"; do
+	"jsonl world=2,workers=3" "tfrecord world=3,block=3" "files world=2,workers=2" \
+	"tar world=4,workers=2,replicas=2,shuffle=samples,block=4"; do
 	fmt=${g%% *} opts=${g#* }
 	mount_view "$T/$fmt" "$M" "$opts" || bad "mount $g"
 	out=$(shardfs-check view "$M")

@@ -215,6 +215,18 @@ expect_eq "a name identifies its bytes" \
 [ "$(awk '{print $2}' "$T/names.sha" | sort | uniq -d | wc -l)" -gt 20 ] &&
 	ok || bad "too few names appear again for the check to mean anything"
 
+# replicas: the ranks of a group read the same names and bytes
+mount_view "$T/tar" "$M" world=6,workers=2,replicas=3,block=5 || bad "mount replicas=3"
+for r in 1 2; do
+	expect_eq "replicas: rank $r reads what rank 0 reads" \
+		"$(cd "$M/$r" && find . | sort | xargs -d '\n' sha256sum 2>/dev/null)" \
+		"$(cd "$M/0" && find . | sort | xargs -d '\n' sha256sum 2>/dev/null)"
+done
+[ "$(cd "$M/3" && find . -type f | sort | xargs cat | sha256sum)" != "$(cd "$M/0" && find . -type f | sort | xargs cat | sha256sum)" ] &&
+	ok || bad "replicas: rank 3 (another group) reads what rank 0 reads"
+expect_eq "replicas: status" "$(python3 -c 'import json,sys; o=json.load(open(sys.argv[1]))["options"]; print(o["replicas"], o["world"])' "$M/.shardfs/status")" "3 6"
+unmount_view "$M"
+
 # single-threaded: epoch switches while another process keeps listing
 DAEMON_FLAGS=-s mount_view "$T/tar" "$M" world=2,workers=2 || bad "mount -s"
 ( for i in $(seq 200); do ls "$M" "$M"/0/0 > /dev/null 2>&1; done ) &
@@ -269,6 +281,7 @@ refuse "rank=8" "shardfs: rank=8 is out of range for world=8: ranks are 0..7" "$
 refuse "epochs=0" "shardfs: epochs=0 is out of range: use an integer in 1..1000" "$T/tar" "$M" -o epochs=0
 refuse "symlinks=2" "shardfs: symlinks=2 is out of range: use an integer in 0..1" "$T/tar" "$M" -o symlinks=2
 refuse "shuffle=yes" "shardfs: shuffle=yes is not valid: use none | units | samples" "$T/tar" "$M" -o shuffle=yes
+refuse "replicas=4 of world=6" "shardfs: replicas=4 does not divide world=6: every group of replicas holds the same number of ranks; use a divisor of 6" "$T/tar" "$M" -o world=6,replicas=4
 refuse "a typo of a plan option" 'shardfs: unknown option "wrld" (did you mean "world"?)' "$T/tar" "$M" -o wrld=2
 refuse "a typo of a daemon option" 'shardfs: unknown option "symlink" (did you mean "symlinks"?)' "$T/tar" "$M" -o world=2,symlink=0
 refuse "index= empty" "shardfs: index= is empty: give the index directory" "$T/tar" "$M" -o index=

@@ -67,9 +67,12 @@ def epoch_order(shards, o):
 
 
 def readers(shards, o):
+    """The plan's readers: one per (replica group, worker); rank r reads
+    reader (r // replicas) * workers + worker."""
     order = epoch_order(shards, o)
     n = len(order) - o["start"]
-    t = o["world"] * o["workers"]
+    groups = o["world"] // o.get("replicas", 1)
+    t = groups * o["workers"]
     b = o["batch"]
     if o["remainder"] == "pad":
         c = -(-n // t)
@@ -79,12 +82,12 @@ def readers(shards, o):
     seq = [order[o["start"] + q % n] for q in range(c * t)]
     if o.get("partition", "contiguous") == "contiguous":
         return [seq[r * c:(r + 1) * c] for r in range(t)], c
-    # interleaved: batch g goes to rank g % world at loader step
-    # s = g // world, from worker s % workers
+    # interleaved: batch g goes to group g % groups at loader step
+    # s = g // groups, from worker s % workers
     out = [[] for _ in range(t)]
     for g in range(c * t // b):
-        s = g // o["world"]
-        reader = (g % o["world"]) * o["workers"] + s % o["workers"]
+        s = g // groups
+        reader = (g % groups) * o["workers"] + s % o["workers"]
         out[reader].extend(seq[g * b:(g + 1) * b])
     return out, c
 

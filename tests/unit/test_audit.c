@@ -113,6 +113,49 @@ static void test_audit_findings(void **state)
 	sfs_index_free(idx);
 }
 
+static void test_audit_replicas(void **state)
+{
+	const uint64_t counts[] = { 7, 13, 5, 22 };
+	struct sfs_index *idx = mkindex(counts, 4, NULL);
+	struct sfs_plan *p =
+		plan_of(idx, "world=4,workers=2,replicas=2,shuffle=none");
+	struct sfs_audit a = { 0 };
+	struct sfs_verdict v;
+	const char *got, *want;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(sfs_audit_from_plan(&a, p, "plan"), 0);
+	/* every rank and worker reads, both replicas of each group */
+	assert_int_equal(a.nreaders, 8);
+	assert_string_equal(judge(&a, idx, &v), "");
+	assert_int_equal(v.readers_planned, 8);
+	assert_int_equal(v.per_reader, 12);
+	sfs_verdict_clear(&v);
+	/* rank 1 (rank 0's replica) reads what rank 2 reads */
+	for (i = 0; i < a.readers[2].nsamples; i++)
+		a.readers[2].samples[i] = a.readers[4].samples[i];
+	got = judge(&a, idx, &v);
+	/* its one reader's bytes, and each of its 12 samples: read by three
+	 * ranks where the plan says two, and one short of two in the share
+	 * it should have read */
+	assert_int_equal(v.kinds[SFS_FIND_BYTES], 1);
+	assert_int_equal(v.kinds[SFS_FIND_OVERLAP], 12);
+	assert_int_equal(v.kinds[SFS_FIND_MISSING], 12);
+	assert_int_equal(v.nfindings, 25);
+	assert_non_null(strstr(
+		got,
+		"\noverlap: s0002.tar:4 is read 3 times (rank 1 worker 0 on plan, rank 2 worker 0 on plan), the plan reads it 2 times\n"));
+	want = "bytes: rank 1 worker 0 (plan), file 0, sample 0: read s0002.tar:4, the plan says s0000.tar:0\n"
+	       "missing: s0000.tar:0 is read 3 times, the plan reads it 4 (rank 2 worker 1 should)\n"
+	       "missing: s0000.tar:1 is read 1 time, the plan reads it 2 (rank 0 worker 0 should)\n";
+	assert_memory_equal(got, want, strlen(want));
+	sfs_verdict_clear(&v);
+	sfs_audit_clear(&a);
+	sfs_plan_free(p);
+	sfs_index_free(idx);
+}
+
 static void test_audit_report_round_trip(void **state)
 {
 	const uint64_t counts[] = { 6, 6, 4 };
@@ -170,6 +213,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_audit_plan_passes),
 		cmocka_unit_test(test_audit_findings),
+		cmocka_unit_test(test_audit_replicas),
 		cmocka_unit_test(test_audit_report_round_trip),
 	};
 

@@ -39,7 +39,7 @@ static void test_status_round_trip(void **state)
 	text = sfs_status_json(&in);
 	assert_non_null(strstr(
 		text,
-		"\"options\": {\n  \"world\": 3,\n  \"workers\": 2,\n  \"epoch\": -1,"));
+		"\"options\": {\n  \"world\": 3,\n  \"workers\": 2,\n  \"replicas\": 1,\n  \"epoch\": -1,"));
 	assert_non_null(strstr(text,
 			       "\"ranks\": [\n   1,\n   2\n  ],\n"
 			       "  \"epochs\": 1,\n  \"symlinks\": true,"));
