@@ -54,7 +54,7 @@ const struct sfs_opt sfs_plan_options[] = {
 	{ "rank", SFS_OPT_RANKS, offsetof(struct sfs_options, ranks), 0,
 	  SFS_WORLD_MAX - 1, NULL, "R", "all", "ranks to show: 3, 0,2 or 0-7",
 	  false },
-	{ NULL },
+	{ .key = NULL },
 };
 
 const struct sfs_opt sfs_mount_options[] = {
@@ -81,7 +81,7 @@ const struct sfs_opt sfs_mount_options[] = {
 	  "kernel's default, 128, sends 128 KiB reads); 0\n"
 	  "leaves it as it is",
 	  false },
-	{ NULL },
+	{ .key = NULL },
 };
 
 void sfs_options_init(struct sfs_options *o)

@@ -26,13 +26,18 @@ static struct sfs_view *build(const struct sfs_index *idx, const char *opts,
 static void node_path(const struct sfs_view *v, uint32_t n, char *out,
 		      size_t len)
 {
-	char tmp[512];
+	uint32_t up[16];
+	size_t depth = 0, at = 0;
 
+	for (; n && depth < 16; n = v->nodes[n].parent)
+		up[depth++] = n;
 	out[0] = '\0';
-	for (; n; n = v->nodes[n].parent) {
-		snprintf(tmp, sizeof(tmp), "%s%s%s", v->nodes[n].name,
-			 *out ? "/" : "", out);
-		snprintf(out, len, "%s", tmp);
+	while (depth--) {
+		int k = snprintf(out + at, len - at, "%s%s", at ? "/" : "",
+				 v->nodes[up[depth]].name);
+
+		assert_true(k > 0 && (size_t)k < len - at);
+		at += (size_t)k;
 	}
 }
 
