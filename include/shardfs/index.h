@@ -38,6 +38,7 @@
 #define SFS_INDEX_DIR ".shardfs"
 #define SFS_INDEX_MANIFEST "manifest.json"
 #define SFS_NO_BOUNDS UINT64_MAX
+#define SFS_INDEX_PARTS_MAX 65536
 
 /* One more file of a `files` sample that groups several files by key. */
 struct sfs_member {
@@ -65,6 +66,9 @@ struct sfs_shard {
 
 struct sfs_index {
 	char *source; /* absolute path of the source */
+	/* a part of an index (shardfs-index --part I/N): part I of nparts N;
+	 * nparts 0 for a whole index */
+	uint32_t part, nparts;
 	struct sfs_shard *shards;
 	size_t nshards;
 	uint64_t nsamples; /* sum over shards */
@@ -116,6 +120,26 @@ char *sfs_index_dir(const char *source, const char *dir);
  */
 int sfs_index_load(const char *source, const char *dir, struct sfs_index **out,
 		   struct sfs_error *err);
+
+/*
+ * Load a part of an index (shardfs-index --part), which sfs_index_load
+ * refuses: it lacks the other parts' shards.  As sfs_index_load otherwise;
+ * a whole index is loaded too (nparts 0).
+ */
+int sfs_index_load_part(const char *source, const char *dir,
+			struct sfs_index **out, struct sfs_error *err);
+
+/*
+ * Join the parts of an index (borrowed; nparts of them, each loaded with
+ * sfs_index_load_part, names[i] naming parts[i] in messages) into the
+ * index one run over every shard builds.  Returns 0 and a new index, or
+ * -EINVAL with a message naming the part: not a part, parts of another
+ * count or source, a part missing or given twice, a shard in two parts,
+ * hashes in some parts only; -ENOMEM.
+ */
+int sfs_index_merge(struct sfs_index *const *parts, const char *const *names,
+		    size_t nparts, struct sfs_index **out,
+		    struct sfs_error *err);
 
 /*
  * Write idx into dir (NULL: SRC/.shardfs, created if missing) atomically:

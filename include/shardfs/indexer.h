@@ -34,6 +34,10 @@ struct sfs_indexer_opts {
 	bool hash; /* compute SHA-256 */
 	bool skip_bad; /* index the rest, report */
 	uint64_t declared; /* opaque: samples per shard */
+	/* index only part `part` of `nparts` (0 < nparts): the shards at
+	 * positions part, part + nparts, ... of the sorted list; nparts 0:
+	 * every shard */
+	uint32_t part, nparts;
 	/* Called from the calling thread about 4 times a second, and once
 	 * at the end with final set; NULL for none. */
 	void (*progress)(const struct sfs_indexer_progress *p, void *arg);
@@ -55,7 +59,8 @@ struct sfs_indexer_report {
  * are unchanged (and that have a hash when one is wanted) are reused
  * without reading the shard.  Returns 0 and a new index in *out.  A shard
  * that cannot be scanned fails the build with its message, unless
- * o->skip_bad, which leaves it out and lists it in rep->problems.
+ * o->skip_bad, which leaves it out and lists it in rep->problems.  With
+ * o->nparts the index is that part only (sfs_index_merge joins them).
  */
 int sfs_indexer_build(const struct sfs_indexer_opts *o,
 		      const struct sfs_index *prev, struct sfs_index **out,

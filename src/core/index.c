@@ -144,6 +144,7 @@ ssize_t sfs_index_find(const struct sfs_index *idx, const char *path)
 struct loader {
 	const char *manifest; /* path, for messages */
 	const char *table;
+	bool allow_part; /* a part of an index is what is wanted */
 	struct sfs_error *err;
 };
 
@@ -395,6 +396,23 @@ static int load_manifest(struct loader *l, const char *dir, json_t *root,
 			       "its contents do not match their checksum");
 	if (!json_is_array(shards))
 		return corrupt(l, l->manifest, "the shard list is missing");
+	if (json_object_get(root, "part")) {
+		json_int_t part, nparts;
+
+		if (json_unpack(json_object_get(root, "part"), "[I, I]", &part,
+				&nparts) ||
+		    nparts < 1 || nparts > SFS_INDEX_PARTS_MAX || part < 0 ||
+		    part >= nparts)
+			return corrupt(l, l->manifest, "a bad part field");
+		idx->part = (uint32_t)part;
+		idx->nparts = (uint32_t)nparts;
+		if (!l->allow_part)
+			return sfs_errorf(
+				l->err, -EINVAL,
+				"%s: this is part %u of %u of an index, not a whole one; join the parts with: shardfs-index %s --merge",
+				l->manifest, idx->part, idx->nparts,
+				idx->source);
+	}
 	rc = map_table(l, &bounds_kind, table, dir, &idx->map, &idx->map_len,
 		       &data, &idx->nbounds, &tpath);
 	idx->bounds = data;
@@ -444,10 +462,10 @@ out:
 	return rc;
 }
 
-int sfs_index_load(const char *source, const char *dir, struct sfs_index **out,
-		   struct sfs_error *err)
+static int load(const char *source, const char *dir, bool allow_part,
+		struct sfs_index **out, struct sfs_error *err)
 {
-	struct loader l = { .err = err };
+	struct loader l = { .err = err, .allow_part = allow_part };
 	struct sfs_index *idx;
 	char *idir = NULL, *mpath = NULL;
 	json_error_t jerr;
@@ -516,6 +534,168 @@ out_free:
 	json_decref(root);
 	free(mpath);
 	free(idir);
+	sfs_index_free(idx);
+	return rc;
+}
+
+int sfs_index_load(const char *source, const char *dir, struct sfs_index **out,
+		   struct sfs_error *err)
+{
+	return load(source, dir, false, out, err);
+}
+
+int sfs_index_load_part(const char *source, const char *dir,
+			struct sfs_index **out, struct sfs_error *err)
+{
+	return load(source, dir, true, out, err);
+}
+
+/* ---- merging parts ---- */
+
+struct part_shard {
+	const struct sfs_index *idx;
+	const struct sfs_shard *sh;
+	size_t part;
+};
+
+static int part_shard_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct part_shard *)a)->sh->path,
+		      ((const struct part_shard *)b)->sh->path);
+}
+
+/* Check that parts are the nparts parts of one index, once each. */
+static int check_parts(struct sfs_index *const *parts, const char *const *names,
+		       size_t nparts, struct sfs_error *err)
+{
+	size_t i, k;
+
+	for (i = 0; i < nparts; i++) {
+		const struct sfs_index *p = parts[i];
+
+		if (!p->nparts)
+			return sfs_errorf(
+				err, -EINVAL,
+				"%s: a whole index, not a part (shardfs-index --part I/N writes parts)",
+				names[i]);
+		if (p->nparts != nparts)
+			return sfs_errorf(
+				err, -EINVAL,
+				"%s: part %u of %u, but %zu parts were given; give all %u parts, once each",
+				names[i], p->part, p->nparts, nparts,
+				p->nparts);
+		if (strcmp(p->source, parts[0]->source))
+			return sfs_errorf(
+				err, -EINVAL,
+				"%s: a part of the index of %s, not of %s",
+				names[i], p->source, parts[0]->source);
+		if (!p->digests != !parts[0]->digests)
+			return sfs_errorf(
+				err, -EINVAL,
+				"%s and %s: one part has hashes, the other was built with --no-hash; build every part the same way",
+				names[0], names[i]);
+		for (k = 0; k < i; k++)
+			if (parts[k]->part == p->part)
+				return sfs_errorf(
+					err, -EINVAL,
+					"%s and %s are both part %u of %zu; give each part once",
+					names[k], names[i], p->part, nparts);
+	}
+	return 0;
+}
+
+int sfs_index_merge(struct sfs_index *const *parts, const char *const *names,
+		    size_t nparts, struct sfs_index **out,
+		    struct sfs_error *err)
+{
+	struct part_shard *all = NULL;
+	struct sfs_index *idx = NULL;
+	uint64_t nbounds = 0;
+	size_t n = 0, i, k;
+	int rc = check_parts(parts, names, nparts, err);
+
+	if (rc)
+		return rc;
+	for (i = 0; i < nparts; i++)
+		n += parts[i]->nshards;
+	all = calloc(n + 1, sizeof(*all));
+	idx = calloc(1, sizeof(*idx));
+	if (!all || !idx)
+		goto out_nomem;
+	for (i = 0, n = 0; i < nparts; i++)
+		for (k = 0; k < parts[i]->nshards; k++)
+			all[n++] = (struct part_shard){ parts[i],
+							&parts[i]->shards[k],
+							i };
+	qsort(all, n, sizeof(*all), part_shard_cmp);
+	for (i = 0; i < n; i++) {
+		if (i && !strcmp(all[i].sh->path, all[i - 1].sh->path)) {
+			rc = sfs_errorf(
+				err, -EINVAL,
+				"%s and %s both hold %s: parts of different runs; index every part again",
+				names[all[i - 1].part], names[all[i].part],
+				all[i].sh->path);
+			goto out_free;
+		}
+		if (sfs_shard_sliceable(all[i].sh))
+			nbounds += all[i].sh->nsamples + 1;
+		idx->nsamples += all[i].sh->nsamples;
+	}
+	idx->source = strdup(parts[0]->source);
+	idx->shards = calloc(n + 1, sizeof(*idx->shards));
+	idx->bounds_heap = malloc((nbounds + 1) * sizeof(uint64_t));
+	if (parts[0]->digests)
+		idx->digests_heap = malloc(idx->nsamples * SFS_DIGEST_LEN + 1);
+	if (!idx->source || !idx->shards || !idx->bounds_heap ||
+	    (parts[0]->digests && !idx->digests_heap))
+		goto out_nomem;
+	for (i = 0, nbounds = 0; i < n; i++) {
+		const struct sfs_shard *from = all[i].sh;
+		struct sfs_shard *sh = &idx->shards[i];
+
+		*sh = *from;
+		sh->path = NULL;
+		sh->members = NULL;
+		sh->nmembers = 0;
+		idx->nshards = i + 1;
+		sh->path = strdup(from->path);
+		sh->members = calloc(from->nmembers + 1, sizeof(*sh->members));
+		if (!sh->path || !sh->members)
+			goto out_nomem;
+		for (k = 0; k < from->nmembers; k++) {
+			sh->members[k] = from->members[k];
+			sh->members[k].path = strdup(from->members[k].path);
+			sh->nmembers = k + 1;
+			if (!sh->members[k].path)
+				goto out_nomem;
+		}
+		sh->first_sample = i ? idx->shards[i - 1].first_sample +
+						   idx->shards[i - 1].nsamples :
+				       0;
+		if (sfs_shard_sliceable(from)) {
+			memcpy(idx->bounds_heap + nbounds,
+			       sfs_index_bounds(all[i].idx, from),
+			       (from->nsamples + 1) * sizeof(uint64_t));
+			sh->bounds_at = nbounds;
+			nbounds += from->nsamples + 1;
+		}
+		if (idx->digests_heap)
+			memcpy(idx->digests_heap +
+				       sh->first_sample * SFS_DIGEST_LEN,
+			       all[i].idx->digests +
+				       from->first_sample * SFS_DIGEST_LEN,
+			       from->nsamples * SFS_DIGEST_LEN);
+	}
+	idx->bounds = idx->bounds_heap;
+	idx->nbounds = nbounds;
+	idx->digests = idx->digests_heap;
+	*out = idx;
+	idx = NULL;
+	goto out_free;
+out_nomem:
+	rc = sfs_errorf(err, -ENOMEM, "out of memory merging the parts");
+out_free:
+	free(all);
 	sfs_index_free(idx);
 	return rc;
 }
@@ -707,6 +887,10 @@ int sfs_index_save(const struct sfs_index *idx, const char *dir,
 		goto out_nomem;
 	if (digests)
 		json_object_set(root, "digests", digests);
+	if (idx->nparts)
+		json_object_set_new(root, "part",
+				    json_pack("[i, i]", (int)idx->part,
+					      (int)idx->nparts));
 	for (i = 0; i < idx->nshards; i++)
 		if (json_array_append_new(shards, shard_json(&idx->shards[i])))
 			goto out_nomem;

@@ -212,6 +212,24 @@ static int group_files(struct walk *w)
 	return 0;
 }
 
+/*
+ * Keep the items of one part: positions part, part + nparts, ... of the
+ * sorted (and grouped) list, so that every part holds shards from all over
+ * the source and the parts' sizes are alike.
+ */
+static void keep_part(struct walk *w, uint32_t part, uint32_t nparts)
+{
+	size_t i, out = 0;
+
+	for (i = 0; i < w->n; i++) {
+		if (i % nparts == part)
+			w->items[out++] = w->items[i];
+		else
+			item_clear(&w->items[i]);
+	}
+	w->n = out;
+}
+
 /* ---- running work in parallel ---- */
 
 static void *worker(void *arg)
@@ -628,6 +646,11 @@ int sfs_indexer_build(const struct sfs_indexer_opts *o,
 	if (group_files(&w)) {
 		rc = sfs_errorf(err, -ENOMEM, "out of memory");
 		goto out_free;
+	}
+	if (o->nparts) {
+		keep_part(&w, o->part, o->nparts);
+		idx->part = o->part;
+		idx->nparts = o->nparts;
 	}
 	for (i = 0; i < w.n; i++) {
 		ssize_t p = prev ? sfs_index_find(prev, w.items[i].path) : -1;

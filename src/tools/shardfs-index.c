@@ -1,9 +1,11 @@
 /* shardfs-index: build, refresh or verify the index of a source. */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -18,6 +20,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: shardfs-index SRC [options]\n"
+		"       shardfs-index SRC --part I/N [options]\n"
+		"       shardfs-index SRC --merge [--out DIR] [PART_DIR...]\n"
 		"\n"
 		"Build or refresh the index of the shards under SRC: per shard its size,\n"
 		"mtime, format, sample count, SHA-256 and sample boundaries.  A re-run\n"
@@ -35,11 +39,137 @@ static void usage(FILE *f)
 		"                         .tfrecords .parquet .arrow .npy .npz)\n"
 		"  --samples-per-shard N  samples in each opaque shard (default 1)\n"
 		"  --skip-bad             index the good shards, list the bad ones\n"
+		"  --part I/N             index part I (0..N-1) of N only: shards I, I+N,\n"
+		"                         I+2N, ... in path order, into --out DIR\n"
+		"                         (default SRC/.shardfs/part-I-of-N); run the N\n"
+		"                         parts anywhere (an Indexed Job), then --merge\n"
+		"  --merge                join the N parts (PART_DIRs, default every\n"
+		"                         SRC/.shardfs/part-*-of-N) into the index one\n"
+		"                         run writes, in --out DIR or SRC/.shardfs\n"
 		"  --quiet                no progress line, no summary\n"
 		"  --help, --version\n"
 		"\n"
 		"Exit status: 0 done (verify: no mismatch), 1 verify found mismatches,\n"
 		"2 could not do it (usage, bad shard, I/O).\n");
+}
+
+/* "I/N", 0 <= I < N <= SFS_INDEX_PARTS_MAX */
+static int parse_part(const char *value, struct sfs_indexer_opts *o,
+		      struct sfs_error *err)
+{
+	const char *slash = strchr(value, '/');
+	char first[32];
+	uint64_t i, n;
+
+	if (!slash || (size_t)(slash - value) >= sizeof(first))
+		return sfs_errorf(
+			err, -EINVAL,
+			"--part %s: write I/N, part I (0..N-1) of N, e.g. --part 3/16",
+			value);
+	memcpy(first, value, (size_t)(slash - value));
+	first[slash - value] = '\0';
+	if (sfs_options_number("parts", slash + 1, 1, SFS_INDEX_PARTS_MAX, &n,
+			       err) ||
+	    sfs_options_number("part", first, 0, n - 1, &i, err))
+		return sfs_errorf(
+			err, -EINVAL,
+			"--part %s: write I/N with N in 1..%d and I in 0..N-1, e.g. --part 3/16",
+			value, SFS_INDEX_PARTS_MAX);
+	o->part = (uint32_t)i;
+	o->nparts = (uint32_t)n;
+	return 0;
+}
+
+/*
+ * The default place of part I of N, SRC/.shardfs/part-I-of-N, with
+ * SRC/.shardfs made (index saving makes only the last directory).
+ */
+static char *part_dir(const char *source, uint32_t part, uint32_t nparts)
+{
+	char *dir;
+
+	if (asprintf(&dir, "%s/%s", source, SFS_INDEX_DIR) < 0)
+		return NULL;
+	mkdir(dir, 0755);
+	free(dir);
+	return asprintf(&dir, "%s/%s/part-%u-of-%u", source, SFS_INDEX_DIR,
+			part, nparts) < 0 ?
+		       NULL :
+		       dir;
+}
+
+/* The part directories of SRC/.shardfs (part-*-of-N), as a heap list. */
+static int find_parts(const char *source, char ***dirs, size_t *n,
+		      struct sfs_error *err)
+{
+	char *base = NULL;
+	DIR *d;
+	struct dirent *de;
+	int rc = 0;
+
+	*dirs = NULL;
+	*n = 0;
+	if (asprintf(&base, "%s/%s", source, SFS_INDEX_DIR) < 0)
+		return sfs_errorf(err, -ENOMEM, "out of memory");
+	d = opendir(base);
+	while (d && (de = readdir(d))) {
+		unsigned i, k;
+		char tail;
+		char **nd;
+
+		if (sscanf(de->d_name, "part-%u-of-%u%c", &i, &k, &tail) != 2)
+			continue;
+		nd = realloc(*dirs, (*n + 1) * sizeof(*nd));
+		if (!nd || asprintf(&nd[*n], "%s/%s", base, de->d_name) < 0) {
+			*dirs = nd;
+			rc = sfs_errorf(err, -ENOMEM, "out of memory");
+			break;
+		}
+		*dirs = nd;
+		(*n)++;
+	}
+	if (d)
+		closedir(d);
+	if (!rc && !*n)
+		rc = sfs_errorf(
+			err, -ENOENT,
+			"%s: no parts (part-I-of-N) to merge; write them with shardfs-index %s --part I/N, or name their directories",
+			base, source);
+	free(base);
+	return rc;
+}
+
+static int merge(const char *source, const char *out, char **dirs, size_t n,
+		 bool quiet)
+{
+	struct sfs_error err = { 0 };
+	struct sfs_index **parts = calloc(n + 1, sizeof(*parts));
+	struct sfs_index *idx = NULL;
+	size_t i;
+	int rc = parts ? 0 : sfs_errorf(&err, -ENOMEM, "out of memory");
+
+	for (i = 0; !rc && i < n; i++)
+		rc = sfs_index_load_part(source, dirs[i], &parts[i], &err);
+	if (!rc)
+		rc = sfs_index_merge(parts, (const char *const *)dirs, n, &idx,
+				     &err);
+	if (!rc)
+		rc = sfs_index_save(idx, out, &err);
+	if (rc)
+		cli_fail(prog, err.msg);
+	else if (!quiet) {
+		char *dir = sfs_index_dir(idx->source, out);
+
+		printf("merged %zu parts: %zu shards, %llu samples; index in %s\n",
+		       n, idx->nshards, (unsigned long long)idx->nsamples,
+		       dir ? dir : "?");
+		free(dir);
+	}
+	for (i = 0; parts && i < n; i++)
+		sfs_index_free(parts[i]);
+	free(parts);
+	sfs_index_free(idx);
+	return rc ? CLI_ERROR : CLI_OK;
 }
 
 static void progress(const struct sfs_indexer_progress *p, void *arg)
@@ -108,7 +238,8 @@ static int build(const struct sfs_indexer_opts *o, const char *out, bool quiet)
 	size_t i;
 	int rc;
 
-	rc = sfs_index_load(o->source, out, &prev, &err);
+	rc = o->nparts ? sfs_index_load_part(o->source, out, &prev, &err) :
+			 sfs_index_load(o->source, out, &prev, &err);
 	if (rc && rc != -ENOENT && !quiet)
 		fprintf(stderr, "%s: not reusing the old index: %s\n", prog,
 			err.msg);
@@ -129,6 +260,8 @@ static int build(const struct sfs_indexer_opts *o, const char *out, bool quiet)
 	if (!quiet) {
 		char *dir = sfs_index_dir(idx->source, out);
 
+		if (o->nparts)
+			printf("part %u of %u: ", o->part, o->nparts);
 		printf("indexed %zu shards (%zu scanned, %zu reused, %zu skipped), %llu samples, %s in %.2f s; %zu other files ignored; index in %s\n",
 		       idx->nshards, rep.scanned, rep.reused, rep.nproblems,
 		       (unsigned long long)idx->nsamples,
@@ -153,6 +286,8 @@ int main(int argc, char **argv)
 		OPT_SAMPLES,
 		OPT_SKIP_BAD,
 		OPT_QUIET,
+		OPT_PART,
+		OPT_MERGE,
 		OPT_HELP,
 		OPT_VERSION
 	};
@@ -165,6 +300,8 @@ int main(int argc, char **argv)
 		{ "samples-per-shard", required_argument, NULL, OPT_SAMPLES },
 		{ "skip-bad", no_argument, NULL, OPT_SKIP_BAD },
 		{ "quiet", no_argument, NULL, OPT_QUIET },
+		{ "part", required_argument, NULL, OPT_PART },
+		{ "merge", no_argument, NULL, OPT_MERGE },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ "version", no_argument, NULL, OPT_VERSION },
 		{ NULL, 0, NULL, 0 },
@@ -172,9 +309,11 @@ int main(int argc, char **argv)
 	struct sfs_indexer_opts o = { .hash = true };
 	struct sfs_error err = { 0 };
 	const char *out = NULL;
-	bool do_verify = false, quiet = false;
+	bool do_verify = false, quiet = false, do_merge = false;
+	char *dir = NULL, **dirs = NULL;
+	size_t ndirs = 0, i;
 	uint64_t v;
-	int c;
+	int c, status;
 
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (c) {
@@ -217,6 +356,15 @@ int main(int argc, char **argv)
 		case OPT_QUIET:
 			quiet = true;
 			break;
+		case OPT_PART:
+			if (parse_part(optarg, &o, &err)) {
+				cli_fail(prog, err.msg);
+				return CLI_ERROR;
+			}
+			break;
+		case OPT_MERGE:
+			do_merge = true;
+			break;
 		case OPT_HELP:
 			usage(stdout);
 			return CLI_OK;
@@ -228,12 +376,37 @@ int main(int argc, char **argv)
 			return CLI_ERROR;
 		}
 	}
-	if (optind != argc - 1) {
+	if (optind >= argc || (!do_merge && optind != argc - 1) ||
+	    (do_merge && (do_verify || o.nparts)) || (do_verify && o.nparts)) {
 		usage(stderr);
 		return CLI_ERROR;
 	}
 	o.source = argv[optind];
+	if (do_merge) {
+		if (optind + 1 < argc)
+			return merge(o.source, out, argv + optind + 1,
+				     (size_t)(argc - optind - 1), quiet);
+		if (find_parts(o.source, &dirs, &ndirs, &err)) {
+			cli_fail(prog, err.msg);
+			return CLI_ERROR;
+		}
+		status = merge(o.source, out, dirs, ndirs, quiet);
+		for (i = 0; i < ndirs; i++)
+			free(dirs[i]);
+		free(dirs);
+		return status;
+	}
 	if (!quiet && isatty(STDERR_FILENO))
 		o.progress = progress;
-	return do_verify ? verify(&o, out, quiet) : build(&o, out, quiet);
+	if (o.nparts && !out) {
+		dir = part_dir(o.source, o.part, o.nparts);
+		if (!dir) {
+			cli_fail(prog, "out of memory");
+			return CLI_ERROR;
+		}
+		out = dir;
+	}
+	status = do_verify ? verify(&o, out, quiet) : build(&o, out, quiet);
+	free(dir);
+	return status;
 }

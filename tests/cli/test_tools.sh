@@ -170,6 +170,51 @@ expect_run "bad jobs" 2 "shardfs-index: jobs=0 is out of range: use an integer i
 expect_run "no source" 2 "shardfs-index: $T/none: cannot open the source directory: No such file or directory" \
 	-- shardfs-index "$T/none" --quiet
 
+# --- indexing in parts (an Indexed Job), merged: what one run writes ---
+for f in tar files; do
+	shardfs-mkdata "$T/p-$f" --format $f --shards 11 --samples 1-30 --seed 31 > /dev/null
+	fmt=(); [ $f = files ] && fmt=(--format files)
+	shardfs-index "$T/p-$f" "${fmt[@]}" --quiet --out "$T/p-$f-one"
+	for i in 0 1 2 3; do shardfs-index "$T/p-$f" "${fmt[@]}" --quiet --part $i/4; done
+	shardfs-index "$T/p-$f" --merge --quiet
+	expect_eq "$f: 4 parts merged = one run" \
+		"$(cd "$T/p-$f/.shardfs" && sha256sum manifest.json *.bin)" \
+		"$(cd "$T/p-$f-one" && sha256sum manifest.json *.bin)"
+done
+expect_eq "the parts hold every shard once, round robin" \
+	"$(for i in 0 1 2 3; do python3 -c 'import json,sys; print(" ".join(s["path"][-8:-4] for s in json.load(open(sys.argv[1]))["shards"]))' "$T/p-tar/.shardfs/part-$i-of-4/manifest.json"; done)" \
+	"0000 0004 0008
+0001 0005 0009
+0002 0006 0010
+0003 0007"
+p=$T/p-tar/.shardfs
+expect_run "a part is not an index to serve" 2 \
+	"shardfs-plan: $p/part-1-of-4/manifest.json: this is part 1 of 4 of an index, not a whole one; join the parts with: shardfs-index $T/p-tar --merge" \
+	-- shardfs-plan "$T/p-tar" --index "$p/part-1-of-4"
+expect_run "merge: a part missing" 2 \
+	"shardfs-index: $p/part-0-of-4: part 0 of 4, but 3 parts were given; give all 4 parts, once each" \
+	-- shardfs-index "$T/p-tar" --merge "$p/part-0-of-4" "$p/part-1-of-4" "$p/part-2-of-4"
+expect_run "merge: a part twice" 2 \
+	"shardfs-index: $p/part-1-of-4 and $p/part-1-of-4 are both part 1 of 4; give each part once" \
+	-- shardfs-index "$T/p-tar" --merge "$p/part-0-of-4" "$p/part-1-of-4" "$p/part-1-of-4" "$p/part-3-of-4"
+shardfs-index "$T/p-tar" --quiet --part 1/2 --out "$T/p-half"
+expect_run "merge: parts of another count" 2 \
+	"shardfs-index: $T/p-half: part 1 of 2, but 4 parts were given; give all 2 parts, once each" \
+	-- shardfs-index "$T/p-tar" --merge "$p/part-0-of-4" "$T/p-half" "$p/part-2-of-4" "$p/part-3-of-4"
+expect_run "merge: a whole index is not a part" 2 \
+	"shardfs-index: $T/p-tar-one: a whole index, not a part (shardfs-index --part I/N writes parts)" \
+	-- shardfs-index "$T/p-tar" --merge "$T/p-tar-one"
+expect_run "--part: I past N" 2 \
+	"shardfs-index: --part 4/4: write I/N with N in 1..65536 and I in 0..N-1, e.g. --part 3/16" \
+	-- shardfs-index "$T/p-tar" --part 4/4
+expect_run "--part: not I/N" 2 \
+	"shardfs-index: --part 3: write I/N, part I (0..N-1) of N, e.g. --part 3/16" \
+	-- shardfs-index "$T/p-tar" --part 3
+mkdir -p "$T/p-none"
+expect_run "merge: no parts" 2 \
+	"shardfs-index: $T/p-none/.shardfs: no parts (part-I-of-N) to merge; write them with shardfs-index $T/p-none --part I/N, or name their directories" \
+	-- shardfs-index "$T/p-none" --merge
+
 # --- one option table: the docs' lists are its rows, typos are named ---
 docs_rows() { # FILE TABLE: the rows between that table's markers
 	sed -n "/^<!-- options: $2 /,/^<!-- end options -->/p" "$1" | grep '^| `'

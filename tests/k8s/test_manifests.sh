@@ -20,12 +20,14 @@ node "$TESTS/k8s/validate.js" "$TESTS/../k8s"
 # container whose name is not a string
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-cp "$TESTS"/../k8s/sidecar-pod.yaml "$T/"
+cp "$TESTS"/../k8s/sidecar-pod.yaml "$TESTS"/../k8s/index-parts-job.yaml "$T/"
 sed -i 's/mountPropagation: Bidirectional/mountPropagation: None/; s/name: trainer$/name: 7/' "$T/sidecar-pod.yaml"
+sed -i 's/completions: 8/completions: 6/' "$T/index-parts-job.yaml"
 if out=$(node "$TESTS/k8s/validate.js" "$T"); then
 	echo "FAIL: a broken manifest passed"; echo "$out"; exit 1
 fi
 grep -q "FAIL: sidecar-pod.yaml Pod/trainer-rank-0: schema: data/spec/containers/0/name must be string" <<<"$out" &&
-	grep -q "FAIL: sidecar-pod.yaml Pod/trainer-rank-0: sidecar mount is Bidirectional" <<<"$out" ||
+	grep -q "FAIL: sidecar-pod.yaml Pod/trainer-rank-0: sidecar mount is Bidirectional" <<<"$out" &&
+	grep -q "FAIL: index-parts-job.yaml Job/shardfs-index-parts: index indexes 8 parts, one per completion: completions is 6, --part says 8" <<<"$out" ||
 	{ echo "FAIL: the broken manifest's faults were not named:"; echo "$out"; exit 1; }
 echo "the broken copy fails as it should"

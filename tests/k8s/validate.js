@@ -40,6 +40,19 @@ function sidecarRules(where, podSpec) {
 	check(`${where}: the shared volume is an emptyDir`, () => assert(podSpec.volumes.some(v => v.name === out.name && v.emptyDir), `volume ${out.name} is not an emptyDir`));
 }
 
+// A Job that indexes parts (shardfs-index --part I/N) must be an Indexed
+// Job with N completions, or some part is never written.
+function indexPartsRule(where, job) {
+	for (const c of job.spec.template.spec.containers) {
+		const m = (c.command || []).concat(c.args || []).join(" ").match(/--part\s+\S*\/(\d+)/);
+		if (!m) continue;
+		check(`${where}: ${c.name} indexes ${m[1]} parts, one per completion`, () => {
+			assert(job.spec.completionMode === "Indexed", "completionMode must be Indexed");
+			assert(job.spec.completions === Number(m[1]), `completions is ${job.spec.completions}, --part says ${m[1]}`);
+		});
+	}
+}
+
 for (const file of fs.readdirSync(dir).sort()) {
 	const full = path.join(dir, file);
 	if (file === "Dockerfile") {
@@ -60,6 +73,7 @@ for (const file of fs.readdirSync(dir).sort()) {
 			sidecarRules(where, obj.spec);
 		} else if (obj.kind === "Job") {
 			check(`${where}: schema`, () => new Job(obj).validate());
+			indexPartsRule(where, obj);
 			if ((obj.spec.template.spec.initContainers || []).length)
 				sidecarRules(where, obj.spec.template.spec);
 		} else if (obj.kind === "PyTorchJob") {
