@@ -36,8 +36,8 @@ make_base
 # Dockerfile names are the ones made here, whatever else the machine's
 # podman holds; one run of this test at a time uses it
 podman() {
-	command podman --root "$cache/podman" --runroot /run/shardfs-test/podman \
-		--tmpdir /run/shardfs-test/libpod --storage-driver overlay "$@"
+	command podman --root "$cache/podman" --runroot "$cache/podman-run" \
+		--tmpdir "$cache/podman-tmp" --storage-driver overlay "$@"
 }
 exec {plock}> "$cache/podman.lock"
 flock "$plock"
