@@ -20,6 +20,7 @@ image=localhost/shardfs:$VERSION
 max_mb=160
 
 cleanup() {
+	# a sidecar still up: stopped, and its view unmounted in every namespace
 	[ -n "${sidecar:-}" ] && kill -0 "$sidecar" 2>/dev/null && kill -KILL "$sidecar"
 	mountpoint -q "$T/pod/data" && umount -l "$T/pod/data"
 	mountpoint -q "$T/pod" && umount "$T/pod"
@@ -83,7 +84,7 @@ echo "built in $(($(date +%s) - start)) s"
 size=$(podman image inspect --format '{{.Size}}' "$image")
 echo "image size: $((size / 1000000)) MB"
 [ "$((size / 1000000))" -le "$max_mb" ] && ok ||
-	bad "the image is $((size / 1000000)) MB, more than $max_mb MB: what grew it?"
+	bad "$image is $((size / 1000000)) MB, more than $max_mb MB: find the layer that grew in \`podman history $image\` (apt's caches, recommended packages?)"
 expect_eq "entrypoint" "$(podman image inspect --format '{{json .Config.Entrypoint}}' "$image")" \
 	'["/usr/local/bin/shardfs-sidecar"]'
 root=$(podman image mount "$image")
@@ -119,7 +120,7 @@ unshare -m --propagation unchanged env V="$T/pod" bash -c '
 	(cd "$V/data" && find 1 -type f | sort | xargs sha256sum) > "$V.trainer-sums"
 	echo > "$V.trainer-read"
 	for i in $(seq 600); do mountpoint -q "$V/data" || break; sleep 0.1; done
-	echo "after SIGTERM: $(grep -c " $V/data " /proc/self/mounts) mounts, ready file: $(ls "$V")"
+	echo "after SIGTERM: $(grep -c " $V/data " /proc/self/mounts) mounts; left: $(ls -A "$V")"
 ' > "$T/trainer.out" 2>&1 &
 trainer=$!
 for i in $(seq 100); do [ -f "$T/pod.trainer-up" ] && break; sleep 0.1; done
@@ -171,7 +172,7 @@ wait "$trainer"
 expect_eq "the trainer's view" "$(cat "$T/trainer.out")" "ready: epoch=0 rank=1 world=2
 ranks: 1 
 workers: 0 1 
-after SIGTERM: 0 mounts, ready file: data"
+after SIGTERM: 0 mounts; left: data"
 expect_eq "the node: nothing mounted on the emptyDir" "$(grep -c " $T/pod/" /proc/self/mounts)" 0
 umount "$T/pod"
 finish
