@@ -1,35 +1,58 @@
-# Shared by the deployment tests (image, package): the checks, tally and
-# mounts of tests/mount/lib.sh, root, and a cached Debian 12 root file
-# system.
-. "$(dirname "${BASH_SOURCE[0]}")/../mount/lib.sh"
-[ "$(id -u)" -eq 0 ] || { bad "the deployment tests need root"; finish; exit 1; }
-CACHE=${SHARDFS_TEST_CACHE:-/var/cache/shardfs-test}
-DEBIAN_ROOT=$CACHE/bookworm
+# Shared by the deployment tests (test_image.sh, test_package.sh): the
+# Debian 12 root both start from, made once with debootstrap from the
+# machine's apt mirror and kept in $SHARDFS_TEST_CACHE
+# [/var/cache/shardfs-test] for the next run, and the Debian packages they
+# need, installed with apt-get -- or the test fails saying so.
+# Arguments: BUILD TESTS VERSION (the project's version, from ctest).
+. "$(dirname "${BASH_SOURCE[0]}")/../cli/lib.sh"
+VERSION=$3
+cache=${SHARDFS_TEST_CACHE:-/var/cache/shardfs-test}
+base=$cache/debian-12-minbase
 
-# need_packages PKG...: install the Debian packages a test needs, or fail
-# saying which could not be had
-need_packages() {
-	local missing=() p
-	for p in "$@"; do
-		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
-	done
-	[ ${#missing[@]} -eq 0 ] && return 0
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" > "$T/apt.log" 2>&1 ||
-		DEBIAN_FRONTEND=noninteractive apt-get update -qq > /dev/null 2>&1 &&
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" > "$T/apt.log" 2>&1 || {
-		tail -5 "$T/apt.log" >&2
-		bad "cannot install ${missing[*]} from Debian's packages: this test needs them"
-		finish
-		exit 1
-	}
+die() {
+	printf 'FAIL: %s\n' "$*" >&2
+	exit 1
 }
 
-# debian_root: the cached minimal Debian 12 root (debootstrap), made if
-# missing
-debian_root() {
-	bash "$TESTS/deploy/debian-root.sh" "$DEBIAN_ROOT" > /dev/null || {
-		bad "cannot make a Debian 12 root with debootstrap"
-		finish
-		exit 1
-	}
+# need_debs PKG...: install the packages that are missing
+need_debs() {
+	local missing=() p
+	for p; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
+			missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	echo "installing ${missing[*]} from Debian's packages"
+	if ! { apt-get update -qq &&
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			--no-install-recommends "${missing[@]}"; } > "$T/apt.log" 2>&1; then
+		tail -5 "$T/apt.log" >&2
+		die "cannot install ${missing[*]} with apt-get (above): this test needs them; check the apt sources in /etc/apt/sources.list*"
+	fi
+}
+
+# make_base: $base, a minbase Debian 12 root, unless the cache has it
+# (its stamp $base.done says it is whole); one test at a time makes it
+make_base() {
+	local mirror
+	mkdir -p "$cache"
+	exec {lock}> "$cache/.lock"
+	flock "$lock"
+	if [ ! -e "$base.done" ]; then
+		mirror=$(apt-get indextargets --no-release-info \
+			--format '$(REPO_URI) $(RELEASE) $(TARGET_OF)' |
+			awk '$2 == "bookworm" && $3 == "deb" { print $1; exit }')
+		[ -n "$mirror" ] ||
+			die "no Debian 12 (bookworm) mirror in /etc/apt/sources.list*: add one, the test's Debian root is made from it"
+		echo "debootstrap --variant=minbase bookworm $base $mirror"
+		rm -rf --one-file-system "$base"
+		if ! debootstrap --variant=minbase bookworm "$base" "$mirror" \
+			> "$cache/debootstrap.log" 2>&1; then
+			tail -5 "$cache/debootstrap.log" >&2
+			die "debootstrap from $mirror failed (above; the log is $cache/debootstrap.log)"
+		fi
+		rm -f "$base"/var/cache/apt/archives/*.deb
+		touch "$base.done"
+	fi
+	flock -u "$lock"
 }

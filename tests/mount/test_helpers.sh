@@ -2,13 +2,15 @@
 # mount(8) and fstab: `mount -t shardfs`, `mount -t fuse.shardfs`, an fstab
 # line in a scratch fstab (mount -T), umount, and the daemon's messages
 # through mount(8).  mount(8) finds helpers only on fixed paths, so the
-# build is installed (cmake --install: /usr/local/bin and /sbin) and the
+# build is installed (cmake --install: /usr/local and /sbin) and the
 # installed files are removed again when the test ends.
 . "$(dirname "$0")/lib.sh"
 
 cmake --install "$BUILD" --prefix /usr/local > /dev/null
 installed=$(cat "$BUILD/install_manifest.txt")
-trap 'unmount_all; echo "$installed" | xargs rm -f' EXIT
+# and the unit's directories, when the install made them (empty then)
+trap 'unmount_all; echo "$installed" | xargs rm -f
+	rmdir /usr/local/lib/systemd/system /usr/local/lib/systemd 2>/dev/null' EXIT
 
 shardfs-mkdata "$T/src" --format tar --shards 6 --samples 5-20 --seed 31 > /dev/null
 shardfs-index "$T/src" --quiet
