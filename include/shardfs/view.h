@@ -81,6 +81,15 @@ int sfs_view_build(const struct sfs_index *idx, const struct sfs_view_opts *o,
 
 void sfs_view_free(struct sfs_view *v);
 
+/*
+ * The sequence number a view file's name starts with (after its epoch when
+ * with_epoch, as views of epochs > 1 name files): sets *seq and returns the
+ * length of that start, the '-' after it included; 0 when name does not
+ * start so.  "000012-shard-3.tar" -> 12, 7; "08-000012-x" (with_epoch) ->
+ * 12, 10.
+ */
+size_t sfs_view_name_seq(const char *name, bool with_epoch, uint64_t *seq);
+
 /* The child of dir called name, or -1. */
 int64_t sfs_view_lookup(const struct sfs_view *v, uint32_t dir,
 			const char *name);

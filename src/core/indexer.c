@@ -2,18 +2,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "shardfs/indexer.h"
+#include "shardfs/pool.h"
 
-#define MAX_JOBS 256
 #define ERRORS_NAMED 5
 
 /* One shard to index: a file, or a group of files for `files`. */
@@ -42,26 +40,15 @@ struct walk {
 	size_t ignored;
 };
 
-/* Shared by the workers of one run. */
+/* Shared by the workers of one run (on the pool: pool.arg is the job). */
 struct job {
+	struct sfs_pool pool;
 	const struct sfs_indexer_opts *o;
 	int srcfd;
-	size_t n;
-	atomic_size_t next;
-	atomic_size_t done;
-	atomic_uint_fast64_t bytes;
-	atomic_uint_fast64_t samples;
+	uint64_t bytes_total; /* for progress */
 	void (*work)(struct job *j, size_t i, struct sfs_digest *d);
 	void *ctx;
 };
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void item_clear(struct item *it)
 {
@@ -232,74 +219,40 @@ static void keep_part(struct walk *w, uint32_t part, uint32_t nparts)
 
 /* ---- running work in parallel ---- */
 
-static void *worker(void *arg)
+static void pool_work(struct sfs_pool *p, size_t i, struct sfs_digest *d)
 {
-	struct job *j = arg;
-	struct sfs_digest *d = sfs_digest_new();
-	size_t i;
+	struct job *j = p->arg;
 
-	while ((i = atomic_fetch_add(&j->next, 1)) < j->n) {
-		j->work(j, i, d);
-		atomic_fetch_add(&j->done, 1);
-	}
-	sfs_digest_free(d);
-	return NULL;
+	j->work(j, i, d);
 }
 
-static unsigned job_threads(const struct sfs_indexer_opts *o, size_t n)
+static void pool_progress(const struct sfs_pool *p, bool final)
 {
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	unsigned t = o->jobs ? o->jobs : (cpus > 0 ? (unsigned)cpus : 1);
-
-	if (t > MAX_JOBS)
-		t = MAX_JOBS;
-	if (t > n)
-		t = n ? (unsigned)n : 1;
-	return t;
-}
-
-static void report_progress(struct job *j, uint64_t bytes_total, double t0,
-			    bool final)
-{
-	struct sfs_indexer_progress p = {
-		.done = atomic_load(&j->done),
-		.total = j->n,
-		.bytes_done = atomic_load(&j->bytes),
-		.bytes_total = bytes_total,
-		.samples = atomic_load(&j->samples),
-		.elapsed = now() - t0,
+	const struct job *j = p->arg;
+	struct sfs_indexer_progress pr = {
+		.done = atomic_load(&p->done),
+		.total = p->n,
+		.bytes_done = atomic_load(&p->bytes),
+		.bytes_total = j->bytes_total,
+		.samples = atomic_load(&p->samples),
+		.elapsed = p->elapsed,
 		.final = final,
 	};
 
-	j->o->progress(&p, j->o->arg);
+	j->o->progress(&pr, j->o->arg);
 }
 
-static int run(struct job *j, uint64_t bytes_total, struct sfs_error *err)
+/* Work on items 0 .. n-1 of the job on the pool. */
+static int run(struct job *j, size_t n, uint64_t bytes_total,
+	       struct sfs_error *err)
 {
-	pthread_t tids[MAX_JOBS];
-	unsigned n = job_threads(j->o, j->n), started, i;
-	double t0 = now();
-	int rc = 0;
-
-	for (started = 0; started < n; started++) {
-		rc = pthread_create(&tids[started], NULL, worker, j);
-		if (rc)
-			break;
-	}
-	if (!started)
-		return sfs_errorf(err, -rc, "cannot start a thread: %s",
-				  strerror(rc));
-	while (j->o->progress && atomic_load(&j->done) < j->n) {
-		struct timespec ts = { 0, 250 * 1000 * 1000 };
-
-		report_progress(j, bytes_total, t0, false);
-		nanosleep(&ts, NULL);
-	}
-	for (i = 0; i < started; i++)
-		pthread_join(tids[i], NULL);
-	if (j->o->progress)
-		report_progress(j, bytes_total, t0, true);
-	return 0;
+	j->pool.n = n;
+	j->pool.threads = j->o->jobs;
+	j->pool.work = pool_work;
+	j->pool.progress = j->o->progress ? pool_progress : NULL;
+	j->pool.arg = j;
+	j->bytes_total = bytes_total;
+	return sfs_pool_run(&j->pool, err);
 }
 
 static void item_fail(struct item *it, int rc, const struct sfs_error *e)
@@ -402,8 +355,8 @@ static void build_one(struct job *j, size_t i, struct sfs_digest *d)
 	int fd, rc;
 
 	if (it->prev) {
-		atomic_fetch_add(&j->bytes, it->size);
-		atomic_fetch_add(&j->samples, it->prev->nsamples);
+		atomic_fetch_add(&j->pool.bytes, it->size);
+		atomic_fetch_add(&j->pool.samples, it->prev->nsamples);
 		return;
 	}
 	fd = openat(j->srcfd, it->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
@@ -430,8 +383,8 @@ static void build_one(struct job *j, size_t i, struct sfs_digest *d)
 		rc = sample_digests(it, fd, &e);
 	close(fd);
 	fd = -1;
-	atomic_fetch_add(&j->bytes, it->size);
-	atomic_fetch_add(&j->samples, it->scan.nsamples);
+	atomic_fetch_add(&j->pool.bytes, it->size);
+	atomic_fetch_add(&j->pool.samples, it->scan.nsamples);
 	if (!rc)
 		return;
 out_fail:
@@ -660,9 +613,8 @@ int sfs_indexer_build(const struct sfs_indexer_opts *o,
 		bytes += w.items[i].size;
 	}
 	rep->ignored = w.ignored;
-	j.n = w.n;
 	j.ctx = w.items;
-	rc = run(&j, bytes, err);
+	rc = run(&j, w.n, bytes, err);
 	if (rc)
 		goto out_free;
 	for (i = 0; i < w.n; i++)
@@ -748,9 +700,9 @@ static int verify_shard(struct job *j, const struct sfs_index *idx,
 					sh->path, got, want);
 		}
 	}
-	atomic_fetch_add(&j->samples, sh->nsamples);
+	atomic_fetch_add(&j->pool.samples, sh->nsamples);
 out_close:
-	atomic_fetch_add(&j->bytes, sh->size);
+	atomic_fetch_add(&j->pool.bytes, sh->size);
 	close(fd);
 	return rc;
 }
@@ -786,8 +738,7 @@ int sfs_indexer_verify(const struct sfs_indexer_opts *o,
 	}
 	for (i = 0; i < idx->nshards; i++)
 		bytes += idx->shards[i].size;
-	j.n = idx->nshards;
-	rc = run(&j, bytes, err);
+	rc = run(&j, idx->nshards, bytes, err);
 	for (i = 0; !rc && i < idx->nshards; i++) {
 		if (v.msgs[i] && add_problem(rep, v.msgs[i]))
 			rc = sfs_errorf(err, -ENOMEM, "out of memory");

@@ -244,6 +244,41 @@ static int add_file(struct builder *b, uint32_t wdir, uint32_t plan, size_t fi,
 	return 0;
 }
 
+/*
+ * The start of a file's name: its sequence number in the reader's order,
+ * zero-padded to the width of the largest (at least SEQ_MIN_WIDTH), after
+ * its epoch (padded alike) when a directory holds several epochs.
+ * sfs_view_name_seq reads it back.
+ */
+static int name_prefix(char *out, size_t len, bool with_epoch, uint64_t epoch,
+		       int epoch_width, size_t seq, int seq_width)
+{
+	int n = with_epoch ?
+			snprintf(out, len, "%0*llu-%0*zu-", epoch_width,
+				 (unsigned long long)epoch, seq_width, seq) :
+			snprintf(out, len, "%0*zu-", seq_width, seq);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+size_t sfs_view_name_seq(const char *name, bool with_epoch, uint64_t *seq)
+{
+	const char *p = name;
+	size_t n;
+
+	if (with_epoch) {
+		n = strspn(p, "0123456789");
+		if (!n || p[n] != '-')
+			return 0;
+		p += n + 1;
+	}
+	n = strspn(p, "0123456789");
+	if (!n || n > 19 || p[n] != '-')
+		return 0;
+	*seq = strtoull(p, NULL, 10);
+	return (size_t)(p - name) + n + 1;
+}
+
 static int add_reader(struct builder *b, uint32_t wdir, size_t reader)
 {
 	struct sfs_view *v = b->v;
@@ -260,17 +295,10 @@ static int add_reader(struct builder *b, uint32_t wdir, size_t reader)
 		if (sw < SEQ_MIN_WIDTH)
 			sw = SEQ_MIN_WIDTH;
 		for (i = 0; i < r->nfiles; i++) {
-			int n = v->nplans > 1 ?
-					snprintf(prefix, sizeof(prefix),
-						 "%0*llu-%0*zu-", ew,
-						 (unsigned long long)(v->epoch +
-								      e),
-						 sw, i) :
-					snprintf(prefix, sizeof(prefix),
-						 "%0*zu-", sw, i);
-
-			if (n < 0 || (size_t)n >= sizeof(prefix))
-				return -ENAMETOOLONG;
+			rc = name_prefix(prefix, sizeof(prefix), v->nplans > 1,
+					 v->epoch + e, ew, i, sw);
+			if (rc)
+				return rc;
 			rc = add_file(b, wdir, e, r->file_at + i, prefix);
 			if (rc)
 				return rc;

@@ -226,9 +226,64 @@ static void test_view_names_identify_bytes(void **state)
 	sfs_index_free(idx);
 }
 
+/* What a name's start says is where the file stands in its directory. */
+static void test_view_name_seq_round_trip(void **state)
+{
+	const uint64_t counts[] = { 7, 13, 5, 22, 9 };
+	struct sfs_index *idx = mkindex(counts, 5, NULL);
+	uint32_t epochs, i, k;
+	uint64_t seq = 0;
+
+	(void)state;
+	for (epochs = 1; epochs <= 3; epochs += 2) {
+		struct sfs_view *v = build(
+			idx,
+			"world=2,workers=2,block=2,shuffle=samples,epoch=8",
+			epochs);
+
+		for (i = 0; i < v->nnodes; i++) {
+			const struct sfs_view_node *d = &v->nodes[i];
+			uint64_t want = 0, epoch = UINT64_MAX;
+
+			for (k = 0; d->kind == SFS_NODE_DIR && k < d->nchildren;
+			     k++) {
+				const struct sfs_view_node *c =
+					&v->nodes[v->children[d->first_child +
+							      k]];
+				uint64_t e = strtoull(c->name, NULL, 10);
+				size_t n;
+
+				if (c->kind == SFS_NODE_DIR)
+					continue;
+				n = sfs_view_name_seq(c->name, epochs > 1,
+						      &seq);
+				assert_true(n > 0);
+				assert_int_equal(c->name[n - 1], '-');
+				/* each epoch numbers its files from 0 */
+				if (epochs > 1 && e != epoch) {
+					epoch = e;
+					want = 0;
+				}
+				assert_int_equal(seq, want++);
+			}
+		}
+		sfs_view_free(v);
+	}
+	assert_int_equal(sfs_view_name_seq("000012-shard-3.tar", false, &seq),
+			 7);
+	assert_int_equal(seq, 12);
+	assert_int_equal(sfs_view_name_seq("08-000012-x.tar", true, &seq), 10);
+	assert_int_equal(seq, 12);
+	assert_int_equal(sfs_view_name_seq("shard-3.tar", false, &seq), 0);
+	assert_int_equal(sfs_view_name_seq("12x-a", false, &seq), 0);
+	assert_int_equal(sfs_view_name_seq("000012-x", true, &seq), 0);
+	sfs_index_free(idx);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_view_name_seq_round_trip),
 		cmocka_unit_test(test_view_tree_names_and_order),
 		cmocka_unit_test(test_view_names_identify_bytes),
 	};

@@ -1,0 +1,45 @@
+/*
+ * A pool of worker threads over n items: each thread takes the next item
+ * from a shared counter and works on it with a SHA-256 context of its own
+ * (every user of the pool hashes); the calling thread reports progress
+ * about four times a second until every item is done.  The indexer and
+ * the auditor's observation of mounted views both run on it.
+ */
+#ifndef SHARDFS_POOL_H
+#define SHARDFS_POOL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shardfs/digest.h"
+#include "shardfs/error.h"
+
+#define SFS_POOL_THREADS_MAX 256
+
+struct sfs_pool {
+	size_t n; /* items */
+	unsigned threads; /* 0: one per CPU; at most n, SFS_POOL_THREADS_MAX */
+	/* work on item i; d is the thread's own digest, reset */
+	void (*work)(struct sfs_pool *p, size_t i, struct sfs_digest *d);
+	/* from the calling thread while the items run, and once with final
+	 * set at the end; NULL for none */
+	void (*progress)(const struct sfs_pool *p, bool final);
+	void *arg; /* the caller's */
+
+	/* counters: done is the pool's, bytes and samples the work's */
+	atomic_size_t done;
+	atomic_uint_fast64_t bytes, samples;
+	double elapsed; /* seconds since the run started, for progress */
+
+	atomic_size_t next; /* the pool's own */
+};
+
+/*
+ * Run every item of p (its counters zeroed first).  Returns 0 once all are
+ * done, or -errno with a message when not one thread could be started.
+ */
+int sfs_pool_run(struct sfs_pool *p, struct sfs_error *err);
+
+#endif
