@@ -33,6 +33,13 @@
 #include "shardfs/plan.h"
 #include "shardfs/slice.h"
 
+/* The extended attributes of a file of the view: its provenance. */
+#define SFS_XATTR_SOURCE "user.shardfs.source" /* the source file */
+#define SFS_XATTR_SAMPLES "user.shardfs.samples" /* how many */
+#define SFS_XATTR_RANGE "user.shardfs.range" /* "3-9,12" in the shard */
+#define SFS_XATTR_PADDING "user.shardfs.padding" /* of them, padding */
+#define SFS_XATTR_EPOCH "user.shardfs.epoch"
+
 enum sfs_node_kind {
 	SFS_NODE_DIR,
 	SFS_NODE_LINK, /* a whole shard as a symlink to the source */

@@ -443,20 +443,20 @@ static char *xattr_value(struct fs *fs, const struct view_ref *vr,
 	char *s = NULL;
 	size_t i, len = 0;
 
-	if (!strcmp(name, "user.shardfs.source")) {
+	if (!strcmp(name, SFS_XATTR_SOURCE)) {
 		if (asprintf(&s, "%s/%s", fs->idx->source,
 			     sfs_view_source_path(v, n)) < 0)
 			return NULL;
-	} else if (!strcmp(name, "user.shardfs.samples")) {
+	} else if (!strcmp(name, SFS_XATTR_SAMPLES)) {
 		if (asprintf(&s, "%" PRIu64, f->nsamples) < 0)
 			return NULL;
-	} else if (!strcmp(name, "user.shardfs.padding")) {
+	} else if (!strcmp(name, SFS_XATTR_PADDING)) {
 		if (asprintf(&s, "%" PRIu64, f->npadding) < 0)
 			return NULL;
-	} else if (!strcmp(name, "user.shardfs.epoch")) {
+	} else if (!strcmp(name, SFS_XATTR_EPOCH)) {
 		if (asprintf(&s, "%" PRIu64, p->opts.epoch) < 0)
 			return NULL;
-	} else if (!strcmp(name, "user.shardfs.range")) {
+	} else if (!strcmp(name, SFS_XATTR_RANGE)) {
 		s = malloc(XATTR_MAX + 32);
 		for (i = 0; s && i < f->nruns && len < XATTR_MAX; i++) {
 			const struct sfs_run *r = &p->runs[f->run_at + i];
@@ -525,9 +525,9 @@ static void fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 
 static void fs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
-	static const char names[] =
-		"user.shardfs.source\0user.shardfs.samples\0"
-		"user.shardfs.range\0user.shardfs.padding\0user.shardfs.epoch";
+	static const char names[] = SFS_XATTR_SOURCE
+		"\0" SFS_XATTR_SAMPLES "\0" SFS_XATTR_RANGE
+		"\0" SFS_XATTR_PADDING "\0" SFS_XATTR_EPOCH;
 	struct fs *fs = fs_of(req);
 	struct view_ref *vr;
 	uint32_t node;
