@@ -156,6 +156,18 @@ static int verify_source(const struct args *a, const struct sfs_index *idx,
 
 /* ---- plan ---- */
 
+/* " (replicas=2: 8 shares)" when groups of ranks share their reads. */
+static const char *replicas_note(const struct sfs_plan_opts *o,
+				 const struct sfs_plan *plan, char *buf,
+				 size_t len)
+{
+	buf[0] = '\0';
+	if (o->replicas > 1)
+		snprintf(buf, len, " (replicas=%u: %zu shares)", o->replicas,
+			 plan->nreaders);
+	return buf;
+}
+
 static int check_plan(struct args *a, const char *src)
 {
 	struct sfs_error err = { 0 };
@@ -181,7 +193,7 @@ static int check_plan(struct args *a, const char *src)
 		struct sfs_verdict v;
 		struct sfs_plan *plan;
 		size_t t, f, whole = 0, nfiles = 0;
-		char what[64];
+		char what[64], rep[64];
 
 		o.epoch = e;
 		if (sfs_plan_build(idx, &o, &plan, &err) ||
@@ -201,9 +213,11 @@ static int check_plan(struct args *a, const char *src)
 		snprintf(what, sizeof(what), "plan, epoch %llu",
 			 (unsigned long long)e);
 		if (!a->json)
-			printf("%s: world=%u × workers=%u = %zu readers, seed=%llu, shuffle=%s, block=%llu, batch=%llu, start=%llu, partition=%s, remainder=%s\n"
+			printf("%s: world=%u × workers=%u = %zu readers%s, seed=%llu, shuffle=%s, block=%llu, batch=%llu, start=%llu, partition=%s, remainder=%s\n"
 			       "files: %zu in all, %zu whole shards (symlinks), %zu slices; %.1f per reader\n",
-			       what, o.world, o.workers, plan->nreaders,
+			       what, o.world, o.workers,
+			       (size_t)o.world * o.workers,
+			       replicas_note(&o, plan, rep, sizeof(rep)),
 			       (unsigned long long)o.seed,
 			       sfs_shuffle_name(o.shuffle),
 			       (unsigned long long)o.block,

@@ -17,6 +17,9 @@ verdict() { python3 -c 'import json,sys; v=json.load(sys.stdin); v.pop("check");
 # --- plan ---
 out=$(shardfs-check plan "$T/tar" -o world=3,workers=2,batch=2)
 expect_eq "plan passes" "$?:$(echo "$out" | tail -1)" "0:PASS: disjoint, nothing missing, equal counts"
+out=$(shardfs-check plan "$T/tar" -o world=4,workers=2,replicas=2,batch=2)
+expect_eq "plan with replicas passes" "$?:$(echo "$out" | head -1 | cut -d, -f1-2):$(echo "$out" | tail -1)" \
+	"0:plan, epoch 0: world=4 × workers=2 = 8 readers (replicas=2: 4 shares):PASS: disjoint, nothing missing, equal counts"
 out=$(shardfs-check plan "$T/tar" -o world=2,shuffle=samples --epochs 4-6)
 expect_eq "plan --epochs: three verdicts" "$(echo "$out" | grep -c '^PASS')" 3
 expect_eq "plan --epochs: order changes" "$(echo "$out" | grep -c '^order: .* of positions hold another sample than in epoch [45]$')" 2
