@@ -6,7 +6,10 @@ packages=(build-essential cmake pkg-config libfuse3-dev fuse3 libarchive-dev
 	libarchive-tools libssl-dev libjansson-dev libcmocka-dev python3
 	clang-format tar coreutils attr util-linux
 	clang libclang-rt-14-dev help2man man-db
-	python3-torch python3-torchvision valgrind)
+	python3-torch python3-torchvision valgrind
+	# WebDataset's dependencies (tests/e2e/test_webdataset.sh; WebDataset
+	# itself is not in Debian)
+	python3-braceexpand python3-numpy python3-yaml)
 missing=()
 for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||

@@ -3,6 +3,7 @@
 
 Usage: ddp.py --world W --workers K --batch B --mounts M0,M1,... \
               --epochs E0,E1,... --out DIR [--steps S] [--timeout SEC]
+              [--recipe webdataset]
        ddp.py --world W --workers K --batch B --source SRC ...
 
 Starts W rank processes, as torchrun would (Debian 12's torchrun fails at
@@ -11,6 +12,9 @@ reads MNT_r/r/ (its own mount, as on a separate node) through the
 ShardfsTar recipe of docs/loaders.md with a DataLoader of K workers and
 batch_size B, trains a linear model (DDP all-reduces every step), and
 switches its mount to each epoch through the recipe's set_epoch.  With
+--recipe webdataset it reads through the WebDataset recipe instead (a
+pipeline ending in wds.batched(B), a DataLoader with batch_size=None),
+built once and kept across the epochs like the DataLoader.  With
 --steps it stops every epoch after S steps (a job that is stopped).
 Every rank writes DIR/rank-<r>.json: per epoch the keys of each batch it
 trained on, its mean loss and the epoch's wall time.  A rank that runs more steps than another
@@ -42,9 +46,21 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import recipes  # noqa: E402
 
 
+def features(data):
+    return torch.tensor(struct.unpack("<4f", data))
+
+
 def decode(sample):
-    x = torch.tensor(struct.unpack("<4f", sample["input"]))
-    return sample["__key__"], x, int(sample["cls"])
+    return sample["__key__"], features(sample["input"]), int(sample["cls"])
+
+
+def webdataset_loader(rank_dir, workers, batch):
+    """The WebDataset recipe as docs/loaders.md's training loop uses it."""
+    import webdataset as wds
+    ds = recipes.load("webdataset").shardfs_webdataset(
+        rank_dir, wds.to_tuple("__key__", "input", "cls"),
+        wds.map_tuple(None, features, int), wds.batched(batch))
+    return DataLoader(ds, batch_size=None, num_workers=workers)
 
 
 class SourceTar(IterableDataset):
@@ -83,11 +99,17 @@ def run(args):
     opt = torch.optim.SGD(model.parameters(), lr=0.5)
     tar = recipes.load("torch_tar")
     if args.source:
-        ds = SourceTar(args.source, rank, args.world, decode)
+        loader = DataLoader(SourceTar(args.source, rank, args.world, decode),
+                            batch_size=args.batch, num_workers=args.workers)
     else:
         mnt = args.mounts[rank]
-        ds = tar.ShardfsTar(os.path.join(mnt, str(rank)), decode)
-    loader = DataLoader(ds, batch_size=args.batch, num_workers=args.workers)
+        rank_dir = os.path.join(mnt, str(rank))
+        if args.recipe == "webdataset":
+            loader = webdataset_loader(rank_dir, args.workers, args.batch)
+        else:
+            loader = DataLoader(tar.ShardfsTar(rank_dir, decode),
+                                batch_size=args.batch,
+                                num_workers=args.workers)
     log = {}
     for epoch in args.epochs:
         if not args.source:
@@ -125,6 +147,8 @@ def main():
     p.add_argument("--out", required=True)
     p.add_argument("--steps", type=int)
     p.add_argument("--timeout", type=int, default=60)
+    p.add_argument("--recipe", choices=["torch_tar", "webdataset"],
+                   default="torch_tar")
     args = p.parse_args()
     args.mounts = args.mounts.split(",") if args.mounts else None
     args.epochs = [int(e) for e in args.epochs.split(",")]

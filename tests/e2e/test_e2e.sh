@@ -6,50 +6,11 @@
 # Debian's Python runs the jobs (python3-torch lives there).  Every mount is
 # unmounted on every exit; a job that hangs is killed by its timeout and
 # fails.
-. "$(dirname "$0")/../mount/lib.sh"
-PY=/usr/bin/python3
-E=$TESTS/e2e
-
-# run NAME CMD...: the command's output shown; status 0 expected
-run() {
-	local name=$1 out rc
-	shift
-	out=$("$@" 2>&1)
-	rc=$?
-	printf '%s\n' "$out" | grep -v -e '^FAIL' -e '^$' | sed "s/^/  [$name] /"
-	expect_eq "$name" "$rc" 0 || printf '%s\n' "$out" | tail -20 >&2
-}
-
-# ddp NAME SRC OPTIONS EPOCHS [STEPS]: one mount per rank, the job, unmount
-ddp() {
-	local name=$1 src=$2 opts=$3 epochs=$4 steps=${5:-} out=$T/$1 r world mnts=()
-	world=$(sed -E 's/.*world=([0-9]+).*/\1/' <<<"$opts")
-	mkdir -p "$out"
-	for r in $(seq 0 $((world - 1))); do
-		mount_view "$src" "$T/mnt-$name-$r" "rank=$r,$opts" || bad "$name: mount rank $r"
-		mnts+=("$T/mnt-$name-$r")
-	done
-	run "$name job" timeout 600 $PY "$E/ddp.py" --world "$world" \
-		--workers "$(sed -E 's/.*workers=([0-9]+).*/\1/' <<<"$opts")" \
-		--batch "$(sed -E 's/.*batch=([0-9]+).*/\1/' <<<"$opts")" \
-		--mounts "$(IFS=,; echo "${mnts[*]}")" --epochs "$epochs" \
-		--out "$out" ${steps:+--steps "$steps"}
-	[ -n "$steps" ] || run "$name check" $PY "$E/check_ddp.py" job "$src" "$out" "$opts" "$epochs" "${mnts[@]}"
-	if [ "$name" = ddp-w2 ]; then # the check can fail: another seed's plan
-		expect_eq "$name checked against seed=1 fails" "$($PY "$E/check_ddp.py" job "$src" "$out" "$opts,seed=1" "$epochs" "${mnts[@]}" | grep -c '^FAIL: epoch [01] rank [01] batch 0 is')" 4
-	fi
-	for r in "${mnts[@]}"; do unmount_view "$r"; done
-}
+. "$(dirname "$0")/lib.sh"
 
 $PY -c 'import torch, torchvision' || { bad "Debian's python3-torch and python3-torchvision are needed (tests/install-deps.sh)"; finish; exit; }
 
-# 12 shards of 20-40 samples; and 11 shards whose sizes vary 10x, 297
-# samples in all: not a multiple of world x workers x batch = 32, nor of 8
-mkdir -p "$T/even" "$T/uneven"
-$PY "$E/make_tars.py" "$T/even" 24 31 20 37 28 40 22 35 26 33 29 21
-$PY "$E/make_tars.py" "$T/uneven" 6 60 13 41 8 55 17 29 9 47 12
-shardfs-index "$T/even" --quiet
-shardfs-index "$T/uneven" --quiet
+e2e_data
 naive=$($PY - "$T/uneven" "$E" <<'PY'
 import os, sys
 sys.path.insert(0, sys.argv[2])

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The WebDataset recipe of docs/loaders.md against a real WebDataset, which
+# Debian does not ship: WEBDATASET_SRC names a checkout of
+# github.com/webdataset/webdataset (any tag); without it the script says it
+# did not run.  Not a ctest: CI cannot fetch WebDataset.
+#
+# DDP jobs over gloo read the mounts through the recipe (world 2 and 4,
+# 2 workers, uneven data, pad and drop, .tgz and .tar.gz shards, two
+# epochs under one pipeline and DataLoader) and are checked like
+# test_e2e.sh's; an epoch stopped at world=4 is resumed at world=2; a
+# DataLoader with other workers than the mount is refused.  With a
+# checkout that still holds wids (0.2.x), the wids recipe reads every rank
+# with cache_dir, and wids in place is refused by the read-only view.
+if [ -z "${WEBDATASET_SRC:-}" ]; then
+	echo "not run: set WEBDATASET_SRC to a checkout of https://github.com/webdataset/webdataset (docs/loaders.md, WebDataset)"
+	exit 0
+fi
+. "$(dirname "$0")/lib.sh"
+
+if [ -d "$WEBDATASET_SRC/src/webdataset" ]; then
+	export PYTHONPATH=$WEBDATASET_SRC/src
+else
+	export PYTHONPATH=$WEBDATASET_SRC
+fi
+version=$($PY -c 'import webdataset; print(getattr(webdataset, "__version__", "(no __version__)"))') || {
+	bad "WEBDATASET_SRC=$WEBDATASET_SRC: webdataset does not import with $PY (it needs Debian's python3-braceexpand, python3-numpy, python3-yaml)"
+	finish
+	exit
+}
+echo "WebDataset $version from $PYTHONPATH"
+
+e2e_data
+DDP_ARGS="--recipe webdataset"
+ddp ddp-w2 "$T/even" "world=2,workers=2,batch=4" 0,1
+ddp ddp-w4-pad "$T/uneven" "world=4,workers=2,batch=4,remainder=pad" 0,1
+ddp ddp-w4-drop "$T/uneven" "world=4,workers=2,batch=4,remainder=drop,block=16,shuffle=samples,seed=7" 2,3
+
+# elastic: world=4 stops after 3 steps of epoch 5; world=2 finishes it
+a="world=4,workers=2,batch=4,partition=interleaved"
+b="world=2,workers=2,batch=4,partition=interleaved,start=$((3 * 4 * 4))"
+ddp elastic-a "$T/uneven" "$a" 5 3
+ddp elastic-b "$T/uneven" "$b" 5
+run "elastic resume" $PY "$E/check_ddp.py" elastic "$T/uneven" "$T/elastic-a" "$a" 3 "$T/elastic-b" "$b" 5
+
+# compressed shards (.tgz, .tar.gz): never sliced, so every reader's
+# share here is one whole shard
+mkdir -p "$T/gz"
+$PY "$E/make_tars.py" "$T/gz" 8 8 8 8
+gzip -n "$T/gz/shard-0001.tar" "$T/gz/shard-0003.tar"
+mv "$T/gz/shard-0001.tar.gz" "$T/gz/shard-0001.tgz"
+shardfs-index "$T/gz" --quiet
+ddp ddp-gz "$T/gz" "world=2,workers=2,batch=4" 0,1
+
+# num_workers other than the mount's workers: refused, in the workers
+# (num_workers=1) and in the main process (num_workers=0)
+mount_view "$T/even" "$T/mnt-guard" "world=2,workers=2"
+for k in 1 0; do
+	expect_eq "a DataLoader with num_workers=$k on a workers=2 mount is refused" "$(cd "$E" && $PY - "$T/mnt-guard/1" $k 2>&1 <<'PY' | grep '^RuntimeError' | tail -1
+import sys, recipes
+from torch.utils.data import DataLoader
+ds = recipes.load("webdataset").shardfs_webdataset(sys.argv[1])
+next(iter(DataLoader(ds, batch_size=None, num_workers=int(sys.argv[2]))))
+PY
+)" "RuntimeError: $T/mnt-guard/1 has 2 worker directories but the DataLoader has num_workers=$k: make them equal (num_workers=0 reads a workers=1 mount)"
+done
+unmount_view "$T/mnt-guard"
+
+if [ -d "$WEBDATASET_SRC/wids" ]; then
+	mount_view "$T/uneven" "$T/mnt-wids" "world=3,workers=1,batch=4,epoch=2"
+	run "wids with cache_dir" $PY "$E/wids_check.py" cache "$T/uneven" "$T/mnt-wids" "$T/wids-cache"
+	expect_eq "wids in place is refused by the read-only view" "$($PY "$E/wids_check.py" inplace "$T/uneven" "$T/mnt-wids" "$T/wids-list" 2>&1 | tail -1)" \
+		"OSError: [Errno 30] Read-only file system: '$T/mnt-wids/0/0/$(ls "$T/mnt-wids/0/0" | head -1).lock'"
+	unmount_view "$T/mnt-wids"
+else
+	echo "wids: not in this checkout (WebDataset 0.3 moved it out of the repository), not run"
+fi
+finish
