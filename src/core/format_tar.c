@@ -203,7 +203,9 @@ static int tar_scan(const struct sfs_scan_in *in, struct sfs_scan *out,
 		nmembers++;
 		if (pos < out->prefix_len)
 			pos = out->prefix_len;
-		if (size < 0 || (uint64_t)size > in->size) {
+		/* only an uncompressed archive's sizes are bounded by the
+		 * file; a compressed one's truncation is libarchive's error */
+		if (size < 0 || (!compressed && (uint64_t)size > in->size)) {
 			rc = sfs_errorf(
 				err, -EINVAL,
 				"%s: tar member \"%s\" at byte %llu has a bad size field",
@@ -276,8 +278,9 @@ static int tar_scan(const struct sfs_scan_in *in, struct sfs_scan *out,
 		else if (compressed)
 			rc = sfs_errorf(
 				err, -EINVAL,
-				"%s: malformed tar header after member %llu of the decompressed stream (%s)",
+				"%s: truncated or corrupt compressed tar after member %llu, at byte %llu of the decompressed stream (%s); re-create the shard",
 				in->path, (unsigned long long)nmembers,
+				(unsigned long long)archive_filter_bytes(a, 0),
 				archive_error_string(a));
 		else
 			rc = sfs_errorf(
