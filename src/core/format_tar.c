@@ -153,9 +153,14 @@ static int hash_member(struct archive *a, struct archive_entry *e,
 	       ARCHIVE_OK)
 		sfs_digest_update(d, block, len);
 	if (r != ARCHIVE_EOF)
-		return sfs_errorf(err, -EINVAL,
-				  "%s: tar member \"%s\" cannot be read: %s",
-				  in->path, name, archive_error_string(a));
+		return sfs_errorf(
+			err, -EINVAL,
+			"%s: tar member \"%s\" cannot be read at byte %llu of the %s: %s",
+			in->path, name,
+			(unsigned long long)archive_filter_bytes(a, 0),
+			archive_filter_count(a) > 1 ? "decompressed stream" :
+						      "file",
+			archive_error_string(a));
 	return 0;
 }
 

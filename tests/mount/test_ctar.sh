@@ -74,6 +74,17 @@ expect_eq "counts" "$(counts "$S" | awk '{ print $2 }' | sort -u)" 3
 digests() { echo "$1/.shardfs/$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["digests"]["file"])' "$1/.shardfs/manifest.json")"; }
 cmp -s "$(digests "$S")" "$(digests "$T/plain")" && ok || bad "per-sample digests differ from the uncompressed archives'"
 
+# a cut compressed shard: the member, the decompressed offset, the fix
+mkdir "$T/cut" && head -c 1000 "$S/a.tar.gz" > "$T/cut/a.tar.gz"
+out=$(shardfs-index "$T/cut" 2>&1)
+expect_eq "cut .tar.gz: exit 2" "$?" 2
+[[ "$out" =~ ^'shardfs-index: 1 shard could not be indexed: a.tar.gz: tar member "a-0.bin" cannot be read at byte '[0-9]+' of the decompressed stream: truncated gzip input; fix or remove it, or run shardfs-index --skip-bad to index the rest'$ ]] &&
+	ok || bad "cut .tar.gz: $out"
+# gzip content under a plain .tar name: found by content, counted
+mkdir "$T/named" && cp "$S/a.tar.gz" "$T/named/a.tar"
+shardfs-index "$T/named" --quiet || bad "index gzip named .tar"
+expect_eq "gzip named .tar: counted" "$(counts "$T/named")" "a 3"
+
 # --- mounted: every reader reads 2 whole shards of 3 samples ---
 M=$T/m
 mount_view "$S" "$M" world=2,workers=2 || bad "mount"
