@@ -283,7 +283,7 @@ static int tar_scan(const struct sfs_scan_in *in, struct sfs_scan *out,
 		else if (compressed)
 			rc = sfs_errorf(
 				err, -EINVAL,
-				"%s: truncated or corrupt compressed tar after member %llu, at byte %llu of the decompressed stream (%s); re-create the shard",
+				"%s: truncated or corrupt compressed tar after member %llu, at byte %llu of the decompressed stream (%s)",
 				in->path, (unsigned long long)nmembers,
 				(unsigned long long)archive_filter_bytes(a, 0),
 				archive_error_string(a));

@@ -435,7 +435,7 @@ static void test_format_tar_compressed_truncated(void **state)
 		strstr(err.msg,
 		       ": truncated or corrupt compressed tar after member "));
 	assert_non_null(strstr(err.msg, " of the decompressed stream ("));
-	assert_non_null(strstr(err.msg, "); re-create the shard"));
+	assert_int_equal(err.msg[strlen(err.msg) - 1], ')');
 	free(s.bounds);
 	tmpdir_remove(dir);
 }
