@@ -127,6 +127,17 @@ expect_eq "shardfs-check view passes" "$?:$(echo "$out" | tail -1)" \
 	"0:PASS: disjoint, nothing missing, equal counts, every sample's bytes and order as planned"
 unmount_view "$M"
 
+# with symlinks=0 the daemon serves the compressed bytes unchanged
+mount_view "$S" "$M" world=2,workers=2,symlinks=0 || bad "mount symlinks=0"
+same=0
+for f in "$M"/[0-9]*/[0-9]*/*; do
+	b=$(basename "$f")
+	cmp -s "$f" "$S/${b#*-}" && same=$((same + 1))
+done
+expect_eq "symlinks=0: 8 files equal to their shards" "$same" 8
+expect_eq "symlinks=0: GNU tar counts reader 1/1" "$(gnu_count "$M/1/1")" 6
+unmount_view "$M"
+
 # --- a share that would cut a compressed shard is refused ---
 expect_run "a cut compressed shard is refused" 1 \
 	"shardfs: a.tar.gz cannot be sliced (a tar shard of 3 samples that is compressed or opaque), but rank 0 worker 0 would read only samples 0..1 of it; use uncompressed shards, or choose world, workers, batch and start so that every reader's share ends on a shard boundary" \
