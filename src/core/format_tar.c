@@ -153,9 +153,14 @@ static int hash_member(struct archive *a, struct archive_entry *e,
 	       ARCHIVE_OK)
 		sfs_digest_update(d, block, len);
 	if (r != ARCHIVE_EOF)
-		return sfs_errorf(err, -EINVAL,
-				  "%s: tar member \"%s\" cannot be read: %s",
-				  in->path, name, archive_error_string(a));
+		return sfs_errorf(
+			err, -EINVAL,
+			"%s: tar member \"%s\" cannot be read at byte %llu of the %s: %s",
+			in->path, name,
+			(unsigned long long)archive_filter_bytes(a, 0),
+			archive_filter_count(a) > 1 ? "decompressed stream" :
+						      "file",
+			archive_error_string(a));
 	return 0;
 }
 
@@ -203,7 +208,8 @@ static int tar_scan(const struct sfs_scan_in *in, struct sfs_scan *out,
 		nmembers++;
 		if (pos < out->prefix_len)
 			pos = out->prefix_len;
-		/* only an uncompressed archive holds its members' bytes */
+		/* only an uncompressed archive's sizes are bounded by the
+		 * file; a compressed one's truncation is libarchive's error */
 		if (size < 0 || (!compressed && (uint64_t)size > in->size)) {
 			rc = sfs_errorf(
 				err, -EINVAL,
@@ -277,8 +283,9 @@ static int tar_scan(const struct sfs_scan_in *in, struct sfs_scan *out,
 		else if (compressed)
 			rc = sfs_errorf(
 				err, -EINVAL,
-				"%s: malformed tar header after member %llu of the decompressed stream (%s)",
+				"%s: truncated or corrupt compressed tar after member %llu, at byte %llu of the decompressed stream (%s)",
 				in->path, (unsigned long long)nmembers,
+				(unsigned long long)archive_filter_bytes(a, 0),
 				archive_error_string(a));
 		else
 			rc = sfs_errorf(

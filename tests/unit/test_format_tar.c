@@ -1,7 +1,9 @@
 /* The tar driver on hand-made archives whose every offset is known. */
 #include <archive.h>
 #include <archive_entry.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -295,51 +297,149 @@ static void test_format_tar_bad_size_field(void **state)
 	buf_free(&b);
 }
 
-static void test_format_tar_compressed_counted(void **state)
+/* Collects the digests a scan hands over. */
+struct digests {
+	unsigned char d[8][32];
+	uint64_t n;
+};
+
+static int keep_digest(void *arg, uint64_t sample,
+		       const unsigned char digest[32])
+{
+	struct digests *ds = arg;
+
+	assert_int_equal(sample, ds->n);
+	assert_true(ds->n < 8);
+	memcpy(ds->d[ds->n++], digest, 32);
+	return 0;
+}
+
+/*
+ * Writes three samples (k1: two members, k2: 1 MiB of zeros, larger than
+ * any compressed archive of it, k3: two members) through filter.
+ */
+static void write_tar(const char *path, int filter)
 {
 	struct archive *a = archive_write_new();
 	struct archive_entry *e = archive_entry_new();
-	struct sfs_error err = { 0 };
-	struct sfs_scan s;
-	char *dir = tmpdir_new(), path[512], *big;
-	const char *names[] = { "k1.jpg", "k1.cls", "k2.jpg", "k3.jpg",
+	const char *names[] = { "k1.jpg", "k1.cls", "k2.bin", "k3.jpg",
 				"k3.cls" };
+	char *big = calloc(1, 1 << 20);
 	size_t i;
 
-	(void)state;
-	snprintf(path, sizeof(path), "%s/s.tar.gz", dir);
+	assert_non_null(big);
 	archive_write_set_format_pax_restricted(a);
-	archive_write_add_filter_gzip(a);
+	assert_int_equal(archive_write_add_filter(a, filter), ARCHIVE_OK);
 	assert_int_equal(archive_write_open_filename(a, path), ARCHIVE_OK);
 	for (i = 0; i < 5; i++) {
+		size_t n = i == 2 ? 1 << 20 : 3;
+
 		archive_entry_clear(e);
 		archive_entry_set_pathname(e, names[i]);
 		archive_entry_set_filetype(e, AE_IFREG);
 		archive_entry_set_perm(e, 0644);
-		archive_entry_set_size(e, 3);
+		archive_entry_set_size(e, (la_int64_t)n);
 		assert_int_equal(archive_write_header(a, e), ARCHIVE_OK);
-		assert_int_equal(archive_write_data(a, "abc", 3), 3);
+		assert_int_equal(archive_write_data(a, i == 2 ? big : "abc", n),
+				 (la_ssize_t)n);
 	}
-	/* a member larger than the whole compressed file */
-	big = calloc(1, 1 << 20);
-	archive_entry_clear(e);
-	archive_entry_set_pathname(e, "k4.bin");
-	archive_entry_set_filetype(e, AE_IFREG);
-	archive_entry_set_perm(e, 0644);
-	archive_entry_set_size(e, 1 << 20);
-	assert_int_equal(archive_write_header(a, e), ARCHIVE_OK);
-	assert_int_equal(archive_write_data(a, big, 1 << 20), 1 << 20);
-	free(big);
-	archive_write_close(a);
+	assert_int_equal(archive_write_close(a), ARCHIVE_OK);
 	archive_write_free(a);
 	archive_entry_free(e);
-	assert_ptr_equal(sfs_format_detect("s.tar.gz"),
-			 sfs_format_by_name("tar"));
+	free(big);
+}
+
+static void scan_digests(const char *path, struct sfs_scan *s,
+			 struct digests *ds)
+{
+	struct sfs_error err = { 0 };
+	struct stat st;
+	struct sfs_scan_in in = { .path = path,
+				  .digest_fn = keep_digest,
+				  .digest_arg = ds };
+
+	memset(s, 0, sizeof(*s));
+	memset(ds, 0, sizeof(*ds));
+	in.fd = open(path, O_RDONLY);
+	assert_true(in.fd >= 0);
+	assert_int_equal(fstat(in.fd, &st), 0);
+	in.size = (uint64_t)st.st_size;
+	assert_int_equal(sfs_format_by_name("tar")->scan(&in, s, &err), 0);
+	close(in.fd);
+}
+
+/*
+ * Every compression libarchive writes and Debian's tools read: counted by
+ * key as the plain tar, not sliceable, the same per-sample digests, even
+ * though one member is larger than the whole compressed file.
+ */
+static void test_format_tar_compressed_counted(void **state)
+{
+	static const struct {
+		const char *name;
+		int filter;
+	} kinds[] = { { "s.tar.gz", ARCHIVE_FILTER_GZIP },
+		      { "s.tgz", ARCHIVE_FILTER_GZIP },
+		      { "s.tar.bz2", ARCHIVE_FILTER_BZIP2 },
+		      { "s.tar.xz", ARCHIVE_FILTER_XZ },
+		      { "s.tar.zst", ARCHIVE_FILTER_ZSTD },
+		      /* compressed content under a plain name */
+		      { "gz-named.tar", ARCHIVE_FILTER_GZIP } };
+	struct digests plain, got;
+	struct sfs_scan s;
+	struct stat st;
+	char *dir = tmpdir_new(), path[512];
+	size_t i;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/plain.tar", dir);
+	write_tar(path, ARCHIVE_FILTER_NONE);
+	scan_digests(path, &s, &plain);
+	assert_int_equal(s.nsamples, 3);
+	assert_true(s.sliceable);
+	assert_int_equal(plain.n, 3);
+	free(s.bounds);
+	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, kinds[i].name);
+		write_tar(path, kinds[i].filter);
+		assert_int_equal(stat(path, &st), 0);
+		assert_true(st.st_size < (1 << 20));
+		assert_ptr_equal(sfs_format_detect(kinds[i].name),
+				 sfs_format_by_name("tar"));
+		scan_digests(path, &s, &got);
+		assert_int_equal(s.nsamples, 3);
+		assert_false(s.sliceable);
+		assert_null(s.bounds);
+		assert_int_equal(s.prefix_len, 0);
+		assert_true(s.digested);
+		assert_int_equal(got.n, 3);
+		assert_memory_equal(got.d, plain.d, sizeof(got.d[0]) * 3);
+	}
+	tmpdir_remove(dir);
+}
+
+/* A cut compressed shard: libarchive's error, the decompressed offset. */
+static void test_format_tar_compressed_truncated(void **state)
+{
+	struct sfs_error err = { 0 };
+	struct sfs_scan s = { 0 };
+	struct stat st;
+	char *dir = tmpdir_new(), path[512];
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/s.tar.gz", dir);
+	write_tar(path, ARCHIVE_FILTER_GZIP);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(truncate(path, st.st_size / 2), 0);
 	assert_int_equal(scan_file(sfs_format_by_name("tar"), path, &s, &err),
-			 0);
-	assert_int_equal(s.nsamples, 4);
-	assert_false(s.sliceable);
-	assert_null(s.bounds);
+			 -EINVAL);
+	assert_non_null(strstr(err.msg, path));
+	assert_non_null(
+		strstr(err.msg,
+		       ": truncated or corrupt compressed tar after member "));
+	assert_non_null(strstr(err.msg, " of the decompressed stream ("));
+	assert_int_equal(err.msg[strlen(err.msg) - 1], ')');
+	free(s.bounds);
 	tmpdir_remove(dir);
 }
 
@@ -355,6 +455,7 @@ int main(void)
 		cmocka_unit_test(test_format_tar_empty_file),
 		cmocka_unit_test(test_format_tar_bad_size_field),
 		cmocka_unit_test(test_format_tar_compressed_counted),
+		cmocka_unit_test(test_format_tar_compressed_truncated),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
