@@ -1,18 +1,17 @@
 /*
- * The index on disk: load (with every check an untrusted file needs), save
- * (atomically), and compare with the source.
+ * The index on disk: load (with every check an untrusted file needs) and
+ * save (atomically).  Comparing it with the source is index_source.c,
+ * joining the parts of one is index_merge.c.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -41,7 +40,6 @@ static const struct table_kind digests_kind = { "SFSDIG01", "digests-",
 						"digests", SFS_DIGEST_LEN,
 						"sample digest table" };
 #define MANIFEST_MAX (1ULL << 32)
-#define STALE_NAMED 10
 
 char *sfs_index_dir(const char *source, const char *dir)
 {
@@ -52,22 +50,6 @@ char *sfs_index_dir(const char *source, const char *dir)
 	if (asprintf(&out, "%s/%s", source, SFS_INDEX_DIR) < 0)
 		return NULL;
 	return out;
-}
-
-int sfs_index_open_shard(int srcfd, const char *path, int flags)
-{
-	struct open_how how = {
-		/* openat2 refuses O_PATH with other flags */
-		.flags = (uint64_t)(flags | O_CLOEXEC |
-				    (flags & O_PATH ? 0 : O_NONBLOCK)),
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
-			   RESOLVE_NO_MAGICLINKS,
-	};
-	long fd = syscall(SYS_openat2, srcfd, path, &how, sizeof(how));
-
-	if (fd < 0 && errno == ENOSYS)
-		fd = openat(srcfd, path, (int)how.flags | O_NOFOLLOW);
-	return fd < 0 ? -errno : (int)fd;
 }
 
 bool sfs_index_path_ok(const char *path)
@@ -550,156 +532,6 @@ int sfs_index_load_part(const char *source, const char *dir,
 	return load(source, dir, true, out, err);
 }
 
-/* ---- merging parts ---- */
-
-struct part_shard {
-	const struct sfs_index *idx;
-	const struct sfs_shard *sh;
-	size_t part;
-};
-
-static int part_shard_cmp(const void *a, const void *b)
-{
-	return strcmp(((const struct part_shard *)a)->sh->path,
-		      ((const struct part_shard *)b)->sh->path);
-}
-
-/* Check that parts are the nparts parts of one index, once each. */
-static int check_parts(struct sfs_index *const *parts, const char *const *names,
-		       size_t nparts, struct sfs_error *err)
-{
-	size_t i, k;
-
-	for (i = 0; i < nparts; i++) {
-		const struct sfs_index *p = parts[i];
-
-		if (!p->nparts)
-			return sfs_errorf(
-				err, -EINVAL,
-				"%s: a whole index, not a part (shardfs-index --part I/N writes parts)",
-				names[i]);
-		if (p->nparts != nparts)
-			return sfs_errorf(
-				err, -EINVAL,
-				"%s: part %u of %u, but %zu parts were given; give all %u parts, once each",
-				names[i], p->part, p->nparts, nparts,
-				p->nparts);
-		if (strcmp(p->source, parts[0]->source))
-			return sfs_errorf(
-				err, -EINVAL,
-				"%s: a part of the index of %s, not of %s",
-				names[i], p->source, parts[0]->source);
-		if (!p->digests != !parts[0]->digests)
-			return sfs_errorf(
-				err, -EINVAL,
-				"%s and %s: one part has hashes, the other was built with --no-hash; build every part the same way",
-				names[0], names[i]);
-		for (k = 0; k < i; k++)
-			if (parts[k]->part == p->part)
-				return sfs_errorf(
-					err, -EINVAL,
-					"%s and %s are both part %u of %zu; give each part once",
-					names[k], names[i], p->part, nparts);
-	}
-	return 0;
-}
-
-int sfs_index_merge(struct sfs_index *const *parts, const char *const *names,
-		    size_t nparts, struct sfs_index **out,
-		    struct sfs_error *err)
-{
-	struct part_shard *all = NULL;
-	struct sfs_index *idx = NULL;
-	uint64_t nbounds = 0;
-	size_t n = 0, i, k;
-	int rc = check_parts(parts, names, nparts, err);
-
-	if (rc)
-		return rc;
-	for (i = 0; i < nparts; i++)
-		n += parts[i]->nshards;
-	all = calloc(n + 1, sizeof(*all));
-	idx = calloc(1, sizeof(*idx));
-	if (!all || !idx)
-		goto out_nomem;
-	for (i = 0, n = 0; i < nparts; i++)
-		for (k = 0; k < parts[i]->nshards; k++)
-			all[n++] = (struct part_shard){ parts[i],
-							&parts[i]->shards[k],
-							i };
-	qsort(all, n, sizeof(*all), part_shard_cmp);
-	for (i = 0; i < n; i++) {
-		if (i && !strcmp(all[i].sh->path, all[i - 1].sh->path)) {
-			rc = sfs_errorf(
-				err, -EINVAL,
-				"%s and %s both hold %s: parts of different runs; index every part again",
-				names[all[i - 1].part], names[all[i].part],
-				all[i].sh->path);
-			goto out_free;
-		}
-		if (sfs_shard_sliceable(all[i].sh))
-			nbounds += all[i].sh->nsamples + 1;
-		idx->nsamples += all[i].sh->nsamples;
-	}
-	idx->source = strdup(parts[0]->source);
-	idx->shards = calloc(n + 1, sizeof(*idx->shards));
-	idx->bounds_heap = malloc((nbounds + 1) * sizeof(uint64_t));
-	if (parts[0]->digests)
-		idx->digests_heap = malloc(idx->nsamples * SFS_DIGEST_LEN + 1);
-	if (!idx->source || !idx->shards || !idx->bounds_heap ||
-	    (parts[0]->digests && !idx->digests_heap))
-		goto out_nomem;
-	for (i = 0, nbounds = 0; i < n; i++) {
-		const struct sfs_shard *from = all[i].sh;
-		struct sfs_shard *sh = &idx->shards[i];
-
-		*sh = *from;
-		sh->path = NULL;
-		sh->members = NULL;
-		sh->nmembers = 0;
-		idx->nshards = i + 1;
-		sh->path = strdup(from->path);
-		sh->members = calloc(from->nmembers + 1, sizeof(*sh->members));
-		if (!sh->path || !sh->members)
-			goto out_nomem;
-		for (k = 0; k < from->nmembers; k++) {
-			sh->members[k] = from->members[k];
-			sh->members[k].path = strdup(from->members[k].path);
-			sh->nmembers = k + 1;
-			if (!sh->members[k].path)
-				goto out_nomem;
-		}
-		sh->first_sample = i ? idx->shards[i - 1].first_sample +
-						   idx->shards[i - 1].nsamples :
-				       0;
-		if (sfs_shard_sliceable(from)) {
-			memcpy(idx->bounds_heap + nbounds,
-			       sfs_index_bounds(all[i].idx, from),
-			       (from->nsamples + 1) * sizeof(uint64_t));
-			sh->bounds_at = nbounds;
-			nbounds += from->nsamples + 1;
-		}
-		if (idx->digests_heap)
-			memcpy(idx->digests_heap +
-				       sh->first_sample * SFS_DIGEST_LEN,
-			       all[i].idx->digests +
-				       from->first_sample * SFS_DIGEST_LEN,
-			       from->nsamples * SFS_DIGEST_LEN);
-	}
-	idx->bounds = idx->bounds_heap;
-	idx->nbounds = nbounds;
-	idx->digests = idx->digests_heap;
-	*out = idx;
-	idx = NULL;
-	goto out_free;
-out_nomem:
-	rc = sfs_errorf(err, -ENOMEM, "out of memory merging the parts");
-out_free:
-	free(all);
-	sfs_index_free(idx);
-	return rc;
-}
-
 /* ---- saving ---- */
 
 static int write_all(int fd, const void *buf, size_t len)
@@ -918,114 +750,4 @@ out_free:
 	json_decref(digests);
 	free(idir);
 	return rc;
-}
-
-/* ---- staleness ---- */
-
-struct stale {
-	char *msg;
-	size_t len, cap;
-	size_t count;
-};
-
-static void stale_add(struct stale *s, const char *path, const char *what)
-{
-	int n;
-
-	if (s->count++ >= STALE_NAMED)
-		return;
-	n = snprintf(s->msg + s->len, s->cap - s->len, "%s%s (%s)",
-		     s->len ? ", " : "", path, what);
-	if (n > 0 && (size_t)n < s->cap - s->len)
-		s->len += (size_t)n;
-}
-
-/*
- * Whether this process may read the file behind an O_PATH descriptor.  Only
- * a clear refusal counts: a kernel without faccessat2 cannot tell, and the
- * first open will.
- */
-static bool readable(int fd)
-{
-	return faccessat(fd, "", R_OK, AT_EMPTY_PATH | AT_EACCESS) == 0 ||
-	       (errno != EACCES && errno != EPERM);
-}
-
-/* Note in s how path differs from the index; in unreadable (when not NULL)
- * that this process may not read it. */
-static void check_file(struct stale *s, struct stale *unreadable, int srcfd,
-		       const char *path, uint64_t size, int64_t mtime_ns)
-{
-	char what[96];
-	struct stat st;
-	bool may_read = true;
-	int fd = sfs_index_open_shard(srcfd, path, O_PATH), rc = fd;
-
-	if (fd >= 0) {
-		rc = fstat(fd, &st) < 0 ? -errno : 0;
-		if (!rc && unreadable && S_ISREG(st.st_mode))
-			may_read = readable(fd);
-		close(fd);
-	}
-	if (rc < 0) {
-		stale_add(s, path,
-			  rc == -ENOENT ? "missing" :
-			  rc == -ELOOP || rc == -EXDEV ?
-					  "a symlink on its path" :
-					  strerror(-rc));
-	} else if (!S_ISREG(st.st_mode)) {
-		stale_add(s, path, "not a regular file");
-	} else if ((uint64_t)st.st_size != size) {
-		snprintf(what, sizeof(what), "size %llu, the index says %llu",
-			 (unsigned long long)st.st_size,
-			 (unsigned long long)size);
-		stale_add(s, path, what);
-	} else if (sfs_mtime_ns(&st) != mtime_ns) {
-		stale_add(s, path, "modified");
-	} else if (!may_read) {
-		stale_add(unreadable, path, strerror(EACCES));
-	}
-}
-
-int sfs_index_check_source(const struct sfs_index *idx, const char *dir,
-			   bool to_read, struct sfs_error *err)
-{
-	char names[STALE_NAMED * (PATH_MAX / 8)];
-	char denied[STALE_NAMED * (PATH_MAX / 8)];
-	struct stale s = { .msg = names, .cap = sizeof(names) };
-	struct stale d = { .msg = denied, .cap = sizeof(denied) };
-	size_t i, j;
-	int srcfd;
-
-	names[0] = denied[0] = '\0';
-	srcfd = open(idx->source, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (srcfd < 0)
-		return sfs_errorf(err, -EIO, "%s: cannot open the source: %s",
-				  idx->source, strerror(errno));
-	for (i = 0; i < idx->nshards; i++) {
-		const struct sfs_shard *sh = &idx->shards[i];
-
-		check_file(&s, to_read ? &d : NULL, srcfd, sh->path, sh->size,
-			   sh->mtime_ns);
-		for (j = 0; j < sh->nmembers; j++)
-			check_file(&s, to_read ? &d : NULL, srcfd,
-				   sh->members[j].path, sh->members[j].size,
-				   sh->members[j].mtime_ns);
-	}
-	close(srcfd);
-	if (!s.count && d.count)
-		return sfs_errorf(
-			err, -EACCES,
-			"%s: this user (uid %u) cannot read %zu shard file%s: %s%s; give it read access to them (or run as their owner)",
-			idx->source, (unsigned)geteuid(), d.count,
-			d.count == 1 ? "" : "s", denied,
-			d.count > STALE_NAMED ? ", ..." : "");
-	if (!s.count)
-		return 0;
-	return sfs_errorf(
-		err, -ESTALE,
-		"the index is stale: %zu shard file%s changed since it was built: %s%s; rebuild it with: shardfs-index %s%s%s",
-		s.count, s.count == 1 ? "" : "s", names,
-		s.count > STALE_NAMED ? ", ..." : "", idx->source,
-		dir ? " --out " : "", dir ? dir : "");
 }
