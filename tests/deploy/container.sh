@@ -17,18 +17,11 @@ set -euo pipefail
 root=$1
 scratch=$2
 shift 2
+. "$(dirname "$0")/rootfs.sh"
 mkdir -p "$scratch"
 mount -t tmpfs container "$scratch"
-mkdir "$scratch/upper" "$scratch/work" "$scratch/root"
+container_root "$root" "$scratch"
 r=$scratch/root
-mount -t overlay overlay \
-	-o "lowerdir=$root,upperdir=$scratch/upper,workdir=$scratch/work" "$r"
-mount -t proc proc "$r/proc"
-mount -t tmpfs -o mode=755 dev "$r/dev"
-for dev in null zero urandom fuse; do
-	touch "$r/dev/$dev"
-	mount --bind "/dev/$dev" "$r/dev/$dev"
-done
 while [ "$1" != -- ]; do
 	IFS=: read -r kind host dir <<< "$1"
 	mkdir -p "$r$dir"

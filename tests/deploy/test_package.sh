@@ -58,14 +58,8 @@ expect_eq "the package: files" "$(dpkg-deb -c "$pkgbuild/$deb" | awk '$6 !~ /\/$
 ./usr/share/man/man1/shardfs.1.gz"
 
 # the clean root: the debootstrap root under a writable layer
-mkdir -p "$T/upper" "$T/work" "$r"
-mount -t overlay overlay -o "lowerdir=$base,upperdir=$T/upper,workdir=$T/work" "$r"
-mount -t proc proc "$r/proc"
-mount -t tmpfs -o mode=755 dev "$r/dev"
-for dev in null zero urandom fuse; do
-	touch "$r/dev/$dev"
-	mount --bind "/dev/$dev" "$r/dev/$dev"
-done
+. "$TESTS/deploy/rootfs.sh"
+container_root "$base" "$T"
 in_root() {
 	chroot "$r" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
 		DEBIAN_FRONTEND=noninteractive "$@"

@@ -36,6 +36,22 @@ ddp() {
 	for r in "${mnts[@]}"; do unmount_view "$r"; done
 }
 
+# ddp_jobs: the DDP jobs every loader must pass (with $DDP_ARGS choosing
+# the loader): even and uneven data, pad and drop, and an epoch stopped at
+# world=4 and finished at world=2
+ddp_jobs() {
+	local a b
+	ddp ddp-w2 "$T/even" "world=2,workers=2,batch=4" 0,1
+	ddp ddp-w4-pad "$T/uneven" "world=4,workers=2,batch=4,remainder=pad" 0,1
+	ddp ddp-w4-drop "$T/uneven" "world=4,workers=2,batch=4,remainder=drop,block=16,shuffle=samples,seed=7" 2,3
+	# elastic: world=4 stops after 3 steps of epoch 5; world=2 finishes it
+	a="world=4,workers=2,batch=4,partition=interleaved"
+	b="world=2,workers=2,batch=4,partition=interleaved,start=$((3 * 4 * 4))"
+	ddp elastic-a "$T/uneven" "$a" 5 3
+	ddp elastic-b "$T/uneven" "$b" 5
+	run "elastic resume" $PY "$E/check_ddp.py" elastic "$T/uneven" "$T/elastic-a" "$a" 3 "$T/elastic-b" "$b" 5
+}
+
 # e2e_data: $T/even, 12 shards of 20-40 samples; and $T/uneven, 11 shards
 # whose sizes vary 10x, 297 samples in all: not a multiple of world x
 # workers x batch = 32, nor of 8; both indexed

@@ -29,16 +29,7 @@ expect_eq "the naive job fails" "$?" 1
 expect_eq "the naive job's ranks time out in gloo" \
 	"$(grep -c 'rank [0-3] exited with 1' <<<"$out") $(grep -c -m1 'RuntimeError: .*Timed out waiting' <<<"$out")" "4 1"
 
-ddp ddp-w2 "$T/even" "world=2,workers=2,batch=4" 0,1
-ddp ddp-w4-pad "$T/uneven" "world=4,workers=2,batch=4,remainder=pad" 0,1
-ddp ddp-w4-drop "$T/uneven" "world=4,workers=2,batch=4,remainder=drop,block=16,shuffle=samples,seed=7" 2,3
-
-# elastic: world=4 stops after 3 steps of epoch 5; world=2 finishes it
-a="world=4,workers=2,batch=4,partition=interleaved"
-b="world=2,workers=2,batch=4,partition=interleaved,start=$((3 * 4 * 4))"
-ddp elastic-a "$T/uneven" "$a" 5 3
-ddp elastic-b "$T/uneven" "$b" 5
-run "elastic resume" $PY "$E/check_ddp.py" elastic "$T/uneven" "$T/elastic-a" "$a" 3 "$T/elastic-b" "$b" 5
+ddp_jobs
 
 # a directory listed once holds epochs=3 epochs
 mount_view "$T/even" "$T/mnt-epochs" "world=2,workers=2,epochs=3,epoch=4,seed=3"

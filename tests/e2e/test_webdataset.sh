@@ -31,16 +31,7 @@ echo "WebDataset $version from $PYTHONPATH"
 
 e2e_data
 DDP_ARGS="--recipe webdataset"
-ddp ddp-w2 "$T/even" "world=2,workers=2,batch=4" 0,1
-ddp ddp-w4-pad "$T/uneven" "world=4,workers=2,batch=4,remainder=pad" 0,1
-ddp ddp-w4-drop "$T/uneven" "world=4,workers=2,batch=4,remainder=drop,block=16,shuffle=samples,seed=7" 2,3
-
-# elastic: world=4 stops after 3 steps of epoch 5; world=2 finishes it
-a="world=4,workers=2,batch=4,partition=interleaved"
-b="world=2,workers=2,batch=4,partition=interleaved,start=$((3 * 4 * 4))"
-ddp elastic-a "$T/uneven" "$a" 5 3
-ddp elastic-b "$T/uneven" "$b" 5
-run "elastic resume" $PY "$E/check_ddp.py" elastic "$T/uneven" "$T/elastic-a" "$a" 3 "$T/elastic-b" "$b" 5
+ddp_jobs
 
 # compressed shards (.tgz, .tar.gz): never sliced, so every reader's
 # share here is one whole shard
