@@ -221,7 +221,8 @@ json_t *sfs_options_to_json(const struct sfs_plan_opts *o);
 
 /*
  * Read the plan inputs that sfs_options_to_json wrote from obj (borrowed)
- * into *o, each checked as sfs_options_set checks it.  Returns 0, or
+ * into *o, each checked as sfs_options_set checks it, and together as
+ * sfs_plan_opts_check does.  Returns 0, or
  * -EINVAL with a message that starts with where ("r0.json: options: ...")
  * naming the missing or bad option; *o is unchanged then.
  */

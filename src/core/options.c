@@ -581,6 +581,8 @@ int sfs_options_from_json(json_t *obj, const char *where,
 		if (rc)
 			sfs_errorf(err, rc, "%s: options: %s", where, bad.msg);
 	}
+	if (!rc && (rc = sfs_plan_opts_check(&all.plan, &bad)))
+		sfs_errorf(err, rc, "%s: options: %s", where, bad.msg);
 	if (!rc)
 		*o = all.plan;
 	return rc;

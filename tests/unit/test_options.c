@@ -265,6 +265,14 @@ static void test_options_json_round_trip(void **state)
 	assert_string_equal(err.msg,
 			    "r.json: options: batch is of the wrong type");
 	assert_true(back.world == 0x5a5a5a5a);
+	/* each value valid, not together (found by fuzz_reports) */
+	json_object_set_new(j, "batch", json_integer(32));
+	json_object_set_new(j, "world", json_integer(3));
+	assert_int_equal(sfs_options_from_json(j, "r.json", &back, &err),
+			 -EINVAL);
+	assert_string_equal(
+		err.msg,
+		"r.json: options: replicas=2 does not divide world=3: every group of replicas holds the same number of ranks; use a divisor of 3");
 	json_decref(j);
 	sfs_options_clear(&o);
 }
