@@ -154,16 +154,11 @@ static char *plan_json(struct fs *fs, struct view_ref *vr)
 
 static char *status_json(struct fs *fs)
 {
-	struct sfs_mount_opts mount = {
-		.epochs = fs->vopts.epochs,
-		.symlinks = fs->vopts.symlinks,
-		.prefetch = fs->prefetch,
-	};
 	struct sfs_status_in in = {
 		.idx = fs->idx,
-		.index_dir = fs->index_dir,
+		.index_dir = fs->mount.index_dir,
 		.options = &fs->vopts.options,
-		.mount = &mount,
+		.mount = &fs->mount,
 		.counters = {
 			.opens = atomic_load(&fs->opens),
 			.reads = atomic_load(&fs->reads),

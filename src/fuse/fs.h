@@ -69,12 +69,11 @@ struct handle {
 struct fs {
 	struct fuse_session *se;
 	struct sfs_index *idx;
-	char *index_dir; /* index= as given, or NULL */
+	struct sfs_mount_opts mount; /* the daemon's options as given */
 	struct sfs_view_opts vopts; /* the options; plan.epoch is the
 					 * first epoch served: the one served
 					 * now is current->v->epoch */
 	bool foreground;
-	bool prefetch;
 	bool single; /* single-threaded session loop */
 	size_t splice_max; /* larger replies are copied: libfuse's
 					 * pipe cannot hold them */

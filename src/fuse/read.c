@@ -119,7 +119,7 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	atomic_fetch_add(&fs->opens, 1);
 	fi->keep_cache = 1;
 	fi->fh = (uintptr_t)h;
-	if (fs->prefetch)
+	if (fs->mount.prefetch)
 		prefetch_next(fs, h->vr, node);
 	if (fuse_reply_open(req, fi) == -ENOENT)
 		handle_free(fs, h);

@@ -56,7 +56,7 @@ static void usage(FILE *f)
 struct args {
 	const char *src, *mnt;
 	bool foreground, debug, single;
-	struct sfs_mount_opts mount;
+	struct sfs_mount_opts *mount; /* fs.mount, filled here */
 	char *fuse_opts; /* passed to libfuse, comma-separated */
 	bool allow_other;
 };
@@ -188,7 +188,7 @@ static int daemon_opt(struct args *a, const char *opt, struct sfs_error *err)
 
 	if (!key)
 		return sfs_errorf(err, -ENOMEM, "out of memory");
-	rc = eq ? sfs_mount_opts_set(&a->mount, key, eq + 1, err) : -ENOENT;
+	rc = eq ? sfs_mount_opts_set(a->mount, key, eq + 1, err) : -ENOENT;
 	near = rc == -ENOENT && !ignorable(opt) ? sfs_opt_suggest(ours, key) :
 						  NULL;
 	if (near)
@@ -282,7 +282,7 @@ static int load_index(struct fs *fs, const char *src, struct sfs_error *err)
 	struct sfs_indexer_report rep;
 	int rc;
 
-	rc = sfs_index_load(src, fs->index_dir, &fs->idx, err);
+	rc = sfs_index_load(src, fs->mount.index_dir, &fs->idx, err);
 	if (rc == -ENOENT) {
 		fprintf(stderr,
 			"%s: warning: no index for %s; building one in memory (no hashes, not saved). Build it once with: shardfs-index %s\n",
@@ -292,7 +292,8 @@ static int load_index(struct fs *fs, const char *src, struct sfs_error *err)
 		return rc;
 	}
 	if (!rc)
-		rc = sfs_index_check_source(fs->idx, fs->index_dir, true, err);
+		rc = sfs_index_check_source(fs->idx, fs->mount.index_dir, true,
+					    err);
 	return rc;
 }
 
@@ -319,16 +320,14 @@ int main(int argc, char **argv)
 	int rc = 1, bad;
 
 	sfs_options_init(&fs.vopts.options);
-	sfs_mount_opts_init(&a.mount);
+	sfs_mount_opts_init(&fs.mount);
+	a.mount = &fs.mount;
 	fs.srcfd = -1;
 	pthread_mutex_init(&fs.lock, NULL);
 	pthread_mutex_init(&fs.switch_lock, NULL);
 	bad = parse_args(&fs, &a, argc, argv, &err);
-	fs.vopts.epochs = a.mount.epochs;
-	fs.vopts.symlinks = a.mount.symlinks;
-	fs.prefetch = a.mount.prefetch;
-	fs.index_dir = a.mount.index_dir;
-	a.mount.index_dir = NULL;
+	fs.vopts.epochs = fs.mount.epochs;
+	fs.vopts.symlinks = fs.mount.symlinks;
 	if (bad || load_index(&fs, a.src, &err) ||
 	    fs_switch_epoch(&fs, fs.vopts.options.plan.epoch, &err)) {
 		fprintf(stderr, "%s: %s\n", prog, err.msg);
@@ -339,7 +338,7 @@ int main(int argc, char **argv)
 	fs.uid = getuid();
 	fs.gid = getgid();
 	fs.mounted = time(NULL);
-	fs.splice_max = a.mount.splice ? splice_limit() : 0;
+	fs.splice_max = fs.mount.splice ? splice_limit() : 0;
 	raise_nofile();
 	fs.srcfd = open(fs.idx->source, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fs.srcfd < 0 || fdcache_init(&fs.fds, fs.srcfd, FD_CACHE)) {
@@ -387,7 +386,7 @@ int main(int argc, char **argv)
 	       fs.idx->source, mnt, fs.idx->nshards,
 	       (unsigned long long)fs.idx->nsamples,
 	       (unsigned long long)fs.vopts.options.plan.epoch);
-	plan_readahead(&fs, mnt, a.mount.readahead_kb);
+	plan_readahead(&fs, mnt, fs.mount.readahead_kb);
 	if (fuse_daemonize(a.foreground))
 		goto out_unmount;
 	if (a.single) {
@@ -421,7 +420,7 @@ out:
 	fuse_opt_free_args(&fargs);
 	free(base);
 	free(a.fuse_opts);
-	free(fs.index_dir);
+	sfs_mount_opts_clear(&fs.mount);
 	free(fs.readahead_path);
 	free(mnt);
 	return rc;
