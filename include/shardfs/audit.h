@@ -75,6 +75,12 @@ struct sfs_finding {
 	char *msg;
 };
 
+/* What the readers read of one source of a mixture. */
+struct sfs_verdict_source {
+	char name[72];
+	uint64_t planned, seen; /* sample reads, over every rank */
+};
+
 struct sfs_verdict {
 	struct sfs_finding *findings;
 	size_t nfindings;
@@ -82,6 +88,8 @@ struct sfs_verdict {
 	size_t kinds[SFS_FIND_KINDS]; /* every finding, by kind */
 	uint64_t per_reader, padding, dropped, remaining;
 	size_t readers_planned, readers_seen;
+	struct sfs_verdict_source *sources; /* a mixture's, else NULL */
+	size_t nsources;
 };
 
 /* The name of a finding kind ("overlap", "missing", ...). */

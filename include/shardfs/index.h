@@ -83,6 +83,9 @@ struct sfs_index {
 	void *dmap; /* owner of digests when mmap'd ... */
 	size_t dmap_len;
 	unsigned char *digests_heap; /* ... or when built in memory */
+	/* the mixture this index joins (mixture.h), owned; NULL for the
+	 * index of one source directory */
+	struct sfs_mix *mix;
 };
 
 /* A stat's mtime in nanoseconds, as the index records it. */
@@ -142,6 +145,18 @@ int sfs_index_merge(struct sfs_index *const *parts, const char *const *names,
 		    struct sfs_error *err);
 
 /*
+ * Join nidx indexes (borrowed) into a new index of source: every shard of
+ * idxs[i] with prefixes[i] put before its path (and its members' paths),
+ * sorted by the new paths; boundaries copied; digests kept when every
+ * index has them.  Returns 0, -EINVAL when two shards get one path (the
+ * message names both indexes by names[] and ends with dup_hint), -ENOMEM.
+ */
+int sfs_index_join(const struct sfs_index *const *idxs,
+		   const char *const *prefixes, const char *const *names,
+		   size_t nidx, const char *source, const char *dup_hint,
+		   struct sfs_index **out, struct sfs_error *err);
+
+/*
  * Write idx into dir (NULL: SRC/.shardfs, created if missing) atomically:
  * the table, then the manifest, each through a temporary file and rename;
  * older tables are removed after.  Returns 0 or a negative errno.
@@ -154,7 +169,9 @@ int sfs_index_save(const struct sfs_index *idx, const char *dir,
  * check that this process may read each.  Returns 0 when all match, -ESTALE
  * with a message that names the changed shards (up to ten, and how many
  * more) and the command that rebuilds the index (dir as given to load, NULL
- * for the default), or -EACCES naming the shards it may not read.
+ * for the default), or -EACCES naming the shards it may not read.  The
+ * index of a mixture is checked source by source, each against its own
+ * index directory (dir is not used then).
  */
 int sfs_index_check_source(const struct sfs_index *idx, const char *dir,
 			   bool to_read, struct sfs_error *err);

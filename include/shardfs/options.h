@@ -52,6 +52,7 @@ struct sfs_plan_opts {
 	enum sfs_remainder remainder;
 	uint64_t batch; /* per-reader count is a multiple of this */
 	uint64_t start; /* samples of the epoch already consumed */
+	uint64_t epoch_size; /* samples per epoch, 0: the source's */
 	enum sfs_partition partition;
 };
 

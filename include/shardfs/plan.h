@@ -31,6 +31,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "shardfs/error.h"
 #include "shardfs/index.h"
 #include "shardfs/options.h"
@@ -51,10 +53,19 @@ struct sfs_plan_reader {
 	uint64_t npadding;
 };
 
+/* What an epoch takes of one source (of a mixture, or the only one). */
+struct sfs_plan_source {
+	uint64_t samples; /* in the source */
+	uint64_t allocated; /* in the epoch */
+	uint64_t skipped; /* of those, before start */
+	uint64_t padding; /* repeated to pad */
+	uint64_t dropped; /* left out by remainder=drop */
+};
+
 struct sfs_plan {
 	struct sfs_plan_opts opts;
 	uint64_t nunits;
-	uint64_t total; /* samples in the epoch */
+	uint64_t total; /* samples in the epoch, N */
 	uint64_t remaining; /* after start: n */
 	uint64_t per_reader; /* c */
 	uint64_t padding; /* pad: repeated samples over all readers */
@@ -65,6 +76,8 @@ struct sfs_plan {
 	size_t nfiles;
 	struct sfs_run *runs;
 	size_t nruns;
+	struct sfs_plan_source *sources; /* the index's mixture order */
+	size_t nsources;
 };
 
 /*
@@ -87,6 +100,15 @@ void sfs_plan_free(struct sfs_plan *plan);
  * padding.  Returns a heap string (caller frees) or NULL without memory.
  */
 char *sfs_plan_json(const struct sfs_plan *plan, const struct sfs_index *idx);
+
+/*
+ * What the plan takes of each source of idx's mixture, as JSON: the
+ * mixture's file, digest, sampling and batching, and per source its name,
+ * path, weight and the counts of struct sfs_plan_source.  JSON null for
+ * the index of one directory.  Returns a new reference.
+ */
+json_t *sfs_plan_mixture_json(const struct sfs_plan *plan,
+			      const struct sfs_index *idx);
 
 /* The reader number of (rank, worker): ranks of one replica group share
  * one. */

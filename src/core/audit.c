@@ -7,6 +7,7 @@
 #include <jansson.h>
 
 #include "shardfs/audit.h"
+#include "shardfs/mixture.h"
 
 #define REPORT_VERSION 2
 
@@ -188,6 +189,7 @@ void sfs_verdict_clear(struct sfs_verdict *v)
 	for (i = 0; i < v->nfindings; i++)
 		free(v->findings[i].msg);
 	free(v->findings);
+	free(v->sources);
 	memset(v, 0, sizeof(*v));
 }
 
@@ -377,6 +379,45 @@ struct who {
 	uint32_t first, second; /* audit reader number + 1, 0: none */
 };
 
+/* Per source of a mixture: the samples read against the plan's. */
+static int judge_sources(struct judge *j, const uint32_t *want,
+			 const uint32_t *got)
+{
+	const struct sfs_mix *m = j->idx->mix;
+	struct sfs_verdict *v = j->v;
+	size_t s, k;
+	uint64_t x;
+	int rc = 0;
+
+	v->sources = calloc(m->nsources, sizeof(*v->sources));
+	if (!v->sources)
+		return -ENOMEM;
+	v->nsources = m->nsources;
+	for (s = 0; s < m->nsources; s++) {
+		struct sfs_verdict_source *vs = &v->sources[s];
+
+		snprintf(vs->name, sizeof(vs->name), "%s", m->sources[s].name);
+		for (k = m->sources[s].shard_lo; k < m->sources[s].shard_hi;
+		     k++) {
+			const struct sfs_shard *sh = &j->idx->shards[k];
+
+			for (x = 0; x < sh->nsamples; x++) {
+				vs->planned += want[sh->first_sample + x];
+				vs->seen += got[sh->first_sample + x];
+			}
+		}
+		if (vs->seen != vs->planned)
+			rc = sfs_verdict_add(
+				v, j->max, SFS_FIND_COUNT,
+				"source %s: %llu samples read, the plan reads %llu of it",
+				vs->name, (unsigned long long)vs->seen,
+				(unsigned long long)vs->planned);
+		if (rc)
+			break;
+	}
+	return rc;
+}
+
 /*
  * Every sample read as often as the first mount's plan reads it: more is
  * an overlap, less is missing.
@@ -463,6 +504,8 @@ static int judge_counts(struct judge *j, const struct sfs_plan *p0)
 			}
 		}
 	}
+	if (!rc && j->idx->mix)
+		rc = judge_sources(j, want, got);
 out:
 	free(want);
 	free(got);
@@ -595,9 +638,10 @@ char *sfs_audit_write(const struct sfs_audit *a, const struct sfs_index *idx)
 				  (json_int_t)r->mount, "rank", (int)r->rank,
 				  "worker", (int)r->worker, "files", files));
 	}
-	root = json_pack("{s:i, s:s, s:o, s:o, s:o}", "shardfs_audit",
+	root = json_pack("{s:i, s:s, s:o, s:o, s:o, s:o*}", "shardfs_audit",
 			 REPORT_VERSION, "source", idx->source, "shards",
-			 shards, "mounts", mounts, "readers", readers);
+			 shards, "mounts", mounts, "readers", readers,
+			 "mixture", sfs_mix_to_json(idx->mix));
 	if (!root)
 		return NULL;
 	text = json_dumps(root, JSON_COMPACT);
@@ -611,6 +655,28 @@ static int bad_report(struct sfs_error *err, const char *path, const char *what)
 		err, -EINVAL,
 		"%s: %s; write reports with shardfs-check view --emit", path,
 		what);
+}
+
+/* Whether a report's mixture (mix, borrowed) is the one of idx. */
+static int same_mixture(const struct sfs_index *idx, json_t *mix,
+			const char *path, struct sfs_error *err)
+{
+	const char *file = json_string_value(json_object_get(mix, "file"));
+	const char *hex = json_string_value(json_object_get(mix, "digest"));
+	unsigned char d[SFS_DIGEST_LEN];
+
+	if (!idx->mix && (!mix || json_is_null(mix)))
+		return 0;
+	if (idx->mix && hex && !sfs_digest_parse(hex, d) &&
+	    !memcmp(d, idx->mix->digest, SFS_DIGEST_LEN))
+		return 0;
+	return sfs_errorf(
+		err, -EINVAL,
+		"%s: its ranks mount %s%s, the first report's mount %s%s: every rank must mount the same mixture (same sources, weights and options)",
+		path, file ? "the mixture " : "one source directory",
+		file ? file : "",
+		idx->mix ? "the mixture " : "one source directory",
+		idx->mix ? idx->mix->file : "");
 }
 
 /* The plan-only index a report describes. */
@@ -653,6 +719,22 @@ static int report_index(json_t *shards, const char *source,
 out_nomem:
 	sfs_index_free(idx);
 	return -ENOMEM;
+}
+
+/* The mixture of a report (mix, borrowed) into idx: -EINVAL when bad. */
+static int report_mixture(struct sfs_index *idx, json_t *mix)
+{
+	int rc = sfs_mix_from_json(mix, idx->nshards, &idx->mix);
+	size_t i, k;
+
+	for (i = 0; !rc && idx->mix && i < idx->mix->nsources; i++) {
+		const struct sfs_mix_source *s = &idx->mix->sources[i];
+
+		for (k = s->shard_lo; k < s->shard_hi; k++)
+			if (strlen(idx->shards[k].path) <= s->prefix_len)
+				rc = -EINVAL;
+	}
+	return rc;
 }
 
 static bool same_shards(const struct sfs_index *idx, json_t *shards)
@@ -734,7 +816,7 @@ static int read_readers(struct sfs_audit *a, json_t *readers, size_t base,
 int sfs_audit_read(struct sfs_audit *a, const char *path,
 		   struct sfs_index **idx, struct sfs_error *err)
 {
-	json_t *root, *shards, *mounts, *readers;
+	json_t *root, *shards, *mounts, *readers, *mix;
 	json_error_t jerr;
 	const char *source;
 	size_t base = a->nmounts, i;
@@ -745,6 +827,7 @@ int sfs_audit_read(struct sfs_audit *a, const char *path,
 		return sfs_errorf(err, -EINVAL,
 				  "%s: not valid JSON at line %d (%s)", path,
 				  jerr.line, jerr.text);
+	mix = json_object_get(root, "mixture");
 	if (json_unpack(root, "{s:i, s:s, s:o, s:o, s:o}", "shardfs_audit",
 			&version, "source", &source, "shards", &shards,
 			"mounts", &mounts, "readers", &readers) ||
@@ -759,12 +842,21 @@ int sfs_audit_read(struct sfs_audit *a, const char *path,
 	}
 	if (!*idx) {
 		rc = report_index(shards, source, idx);
+		if (!rc && mix)
+			rc = report_mixture(*idx, mix) == -EINVAL ? -EBADMSG :
+								    rc;
 		if (rc) {
 			rc = rc == -ENOMEM ?
 				     sfs_errorf(err, rc, "out of memory") :
+			     rc == -EBADMSG ?
+				     bad_report(err, path, "a bad mixture") :
 				     bad_report(err, path, "a bad shard list");
+			sfs_index_free(*idx);
+			*idx = NULL;
 			goto out;
 		}
+	} else if ((rc = same_mixture(*idx, mix, path, err))) {
+		goto out;
 	} else if (!same_shards(*idx, shards)) {
 		rc = sfs_errorf(
 			err, -EINVAL,

@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include "shardfs/index.h"
+#include "shardfs/mixture.h"
 
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 	       "the boundary table is mmap'd as little-endian u64");
@@ -98,6 +99,7 @@ void sfs_index_free(struct sfs_index *idx)
 	if (idx->dmap)
 		munmap(idx->dmap, idx->dmap_len);
 	free(idx->bounds_heap);
+	sfs_mix_free(idx->mix);
 	free(idx->digests_heap);
 	free(idx->source);
 	free(idx);

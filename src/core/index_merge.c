@@ -1,8 +1,10 @@
 /*
- * Joining the parts of an index (shardfs-index --part I/N, one per pod of
- * an Indexed Job) into the index one run over every shard writes.
+ * Joining indexes: the parts of an index (shardfs-index --part I/N, one per
+ * pod of an Indexed Job) into the index one run over every shard writes,
+ * and the sources of a mixture into one index.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,12 +14,13 @@ struct part_shard {
 	const struct sfs_index *idx;
 	const struct sfs_shard *sh;
 	size_t part;
+	char *path; /* in the joined index */
 };
 
 static int part_shard_cmp(const void *a, const void *b)
 {
-	return strcmp(((const struct part_shard *)a)->sh->path,
-		      ((const struct part_shard *)b)->sh->path);
+	return strcmp(((const struct part_shard *)a)->path,
+		      ((const struct part_shard *)b)->path);
 }
 
 /* Check that parts are the nparts parts of one index, once each. */
@@ -60,70 +63,82 @@ static int check_parts(struct sfs_index *const *parts, const char *const *names,
 	return 0;
 }
 
-int sfs_index_merge(struct sfs_index *const *parts, const char *const *names,
-		    size_t nparts, struct sfs_index **out,
-		    struct sfs_error *err)
+int sfs_index_join(const struct sfs_index *const *idxs,
+		   const char *const *prefixes, const char *const *names,
+		   size_t nidx, const char *source, const char *dup_hint,
+		   struct sfs_index **out, struct sfs_error *err)
 {
 	struct part_shard *all = NULL;
 	struct sfs_index *idx = NULL;
 	uint64_t nbounds = 0;
 	size_t n = 0, i, k;
-	int rc = check_parts(parts, names, nparts, err);
+	bool digests = true;
+	int rc;
 
-	if (rc)
-		return rc;
-	for (i = 0; i < nparts; i++)
-		n += parts[i]->nshards;
+	for (i = 0; i < nidx; i++) {
+		n += idxs[i]->nshards;
+		digests = digests && idxs[i]->digests;
+	}
 	all = calloc(n + 1, sizeof(*all));
 	idx = calloc(1, sizeof(*idx));
 	if (!all || !idx)
 		goto out_nomem;
-	for (i = 0, n = 0; i < nparts; i++)
-		for (k = 0; k < parts[i]->nshards; k++)
-			all[n++] = (struct part_shard){ parts[i],
-							&parts[i]->shards[k],
-							i };
+	for (i = 0, n = 0; i < nidx; i++)
+		for (k = 0; k < idxs[i]->nshards; k++) {
+			all[n].idx = idxs[i];
+			all[n].sh = &idxs[i]->shards[k];
+			all[n].part = i;
+			if (asprintf(&all[n].path, "%s%s", prefixes[i],
+				     idxs[i]->shards[k].path) < 0) {
+				all[n].path = NULL;
+				goto out_nomem;
+			}
+			n++;
+		}
 	qsort(all, n, sizeof(*all), part_shard_cmp);
 	for (i = 0; i < n; i++) {
-		if (i && !strcmp(all[i].sh->path, all[i - 1].sh->path)) {
-			rc = sfs_errorf(
-				err, -EINVAL,
-				"%s and %s both hold %s: parts of different runs; index every part again",
-				names[all[i - 1].part], names[all[i].part],
-				all[i].sh->path);
+		if (i && !strcmp(all[i].path, all[i - 1].path)) {
+			rc = sfs_errorf(err, -EINVAL,
+					"%s and %s both hold %s: %s",
+					names[all[i - 1].part],
+					names[all[i].part], all[i].path,
+					dup_hint);
 			goto out_free;
 		}
 		if (sfs_shard_sliceable(all[i].sh))
 			nbounds += all[i].sh->nsamples + 1;
 		idx->nsamples += all[i].sh->nsamples;
 	}
-	idx->source = strdup(parts[0]->source);
+	idx->source = strdup(source);
 	idx->shards = calloc(n + 1, sizeof(*idx->shards));
 	idx->bounds_heap = malloc((nbounds + 1) * sizeof(uint64_t));
-	if (parts[0]->digests)
+	if (digests)
 		idx->digests_heap = malloc(idx->nsamples * SFS_DIGEST_LEN + 1);
 	if (!idx->source || !idx->shards || !idx->bounds_heap ||
-	    (parts[0]->digests && !idx->digests_heap))
+	    (digests && !idx->digests_heap))
 		goto out_nomem;
 	for (i = 0, nbounds = 0; i < n; i++) {
 		const struct sfs_shard *from = all[i].sh;
+		const char *prefix = prefixes[all[i].part];
 		struct sfs_shard *sh = &idx->shards[i];
 
 		*sh = *from;
-		sh->path = NULL;
 		sh->members = NULL;
 		sh->nmembers = 0;
+		sh->path = all[i].path;
+		all[i].path = NULL;
 		idx->nshards = i + 1;
-		sh->path = strdup(from->path);
 		sh->members = calloc(from->nmembers + 1, sizeof(*sh->members));
-		if (!sh->path || !sh->members)
+		if (!sh->members)
 			goto out_nomem;
 		for (k = 0; k < from->nmembers; k++) {
 			sh->members[k] = from->members[k];
-			sh->members[k].path = strdup(from->members[k].path);
-			sh->nmembers = k + 1;
-			if (!sh->members[k].path)
+			if (asprintf(&sh->members[k].path, "%s%s", prefix,
+				     from->members[k].path) < 0) {
+				sh->members[k].path = NULL;
 				goto out_nomem;
+			}
+			sh->nmembers = k + 1;
 		}
 		sh->first_sample = i ? idx->shards[i - 1].first_sample +
 						   idx->shards[i - 1].nsamples :
@@ -147,11 +162,37 @@ int sfs_index_merge(struct sfs_index *const *parts, const char *const *names,
 	idx->digests = idx->digests_heap;
 	*out = idx;
 	idx = NULL;
+	rc = 0;
 	goto out_free;
 out_nomem:
-	rc = sfs_errorf(err, -ENOMEM, "out of memory merging the parts");
+	rc = sfs_errorf(err, -ENOMEM, "out of memory joining indexes");
 out_free:
+	for (i = 0; all && i < n; i++)
+		free(all[i].path);
 	free(all);
 	sfs_index_free(idx);
+	return rc;
+}
+
+int sfs_index_merge(struct sfs_index *const *parts, const char *const *names,
+		    size_t nparts, struct sfs_index **out,
+		    struct sfs_error *err)
+{
+	const char **prefixes;
+	size_t i;
+	int rc = check_parts(parts, names, nparts, err);
+
+	if (rc)
+		return rc;
+	prefixes = calloc(nparts + 1, sizeof(*prefixes));
+	if (!prefixes)
+		return sfs_errorf(err, -ENOMEM, "out of memory");
+	for (i = 0; i < nparts; i++)
+		prefixes[i] = "";
+	rc = sfs_index_join((const struct sfs_index *const *)parts, prefixes,
+			    names, nparts, parts[0]->source,
+			    "parts of different runs; index every part again",
+			    out, err);
+	free(prefixes);
 	return rc;
 }

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "shardfs/index.h"
+#include "shardfs/mixture.h"
 
 #define STALE_NAMED 10
 
@@ -99,8 +100,11 @@ static void check_file(struct stale *s, struct stale *unreadable, int srcfd,
 	}
 }
 
-int sfs_index_check_source(const struct sfs_index *idx, const char *dir,
-			   bool to_read, struct sfs_error *err)
+/* Check shards [lo, hi) of idx, which came from the index of source in
+ * dir (NULL: the default), as sfs_index_check_source does. */
+static int check_shards(const struct sfs_index *idx, size_t lo, size_t hi,
+			const char *source, const char *dir, bool to_read,
+			struct sfs_error *err)
 {
 	char names[STALE_NAMED * (PATH_MAX / 8)];
 	char denied[STALE_NAMED * (PATH_MAX / 8)];
@@ -114,7 +118,7 @@ int sfs_index_check_source(const struct sfs_index *idx, const char *dir,
 	if (srcfd < 0)
 		return sfs_errorf(err, -EIO, "%s: cannot open the source: %s",
 				  idx->source, strerror(errno));
-	for (i = 0; i < idx->nshards; i++) {
+	for (i = lo; i < hi; i++) {
 		const struct sfs_shard *sh = &idx->shards[i];
 
 		check_file(&s, to_read ? &d : NULL, srcfd, sh->path, sh->size,
@@ -129,7 +133,7 @@ int sfs_index_check_source(const struct sfs_index *idx, const char *dir,
 		return sfs_errorf(
 			err, -EACCES,
 			"%s: this user (uid %u) cannot read %zu shard file%s: %s%s; give it read access to them (or run as their owner)",
-			idx->source, (unsigned)geteuid(), d.count,
+			source, (unsigned)geteuid(), d.count,
 			d.count == 1 ? "" : "s", denied,
 			d.count > STALE_NAMED ? ", ..." : "");
 	if (!s.count)
@@ -138,6 +142,27 @@ int sfs_index_check_source(const struct sfs_index *idx, const char *dir,
 		err, -ESTALE,
 		"the index is stale: %zu shard file%s changed since it was built: %s%s; rebuild it with: shardfs-index %s%s%s",
 		s.count, s.count == 1 ? "" : "s", names,
-		s.count > STALE_NAMED ? ", ..." : "", idx->source,
+		s.count > STALE_NAMED ? ", ..." : "", source,
 		dir ? " --out " : "", dir ? dir : "");
+}
+
+int sfs_index_check_source(const struct sfs_index *idx, const char *dir,
+			   bool to_read, struct sfs_error *err)
+{
+	const struct sfs_mix *m = idx->mix;
+	size_t i;
+	int rc;
+
+	if (!m)
+		return check_shards(idx, 0, idx->nshards, idx->source, dir,
+				    to_read, err);
+	for (i = 0; i < m->nsources; i++) {
+		const struct sfs_mix_source *s = &m->sources[i];
+
+		rc = check_shards(idx, s->shard_lo, s->shard_hi, s->path,
+				  s->index_dir, to_read, err);
+		if (rc)
+			return rc;
+	}
+	return 0;
 }

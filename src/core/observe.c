@@ -17,6 +17,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "shardfs/mixture.h"
 #include "shardfs/observe.h"
 #include "shardfs/plan.h"
 #include "shardfs/pool.h"
@@ -651,8 +652,8 @@ int sfs_observe_views(const char *const *paths, size_t nm,
 				mounts[m].path, mounts[m].source);
 	}
 	if (!rc)
-		rc = sfs_index_load(mounts[0].source, mounts[0].index,
-				    &out->idx, err);
+		rc = sfs_source_load(mounts[0].source, mounts[0].index,
+				     &out->idx, err);
 	if (rc)
 		goto out;
 	/* a stale index is a finding: its views may serve other bytes */

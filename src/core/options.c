@@ -45,6 +45,12 @@ const struct sfs_opt sfs_plan_options[] = {
 	  "every reader's count is a multiple of B", true },
 	{ "start", SFS_OPT_U64, PLAN(start), 0, UINT64_MAX, NULL, "P", "0",
 	  "skip the first P samples of the epoch (resume)", true },
+	{ "epoch_size", SFS_OPT_U64, PLAN(epoch_size), 0, UINT64_MAX, NULL, "N",
+	  "0",
+	  "samples per epoch, 0 = the source's (a mixture's\n"
+	  "epoch_size); fewer takes the next part of the\n"
+	  "source each epoch, more repeats it",
+	  true },
 	{ "partition", SFS_OPT_ENUM, PLAN(partition), 0, 0, partition_names,
 	  NULL, "contiguous",
 	  "interleaved: batches dealt in loader step order, so\n"

@@ -1,14 +1,32 @@
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "shardfs/mixture.h"
 #include "shardfs/plan.h"
 #include "shardfs/prng.h"
 
+/* an epoch repeats a source at most this often */
+#define PASSES_MAX 65536u
+
+/* One unit: samples [first, first + count) of a shard, unit number local
+ * (from 0) of source src. */
 struct unit {
 	size_t shard;
-	uint64_t first; /* first sample of the shard in the unit */
+	uint64_t first;
+	uint64_t count;
+	uint64_t local;
+	size_t src;
+};
+
+/* A piece of the epoch order: positions [first, first + count) of unit
+ * number unit as its samples are ordered in pass pass of its source. */
+struct seg {
+	uint64_t unit;
+	uint64_t pass;
+	uint64_t first;
 	uint64_t count;
 };
 
@@ -16,19 +34,32 @@ struct builder {
 	const struct sfs_index *idx;
 	const struct sfs_plan_opts *o;
 	struct sfs_plan *plan;
-	struct unit *units; /* canonical order */
-	uint64_t *order; /* canonical unit numbers in epoch order */
-	uint64_t *cum; /* cum[i]: samples before order[i]; cum[U] = N */
+	size_t nsources;
+	struct unit *units; /* source by source, each in canonical order */
+	size_t *unit_lo; /* source s has units [unit_lo[s], unit_lo[s + 1]) */
+	uint64_t *seed; /* per source */
+	struct seg *segs; /* the epoch order */
+	size_t nsegs, segs_cap;
+	uint64_t *cum; /* cum[i]: samples before segs[i]; cum[nsegs] = N */
 	uint64_t *perm; /* scratch: a unit's sample permutation */
 	size_t files_cap, runs_cap;
 	struct sfs_error *err;
 };
 
+static void source_shards(const struct builder *b, size_t s, size_t *lo,
+			  size_t *hi)
+{
+	const struct sfs_mix *m = b->idx->mix;
+
+	*lo = m ? m->sources[s].shard_lo : 0;
+	*hi = m ? m->sources[s].shard_hi : b->idx->nshards;
+}
+
 static int make_units(struct builder *b)
 {
 	const struct sfs_index *idx = b->idx;
 	uint64_t block = b->o->block, n = 0;
-	size_t i;
+	size_t s, i, lo, hi;
 
 	for (i = 0; i < idx->nshards; i++) {
 		const struct sfs_shard *sh = &idx->shards[i];
@@ -40,47 +71,350 @@ static int make_units(struct builder *b)
 			     1;
 	}
 	b->units = malloc((n + 1) * sizeof(*b->units));
-	b->order = malloc((n + 1) * sizeof(*b->order));
-	b->cum = malloc((n + 1) * sizeof(*b->cum));
-	if (!b->units || !b->order || !b->cum)
+	b->unit_lo = malloc((b->nsources + 1) * sizeof(*b->unit_lo));
+	if (!b->units || !b->unit_lo)
 		return -ENOMEM;
 	b->plan->nunits = n;
 	n = 0;
-	for (i = 0; i < idx->nshards; i++) {
-		const struct sfs_shard *sh = &idx->shards[i];
-		uint64_t first = 0;
+	for (s = 0; s < b->nsources; s++) {
+		uint64_t local = 0;
 
-		if (!sh->nsamples)
-			continue;
-		if (!block || !sfs_shard_sliceable(sh)) {
-			b->units[n++] = (struct unit){ i, 0, sh->nsamples };
-			continue;
-		}
-		for (; first < sh->nsamples; first += block) {
-			uint64_t left = sh->nsamples - first;
+		b->unit_lo[s] = n;
+		b->plan->sources[s].samples = 0;
+		source_shards(b, s, &lo, &hi);
+		for (i = lo; i < hi; i++) {
+			const struct sfs_shard *sh = &idx->shards[i];
+			uint64_t first = 0, step = sh->nsamples;
 
-			b->units[n++] =
-				(struct unit){ i, first,
-					       left < block ? left : block };
+			if (!sh->nsamples)
+				continue;
+			b->plan->sources[s].samples += sh->nsamples;
+			if (block && sfs_shard_sliceable(sh))
+				step = block;
+			for (; first < sh->nsamples; first += step) {
+				uint64_t left = sh->nsamples - first;
+
+				b->units[n++] = (struct unit){
+					i, first, left < step ? left : step,
+					local++, s
+				};
+			}
 		}
 	}
+	b->unit_lo[s] = n;
 	return 0;
 }
 
-static void order_units(struct builder *b)
+/*
+ * Largest remainder: split total in proportion to w[0..n), each share
+ * floor(total * w / W), the rest one each to the largest remainders
+ * (total * w mod W), ties to the earlier.  W > 0.
+ */
+static void apportion(uint64_t total, const uint64_t *w, size_t n,
+		      uint64_t *out)
 {
-	uint64_t u, n = b->plan->nunits;
-	struct sfs_prng rng;
+	unsigned __int128 W = 0;
+	uint64_t given = 0;
+	size_t i;
 
-	for (u = 0; u < n; u++)
-		b->order[u] = u;
-	if (b->o->shuffle != SFS_SHUFFLE_NONE) {
-		sfs_prng_init(&rng, b->o->seed, b->o->epoch, 0);
-		sfs_prng_shuffle(&rng, b->order, n);
+	for (i = 0; i < n; i++)
+		W += w[i];
+	for (i = 0; i < n; i++) {
+		out[i] = (uint64_t)((unsigned __int128)total * w[i] / W);
+		given += out[i];
+	}
+	for (; given < total; given++) {
+		size_t best = n;
+		unsigned __int128 br = 0;
+
+		for (i = 0; i < n; i++) {
+			unsigned __int128 r =
+				(unsigned __int128)total * w[i] % W;
+
+			/* a source that already had its extra one is skipped:
+			 * its share is above floor now */
+			if (out[i] !=
+			    (uint64_t)((unsigned __int128)total * w[i] / W))
+				continue;
+			if (best == n || r > br) {
+				best = i;
+				br = r;
+			}
+		}
+		out[best]++;
+	}
+}
+
+/* Step 0 (docs/plan.md, Mixtures): every source's samples in the epoch. */
+static int allocate(struct builder *b)
+{
+	const struct sfs_mix *m = b->idx->mix;
+	struct sfs_plan *plan = b->plan;
+	uint64_t *w = calloc(b->nsources + 1, sizeof(*w));
+	uint64_t *a = calloc(b->nsources + 1, sizeof(*a));
+	uint64_t size = 0, sum = 0;
+	size_t s;
+	int rc = 0;
+
+	if (!w || !a) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (s = 0; s < b->nsources; s++) {
+		uint64_t n = plan->sources[s].samples;
+
+		if (!m)
+			w[s] = 1;
+		else if (m->kind == SFS_MIX_PROPORTION)
+			w[s] = m->sources[s].weight;
+		else if (m->kind == SFS_MIX_REPEAT)
+			w[s] = (uint64_t)(((unsigned __int128)n *
+						   m->sources[s].weight +
+					   SFS_MIX_SCALE / 2) /
+					  SFS_MIX_SCALE);
+		else
+			w[s] = m->sources[s].weight;
+		size += n;
+		sum += w[s];
+	}
+	plan->total = b->o->epoch_size			  ? b->o->epoch_size :
+		      m && m->epoch_size		  ? m->epoch_size :
+		      !m || m->kind == SFS_MIX_PROPORTION ? size :
+							    sum;
+	if (sum == 0) {
+		rc = sfs_errorf(
+			b->err, -EINVAL,
+			"%s: repeat takes 0 samples of every source; use larger factors",
+			m->file);
+		goto out;
+	}
+	apportion(plan->total, w, b->nsources, a);
+	for (s = 0; s < b->nsources; s++) {
+		plan->sources[s].allocated = a[s];
+		if (a[s] && !plan->sources[s].samples) {
+			rc = m ? sfs_errorf(
+					 b->err, -EINVAL,
+					 "%s: source \"%s\" (%s) has no samples, but the epoch takes %llu of it; index it again or remove it",
+					 m->file, m->sources[s].name,
+					 m->sources[s].path,
+					 (unsigned long long)a[s]) :
+				 sfs_errorf(
+					 b->err, -EINVAL,
+					 "the index of %s has no samples: nothing to serve",
+					 b->idx->source);
+			goto out;
+		}
+	}
+out:
+	free(w);
+	free(a);
+	return rc;
+}
+
+static int push_seg(struct builder *b, struct seg sg)
+{
+	if (b->nsegs == b->segs_cap) {
+		size_t ncap = b->segs_cap ? 2 * b->segs_cap : 1024;
+		struct seg *ns = realloc(b->segs, ncap * sizeof(*ns));
+
+		if (!ns)
+			return -ENOMEM;
+		b->segs = ns;
+		b->segs_cap = ncap;
+	}
+	b->segs[b->nsegs++] = sg;
+	return 0;
+}
+
+/*
+ * Step 1 for source s: its stream is pass 0, pass 1, ... of its units,
+ * pass p in the order of the PRNG keyed (seed of s, p mod 2^64, 0); the
+ * epoch takes stream positions [lo, hi).
+ */
+static int stream(struct builder *b, size_t s, unsigned __int128 lo,
+		  unsigned __int128 hi)
+{
+	size_t ulo = b->unit_lo[s], nu = b->unit_lo[s + 1] - ulo, i;
+	uint64_t n = b->plan->sources[s].samples;
+	uint64_t *order = malloc((nu + 1) * sizeof(*order));
+	unsigned __int128 p;
+	struct sfs_prng rng;
+	int rc = 0;
+
+	if (!order)
+		return -ENOMEM;
+	if ((hi - lo) / n >= PASSES_MAX) {
+		free(order);
+		return b->idx->mix ?
+			       sfs_errorf(
+				       b->err, -EINVAL,
+				       "%s: the epoch takes %llu samples of source \"%s\", which has %llu: more than %u passes over it; lower its weight or epoch_size",
+				       b->idx->mix->file,
+				       (unsigned long long)(hi - lo),
+				       b->idx->mix->sources[s].name,
+				       (unsigned long long)n, PASSES_MAX) :
+			       sfs_errorf(
+				       b->err, -EINVAL,
+				       "epoch_size=%llu is more than %u passes over the %llu samples of %s; use a smaller epoch_size",
+				       (unsigned long long)(hi - lo),
+				       PASSES_MAX, (unsigned long long)n,
+				       b->idx->source);
+	}
+	for (p = lo / n; hi > lo && p <= (hi - 1) / n && !rc; p++) {
+		unsigned __int128 base = p * n;
+		uint64_t from = lo > base ? (uint64_t)(lo - base) : 0;
+		uint64_t to = hi - base < n ? (uint64_t)(hi - base) : n;
+		uint64_t at = 0;
+
+		for (i = 0; i < nu; i++)
+			order[i] = ulo + i;
+		if (b->o->shuffle != SFS_SHUFFLE_NONE) {
+			sfs_prng_init(&rng, b->seed[s], (uint64_t)p, 0);
+			sfs_prng_shuffle(&rng, order, nu);
+		}
+		for (i = 0; i < nu && at < to && !rc; i++) {
+			uint64_t c = b->units[order[i]].count;
+			uint64_t x = from > at ? from : at;
+			uint64_t y = to < at + c ? to : at + c;
+
+			if (x < y)
+				rc = push_seg(b, (struct seg){ order[i],
+							       (uint64_t)p,
+							       x - at, y - x });
+			at += c;
+		}
+	}
+	free(order);
+	return rc;
+}
+
+/*
+ * Stratified: slot after slot, the source whose next sample j has the
+ * smallest (2j + 1) / (2 a), ties to the earlier source, gives it; so any
+ * stretch of the order holds each source in proportion to a, give or take
+ * one sample.
+ */
+static int stratify(struct builder *b, const size_t *seg_lo)
+{
+	struct seg *from = b->segs;
+	size_t S = b->nsources, s, t;
+	size_t *cur = calloc(S + 1, sizeof(*cur));
+	uint64_t *j = calloc(S + 1, sizeof(*j)),
+		 *off = calloc(S + 1, sizeof(*off));
+	uint64_t q, N = b->plan->total;
+	size_t last = SIZE_MAX;
+	int rc = 0;
+
+	b->segs = NULL;
+	b->nsegs = b->segs_cap = 0;
+	if (!cur || !j || !off) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (s = 0; s < S; s++)
+		cur[s] = seg_lo[s];
+	for (q = 0; q < N && !rc; q++) {
+		size_t best = S;
+		struct seg *sg;
+
+		for (t = 0; t < S; t++) {
+			uint64_t at = b->plan->sources[t].allocated;
+
+			if (j[t] >= at)
+				continue;
+			if (best == S ||
+			    (unsigned __int128)(2 * j[t] + 1) *
+					    b->plan->sources[best].allocated <
+				    (unsigned __int128)(2 * j[best] + 1) * at)
+				best = t;
+		}
+		sg = &from[cur[best]];
+		if (last == best && b->segs[b->nsegs - 1].unit == sg->unit &&
+		    b->segs[b->nsegs - 1].pass == sg->pass &&
+		    b->segs[b->nsegs - 1].first + b->segs[b->nsegs - 1].count ==
+			    sg->first + off[best])
+			b->segs[b->nsegs - 1].count++;
+		else
+			rc = push_seg(b,
+				      (struct seg){ sg->unit, sg->pass,
+						    sg->first + off[best], 1 });
+		last = best;
+		j[best]++;
+		if (++off[best] == sg->count) {
+			off[best] = 0;
+			cur[best]++;
+		}
+	}
+out:
+	free(from);
+	free(cur);
+	free(j);
+	free(off);
+	return rc;
+}
+
+/* Steps 1 and 2: the epoch order as pieces of units, and where each
+ * begins. */
+static int order_epoch(struct builder *b)
+{
+	const struct sfs_mix *m = b->idx->mix;
+	const struct sfs_plan_opts *o = b->o;
+	size_t S = b->nsources, s, i;
+	size_t *seg_lo = calloc(S + 1, sizeof(*seg_lo));
+	struct sfs_prng rng;
+	int rc = 0;
+
+	if (!seg_lo)
+		return -ENOMEM;
+	for (s = 0; s < S && !rc; s++) {
+		uint64_t a = b->plan->sources[s].allocated;
+		unsigned __int128 lo = 0;
+
+		seg_lo[s] = b->nsegs;
+		if (!m || m->sampling == SFS_MIX_BALANCED)
+			lo = (unsigned __int128)o->epoch * a;
+		if (a)
+			rc = stream(b, s, lo, lo + a);
+	}
+	seg_lo[S] = b->nsegs;
+	if (rc)
+		goto out;
+	if (S > 1 && m->batching == SFS_MIX_STRATIFIED) {
+		rc = stratify(b, seg_lo);
+	} else if (S > 1 && o->shuffle != SFS_SHUFFLE_NONE) {
+		uint64_t *perm = malloc((b->nsegs + 1) * sizeof(*perm));
+		struct seg *mixed = malloc((b->nsegs + 1) * sizeof(*mixed));
+
+		if (!perm || !mixed) {
+			free(perm);
+			free(mixed);
+			rc = -ENOMEM;
+			goto out;
+		}
+		for (i = 0; i < b->nsegs; i++)
+			perm[i] = i;
+		sfs_prng_init(&rng, o->seed, o->epoch, UINT64_MAX - 1);
+		sfs_prng_shuffle(&rng, perm, b->nsegs);
+		for (i = 0; i < b->nsegs; i++)
+			mixed[i] = b->segs[perm[i]];
+		free(perm);
+		free(b->segs);
+		b->segs = mixed;
+		b->segs_cap = b->nsegs;
+	}
+	if (rc)
+		goto out;
+	b->cum = malloc((b->nsegs + 1) * sizeof(*b->cum));
+	if (!b->cum) {
+		rc = -ENOMEM;
+		goto out;
 	}
 	b->cum[0] = 0;
-	for (u = 0; u < n; u++)
-		b->cum[u + 1] = b->cum[u] + b->units[b->order[u]].count;
+	for (i = 0; i < b->nsegs; i++)
+		b->cum[i + 1] = b->cum[i] + b->segs[i].count;
+out:
+	free(seg_lo);
+	return rc;
 }
 
 /* True when the samples of unit u are read in a shuffled order. */
@@ -132,18 +466,20 @@ static int cut_error(struct builder *b, const struct unit *un, uint64_t a,
 		(unsigned long long)(un->first + a + len - 1));
 }
 
-/* Add a file holding samples [a, a + len) (in epoch order) of unit u. */
-static int add_file(struct builder *b, uint64_t u, uint64_t a, uint64_t len,
-		    bool padding, size_t reader)
+/* Add a file holding positions [a, a + len) of segment sg. */
+static int add_file(struct builder *b, const struct seg *sg, uint64_t a,
+		    uint64_t len, bool padding, size_t reader)
 {
-	const struct unit *un = &b->units[u];
+	const struct unit *un = &b->units[sg->unit];
 	const struct sfs_shard *sh = &b->idx->shards[un->shard];
 	struct sfs_plan *plan = b->plan;
 	struct sfs_plan_file *f;
-	bool whole_unit = a == 0 && len == un->count;
+	bool whole_unit;
 	struct sfs_prng rng;
 	uint64_t i;
 
+	a += sg->first;
+	whole_unit = a == 0 && len == un->count;
 	if (!sfs_shard_sliceable(sh) && !whole_unit)
 		return cut_error(b, un, a, len, reader);
 	if (plan->nfiles == b->files_cap) {
@@ -163,14 +499,14 @@ static int add_file(struct builder *b, uint64_t u, uint64_t a, uint64_t len,
 		.npadding = padding ? len : 0,
 		.run_at = plan->nruns,
 	};
-	if (!unit_permuted(b, u)) {
+	if (!unit_permuted(b, sg->unit)) {
 		f->whole = whole_unit && un->first == 0 &&
 			   un->count == sh->nsamples;
 		return push_run(b, un->first + a, len);
 	}
 	for (i = 0; i < un->count; i++)
 		b->perm[i] = i;
-	sfs_prng_init(&rng, b->o->seed, b->o->epoch, u + 1);
+	sfs_prng_init(&rng, b->seed[un->src], sg->pass, un->local + 1);
 	sfs_prng_shuffle(&rng, b->perm, un->count);
 	for (i = a; i < a + len; i++)
 		if (push_run(b, un->first + b->perm[i], 1))
@@ -178,10 +514,10 @@ static int add_file(struct builder *b, uint64_t u, uint64_t a, uint64_t len,
 	return 0;
 }
 
-/* Index i into b->order of the unit holding epoch position g. */
-static size_t find_unit(const struct builder *b, uint64_t g)
+/* Index into b->segs of the segment holding epoch position g. */
+static size_t find_seg(const struct builder *b, uint64_t g)
 {
-	size_t lo = 0, hi = b->plan->nunits;
+	size_t lo = 0, hi = b->nsegs;
 
 	while (hi - lo > 1) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -204,15 +540,14 @@ static int read_positions(struct builder *b, size_t t, uint64_t q, uint64_t end)
 
 	while (q < end) {
 		uint64_t rpos = q % n, g = b->o->start + rpos;
-		size_t i = find_unit(b, g);
-		uint64_t u = b->order[i], a = g - b->cum[i];
-		uint64_t len = b->cum[i + 1] - g;
+		size_t i = find_seg(b, g);
+		uint64_t a = g - b->cum[i], len = b->cum[i + 1] - g;
 
 		if (len > end - q)
 			len = end - q;
 		if (len > n - rpos)
 			len = n - rpos;
-		rc = add_file(b, u, a, len, q >= n, t);
+		rc = add_file(b, &b->segs[i], a, len, q >= n, t);
 		if (rc)
 			return rc;
 		if (q >= n)
@@ -342,31 +677,97 @@ static int equalise(struct builder *b)
 	return 0;
 }
 
+/* Add to field of plan->sources the samples of each source at epoch
+ * positions [from, to). */
+static void count_sources(struct builder *b, uint64_t from, uint64_t to,
+			  size_t field)
+{
+	size_t i;
+
+	if (from >= to)
+		return;
+	for (i = find_seg(b, from); i < b->nsegs && b->cum[i] < to; i++) {
+		uint64_t x = from > b->cum[i] ? from : b->cum[i];
+		uint64_t y = to < b->cum[i + 1] ? to : b->cum[i + 1];
+		struct sfs_plan_source *ps =
+			&b->plan->sources[b->units[b->segs[i].unit].src];
+
+		*(uint64_t *)((char *)ps + field) += y - x;
+	}
+}
+
+/* What the epoch takes of each source, skips, pads and drops. */
+static void source_totals(struct builder *b)
+{
+	struct sfs_plan *plan = b->plan;
+	uint64_t P = b->o->start, n = plan->remaining;
+	uint64_t served = plan->per_reader * plan->nreaders, wraps;
+	size_t s;
+
+	count_sources(b, 0, P, offsetof(struct sfs_plan_source, skipped));
+	if (served < n) {
+		count_sources(b, P + served, P + n,
+			      offsetof(struct sfs_plan_source, dropped));
+		return;
+	}
+	wraps = (served - n) / n;
+	for (s = 0; s < b->nsources; s++)
+		plan->sources[s].padding = wraps * (plan->sources[s].allocated -
+						    plan->sources[s].skipped);
+	count_sources(b, P, P + (served - n) % n,
+		      offsetof(struct sfs_plan_source, padding));
+}
+
 int sfs_plan_build(const struct sfs_index *idx, const struct sfs_plan_opts *o,
 		   struct sfs_plan **out, struct sfs_error *err)
 {
 	struct builder b = { .idx = idx, .o = o, .err = err };
 	uint64_t maxunit = 0, u;
+	size_t s;
 	int rc;
 
+	b.nsources = idx->mix ? idx->mix->nsources : 1;
 	b.plan = calloc(1, sizeof(*b.plan));
-	if (!b.plan)
+	b.seed = calloc(b.nsources + 1, sizeof(*b.seed));
+	if (!b.plan || !b.seed) {
+		free(b.seed);
+		free(b.plan);
 		return sfs_errorf(err, -ENOMEM, "out of memory");
+	}
 	b.plan->opts = *o;
-	b.plan->total = idx->nsamples;
-	rc = equalise(&b);
+	b.plan->nsources = b.nsources;
+	b.plan->sources = calloc(b.nsources, sizeof(*b.plan->sources));
+	rc = -ENOMEM;
+	if (!b.plan->sources || make_units(&b))
+		goto out_nomem;
+	rc = allocate(&b);
+	if (!rc)
+		rc = equalise(&b);
+	if (rc == -ENOMEM)
+		goto out_nomem;
 	if (rc)
 		goto out_free;
-	rc = -ENOMEM;
-	if (make_units(&b))
+	/* one source keeps the seed, so that epoch_size equal to the
+	 * source's size is the plan without it */
+	for (s = 0; s < b.nsources; s++) {
+		struct sfs_prng rng;
+
+		sfs_prng_init(&rng, o->seed, s, UINT64_MAX);
+		b.seed[s] = b.nsources == 1 ? o->seed : sfs_prng_next(&rng);
+	}
+	rc = order_epoch(&b);
+	if (rc == -ENOMEM)
 		goto out_nomem;
-	order_units(&b);
+	if (rc)
+		goto out_free;
+	source_totals(&b);
 	/* only sliceable units are permuted: their counts are backed by a
 	 * boundary table, an opaque shard's is just a number in the index */
 	if (o->shuffle == SFS_SHUFFLE_SAMPLES)
 		for (u = 0; u < b.plan->nunits; u++)
 			if (unit_permuted(&b, u) && b.units[u].count > maxunit)
 				maxunit = b.units[u].count;
+	rc = -ENOMEM;
 	b.perm = malloc((maxunit + 1) * sizeof(*b.perm));
 	b.plan->readers = calloc(b.plan->nreaders, sizeof(*b.plan->readers));
 	if (!b.perm || !b.plan->readers)
@@ -380,10 +781,12 @@ int sfs_plan_build(const struct sfs_index *idx, const struct sfs_plan_opts *o,
 	b.plan = NULL;
 	goto out_free;
 out_nomem:
-	sfs_errorf(err, rc, "out of memory building the plan");
+	rc = sfs_errorf(err, -ENOMEM, "out of memory building the plan");
 out_free:
 	free(b.units);
-	free(b.order);
+	free(b.unit_lo);
+	free(b.seed);
+	free(b.segs);
 	free(b.cum);
 	free(b.perm);
 	sfs_plan_free(b.plan);
@@ -397,5 +800,6 @@ void sfs_plan_free(struct sfs_plan *plan)
 	free(plan->readers);
 	free(plan->files);
 	free(plan->runs);
+	free(plan->sources);
 	free(plan);
 }

@@ -2,6 +2,7 @@
 
 #include <jansson.h>
 
+#include "shardfs/mixture.h"
 #include "shardfs/plan.h"
 
 static json_t *file_json(const struct sfs_plan *plan,
@@ -24,6 +25,45 @@ static json_t *file_json(const struct sfs_plan *plan,
 			 (json_int_t)f->npadding, "runs", runs);
 }
 
+json_t *sfs_plan_mixture_json(const struct sfs_plan *plan,
+			      const struct sfs_index *idx)
+{
+	const struct sfs_mix *m = idx->mix;
+	char hex[SFS_DIGEST_HEX];
+	json_t *sources = json_array(), *root;
+	size_t s;
+
+	if (!m || !sources) {
+		json_decref(sources);
+		return json_null();
+	}
+	sfs_digest_hex(m->digest, hex);
+	for (s = 0; s < m->nsources; s++) {
+		const struct sfs_mix_source *src = &m->sources[s];
+		const struct sfs_plan_source *ps = &plan->sources[s];
+		json_t *w = m->kind == SFS_MIX_CHOOSE ?
+				    json_integer((json_int_t)src->weight) :
+				    json_real((double)src->weight /
+					      (double)SFS_MIX_SCALE);
+
+		json_array_append_new(
+			sources,
+			json_pack("{s:s, s:s, s:o, s:I, s:I, s:I, s:I, s:I}",
+				  "name", src->name, "path", src->path,
+				  sfs_mix_weight_name(m->kind), w, "samples",
+				  (json_int_t)ps->samples, "allocated",
+				  (json_int_t)ps->allocated, "skipped",
+				  (json_int_t)ps->skipped, "padding",
+				  (json_int_t)ps->padding, "dropped",
+				  (json_int_t)ps->dropped));
+	}
+	root = json_pack("{s:s, s:s, s:s, s:s, s:o}", "file", m->file, "digest",
+			 hex, "sampling", sfs_mix_sampling_name(m->sampling),
+			 "batching", sfs_mix_batching_name(m->batching),
+			 "sources", sources);
+	return root ? root : json_null();
+}
+
 char *sfs_plan_json(const struct sfs_plan *plan, const struct sfs_index *idx)
 {
 	const struct sfs_plan_opts *o = &plan->opts;
@@ -31,8 +71,9 @@ char *sfs_plan_json(const struct sfs_plan *plan, const struct sfs_index *idx)
 	char *text;
 	size_t t, i;
 
-	root = json_pack("{s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "options",
-			 sfs_options_to_json(o), "samples",
+	root = json_pack("{s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
+			 "options", sfs_options_to_json(o), "mixture",
+			 sfs_plan_mixture_json(plan, idx), "samples",
 			 (json_int_t)plan->total, "remaining",
 			 (json_int_t)plan->remaining, "per_reader",
 			 (json_int_t)plan->per_reader, "padding",

@@ -4,6 +4,7 @@
 
 #include <jansson.h>
 
+#include "shardfs/mixture.h"
 #include "shardfs/status.h"
 
 /* The readers of the ranks the mount shows, with their counts. */
@@ -67,9 +68,10 @@ char *sfs_status_json(const struct sfs_status_in *in)
 	for (i = 0; i < in->idx->nshards; i++)
 		bytes += in->idx->shards[i].size;
 	root = json_pack(
-		"{s:s, s:s?, s:o, s:{s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I, s:o}, s:{s:I, s:I, s:I, s:I, s:I, s:I}}",
-		"source", in->idx->source, "index", in->index_dir, "options",
-		options_json(in), "index_summary", "shards",
+		"{s:s, s:s?, s:o, s:o, s:{s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I, s:o}, s:{s:I, s:I, s:I, s:I, s:I, s:I}}",
+		"source", in->idx->mix ? in->idx->mix->file : in->idx->source,
+		"index", in->index_dir, "options", options_json(in), "mixture",
+		sfs_plan_mixture_json(p, in->idx), "index_summary", "shards",
 		(json_int_t)in->idx->nshards, "samples",
 		(json_int_t)in->idx->nsamples, "bytes", (json_int_t)bytes,
 		"plan", "per_reader", (json_int_t)p->per_reader, "padding",

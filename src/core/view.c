@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "shardfs/digest.h"
+#include "shardfs/mixture.h"
 #include "shardfs/view.h"
 
 #define SEQ_MIN_WIDTH 6
@@ -187,12 +188,18 @@ static int add_file(struct builder *b, uint32_t wdir, uint32_t plan, size_t fi,
 	const struct sfs_plan *p = v->plans[plan];
 	const struct sfs_plan_file *f = &p->files[fi];
 	const struct sfs_shard *sh = &v->idx->shards[f->shard];
+	const struct sfs_mix *mix = v->idx->mix;
+	const struct sfs_mix_source *src =
+		mix ? &mix->sources[sfs_mix_source_of(mix, f->shard)] : NULL;
+	/* a mixture's files are named by source, then path in the source */
+	const char *sname = src ? src->name : "", *dot = src ? "." : "";
 	uint32_t m, node, dir;
 	char name[4096];
 	int rc;
 
 	for (m = 0; m <= sh->nmembers; m++) {
-		const char *path = m ? sh->members[m - 1].path : sh->path;
+		const char *full = m ? sh->members[m - 1].path : sh->path;
+		const char *path = full + (src ? src->prefix_len : 0);
 		const char *base = strrchr(path, '/');
 		uint64_t size = m ? sh->members[m - 1].size : sh->size;
 		enum sfs_node_kind kind;
@@ -210,11 +217,12 @@ static int add_file(struct builder *b, uint32_t wdir, uint32_t plan, size_t fi,
 			p0 = slash + 1;
 		}
 		if (f->whole) {
-			snprintf(name, sizeof(name), "%s%s", prefix, base);
+			snprintf(name, sizeof(name), "%s%s%s%s", prefix, sname,
+				 dot, base);
 			kind = v->symlinks ? SFS_NODE_LINK : SFS_NODE_FILE;
 			if (v->symlinks)
 				size = strlen(v->idx->source) + 1 +
-				       strlen(path);
+				       strlen(full);
 		} else {
 			const struct sfs_run *r = &p->runs[f->run_at];
 			const char *ext = strrchr(base, '.');
@@ -225,8 +233,9 @@ static int add_file(struct builder *b, uint32_t wdir, uint32_t plan, size_t fi,
 			rc = runs_name(r, f->nruns, samples, sizeof(samples));
 			if (rc)
 				return sfs_errorf(b->err, rc, "out of memory");
-			snprintf(name, sizeof(name), "%s%.*s.%s%s", prefix,
-				 (int)(ext - base), base, samples, ext);
+			snprintf(name, sizeof(name), "%s%s%s%.*s.%s%s", prefix,
+				 sname, dot, (int)(ext - base), base, samples,
+				 ext);
 			kind = SFS_NODE_FILE;
 			rc = sfs_slice_size(v->idx, sh, r, f->nruns, &size,
 					    b->err);

@@ -20,6 +20,7 @@
 
 #include "fs.h"
 #include "shardfs/indexer.h"
+#include "shardfs/mixture.h"
 #include "shardfs/options.h"
 
 #define FD_CACHE 256
@@ -280,10 +281,11 @@ static int load_index(struct fs *fs, const char *src, struct sfs_error *err)
 {
 	struct sfs_indexer_opts o = { .source = src };
 	struct sfs_indexer_report rep;
+	struct stat st;
 	int rc;
 
-	rc = sfs_index_load(src, fs->mount.index_dir, &fs->idx, err);
-	if (rc == -ENOENT) {
+	rc = sfs_source_load(src, fs->mount.index_dir, &fs->idx, err);
+	if (rc == -ENOENT && stat(src, &st) == 0 && S_ISDIR(st.st_mode)) {
 		fprintf(stderr,
 			"%s: warning: no index for %s; building one in memory (no hashes, not saved). Build it once with: shardfs-index %s\n",
 			prog, src, src);

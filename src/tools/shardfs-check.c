@@ -18,6 +18,7 @@
 #include <jansson.h>
 
 #include "cli.h"
+#include "shardfs/mixture.h"
 #include "shardfs/audit.h"
 #include "shardfs/index.h"
 #include "shardfs/indexer.h"
@@ -80,9 +81,17 @@ static int print_verdict(const struct args *a, const char *what,
 	size_t i;
 
 	if (a->json) {
-		json_t *root, *fs = json_array();
+		json_t *root, *fs = json_array(), *srcs = json_array();
 		char *text;
 
+		for (i = 0; i < v->nsources; i++)
+			json_array_append_new(
+				srcs,
+				json_pack("{s:s, s:I, s:I}", "name",
+					  v->sources[i].name, "planned",
+					  (json_int_t)v->sources[i].planned,
+					  "read",
+					  (json_int_t)v->sources[i].seen));
 		for (i = 0; i < v->nfindings; i++)
 			json_array_append_new(
 				fs,
@@ -90,7 +99,7 @@ static int print_verdict(const struct args *a, const char *what,
 					  sfs_finding_name(v->findings[i].kind),
 					  "message", v->findings[i].msg));
 		root = json_pack(
-			"{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:I}",
+			"{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:I}",
 			"check", what, "verdict",
 			v->nfindings ? "fail" : "pass", "readers",
 			(json_int_t)v->readers_planned, "readers_seen",
@@ -98,8 +107,8 @@ static int print_verdict(const struct args *a, const char *what,
 			(json_int_t)v->per_reader, "padding",
 			(json_int_t)v->padding, "dropped",
 			(json_int_t)v->dropped, "remaining",
-			(json_int_t)v->remaining, "findings", fs, "more",
-			(json_int_t)v->nmore);
+			(json_int_t)v->remaining, "sources", srcs, "findings",
+			fs, "more", (json_int_t)v->nmore);
 		text = root ? json_dumps(root, JSON_INDENT(1)) : NULL;
 		if (text)
 			puts(text);
@@ -112,6 +121,12 @@ static int print_verdict(const struct args *a, const char *what,
 		       (unsigned long long)v->remaining,
 		       (unsigned long long)v->padding,
 		       (unsigned long long)v->dropped);
+		for (i = 0; i < v->nsources; i++)
+			printf("%s%s %llu of %llu%s",
+			       i ? ", " : "sources: ", v->sources[i].name,
+			       (unsigned long long)v->sources[i].seen,
+			       (unsigned long long)v->sources[i].planned,
+			       i + 1 == v->nsources ? "\n" : "");
 		if (!v->nfindings) {
 			printf("PASS: disjoint, nothing missing, equal counts%s\n",
 			       read_bytes ?
@@ -181,7 +196,7 @@ static int check_plan(struct args *a, const char *src)
 		hi = a->epoch_hi;
 	}
 	if (sfs_options_check(&a->opts, &err) ||
-	    sfs_index_load(src, a->index_dir, &idx, &err) ||
+	    sfs_source_load(src, a->index_dir, &idx, &err) ||
 	    sfs_index_check_source(idx, a->index_dir, false, &err)) {
 		cli_fail(prog, err.msg);
 		sfs_index_free(idx);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "shardfs/mixture.h"
 #include "shardfs/index.h"
 #include "shardfs/options.h"
 #include "shardfs/plan.h"
@@ -128,7 +129,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (sfs_options_check(&opts, &err) ||
-	    sfs_index_load(argv[optind], dir, &idx, &err) ||
+	    sfs_source_load(argv[optind], dir, &idx, &err) ||
 	    sfs_index_check_source(idx, dir, false, &err) ||
 	    sfs_plan_build(idx, &opts.plan, &plan, &err)) {
 		cli_fail(prog, err.msg);

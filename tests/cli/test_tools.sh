@@ -237,6 +237,6 @@ expect_run "check: a typo is named" 2 \
 	"shardfs-check: unknown option \"suffle\" (did you mean \"shuffle\"?)" \
 	-- shardfs-check plan "$T/a-jsonl" -o world=2,suffle=none
 expect_run "plan: an unknown option" 2 \
-	"shardfs-plan: colour=blue: unknown option; the plan options are world, workers, replicas, epoch, seed, shuffle, block, remainder, batch, start, partition and rank" \
+	"shardfs-plan: colour=blue: unknown option; the plan options are world, workers, replicas, epoch, seed, shuffle, block, remainder, batch, start, epoch_size, partition and rank" \
 	-- shardfs-plan "$T/a-jsonl" -o colour=blue
 finish

@@ -82,7 +82,7 @@ static void test_options_bad_values(void **state)
 	expect("rank=x", -EINVAL,
 	       "rank=x is not a rank list: use a number (3), a list (0,2) or a range (0-7) of ranks in 0..65535");
 	expect("colour=blue", -ENOENT,
-	       "colour=blue: unknown option; the plan options are world, workers, replicas, epoch, seed, shuffle, block, remainder, batch, start, partition and rank");
+	       "colour=blue: unknown option; the plan options are world, workers, replicas, epoch, seed, shuffle, block, remainder, batch, start, epoch_size, partition and rank");
 	expect("wrld=2", -ENOENT,
 	       "unknown option \"wrld\" (did you mean \"world\"?)");
 	expect("worker=2", -ENOENT,
@@ -242,7 +242,7 @@ static void test_options_json_round_trip(void **state)
 	text = json_dumps(j, JSON_COMPACT);
 	assert_string_equal(
 		text,
-		"{\"world\":16,\"workers\":4,\"replicas\":2,\"epoch\":-1,\"seed\":-9223372036854775808,\"shuffle\":\"samples\",\"block\":7,\"remainder\":\"drop\",\"batch\":32,\"start\":5,\"partition\":\"interleaved\"}");
+		"{\"world\":16,\"workers\":4,\"replicas\":2,\"epoch\":-1,\"seed\":-9223372036854775808,\"shuffle\":\"samples\",\"block\":7,\"remainder\":\"drop\",\"batch\":32,\"start\":5,\"epoch_size\":0,\"partition\":\"interleaved\"}");
 	assert_int_equal(sfs_options_from_json(j, "r.json", &back, &err), 0);
 	assert_memory_equal(&back, &o.plan, sizeof(back));
 	free(text);

@@ -1,0 +1,681 @@
+/*
+ * Reading a mixture file and joining its sources' indexes into one.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <libgen.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "shardfs/index.h"
+#include "shardfs/mixture.h"
+
+#define MIX_FILE_MAX (16 << 20)
+#define NAME_MAX_LEN 64
+#define PROPORTION_MAX 1e9
+#define REPEAT_MAX 1e6
+
+static const char *const weight_names[] = { "proportion", "repeat", "choose" };
+static const char *const sampling_names[] = { "balanced", "fixed", NULL };
+static const char *const batching_names[] = { "random", "stratified", NULL };
+
+const char *sfs_mix_weight_name(enum sfs_mix_weight w)
+{
+	return weight_names[w];
+}
+
+const char *sfs_mix_sampling_name(enum sfs_mix_sampling s)
+{
+	return sampling_names[s];
+}
+
+const char *sfs_mix_batching_name(enum sfs_mix_batching b)
+{
+	return batching_names[b];
+}
+
+/* What loading one mixture file needs; sources' indexes are kept until
+ * they are joined. */
+struct loader {
+	const char *file;
+	char *dir; /* the file's directory, resolved */
+	struct sfs_mix *mix;
+	struct sfs_index **idxs; /* the sources' indexes, nidx loaded */
+	size_t nidx;
+	struct sfs_error *err;
+};
+
+void sfs_mix_free(struct sfs_mix *m)
+{
+	size_t i;
+
+	if (!m)
+		return;
+	for (i = 0; i < m->nsources; i++) {
+		free(m->sources[i].name);
+		free(m->sources[i].path);
+		free(m->sources[i].index_dir);
+	}
+	free(m->sources);
+	free(m->file);
+	free(m);
+}
+
+size_t sfs_mix_source_of(const struct sfs_mix *m, size_t shard)
+{
+	size_t i;
+
+	/* in mixture order, not by shard range: a short list */
+	for (i = 0; i < m->nsources; i++)
+		if (shard >= m->sources[i].shard_lo &&
+		    shard < m->sources[i].shard_hi)
+			return i;
+	return 0;
+}
+
+static int bad(struct loader *l, const char *what, const char *fix)
+{
+	return sfs_errorf(l->err, -EINVAL, "%s: %s; %s", l->file, what, fix);
+}
+
+static int bad_source(struct loader *l, size_t i, const char *field,
+		      const char *what, const char *fix)
+{
+	return sfs_errorf(l->err, -EINVAL, "%s: sources[%zu].%s %s; %s",
+			  l->file, i, field, what, fix);
+}
+
+/* An enum field of the mixture: absent leaves *v. */
+static int get_enum(struct loader *l, json_t *root, const char *key,
+		    const char *const *names, int *v)
+{
+	json_t *j = json_object_get(root, key);
+	const char *s;
+	int i;
+
+	if (!j)
+		return 0;
+	s = json_string_value(j);
+	for (i = 0; s && names[i]; i++)
+		if (!strcmp(s, names[i])) {
+			*v = i;
+			return 0;
+		}
+	return sfs_errorf(l->err, -EINVAL,
+			  "%s: %s must be \"%s\" or \"%s\"%s%s%s", l->file, key,
+			  names[0], names[1], s ? ", not \"" : "", s ? s : "",
+			  s ? "\"" : "");
+}
+
+/* path as written in the file: relative to the file's directory. */
+static char *resolve(struct loader *l, const char *path)
+{
+	char *joined = NULL, *real;
+
+	if (path[0] == '/')
+		return realpath(path, NULL);
+	if (asprintf(&joined, "%s/%s", l->dir, path) < 0)
+		return NULL;
+	real = realpath(joined, NULL);
+	free(joined);
+	return real;
+}
+
+static bool name_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > NAME_MAX_LEN || !strcmp(s, ".") || !strcmp(s, ".."))
+		return false;
+	return strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			 "0123456789._-") == n;
+}
+
+static int read_weight(struct loader *l, size_t i, json_t *src, bool *kind_set)
+{
+	struct sfs_mix_source *s = &l->mix->sources[i];
+	enum sfs_mix_weight k, found = SFS_MIX_PROPORTION;
+	int nfound = 0;
+	json_t *j = NULL;
+	double v;
+	char what[160];
+
+	for (k = SFS_MIX_PROPORTION; k <= SFS_MIX_CHOOSE; k++)
+		if (json_object_get(src, weight_names[k])) {
+			found = k;
+			j = json_object_get(src, weight_names[k]);
+			nfound++;
+		}
+	if (nfound != 1)
+		return bad_source(
+			l, i, "proportion",
+			nfound ? "is given with another weight" : "is missing",
+			"give each source exactly one of proportion, repeat or choose");
+	if (*kind_set && found != l->mix->kind) {
+		snprintf(what, sizeof(what), "is given where sources[0] has %s",
+			 weight_names[l->mix->kind]);
+		return bad_source(
+			l, i, weight_names[found], what,
+			"every source of a mixture takes the same kind of weight");
+	}
+	l->mix->kind = found;
+	*kind_set = true;
+	if (found == SFS_MIX_CHOOSE) {
+		if (!json_is_integer(j) || json_integer_value(j) < 1)
+			return bad_source(
+				l, i, "choose", "is not a whole number >= 1",
+				"choose is how many samples of this source an epoch takes");
+		s->weight = (uint64_t)json_integer_value(j);
+		return 0;
+	}
+	v = json_number_value(j);
+	if (!json_is_number(j) || !isfinite(v) || v <= 0 ||
+	    v > (found == SFS_MIX_PROPORTION ? PROPORTION_MAX : REPEAT_MAX))
+		return bad_source(
+			l, i, weight_names[found],
+			found == SFS_MIX_PROPORTION ?
+				"is not a number in (0, 1e9]" :
+				"is not a number in (0, 1e6]",
+			found == SFS_MIX_PROPORTION ?
+				"a proportion is a relative weight, e.g. 3 and 1, or 0.75 and 0.25" :
+				"repeat is a factor: 0.5 takes half the source per epoch, 2 takes it twice");
+	s->weight = (uint64_t)(v * (double)SFS_MIX_SCALE + 0.5);
+	if (!s->weight)
+		return bad_source(l, i, weight_names[found],
+				  "rounds to 0 at 9 decimal places",
+				  "use a larger weight");
+	return 0;
+}
+
+static int read_source(struct loader *l, size_t i, json_t *src, bool *kind_set)
+{
+	struct sfs_mix_source *s = &l->mix->sources[i];
+	const char *key, *path, *name, *index;
+	char *copy;
+	json_t *v;
+	int rc;
+
+	if (!json_is_object(src))
+		return bad_source(
+			l, i, "", "is not an object",
+			"write {\"path\": \"/data/x\", \"proportion\": 1}");
+	json_object_foreach(src, key, v)
+	{
+		if (strcmp(key, "path") && strcmp(key, "name") &&
+		    strcmp(key, "index") && strcmp(key, "proportion") &&
+		    strcmp(key, "repeat") && strcmp(key, "choose"))
+			return bad_source(
+				l, i, key, "is not a key of a source",
+				"a source has path, name, index and one of proportion, repeat or choose");
+	}
+	path = json_string_value(json_object_get(src, "path"));
+	if (!path || !*path)
+		return bad_source(l, i, "path", "is missing or not a string",
+				  "name the source's directory");
+	s->path = resolve(l, path);
+	if (!s->path)
+		return sfs_errorf(l->err, -ENOENT,
+				  "%s: sources[%zu].path %s: %s; %s", l->file,
+				  i, path, strerror(errno),
+				  errno == ENOMEM ?
+					  "out of memory" :
+					  "name an indexed directory");
+	v = json_object_get(src, "name");
+	if (v && !json_is_string(v))
+		return bad_source(l, i, "name", "is not a string",
+				  "use letters, digits, '.', '_' and '-'");
+	copy = strdup(path);
+	if (!copy)
+		return sfs_errorf(l->err, -ENOMEM, "out of memory");
+	name = v ? json_string_value(v) : basename(copy);
+	s->name = strdup(name);
+	free(copy);
+	if (!s->name)
+		return sfs_errorf(l->err, -ENOMEM, "out of memory");
+	if (!name_ok(s->name))
+		return bad_source(
+			l, i, "name",
+			v ? "has characters a file name may not hold" :
+			    "(the path's last component) is not a usable name",
+			"give \"name\": up to 64 letters, digits, '.', '_' and '-'");
+	v = json_object_get(src, "index");
+	if (v) {
+		index = json_string_value(v);
+		if (!index || !*index)
+			return bad_source(l, i, "index", "is not a string",
+					  "name the directory of its index");
+		if (index[0] == '/')
+			s->index_dir = strdup(index);
+		else if (asprintf(&s->index_dir, "%s/%s", l->dir, index) < 0)
+			s->index_dir = NULL;
+		if (!s->index_dir)
+			return sfs_errorf(l->err, -ENOMEM, "out of memory");
+	}
+	rc = read_weight(l, i, src, kind_set);
+	if (rc)
+		return rc;
+	rc = sfs_index_load(s->path, s->index_dir, &l->idxs[i], l->err);
+	if (!rc)
+		l->nidx = i + 1;
+	if (rc) {
+		char msg[SFS_ERROR_MAX];
+
+		snprintf(msg, sizeof(msg), "%s", l->err ? l->err->msg : "");
+		return sfs_errorf(l->err, rc, "%s: source \"%s\": %s", l->file,
+				  s->name, msg);
+	}
+	s->nsamples = l->idxs[i]->nsamples;
+	return 0;
+}
+
+/* a is b, or a directory above it */
+static bool holds(const char *a, const char *b)
+{
+	size_t n = strlen(a);
+
+	return !strncmp(a, b, n) &&
+	       (b[n] == '\0' || b[n] == '/' || (n == 1 && a[0] == '/'));
+}
+
+static int check_distinct(struct loader *l)
+{
+	const struct sfs_mix *m = l->mix;
+	size_t i, k;
+
+	for (i = 0; i < m->nsources; i++)
+		for (k = 0; k < i; k++) {
+			const struct sfs_mix_source *a = &m->sources[k];
+			const struct sfs_mix_source *b = &m->sources[i];
+
+			if (!strcmp(a->name, b->name))
+				return sfs_errorf(
+					l->err, -EINVAL,
+					"%s: sources[%zu] and sources[%zu] are both named \"%s\"; give one of them another \"name\"",
+					l->file, k, i, a->name);
+			if (!strcmp(a->path, b->path))
+				return sfs_errorf(
+					l->err, -EINVAL,
+					"%s: sources[%zu] and sources[%zu] are both %s; list a source once (repeat=2 takes it twice)",
+					l->file, k, i, a->path);
+			if (holds(a->path, b->path) || holds(b->path, a->path))
+				return sfs_errorf(
+					l->err, -EINVAL,
+					"%s: sources[%zu] (%s) and sources[%zu] (%s) overlap: one is inside the other; give sources that hold different shards",
+					l->file, k, a->path, i, b->path);
+		}
+	return 0;
+}
+
+/* The deepest directory that holds every source. */
+static char *common_root(const struct sfs_mix *m)
+{
+	size_t n = strlen(m->sources[0].path), i;
+	char *root = strdup(m->sources[0].path);
+
+	if (!root)
+		return NULL;
+	for (i = 1; i < m->nsources; i++) {
+		const char *p = m->sources[i].path;
+		size_t k = 0;
+
+		while (k < n && root[k] == p[k])
+			k++;
+		if (!(k == n && (p[k] == '/' || p[k] == '\0'))) {
+			while (k > 0 && root[k] != '/')
+				k--;
+			n = k;
+		}
+		root[n] = '\0';
+	}
+	if (n == 0)
+		strcpy(root, "/");
+	return root;
+}
+
+static void mix_digest(struct sfs_mix *m, const struct sfs_index *idx,
+		       char *const *prefixes)
+{
+	struct sfs_digest *d = sfs_digest_new();
+	char line[256];
+	size_t i, k;
+
+	if (!d)
+		return;
+	snprintf(line, sizeof(line), "%s %llu %s %s\n", weight_names[m->kind],
+		 (unsigned long long)m->epoch_size, sampling_names[m->sampling],
+		 batching_names[m->batching]);
+	sfs_digest_update(d, line, strlen(line));
+	for (i = 0; i < m->nsources; i++) {
+		const struct sfs_mix_source *s = &m->sources[i];
+		size_t skip = strlen(prefixes[i]);
+
+		snprintf(line, sizeof(line), "%s %llu %llu\n", s->name,
+			 (unsigned long long)s->weight,
+			 (unsigned long long)s->nsamples);
+		sfs_digest_update(d, line, strlen(line));
+		for (k = s->shard_lo; k < s->shard_hi; k++) {
+			const struct sfs_shard *sh = &idx->shards[k];
+
+			sfs_digest_update(d, sh->path + skip,
+					  strlen(sh->path + skip));
+			snprintf(line, sizeof(line), " %llu\n",
+				 (unsigned long long)sh->nsamples);
+			sfs_digest_update(d, line, strlen(line));
+		}
+	}
+	sfs_digest_final(d, m->digest);
+	sfs_digest_free(d);
+}
+
+/* Join the sources' indexes and find each source's shards. */
+static int join(struct loader *l, struct sfs_index **out)
+{
+	struct sfs_mix *m = l->mix;
+	char *root = common_root(m);
+	char **prefixes = calloc(m->nsources + 1, sizeof(*prefixes));
+	const char **names = calloc(m->nsources + 1, sizeof(*names));
+	struct sfs_index *idx = NULL;
+	size_t i, k, rl;
+	int rc = -ENOMEM;
+
+	if (!root || !prefixes || !names)
+		goto out_nomem;
+	rl = strcmp(root, "/") ? strlen(root) + 1 : 1;
+	for (i = 0; i < m->nsources; i++) {
+		const char *p = m->sources[i].path;
+
+		names[i] = m->sources[i].name;
+		if (asprintf(&prefixes[i], "%s%s", strlen(p) > rl ? p + rl : "",
+			     strlen(p) > rl ? "/" : "") < 0) {
+			prefixes[i] = NULL;
+			goto out_nomem;
+		}
+	}
+	rc = sfs_index_join((const struct sfs_index *const *)l->idxs,
+			    (const char *const *)prefixes, names, m->nsources,
+			    root, "sources may not share shards", &idx, l->err);
+	if (rc)
+		goto out_free;
+	for (i = 0; i < m->nsources; i++) {
+		size_t plen = strlen(prefixes[i]);
+		struct sfs_mix_source *s = &m->sources[i];
+
+		s->prefix_len = plen;
+		s->shard_lo = s->shard_hi = 0;
+		for (k = 0; k < idx->nshards; k++)
+			if (!strncmp(idx->shards[k].path, prefixes[i], plen)) {
+				if (s->shard_hi == 0)
+					s->shard_lo = k;
+				s->shard_hi = k + 1;
+			}
+	}
+	mix_digest(m, idx, prefixes);
+	idx->mix = m;
+	l->mix = NULL;
+	*out = idx;
+	idx = NULL;
+	rc = 0;
+	goto out_free;
+out_nomem:
+	rc = sfs_errorf(l->err, -ENOMEM, "out of memory");
+out_free:
+	for (i = 0; prefixes && i < m->nsources; i++)
+		free(prefixes[i]);
+	free(prefixes);
+	free(names);
+	free(root);
+	sfs_index_free(idx);
+	return rc;
+}
+
+static int read_mixture(struct loader *l, json_t *root)
+{
+	struct sfs_mix *m = l->mix;
+	json_t *sources, *v;
+	const char *key;
+	bool kind_set = false;
+	int sampling = SFS_MIX_BALANCED, batching = SFS_MIX_RANDOM;
+	size_t i;
+	int rc;
+
+	if (!json_is_object(root))
+		return bad(
+			l, "not a JSON object",
+			"a mixture is {\"sources\": [...], ...} (docs/plan.md)");
+	json_object_foreach(root, key, v)
+	{
+		if (strcmp(key, "sources") && strcmp(key, "epoch_size") &&
+		    strcmp(key, "sampling") && strcmp(key, "batching"))
+			return sfs_errorf(
+				l->err, -EINVAL,
+				"%s: unknown key \"%s\"; a mixture has sources, epoch_size, sampling and batching",
+				l->file, key);
+	}
+	sources = json_object_get(root, "sources");
+	if (!json_is_array(sources) || json_array_size(sources) == 0 ||
+	    json_array_size(sources) > SFS_MIX_SOURCES_MAX)
+		return bad(
+			l, "sources is missing, empty or not a list",
+			"list 1 to 1024 sources: [{\"path\": \"/data/x\", \"proportion\": 1}, ...]");
+	v = json_object_get(root, "epoch_size");
+	if (v) {
+		if (!json_is_integer(v) || json_integer_value(v) < 1)
+			return bad(
+				l, "epoch_size is not a whole number >= 1",
+				"give the samples of an epoch, or leave epoch_size out");
+		m->epoch_size = (uint64_t)json_integer_value(v);
+	}
+	rc = get_enum(l, root, "sampling", sampling_names, &sampling);
+	if (!rc)
+		rc = get_enum(l, root, "batching", batching_names, &batching);
+	if (rc)
+		return rc;
+	m->sampling = (enum sfs_mix_sampling)sampling;
+	m->batching = (enum sfs_mix_batching)batching;
+	m->nsources = json_array_size(sources);
+	m->sources = calloc(m->nsources, sizeof(*m->sources));
+	l->idxs = calloc(m->nsources, sizeof(*l->idxs));
+	if (!m->sources || !l->idxs)
+		return sfs_errorf(l->err, -ENOMEM, "out of memory");
+	for (i = 0; i < m->nsources; i++) {
+		rc = read_source(l, i, json_array_get(sources, i), &kind_set);
+		if (rc)
+			return rc;
+	}
+	return check_distinct(l);
+}
+
+static int load_mixture(const char *file, struct sfs_index **out,
+			struct sfs_error *err)
+{
+	struct loader l = { .file = file, .err = err };
+	char *real = NULL;
+	json_error_t jerr;
+	json_t *root = NULL;
+	struct stat st;
+	size_t i;
+	int rc;
+
+	l.mix = calloc(1, sizeof(*l.mix));
+	real = realpath(file, NULL);
+	if (!real) {
+		rc = sfs_errorf(err, -errno, "%s: %s", file, strerror(errno));
+		goto out_free;
+	}
+	if (!l.mix || !(l.mix->file = strdup(real))) {
+		rc = sfs_errorf(err, -ENOMEM, "out of memory");
+		goto out_free;
+	}
+	l.dir = strdup(dirname(real));
+	if (!l.dir) {
+		rc = sfs_errorf(err, -ENOMEM, "out of memory");
+		goto out_free;
+	}
+	if (stat(file, &st) == 0 && st.st_size > MIX_FILE_MAX) {
+		rc = bad(&l, "larger than 16 MiB",
+			 "a mixture file lists sources, not shards");
+		goto out_free;
+	}
+	root = json_load_file(file, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root) {
+		rc = sfs_errorf(
+			err, -EINVAL,
+			"%s: not a directory nor a JSON mixture file: line %d, column %d: %s; a source is an indexed directory or a mixture file (docs/plan.md)",
+			file, jerr.line, jerr.column, jerr.text);
+		goto out_free;
+	}
+	rc = read_mixture(&l, root);
+	if (!rc)
+		rc = join(&l, out);
+out_free:
+	for (i = 0; i < l.nidx; i++)
+		sfs_index_free(l.idxs[i]);
+	free(l.idxs);
+	json_decref(root);
+	sfs_mix_free(l.mix);
+	free(l.dir);
+	free(real);
+	return rc;
+}
+
+int sfs_source_load(const char *path, const char *index_dir,
+		    struct sfs_index **out, struct sfs_error *err)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0)
+		return sfs_errorf(
+			err, -ENOENT,
+			"%s: %s; give an indexed directory or a mixture file",
+			path, strerror(errno));
+	if (S_ISDIR(st.st_mode))
+		return sfs_index_load(path, index_dir, out, err);
+	if (index_dir)
+		return sfs_errorf(
+			err, -EINVAL,
+			"%s: index= is for a source directory; a mixture names each source's index in its \"index\" field",
+			path);
+	return load_mixture(path, out, err);
+}
+
+json_t *sfs_mix_to_json(const struct sfs_mix *m)
+{
+	char hex[SFS_DIGEST_HEX];
+	json_t *sources, *root;
+	size_t i;
+
+	if (!m)
+		return json_null();
+	sources = json_array();
+	for (i = 0; sources && i < m->nsources; i++) {
+		const struct sfs_mix_source *s = &m->sources[i];
+
+		if (json_array_append_new(
+			    sources,
+			    json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I}",
+				      "name", s->name, "path", s->path,
+				      "weight", (json_int_t)s->weight,
+				      "shard_lo", (json_int_t)s->shard_lo,
+				      "shard_hi", (json_int_t)s->shard_hi,
+				      "prefix_len", (json_int_t)s->prefix_len,
+				      "samples", (json_int_t)s->nsamples))) {
+			json_decref(sources);
+			return NULL;
+		}
+	}
+	sfs_digest_hex(m->digest, hex);
+	root = json_pack("{s:s, s:s, s:s, s:I, s:s, s:s, s:o}", "file", m->file,
+			 "digest", hex, "weight", weight_names[m->kind],
+			 "epoch_size", (json_int_t)m->epoch_size, "sampling",
+			 sampling_names[m->sampling], "batching",
+			 batching_names[m->batching], "sources", sources);
+	return root;
+}
+
+static int name_index(const char *const *names, size_t n, const char *s)
+{
+	size_t i;
+
+	for (i = 0; s && i < n; i++)
+		if (!strcmp(s, names[i]))
+			return (int)i;
+	return -1;
+}
+
+int sfs_mix_from_json(json_t *j, size_t nshards, struct sfs_mix **out)
+{
+	const char *file, *digest, *weight, *sampling, *batching;
+	json_t *sources;
+	json_int_t esize;
+	struct sfs_mix *m;
+	size_t i, k;
+	int kind, smp, bat;
+
+	*out = NULL;
+	if (json_is_null(j))
+		return 0;
+	if (json_unpack(j, "{s:s, s:s, s:s, s:I, s:s, s:s, s:o}", "file", &file,
+			"digest", &digest, "weight", &weight, "epoch_size",
+			&esize, "sampling", &sampling, "batching", &batching,
+			"sources", &sources) ||
+	    !json_is_array(sources) || json_array_size(sources) == 0 ||
+	    json_array_size(sources) > SFS_MIX_SOURCES_MAX || esize < 0)
+		return -EINVAL;
+	kind = name_index(weight_names, 3, weight);
+	smp = name_index(sampling_names, 2, sampling);
+	bat = name_index(batching_names, 2, batching);
+	if (kind < 0 || smp < 0 || bat < 0)
+		return -EINVAL;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->kind = (enum sfs_mix_weight)kind;
+	m->sampling = (enum sfs_mix_sampling)smp;
+	m->batching = (enum sfs_mix_batching)bat;
+	m->epoch_size = (uint64_t)esize;
+	m->nsources = json_array_size(sources);
+	m->file = strdup(file);
+	m->sources = calloc(m->nsources, sizeof(*m->sources));
+	if (!m->file || !m->sources)
+		goto out_nomem;
+	if (sfs_digest_parse(digest, m->digest))
+		goto out_inval;
+	for (i = 0; i < m->nsources; i++) {
+		struct sfs_mix_source *s = &m->sources[i];
+		const char *name, *path;
+		json_int_t w, lo, hi, plen, n;
+
+		if (json_unpack(json_array_get(sources, i),
+				"{s:s, s:s, s:I, s:I, s:I, s:I, s:I}", "name",
+				&name, "path", &path, "weight", &w, "shard_lo",
+				&lo, "shard_hi", &hi, "prefix_len", &plen,
+				"samples", &n) ||
+		    !name_ok(name) || w < 1 || lo < 0 || hi < lo ||
+		    (uint64_t)hi > nshards || plen < 0 || n < 0)
+			goto out_inval;
+		s->name = strdup(name);
+		s->path = strdup(path);
+		if (!s->name || !s->path)
+			goto out_nomem;
+		s->weight = (uint64_t)w;
+		s->shard_lo = (size_t)lo;
+		s->shard_hi = (size_t)hi;
+		s->prefix_len = (size_t)plen;
+		s->nsamples = (uint64_t)n;
+		for (k = 0; k < i; k++)
+			if (s->shard_lo < m->sources[k].shard_hi &&
+			    m->sources[k].shard_lo < s->shard_hi)
+				goto out_inval;
+	}
+	*out = m;
+	return 0;
+out_inval:
+	sfs_mix_free(m);
+	return -EINVAL;
+out_nomem:
+	sfs_mix_free(m);
+	return -ENOMEM;
+}
