@@ -196,7 +196,6 @@ static int read_source(struct loader *l, size_t i, json_t *src, bool *kind_set)
 	const char *key, *path, *name, *index;
 	char *copy;
 	json_t *v;
-	int rc;
 
 	if (!json_is_object(src))
 		return bad_source(
@@ -254,19 +253,22 @@ static int read_source(struct loader *l, size_t i, json_t *src, bool *kind_set)
 		if (!s->index_dir)
 			return sfs_errorf(l->err, -ENOMEM, "out of memory");
 	}
-	rc = read_weight(l, i, src, kind_set);
-	if (rc)
-		return rc;
-	rc = sfs_index_load(s->path, s->index_dir, &l->idxs[i], l->err);
-	if (!rc)
-		l->nidx = i + 1;
-	if (rc) {
-		char msg[SFS_ERROR_MAX];
+	return read_weight(l, i, src, kind_set);
+}
 
+/* The index of source i. */
+static int load_source(struct loader *l, size_t i)
+{
+	struct sfs_mix_source *s = &l->mix->sources[i];
+	char msg[SFS_ERROR_MAX];
+	int rc = sfs_index_load(s->path, s->index_dir, &l->idxs[i], l->err);
+
+	if (rc) {
 		snprintf(msg, sizeof(msg), "%s", l->err ? l->err->msg : "");
 		return sfs_errorf(l->err, rc, "%s: source \"%s\": %s", l->file,
 				  s->name, msg);
 	}
+	l->nidx = i + 1;
 	s->nsamples = l->idxs[i]->nsamples;
 	return 0;
 }
@@ -485,7 +487,10 @@ static int read_mixture(struct loader *l, json_t *root)
 		if (rc)
 			return rc;
 	}
-	return check_distinct(l);
+	rc = check_distinct(l);
+	for (i = 0; !rc && i < m->nsources; i++)
+		rc = load_source(l, i);
+	return rc;
 }
 
 static int load_mixture(const char *file, struct sfs_index **out,

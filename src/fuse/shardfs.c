@@ -354,7 +354,8 @@ int main(int argc, char **argv)
 	 * pages (the read path in docs/benchmarks.md measures it) */
 	mallopt(M_MMAP_THRESHOLD, 4 << 20);
 	mallopt(M_TRIM_THRESHOLD, 64 << 20);
-	if (asprintf(&base, "fsname=%s,subtype=shardfs%s%s%s", fs.idx->source,
+	if (asprintf(&base, "fsname=%s,subtype=shardfs%s%s%s",
+		     fs.idx->mix ? fs.idx->mix->file : fs.idx->source,
 		     a.allow_other ? ",default_permissions" : "",
 		     a.fuse_opts ? "," : "",
 		     a.fuse_opts ? a.fuse_opts : "") < 0)

@@ -10,6 +10,10 @@ sidecar="$TESTS/../mount-helpers/shardfs-sidecar"
 shardfs-mkdata "$T/src" --format tar --shards 6 --samples 5-20 --seed 41 > /dev/null
 shardfs-index "$T/src" --quiet
 mkdir -p "$T/noindex" && cp "$T"/src/*.tar "$T/noindex/"
+shardfs-mkdata "$T/src2" --format jsonl --shards 3 --samples 5-9 --seed 42 > /dev/null
+shardfs-index "$T/src2" --quiet
+printf '%s\n' '{"sources": [{"path": "src", "proportion": 1}, {"path": "src2", "proportion": 1}]}' > "$T/mix.json"
+printf '%s\n' '{"sources": [{"path": "src", "proportion": 1}, {"path": "noindex", "proportion": 1}]}' > "$T/mix-noindex.json"
 
 # in_ns SHARED ENV...: run the sidecar in a new mount namespace whose
 # $T/ns is a tmpfs (shared when SHARED=1); print what a second process
@@ -57,6 +61,10 @@ expect_eq "PyTorchJob: replica index + offset" "$(in_ns 1 "${src[@]}" SHARDFS_RE
 	"ls: 3 
 exit=0
 mounted=0"
+expect_eq "a mixture file as the source" "$(in_ns 1 SHARDFS_SOURCE="$T/mix.json" RANK=1 WORLD_SIZE=2 SHARDFS_WORKERS=2 2>/dev/null)" \
+	"ls: 1 
+exit=0
+mounted=0"
 expect_eq "SHARDFS_* win" "$(in_ns 1 "${src[@]}" RANK=3 WORLD_SIZE=4 SHARDFS_RANK=0 SHARDFS_WORLD=2 2>/dev/null)" \
 	"ls: 0 
 exit=0
@@ -79,7 +87,7 @@ broken() {
 mounted=0
 shardfs-sidecar: $want"
 }
-broken "no source" 1 "SHARDFS_SOURCE=$T/none does not exist: mount the dataset volume into the sidecar at $T/none" \
+broken "no source" 1 "SHARDFS_SOURCE=$T/none does not exist: mount the dataset volume (or the mixture file) into the sidecar at $T/none" \
 	SHARDFS_SOURCE="$T/none" RANK=0 WORLD_SIZE=1
 broken "no rank" 1 "no rank: set SHARDFS_RANK, or run under a launcher that sets RANK, NODE_RANK with LOCAL_WORLD_SIZE, or JOB_COMPLETION_INDEX" \
 	SHARDFS_SOURCE="$T/src"
@@ -89,6 +97,8 @@ broken "not shared" 0 "$T/ns/data is on $T/ns, which is not a shared mount (priv
 	SHARDFS_SOURCE="$T/src" RANK=0 WORLD_SIZE=1
 broken "no index" 1 "no index at $T/noindex/.shardfs/manifest.json after 1s: run the index Job first (k8s/index-job.yaml) or raise SHARDFS_INDEX_TIMEOUT" \
 	SHARDFS_SOURCE="$T/noindex" RANK=0 WORLD_SIZE=1 SHARDFS_INDEX_TIMEOUT=1
+broken "a mixture source without index" 1 "the mixture $T/mix-noindex.json cannot be served after 1s: shardfs-plan: $T/mix-noindex.json: source \"noindex\": $T/noindex/.shardfs/manifest.json: no index; build it with: shardfs-index $T/noindex" \
+	SHARDFS_SOURCE="$T/mix-noindex.json" RANK=0 WORLD_SIZE=1 SHARDFS_INDEX_TIMEOUT=1
 broken "bad option" 1 "the view did not come up (shardfs exited with status 1; its message is above)" \
 	SHARDFS_SOURCE="$T/src" RANK=5 WORLD_SIZE=2
 got=$(unshare -m --propagation private env PATH="$PATH" T="$T" S="$sidecar" bash -c '
