@@ -36,6 +36,8 @@ static void usage(FILE *f)
 		"Mount per-rank, per-worker views of the shards under SRC on MNT:\n"
 		"MNT/<rank>/<worker>/ holds, in directory order, exactly what that\n"
 		"reader reads this epoch.  MNT/.shardfs/epoch switches the epoch.\n"
+		"SRC is an indexed directory, or a JSON mixture file of several\n"
+		"(docs/plan.md, \"Mixtures\").\n"
 		"\n"
 		"Options (-o, comma-separated; defaults in brackets):\n");
 	sfs_opt_help(sfs_plan_options, f, 2);

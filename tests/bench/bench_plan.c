@@ -1,14 +1,18 @@
 /*
- * bench_plan SRC INDEX_DIR [world workers [shuffle]]: load the index, report
- * its memory per shard and per sample, and time building one epoch's plan
- * for every reader (median of 11 runs after a warm-up).
+ * bench_plan SRC INDEX_DIR [world workers [shuffle [block]]]: load the index
+ * (SRC a directory, INDEX_DIR "-" for SRC/.shardfs; or SRC a mixture file
+ * and INDEX_DIR "-"), report its memory per shard and per sample, and time
+ * building one epoch's plan for every reader (median of 11 runs after a
+ * warm-up) and the heap the plan holds.
  */
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "shardfs/index.h"
+#include "shardfs/mixture.h"
 #include "shardfs/options.h"
 #include "shardfs/plan.h"
 
@@ -36,24 +40,26 @@ int main(int argc, char **argv)
 	struct sfs_index *idx;
 	struct sfs_plan *plan;
 	double t[RUNS], t0, load;
-	size_t heap0, heap1;
+	size_t heap0, heap1, held = 0;
 	int i;
 
 	if (argc < 3) {
 		fprintf(stderr,
-			"usage: bench_plan SRC INDEX_DIR [world workers [shuffle]]\n");
+			"usage: bench_plan SRC INDEX_DIR|- [world workers [shuffle [block]]]\n");
 		return 2;
 	}
 	sfs_options_init(&opts);
 	opts.plan.world = argc > 3 ? (uint32_t)atoi(argv[3]) : 64;
 	opts.plan.workers = argc > 4 ? (uint32_t)atoi(argv[4]) : 8;
-	if (argc > 5 && sfs_options_set(&opts, "shuffle", argv[5], &err)) {
+	if ((argc > 5 && sfs_options_set(&opts, "shuffle", argv[5], &err)) ||
+	    (argc > 6 && sfs_options_set(&opts, "block", argv[6], &err))) {
 		fprintf(stderr, "bench_plan: %s\n", err.msg);
 		return 2;
 	}
 	heap0 = mallinfo2().uordblks;
 	t0 = now();
-	if (sfs_index_load(argv[1], argv[2], &idx, &err)) {
+	if (sfs_source_load(argv[1], strcmp(argv[2], "-") ? argv[2] : NULL,
+			    &idx, &err)) {
 		fprintf(stderr, "bench_plan: %s\n", err.msg);
 		return 2;
 	}
@@ -72,13 +78,15 @@ int main(int argc, char **argv)
 		}
 		if (i >= 0)
 			t[i] = now() - t0;
+		held = mallinfo2().uordblks - heap1;
 		sfs_plan_free(plan);
 	}
 	qsort(t, RUNS, sizeof(t[0]), cmp);
-	printf("plan world=%u workers=%u shuffle=%s: median %.2f ms (min %.2f, max %.2f) over %d runs\n",
+	printf("plan world=%u workers=%u shuffle=%s block=%llu: median %.2f ms (min %.2f, max %.2f) over %d runs; the plan holds %.1f MB\n",
 	       opts.plan.world, opts.plan.workers,
-	       sfs_shuffle_name(opts.plan.shuffle), t[RUNS / 2] * 1e3,
-	       t[0] * 1e3, t[RUNS - 1] * 1e3, RUNS);
+	       sfs_shuffle_name(opts.plan.shuffle),
+	       (unsigned long long)opts.plan.block, t[RUNS / 2] * 1e3,
+	       t[0] * 1e3, t[RUNS - 1] * 1e3, RUNS, (double)held / 1e6);
 	sfs_index_free(idx);
 	return 0;
 }

@@ -53,23 +53,46 @@ def check_epoch(source, o, epoch, logs, status):
         if len(got) != steps:
             fail("epoch %d rank %d ran %d steps, want %d"
                  % (epoch, rank, len(got), steps))
-        want = loader_batches(readers, rank, workers, batch)
+        want = loader_batches(readers, rank, workers, batch,
+                              o["replicas"])
         if got != want:
             i = next((i for i, (a, b) in enumerate(zip(got, want))
                       if a != b), min(len(got), len(want)))
             fail("epoch %d rank %d batch %d is %s, the plan says %s"
                  % (epoch, rank, i, got[i:i + 1], want[i:i + 1]))
         reads.extend(got)
+    # with replicas, every group's ranks read the same batches: judge
+    # one rank per group
+    if o["replicas"] > 1:
+        for rank in range(world):
+            if logs[rank][str(epoch)]["batches"] != \
+                    logs[rank - rank % o["replicas"]][str(epoch)]["batches"]:
+                fail("epoch %d rank %d read other batches than rank %d of "
+                     "its replica group" % (epoch, rank,
+                                            rank - rank % o["replicas"]))
+        reads = [b for rank in range(0, world, o["replicas"])
+                 for b in logs[rank][str(epoch)]["batches"]]
     # the samples after start=, each once, plus the padding or minus the
     # drop the mounts report
     remaining = source.order(o)[o["start"]:]
     n = len(remaining)
     distinct, extra = check_union("epoch %d" % epoch, reads, remaining,
                                   status["padding"], status["dropped"])
+    if source.mix:
+        got = collections.Counter(source.source_of[k] for b in reads
+                                  for k in b)
+        want_src = source.per_source(o)
+        if dict(got) != {k: v for k, v in want_src.items() if v}:
+            fail("epoch %d: samples per source %s, the plan's %s"
+                 % (epoch, dict(sorted(got.items())),
+                    dict(sorted(want_src.items()))))
+        print("epoch %d: per source %s" % (epoch, " ".join(
+            "%s=%d" % (k, got[k]) for k in source.names)))
+    total = sum(len(b) for b in reads)
     print("epoch %d: %d ranks x %d steps of %d; %d distinct samples of %d "
           "remaining, %d padding, %d dropped" % (epoch, world, steps, batch,
                                                  distinct, n, extra,
-                                                 n - distinct))
+                                                 n + extra - total))
     return [logs[r][str(epoch)]["batches"] for r in range(world)]
 
 

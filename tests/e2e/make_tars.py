@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Write a WebDataset-style tar dataset for the end-to-end tests.
 
-Usage: make_tars.py DIR COUNT [COUNT ...] [--payload BYTES]
+Usage: make_tars.py DIR COUNT [COUNT ...] [--payload BYTES] [--first K]
 
 Shard i (shard-000i.tar) holds COUNT[i] samples.  Keys are s000000,
-s000001, ... across the whole dataset, so a key names its sample; each
+s000001, ... (from sK with --first, so that datasets mixed together keep
+distinct keys) across the whole dataset, so a key names its sample; each
 sample has `<key>.input` (4 little-endian float32 features),
 `<key>.cls` (its label, 0 or 1, in ASCII) and, with --payload, a
 `<key>.bin` of that many bytes.  The same arguments give the same bytes.
@@ -26,14 +27,17 @@ def member(tar, name, data):
 
 def main():
     args = sys.argv[1:]
-    payload = 0
+    payload = key = 0
     if "--payload" in args:
         i = args.index("--payload")
         payload = int(args[i + 1])
         del args[i:i + 2]
+    if "--first" in args:
+        i = args.index("--first")
+        key = int(args[i + 1])
+        del args[i:i + 2]
     out, counts = args[0], [int(c) for c in args[1:]]
-    rng = random.Random(1)
-    key = 0
+    rng = random.Random(1 + key)
     for shard, count in enumerate(counts):
         with tarfile.open("%s/shard-%04d.tar" % (out, shard), "w",
                           format=tarfile.USTAR_FORMAT) as tar:

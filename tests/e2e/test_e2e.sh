@@ -31,6 +31,19 @@ expect_eq "the naive job's ranks time out in gloo" \
 
 ddp_jobs
 
+# a mixture of three datasets of uneven sizes, weighted 5:3:2 in epochs of
+# 400: every rank runs the same steps, each source's share exactly its
+# allocation; and a replica group of two ranks reading the same batches
+mkdir -p "$T/mix/web" "$T/mix/code" "$T/mix/math"
+$PY "$E/make_tars.py" "$T/mix/web" 50 70 30 90 --first 100000
+$PY "$E/make_tars.py" "$T/mix/code" 11 23 7 --first 200000
+$PY "$E/make_tars.py" "$T/mix/math" 9 14 --first 300000
+for s in web code math; do shardfs-index "$T/mix/$s" --quiet; done
+printf '%s\n' '{"sources": [{"path": "web", "proportion": 5}, {"path": "code", "proportion": 3},
+  {"path": "math", "proportion": 2}], "epoch_size": 400}' > "$T/mix/mix.json"
+ddp ddp-mixture "$T/mix/mix.json" "world=4,workers=2,batch=4,block=8,shuffle=samples" 0,1
+ddp ddp-replicas "$T/uneven" "world=4,workers=2,batch=4,replicas=2,block=8" 0,1
+
 # a directory listed once holds epochs=3 epochs
 mount_view "$T/even" "$T/mnt-epochs" "world=2,workers=2,epochs=3,epoch=4,seed=3"
 run "epochs=3" $PY "$E/legacy.py" epochs "$T/even" "$T/mnt-epochs"

@@ -51,11 +51,12 @@ SCALE = 10**9
 
 def load(path):
     """The sources as [(name, shards, weight)], shards as (joined path,
-    samples, sliceable); the mixture (or None)."""
+    samples, sliceable); the mixture (or None); the directory the joined
+    paths are relative to (the sources' deepest common one)."""
     if os.path.basename(path) == "manifest.json":
         m = json.load(open(path))
         return [("", [(sh["path"], sh["samples"], "bounds" in sh)
-                      for sh in m["shards"]], 1)], None
+                      for sh in m["shards"]], 1)], None, m.get("source")
     mix = json.load(open(path))
     here = os.path.dirname(os.path.realpath(path))
     dirs = [os.path.realpath(os.path.join(here, src["path"]))
@@ -74,7 +75,7 @@ def load(path):
         sources.append((src.get("name", os.path.basename(src["path"])),
                         [(prefix + sh["path"], sh["samples"], "bounds" in sh)
                          for sh in m["shards"]], w))
-    return sources, mix
+    return sources, mix, root
 
 
 def apportion(total, w):
@@ -202,7 +203,7 @@ def readers(sources, mix, o):
 
 
 def main():
-    sources, mix = load(sys.argv[1])
+    sources, mix, _ = load(sys.argv[1])
     plan = json.load(open(sys.argv[2]))
     o = plan["options"]
     want, c, counts = readers(sources, mix, o)
