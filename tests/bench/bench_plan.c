@@ -26,6 +26,14 @@ static double now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* Bytes allocated: small chunks and mmap'd large ones. */
+static size_t heap(void)
+{
+	struct mallinfo2 mi = mallinfo2();
+
+	return mi.uordblks + mi.hblkhd;
+}
+
 static int cmp(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -56,7 +64,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench_plan: %s\n", err.msg);
 		return 2;
 	}
-	heap0 = mallinfo2().uordblks;
+	heap0 = heap();
 	t0 = now();
 	if (sfs_source_load(argv[1], strcmp(argv[2], "-") ? argv[2] : NULL,
 			    &idx, &err)) {
@@ -64,7 +72,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	load = now() - t0;
-	heap1 = mallinfo2().uordblks;
+	heap1 = heap();
 	printf("index: %zu shards, %llu samples, loaded in %.1f ms\n",
 	       idx->nshards, (unsigned long long)idx->nsamples, load * 1e3);
 	printf("index memory: %.1f heap bytes per shard, %.1f mapped bytes per sample (boundary table, page cache)\n",
@@ -78,7 +86,7 @@ int main(int argc, char **argv)
 		}
 		if (i >= 0)
 			t[i] = now() - t0;
-		held = mallinfo2().uordblks - heap1;
+		held = heap() - heap1;
 		sfs_plan_free(plan);
 	}
 	qsort(t, RUNS, sizeof(t[0]), cmp);
