@@ -92,12 +92,25 @@ struct sfs_plan {
 int sfs_plan_build(const struct sfs_index *idx, const struct sfs_plan_opts *o,
 		   struct sfs_plan **out, struct sfs_error *err);
 
+/*
+ * As sfs_plan_build, but only the readers of ranks[0..nranks) (borrowed;
+ * nranks 0: every rank) get their files; every other reader has none.  A
+ * daemon that shows some ranks needs no more, and the files and runs of
+ * the rest are most of a plan's memory.  Totals, padding, drop and the
+ * per-source counts are the whole plan's.
+ */
+int sfs_plan_build_ranks(const struct sfs_index *idx,
+			 const struct sfs_plan_opts *o, const uint32_t *ranks,
+			 size_t nranks, struct sfs_plan **out,
+			 struct sfs_error *err);
+
 void sfs_plan_free(struct sfs_plan *plan);
 
 /*
  * The plan as JSON text (docs/plan.md shows its shape): options, totals and
  * per reader its files with shard path, whole or slice, sample runs and
- * padding.  Returns a heap string (caller frees) or NULL without memory.
+ * padding; readers without files (not asked for, sfs_plan_build_ranks)
+ * are left out.  Returns a heap string (caller frees) or NULL without memory.
  */
 char *sfs_plan_json(const struct sfs_plan *plan, const struct sfs_index *idx);
 

@@ -43,6 +43,8 @@ struct builder {
 	uint64_t *cum; /* cum[i]: samples before segs[i]; cum[nsegs] = N */
 	uint64_t *perm; /* scratch: a unit's sample permutation */
 	size_t files_cap, runs_cap;
+	const uint32_t *ranks; /* the ranks whose readers get files */
+	size_t nranks; /* 0: every rank */
 	struct sfs_error *err;
 };
 
@@ -589,6 +591,17 @@ static int read_interleaved(struct builder *b, size_t t)
 	return read_positions(b, t, from, to);
 }
 
+/* Whether reader t is read by one of the ranks asked for. */
+static bool wanted(const struct builder *b, size_t t)
+{
+	size_t group = t / b->o->workers, k;
+
+	for (k = 0; k < b->nranks; k++)
+		if (b->ranks[k] / b->o->replicas == group)
+			return true;
+	return b->nranks == 0;
+}
+
 static int partition(struct builder *b)
 {
 	struct sfs_plan *plan = b->plan;
@@ -600,6 +613,8 @@ static int partition(struct builder *b)
 		struct sfs_plan_reader *r = &plan->readers[t];
 
 		r->file_at = plan->nfiles;
+		if (!wanted(b, t))
+			continue;
 		if (b->o->partition == SFS_PARTITION_INTERLEAVED)
 			rc = read_interleaved(b, t);
 		else
@@ -721,7 +736,17 @@ static void source_totals(struct builder *b)
 int sfs_plan_build(const struct sfs_index *idx, const struct sfs_plan_opts *o,
 		   struct sfs_plan **out, struct sfs_error *err)
 {
-	struct builder b = { .idx = idx, .o = o, .err = err };
+	return sfs_plan_build_ranks(idx, o, NULL, 0, out, err);
+}
+
+int sfs_plan_build_ranks(const struct sfs_index *idx,
+			 const struct sfs_plan_opts *o, const uint32_t *ranks,
+			 size_t nranks, struct sfs_plan **out,
+			 struct sfs_error *err)
+{
+	struct builder b = {
+		.idx = idx, .o = o, .ranks = ranks, .nranks = nranks, .err = err
+	};
 	uint64_t maxunit = 0, u;
 	size_t s;
 	int rc;

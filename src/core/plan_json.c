@@ -84,8 +84,11 @@ char *sfs_plan_json(const struct sfs_plan *plan, const struct sfs_index *idx)
 		return NULL;
 	for (t = 0; t < plan->nreaders; t++) {
 		const struct sfs_plan_reader *r = &plan->readers[t];
-		json_t *files = json_array();
+		json_t *files;
 
+		if (!r->nfiles)
+			continue;
+		files = json_array();
 		for (i = 0; i < r->nfiles; i++)
 			json_array_append_new(
 				files, file_json(plan, idx,

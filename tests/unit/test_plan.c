@@ -317,6 +317,61 @@ static void test_plan_order_ignores_world_and_workers(void **state)
 	sfs_index_free(idx);
 }
 
+/* A plan of some ranks: their readers' files are the whole plan's, every
+ * other reader has none, the totals are the whole plan's. */
+static void test_plan_ranks_are_the_whole_plans(void **state)
+{
+	static const uint64_t counts[] = { 30, 20, 50, 10, 40, 33 };
+	static const uint32_t ranks[] = { 1, 4 };
+	struct sfs_index *idx = mkindex(counts, 6, NULL);
+	struct sfs_error err = { 0 };
+	struct sfs_plan *all, *some;
+	struct sfs_plan_opts o;
+	size_t t, f;
+
+	(void)state;
+	opts_init(&o);
+	o.shuffle = SFS_SHUFFLE_SAMPLES;
+	o.block = 7;
+	o.world = 6;
+	o.workers = 2;
+	o.replicas = 2;
+	assert_int_equal(sfs_plan_build(idx, &o, &all, &err), 0);
+	assert_int_equal(sfs_plan_build_ranks(idx, &o, ranks, 2, &some, &err),
+			 0);
+	assert_int_equal(some->per_reader, all->per_reader);
+	assert_int_equal(some->padding, all->padding);
+	assert_int_equal(some->nreaders, 6);
+	for (t = 0; t < all->nreaders; t++) {
+		const struct sfs_plan_reader *a = &all->readers[t];
+		const struct sfs_plan_reader *s = &some->readers[t];
+
+		/* ranks 1 and 4 are groups 0 and 2: readers 0, 1, 4, 5 */
+		if (t / 2 == 1) {
+			assert_int_equal(s->nfiles, 0);
+			continue;
+		}
+		assert_int_equal(s->nfiles, a->nfiles);
+		assert_int_equal(s->npadding, a->npadding);
+		for (f = 0; f < a->nfiles; f++) {
+			const struct sfs_plan_file *fa =
+				&all->files[a->file_at + f];
+			const struct sfs_plan_file *fs =
+				&some->files[s->file_at + f];
+
+			assert_int_equal(fs->shard, fa->shard);
+			assert_int_equal(fs->nruns, fa->nruns);
+			assert_memory_equal(&some->runs[fs->run_at],
+					    &all->runs[fa->run_at],
+					    fa->nruns * sizeof(struct sfs_run));
+		}
+	}
+	assert_true(some->nruns < all->nruns);
+	sfs_plan_free(all);
+	sfs_plan_free(some);
+	sfs_index_free(idx);
+}
+
 static void test_plan_start_gives_the_suffix(void **state)
 {
 	static const uint64_t counts[] = { 30, 20, 50 };
@@ -568,6 +623,7 @@ int main(void)
 		cmocka_unit_test(test_plan_world_1024),
 		cmocka_unit_test(test_plan_order_ignores_world_and_workers),
 		cmocka_unit_test(test_plan_start_gives_the_suffix),
+		cmocka_unit_test(test_plan_ranks_are_the_whole_plans),
 		cmocka_unit_test(test_plan_epochs_differ),
 		cmocka_unit_test(test_plan_opaque_claims_do_not_size_buffers),
 		cmocka_unit_test(test_plan_interleaved_resumes_elastically),
