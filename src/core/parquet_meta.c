@@ -82,10 +82,33 @@ static const struct field_def kv_fields[] = {
 	{ 0, 0, NULL },
 };
 
-/* What is being decoded, for messages: "row group 2 column 5". */
+/*
+ * What is being decoded, for messages: "row group 2 column 5".  Kept as
+ * numbers and formatted only for a message: a footer has many chunks.
+ */
 struct where {
+	const char *what; /* "FileMetaData", "row group", ... */
+	size_t a, b; /* the numbers that follow, when nums says */
+	int nums;
+};
+
+struct where_str {
 	char s[96];
 };
+
+static struct where_str where_fmt(const struct where *w)
+{
+	struct where_str o;
+
+	if (w->nums == 2)
+		snprintf(o.s, sizeof(o.s), "%s %zu column %zu", w->what, w->a,
+			 w->b);
+	else if (w->nums == 1)
+		snprintf(o.s, sizeof(o.s), "%s %zu", w->what, w->a);
+	else
+		snprintf(o.s, sizeof(o.s), "%s", w->what);
+	return o;
+}
 
 /* The fields of one struct seen so far (ids below 32 only: the known). */
 struct seen {
@@ -118,15 +141,15 @@ static const struct field_def *known(struct sfs_thrift_reader *r,
 	if (type != d->type) {
 		*rc = sfs_thrift_fail(r, f->at,
 				      "%s: field %d (%s) is %s, expected %s",
-				      w->s, d->id, d->name,
+				      where_fmt(w).s, d->id, d->name,
 				      sfs_thrift_type_name(f->type),
 				      sfs_thrift_type_name(d->type));
 		return NULL;
 	}
 	if (seen->bits & (1u << d->id)) {
 		*rc = sfs_thrift_fail(r, f->at,
-				      "%s: field %d (%s) appears twice", w->s,
-				      d->id, d->name);
+				      "%s: field %d (%s) appears twice",
+				      where_fmt(w).s, d->id, d->name);
 		return NULL;
 	}
 	seen->bits |= 1u << d->id;
@@ -143,7 +166,8 @@ static int check_required(struct sfs_thrift_reader *r, size_t at,
 		    !(seen->bits & (1u << defs->id)))
 			return sfs_thrift_fail(r, at,
 					       "%s: no %s (field %d, required)",
-					       w->s, defs->name, defs->id);
+					       where_fmt(w).s, defs->name,
+					       defs->id);
 	return 0;
 }
 
@@ -152,8 +176,8 @@ static int not_negative(struct sfs_thrift_reader *r, size_t at,
 {
 	if (v >= 0)
 		return 0;
-	return sfs_thrift_fail(r, at, "%s: %s is negative (%lld)", w->s, name,
-			       (long long)v);
+	return sfs_thrift_fail(r, at, "%s: %s is negative (%lld)",
+			       where_fmt(w).s, name, (long long)v);
 }
 
 /* Read a list header whose elements must be of type want. */
@@ -171,7 +195,8 @@ static int read_list_of(struct sfs_thrift_reader *r, const struct where *w,
 	if (type != want)
 		return sfs_thrift_fail(r, at,
 				       "%s: %s is a list of %s, expected %s",
-				       w->s, name, sfs_thrift_type_name(type),
+				       where_fmt(w).s, name,
+				       sfs_thrift_type_name(type),
 				       sfs_thrift_type_name(want));
 	return 0;
 }
@@ -216,11 +241,10 @@ static int read_schema_element(struct sfs_thrift_reader *r, size_t i,
 {
 	struct sfs_thrift_field f;
 	struct seen seen = { 0 };
-	struct where w;
+	struct where w = { "schema element", i, 0, 1 };
 	size_t at = r->pos, start;
 	int last = 0, rc;
 
-	snprintf(w.s, sizeof(w.s), "schema element %zu", i);
 	memset(e, 0, sizeof(*e));
 	e->type = e->type_length = e->repetition_type = -1;
 	e->num_children = e->converted_type = -1;
@@ -274,7 +298,7 @@ static int read_schema_element(struct sfs_thrift_reader *r, size_t i,
 
 static int read_schema(struct sfs_thrift_reader *r, struct sfs_parquet_meta *m)
 {
-	struct where w = { "FileMetaData" };
+	struct where w = { .what = "FileMetaData" };
 	size_t n, i, cap = 0;
 	int rc;
 
@@ -294,11 +318,10 @@ static int read_key_value(struct sfs_thrift_reader *r, size_t i,
 {
 	struct sfs_thrift_field f;
 	struct seen seen = { 0 };
-	struct where w;
+	struct where w = { "key_value_metadata", i, 0, 1 };
 	size_t at = r->pos;
 	int last = 0, rc;
 
-	snprintf(w.s, sizeof(w.s), "key_value_metadata %zu", i);
 	memset(kv, 0, sizeof(*kv));
 	rc = sfs_thrift_struct_begin(r);
 	while (!rc) {
@@ -326,7 +349,7 @@ static int read_key_value(struct sfs_thrift_reader *r, size_t i,
 static int read_key_values(struct sfs_thrift_reader *r,
 			   struct sfs_parquet_meta *m)
 {
-	struct where w = { "FileMetaData" };
+	struct where w = { .what = "FileMetaData" };
 	size_t n, i, cap = 0;
 	int rc;
 
@@ -479,10 +502,9 @@ static int read_chunk(struct sfs_thrift_reader *r, size_t rg, size_t col,
 {
 	struct sfs_thrift_field f;
 	struct seen seen = { 0 };
-	struct where w;
+	struct where w = { "row group", rg, col, 2 };
 	int last = 0, rc;
 
-	snprintf(w.s, sizeof(w.s), "row group %zu column %zu", rg, col);
 	memset(c, 0, sizeof(*c));
 	c->index_page_offset = c->dictionary_page_offset = -1;
 	c->offset_index_offset = c->column_index_offset = -1;
@@ -502,7 +524,7 @@ static int read_chunk(struct sfs_thrift_reader *r, size_t rg, size_t col,
 				r->err, -ENOTSUP,
 				"%s: footer at byte %llu: %s is encrypted: encrypted Parquet files are not supported, decrypt it first",
 				r->path, (unsigned long long)(r->base + f.at),
-				w.s);
+				where_fmt(&w).s);
 			break;
 		}
 		d = known(r, chunk_fields, &w, &seen, &f, &rc);
@@ -513,7 +535,7 @@ static int read_chunk(struct sfs_thrift_reader *r, size_t rg, size_t col,
 			rc = sfs_thrift_fail(
 				r, f.at,
 				"%s: its data is in another file (file_path): not supported, only self-contained files are",
-				w.s);
+				where_fmt(&w).s);
 			break;
 		case 2:
 			rc = read_i64_field(r, &w, &f, d, &c->file_offset);
@@ -564,11 +586,10 @@ static int read_row_group(struct sfs_thrift_reader *r, size_t i,
 {
 	struct sfs_thrift_field f;
 	struct seen seen = { 0 };
-	struct where w;
+	struct where w = { "row group", i, 0, 1 };
 	size_t n, j, cap = 0;
 	int last = 0, rc;
 
-	snprintf(w.s, sizeof(w.s), "row group %zu", i);
 	memset(g, 0, sizeof(*g));
 	g->at = r->pos;
 	rc = sfs_thrift_struct_begin(r);
@@ -617,7 +638,7 @@ static int read_row_group(struct sfs_thrift_reader *r, size_t i,
 static int read_row_groups(struct sfs_thrift_reader *r,
 			   struct sfs_parquet_meta *m)
 {
-	struct where w = { "FileMetaData" };
+	struct where w = { .what = "FileMetaData" };
 	size_t n, i, cap = 0;
 	int rc;
 
@@ -634,7 +655,7 @@ static int read_row_groups(struct sfs_thrift_reader *r,
 static int read_file_meta(struct sfs_thrift_reader *r,
 			  struct sfs_parquet_meta *m)
 {
-	struct where w = { "FileMetaData" };
+	struct where w = { .what = "FileMetaData" };
 	struct sfs_thrift_field f;
 	struct seen seen = { 0 };
 	int last = 0, rc;
@@ -755,6 +776,16 @@ static int check_chunk(struct sfs_thrift_reader *r,
 			"row group %zu column %zu: its %lld bytes from byte %lld run past the data (ends at %llu)",
 			i, j, (long long)c->total_compressed_size,
 			(long long)start, (unsigned long long)end);
+	/* every page, the data page too, lies in the chunk's bytes: a slice
+	 * moves those bytes and nothing else */
+	if (c->data_page_offset - start >= c->total_compressed_size ||
+	    (c->dictionary_page_offset > 0 &&
+	     c->dictionary_page_offset - start >= c->total_compressed_size))
+		return sfs_thrift_fail(
+			r, c->at,
+			"row group %zu column %zu: its first data page (byte %lld) or dictionary page lies outside its %lld bytes from byte %lld",
+			i, j, (long long)c->data_page_offset,
+			(long long)c->total_compressed_size, (long long)start);
 	return 0;
 }
 

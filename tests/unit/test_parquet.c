@@ -746,6 +746,11 @@ static void test_parquet_inconsistent(void **state)
 		&s,
 		"x.parquet: footer at byte 393: row group 1 column 1: its 41 bytes from byte 64 run past the data (ends at 104)");
 	s = good();
+	s.rg[0].c[1].data = 50;
+	expect_spec(
+		&s,
+		"x.parquet: footer at byte 229: row group 0 column 1: its first data page (byte 50) or dictionary page lies outside its 20 bytes from byte 24");
+	s = good();
 	s.rg[0].c[0].data = 3;
 	expect_spec(
 		&s,
