@@ -789,6 +789,60 @@ static int check_chunk(struct sfs_thrift_reader *r,
 	return 0;
 }
 
+/* A chunk's bytes, for the overlap check. */
+struct span {
+	int64_t start, end;
+	size_t rg, col;
+};
+
+static int span_cmp(const void *a, const void *b)
+{
+	const struct span *x = a, *y = b;
+
+	return (x->start > y->start) - (x->start < y->start);
+}
+
+/*
+ * No two chunks share a byte: a slice of a file is then never larger than
+ * the file, whatever its footer claims.
+ */
+static int check_overlap(struct sfs_thrift_reader *r,
+			 const struct sfs_parquet_meta *m)
+{
+	size_t n = 0, i, j;
+	struct span *s;
+	int rc = 0;
+
+	for (i = 0; i < m->nrow_groups; i++)
+		n += m->row_groups[i].nchunks;
+	s = malloc((n ? n : 1) * sizeof(*s));
+	if (!s)
+		return oom(r);
+	n = 0;
+	for (i = 0; i < m->nrow_groups; i++)
+		for (j = 0; j < m->row_groups[i].nchunks; j++) {
+			const struct sfs_parquet_chunk *c =
+				&m->row_groups[i].chunks[j];
+
+			s[n].start = sfs_parquet_chunk_start(c);
+			s[n].end = s[n].start + c->total_compressed_size;
+			s[n].rg = i;
+			s[n++].col = j;
+		}
+	qsort(s, n, sizeof(*s), span_cmp);
+	for (i = 1; i < n && !rc; i++)
+		if (s[i].start < s[i - 1].end)
+			rc = sfs_thrift_fail(
+				r, m->row_groups[s[i].rg].chunks[s[i].col].at,
+				"row group %zu column %zu: its bytes [%lld, %lld) overlap those of row group %zu column %zu [%lld, %lld)",
+				s[i].rg, s[i].col, (long long)s[i].start,
+				(long long)s[i].end, s[i - 1].rg, s[i - 1].col,
+				(long long)s[i - 1].start,
+				(long long)s[i - 1].end);
+	free(s);
+	return rc;
+}
+
 static int check_meta(struct sfs_thrift_reader *r, struct sfs_parquet_meta *m)
 {
 	int64_t rows = 0;
@@ -822,7 +876,7 @@ static int check_meta(struct sfs_thrift_reader *r, struct sfs_parquet_meta *m)
 			r, 0,
 			"the row groups hold %lld rows but num_rows says %lld",
 			(long long)rows, (long long)m->num_rows);
-	return 0;
+	return check_overlap(r, m);
 }
 
 static int pread_all(int fd, void *buf, size_t len, uint64_t off)
@@ -963,6 +1017,7 @@ struct writer {
 	const struct sfs_parquet_meta *m;
 	struct sfs_thrift_out o;
 	struct sfs_error *err;
+	int reported; /* err holds the message already */
 };
 
 static struct sfs_thrift_reader reader_at(const struct sfs_parquet_meta *m,
@@ -1134,23 +1189,40 @@ static int write_chunk(struct writer *w, const struct sfs_parquet_chunk *c,
 	return rc;
 }
 
+static int overflow(struct writer *w, size_t i)
+{
+	w->reported = 1;
+	return sfs_errorf(
+		w->err, -EINVAL,
+		"%s: slice footer: edit %zu: the sizes of its chunks overflow 64 bits",
+		w->m->path, i);
+}
+
 static int write_row_group(struct writer *w,
 			   const struct sfs_parquet_rg_edit *e, size_t ordinal)
 {
 	const struct sfs_parquet_row_group *g = &w->m->row_groups[e->row_group];
 	struct sfs_thrift_reader r = reader_at(w->m, g->at);
-	int64_t dunc = 0, dcomp = 0, delta0 = 0, v;
+	int64_t dunc = 0, dcomp = 0, delta0 = 0, unc, v;
 	struct sfs_thrift_field f;
 	int last_in = 0, last_out = 0, rc = 0;
 	unsigned char stop = 0;
 	size_t j;
 
-	for (j = 0; j < g->nchunks; j++) {
-		dunc += e->chunks[j].total_uncompressed_size -
-			g->chunks[j].total_uncompressed_size;
-		dcomp += e->chunks[j].total_compressed_size -
-			 g->chunks[j].total_compressed_size;
-	}
+	for (j = 0; j < g->nchunks; j++)
+		if (__builtin_add_overflow(
+			    dunc,
+			    e->chunks[j].total_uncompressed_size -
+				    g->chunks[j].total_uncompressed_size,
+			    &dunc) ||
+		    __builtin_add_overflow(
+			    dcomp,
+			    e->chunks[j].total_compressed_size -
+				    g->chunks[j].total_compressed_size,
+			    &dcomp))
+			return overflow(w, ordinal);
+	if (__builtin_add_overflow(g->total_byte_size, dunc, &unc) || unc < 0)
+		return overflow(w, ordinal);
 	if (g->nchunks)
 		delta0 = e->chunks[0].start -
 			 sfs_parquet_chunk_start(&g->chunks[0]);
@@ -1168,8 +1240,7 @@ static int write_row_group(struct writer *w,
 						 &e->chunks[j]);
 			break;
 		case 2:
-			rc = put_i64_field(w, &r, &last_out, &f,
-					   g->total_byte_size + dunc);
+			rc = put_i64_field(w, &r, &last_out, &f, unc);
 			break;
 		case 3:
 			rc = put_i64_field(w, &r, &last_out, &f, e->num_rows);
@@ -1257,13 +1328,8 @@ static int check_edits(const struct sfs_parquet_meta *m,
 				err, -EINVAL,
 				"%s: slice footer: edit %zu: num_rows %lld is negative or overflows the total",
 				m->path, i, (long long)e->num_rows);
-		int64_t unc = m->row_groups[e->row_group].total_byte_size;
-		int64_t comp = 0;
-
 		for (j = 0; j < m->nleaves; j++) {
 			const struct sfs_parquet_chunk_edit *c = &e->chunks[j];
-			const struct sfs_parquet_chunk *o =
-				&m->row_groups[e->row_group].chunks[j];
 
 			if (c->start < 4 || c->total_compressed_size < 0 ||
 			    c->total_uncompressed_size < 0 || c->num_values < 0)
@@ -1274,17 +1340,6 @@ static int check_edits(const struct sfs_parquet_meta *m,
 					(long long)c->total_compressed_size,
 					(long long)c->total_uncompressed_size,
 					(long long)c->num_values);
-			if (__builtin_add_overflow(
-				    unc,
-				    c->total_uncompressed_size -
-					    o->total_uncompressed_size,
-				    &unc) ||
-			    __builtin_add_overflow(
-				    comp, c->total_compressed_size, &comp))
-				return sfs_errorf(
-					err, -EINVAL,
-					"%s: slice footer: edit %zu: the sizes of its chunks overflow 64 bits",
-					m->path, i);
 		}
 	}
 	return 0;
@@ -1305,6 +1360,10 @@ int sfs_parquet_footer_write(const struct sfs_parquet_meta *m,
 	if (rc)
 		return rc;
 	rc = write_file_meta(&w, rgs, nrgs, rows);
+	if (rc && w.reported) {
+		free(w.o.p);
+		return rc;
+	}
 	if (rc) {
 		free(w.o.p);
 		return sfs_errorf(

@@ -593,6 +593,13 @@ static void test_parquet_rewrite_bad_edits(void **state)
 	assert_string_equal(
 		err.msg,
 		"x.parquet: slice footer: edit 0 column 1: start 24 must be at least 4, sizes -1 and 40 and num_values 3 must not be negative");
+	same(m, 0, ce, &e);
+	ce[0].total_uncompressed_size = INT64_MAX;
+	assert_int_equal(sfs_parquet_footer_write(m, &e, 1, &out, &len, &err),
+			 -EINVAL);
+	assert_string_equal(
+		err.msg,
+		"x.parquet: slice footer: edit 0: the sizes of its chunks overflow 64 bits");
 	assert_null(out);
 	sfs_parquet_meta_free(m);
 }
@@ -750,6 +757,11 @@ static void test_parquet_inconsistent(void **state)
 	expect_spec(
 		&s,
 		"x.parquet: footer at byte 229: row group 0 column 1: its first data page (byte 50) or dictionary page lies outside its 20 bytes from byte 24");
+	s = good();
+	s.rg[1].c[0].data = 30;
+	expect_spec(
+		&s,
+		"x.parquet: footer at byte 325: row group 1 column 0: its bytes [30, 50) overlap those of row group 0 column 1 [24, 44)");
 	s = good();
 	s.rg[0].c[0].data = 3;
 	expect_spec(
