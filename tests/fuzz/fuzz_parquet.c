@@ -1,7 +1,12 @@
 /*
- * libFuzzer harness: any bytes, read as a Parquet file's footer.  A read
- * may refuse the bytes, never crash.  When it accepts them, the footer is
- * rewritten twice and each result must read back:
+ * libFuzzer harness: any bytes, read as a Parquet file, and read once more
+ * framed: the first 4 bytes (le32, modulo what follows) say how many of
+ * the rest are data, the others are the footer, and the file is PAR1, the
+ * data, the footer, its true length and PAR1 -- so that mutations of the
+ * footer are not all lost to a wrong footer length (the seeds named
+ * framed-* are in this form).  A read may refuse the bytes, never crash.
+ * When it accepts them, the footer is rewritten twice and each result must
+ * read back:
  *  - every row group where it is: the new tail after the same data must
  *    decode to the same rows, and rewriting that again must give the same
  *    bytes (the writer is a fixed point on its own output);
@@ -138,14 +143,14 @@ static void slice(const struct sfs_parquet_meta *m, const uint8_t *data,
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static void check(const uint8_t *data, size_t size)
 {
 	struct sfs_parquet_meta *m = read_mem(data, size);
 	struct sfs_parquet_chunk_edit *ce;
 	struct sfs_parquet_rg_edit *e;
 
 	if (!m)
-		return 0;
+		return;
 	e = calloc(m->nrow_groups + 1, sizeof(*e));
 	ce = calloc(m->nrow_groups * m->nleaves + 1, sizeof(*ce));
 	if (!e || !ce)
@@ -155,5 +160,31 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	free(ce);
 	free(e);
 	sfs_parquet_meta_free(m);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	uint8_t *file;
+	size_t d, footer;
+
+	check(data, size);
+	if (size < 4)
+		return 0;
+	d = (size_t)(data[0] | data[1] << 8 | data[2] << 16 |
+		     (uint32_t)data[3] << 24) %
+	    (size - 3);
+	footer = size - 4 - d;
+	file = malloc(size + 8);
+	if (!file)
+		abort();
+	memcpy(file, "PAR1", 4);
+	memcpy(file + 4, data + 4, size - 4);
+	file[size] = (uint8_t)footer;
+	file[size + 1] = (uint8_t)(footer >> 8);
+	file[size + 2] = (uint8_t)(footer >> 16);
+	file[size + 3] = (uint8_t)(footer >> 24);
+	memcpy(file + size + 4, "PAR1", 4);
+	check(file, size + 8);
+	free(file);
 	return 0;
 }
