@@ -60,6 +60,7 @@ static int read_varint(struct sfs_thrift_reader *r, uint64_t *v)
 	unsigned shift = 0;
 	unsigned char b;
 
+	*v = 0; /* defined on failure too: gcc -O3 cannot see rc */
 	do {
 		if (r->pos >= r->len)
 			return sfs_thrift_fail(
@@ -157,6 +158,8 @@ int sfs_thrift_read_field(struct sfs_thrift_reader *r, int *last_id,
 	int rc;
 
 	f->at = r->pos;
+	f->type = SFS_TC_STOP;
+	f->id = 0;
 	if (r->pos >= r->len)
 		return sfs_thrift_fail(
 			r, r->pos,
