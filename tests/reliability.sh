@@ -34,7 +34,7 @@ result() { [ "$1" = 0 ] && echo "held" || echo "**FAILED** ($1 of the checks)"; 
 	echo
 	echo "| harness | input | time | runs | result |"
 	echo "|---|---|---|---|---|"
-	for f in scan index options reports; do
+	for f in scan index options reports mixture parquet; do
 		line=$(grep "^fuzz_$f:" "$out/fuzz")
 		runs=$(sed -nE 's/.*#([0-9]+).*DONE.*/\1/p' <<<"$line")
 		case $f in
@@ -42,6 +42,8 @@ result() { [ "$1" = 0 ] && echo "held" || echo "**FAILED** ($1 of the checks)"; 
 		index) what="index manifests and boundary tables, re-signed so that checksums pass" ;;
 		options) what="mount options and writes to .shardfs/epoch" ;;
 		reports) what="a mount's status and audit reports, read by the auditor" ;;
+		mixture) what="mixture files beside three indexed sources, accepted ones planned" ;;
+		parquet) what="Parquet footers, read, rewritten for a slice and read back" ;;
 		esac
 		if grep -q "DONE" <<<"$line"; then r="no crash, leak or sanitizer report"; else r="**FAILED**: see build-fuzz/crashes/"; fi
 		echo "| fuzz_$f | $what | ${fuzz_secs} s | ${runs:-?} | $r |"

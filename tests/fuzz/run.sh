@@ -9,12 +9,13 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 secs=${1:-60}
 cd "$top"
 CC=clang cmake -S . -B build-fuzz -DSHARDFS_FUZZ=ON -DSHARDFS_TESTS=OFF -DSHARDFS_WERROR=ON >/dev/null
-cmake --build build-fuzz -j "$(nproc)" --target fuzz_scan fuzz_index fuzz_options fuzz_reports fuzz_mixture >/dev/null
+cmake --build build-fuzz -j "$(nproc)" --target fuzz_scan fuzz_index fuzz_options fuzz_reports fuzz_mixture fuzz_parquet >/dev/null
 work=$(mktemp -d /tmp/shardfs-fuzz-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 mkdir -p build-fuzz/crashes
 failed=0
-for f in scan index options reports mixture; do
+harnesses="scan index options reports mixture parquet"
+for f in $harnesses; do
 	cp -r "tests/fuzz/corpus/$f" "$work/$f"
 	if build-fuzz/fuzz_$f -max_total_time="$secs" -max_len=65536 \
 		-artifact_prefix=build-fuzz/crashes/$f- "$work/$f" > "$work/$f.log" 2>&1; then
@@ -25,5 +26,5 @@ for f in scan index options reports mixture; do
 		tail -40 "$work/$f.log"
 	fi
 done
-echo "$((5 - failed)) passed, $failed failed"
+echo "$(($(wc -w <<<"$harnesses") - failed)) passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -1,0 +1,191 @@
+/*
+ * The Parquet footer: FileMetaData (Thrift compact protocol) decoded with a
+ * bound on everything, and re-emitted for a slice of the file.
+ *
+ * A Parquet file is "PAR1", the column chunks, the footer, the footer's
+ * length (le32) and "PAR1".  sfs_parquet_footer_read reads and checks the
+ * footer; the result owns a copy of the footer's bytes, and every struct it
+ * describes keeps the byte range it was decoded from, so that
+ * sfs_parquet_footer_write can copy verbatim whatever it does not change,
+ * including fields this decoder does not know.
+ *
+ * Invariants of a decoded struct sfs_parquet_meta (checked, or the read
+ * fails): no negative row count, size, offset or value count; the row
+ * groups' num_rows add up to num_rows; the schema is one well-formed tree
+ * whose leaves number nleaves; every row group has nleaves column chunks,
+ * each with its ColumnMetaData, and each chunk's bytes
+ * [sfs_parquet_chunk_start, + total_compressed_size) lie within
+ * [4, data_end), data_end being where the footer begins, hold its first
+ * data page and its dictionary page, and are no other chunk's.  Memory
+ * grows with what is decoded, never with a count read from the file: real
+ * footers take about 6 times their size (4.4 MB with 50000 chunks: 26 MB),
+ * a hostile one of nothing but minimal schema elements about 20 times
+ * (15 MB: 290 MB; so over 1 GiB near SFS_PARQUET_FOOTER_MAX).
+ * Encrypted files (a "PARE" footer, or a plaintext footer with an
+ * encryption algorithm) are refused.
+ *
+ * This module knows nothing of indexes, plans or FUSE: it maps bytes to a
+ * description and back.  Nothing here is thread-safe beyond "distinct
+ * objects in distinct threads".
+ */
+#ifndef SHARDFS_PARQUET_H
+#define SHARDFS_PARQUET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shardfs/error.h"
+
+/* The largest footer read: bigger ones are refused (a memory bound). */
+#define SFS_PARQUET_FOOTER_MAX (64u << 20)
+
+/* Bytes borrowed from the footer copy of a struct sfs_parquet_meta. */
+struct sfs_parquet_bytes {
+	const unsigned char *p;
+	size_t len;
+};
+
+/* One SchemaElement; -1 (or a NULL .p) where the field is absent. */
+struct sfs_parquet_schema {
+	struct sfs_parquet_bytes name;
+	int32_t type; /* Type: 0 BOOLEAN .. 7 FIXED_LEN_BYTE_ARRAY */
+	int32_t type_length;
+	int32_t repetition_type; /* 0 REQUIRED, 1 OPTIONAL, 2 REPEATED */
+	int32_t num_children;
+	int32_t converted_type;
+	struct sfs_parquet_bytes logical_type; /* the encoded struct */
+};
+
+/*
+ * One ColumnChunk and its ColumnMetaData.  Optional fields are -1 when
+ * absent.  dictionary_page_offset 0 is taken as absent (some writers write
+ * 0 for "no dictionary"; no page can begin inside the magic).
+ */
+struct sfs_parquet_chunk {
+	int64_t file_offset;
+	int32_t type;
+	int32_t codec; /* 0 UNCOMPRESSED, 1 SNAPPY, 2 GZIP, ... 6 ZSTD */
+	size_t nencodings;
+	int32_t *encodings;
+	size_t npath;
+	struct sfs_parquet_bytes *path_in_schema;
+	int64_t num_values;
+	int64_t total_uncompressed_size;
+	int64_t total_compressed_size;
+	int64_t data_page_offset;
+	int64_t index_page_offset;
+	int64_t dictionary_page_offset;
+	bool has_statistics;
+	int64_t offset_index_offset;
+	int32_t offset_index_length;
+	int64_t column_index_offset;
+	int32_t column_index_length;
+	int64_t bloom_filter_offset;
+	int32_t bloom_filter_length;
+	size_t at, len; /* the ColumnChunk's bytes in the footer */
+};
+
+struct sfs_parquet_row_group {
+	int64_t num_rows;
+	int64_t total_byte_size;
+	size_t nchunks; /* == nleaves of the meta */
+	struct sfs_parquet_chunk *chunks;
+	size_t at, len; /* the RowGroup's bytes in the footer */
+};
+
+struct sfs_parquet_key_value {
+	struct sfs_parquet_bytes key;
+	struct sfs_parquet_bytes value; /* .p NULL when absent */
+};
+
+struct sfs_parquet_meta {
+	char *path; /* owned copy, names the file in messages */
+	uint64_t size; /* of the file */
+	uint64_t data_end; /* where the footer begins */
+	unsigned char *footer; /* owned copy of the FileMetaData bytes */
+	size_t footer_len;
+	int32_t version;
+	int64_t num_rows;
+	size_t nschema;
+	struct sfs_parquet_schema *schema;
+	size_t nleaves;
+	size_t nrow_groups;
+	struct sfs_parquet_row_group *row_groups;
+	size_t nkey_values;
+	struct sfs_parquet_key_value *key_values;
+	struct sfs_parquet_bytes created_by; /* .p NULL when absent */
+};
+
+/*
+ * Read and check the footer of the Parquet file open on fd, size bytes
+ * long; path only names the file in messages.  Returns 0 and a new meta in
+ * *out (free with sfs_parquet_meta_free), or: -EINVAL for a file that is
+ * not Parquet or whose footer is malformed or inconsistent, the message
+ * naming the file, the byte offset and what is wrong; -ENOTSUP for an
+ * encrypted file; -EFBIG for a footer over SFS_PARQUET_FOOTER_MAX; -EIO
+ * or another -errno when reading fails; -ENOMEM.  *out is untouched on
+ * failure.
+ */
+int sfs_parquet_footer_read(int fd, const char *path, uint64_t size,
+			    struct sfs_parquet_meta **out,
+			    struct sfs_error *err);
+
+/* Free m and everything it holds.  NULL is a no-op. */
+void sfs_parquet_meta_free(struct sfs_parquet_meta *m);
+
+/* Where a chunk's bytes begin: its dictionary page, else its first data
+ * page. */
+int64_t sfs_parquet_chunk_start(const struct sfs_parquet_chunk *c);
+
+/*
+ * A column chunk of a slice.  The chunk's bytes now begin at start; they
+ * are total_compressed_size long and hold num_values values.  Every offset
+ * of the chunk (data, dictionary and index page, file_offset when not 0)
+ * moves by start - sfs_parquet_chunk_start(original): whatever precedes
+ * the first data page (a dictionary page) keeps its size.  file_offset and
+ * index_page_offset, which no reader follows, become 0 if moving them
+ * would make them negative.  A chunk whose
+ * sizes or num_values differ from the original's is "changed".
+ */
+struct sfs_parquet_chunk_edit {
+	int64_t start;
+	int64_t total_compressed_size;
+	int64_t total_uncompressed_size;
+	int64_t num_values;
+};
+
+/* One row group of a slice: row group row_group of the meta, now holding
+ * num_rows rows, its chunks as chunks[0 .. nleaves) say (borrowed; never
+ * NULL when nleaves > 0). */
+struct sfs_parquet_rg_edit {
+	size_t row_group;
+	int64_t num_rows;
+	const struct sfs_parquet_chunk_edit *chunks;
+};
+
+/*
+ * Emit the tail of a slice of the file m describes: a FileMetaData, its
+ * length (le32) and "PAR1".  It holds the row groups rgs[0 .. nrgs), in
+ * that order, edited as they say; num_rows is their sum; each row group's
+ * total_byte_size and total_compressed_size move by the change of its
+ * chunks' sizes, its file_offset by its first chunk's move, its ordinal
+ * is its new position.  Dropped: the page index (offset_index_*,
+ * column_index_*) and the bloom filter (bloom_filter_*) of every chunk,
+ * which would point at bytes the slice does not have; the statistics,
+ * encoding_stats, size_statistics and geospatial_statistics of changed
+ * chunks.  Everything else, including fields unknown here, is copied byte
+ * for byte; field headers are written in the short form whenever the
+ * protocol allows, as every known writer does.
+ *
+ * Returns 0 and a malloc'd buffer in *out (taken by the caller) of *len
+ * bytes; -EINVAL when an edit names a row group that does not exist, a
+ * chunk start below 4, a negative size or count, or sizes that overflow
+ * (nothing is written); -ENOMEM.  The message names m->path.
+ */
+int sfs_parquet_footer_write(const struct sfs_parquet_meta *m,
+			     const struct sfs_parquet_rg_edit *rgs, size_t nrgs,
+			     unsigned char **out, size_t *len,
+			     struct sfs_error *err);
+
+#endif

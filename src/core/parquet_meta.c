@@ -1,0 +1,1398 @@
+/*
+ * The Parquet footer: FileMetaData read, checked and re-emitted for a
+ * slice.  Field ids and type codes are those of the Parquet format's
+ * parquet.thrift; only the fields a slice needs are decoded, the others are
+ * skipped on reading and copied verbatim on writing.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "parquet_i.h"
+#include "shardfs/parquet.h"
+
+/* A field of a struct this decoder knows: its name and compact type. */
+struct field_def {
+	int id;
+	int type;
+	const char *name;
+};
+
+static const struct field_def file_fields[] = {
+	{ 1, SFS_TC_I32, "version" },
+	{ 2, SFS_TC_LIST, "schema" },
+	{ 3, SFS_TC_I64, "num_rows" },
+	{ 4, SFS_TC_LIST, "row_groups" },
+	{ 5, SFS_TC_LIST, "key_value_metadata" },
+	{ 6, SFS_TC_BINARY, "created_by" },
+	{ 0, 0, NULL },
+};
+
+static const struct field_def schema_fields[] = {
+	{ 1, SFS_TC_I32, "type" },
+	{ 2, SFS_TC_I32, "type_length" },
+	{ 3, SFS_TC_I32, "repetition_type" },
+	{ 4, SFS_TC_BINARY, "name" },
+	{ 5, SFS_TC_I32, "num_children" },
+	{ 6, SFS_TC_I32, "converted_type" },
+	{ 10, SFS_TC_STRUCT, "logicalType" },
+	{ 0, 0, NULL },
+};
+
+static const struct field_def rg_fields[] = {
+	{ 1, SFS_TC_LIST, "columns" },
+	{ 2, SFS_TC_I64, "total_byte_size" },
+	{ 3, SFS_TC_I64, "num_rows" },
+	{ 0, 0, NULL },
+};
+
+static const struct field_def chunk_fields[] = {
+	{ 1, SFS_TC_BINARY, "file_path" },
+	{ 2, SFS_TC_I64, "file_offset" },
+	{ 3, SFS_TC_STRUCT, "meta_data" },
+	{ 4, SFS_TC_I64, "offset_index_offset" },
+	{ 5, SFS_TC_I32, "offset_index_length" },
+	{ 6, SFS_TC_I64, "column_index_offset" },
+	{ 7, SFS_TC_I32, "column_index_length" },
+	{ 0, 0, NULL },
+};
+
+static const struct field_def cmd_fields[] = {
+	{ 1, SFS_TC_I32, "type" },
+	{ 2, SFS_TC_LIST, "encodings" },
+	{ 3, SFS_TC_LIST, "path_in_schema" },
+	{ 4, SFS_TC_I32, "codec" },
+	{ 5, SFS_TC_I64, "num_values" },
+	{ 6, SFS_TC_I64, "total_uncompressed_size" },
+	{ 7, SFS_TC_I64, "total_compressed_size" },
+	{ 9, SFS_TC_I64, "data_page_offset" },
+	{ 10, SFS_TC_I64, "index_page_offset" },
+	{ 11, SFS_TC_I64, "dictionary_page_offset" },
+	{ 12, SFS_TC_STRUCT, "statistics" },
+	{ 14, SFS_TC_I64, "bloom_filter_offset" },
+	{ 15, SFS_TC_I32, "bloom_filter_length" },
+	{ 0, 0, NULL },
+};
+
+static const struct field_def kv_fields[] = {
+	{ 1, SFS_TC_BINARY, "key" },
+	{ 2, SFS_TC_BINARY, "value" },
+	{ 0, 0, NULL },
+};
+
+/*
+ * What is being decoded, for messages: "row group 2 column 5".  Kept as
+ * numbers and formatted only for a message: a footer has many chunks.
+ */
+struct where {
+	const char *what; /* "FileMetaData", "row group", ... */
+	size_t a, b; /* the numbers that follow, when nums says */
+	int nums;
+};
+
+struct where_str {
+	char s[96];
+};
+
+static struct where_str where_fmt(const struct where *w)
+{
+	struct where_str o;
+
+	if (w->nums == 2)
+		snprintf(o.s, sizeof(o.s), "%s %zu column %zu", w->what, w->a,
+			 w->b);
+	else if (w->nums == 1)
+		snprintf(o.s, sizeof(o.s), "%s %zu", w->what, w->a);
+	else
+		snprintf(o.s, sizeof(o.s), "%s", w->what);
+	return o;
+}
+
+/* The fields of one struct seen so far (ids below 32 only: the known). */
+struct seen {
+	uint32_t bits;
+};
+
+static const struct field_def *find_def(const struct field_def *defs, int id)
+{
+	for (; defs->name; defs++)
+		if (defs->id == id)
+			return defs;
+	return NULL;
+}
+
+/*
+ * Check a known field's type and that it appears once; returns its
+ * definition, NULL for an unknown field (skipped), or sets *rc.
+ */
+static const struct field_def *known(struct sfs_thrift_reader *r,
+				     const struct field_def *defs,
+				     const struct where *w, struct seen *seen,
+				     const struct sfs_thrift_field *f, int *rc)
+{
+	const struct field_def *d = find_def(defs, f->id);
+	int type = f->type == SFS_TC_FALSE ? SFS_TC_TRUE : f->type;
+
+	*rc = 0;
+	if (!d)
+		return NULL;
+	if (type != d->type) {
+		*rc = sfs_thrift_fail(r, f->at,
+				      "%s: field %d (%s) is %s, expected %s",
+				      where_fmt(w).s, d->id, d->name,
+				      sfs_thrift_type_name(f->type),
+				      sfs_thrift_type_name(d->type));
+		return NULL;
+	}
+	if (seen->bits & (1u << d->id)) {
+		*rc = sfs_thrift_fail(r, f->at,
+				      "%s: field %d (%s) appears twice",
+				      where_fmt(w).s, d->id, d->name);
+		return NULL;
+	}
+	seen->bits |= 1u << d->id;
+	return d;
+}
+
+/* Every field of defs whose id is in required must have been seen. */
+static int check_required(struct sfs_thrift_reader *r, size_t at,
+			  const struct field_def *defs, const struct where *w,
+			  const struct seen *seen, uint32_t required)
+{
+	for (; defs->name; defs++)
+		if ((required & (1u << defs->id)) &&
+		    !(seen->bits & (1u << defs->id)))
+			return sfs_thrift_fail(r, at,
+					       "%s: no %s (field %d, required)",
+					       where_fmt(w).s, defs->name,
+					       defs->id);
+	return 0;
+}
+
+static int not_negative(struct sfs_thrift_reader *r, size_t at,
+			const struct where *w, const char *name, int64_t v)
+{
+	if (v >= 0)
+		return 0;
+	return sfs_thrift_fail(r, at, "%s: %s is negative (%lld)",
+			       where_fmt(w).s, name, (long long)v);
+}
+
+/* Read a list header whose elements must be of type want. */
+static int read_list_of(struct sfs_thrift_reader *r, const struct where *w,
+			const char *name, int want, size_t *n)
+{
+	size_t at = r->pos;
+	int type, rc;
+
+	rc = sfs_thrift_read_list(r, &type, n);
+	if (rc)
+		return rc;
+	if (type == SFS_TC_FALSE)
+		type = SFS_TC_TRUE;
+	if (type != want)
+		return sfs_thrift_fail(r, at,
+				       "%s: %s is a list of %s, expected %s",
+				       where_fmt(w).s, name,
+				       sfs_thrift_type_name(type),
+				       sfs_thrift_type_name(want));
+	return 0;
+}
+
+/*
+ * Arrays sized by what was decoded, never by a count read from the file:
+ * a count only bounds the loop, the array grows as elements arrive.
+ */
+static int grow(void *arrp, size_t *cap, size_t n, size_t elsize)
+{
+	void **arr = arrp;
+	size_t ncap;
+	void *p;
+
+	if (n < *cap)
+		return 0;
+	ncap = *cap ? *cap * 2 : 8;
+	if (ncap > SIZE_MAX / elsize)
+		return -ENOMEM;
+	p = realloc(*arr, ncap * elsize);
+	if (!p)
+		return -ENOMEM;
+	*arr = p;
+	*cap = ncap;
+	return 0;
+}
+
+static int oom(struct sfs_thrift_reader *r)
+{
+	return sfs_errorf(r->err, -ENOMEM,
+			  "%s: out of memory decoding the Parquet footer",
+			  r->path);
+}
+
+static int read_bytes(struct sfs_thrift_reader *r, struct sfs_parquet_bytes *b)
+{
+	return sfs_thrift_read_binary(r, &b->p, &b->len);
+}
+
+static int read_schema_element(struct sfs_thrift_reader *r, size_t i,
+			       struct sfs_parquet_schema *e)
+{
+	struct sfs_thrift_field f;
+	struct seen seen = { 0 };
+	struct where w = { "schema element", i, 0, 1 };
+	size_t at = r->pos, start;
+	int last = 0, rc;
+
+	memset(e, 0, sizeof(*e));
+	e->type = e->type_length = e->repetition_type = -1;
+	e->num_children = e->converted_type = -1;
+	rc = sfs_thrift_struct_begin(r);
+	while (!rc) {
+		const struct field_def *d;
+
+		rc = sfs_thrift_read_field(r, &last, &f);
+		if (rc || f.type == SFS_TC_STOP)
+			break;
+		d = known(r, schema_fields, &w, &seen, &f, &rc);
+		if (rc)
+			break;
+		switch (d ? d->id : 0) {
+		case 1:
+			rc = sfs_thrift_read_i32(r, &e->type);
+			break;
+		case 2:
+			rc = sfs_thrift_read_i32(r, &e->type_length);
+			break;
+		case 3:
+			rc = sfs_thrift_read_i32(r, &e->repetition_type);
+			break;
+		case 4:
+			rc = read_bytes(r, &e->name);
+			break;
+		case 5:
+			rc = sfs_thrift_read_i32(r, &e->num_children);
+			if (!rc && e->num_children < 0)
+				rc = not_negative(r, f.at, &w, "num_children",
+						  e->num_children);
+			break;
+		case 6:
+			rc = sfs_thrift_read_i32(r, &e->converted_type);
+			break;
+		case 10:
+			start = r->pos;
+			rc = sfs_thrift_skip(r, f.type);
+			e->logical_type.p = r->buf + start;
+			e->logical_type.len = r->pos - start;
+			break;
+		default:
+			rc = sfs_thrift_skip(r, f.type);
+		}
+	}
+	sfs_thrift_struct_end(r);
+	if (rc)
+		return rc;
+	return check_required(r, at, schema_fields, &w, &seen, 1u << 4);
+}
+
+static int read_schema(struct sfs_thrift_reader *r, struct sfs_parquet_meta *m)
+{
+	struct where w = { .what = "FileMetaData" };
+	size_t n, i, cap = 0;
+	int rc;
+
+	rc = read_list_of(r, &w, "schema", SFS_TC_STRUCT, &n);
+	for (i = 0; !rc && i < n; i++) {
+		if (grow(&m->schema, &cap, i, sizeof(*m->schema)))
+			return oom(r);
+		rc = read_schema_element(r, i, &m->schema[i]);
+		if (!rc)
+			m->nschema = i + 1;
+	}
+	return rc;
+}
+
+static int read_key_value(struct sfs_thrift_reader *r, size_t i,
+			  struct sfs_parquet_key_value *kv)
+{
+	struct sfs_thrift_field f;
+	struct seen seen = { 0 };
+	struct where w = { "key_value_metadata", i, 0, 1 };
+	size_t at = r->pos;
+	int last = 0, rc;
+
+	memset(kv, 0, sizeof(*kv));
+	rc = sfs_thrift_struct_begin(r);
+	while (!rc) {
+		const struct field_def *d;
+
+		rc = sfs_thrift_read_field(r, &last, &f);
+		if (rc || f.type == SFS_TC_STOP)
+			break;
+		d = known(r, kv_fields, &w, &seen, &f, &rc);
+		if (rc)
+			break;
+		if (d && d->id == 1)
+			rc = read_bytes(r, &kv->key);
+		else if (d && d->id == 2)
+			rc = read_bytes(r, &kv->value);
+		else
+			rc = sfs_thrift_skip(r, f.type);
+	}
+	sfs_thrift_struct_end(r);
+	if (rc)
+		return rc;
+	return check_required(r, at, kv_fields, &w, &seen, 1u << 1);
+}
+
+static int read_key_values(struct sfs_thrift_reader *r,
+			   struct sfs_parquet_meta *m)
+{
+	struct where w = { .what = "FileMetaData" };
+	size_t n, i, cap = 0;
+	int rc;
+
+	rc = read_list_of(r, &w, "key_value_metadata", SFS_TC_STRUCT, &n);
+	for (i = 0; !rc && i < n; i++) {
+		if (grow(&m->key_values, &cap, i, sizeof(*m->key_values)))
+			return oom(r);
+		rc = read_key_value(r, i, &m->key_values[i]);
+		if (!rc)
+			m->nkey_values = i + 1;
+	}
+	return rc;
+}
+
+static int read_encodings(struct sfs_thrift_reader *r, const struct where *w,
+			  struct sfs_parquet_chunk *c)
+{
+	size_t n, i, cap = 0;
+	int rc;
+
+	rc = read_list_of(r, w, "encodings", SFS_TC_I32, &n);
+	for (i = 0; !rc && i < n; i++) {
+		if (grow(&c->encodings, &cap, i, sizeof(*c->encodings)))
+			return oom(r);
+		rc = sfs_thrift_read_i32(r, &c->encodings[i]);
+		if (!rc)
+			c->nencodings = i + 1;
+	}
+	return rc;
+}
+
+static int read_path(struct sfs_thrift_reader *r, const struct where *w,
+		     struct sfs_parquet_chunk *c)
+{
+	size_t n, i, cap = 0;
+	int rc;
+
+	rc = read_list_of(r, w, "path_in_schema", SFS_TC_BINARY, &n);
+	for (i = 0; !rc && i < n; i++) {
+		if (grow(&c->path_in_schema, &cap, i,
+			 sizeof(*c->path_in_schema)))
+			return oom(r);
+		rc = read_bytes(r, &c->path_in_schema[i]);
+		if (!rc)
+			c->npath = i + 1;
+	}
+	return rc;
+}
+
+static int read_i64_field(struct sfs_thrift_reader *r, const struct where *w,
+			  const struct sfs_thrift_field *f,
+			  const struct field_def *d, int64_t *v)
+{
+	int rc = sfs_thrift_read_i64(r, v);
+
+	if (rc)
+		return rc;
+	return not_negative(r, f->at, w, d->name, *v);
+}
+
+static int read_i32_field(struct sfs_thrift_reader *r, const struct where *w,
+			  const struct sfs_thrift_field *f,
+			  const struct field_def *d, int32_t *v)
+{
+	int rc = sfs_thrift_read_i32(r, v);
+
+	if (rc)
+		return rc;
+	return not_negative(r, f->at, w, d->name, *v);
+}
+
+static int read_column_meta(struct sfs_thrift_reader *r, const struct where *w,
+			    struct sfs_parquet_chunk *c)
+{
+	struct sfs_thrift_field f;
+	struct seen seen = { 0 };
+	size_t at = r->pos;
+	int last = 0, rc;
+
+	rc = sfs_thrift_struct_begin(r);
+	while (!rc) {
+		const struct field_def *d;
+
+		rc = sfs_thrift_read_field(r, &last, &f);
+		if (rc || f.type == SFS_TC_STOP)
+			break;
+		d = known(r, cmd_fields, w, &seen, &f, &rc);
+		if (rc)
+			break;
+		switch (d ? d->id : 0) {
+		case 1:
+			rc = sfs_thrift_read_i32(r, &c->type);
+			break;
+		case 2:
+			rc = read_encodings(r, w, c);
+			break;
+		case 3:
+			rc = read_path(r, w, c);
+			break;
+		case 4:
+			rc = sfs_thrift_read_i32(r, &c->codec);
+			break;
+		case 5:
+			rc = read_i64_field(r, w, &f, d, &c->num_values);
+			break;
+		case 6:
+			rc = read_i64_field(r, w, &f, d,
+					    &c->total_uncompressed_size);
+			break;
+		case 7:
+			rc = read_i64_field(r, w, &f, d,
+					    &c->total_compressed_size);
+			break;
+		case 9:
+			rc = read_i64_field(r, w, &f, d, &c->data_page_offset);
+			break;
+		case 10:
+			rc = read_i64_field(r, w, &f, d, &c->index_page_offset);
+			break;
+		case 11:
+			rc = read_i64_field(r, w, &f, d,
+					    &c->dictionary_page_offset);
+			break;
+		case 12:
+			c->has_statistics = true;
+			rc = sfs_thrift_skip(r, f.type);
+			break;
+		case 14:
+			rc = read_i64_field(r, w, &f, d,
+					    &c->bloom_filter_offset);
+			break;
+		case 15:
+			rc = read_i32_field(r, w, &f, d,
+					    &c->bloom_filter_length);
+			break;
+		default:
+			rc = sfs_thrift_skip(r, f.type);
+		}
+	}
+	sfs_thrift_struct_end(r);
+	if (rc)
+		return rc;
+	return check_required(r, at, cmd_fields, w, &seen,
+			      1u << 1 | 1u << 2 | 1u << 3 | 1u << 4 | 1u << 5 |
+				      1u << 6 | 1u << 7 | 1u << 9);
+}
+
+static int read_chunk(struct sfs_thrift_reader *r, size_t rg, size_t col,
+		      struct sfs_parquet_chunk *c)
+{
+	struct sfs_thrift_field f;
+	struct seen seen = { 0 };
+	struct where w = { "row group", rg, col, 2 };
+	int last = 0, rc;
+
+	memset(c, 0, sizeof(*c));
+	c->index_page_offset = c->dictionary_page_offset = -1;
+	c->offset_index_offset = c->column_index_offset = -1;
+	c->offset_index_length = c->column_index_length = -1;
+	c->bloom_filter_offset = -1;
+	c->bloom_filter_length = -1;
+	c->at = r->pos;
+	rc = sfs_thrift_struct_begin(r);
+	while (!rc) {
+		const struct field_def *d;
+
+		rc = sfs_thrift_read_field(r, &last, &f);
+		if (rc || f.type == SFS_TC_STOP)
+			break;
+		if (f.id == 8 || f.id == 9) {
+			rc = sfs_errorf(
+				r->err, -ENOTSUP,
+				"%s: footer at byte %llu: %s is encrypted: encrypted Parquet files are not supported, decrypt it first",
+				r->path, (unsigned long long)(r->base + f.at),
+				where_fmt(&w).s);
+			break;
+		}
+		d = known(r, chunk_fields, &w, &seen, &f, &rc);
+		if (rc)
+			break;
+		switch (d ? d->id : 0) {
+		case 1:
+			rc = sfs_thrift_fail(
+				r, f.at,
+				"%s: its data is in another file (file_path): not supported, only self-contained files are",
+				where_fmt(&w).s);
+			break;
+		case 2:
+			rc = read_i64_field(r, &w, &f, d, &c->file_offset);
+			break;
+		case 3:
+			rc = read_column_meta(r, &w, c);
+			break;
+		case 4:
+			rc = read_i64_field(r, &w, &f, d,
+					    &c->offset_index_offset);
+			break;
+		case 5:
+			rc = read_i32_field(r, &w, &f, d,
+					    &c->offset_index_length);
+			break;
+		case 6:
+			rc = read_i64_field(r, &w, &f, d,
+					    &c->column_index_offset);
+			break;
+		case 7:
+			rc = read_i32_field(r, &w, &f, d,
+					    &c->column_index_length);
+			break;
+		default:
+			rc = sfs_thrift_skip(r, f.type);
+		}
+	}
+	sfs_thrift_struct_end(r);
+	c->len = r->pos - c->at;
+	if (rc)
+		return rc;
+	return check_required(r, c->at, chunk_fields, &w, &seen, 1u << 3);
+}
+
+static void free_chunks(struct sfs_parquet_row_group *g)
+{
+	size_t i;
+
+	for (i = 0; i < g->nchunks; i++) {
+		free(g->chunks[i].encodings);
+		free(g->chunks[i].path_in_schema);
+	}
+	free(g->chunks);
+}
+
+static int read_row_group(struct sfs_thrift_reader *r, size_t i,
+			  struct sfs_parquet_row_group *g)
+{
+	struct sfs_thrift_field f;
+	struct seen seen = { 0 };
+	struct where w = { "row group", i, 0, 1 };
+	size_t n, j, cap = 0;
+	int last = 0, rc;
+
+	memset(g, 0, sizeof(*g));
+	g->at = r->pos;
+	rc = sfs_thrift_struct_begin(r);
+	while (!rc) {
+		const struct field_def *d;
+
+		rc = sfs_thrift_read_field(r, &last, &f);
+		if (rc || f.type == SFS_TC_STOP)
+			break;
+		d = known(r, rg_fields, &w, &seen, &f, &rc);
+		if (rc)
+			break;
+		switch (d ? d->id : 0) {
+		case 1:
+			rc = read_list_of(r, &w, "columns", SFS_TC_STRUCT, &n);
+			for (j = 0; !rc && j < n; j++) {
+				if (grow(&g->chunks, &cap, j,
+					 sizeof(*g->chunks))) {
+					rc = oom(r);
+					break;
+				}
+				/* counted even when it fails: it may own
+				 * arrays to free */
+				rc = read_chunk(r, i, j, &g->chunks[j]);
+				g->nchunks = j + 1;
+			}
+			break;
+		case 2:
+			rc = read_i64_field(r, &w, &f, d, &g->total_byte_size);
+			break;
+		case 3:
+			rc = read_i64_field(r, &w, &f, d, &g->num_rows);
+			break;
+		default:
+			rc = sfs_thrift_skip(r, f.type);
+		}
+	}
+	sfs_thrift_struct_end(r);
+	g->len = r->pos - g->at;
+	if (rc)
+		return rc;
+	return check_required(r, g->at, rg_fields, &w, &seen,
+			      1u << 1 | 1u << 2 | 1u << 3);
+}
+
+static int read_row_groups(struct sfs_thrift_reader *r,
+			   struct sfs_parquet_meta *m)
+{
+	struct where w = { .what = "FileMetaData" };
+	size_t n, i, cap = 0;
+	int rc;
+
+	rc = read_list_of(r, &w, "row_groups", SFS_TC_STRUCT, &n);
+	for (i = 0; !rc && i < n; i++) {
+		if (grow(&m->row_groups, &cap, i, sizeof(*m->row_groups)))
+			return oom(r);
+		rc = read_row_group(r, i, &m->row_groups[i]);
+		m->nrow_groups = i + 1;
+	}
+	return rc;
+}
+
+static int read_file_meta(struct sfs_thrift_reader *r,
+			  struct sfs_parquet_meta *m)
+{
+	struct where w = { .what = "FileMetaData" };
+	struct sfs_thrift_field f;
+	struct seen seen = { 0 };
+	int last = 0, rc;
+
+	rc = sfs_thrift_struct_begin(r);
+	while (!rc) {
+		const struct field_def *d;
+
+		rc = sfs_thrift_read_field(r, &last, &f);
+		if (rc || f.type == SFS_TC_STOP)
+			break;
+		if (f.id == 8 || f.id == 9) {
+			rc = sfs_errorf(
+				r->err, -ENOTSUP,
+				"%s: footer at byte %llu: the file is encrypted (plaintext footer with encryption fields): encrypted Parquet files are not supported, decrypt it first",
+				r->path, (unsigned long long)(r->base + f.at));
+			break;
+		}
+		d = known(r, file_fields, &w, &seen, &f, &rc);
+		if (rc)
+			break;
+		switch (d ? d->id : 0) {
+		case 1:
+			rc = sfs_thrift_read_i32(r, &m->version);
+			break;
+		case 2:
+			rc = read_schema(r, m);
+			break;
+		case 3:
+			rc = read_i64_field(r, &w, &f, d, &m->num_rows);
+			break;
+		case 4:
+			rc = read_row_groups(r, m);
+			break;
+		case 5:
+			rc = read_key_values(r, m);
+			break;
+		case 6:
+			rc = read_bytes(r, &m->created_by);
+			break;
+		default:
+			rc = sfs_thrift_skip(r, f.type);
+		}
+	}
+	sfs_thrift_struct_end(r);
+	if (rc)
+		return rc;
+	return check_required(r, 0, file_fields, &w, &seen,
+			      1u << 1 | 1u << 2 | 1u << 3 | 1u << 4);
+}
+
+/* The schema is one tree, listed depth first; count its leaves. */
+static int check_schema(struct sfs_thrift_reader *r, struct sfs_parquet_meta *m)
+{
+	int64_t open = 1;
+	size_t i;
+
+	if (m->nschema == 0 || m->schema[0].num_children < 0)
+		return sfs_thrift_fail(
+			r, 0,
+			"the schema has no root (a first element with num_children)");
+	for (i = 0; i < m->nschema; i++) {
+		if (open == 0)
+			return sfs_thrift_fail(
+				r, 0,
+				"schema element %zu is outside the tree: the root's %d children end before it",
+				i, m->schema[0].num_children);
+		open--;
+		if (m->schema[i].num_children >= 0)
+			open += m->schema[i].num_children;
+		else
+			m->nleaves++;
+	}
+	if (open)
+		return sfs_thrift_fail(
+			r, 0,
+			"the schema ends with %lld elements missing (num_children says more than there are)",
+			(long long)open);
+	return 0;
+}
+
+int64_t sfs_parquet_chunk_start(const struct sfs_parquet_chunk *c)
+{
+	if (c->dictionary_page_offset > 0 &&
+	    c->dictionary_page_offset < c->data_page_offset)
+		return c->dictionary_page_offset;
+	return c->data_page_offset;
+}
+
+static int check_chunk(struct sfs_thrift_reader *r,
+		       const struct sfs_parquet_meta *m, size_t i, size_t j)
+{
+	const struct sfs_parquet_chunk *c = &m->row_groups[i].chunks[j];
+	int64_t start = sfs_parquet_chunk_start(c);
+	uint64_t end = m->data_end;
+
+	if ((uint64_t)c->data_page_offset >= end)
+		return sfs_thrift_fail(
+			r, c->at,
+			"row group %zu column %zu data_page_offset %lld is past the data (ends at %llu)",
+			i, j, (long long)c->data_page_offset,
+			(unsigned long long)end);
+	if (c->dictionary_page_offset >= 0 &&
+	    (uint64_t)c->dictionary_page_offset >= end)
+		return sfs_thrift_fail(
+			r, c->at,
+			"row group %zu column %zu dictionary_page_offset %lld is past the data (ends at %llu)",
+			i, j, (long long)c->dictionary_page_offset,
+			(unsigned long long)end);
+	if (start < 4)
+		return sfs_thrift_fail(
+			r, c->at,
+			"row group %zu column %zu begins at byte %lld, inside the PAR1 magic",
+			i, j, (long long)start);
+	if ((uint64_t)c->total_compressed_size > end - (uint64_t)start)
+		return sfs_thrift_fail(
+			r, c->at,
+			"row group %zu column %zu: its %lld bytes from byte %lld run past the data (ends at %llu)",
+			i, j, (long long)c->total_compressed_size,
+			(long long)start, (unsigned long long)end);
+	/* every page, the data page too, lies in the chunk's bytes: a slice
+	 * moves those bytes and nothing else */
+	if (c->data_page_offset - start >= c->total_compressed_size ||
+	    (c->dictionary_page_offset > 0 &&
+	     c->dictionary_page_offset - start >= c->total_compressed_size))
+		return sfs_thrift_fail(
+			r, c->at,
+			"row group %zu column %zu: its first data page (byte %lld) or dictionary page lies outside its %lld bytes from byte %lld",
+			i, j, (long long)c->data_page_offset,
+			(long long)c->total_compressed_size, (long long)start);
+	return 0;
+}
+
+/* A chunk's bytes, for the overlap check. */
+struct span {
+	int64_t start, end;
+	size_t rg, col;
+};
+
+static int span_cmp(const void *a, const void *b)
+{
+	const struct span *x = a, *y = b;
+
+	return (x->start > y->start) - (x->start < y->start);
+}
+
+/*
+ * No two chunks share a byte: a slice of a file is then never larger than
+ * the file, whatever its footer claims.
+ */
+static int check_overlap(struct sfs_thrift_reader *r,
+			 const struct sfs_parquet_meta *m)
+{
+	size_t n = 0, i, j;
+	struct span *s;
+	int rc = 0;
+
+	for (i = 0; i < m->nrow_groups; i++)
+		n += m->row_groups[i].nchunks;
+	s = malloc((n ? n : 1) * sizeof(*s));
+	if (!s)
+		return oom(r);
+	n = 0;
+	for (i = 0; i < m->nrow_groups; i++)
+		for (j = 0; j < m->row_groups[i].nchunks; j++) {
+			const struct sfs_parquet_chunk *c =
+				&m->row_groups[i].chunks[j];
+
+			s[n].start = sfs_parquet_chunk_start(c);
+			s[n].end = s[n].start + c->total_compressed_size;
+			s[n].rg = i;
+			s[n++].col = j;
+		}
+	qsort(s, n, sizeof(*s), span_cmp);
+	for (i = 1; i < n && !rc; i++)
+		if (s[i].start < s[i - 1].end)
+			rc = sfs_thrift_fail(
+				r, m->row_groups[s[i].rg].chunks[s[i].col].at,
+				"row group %zu column %zu: its bytes [%lld, %lld) overlap those of row group %zu column %zu [%lld, %lld)",
+				s[i].rg, s[i].col, (long long)s[i].start,
+				(long long)s[i].end, s[i - 1].rg, s[i - 1].col,
+				(long long)s[i - 1].start,
+				(long long)s[i - 1].end);
+	free(s);
+	return rc;
+}
+
+static int check_meta(struct sfs_thrift_reader *r, struct sfs_parquet_meta *m)
+{
+	int64_t rows = 0;
+	size_t i, j;
+	int rc;
+
+	rc = check_schema(r, m);
+	if (rc)
+		return rc;
+	for (i = 0; i < m->nrow_groups; i++) {
+		const struct sfs_parquet_row_group *g = &m->row_groups[i];
+
+		if (g->nchunks != m->nleaves)
+			return sfs_thrift_fail(
+				r, g->at,
+				"row group %zu has %zu columns but the schema has %zu leaves",
+				i, g->nchunks, m->nleaves);
+		for (j = 0; j < g->nchunks; j++) {
+			rc = check_chunk(r, m, i, j);
+			if (rc)
+				return rc;
+		}
+		if (__builtin_add_overflow(rows, g->num_rows, &rows))
+			return sfs_thrift_fail(
+				r, g->at,
+				"row group %zu: the row count overflows 64 bits",
+				i);
+	}
+	if (rows != m->num_rows)
+		return sfs_thrift_fail(
+			r, 0,
+			"the row groups hold %lld rows but num_rows says %lld",
+			(long long)rows, (long long)m->num_rows);
+	return check_overlap(r, m);
+}
+
+static int pread_all(int fd, void *buf, size_t len, uint64_t off)
+{
+	size_t done = 0;
+	ssize_t n;
+
+	while (done < len) {
+		n = pread(fd, (char *)buf + done, len - done,
+			  (off_t)(off + done));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+static uint32_t le32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+
+void sfs_parquet_meta_free(struct sfs_parquet_meta *m)
+{
+	size_t i;
+
+	if (!m)
+		return;
+	for (i = 0; i < m->nrow_groups; i++)
+		free_chunks(&m->row_groups[i]);
+	free(m->row_groups);
+	free(m->schema);
+	free(m->key_values);
+	free(m->footer);
+	free(m->path);
+	free(m);
+}
+
+int sfs_parquet_footer_read(int fd, const char *path, uint64_t size,
+			    struct sfs_parquet_meta **out,
+			    struct sfs_error *err)
+{
+	struct sfs_thrift_reader r = { 0 };
+	struct sfs_parquet_meta *m;
+	unsigned char head[4], tail[8];
+	uint32_t flen;
+	int rc;
+
+	if (size < 12)
+		return sfs_errorf(
+			err, -EINVAL,
+			"%s: %llu bytes is too short for a Parquet file (it needs at least 12: PAR1, the footer length, PAR1)",
+			path, (unsigned long long)size);
+	rc = pread_all(fd, head, 4, 0);
+	if (!rc)
+		rc = pread_all(fd, tail, 8, size - 8);
+	if (rc)
+		return sfs_errorf(
+			err, rc,
+			"%s: reading the Parquet magic and footer length failed: %s",
+			path, strerror(-rc));
+	if (!memcmp(tail + 4, "PARE", 4))
+		return sfs_errorf(
+			err, -ENOTSUP,
+			"%s: byte %llu: the footer is encrypted (PARE): encrypted Parquet files are not supported, decrypt it first",
+			path, (unsigned long long)(size - 4));
+	if (memcmp(head, "PAR1", 4))
+		return sfs_errorf(
+			err, -EINVAL,
+			"%s: byte 0: no PAR1 magic: not a Parquet file", path);
+	if (memcmp(tail + 4, "PAR1", 4))
+		return sfs_errorf(
+			err, -EINVAL,
+			"%s: byte %llu: no PAR1 magic at the end: not a Parquet file, or a truncated one",
+			path, (unsigned long long)(size - 4));
+	flen = le32(tail);
+	if (flen > size - 12)
+		return sfs_errorf(
+			err, -EINVAL,
+			"%s: byte %llu: the footer length %u is more than the file holds (%llu bytes between the magics): truncated or not Parquet",
+			path, (unsigned long long)(size - 8), flen,
+			(unsigned long long)(size - 12));
+	if (flen > SFS_PARQUET_FOOTER_MAX)
+		return sfs_errorf(
+			err, -EFBIG,
+			"%s: byte %llu: the footer is %u bytes, more than the %u this reader accepts",
+			path, (unsigned long long)(size - 8), flen,
+			SFS_PARQUET_FOOTER_MAX);
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return sfs_errorf(err, -ENOMEM, "%s: out of memory", path);
+	m->size = size;
+	m->path = strdup(path);
+	if (!m->path) {
+		rc = sfs_errorf(err, -ENOMEM, "%s: out of memory", path);
+		goto out_free;
+	}
+	m->data_end = size - 8 - flen;
+	m->footer_len = flen;
+	m->footer = malloc(flen ? flen : 1);
+	if (!m->footer) {
+		rc = sfs_errorf(err, -ENOMEM, "%s: out of memory", path);
+		goto out_free;
+	}
+	rc = pread_all(fd, m->footer, flen, m->data_end);
+	if (rc) {
+		rc = sfs_errorf(
+			err, rc,
+			"%s: reading the %u-byte footer at byte %llu failed: %s",
+			path, flen, (unsigned long long)m->data_end,
+			strerror(-rc));
+		goto out_free;
+	}
+	r.buf = m->footer;
+	r.len = flen;
+	r.base = m->data_end;
+	r.path = path;
+	r.err = err;
+	rc = read_file_meta(&r, m);
+	if (!rc)
+		rc = check_meta(&r, m);
+	if (rc)
+		goto out_free;
+	*out = m;
+	return 0;
+out_free:
+	sfs_parquet_meta_free(m);
+	return rc;
+}
+
+/* The writer: re-walks the (checked) footer copy struct by struct. */
+struct writer {
+	const struct sfs_parquet_meta *m;
+	struct sfs_thrift_out o;
+	struct sfs_error *err;
+	int reported; /* err holds the message already */
+};
+
+static struct sfs_thrift_reader reader_at(const struct sfs_parquet_meta *m,
+					  size_t at)
+{
+	struct sfs_thrift_reader r = { .buf = m->footer,
+				       .len = m->footer_len,
+				       .pos = at,
+				       .base = m->data_end,
+				       .path = "footer" };
+
+	return r;
+}
+
+/* Copy field f, whose value begins at r->pos, header and value. */
+static int copy_field(struct writer *w, struct sfs_thrift_reader *r,
+		      int *last_out, const struct sfs_thrift_field *f)
+{
+	size_t start = r->pos;
+	int rc = sfs_thrift_skip(r, f->type);
+
+	if (rc)
+		return rc;
+	sfs_thrift_put_field(&w->o, last_out, f->id, f->type);
+	sfs_thrift_put(&w->o, r->buf + start, r->pos - start);
+	return 0;
+}
+
+/* Field f, an i64, now holds v: copied verbatim when unchanged. */
+static int put_i64_field(struct writer *w, struct sfs_thrift_reader *r,
+			 int *last_out, const struct sfs_thrift_field *f,
+			 int64_t v)
+{
+	size_t start = r->pos;
+	int64_t old;
+	int rc = sfs_thrift_read_i64(r, &old);
+
+	if (rc)
+		return rc;
+	sfs_thrift_put_field(&w->o, last_out, f->id, SFS_TC_I64);
+	if (old == v)
+		sfs_thrift_put(&w->o, r->buf + start, r->pos - start);
+	else
+		sfs_thrift_put_i64(&w->o, v);
+	return 0;
+}
+
+static int skip_field(struct sfs_thrift_reader *r,
+		      const struct sfs_thrift_field *f)
+{
+	return sfs_thrift_skip(r, f->type);
+}
+
+/*
+ * The value of the i64 field at r moved by delta.  Only file_offset and
+ * index_page_offset, which no reader follows, can fall below 0 so; they
+ * then become 0, the value for "not written".
+ */
+static int moved(struct sfs_thrift_reader *r, int64_t delta, int64_t *v)
+{
+	struct sfs_thrift_reader peek = *r;
+	int64_t old;
+	int rc = sfs_thrift_read_i64(&peek, &old);
+
+	if (rc)
+		return rc;
+	if (__builtin_add_overflow(old, delta, v) || *v < 0)
+		*v = 0;
+	return 0;
+}
+
+static int write_column_meta(struct writer *w, struct sfs_thrift_reader *r,
+			     const struct sfs_parquet_chunk *c,
+			     const struct sfs_parquet_chunk_edit *e)
+{
+	int64_t delta = e->start - sfs_parquet_chunk_start(c), v;
+	bool changed = e->total_compressed_size != c->total_compressed_size ||
+		       e->total_uncompressed_size !=
+			       c->total_uncompressed_size ||
+		       e->num_values != c->num_values;
+	struct sfs_thrift_field f;
+	int last_in = 0, last_out = 0, rc = 0;
+	unsigned char stop = 0;
+
+	while (!rc) {
+		rc = sfs_thrift_read_field(r, &last_in, &f);
+		if (rc || f.type == SFS_TC_STOP)
+			break;
+		switch (f.id) {
+		case 5:
+			rc = put_i64_field(w, r, &last_out, &f, e->num_values);
+			break;
+		case 6:
+			rc = put_i64_field(w, r, &last_out, &f,
+					   e->total_uncompressed_size);
+			break;
+		case 7:
+			rc = put_i64_field(w, r, &last_out, &f,
+					   e->total_compressed_size);
+			break;
+		case 9:
+		case 10:
+			rc = moved(r, delta, &v);
+			if (!rc)
+				rc = put_i64_field(w, r, &last_out, &f, v);
+			break;
+		case 11:
+			v = 0;
+			rc = c->dictionary_page_offset > 0 ?
+				     moved(r, delta, &v) :
+				     0;
+			if (!rc)
+				rc = put_i64_field(w, r, &last_out, &f, v);
+			break;
+		case 12:
+		case 13:
+		case 16:
+		case 17:
+			rc = changed ? skip_field(r, &f) :
+				       copy_field(w, r, &last_out, &f);
+			break;
+		case 14:
+		case 15:
+			rc = skip_field(r, &f);
+			break;
+		default:
+			rc = copy_field(w, r, &last_out, &f);
+		}
+	}
+	sfs_thrift_put(&w->o, &stop, 1);
+	return rc;
+}
+
+static int write_chunk(struct writer *w, const struct sfs_parquet_chunk *c,
+		       const struct sfs_parquet_chunk_edit *e)
+{
+	struct sfs_thrift_reader r = reader_at(w->m, c->at);
+	int64_t delta = e->start - sfs_parquet_chunk_start(c), v;
+	struct sfs_thrift_field f;
+	int last_in = 0, last_out = 0, rc = 0;
+	unsigned char stop = 0;
+
+	while (!rc) {
+		rc = sfs_thrift_read_field(&r, &last_in, &f);
+		if (rc || f.type == SFS_TC_STOP)
+			break;
+		switch (f.id) {
+		case 2:
+			v = 0;
+			rc = c->file_offset ? moved(&r, delta, &v) : 0;
+			if (!rc)
+				rc = put_i64_field(w, &r, &last_out, &f, v);
+			break;
+		case 3:
+			sfs_thrift_put_field(&w->o, &last_out, f.id, f.type);
+			rc = write_column_meta(w, &r, c, e);
+			break;
+		case 4:
+		case 5:
+		case 6:
+		case 7:
+			rc = skip_field(&r, &f);
+			break;
+		default:
+			rc = copy_field(w, &r, &last_out, &f);
+		}
+	}
+	sfs_thrift_put(&w->o, &stop, 1);
+	return rc;
+}
+
+static int overflow(struct writer *w, size_t i)
+{
+	w->reported = 1;
+	return sfs_errorf(
+		w->err, -EINVAL,
+		"%s: slice footer: edit %zu: the sizes of its chunks overflow 64 bits",
+		w->m->path, i);
+}
+
+static int write_row_group(struct writer *w,
+			   const struct sfs_parquet_rg_edit *e, size_t ordinal)
+{
+	const struct sfs_parquet_row_group *g = &w->m->row_groups[e->row_group];
+	struct sfs_thrift_reader r = reader_at(w->m, g->at);
+	int64_t dunc = 0, dcomp = 0, delta0 = 0, unc, v;
+	struct sfs_thrift_field f;
+	int last_in = 0, last_out = 0, rc = 0;
+	unsigned char stop = 0;
+	size_t j;
+
+	for (j = 0; j < g->nchunks; j++)
+		if (__builtin_add_overflow(
+			    dunc,
+			    e->chunks[j].total_uncompressed_size -
+				    g->chunks[j].total_uncompressed_size,
+			    &dunc) ||
+		    __builtin_add_overflow(
+			    dcomp,
+			    e->chunks[j].total_compressed_size -
+				    g->chunks[j].total_compressed_size,
+			    &dcomp))
+			return overflow(w, ordinal);
+	if (__builtin_add_overflow(g->total_byte_size, dunc, &unc) || unc < 0)
+		return overflow(w, ordinal);
+	if (g->nchunks)
+		delta0 = e->chunks[0].start -
+			 sfs_parquet_chunk_start(&g->chunks[0]);
+	while (!rc) {
+		rc = sfs_thrift_read_field(&r, &last_in, &f);
+		if (rc || f.type == SFS_TC_STOP)
+			break;
+		switch (f.id) {
+		case 1:
+			rc = sfs_thrift_skip(&r, f.type);
+			sfs_thrift_put_field(&w->o, &last_out, f.id, f.type);
+			sfs_thrift_put_list(&w->o, SFS_TC_STRUCT, g->nchunks);
+			for (j = 0; !rc && j < g->nchunks; j++)
+				rc = write_chunk(w, &g->chunks[j],
+						 &e->chunks[j]);
+			break;
+		case 2:
+			rc = put_i64_field(w, &r, &last_out, &f, unc);
+			break;
+		case 3:
+			rc = put_i64_field(w, &r, &last_out, &f, e->num_rows);
+			break;
+		case 5:
+		case 6:
+			if (f.type != SFS_TC_I64) {
+				rc = copy_field(w, &r, &last_out, &f);
+				break;
+			}
+			rc = moved(&r, f.id == 5 ? delta0 : dcomp, &v);
+			if (!rc)
+				rc = put_i64_field(w, &r, &last_out, &f, v);
+			break;
+		case 7:
+			if (f.type != SFS_TC_I16 || ordinal > INT16_MAX) {
+				rc = copy_field(w, &r, &last_out, &f);
+				break;
+			}
+			rc = skip_field(&r, &f);
+			sfs_thrift_put_field(&w->o, &last_out, f.id,
+					     SFS_TC_I16);
+			sfs_thrift_put_i64(&w->o, (int64_t)ordinal);
+			break;
+		default:
+			rc = copy_field(w, &r, &last_out, &f);
+		}
+	}
+	sfs_thrift_put(&w->o, &stop, 1);
+	return rc;
+}
+
+static int write_file_meta(struct writer *w,
+			   const struct sfs_parquet_rg_edit *rgs, size_t nrgs,
+			   int64_t rows)
+{
+	struct sfs_thrift_reader r = reader_at(w->m, 0);
+	struct sfs_thrift_field f;
+	int last_in = 0, last_out = 0, rc = 0;
+	unsigned char stop = 0;
+	size_t i;
+
+	while (!rc) {
+		rc = sfs_thrift_read_field(&r, &last_in, &f);
+		if (rc || f.type == SFS_TC_STOP)
+			break;
+		switch (f.id) {
+		case 3:
+			rc = put_i64_field(w, &r, &last_out, &f, rows);
+			break;
+		case 4:
+			rc = sfs_thrift_skip(&r, f.type);
+			sfs_thrift_put_field(&w->o, &last_out, f.id, f.type);
+			sfs_thrift_put_list(&w->o, SFS_TC_STRUCT, nrgs);
+			for (i = 0; !rc && i < nrgs; i++)
+				rc = write_row_group(w, &rgs[i], i);
+			break;
+		default:
+			rc = copy_field(w, &r, &last_out, &f);
+		}
+	}
+	sfs_thrift_put(&w->o, &stop, 1);
+	return rc;
+}
+
+/* Every edit names a row group that exists and nothing negative. */
+static int check_edits(const struct sfs_parquet_meta *m,
+		       const struct sfs_parquet_rg_edit *rgs, size_t nrgs,
+		       int64_t *rows, struct sfs_error *err)
+{
+	size_t i, j;
+
+	*rows = 0;
+	for (i = 0; i < nrgs; i++) {
+		const struct sfs_parquet_rg_edit *e = &rgs[i];
+
+		if (e->row_group >= m->nrow_groups)
+			return sfs_errorf(
+				err, -EINVAL,
+				"%s: slice footer: edit %zu names row group %zu, but the file has %zu",
+				m->path, i, e->row_group, m->nrow_groups);
+		if (e->num_rows < 0 ||
+		    __builtin_add_overflow(*rows, e->num_rows, rows))
+			return sfs_errorf(
+				err, -EINVAL,
+				"%s: slice footer: edit %zu: num_rows %lld is negative or overflows the total",
+				m->path, i, (long long)e->num_rows);
+		for (j = 0; j < m->nleaves; j++) {
+			const struct sfs_parquet_chunk_edit *c = &e->chunks[j];
+
+			if (c->start < 4 || c->total_compressed_size < 0 ||
+			    c->total_uncompressed_size < 0 || c->num_values < 0)
+				return sfs_errorf(
+					err, -EINVAL,
+					"%s: slice footer: edit %zu column %zu: start %lld must be at least 4, sizes %lld and %lld and num_values %lld must not be negative",
+					m->path, i, j, (long long)c->start,
+					(long long)c->total_compressed_size,
+					(long long)c->total_uncompressed_size,
+					(long long)c->num_values);
+		}
+	}
+	return 0;
+}
+
+int sfs_parquet_footer_write(const struct sfs_parquet_meta *m,
+			     const struct sfs_parquet_rg_edit *rgs, size_t nrgs,
+			     unsigned char **out, size_t *len,
+			     struct sfs_error *err)
+{
+	struct writer w = { .m = m, .err = err };
+	unsigned char tail[8];
+	int64_t rows;
+	size_t flen;
+	int rc;
+
+	rc = check_edits(m, rgs, nrgs, &rows, err);
+	if (rc)
+		return rc;
+	rc = write_file_meta(&w, rgs, nrgs, rows);
+	if (rc && w.reported) {
+		free(w.o.p);
+		return rc;
+	}
+	if (rc) {
+		free(w.o.p);
+		return sfs_errorf(
+			err, rc,
+			"%s: slice footer: the decoded footer no longer reads back (%s)",
+			m->path, strerror(-rc));
+	}
+	flen = w.o.len;
+	if (flen > UINT32_MAX) {
+		free(w.o.p);
+		return sfs_errorf(
+			err, -EFBIG,
+			"%s: slice footer: the new footer is %zu bytes, more than a Parquet footer length can say",
+			m->path, flen);
+	}
+	tail[0] = (unsigned char)flen;
+	tail[1] = (unsigned char)(flen >> 8);
+	tail[2] = (unsigned char)(flen >> 16);
+	tail[3] = (unsigned char)(flen >> 24);
+	memcpy(tail + 4, "PAR1", 4);
+	sfs_thrift_put(&w.o, tail, 8);
+	if (w.o.oom) {
+		free(w.o.p);
+		return sfs_errorf(
+			err, -ENOMEM,
+			"%s: slice footer: out of memory writing the footer",
+			m->path);
+	}
+	*out = w.o.p;
+	*len = w.o.len;
+	return 0;
+}
