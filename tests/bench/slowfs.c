@@ -1,9 +1,11 @@
 /*
- * slowfs DIR MNT [-o latency=MS,bw=MBPS,timeout=S,stats=FILE] [fuse args]:
- * slow storage for the benchmarks.  A read-only pass-through of DIR that
- * answers every lookup, getattr, open, readdir and read after a fixed
- * latency, and moves read bytes through one token bucket of bw MB/s shared
- * by all requests.  It runs many threads, so concurrent requests overlap
+ * slowfs DIR MNT [-o latency=MS,bw=MBPS,timeout=S,stats=FILE,
+ *                     latency_file=FILE] [fuse args]:
+ * slow storage for the benchmarks and tests.  A read-only pass-through of
+ * DIR that answers every lookup, getattr, open, readdir and read after a
+ * fixed latency, and moves read bytes through one token bucket of bw MB/s
+ * shared by all requests.  While latency_file exists, the number in it is
+ * the latency instead (a source that slows down or stalls, for tests).  It runs many threads, so concurrent requests overlap
  * their latency and share the bandwidth, as on a network file system.
  * Like one, it keeps the page cache across opens (keep_cache) and lets the
  * kernel cache entries and attributes for timeout seconds [60].
@@ -38,6 +40,7 @@ struct slow {
 	unsigned bw_mbps; /* MB/s (10^6 bytes), 0: unlimited */
 	unsigned timeout; /* entry and attribute cache, seconds */
 	char *stats; /* where the statistics go at exit */
+	char *latency_file; /* while it exists: the latency, ms */
 
 	pthread_mutex_t lock; /* guards the bucket and the counters */
 	double bucket_free; /* the time the link is free again */
@@ -68,16 +71,31 @@ static void sleep_until(double t)
 		;
 }
 
+/* The latency now: latency_file's number while it exists. */
+static unsigned latency(void)
+{
+	unsigned ms = slow.latency_ms;
+	FILE *f = slow.latency_file ? fopen(slow.latency_file, "re") : NULL;
+
+	if (f) {
+		if (fscanf(f, "%u", &ms) != 1)
+			ms = slow.latency_ms;
+		fclose(f);
+	}
+	return ms;
+}
+
 /* The start of a request: its latency, spent concurrently with others. */
 static double begin(void)
 {
 	double t0 = now();
+	unsigned ms = latency();
 
 	pthread_mutex_lock(&slow.lock);
 	if (++slow.busy > slow.busy_max)
 		slow.busy_max = slow.busy;
 	pthread_mutex_unlock(&slow.lock);
-	sleep_until(t0 + slow.latency_ms / 1000.0);
+	sleep_until(t0 + ms / 1000.0);
 	return t0;
 }
 
@@ -273,8 +291,9 @@ static const struct fuse_operations ops = {
 		t, offsetof(struct slow, p), 1 \
 	}
 static const struct fuse_opt slow_opts[] = {
-	OPT("latency=%u", latency_ms), OPT("bw=%u", bw_mbps),
-	OPT("timeout=%u", timeout), OPT("stats=%s", stats), FUSE_OPT_END
+	OPT("latency=%u", latency_ms),	      OPT("bw=%u", bw_mbps),
+	OPT("timeout=%u", timeout),	      OPT("stats=%s", stats),
+	OPT("latency_file=%s", latency_file), FUSE_OPT_END
 };
 
 int main(int argc, char **argv)
@@ -286,7 +305,7 @@ int main(int argc, char **argv)
 	pthread_mutex_init(&slow.lock, NULL);
 	if (argc < 3 || argv[1][0] == '-') {
 		fprintf(stderr,
-			"usage: slowfs DIR MNT [-o latency=MS,bw=MBPS,timeout=S,stats=FILE] [fuse args]\n");
+			"usage: slowfs DIR MNT [-o latency=MS,bw=MBPS,timeout=S,stats=FILE,latency_file=FILE] [fuse args]\n");
 		return 2;
 	}
 	slow.dir = realpath(argv[1], NULL);
@@ -307,6 +326,8 @@ int main(int argc, char **argv)
 	rc = fuse_main(args.argc, args.argv, &ops, NULL);
 	fuse_opt_free_args(&args);
 	free(slow.dir);
+	free(slow.stats);
+	free(slow.latency_file);
 	close(slow.dirfd);
 	return rc;
 }
