@@ -174,7 +174,8 @@ static int read_chunk(struct prefetch *p, const struct job *j, char *buf)
 	bool again;
 	int rc;
 
-	e = fdcache_get(&p->fs->fds, j->path, j->size, j->mtime, &rc, &err);
+	e = fdcache_get(&p->fs->fds, j->path, j->size, j->mtime, true, &rc,
+			&err);
 	while (e && at < end && !atomic_load(&p->stopping)) {
 		size_t want = end - at < BUF ? (size_t)(end - at) : BUF;
 		ssize_t got = pread(e->fd, buf, want, (off_t)at);

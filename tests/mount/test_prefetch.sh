@@ -142,23 +142,36 @@ expect_eq "stalled: the exit says why it did not wait" "$(grep -c "^shardfs: exi
 rm -f "$LAT"
 slow_umount
 
-# --- a shard gone: the prefetch says so once, the reader of that file gets
-# EIO as without prefetch, the next file is right ---
+# --- shards gone or replaced, before or after they were read ahead: the
+# prefetch says so once, and a reader gets EIO as without prefetch (the
+# file the prefetcher holds open is not served once its path names another
+# or none); the other files are right ---
 cp -a "$T/tar" "$T/gone"
 mount_view "$T/gone" "$M" "world=1,workers=2,shuffle=none,symlinks=0" || bad "mount"
 log=${daemon_log[$M]}
 files=$(reader_files "$M")
-f2=$(echo "$files" | sed -n 2p)
-f3=$(echo "$files" | sed -n 3p)
-shard=${f2##*/}
-shard=${shard#*-}
-rm "$T/gone/$shard"
+nth() { local f; f=$(echo "$files" | sed -n "$1p"); f=${f##*/}; echo "${f#*-}"; }
+rm "$T/gone/$(nth 2)"
 cat "$(echo "$files" | head -1)" > /dev/null
 expect_eq "gone: one prefetch error" "$(settled "$M" prefetch_errors)" 1
-expect_eq "gone: logged once" "$(grep -c "^shardfs: prefetch: $shard: cannot open: No such file or directory; dropped it (readers read the source themselves and get its error, if any)$" "$log")" 1
-expect_run "gone: the reader gets EIO" 1 "cat: $f2: Input/output error" -- cat "$f2"
-n3=${f3##*/}
-expect_eq "gone: the next file is right" "$(cmp "$f3" "$T/tar/${n3#*-}" && echo same)" same
+expect_eq "gone: the other four read ahead" "$(counter "$M" prefetch_files)" 4
+expect_eq "gone: logged once" "$(grep -c "^shardfs: prefetch: $(nth 2): cannot open: No such file or directory; dropped it (readers read the source themselves and get its error, if any)$" "$log")" 1
+expect_run "gone: the reader gets EIO" 1 "cat: $M/0/0/000001-$(nth 2): Input/output error" -- cat "$M/0/0/000001-$(nth 2)"
+rm "$T/gone/$(nth 3)"
+expect_run "read ahead, then deleted: EIO" 1 "cat: $M/0/0/000002-$(nth 3): Input/output error" -- cat "$M/0/0/000002-$(nth 3)"
+expect_eq "read ahead, then deleted: logged" "$(grep -c "^shardfs: $(nth 3): cannot open: No such file or directory$" "$log")" 1
+python3 - "$T/gone/$(nth 4)" <<'PY'
+import os, sys
+p = sys.argv[1]
+data = bytearray(open(p, "rb").read())
+data[600] ^= 1
+open(p + ".new", "wb").write(data)
+os.rename(p + ".new", p)
+PY
+size=$(stat -c %s "$T/gone/$(nth 4)")
+expect_run "read ahead, then replaced: EIO" 1 "cat: $M/0/0/000003-$(nth 4): Input/output error" -- cat "$M/0/0/000003-$(nth 4)"
+expect_eq "read ahead, then replaced: logged" "$(grep -c "^shardfs: $(nth 4) changed since it was indexed (size $size, the index says $size, and a new mtime)" "$log")" 1
+expect_eq "the next file is right" "$(cmp "$M/0/0/000004-$(nth 5)" "$T/tar/$(nth 5)" && echo same)" same
 unmount_view "$M"
 
 finish
