@@ -5,7 +5,9 @@
  * it in its plan are read ahead from the source by a few threads of our
  * own.  They read() the source into a scratch buffer and throw the bytes
  * away: that is what fills the source's page cache on a FUSE or network
- * source, where posix_fadvise does not reach the server.  The reader then
+ * source, where posix_fadvise does not reach the server.  On a local file
+ * system, which reads ahead well on its own, they only posix_fadvise the
+ * first chunk of the next file.  The reader then
  * finds the pages there, whether it reads the source through the view or
  * through a symlink.
  *
@@ -20,6 +22,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/vfs.h>
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
@@ -64,6 +67,7 @@ struct prefetch {
 	struct fs *fs; /* borrowed */
 	uint64_t max_bytes; /* ahead of a trigger */
 	uint32_t max_files;
+	bool copy; /* read() the source: fadvise would not reach it */
 	unsigned nthreads;
 	pthread_t *tids;
 	pthread_t watch;
@@ -176,6 +180,17 @@ static int read_chunk(struct prefetch *p, const struct job *j, char *buf)
 
 	e = fdcache_get(&p->fs->fds, j->path, j->size, j->mtime, true, &rc,
 			&err);
+	if (e && !p->copy) {
+		/* a local file system reads ahead on its own: no copy */
+		rc = -posix_fadvise(e->fd, (off_t)at, (off_t)j->len,
+				    POSIX_FADV_WILLNEED);
+		if (rc)
+			sfs_errorf(&err, rc, "%s: posix_fadvise: %s", j->path,
+				   strerror(-rc));
+		else
+			atomic_fetch_add(&p->bytes, j->len);
+		at = rc ? at : end;
+	}
 	while (e && at < end && !atomic_load(&p->stopping)) {
 		size_t want = end - at < BUF ? (size_t)(end - at) : BUF;
 		ssize_t got = pread(e->fd, buf, want, (off_t)at);
@@ -366,7 +381,7 @@ void prefetch_after(struct prefetch *p, const struct view_ref *vr,
 	const struct sfs_view *v = vr->v;
 	const struct sfs_view_node *n = &v->nodes[node];
 	uint64_t budget;
-	uint32_t plan, files;
+	uint32_t plan, files, max_files;
 	size_t f, end, t;
 
 	if (!p || node == 0 || n->kind == SFS_NODE_DIR)
@@ -376,9 +391,12 @@ void prefetch_after(struct prefetch *p, const struct view_ref *vr,
 	t = reader_of(v->plans[plan], f);
 	end = v->plans[plan]->readers[t].file_at +
 	      v->plans[plan]->readers[t].nfiles;
-	budget = p->max_bytes;
+	/* a local disk serves the reader best alone: more read ahead than
+	 * the next file's start slowed it (docs/benchmarks.md) */
+	budget = p->copy ? p->max_bytes : CHUNK;
+	max_files = p->copy ? p->max_files : 1;
 	pthread_mutex_lock(&p->lock);
-	for (files = 0; files < p->max_files && budget; files++) {
+	for (files = 0; files < max_files && budget; files++) {
 		/* the reader's next file: in this epoch, or the next one's
 		 * first when its directory shows several epochs */
 		while (++f >= end) {
@@ -447,6 +465,31 @@ bool prefetch_stop(struct prefetch *p)
 	return true;
 }
 
+/*
+ * The source must be read to be read ahead: FUSE, NFS, SMB, CephFS,
+ * Lustre, 9p and GPFS pass no posix_fadvise to their servers.  Local file
+ * systems take POSIX_FADV_WILLNEED, which reads ahead without a copy (a
+ * copy costs a fast disk more than it gains: docs/benchmarks.md).
+ */
+static bool must_copy(int srcfd)
+{
+	static const unsigned long remote[] = {
+		0x65735546, /* FUSE */ 0x6969, /* NFS */
+		0xff534d42, /* CIFS */ 0xfe534d42, /* SMB2 */
+		0x00c36400, /* CephFS */ 0x0bd00bd0, /* Lustre */
+		0x01021997, /* 9p */ 0x47504653, /* GPFS */
+	};
+	struct statfs st;
+	size_t i;
+
+	if (fstatfs(srcfd, &st))
+		return true;
+	for (i = 0; i < sizeof(remote) / sizeof(remote[0]); i++)
+		if ((unsigned long)st.f_type == remote[i])
+			return true;
+	return false;
+}
+
 int prefetch_start(struct fs *fs, struct prefetch **out)
 {
 	struct prefetch *p = calloc(1, sizeof(*p));
@@ -458,6 +501,7 @@ int prefetch_start(struct fs *fs, struct prefetch **out)
 	p->max_files = fs->mount.prefetch_files;
 	p->max_bytes = (uint64_t)fs->mount.prefetch_mb << 20;
 	p->nthreads = fs->mount.prefetch_threads;
+	p->copy = must_copy(fs->srcfd);
 	p->tids = calloc(p->nthreads, sizeof(*p->tids));
 	p->slots = calloc(p->nthreads, sizeof(*p->slots));
 	if (!p->tids || !p->slots) {

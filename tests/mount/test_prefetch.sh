@@ -5,7 +5,8 @@
 # and as symlinks, a `files` tree); the status counts exactly what was read
 # ahead; an epoch switch while prefetching serves the new epoch right; a
 # shard gone is logged once and costs nothing else; a source that stalls is
-# logged, and unmount returns within seconds however long the source takes.
+# logged, and unmount returns within seconds however long the source takes;
+# on a local source only the next file's start is asked for.
 . "$(dirname "$0")/lib.sh"
 check="$TESTS/mount/check_view.py"
 S=$T/slow M=$T/mnt
@@ -16,13 +17,14 @@ shardfs-mkdata "$T/files" --format files --shards 3 --samples 10 --members 1-2 -
 shardfs-index "$T/tar" --quiet
 shardfs-index "$T/files" --format files --quiet
 
-# slowfs over DIR on $S: 5 ms a request, or what $LAT says while it exists.
-# The view above it goes first at exit: its daemon holds files of $S.
+# slowfs over DIR on $S: 5 ms a request, or what $LAT says while it exists;
+# OPTS add slowfs options.  The view above it goes first at exit: its
+# daemon holds files of $S.
 slow_pid=
 slow_mount() {
 	local i
 	mkdir -p "$S"
-	slowfs "$1" "$S" -f -o "latency=5,latency_file=$LAT" 2>"$T/slowfs.log" &
+	slowfs "$1" "$S" -f -o "latency=5,latency_file=$LAT${2:+,$2}" 2>"$T/slowfs.log" &
 	slow_pid=$!
 	for i in $(seq 200); do
 		mountpoint -q "$S" && return 0
@@ -145,9 +147,11 @@ slow_umount
 # --- shards gone or replaced, before or after they were read ahead: the
 # prefetch says so once, and a reader gets EIO as without prefetch (the
 # file the prefetcher holds open is not served once its path names another
-# or none); the other files are right ---
+# or none); the other files are right.  (slowfs caching no attributes, so
+# that a change shows at once) ---
 cp -a "$T/tar" "$T/gone"
-mount_view "$T/gone" "$M" "world=1,workers=2,shuffle=none,symlinks=0" || bad "mount"
+slow_mount "$T/gone" timeout=0
+mount_view "$S" "$M" "world=1,workers=2,shuffle=none,symlinks=0" || bad "mount"
 log=${daemon_log[$M]}
 files=$(reader_files "$M")
 nth() { local f; f=$(echo "$files" | sed -n "$1p"); f=${f##*/}; echo "${f#*-}"; }
@@ -172,6 +176,16 @@ size=$(stat -c %s "$T/gone/$(nth 4)")
 expect_run "read ahead, then replaced: EIO" 1 "cat: $M/0/0/000003-$(nth 4): Input/output error" -- cat "$M/0/0/000003-$(nth 4)"
 expect_eq "read ahead, then replaced: logged" "$(grep -c "^shardfs: $(nth 4) changed since it was indexed (size $size, the index says $size, and a new mtime)" "$log")" 1
 expect_eq "the next file is right" "$(cmp "$M/0/0/000004-$(nth 5)" "$T/tar/$(nth 5)" && echo same)" same
+unmount_view "$M"
+slow_umount
+
+# --- a local source reads ahead well on its own: only the first chunk of
+# the next file is asked for (posix_fadvise, no copy) ---
+mount_view "$T/tar" "$M" "world=1,workers=2,shuffle=none,symlinks=0" || bad "mount"
+files=$(reader_files "$M")
+cat "$(echo "$files" | head -1)" > /dev/null
+expect_eq "local: the next file asked for" "$(settled "$M" prefetch_bytes)" "$(stat -c %s "$T/tar/$(nth 2)")"
+expect_eq "local: no errors" "$(counter "$M" prefetch_errors)" 0
 unmount_view "$M"
 
 finish
