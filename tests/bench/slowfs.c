@@ -249,7 +249,6 @@ static int slow_statfs(const char *path, struct statvfs *st)
 static void slow_destroy(void *data)
 {
 	FILE *f = slow.stats ? fopen(slow.stats, "w") : stderr;
-	double total = 0;
 	int i;
 
 	(void)data;
@@ -262,7 +261,6 @@ static void slow_destroy(void *data)
 			(unsigned long long)slow.count[i],
 			slow.count[i] ? 1e3 * slow.seconds[i] / slow.count[i] :
 					0.0);
-		total += slow.seconds[i];
 	}
 	fprintf(f, "read     %llu bytes, %.1f KiB per read\n",
 		(unsigned long long)slow.bytes,
