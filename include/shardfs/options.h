@@ -74,6 +74,9 @@ struct sfs_mount_opts {
 	bool prefetch; /* read ahead the next file a reader opens */
 	bool splice; /* answer reads by splicing from the source */
 	uint32_t readahead_kb; /* the mount's kernel read-ahead, 0: leave */
+	uint32_t prefetch_files; /* files read ahead of a reader */
+	uint32_t prefetch_mb; /* MiB read ahead of a reader */
+	uint32_t prefetch_threads; /* threads reading ahead */
 };
 
 /*
@@ -179,7 +182,8 @@ int sfs_options_parse_epoch(const char *buf, size_t len, uint64_t *epoch,
 			    struct sfs_error *err);
 
 /* The daemon's defaults: epochs=1, index in the source, symlinks=1,
- * prefetch=1, splice=1, readahead=1024. */
+ * prefetch=1, splice=1, readahead=1024, prefetch_files=16,
+ * prefetch_mb=256, prefetch_threads=8. */
 void sfs_mount_opts_init(struct sfs_mount_opts *m);
 
 /* Free what m holds and reset it to the defaults. */

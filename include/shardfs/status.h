@@ -24,6 +24,10 @@
 /* The daemon's counters since it mounted. */
 struct sfs_status_counters {
 	uint64_t opens, reads, bytes, errors, epoch_switches, views;
+	/* read ahead from the source: files read whole, bytes, errors, and
+	 * chunks left out (queue full, or their epoch no longer served) */
+	uint64_t prefetch_files, prefetch_bytes, prefetch_errors,
+		prefetch_dropped;
 };
 
 /* What the daemon tells (all borrowed). */

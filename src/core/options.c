@@ -87,6 +87,22 @@ const struct sfs_opt sfs_mount_options[] = {
 	  "kernel's default, 128, sends 128 KiB reads); 0\n"
 	  "leaves it as it is",
 	  false },
+	{ "prefetch_files", SFS_OPT_U32, MOUNT(prefetch_files), 1, 1024, NULL,
+	  "N", "16",
+	  "with prefetch=1: source files read ahead of a\n"
+	  "reader, in its plan order, from its open of a file\n"
+	  "or lookup of a symlink",
+	  false },
+	{ "prefetch_mb", SFS_OPT_U32, MOUNT(prefetch_mb), 1, 65536, NULL, "MB",
+	  "256",
+	  "with prefetch=1: at most MB MiB read ahead of a\n"
+	  "reader (page cache of the source, not the daemon's)",
+	  false },
+	{ "prefetch_threads", SFS_OPT_U32, MOUNT(prefetch_threads), 1, 64, NULL,
+	  "T", "8",
+	  "with prefetch=1: threads reading ahead, so requests\n"
+	  "to the source at once (heap: 1 MiB each)",
+	  false },
 	{ .key = NULL },
 };
 
@@ -115,6 +131,9 @@ void sfs_mount_opts_init(struct sfs_mount_opts *m)
 	m->prefetch = true;
 	m->splice = true;
 	m->readahead_kb = 1024;
+	m->prefetch_files = 16;
+	m->prefetch_mb = 256;
+	m->prefetch_threads = 8;
 }
 
 void sfs_mount_opts_clear(struct sfs_mount_opts *m)

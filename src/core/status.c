@@ -68,7 +68,7 @@ char *sfs_status_json(const struct sfs_status_in *in)
 	for (i = 0; i < in->idx->nshards; i++)
 		bytes += in->idx->shards[i].size;
 	root = json_pack(
-		"{s:s, s:s?, s:o, s:o, s:{s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I, s:o}, s:{s:I, s:I, s:I, s:I, s:I, s:I}}",
+		"{s:s, s:s?, s:o, s:o, s:{s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I, s:o}, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
 		"source", in->idx->mix ? in->idx->mix->file : in->idx->source,
 		"index", in->index_dir, "options", options_json(in), "mixture",
 		sfs_plan_mixture_json(p, in->idx), "index_summary", "shards",
@@ -82,7 +82,11 @@ char *sfs_status_json(const struct sfs_status_in *in)
 		(json_int_t)c->opens, "reads", (json_int_t)c->reads, "bytes",
 		(json_int_t)c->bytes, "errors", (json_int_t)c->errors,
 		"epoch_switches", (json_int_t)c->epoch_switches, "views",
-		(json_int_t)c->views);
+		(json_int_t)c->views, "prefetch_files",
+		(json_int_t)c->prefetch_files, "prefetch_bytes",
+		(json_int_t)c->prefetch_bytes, "prefetch_errors",
+		(json_int_t)c->prefetch_errors, "prefetch_dropped",
+		(json_int_t)c->prefetch_dropped);
 	if (!root)
 		return NULL;
 	text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);

@@ -172,6 +172,7 @@ static char *status_json(struct fs *fs)
 	uint32_t node;
 	char *text;
 
+	prefetch_counters(fs->prefetch, &in.counters);
 	vr = view_get(fs, FS_INO_ROOT, &node);
 	if (!vr)
 		return NULL;

@@ -73,11 +73,33 @@ static bool evict(struct fdcache *c)
 	return true;
 }
 
+/* path (below srcfd) still names the file open as fd. */
+static bool same_file(int srcfd, const char *path, int fd)
+{
+	struct stat a, b;
+
+	return !fstatat(srcfd, path, &a, AT_SYMLINK_NOFOLLOW) &&
+	       !fstat(fd, &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/* Take e out of the table: closed on its last put. */
+static void uncache_locked(struct fdcache *c, struct fdcache_ent *e)
+{
+	unsigned i;
+
+	for (i = 0; e->cached && i < c->n; i++)
+		if (c->ents[i] == e) {
+			c->ents[i] = c->ents[--c->n];
+			e->cached = false;
+		}
+}
+
 struct fdcache_ent *fdcache_get(struct fdcache *c, const char *path,
-				uint64_t size, int64_t mtime_ns, int *rc,
-				struct sfs_error *err)
+				uint64_t size, int64_t mtime_ns, bool ahead,
+				int *rc, struct sfs_error *err)
 {
 	struct fdcache_ent *e = NULL;
+	bool recheck = false;
 	unsigned i;
 	int fd;
 
@@ -87,10 +109,19 @@ struct fdcache_ent *fdcache_get(struct fdcache *c, const char *path,
 			e = c->ents[i];
 			e->refs++;
 			e->used = ++c->tick;
+			recheck = e->ahead && !ahead;
+			e->ahead = e->ahead && ahead;
 			break;
 		}
 	}
 	pthread_mutex_unlock(&c->lock);
+	if (e && recheck && !same_file(c->srcfd, path, e->fd)) {
+		pthread_mutex_lock(&c->lock);
+		uncache_locked(c, e);
+		pthread_mutex_unlock(&c->lock);
+		fdcache_put(c, e);
+		e = NULL;
+	}
 	if (e) {
 		*rc = fdcache_check(e->fd, path, size, mtime_ns, err);
 		if (!*rc)
@@ -145,6 +176,7 @@ struct fdcache_ent *fdcache_get(struct fdcache *c, const char *path,
 	}
 	e->fd = fd;
 	e->refs = 1;
+	e->ahead = ahead;
 	pthread_mutex_lock(&c->lock);
 	e->used = ++c->tick;
 	if (c->n < c->cap || evict(c)) {

@@ -23,6 +23,7 @@ struct fdcache_ent {
 	unsigned refs;
 	uint64_t used; /* tick of the last get */
 	bool cached; /* in the table; else closed on last put */
+	bool ahead; /* opened ahead of its readers (by the prefetcher) */
 };
 
 struct fdcache {
@@ -52,10 +53,15 @@ void fdcache_destroy(struct fdcache *c);
  * and mtime_ns.  Returns the entry (release it with fdcache_put), or NULL
  * with errno-style code in *rc: -EIO when the file changed since it was
  * indexed or cannot be opened (err says which), -ENOMEM.
+ * ahead: the caller reads ahead of the readers.  A file opened ahead is,
+ * at its first get by a reader, checked to be still the file that path
+ * names (not deleted, replaced or moved since), else opened again, so
+ * that a reader sees the source as it is when it opens, as without the
+ * cache.
  */
 struct fdcache_ent *fdcache_get(struct fdcache *c, const char *path,
-				uint64_t size, int64_t mtime_ns, int *rc,
-				struct sfs_error *err);
+				uint64_t size, int64_t mtime_ns, bool ahead,
+				int *rc, struct sfs_error *err);
 
 void fdcache_put(struct fdcache *c, struct fdcache_ent *e);
 

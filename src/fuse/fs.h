@@ -24,6 +24,7 @@
 
 #include "fdcache.h"
 #include "shardfs/index.h"
+#include "shardfs/status.h"
 #include "shardfs/view.h"
 
 #define FS_INO_ROOT 1
@@ -95,6 +96,7 @@ struct fs {
 	pthread_mutex_t switch_lock; /* one epoch switch at a time */
 
 	struct fdcache fds;
+	struct prefetch *prefetch; /* NULL with prefetch=0 */
 
 	atomic_uint_fast64_t opens, reads, bytes, errors, switches;
 	atomic_int forgetting; /* invalidations still running aside */
@@ -184,6 +186,35 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	     struct fuse_file_info *fi);
 void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+
+/* ---- prefetch.c: reading ahead of readers ---- */
+
+/*
+ * Start prefetch_threads threads (fs->mount) reading ahead for fs, whose
+ * file cache must be set up.  Returns 0 and the prefetcher in *out,
+ * -ENOMEM, or -EAGAIN when no thread could be started.
+ */
+int prefetch_start(struct fs *fs, struct prefetch **out);
+
+/*
+ * A reader reached node of vr (opened it, looked it up, read its link):
+ * queue the source bytes of the files that follow it in that reader's
+ * plan order, at most prefetch_files files and prefetch_mb MiB.  Returns
+ * at once; p NULL is a no-op.
+ */
+void prefetch_after(struct prefetch *p, const struct view_ref *vr,
+		    uint32_t node);
+
+/* Its counters so far into c's prefetch_* (0 for p NULL). */
+void prefetch_counters(const struct prefetch *p, struct sfs_status_counters *c);
+
+/*
+ * Stop and free p, after the session has ended.  Waits up to a second for
+ * reads in progress; returns false when some still wait for the source
+ * (stalled): p is left to them then, and the caller must exit without
+ * freeing the index or the file cache.  NULL: true.
+ */
+bool prefetch_stop(struct prefetch *p);
 
 /* ---- control.c: MNT/.shardfs/ ---- */
 

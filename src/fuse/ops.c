@@ -153,6 +153,10 @@ static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 					    ENOTDIR);
 		return;
 	}
+	/* a symlink's reader reads the source itself: what it reaches
+	 * next is all the daemon learns */
+	if (vr->v->nodes[child].kind == SFS_NODE_LINK)
+		prefetch_after(fs->prefetch, vr, (uint32_t)child);
 	e.ino = node_ino(vr, (uint32_t)child);
 	node_stat(fs, vr, (uint32_t)child, &e.attr);
 	e.attr_timeout = VIEW_TIMEOUT;
@@ -207,6 +211,7 @@ static void fs_readlink(fuse_req_t req, fuse_ino_t ino)
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
+	prefetch_after(fs->prefetch, vr, node);
 	if (asprintf(&target, "%s/%s", fs->idx->source,
 		     sfs_view_source_path(vr->v, &vr->v->nodes[node])) < 0)
 		target = NULL;

@@ -12,39 +12,6 @@
 
 #include "fs.h"
 
-#define PREFETCH_BYTES (4 << 20)
-
-/*
- * Plan-aware prefetch: the reader that opens a file will read the next one
- * in its directory soon; ask the kernel to start reading that one's first
- * bytes from the source now.
- */
-static void prefetch_next(struct fs *fs, const struct view_ref *vr,
-			  uint32_t node)
-{
-	const struct sfs_view *v = vr->v;
-	int64_t next = sfs_view_next(v, node);
-	const struct sfs_view_node *n;
-	struct fdcache_ent *e;
-	const char *path;
-	uint64_t size, off, len;
-	int64_t mtime;
-	int rc;
-
-	if (next < 0 || v->nodes[next].kind == SFS_NODE_DIR)
-		return;
-	n = &v->nodes[next];
-	sfs_view_source(v, n, &path, &size, &mtime);
-	sfs_view_first_range(v, n, &off, &len);
-	e = fdcache_get(&fs->fds, path, size, mtime, &rc, NULL);
-	if (!e)
-		return;
-	posix_fadvise(e->fd, (off_t)off,
-		      (off_t)(len < PREFETCH_BYTES ? len : PREFETCH_BYTES),
-		      POSIX_FADV_WILLNEED);
-	fdcache_put(&fs->fds, e);
-}
-
 void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_of(req);
@@ -108,7 +75,8 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	h->src_mtime = mtime;
 	rc = sfs_view_slice(h->vr->v, n, &h->slice, &err);
 	if (!rc)
-		h->src = fdcache_get(&fs->fds, path, size, mtime, &rc, &err);
+		h->src = fdcache_get(&fs->fds, path, size, mtime, false, &rc,
+				     &err);
 	if (rc) {
 		fs_log(fs, LOG_ERR, "%s", err.msg);
 		atomic_fetch_add(&fs->errors, 1);
@@ -119,8 +87,7 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	atomic_fetch_add(&fs->opens, 1);
 	fi->keep_cache = 1;
 	fi->fh = (uintptr_t)h;
-	if (fs->mount.prefetch)
-		prefetch_next(fs, h->vr, node);
+	prefetch_after(fs->prefetch, h->vr, node);
 	if (fuse_reply_open(req, fi) == -ENOENT)
 		handle_free(fs, h);
 }

@@ -350,6 +350,13 @@ int main(int argc, char **argv)
 			strerror(errno));
 		goto out;
 	}
+	bad = fs.mount.prefetch ? prefetch_start(&fs, &fs.prefetch) : 0;
+	if (bad) {
+		fprintf(stderr,
+			"%s: cannot start the prefetch threads: %s; mount with prefetch=0, or fewer prefetch_threads=\n",
+			prog, strerror(-bad));
+		goto out;
+	}
 	/* Replies too large to splice are read into a buffer allocated per
 	 * request (as libfuse's own fallback does): keep those allocations
 	 * off mmap and the heap untrimmed, or every request pays for fresh
@@ -416,6 +423,11 @@ out_session:
 	rc = rc == 0 || rc == SIGTERM || rc == SIGINT || rc == SIGHUP ? 0 : 1;
 out:
 	fs_release_views(&fs);
+	if (!prefetch_stop(fs.prefetch)) {
+		fs_log(&fs, LOG_WARNING,
+		       "exiting while prefetch reads still wait for the stalled source: they end with the process");
+		_exit(rc);
+	}
 	if (fs.srcfd >= 0) {
 		fdcache_destroy(&fs.fds);
 		close(fs.srcfd);
