@@ -350,13 +350,6 @@ int main(int argc, char **argv)
 			strerror(errno));
 		goto out;
 	}
-	bad = fs.mount.prefetch ? prefetch_start(&fs, &fs.prefetch) : 0;
-	if (bad) {
-		fprintf(stderr,
-			"%s: cannot start the prefetch threads: %s; mount with prefetch=0, or fewer prefetch_threads=\n",
-			prog, strerror(-bad));
-		goto out;
-	}
 	/* Replies too large to splice are read into a buffer allocated per
 	 * request (as libfuse's own fallback does): keep those allocations
 	 * off mmap and the heap untrimmed, or every request pays for fresh
@@ -401,6 +394,13 @@ int main(int argc, char **argv)
 	plan_readahead(&fs, mnt, fs.mount.readahead_kb);
 	if (fuse_daemonize(a.foreground))
 		goto out_unmount;
+	/* threads only after the fork of fuse_daemonize: the daemon would
+	 * not have them (and a lock one held would stay held) */
+	bad = fs.mount.prefetch ? prefetch_start(&fs, &fs.prefetch) : 0;
+	if (bad)
+		fs_log(&fs, LOG_WARNING,
+		       "cannot start the prefetch threads: %s; serving without prefetch (mount with fewer prefetch_threads=)",
+		       strerror(-bad));
 	if (a.single) {
 		rc = fuse_session_loop(fs.se);
 	} else {

@@ -28,8 +28,18 @@ umount "$M"
 mountpoint -q "$M" && bad "umount left it mounted" || ok
 
 # mount -t fuse.shardfs (mount.fuse3 runs shardfs from PATH)
-mount -t fuse.shardfs "$T/src" "$M" -o world=3,rank=2
+mount -t fuse.shardfs "$T/src" "$M" -o world=3,rank=2,symlinks=0,block=3
 expect_eq "mount -t fuse.shardfs: the view" "$?:$(ls "$M" | tr '\n' ' ')" "0:2 "
+# the daemon forked: its prefetch threads must run in it (each file opened
+# in order has the next one read ahead: all but the first)
+n=$(ls "$M/2/0" | wc -l)
+cat "$M"/2/0/* > /dev/null
+for i in $(seq 100); do
+	got=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["counters"]["prefetch_files"])' "$M/.shardfs/status")
+	[ "$got" = $((n - 1)) ] && break
+	sleep 0.1
+done
+expect_eq "a daemonized mount prefetches" "$got" "$((n - 1))"
 umount "$M"
 mountpoint -q "$M" && bad "umount left it mounted" || ok
 
