@@ -43,6 +43,21 @@ expect_eq "a daemonized mount prefetches" "$got" "$((n - 1))"
 umount "$M"
 mountpoint -q "$M" && bad "umount left it mounted" || ok
 
+# a mixture file is a source for mount(8) and fstab too
+shardfs-mkdata "$T/src2" --format jsonl --shards 3 --samples 4-9 --seed 32 > /dev/null
+shardfs-index "$T/src2" --quiet
+printf '%s\n' '{"sources": [{"path": "src", "proportion": 2}, {"path": "src2", "proportion": 1}], "epoch_size": 60}' > "$T/mix.json"
+mount -t fuse.shardfs "$T/mix.json" "$M" -o world=2,rank=1
+expect_eq "mount -t fuse.shardfs MIX: its fsname and view" \
+	"$?:$(findmnt -no SOURCE "$M"):$(ls "$M/1/0" | sed 's/^[0-9]*-//' | cut -d. -f1 | sort -u | tr '\n' ' ')" \
+	"0:$T/mix.json:src src2 "
+umount "$M"
+printf '%s %s fuse.shardfs world=2,noauto 0 0\n' "$T/mix.json" "$M" > "$T/fstab"
+mount -T "$T/fstab" "$M"
+out=$(shardfs-check view "$M" 2>&1)
+expect_eq "fstab MIX: audited" "$?:$(echo "$out" | grep '^sources:')" "0:sources: src 40 of 40, src2 20 of 20"
+umount "$M"
+
 # fstab: noauto and systemd's options accepted; mount MNT, mount -a
 printf '%s %s fuse.shardfs world=2,workers=3,noauto,_netdev,x-systemd.automount,nofail 0 0\n' \
 	"$T/src" "$M" > "$T/fstab"
