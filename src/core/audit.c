@@ -841,16 +841,17 @@ int sfs_audit_read(struct sfs_audit *a, const char *path,
 		goto out;
 	}
 	if (!*idx) {
+		const char *what = "a bad shard list";
+
 		rc = report_index(shards, source, idx);
-		if (!rc && mix)
-			rc = report_mixture(*idx, mix) == -EINVAL ? -EBADMSG :
-								    rc;
+		if (!rc && mix) {
+			what = "a bad mixture";
+			rc = report_mixture(*idx, mix);
+		}
 		if (rc) {
 			rc = rc == -ENOMEM ?
 				     sfs_errorf(err, rc, "out of memory") :
-			     rc == -EBADMSG ?
-				     bad_report(err, path, "a bad mixture") :
-				     bad_report(err, path, "a bad shard list");
+				     bad_report(err, path, what);
 			sfs_index_free(*idx);
 			*idx = NULL;
 			goto out;
