@@ -18,7 +18,8 @@
 #define PROPORTION_MAX 1e9
 #define REPEAT_MAX 1e6
 
-static const char *const weight_names[] = { "proportion", "repeat", "choose" };
+static const char *const weight_names[] = { "proportion", "repeat", "choose",
+					    NULL };
 static const char *const sampling_names[] = { "balanced", "fixed", NULL };
 static const char *const batching_names[] = { "random", "stratified", NULL };
 
@@ -88,6 +89,17 @@ static int bad_source(struct loader *l, size_t i, const char *field,
 			  l->file, i, field, what, fix);
 }
 
+/* The position of s in names (NULL-terminated), or -1 (also for NULL). */
+static int name_index(const char *const *names, const char *s)
+{
+	int i;
+
+	for (i = 0; s && names[i]; i++)
+		if (!strcmp(s, names[i]))
+			return i;
+	return -1;
+}
+
 /* An enum field of the mixture: absent leaves *v. */
 static int get_enum(struct loader *l, json_t *root, const char *key,
 		    const char *const *names, int *v)
@@ -99,25 +111,34 @@ static int get_enum(struct loader *l, json_t *root, const char *key,
 	if (!j)
 		return 0;
 	s = json_string_value(j);
-	for (i = 0; s && names[i]; i++)
-		if (!strcmp(s, names[i])) {
-			*v = i;
-			return 0;
-		}
+	i = name_index(names, s);
+	if (i >= 0) {
+		*v = i;
+		return 0;
+	}
 	return sfs_errorf(l->err, -EINVAL,
 			  "%s: %s must be \"%s\" or \"%s\"%s%s%s", l->file, key,
 			  names[0], names[1], s ? ", not \"" : "", s ? s : "",
 			  s ? "\"" : "");
 }
 
-/* path as written in the file: relative to the file's directory. */
-static char *resolve(struct loader *l, const char *path)
+/* A path as written in the file (relative to the file's directory), as a
+ * heap string; NULL without memory. */
+static char *in_dir(struct loader *l, const char *path)
 {
-	char *joined = NULL, *real;
+	char *out;
 
 	if (path[0] == '/')
-		return realpath(path, NULL);
-	if (asprintf(&joined, "%s/%s", l->dir, path) < 0)
+		return strdup(path);
+	return asprintf(&out, "%s/%s", l->dir, path) < 0 ? NULL : out;
+}
+
+/* The same, resolved (realpath); NULL with errno set. */
+static char *resolve(struct loader *l, const char *path)
+{
+	char *joined = in_dir(l, path), *real;
+
+	if (!joined)
 		return NULL;
 	real = realpath(joined, NULL);
 	free(joined);
@@ -246,10 +267,7 @@ static int read_source(struct loader *l, size_t i, json_t *src, bool *kind_set)
 		if (!index || !*index)
 			return bad_source(l, i, "index", "is not a string",
 					  "name the directory of its index");
-		if (index[0] == '/')
-			s->index_dir = strdup(index);
-		else if (asprintf(&s->index_dir, "%s/%s", l->dir, index) < 0)
-			s->index_dir = NULL;
+		s->index_dir = in_dir(l, index);
 		if (!s->index_dir)
 			return sfs_errorf(l->err, -ENOMEM, "out of memory");
 	}
@@ -493,14 +511,14 @@ static int read_mixture(struct loader *l, json_t *root)
 	return rc;
 }
 
-static int load_mixture(const char *file, struct sfs_index **out,
+/* The mixture file, size bytes long. */
+static int load_mixture(const char *file, off_t size, struct sfs_index **out,
 			struct sfs_error *err)
 {
 	struct loader l = { .file = file, .err = err };
 	char *real = NULL;
 	json_error_t jerr;
 	json_t *root = NULL;
-	struct stat st;
 	size_t i;
 	int rc;
 
@@ -519,7 +537,7 @@ static int load_mixture(const char *file, struct sfs_index **out,
 		rc = sfs_errorf(err, -ENOMEM, "out of memory");
 		goto out_free;
 	}
-	if (stat(file, &st) == 0 && st.st_size > MIX_FILE_MAX) {
+	if (size > MIX_FILE_MAX) {
 		rc = bad(&l, "larger than 16 MiB",
 			 "a mixture file lists sources, not shards");
 		goto out_free;
@@ -563,7 +581,7 @@ int sfs_source_load(const char *path, const char *index_dir,
 			err, -EINVAL,
 			"%s: index= is for a source directory; a mixture names each source's index in its \"index\" field",
 			path);
-	return load_mixture(path, out, err);
+	return load_mixture(path, st.st_size, out, err);
 }
 
 json_t *sfs_mix_to_json(const struct sfs_mix *m)
@@ -600,16 +618,6 @@ json_t *sfs_mix_to_json(const struct sfs_mix *m)
 	return root;
 }
 
-static int name_index(const char *const *names, size_t n, const char *s)
-{
-	size_t i;
-
-	for (i = 0; s && i < n; i++)
-		if (!strcmp(s, names[i]))
-			return (int)i;
-	return -1;
-}
-
 int sfs_mix_from_json(json_t *j, size_t nshards, struct sfs_mix **out)
 {
 	const char *file, *digest, *weight, *sampling, *batching;
@@ -629,9 +637,9 @@ int sfs_mix_from_json(json_t *j, size_t nshards, struct sfs_mix **out)
 	    !json_is_array(sources) || json_array_size(sources) == 0 ||
 	    json_array_size(sources) > SFS_MIX_SOURCES_MAX || esize < 0)
 		return -EINVAL;
-	kind = name_index(weight_names, 3, weight);
-	smp = name_index(sampling_names, 2, sampling);
-	bat = name_index(batching_names, 2, batching);
+	kind = name_index(weight_names, weight);
+	smp = name_index(sampling_names, sampling);
+	bat = name_index(batching_names, batching);
 	if (kind < 0 || smp < 0 || bat < 0)
 		return -EINVAL;
 	m = calloc(1, sizeof(*m));
