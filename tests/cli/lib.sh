@@ -29,6 +29,16 @@ expect_run() {
 	expect_eq "$name (message)" "$got" "$want"
 }
 
+# expect_reference SRC REFERENCE_INPUT OPTIONS: shardfs-plan's plan of SRC
+# under OPTIONS is the one tests/plan/plan_reference.py computes from
+# REFERENCE_INPUT (SRC's manifest, or the mixture file)
+expect_reference() {
+	local got
+	shardfs-plan "$1" -o "$3" --json > "$T/plan.json"
+	got=$(python3 "$TESTS/plan/plan_reference.py" "$2" "$T/plan.json")
+	expect_eq "$1 $3 matches the reference" "$?" "0" || echo "$got"
+}
+
 finish() {
 	printf '%d passed, %d failed\n' "$passed" "$failed"
 	[ "$failed" -eq 0 ]
