@@ -82,7 +82,6 @@ static int make_units(struct builder *b)
 		uint64_t local = 0;
 
 		b->unit_lo[s] = n;
-		b->plan->sources[s].samples = 0;
 		source_shards(b, s, &lo, &hi);
 		for (i = lo; i < hi; i++) {
 			const struct sfs_shard *sh = &idx->shards[i];
