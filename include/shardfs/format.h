@@ -15,7 +15,10 @@
  * sample i begins, bounds[nsamples] the byte where the last one ends.  A
  * slice is: bytes [0, prefix_len) of the shard, then for each run of
  * consecutive samples [a, b) the bytes [bounds[a], bounds[b]) followed by the
- * driver's run suffix, then the driver's slice suffix.
+ * driver's run suffix, then the driver's slice suffix.  A driver whose
+ * slices are not byte ranges of its samples (Parquet: rows live in column
+ * chunks) lays out slices itself (lay_out), and its shards have no
+ * boundaries in the index.
  */
 #ifndef SHARDFS_FORMAT_H
 #define SHARDFS_FORMAT_H
@@ -27,6 +30,20 @@
 #include "shardfs/error.h"
 
 struct sfs_shard;
+
+/* Samples [first, first + count) of a shard. */
+struct sfs_run {
+	uint64_t first;
+	uint64_t count;
+};
+
+/*
+ * Where lay_out puts a slice's bytes, in order: len bytes of the shard at
+ * src when mem is NULL, else the len bytes at mem, which the slice takes
+ * (malloc'd; freed with the slice, or at once when the slice is only
+ * measured).  Returns 0, or -ENOMEM (mem is freed then).
+ */
+typedef int (*sfs_extent_fn)(void *arg, uint64_t src, uint64_t len, void *mem);
 
 /* Called once per sample read, in order, with its digest (see samples). */
 typedef int (*sfs_sample_fn)(void *arg, uint64_t sample,
@@ -47,7 +64,7 @@ struct sfs_scan_in {
 /* What a scan learns.  bounds is heap memory the caller takes. */
 struct sfs_scan {
 	uint64_t nsamples;
-	bool sliceable; /* bounds is set and the shard can be cut */
+	bool sliceable; /* bounds is set: the shard is cut at its bounds */
 	uint64_t *bounds; /* nsamples + 1 entries when sliceable */
 	uint64_t prefix_len; /* bytes that start every slice */
 	bool newline_missing; /* the last line lacks its '\n' (jsonl) */
@@ -120,6 +137,19 @@ struct sfs_format_ops {
 
 	/* Bytes that end every slice of sh.  NULL: none. */
 	size_t (*slice_suffix)(const struct sfs_shard *sh, const void **bytes);
+
+	/*
+	 * Lay out the slice of sh (open on fd) holding runs[0 .. nruns), in
+	 * that order, each within the shard, by calls to add(arg, ...).  For
+	 * formats that need no boundaries (the index has none for their
+	 * shards), in place of prefix, runs and suffixes.  Returns 0, or a
+	 * negative errno with a message naming sh->path (a shard that no
+	 * longer matches the index: -ESTALE; malformed: -EINVAL).  NULL: the
+	 * slice is laid out from the boundaries.
+	 */
+	int (*lay_out)(int fd, const struct sfs_shard *sh,
+		       const struct sfs_run *runs, size_t nruns,
+		       sfs_extent_fn add, void *arg, struct sfs_error *err);
 
 	/*
 	 * Read the whole of fd (a shard, or a slice of one, as a loader would:

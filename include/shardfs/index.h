@@ -18,7 +18,7 @@
  *
  * Invariants of a loaded or built index: shards are sorted by path (bytes,
  * strcmp), paths are relative, '/'-separated, without "." or ".."
- * components; a sliceable shard's nsamples + 1 boundaries are
+ * components; the nsamples + 1 boundaries of a shard that has them are
  * non-decreasing, start at or after prefix_len and end at or before size.
  */
 #ifndef SHARDFS_INDEX_H
@@ -94,13 +94,22 @@ static inline int64_t sfs_mtime_ns(const struct stat *st)
 	return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
 }
 
-/* True when the shard can be cut into slices. */
-static inline bool sfs_shard_sliceable(const struct sfs_shard *sh)
+/* True when the shard has boundaries in the table (sfs_index_bounds). */
+static inline bool sfs_shard_has_bounds(const struct sfs_shard *sh)
 {
 	return sh->bounds_at != SFS_NO_BOUNDS;
 }
 
-/* The nsamples + 1 boundaries of a sliceable shard (borrowed). */
+/*
+ * True when the shard can be cut into slices: it has boundaries, or its
+ * driver lays out slices itself (format.h, lay_out; Parquet).
+ */
+static inline bool sfs_shard_sliceable(const struct sfs_shard *sh)
+{
+	return sfs_shard_has_bounds(sh) || sh->format->lay_out;
+}
+
+/* The nsamples + 1 boundaries of a shard with boundaries (borrowed). */
 static inline const uint64_t *sfs_index_bounds(const struct sfs_index *idx,
 					       const struct sfs_shard *sh)
 {

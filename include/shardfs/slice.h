@@ -3,14 +3,16 @@
  * the shard's format expects them.
  *
  * A slice is a list of extents laid end to end: each is either a byte range
- * of the source shard or a few synthesized bytes (a tar end-of-archive
- * marker, a missing '\n').  Nothing is copied until read; the FUSE layer
+ * of the source shard or synthesized bytes (a tar end-of-archive marker, a
+ * missing '\n', static; a Parquet footer or re-encoded pages, owned by the
+ * slice).  Nothing is copied until read; the FUSE layer
  * answers reads straight from the extents.  Samples are named by runs of
  * consecutive sample numbers within the shard.
  */
 #ifndef SHARDFS_SLICE_H
 #define SHARDFS_SLICE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -18,17 +20,12 @@
 #include "shardfs/error.h"
 #include "shardfs/index.h"
 
-/* Samples [first, first + count) of a shard. */
-struct sfs_run {
-	uint64_t first;
-	uint64_t count;
-};
-
 struct sfs_extent {
 	uint64_t pos; /* offset in the slice */
 	uint64_t len;
 	uint64_t src; /* offset in the shard, when mem is NULL */
-	const void *mem; /* static synthesized bytes, or NULL */
+	const void *mem; /* synthesized bytes, or NULL */
+	bool owned; /* mem is the slice's, freed with it */
 };
 
 struct sfs_slice {
@@ -39,19 +36,23 @@ struct sfs_slice {
 
 /*
  * Lay out the slice of shard sh of idx holding runs[0..nruns), in that
- * order.  Each run must lie within the shard.  Returns 0 and a new slice in
- * *out, -EINVAL when sh cannot be sliced or a run is out of range, -ENOMEM.
+ * order.  Each run must lie within the shard.  fd is the shard, open for
+ * reading, for a driver that lays out slices itself (format.h, lay_out;
+ * it reads the shard), else not used (-1 will do).  Returns 0 and a new
+ * slice in *out, -EINVAL when sh cannot be sliced or a run is out of
+ * range, the driver's errors, -ENOMEM.
  */
 int sfs_slice_build(const struct sfs_index *idx, const struct sfs_shard *sh,
-		    const struct sfs_run *runs, size_t nruns,
+		    int fd, const struct sfs_run *runs, size_t nruns,
 		    struct sfs_slice **out, struct sfs_error *err);
 
 /*
- * The size sfs_slice_build would give, without building it.  Same errors.
+ * The size sfs_slice_build would give, without keeping the slice (a
+ * driver that lays out slices itself still builds it).  Same errors.
  */
 int sfs_slice_size(const struct sfs_index *idx, const struct sfs_shard *sh,
-		   const struct sfs_run *runs, size_t nruns, uint64_t *size,
-		   struct sfs_error *err);
+		   int fd, const struct sfs_run *runs, size_t nruns,
+		   uint64_t *size, struct sfs_error *err);
 
 /* A slice that is the whole of a file of size bytes.  0 or -ENOMEM. */
 int sfs_slice_whole(uint64_t size, struct sfs_slice **out,

@@ -63,6 +63,9 @@ struct sfs_view_opts {
 	struct sfs_options options; /* plan options, ranks to show */
 	uint32_t epochs; /* consecutive epochs per directory */
 	bool symlinks; /* whole shards as symlinks */
+	/* the source directory (open), where shards whose driver lays out
+	 * slices itself (Parquet) are read to size their slices */
+	int srcfd;
 };
 
 struct sfs_view {
@@ -133,10 +136,10 @@ void sfs_view_source(const struct sfs_view *v, const struct sfs_view_node *n,
 
 /*
  * The bytes a file node serves: a slice of its shard, or the whole shard.
- * Returns 0 and a new slice (sfs_slice_free) or the errors of
- * sfs_slice_build.
+ * fd is the source file (sfs_view_source), open for reading.  Returns 0
+ * and a new slice (sfs_slice_free) or the errors of sfs_slice_build.
  */
 int sfs_view_slice(const struct sfs_view *v, const struct sfs_view_node *n,
-		   struct sfs_slice **out, struct sfs_error *err);
+		   int fd, struct sfs_slice **out, struct sfs_error *err);
 
 #endif

@@ -247,7 +247,7 @@ static int check_bounds(struct loader *l, const struct sfs_index *idx,
 	const uint64_t *b;
 	uint64_t i;
 
-	if (!sfs_shard_sliceable(sh))
+	if (!sfs_shard_has_bounds(sh))
 		return 0;
 	snprintf(
 		what, sizeof(what),
@@ -655,7 +655,7 @@ static json_t *shard_json(const struct sfs_shard *sh)
 
 	if (!j)
 		return NULL;
-	if (sfs_shard_sliceable(sh))
+	if (sfs_shard_has_bounds(sh))
 		json_object_set_new(j, "bounds",
 				    json_integer((json_int_t)sh->bounds_at));
 	if (sh->prefix_len)

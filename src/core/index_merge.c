@@ -105,7 +105,7 @@ int sfs_index_join(const struct sfs_index *const *idxs,
 					dup_hint);
 			goto out_free;
 		}
-		if (sfs_shard_sliceable(all[i].sh))
+		if (sfs_shard_has_bounds(all[i].sh))
 			nbounds += all[i].sh->nsamples + 1;
 		idx->nsamples += all[i].sh->nsamples;
 	}
@@ -143,7 +143,7 @@ int sfs_index_join(const struct sfs_index *const *idxs,
 		sh->first_sample = i ? idx->shards[i - 1].first_sample +
 						   idx->shards[i - 1].nsamples :
 				       0;
-		if (sfs_shard_sliceable(from)) {
+		if (sfs_shard_has_bounds(from)) {
 			memcpy(idx->bounds_heap + nbounds,
 			       sfs_index_bounds(all[i].idx, from),
 			       (from->nsamples + 1) * sizeof(uint64_t));

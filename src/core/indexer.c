@@ -440,7 +440,7 @@ static void assemble_one(const struct sfs_index *prev, struct item *it,
 		sh->has_digest = p->has_digest;
 		memcpy(sh->digest, p->digest, SFS_DIGEST_LEN);
 		sh->bounds_at = SFS_NO_BOUNDS;
-		if (sfs_shard_sliceable(p))
+		if (sfs_shard_has_bounds(p))
 			src = sfs_index_bounds(prev, p);
 	} else {
 		sh->size = it->size;
@@ -524,7 +524,7 @@ static int assemble(struct walk *w, const struct sfs_index *prev,
 
 	for (i = 0; i < w->n; i++) {
 		struct item *it = &w->items[i];
-		bool cut = it->prev ? sfs_shard_sliceable(it->prev) :
+		bool cut = it->prev ? sfs_shard_has_bounds(it->prev) :
 				      it->scan.sliceable;
 
 		if (it->rc)
@@ -676,7 +676,7 @@ static int verify_shard(struct job *j, const struct sfs_index *idx,
 	rc = sfs_format_scan(sh->format, &in, &scan, e);
 	if (!rc &&
 	    (scan.nsamples != sh->nsamples ||
-	     scan.sliceable != sfs_shard_sliceable(sh) ||
+	     scan.sliceable != sfs_shard_has_bounds(sh) ||
 	     (scan.sliceable && memcmp(scan.bounds, sfs_index_bounds(idx, sh),
 				       (sh->nsamples + 1) * sizeof(uint64_t)))))
 		rc = sfs_errorf(
@@ -685,7 +685,7 @@ static int verify_shard(struct job *j, const struct sfs_index *idx,
 			sh->path, (unsigned long long)scan.nsamples,
 			(unsigned long long)sh->nsamples);
 	free(scan.bounds);
-	if (!rc && sh->format->verify && sfs_shard_sliceable(sh))
+	if (!rc && sh->format->verify && sfs_shard_has_bounds(sh))
 		rc = sh->format->verify(fd, sh->path, sh,
 					sfs_index_bounds(idx, sh), e);
 	if (!rc && sh->has_digest) {

@@ -12,14 +12,15 @@ struct layout {
 	bool count_only; /* only add up the size */
 };
 
-static int add(struct layout *l, uint64_t src, uint64_t len, const void *mem)
+static int add(struct layout *l, uint64_t src, uint64_t len, const void *mem,
+	       bool owned)
 {
 	struct sfs_slice *s = l->s;
 
-	if (!len)
-		return 0;
-	if (l->count_only) {
+	if (!len || l->count_only) {
 		s->size += len;
+		if (owned)
+			free((void *)mem);
 		return 0;
 	}
 	/* Source ranges that touch merge into one extent. */
@@ -36,21 +37,33 @@ static int add(struct layout *l, uint64_t src, uint64_t len, const void *mem)
 		size_t ncap = l->cap ? 2 * l->cap : 8;
 		struct sfs_extent *ne = realloc(s->extents, ncap * sizeof(*ne));
 
-		if (!ne)
+		if (!ne) {
+			if (owned)
+				free((void *)mem);
 			return -ENOMEM;
+		}
 		s->extents = ne;
 		l->cap = ncap;
 	}
-	s->extents[s->nextents++] = (struct sfs_extent){
-		.pos = s->size, .len = len, .src = src, .mem = mem
-	};
+	s->extents[s->nextents++] = (struct sfs_extent){ .pos = s->size,
+							 .len = len,
+							 .src = src,
+							 .mem = mem,
+							 .owned = owned };
 	s->size += len;
 	return 0;
 }
 
+/* The sfs_extent_fn of a driver's lay_out. */
+static int add_extent(void *arg, uint64_t src, uint64_t len, void *mem)
+{
+	return add(arg, src, len, mem, mem != NULL);
+}
+
 static int lay_out(struct layout *l, const struct sfs_index *idx,
-		   const struct sfs_shard *sh, const struct sfs_run *runs,
-		   size_t nruns, struct sfs_error *err)
+		   const struct sfs_shard *sh, int fd,
+		   const struct sfs_run *runs, size_t nruns,
+		   struct sfs_error *err)
 {
 	const struct sfs_format_ops *ops = sh->format;
 	const uint64_t *b;
@@ -63,9 +76,7 @@ static int lay_out(struct layout *l, const struct sfs_index *idx,
 			err, -EINVAL,
 			"%s: a %s shard of this kind cannot be sliced",
 			sh->path, ops->name);
-	b = sfs_index_bounds(idx, sh);
-	rc = add(l, 0, sh->prefix_len, NULL);
-	for (i = 0; !rc && i < nruns; i++) {
+	for (i = 0; i < nruns; i++) {
 		uint64_t a = runs[i].first, e = runs[i].first + runs[i].count;
 
 		if (e < a || e > sh->nsamples)
@@ -75,20 +86,28 @@ static int lay_out(struct layout *l, const struct sfs_index *idx,
 				sh->path, (unsigned long long)a,
 				(unsigned long long)e,
 				(unsigned long long)sh->nsamples);
-		rc = add(l, b[a], b[e] - b[a], NULL);
+	}
+	if (ops->lay_out)
+		return ops->lay_out(fd, sh, runs, nruns, add_extent, l, err);
+	b = sfs_index_bounds(idx, sh);
+	rc = add(l, 0, sh->prefix_len, NULL, false);
+	for (i = 0; !rc && i < nruns; i++) {
+		uint64_t a = runs[i].first, e = runs[i].first + runs[i].count;
+
+		rc = add(l, b[a], b[e] - b[a], NULL, false);
 		if (!rc && ops->run_suffix &&
 		    (n = ops->run_suffix(sh, e, &mem)))
-			rc = add(l, 0, n, mem);
+			rc = add(l, 0, n, mem, false);
 	}
 	if (!rc && ops->slice_suffix && (n = ops->slice_suffix(sh, &mem)))
-		rc = add(l, 0, n, mem);
+		rc = add(l, 0, n, mem, false);
 	if (rc)
 		return sfs_errorf(err, rc, "out of memory");
 	return 0;
 }
 
 int sfs_slice_build(const struct sfs_index *idx, const struct sfs_shard *sh,
-		    const struct sfs_run *runs, size_t nruns,
+		    int fd, const struct sfs_run *runs, size_t nruns,
 		    struct sfs_slice **out, struct sfs_error *err)
 {
 	struct layout l = { 0 };
@@ -97,7 +116,7 @@ int sfs_slice_build(const struct sfs_index *idx, const struct sfs_shard *sh,
 	l.s = calloc(1, sizeof(*l.s));
 	if (!l.s)
 		return sfs_errorf(err, -ENOMEM, "out of memory");
-	rc = lay_out(&l, idx, sh, runs, nruns, err);
+	rc = lay_out(&l, idx, sh, fd, runs, nruns, err);
 	if (rc) {
 		sfs_slice_free(l.s);
 		return rc;
@@ -107,12 +126,12 @@ int sfs_slice_build(const struct sfs_index *idx, const struct sfs_shard *sh,
 }
 
 int sfs_slice_size(const struct sfs_index *idx, const struct sfs_shard *sh,
-		   const struct sfs_run *runs, size_t nruns, uint64_t *size,
-		   struct sfs_error *err)
+		   int fd, const struct sfs_run *runs, size_t nruns,
+		   uint64_t *size, struct sfs_error *err)
 {
 	struct sfs_slice s = { 0 };
 	struct layout l = { .s = &s, .count_only = true };
-	int rc = lay_out(&l, idx, sh, runs, nruns, err);
+	int rc = lay_out(&l, idx, sh, fd, runs, nruns, err);
 
 	if (!rc)
 		*size = s.size;
@@ -125,7 +144,7 @@ int sfs_slice_whole(uint64_t size, struct sfs_slice **out,
 	struct layout l = { 0 };
 
 	l.s = calloc(1, sizeof(*l.s));
-	if (!l.s || add(&l, 0, size, NULL)) {
+	if (!l.s || add(&l, 0, size, NULL, false)) {
 		sfs_slice_free(l.s);
 		return sfs_errorf(err, -ENOMEM, "out of memory");
 	}
@@ -135,8 +154,13 @@ int sfs_slice_whole(uint64_t size, struct sfs_slice **out,
 
 void sfs_slice_free(struct sfs_slice *s)
 {
+	size_t i;
+
 	if (!s)
 		return;
+	for (i = 0; i < s->nextents; i++)
+		if (s->extents[i].owned)
+			free((void *)s->extents[i].mem);
 	free(s->extents);
 	free(s);
 }

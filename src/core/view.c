@@ -1,7 +1,10 @@
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "shardfs/digest.h"
 #include "shardfs/mixture.h"
@@ -181,6 +184,38 @@ static int runs_name(const struct sfs_run *r, size_t nruns, char *out,
 }
 
 /* The node(s) of one plan file in worker directory wdir. */
+/*
+ * The size of the slice of sh holding runs r[0 .. nruns).  A driver that
+ * lays out slices itself reads the shard, which must still be the file
+ * the index describes.
+ */
+static int slice_size(struct builder *b, const struct sfs_shard *sh,
+		      const struct sfs_run *r, size_t nruns, uint64_t *size)
+{
+	struct stat st;
+	int fd, rc;
+
+	if (!sh->format->lay_out)
+		return sfs_slice_size(b->v->idx, sh, -1, r, nruns, size,
+				      b->err);
+	fd = sfs_index_open_shard(b->o->srcfd, sh->path, O_RDONLY);
+	if (fd < 0)
+		return sfs_errorf(
+			b->err, fd,
+			"%s: cannot open the shard to size a slice: %s",
+			sh->path, strerror(-fd));
+	if (fstat(fd, &st) || (uint64_t)st.st_size != sh->size ||
+	    sfs_mtime_ns(&st) != sh->mtime_ns)
+		rc = sfs_errorf(
+			b->err, -ESTALE,
+			"%s: the shard changed since it was indexed; rebuild the index with shardfs-index",
+			sh->path);
+	else
+		rc = sfs_slice_size(b->v->idx, sh, fd, r, nruns, size, b->err);
+	close(fd);
+	return rc;
+}
+
 static int add_file(struct builder *b, uint32_t wdir, uint32_t plan, size_t fi,
 		    const char *prefix)
 {
@@ -237,8 +272,7 @@ static int add_file(struct builder *b, uint32_t wdir, uint32_t plan, size_t fi,
 				 sname, dot, (int)(ext - base), base, samples,
 				 ext);
 			kind = SFS_NODE_FILE;
-			rc = sfs_slice_size(v->idx, sh, r, f->nruns, &size,
-					    b->err);
+			rc = slice_size(b, sh, r, f->nruns, &size);
 			if (rc)
 				return rc;
 		}
@@ -505,7 +539,7 @@ void sfs_view_first_range(const struct sfs_view *v,
 
 	*off = 0;
 	*len = n->member ? sh->members[n->member - 1].size : sh->size;
-	if (f->whole || n->member || !sfs_shard_sliceable(sh))
+	if (f->whole || n->member || !sfs_shard_has_bounds(sh))
 		return;
 	b = sfs_index_bounds(v->idx, sh);
 	*off = b[r->first];
@@ -541,13 +575,13 @@ void sfs_view_source(const struct sfs_view *v, const struct sfs_view_node *n,
 }
 
 int sfs_view_slice(const struct sfs_view *v, const struct sfs_view_node *n,
-		   struct sfs_slice **out, struct sfs_error *err)
+		   int fd, struct sfs_slice **out, struct sfs_error *err)
 {
 	const struct sfs_plan_file *f = sfs_view_file(v, n);
 	const struct sfs_plan *p = v->plans[n->plan];
 
 	if (f->whole || n->member)
 		return sfs_slice_whole(n->size, out, err);
-	return sfs_slice_build(v->idx, &v->idx->shards[f->shard],
+	return sfs_slice_build(v->idx, &v->idx->shards[f->shard], fd,
 			       &p->runs[f->run_at], f->nruns, out, err);
 }

@@ -350,7 +350,7 @@ static void add_file_locked(struct prefetch *p, const struct sfs_view *v,
 	uint64_t lo = 0, hi = sh->size;
 	size_t i;
 
-	if (!pf->whole && sfs_shard_sliceable(sh)) {
+	if (!pf->whole && sfs_shard_has_bounds(sh)) {
 		const uint64_t *b = sfs_index_bounds(v->idx, sh);
 
 		lo = UINT64_MAX;

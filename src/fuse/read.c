@@ -73,10 +73,9 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	sfs_view_source(h->vr->v, n, &path, &size, &mtime);
 	h->src_size = size;
 	h->src_mtime = mtime;
-	rc = sfs_view_slice(h->vr->v, n, &h->slice, &err);
+	h->src = fdcache_get(&fs->fds, path, size, mtime, false, &rc, &err);
 	if (!rc)
-		h->src = fdcache_get(&fs->fds, path, size, mtime, false, &rc,
-				     &err);
+		rc = sfs_view_slice(h->vr->v, n, h->src->fd, &h->slice, &err);
 	if (rc) {
 		fs_log(fs, LOG_ERR, "%s", err.msg);
 		atomic_fetch_add(&fs->errors, 1);

@@ -293,12 +293,19 @@ static int load_index(struct fs *fs, const char *src, struct sfs_error *err)
 			prog, src, src);
 		rc = sfs_indexer_build(&o, NULL, &fs->idx, &rep, err);
 		sfs_indexer_report_clear(&rep);
-		return rc;
-	}
-	if (!rc)
+	} else if (!rc) {
 		rc = sfs_index_check_source(fs->idx, fs->mount.index_dir, true,
 					    err);
-	return rc;
+	}
+	if (rc)
+		return rc;
+	/* the views read some shards (Parquet) to size their slices */
+	fs->srcfd = open(fs->idx->source, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fs->srcfd < 0)
+		return sfs_errorf(err, -errno, "%s: %s", fs->idx->source,
+				  strerror(errno));
+	fs->vopts.srcfd = fs->srcfd;
+	return 0;
 }
 
 /* Source files stay open in a cache: take every descriptor allowed (the
@@ -344,8 +351,7 @@ int main(int argc, char **argv)
 	fs.mounted = time(NULL);
 	fs.splice_max = fs.mount.splice ? splice_limit() : 0;
 	raise_nofile();
-	fs.srcfd = open(fs.idx->source, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fs.srcfd < 0 || fdcache_init(&fs.fds, fs.srcfd, FD_CACHE)) {
+	if (fdcache_init(&fs.fds, fs.srcfd, FD_CACHE)) {
 		fprintf(stderr, "%s: %s: %s\n", prog, fs.idx->source,
 			strerror(errno));
 		goto out;
@@ -428,10 +434,10 @@ out:
 		       "exiting while prefetch reads still wait for the stalled source: they end with the process");
 		_exit(rc);
 	}
-	if (fs.srcfd >= 0) {
+	if (fs.fds.ents)
 		fdcache_destroy(&fs.fds);
+	if (fs.srcfd >= 0)
 		close(fs.srcfd);
-	}
 	sfs_index_free(fs.idx);
 	sfs_options_clear(&fs.vopts.options);
 	fuse_opt_free_args(&fargs);

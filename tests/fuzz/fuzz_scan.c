@@ -50,7 +50,7 @@ static void check(const struct sfs_format_ops *ops, int fd, size_t size)
 		for (i = 0; i < s.nsamples; i++)
 			if (s.bounds[i] > s.bounds[i + 1])
 				abort();
-		if (!sfs_slice_build(&idx, &sh, &all, 1, &sl, NULL)) {
+		if (!sfs_slice_build(&idx, &sh, fd, &all, 1, &sl, NULL)) {
 			char *buf = malloc(sl->size + 1);
 
 			if (sfs_slice_pread(sl, fd, buf, sl->size, 0) !=

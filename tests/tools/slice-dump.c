@@ -42,16 +42,19 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	shard = sfs_index_find(idx, argv[2]);
-	if (shard < 0 ||
-	    sfs_slice_build(idx, &idx->shards[shard], runs, nruns, &sl, &err)) {
-		fprintf(stderr, "slice-dump: %s\n",
-			shard < 0 ? "no such shard" : err.msg);
-		return 2;
-	}
 	snprintf(path, sizeof(path), "%s/%s", idx->source, argv[2]);
 	fd = open(path, O_RDONLY);
+	if (shard < 0 || fd < 0 ||
+	    sfs_slice_build(idx, &idx->shards[shard], fd, runs, nruns, &sl,
+			    &err)) {
+		fprintf(stderr, "slice-dump: %s\n",
+			shard < 0 ? "no such shard" :
+			fd < 0	  ? "cannot open the shard" :
+				    err.msg);
+		return 2;
+	}
 	buf = malloc(sl->size + 1);
-	if (fd < 0 || !buf ||
+	if (!buf ||
 	    sfs_slice_pread(sl, fd, buf, sl->size, 0) != (ssize_t)sl->size) {
 		fprintf(stderr, "slice-dump: cannot read %s\n", path);
 		return 2;

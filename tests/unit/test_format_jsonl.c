@@ -46,8 +46,8 @@ static void expect_slice(const char *text, const struct sfs_run *runs,
 	path = write_at(dir, "x.jsonl", text, strlen(text));
 	o.source = dir;
 	assert_int_equal(sfs_indexer_build(&o, NULL, &idx, &rep, &err), 0);
-	assert_int_equal(sfs_slice_build(idx, &idx->shards[0], runs, nruns, &sl,
-					 &err),
+	assert_int_equal(sfs_slice_build(idx, &idx->shards[0], -1, runs, nruns,
+					 &sl, &err),
 			 0);
 	assert_int_equal(sl->size, strlen(want));
 	fd = open(path, O_RDONLY);

@@ -117,8 +117,9 @@ static void test_format_tar_slice_reads_back(void **state)
 	o.source = dir;
 	assert_int_equal(sfs_indexer_build(&o, NULL, &idx, &rep, &err), 0);
 	assert_int_equal(idx->nshards, 1);
-	assert_int_equal(
-		sfs_slice_build(idx, &idx->shards[0], runs, 2, &sl, &err), 0);
+	assert_int_equal(sfs_slice_build(idx, &idx->shards[0], -1, runs, 2, &sl,
+					 &err),
+			 0);
 
 	/* global header + sample c + sample a + end of archive */
 	buf_put(&want, f.tar.p, f.prefix);
@@ -188,8 +189,9 @@ static void test_format_tar_slice_keeps_long_names(void **state)
 	path = write_at(dir, "s.tar", f.tar.p, f.tar.len);
 	o.source = dir;
 	assert_int_equal(sfs_indexer_build(&o, NULL, &idx, &rep, &err), 0);
-	assert_int_equal(
-		sfs_slice_build(idx, &idx->shards[0], &run, 1, &sl, &err), 0);
+	assert_int_equal(sfs_slice_build(idx, &idx->shards[0], -1, &run, 1, &sl,
+					 &err),
+			 0);
 	got.len = sl->size;
 	got.p = malloc(got.len);
 	fd = open(path, O_RDONLY);
