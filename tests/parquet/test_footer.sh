@@ -12,25 +12,10 @@
 set -euo pipefail
 BUILD=$1
 TESTS=$2
-npmdir=$BUILD/parquet-npm
 tool=$BUILD/tests/parquet-footer
-command -v node > /dev/null && command -v npm > /dev/null ||
-	{ echo "FAIL: node and npm are needed (bash tests/install-deps.sh)"; exit 1; }
 [ -x "$tool" ] || { echo "FAIL: $tool is not built"; exit 1; }
-# npm install, not npm ci: the lock holds only the linux-x64 DuckDB
-# binding of the platform packages, which npm ci refuses; npm install takes
-# the locked versions all the same.  About 8 s and 29 MB from the registry
-# the first time, 86 MB installed.
-if ! cmp -s "$TESTS/parquet/package-lock.json" "$npmdir/installed.lock" ||
-	[ ! -d "$npmdir/node_modules/@duckdb/node-api" ]; then
-	rm -rf "$npmdir"
-	mkdir -p "$npmdir"
-	cp "$TESTS/parquet/package.json" "$TESTS/parquet/package-lock.json" "$npmdir/"
-	(cd "$npmdir" && npm install --no-audit --no-fund --loglevel=error > /dev/null)
-	cp "$TESTS/parquet/package-lock.json" "$npmdir/installed.lock"
-fi
-# ES modules find node_modules next to themselves only
-cp "$TESTS"/parquet/write.mjs "$TESTS"/parquet/check.mjs "$npmdir/"
+. "$TESTS/parquet/npm.sh"
+parquet_npm "$BUILD" "$TESTS"
 T=$(mktemp -d /tmp/shardfs-parquet-XXXXXX)
 trap 'rm -rf "$T"' EXIT
 mkdir "$T/files"
