@@ -4,6 +4,7 @@
 set -euo pipefail
 packages=(build-essential cmake pkg-config libfuse3-dev fuse3 libarchive-dev
 	libarchive-tools libssl-dev libjansson-dev libcmocka-dev python3
+	zlib1g-dev libsnappy-dev libzstd-dev liblz4-dev libbrotli-dev
 	clang-format tar coreutils attr util-linux gzip bzip2 xz-utils zstd
 	clang libclang-rt-14-dev help2man man-db
 	python3-torch python3-torchvision valgrind

@@ -1,6 +1,8 @@
 /*
  * The Parquet footer: FileMetaData (Thrift compact protocol) decoded with a
- * bound on everything, and re-emitted for a slice of the file.
+ * bound on everything, and re-emitted for a slice of the file; and the
+ * pages of its column chunks, read, cut to rows and digested per row
+ * (below, "pages").
  *
  * A Parquet file is "PAR1", the column chunks, the footer, the footer's
  * length (le32) and "PAR1".  sfs_parquet_footer_read reads and checks the
@@ -187,5 +189,77 @@ int sfs_parquet_footer_write(const struct sfs_parquet_meta *m,
 			     const struct sfs_parquet_rg_edit *rgs, size_t nrgs,
 			     unsigned char **out, size_t *len,
 			     struct sfs_error *err);
+
+/* ---- pages (parquet_page.c) ---- */
+
+/*
+ * Bytes of a cut column chunk: len bytes of the file at src when mem is
+ * NULL, else len bytes at mem (malloc'd; owned by the cut until the
+ * caller takes it by setting mem to NULL).
+ */
+struct sfs_parquet_piece {
+	uint64_t src;
+	uint64_t len;
+	unsigned char *mem;
+};
+
+/* A column chunk cut: its pieces in order, and what its ColumnMetaData
+ * must now say (sfs_parquet_chunk_edit). */
+struct sfs_parquet_cut_column {
+	struct sfs_parquet_piece *pieces;
+	size_t npieces;
+	int64_t total_compressed_size; /* the pieces' lengths added up */
+	int64_t total_uncompressed_size; /* page headers included */
+	int64_t num_values;
+};
+
+struct sfs_parquet_cut {
+	size_t ncolumns; /* m->nleaves, in chunk order */
+	struct sfs_parquet_cut_column *columns;
+};
+
+/*
+ * Row group rg of the file m describes (open on fd) cut to its rows
+ * [first, first + count), count >= 1.  Per column: the dictionary page
+ * copied as it is (so the chunk's bytes before its first data page keep
+ * their size, as sfs_parquet_footer_write expects), the data pages whose
+ * entries all belong to those rows copied byte for byte (header and
+ * body; adjacent ones in one piece), and the pages a cut falls inside
+ * decoded and re-encoded: a new header of the same page type (v1 or v2)
+ * without statistics or CRC, levels as the RLE / bit-packed hybrid,
+ * values PLAIN, or for a dictionary-encoded page its indexes in the
+ * page's own encoding (the dictionary being copied), compressed with the
+ * chunk's codec (LZ4, codec 5, in Hadoop's framing).  Rows are found by
+ * repetition level 0, so lists, maps and rows that span pages are cut
+ * whole.  Returns 0 and *out (sfs_parquet_cut_free), or -EINVAL with a
+ * message naming m->path, the row group, the column's dotted path, the
+ * page's byte offset and what is malformed or not read, -EIO, -ENOMEM.
+ */
+int sfs_parquet_cut(int fd, const struct sfs_parquet_meta *m, size_t rg,
+		    int64_t first, int64_t count, struct sfs_parquet_cut **out,
+		    struct sfs_error *err);
+
+/* Free c and every piece it still owns.  NULL is a no-op. */
+void sfs_parquet_cut_free(struct sfs_parquet_cut *c);
+
+/*
+ * Every row of the file m describes (open on fd), in order, numbered from
+ * 0 across row groups, with its canonical SHA-256, the same for a row's
+ * values however they are stored (page size, encoding, codec, row group,
+ * dictionary or not, v1 or v2 pages): the SHA-256 of, for each leaf
+ * column in schema order, each entry of the row in that column as "E",
+ * its repetition level and definition level (u32 little-endian each) and,
+ * when the definition level is the column's highest, the value as u32
+ * length and bytes (INT32, INT64, INT96, FLOAT, DOUBLE little-endian as
+ * PLAIN stores them, BOOLEAN one byte 0 or 1, byte arrays as they are),
+ * then "Z" to end the column.  Calls fn(arg, row, digest); stops at and
+ * returns fn's first nonzero return.  Memory: one decoded page per
+ * column.  Errors as sfs_parquet_cut's, and a column that holds more or
+ * fewer rows than its row group says.
+ */
+typedef int (*sfs_parquet_row_fn)(void *arg, uint64_t row,
+				  const unsigned char digest[32]);
+int sfs_parquet_rows(int fd, const struct sfs_parquet_meta *m,
+		     sfs_parquet_row_fn fn, void *arg, struct sfs_error *err);
 
 #endif

@@ -8,8 +8,8 @@
 
 /* The format table: every driver, in the order --help lists them. */
 static const struct sfs_format_ops *const formats[] = {
-	&sfs_format_tar,   &sfs_format_jsonl,  &sfs_format_tfrecord,
-	&sfs_format_files, &sfs_format_opaque,
+	&sfs_format_tar,   &sfs_format_jsonl,	&sfs_format_tfrecord,
+	&sfs_format_files, &sfs_format_parquet, &sfs_format_opaque,
 };
 
 #define NFORMATS (sizeof(formats) / sizeof(formats[0]))

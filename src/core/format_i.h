@@ -12,6 +12,7 @@ extern const struct sfs_format_ops sfs_format_tar;
 extern const struct sfs_format_ops sfs_format_jsonl;
 extern const struct sfs_format_ops sfs_format_tfrecord;
 extern const struct sfs_format_ops sfs_format_files;
+extern const struct sfs_format_ops sfs_format_parquet;
 extern const struct sfs_format_ops sfs_format_opaque;
 
 /* Append a boundary to out->bounds, growing it.  Returns 0 or -ENOMEM. */

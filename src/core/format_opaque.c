@@ -1,5 +1,5 @@
 /*
- * Opaque whole files (parquet, arrow, numpy, ...): one unit each, never
+ * Opaque whole files (arrow, numpy, ...): one unit each, never
  * sliced, holding the declared number of samples (shardfs-index
  * --samples-per-shard, default 1).  Equal counts per reader then depend on
  * the plan never having to cut such a shard; the plan says so when it must.
@@ -14,8 +14,7 @@ static int opaque_scan(const struct sfs_scan_in *in, struct sfs_scan *out,
 	return 0;
 }
 
-static const char *const opaque_suffixes[] = { ".parquet", ".arrow", ".npy",
-					       ".npz", NULL };
+static const char *const opaque_suffixes[] = { ".arrow", ".npy", ".npz", NULL };
 
 const struct sfs_format_ops sfs_format_opaque = {
 	.name = "opaque",

@@ -6,7 +6,8 @@
  * The reader never reads past buf + len: every length and count is checked
  * against the bytes left before it is used, and structs, lists, sets and
  * maps nest at most SFS_THRIFT_DEPTH_MAX deep.  Its first error is left in
- * err as "<path>: footer at byte <file offset>: <what>"; the reader is then
+ * err as "<path>: footer at byte <file offset>: <what>" ("page header"
+ * instead of "footer" when the reader's what says so); the reader is then
  * spent.
  */
 #ifndef SHARDFS_PARQUET_I_H
@@ -44,7 +45,14 @@ struct sfs_thrift_reader {
 	const char *path;
 	struct sfs_error *err;
 	unsigned depth;
+	const char *what; /* what is read, for messages; NULL: "footer" */
 };
+
+/* What r reads, as its messages name it. */
+static inline const char *sfs_thrift_what(const struct sfs_thrift_reader *r)
+{
+	return r->what ? r->what : "footer";
+}
 
 /* A field header: id and type, or type SFS_TC_STOP. */
 struct sfs_thrift_field {

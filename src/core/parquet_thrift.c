@@ -34,8 +34,9 @@ int sfs_thrift_fail(struct sfs_thrift_reader *r, size_t at, const char *fmt,
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
-	return sfs_errorf(r->err, -EINVAL, "%s: footer at byte %llu: %s",
-			  r->path, (unsigned long long)(r->base + at), what);
+	return sfs_errorf(r->err, -EINVAL, "%s: %s at byte %llu: %s", r->path,
+			  sfs_thrift_what(r),
+			  (unsigned long long)(r->base + at), what);
 }
 
 static size_t left(const struct sfs_thrift_reader *r)
@@ -48,9 +49,8 @@ static int need(struct sfs_thrift_reader *r, size_t n, const char *what)
 	if (n <= left(r))
 		return 0;
 	return sfs_thrift_fail(
-		r, r->pos,
-		"%s needs %zu bytes but the footer ends %zu bytes on", what, n,
-		left(r));
+		r, r->pos, "%s needs %zu bytes but the %s ends %zu bytes on",
+		what, n, sfs_thrift_what(r), left(r));
 }
 
 static int read_varint(struct sfs_thrift_reader *r, uint64_t *v)
@@ -64,8 +64,8 @@ static int read_varint(struct sfs_thrift_reader *r, uint64_t *v)
 	do {
 		if (r->pos >= r->len)
 			return sfs_thrift_fail(
-				r, at,
-				"varint runs past the end of the footer");
+				r, at, "varint runs past the end of the %s",
+				sfs_thrift_what(r));
 		if (shift == 70)
 			return sfs_thrift_fail(r, at,
 					       "varint longer than 10 bytes");
@@ -127,8 +127,8 @@ int sfs_thrift_read_binary(struct sfs_thrift_reader *r, const unsigned char **p,
 	if (n > left(r))
 		return sfs_thrift_fail(
 			r, at,
-			"binary of %llu bytes runs past the end of the footer (%zu bytes left)",
-			(unsigned long long)n, left(r));
+			"binary of %llu bytes runs past the end of the %s (%zu bytes left)",
+			(unsigned long long)n, sfs_thrift_what(r), left(r));
 	*p = r->buf + r->pos;
 	*len = (size_t)n;
 	r->pos += (size_t)n;
@@ -163,7 +163,8 @@ int sfs_thrift_read_field(struct sfs_thrift_reader *r, int *last_id,
 	if (r->pos >= r->len)
 		return sfs_thrift_fail(
 			r, r->pos,
-			"struct runs past the end of the footer (no stop field)");
+			"struct runs past the end of the %s (no stop field)",
+			sfs_thrift_what(r));
 	b = r->buf[r->pos++];
 	if (b == 0) {
 		f->type = SFS_TC_STOP;
@@ -222,7 +223,8 @@ int sfs_thrift_read_list(struct sfs_thrift_reader *r, int *elem_type,
 
 	if (r->pos >= r->len)
 		return sfs_thrift_fail(
-			r, at, "list header runs past the end of the footer");
+			r, at, "list header runs past the end of the %s",
+			sfs_thrift_what(r));
 	b = r->buf[r->pos++];
 	*elem_type = b & 0x0f;
 	rc = check_elem_type(r, at, *elem_type);
@@ -376,7 +378,7 @@ int sfs_thrift_skip(struct sfs_thrift_reader *r, int type)
 
 void sfs_thrift_put(struct sfs_thrift_out *o, const void *data, size_t n)
 {
-	if (o->oom)
+	if (o->oom || !n)
 		return;
 	if (n > o->cap - o->len) {
 		size_t cap = o->cap ? o->cap : 4096;

@@ -34,9 +34,9 @@ static void usage(FILE *f)
 		"  --verify               re-read every shard and report each mismatch with\n"
 		"                         the index (size, mtime, samples, CRCs, SHA-256)\n"
 		"  --format F             treat every file as format F: tar, jsonl, tfrecord,\n"
-		"                         files, opaque (default: by extension; .tar .tgz\n"
-		"                         .tar.{gz,zst,xz,bz2} .jsonl .ndjson .tfrecord\n"
-		"                         .tfrecords .parquet .arrow .npy .npz)\n"
+		"                         files, parquet, opaque (default: by extension;\n"
+		"                         .tar .tgz .tar.{gz,zst,xz,bz2} .jsonl .ndjson\n"
+		"                         .tfrecord .tfrecords .parquet .arrow .npy .npz)\n"
 		"  --samples-per-shard N  samples in each opaque shard (default 1)\n"
 		"  --skip-bad             index the good shards, list the bad ones\n"
 		"  --part I/N             index part I (0..N-1) of N only: shards I, I+N,\n"
@@ -338,7 +338,7 @@ int main(int argc, char **argv)
 			o.format = sfs_format_by_name(optarg);
 			if (!o.format) {
 				fprintf(stderr,
-					"%s: --format %s is not a format: use tar, jsonl, tfrecord, files or opaque\n",
+					"%s: --format %s is not a format: use tar, jsonl, tfrecord, files, parquet or opaque\n",
 					prog, optarg);
 				return CLI_ERROR;
 			}

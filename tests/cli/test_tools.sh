@@ -163,7 +163,7 @@ expect_eq "no progress line without a terminal" "$(shardfs-index "$T/a-jsonl" 2>
 
 # --- usage errors ---
 expect_run "unknown format" 2 \
-	"shardfs-index: --format zip is not a format: use tar, jsonl, tfrecord, files or opaque" \
+	"shardfs-index: --format zip is not a format: use tar, jsonl, tfrecord, files, parquet or opaque" \
 	-- shardfs-index "$T/ro" --format zip
 expect_run "bad jobs" 2 "shardfs-index: jobs=0 is out of range: use an integer in 1..256" \
 	-- shardfs-index "$T/ro" --jobs 0

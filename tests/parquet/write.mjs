@@ -5,6 +5,7 @@
 // and map columns.
 //
 // Usage: node write.mjs OUTDIR          the test files
+//        node write.mjs OUTDIR codecs   files in the other codecs
 //        node write.mjs OUTDIR seeds    two small files (fuzzing seeds)
 //        node write.mjs OUTDIR wide     1000 row groups x 50 columns
 // Run from the directory holding node_modules (test_footer.sh copies it
@@ -74,6 +75,20 @@ if (what === 'files') {
     { codec: pq.Compression.GZIP, v2: true, dict: true, rg: 2000 });
   wasm('wasm-uncompressed-v1.parquet', from,
     { codec: pq.Compression.UNCOMPRESSED, v2: false, dict: false, rg: 3000 });
+} else if (what === 'codecs') {
+  // the codecs and encodings 'files' has not: brotli, LZ4_RAW, Hadoop LZ4
+  await table(3000);
+  await duck('duck-brotli-v2.parquet',
+    'COMPRESSION brotli, ROW_GROUP_SIZE 2048, PARQUET_VERSION v2');
+  await duck('duck-lz4-v1.parquet',
+    'COMPRESSION lz4, ROW_GROUP_SIZE 2048, PARQUET_VERSION v1');
+  const from = 'duck-lz4-v1.parquet';
+  wasm('wasm-brotli-v1.parquet', from,
+    { codec: pq.Compression.BROTLI, v2: false, dict: true, rg: 1100, page: 2048 });
+  wasm('wasm-lz4raw-v2.parquet', from,
+    { codec: pq.Compression.LZ4_RAW, v2: true, dict: false, rg: 900, page: 1024 });
+  wasm('wasm-lz4-v1.parquet', from,
+    { codec: pq.Compression.LZ4, v2: false, dict: false, rg: 1300, page: 4096 });
 } else if (what === 'seeds') {
   await table(60);
   await duck('duck.parquet', 'COMPRESSION zstd, PARQUET_VERSION v2');
@@ -86,6 +101,6 @@ if (what === 'files') {
   wasm('wide.parquet', 'wide-src.parquet',
     { codec: pq.Compression.UNCOMPRESSED, v2: false, dict: false, rg: 10 });
 } else {
-  console.error(`write.mjs: unknown set ${what}: files, seeds or wide`);
+  console.error(`write.mjs: unknown set ${what}: files, codecs, seeds or wide`);
   process.exit(2);
 }

@@ -1,13 +1,16 @@
 /*
- * slice-dump SRC SHARD RUNS OUT: write the slice of SHARD (a path in the
- * index of SRC) holding RUNS ("first:count,first:count,...") to OUT, so
- * that the tests can hand slices to GNU tar, bsdtar and Python before the
- * file system serves them.
+ * slice-dump SRC SHARD RUNS OUT [stats]: write the slice of SHARD (a path
+ * in the index of SRC) holding RUNS ("first:count,first:count,...") to
+ * OUT, so that the tests can hand slices to GNU tar, bsdtar and Python
+ * before the file system serves them.  With "stats", print the time the
+ * slice took to lay out and how many of its bytes are synthesized (not
+ * copied from the shard).
  */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "shardfs/index.h"
@@ -19,14 +22,17 @@ int main(int argc, char **argv)
 	struct sfs_run runs[256];
 	struct sfs_index *idx;
 	struct sfs_slice *sl;
-	size_t nruns = 0;
+	size_t nruns = 0, i;
+	unsigned long long synthesized = 0;
+	struct timespec t0, t1;
 	char *tok, *save = NULL, *buf, path[4096];
 	ssize_t shard;
 	FILE *out;
 	int fd;
 
-	if (argc != 5) {
-		fprintf(stderr, "usage: slice-dump SRC SHARD RUNS OUT\n");
+	if (argc != 5 && (argc != 6 || strcmp(argv[5], "stats"))) {
+		fprintf(stderr,
+			"usage: slice-dump SRC SHARD RUNS OUT [stats]\n");
 		return 2;
 	}
 	for (tok = strtok_r(argv[3], ",", &save); tok && nruns < 256;
@@ -44,6 +50,7 @@ int main(int argc, char **argv)
 	shard = sfs_index_find(idx, argv[2]);
 	snprintf(path, sizeof(path), "%s/%s", idx->source, argv[2]);
 	fd = open(path, O_RDONLY);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (shard < 0 || fd < 0 ||
 	    sfs_slice_build(idx, &idx->shards[shard], fd, runs, nruns, &sl,
 			    &err)) {
@@ -53,6 +60,16 @@ int main(int argc, char **argv)
 				    err.msg);
 		return 2;
 	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	for (i = 0; i < sl->nextents; i++)
+		if (sl->extents[i].mem)
+			synthesized += sl->extents[i].len;
+	if (argc == 6)
+		printf("laid out in %.3f ms: %llu bytes, %llu synthesized\n",
+		       (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
+			       (double)(t1.tv_nsec - t0.tv_nsec) / 1e6,
+		       (unsigned long long)sl->size,
+		       (unsigned long long)synthesized);
 	buf = malloc(sl->size + 1);
 	if (!buf ||
 	    sfs_slice_pread(sl, fd, buf, sl->size, 0) != (ssize_t)sl->size) {

@@ -106,6 +106,8 @@ static void test_format_jsonl_detect(void **state)
 	assert_ptr_equal(sfs_format_detect("b.tfrecord"),
 			 sfs_format_by_name("tfrecord"));
 	assert_ptr_equal(sfs_format_detect("b.parquet"),
+			 sfs_format_by_name("parquet"));
+	assert_ptr_equal(sfs_format_detect("b.npy"),
 			 sfs_format_by_name("opaque"));
 	assert_null(sfs_format_detect("README.md"));
 	assert_null(sfs_format_detect(".jsonl"));

@@ -1,0 +1,511 @@
+/*
+ * Parquet files: every row is one sample.  The rows and row groups come
+ * from the footer (parquet.h); nothing per row is kept in the index, so a
+ * Parquet shard has no boundaries: the driver lays out its slices itself.
+ *
+ * A slice is "PAR1", then for every run of rows, in order, the row groups
+ * the run covers: a row group wholly inside the run as its column chunks'
+ * bytes, copied from the shard; a row group the run begins or ends inside,
+ * cut to the run's rows (sfs_parquet_cut: pages inside copied, the pages
+ * a cut falls in re-encoded); then a footer that describes exactly these
+ * row groups (sfs_parquet_footer_write).  A row group is never merged with
+ * another, so a run of one row is a row group of one row.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "format_i.h"
+#include "parquet_i.h"
+#include "shardfs/index.h"
+#include "shardfs/parquet.h"
+
+static int parquet_scan(const struct sfs_scan_in *in, struct sfs_scan *out,
+			struct sfs_error *err)
+{
+	struct sfs_parquet_meta *m;
+	int rc = sfs_parquet_footer_read(in->fd, in->path, in->size, &m, err);
+
+	if (rc)
+		return rc;
+	out->nsamples = (uint64_t)m->num_rows;
+	if (in->digest_fn) {
+		rc = sfs_parquet_rows(in->fd, m, in->digest_fn, in->digest_arg,
+				      err);
+		out->digested = !rc;
+	}
+	sfs_parquet_meta_free(m);
+	return rc;
+}
+
+static int parquet_samples(int fd, const char *path, sfs_sample_fn fn,
+			   void *arg, struct sfs_error *err)
+{
+	return sfs_format_scan_samples(&sfs_format_parquet, fd, path, fn, arg,
+				       err);
+}
+
+/* The row groups of a slice being laid out. */
+struct layout {
+	const struct sfs_parquet_meta *m;
+	sfs_extent_fn add;
+	void *arg;
+	uint64_t pos; /* bytes of the slice so far */
+	struct sfs_parquet_rg_edit *rgs;
+	size_t nrgs, rgs_cap;
+	struct sfs_parquet_chunk_edit *chunks; /* nleaves per row group */
+	size_t chunks_cap;
+};
+
+/* Room for one more row group; its chunk edits at lay->chunks[nrgs *
+ * nleaves ..]. */
+static int grow(struct layout *lay)
+{
+	size_t nleaves = lay->m->nleaves;
+
+	if (lay->nrgs == lay->rgs_cap) {
+		size_t ncap = lay->rgs_cap ? 2 * lay->rgs_cap : 8;
+		struct sfs_parquet_rg_edit *nr =
+			realloc(lay->rgs, ncap * sizeof(*nr));
+
+		if (!nr)
+			return -ENOMEM;
+		lay->rgs = nr;
+		lay->rgs_cap = ncap;
+	}
+	if ((lay->nrgs + 1) * nleaves > lay->chunks_cap) {
+		size_t ncap = 2 * (lay->nrgs + 1) * nleaves;
+		struct sfs_parquet_chunk_edit *nc =
+			realloc(lay->chunks, ncap * sizeof(*nc));
+
+		if (!nc)
+			return -ENOMEM;
+		lay->chunks = nc;
+		lay->chunks_cap = ncap;
+	}
+	return 0;
+}
+
+/* Row group g whole: its chunks as they are in the shard. */
+static int add_whole(struct layout *lay, size_t g,
+		     struct sfs_parquet_chunk_edit *ce)
+{
+	const struct sfs_parquet_row_group *rg = &lay->m->row_groups[g];
+	size_t c;
+	int rc;
+
+	for (c = 0; c < rg->nchunks; c++) {
+		const struct sfs_parquet_chunk *ch = &rg->chunks[c];
+
+		rc = lay->add(lay->arg, (uint64_t)sfs_parquet_chunk_start(ch),
+			      (uint64_t)ch->total_compressed_size, NULL);
+		if (rc)
+			return rc;
+		ce[c] = (struct sfs_parquet_chunk_edit){
+			.start = (int64_t)lay->pos,
+			.total_compressed_size = ch->total_compressed_size,
+			.total_uncompressed_size = ch->total_uncompressed_size,
+			.num_values = ch->num_values,
+		};
+		lay->pos += (uint64_t)ch->total_compressed_size;
+	}
+	return 0;
+}
+
+/* Rows [first, first + count) of row group g, cut. */
+static int add_cut(struct layout *lay, int fd, size_t g, int64_t first,
+		   int64_t count, struct sfs_parquet_chunk_edit *ce,
+		   struct sfs_error *err)
+{
+	struct sfs_parquet_cut *cut;
+	size_t c, k;
+	int rc = sfs_parquet_cut(fd, lay->m, g, first, count, &cut, err);
+
+	if (rc)
+		return rc;
+	for (c = 0; !rc && c < cut->ncolumns; c++) {
+		struct sfs_parquet_cut_column *col = &cut->columns[c];
+
+		ce[c] = (struct sfs_parquet_chunk_edit){
+			.start = (int64_t)lay->pos,
+			.total_compressed_size = col->total_compressed_size,
+			.total_uncompressed_size = col->total_uncompressed_size,
+			.num_values = col->num_values,
+		};
+		for (k = 0; !rc && k < col->npieces; k++) {
+			struct sfs_parquet_piece *p = &col->pieces[k];
+
+			rc = lay->add(lay->arg, p->src, p->len, p->mem);
+			p->mem = NULL; /* the slice's now, or freed */
+			lay->pos += p->len;
+		}
+	}
+	sfs_parquet_cut_free(cut);
+	return rc;
+}
+
+/* The row group holding row of m: rg_first[g] <= row < rg_first[g + 1]. */
+static size_t find_row_group(const int64_t *rg_first, size_t n, int64_t row)
+{
+	size_t lo = 0, hi = n;
+
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (rg_first[mid] <= row)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static int lay_out_runs(struct layout *lay, int fd, const int64_t *rg_first,
+			const struct sfs_run *runs, size_t nruns,
+			struct sfs_error *err)
+{
+	const struct sfs_parquet_meta *m = lay->m;
+	size_t i, g;
+	int rc;
+
+	for (i = 0; i < nruns; i++) {
+		int64_t a = (int64_t)runs[i].first;
+		int64_t e = a + (int64_t)runs[i].count;
+
+		for (g = find_row_group(rg_first, m->nrow_groups, a); a < e;
+		     g++) {
+			int64_t lo = a - rg_first[g];
+			int64_t hi =
+				(e < rg_first[g + 1] ? e : rg_first[g + 1]) -
+				rg_first[g];
+			struct sfs_parquet_chunk_edit *ce;
+
+			if (lo == hi)
+				continue; /* a row group of no rows */
+			rc = grow(lay);
+			if (rc)
+				return sfs_errorf(err, rc, "%s: out of memory",
+						  m->path);
+			ce = &lay->chunks[lay->nrgs * m->nleaves];
+			if (hi - lo == m->row_groups[g].num_rows)
+				rc = add_whole(lay, g, ce);
+			else
+				rc = add_cut(lay, fd, g, lo, hi - lo, ce, err);
+			if (rc == -ENOMEM)
+				return sfs_errorf(err, rc, "%s: out of memory",
+						  m->path);
+			if (rc)
+				return rc;
+			lay->rgs[lay->nrgs++] = (struct sfs_parquet_rg_edit){
+				.row_group = g, .num_rows = hi - lo
+			};
+			a = rg_first[g] + hi;
+		}
+	}
+	return 0;
+}
+
+static int parquet_lay_out(int fd, const struct sfs_shard *sh,
+			   const struct sfs_run *runs, size_t nruns,
+			   sfs_extent_fn add, void *arg, struct sfs_error *err)
+{
+	struct layout lay = { .add = add, .arg = arg };
+	struct sfs_parquet_meta *m;
+	int64_t *rg_first = NULL;
+	unsigned char *footer = NULL;
+	size_t len, g;
+	int rc = sfs_parquet_footer_read(fd, sh->path, sh->size, &m, err);
+
+	if (rc)
+		return rc;
+	lay.m = m;
+	if ((uint64_t)m->num_rows != sh->nsamples) {
+		rc = sfs_errorf(
+			err, -ESTALE,
+			"%s: holds %lld rows, the index says %llu: rebuild the index with shardfs-index",
+			sh->path, (long long)m->num_rows,
+			(unsigned long long)sh->nsamples);
+		goto out;
+	}
+	rg_first = malloc((m->nrow_groups + 1) * sizeof(*rg_first));
+	if (!rg_first) {
+		rc = sfs_errorf(err, -ENOMEM, "%s: out of memory", sh->path);
+		goto out;
+	}
+	rg_first[0] = 0;
+	for (g = 0; g < m->nrow_groups; g++)
+		rg_first[g + 1] = rg_first[g] + m->row_groups[g].num_rows;
+	/* the slice starts with the shard's own "PAR1" */
+	rc = add(arg, 0, 4, NULL);
+	lay.pos = 4;
+	if (!rc)
+		rc = lay_out_runs(&lay, fd, rg_first, runs, nruns, err);
+	else
+		rc = sfs_errorf(err, rc, "%s: out of memory", sh->path);
+	if (rc)
+		goto out;
+	for (g = 0; g < lay.nrgs; g++)
+		lay.rgs[g].chunks = &lay.chunks[g * m->nleaves];
+	rc = sfs_parquet_footer_write(m, lay.rgs, lay.nrgs, &footer, &len, err);
+	if (!rc && add(arg, 0, len, footer))
+		rc = sfs_errorf(err, -ENOMEM, "%s: out of memory", sh->path);
+out:
+	free(rg_first);
+	free(lay.rgs);
+	free(lay.chunks);
+	sfs_parquet_meta_free(m);
+	return rc;
+}
+
+/* ---- synthetic shards ---- */
+
+/* Thrift compact field headers and values, as parquet_i.h writes them. */
+static void put_i32(struct sfs_thrift_out *o, int *last, int id, int64_t v)
+{
+	sfs_thrift_put_field(o, last, id, SFS_TC_I32);
+	sfs_thrift_put_i64(o, v);
+}
+
+static void put_i64(struct sfs_thrift_out *o, int *last, int id, int64_t v)
+{
+	sfs_thrift_put_field(o, last, id, SFS_TC_I64);
+	sfs_thrift_put_i64(o, v);
+}
+
+static void put_binary(struct sfs_thrift_out *o, const void *p, size_t n)
+{
+	sfs_thrift_put_varint(o, n);
+	sfs_thrift_put(o, p, n);
+}
+
+static void put_string(struct sfs_thrift_out *o, int *last, int id,
+		       const char *s)
+{
+	sfs_thrift_put_field(o, last, id, SFS_TC_BINARY);
+	put_binary(o, s, strlen(s));
+}
+
+static void put_stop(struct sfs_thrift_out *o)
+{
+	sfs_thrift_put(o, "", 1);
+}
+
+/* The columns mkdata writes: key (UTF-8, required), data (optional). */
+#define SYNTH_COLUMNS 2
+#define SYNTH_PAGE_ROWS 16
+#define SYNTH_NULL_EVERY 8
+
+/* One column chunk being written: its pages go to the file at once. */
+struct chunk_out {
+	int64_t start, values, size;
+};
+
+/*
+ * A data page (v1, PLAIN, uncompressed) of rows [r, r + n) of column c.
+ * Returns 0 or -ENOMEM.
+ */
+static int synth_page(struct sfs_synth_file *f, const struct sfs_synth *s,
+		      uint64_t shard, int c, uint64_t r, uint64_t n,
+		      struct sfs_prng *data, struct chunk_out *co)
+{
+	struct sfs_thrift_out body = { 0 }, head = { 0 };
+	unsigned char levels[4 + 1 + SYNTH_PAGE_ROWS / 8 + 1];
+	size_t nlev = 0;
+	uint64_t i;
+	int last = 0, dl, rc;
+
+	if (c == 1) {
+		/* definition levels: one bit-packed run, 8 values a byte */
+		size_t groups = (size_t)(n + 7) / 8;
+
+		levels[4] = (unsigned char)(groups << 1 | 1);
+		memset(levels + 5, 0, groups);
+		for (i = 0; i < n; i++)
+			if ((r + i) % SYNTH_NULL_EVERY != 3)
+				levels[5 + i / 8] |=
+					(unsigned char)(1 << i % 8);
+		nlev = 1 + groups;
+		levels[0] = (unsigned char)nlev;
+		levels[1] = levels[2] = levels[3] = 0;
+		sfs_thrift_put(&body, levels, 4 + nlev);
+	}
+	for (i = 0; i < n; i++) {
+		char key[40];
+		uint32_t len;
+		unsigned char le[4];
+
+		if (c == 0) {
+			len = (uint32_t)snprintf(key, sizeof(key),
+						 "%06llu_%06llu",
+						 (unsigned long long)shard,
+						 (unsigned long long)(r + i));
+			le[0] = (unsigned char)len;
+			le[1] = le[2] = le[3] = 0;
+			sfs_thrift_put(&body, le, 4);
+			sfs_thrift_put(&body, key, len);
+			continue;
+		}
+		if ((r + i) % SYNTH_NULL_EVERY == 3)
+			continue;
+		len = (uint32_t)sfs_synth_pick(data, s->size_lo, s->size_hi);
+		sfs_synth_fill(data, s->buf, len);
+		le[0] = (unsigned char)len;
+		le[1] = (unsigned char)(len >> 8);
+		le[2] = (unsigned char)(len >> 16);
+		le[3] = (unsigned char)(len >> 24);
+		sfs_thrift_put(&body, le, 4);
+		sfs_thrift_put(&body, s->buf, len);
+	}
+	put_i32(&head, &last, 1, 0); /* DATA_PAGE */
+	put_i32(&head, &last, 2, (int64_t)body.len);
+	put_i32(&head, &last, 3, (int64_t)body.len);
+	sfs_thrift_put_field(&head, &last, 5, SFS_TC_STRUCT);
+	dl = 0;
+	put_i32(&head, &dl, 1, (int64_t)n);
+	put_i32(&head, &dl, 2, 0); /* PLAIN */
+	put_i32(&head, &dl, 3, 3); /* RLE */
+	put_i32(&head, &dl, 4, 3);
+	put_stop(&head);
+	put_stop(&head);
+	rc = head.oom || body.oom ? -ENOMEM : 0;
+	if (!rc) {
+		sfs_synth_put(f, head.p, head.len);
+		sfs_synth_put(f, body.p, body.len);
+	}
+	co->values += (int64_t)n;
+	co->size += (int64_t)(head.len + body.len);
+	free(head.p);
+	free(body.p);
+	return rc;
+}
+
+static void synth_column_meta(struct sfs_thrift_out *o, int c,
+			      const struct chunk_out *co)
+{
+	static const char *const names[SYNTH_COLUMNS] = { "key", "data" };
+	int last = 0, ml = 0;
+
+	put_i64(o, &last, 2, co->start); /* file_offset */
+	sfs_thrift_put_field(o, &last, 3, SFS_TC_STRUCT);
+	put_i32(o, &ml, 1, 6); /* BYTE_ARRAY */
+	sfs_thrift_put_field(o, &ml, 2, SFS_TC_LIST);
+	sfs_thrift_put_list(o, SFS_TC_I32, 2);
+	sfs_thrift_put_i64(o, 0); /* PLAIN */
+	sfs_thrift_put_i64(o, 3); /* RLE */
+	sfs_thrift_put_field(o, &ml, 3, SFS_TC_LIST);
+	sfs_thrift_put_list(o, SFS_TC_BINARY, 1);
+	put_binary(o, names[c], strlen(names[c]));
+	put_i32(o, &ml, 4, 0); /* UNCOMPRESSED */
+	put_i64(o, &ml, 5, co->values);
+	put_i64(o, &ml, 6, co->size);
+	put_i64(o, &ml, 7, co->size);
+	put_i64(o, &ml, 9, co->start);
+	put_stop(o);
+	put_stop(o);
+}
+
+static void synth_schema(struct sfs_thrift_out *o)
+{
+	int last = 0;
+
+	sfs_thrift_put_list(o, SFS_TC_STRUCT, 1 + SYNTH_COLUMNS);
+	put_string(o, &last, 4, "schema");
+	put_i32(o, &last, 5, SYNTH_COLUMNS);
+	put_stop(o);
+	last = 0;
+	put_i32(o, &last, 1, 6); /* BYTE_ARRAY */
+	put_i32(o, &last, 3, 0); /* REQUIRED */
+	put_string(o, &last, 4, "key");
+	put_i32(o, &last, 6, 0); /* UTF8 */
+	put_stop(o);
+	last = 0;
+	put_i32(o, &last, 1, 6);
+	put_i32(o, &last, 3, 1); /* OPTIONAL */
+	put_string(o, &last, 4, "data");
+	put_stop(o);
+}
+
+/*
+ * Rows {key: "<shard>_<row>" (UTF-8), data: random bytes, null every 8th
+ * row}, in row groups of a drawn number of rows, pages of up to 16 rows:
+ * v1 data pages, PLAIN, uncompressed, as small a Parquet file as readers
+ * take, with row groups and pages to cut inside.
+ */
+static int parquet_synthesize(const struct sfs_synth *s, uint64_t shard,
+			      const char *path, struct sfs_error *err)
+{
+	struct sfs_thrift_out meta = { 0 }, rgs = { 0 };
+	struct sfs_synth_file f;
+	struct sfs_prng r, data;
+	uint64_t n, row = 0, rg_rows, i, nrgs = 0;
+	int64_t pos = 4;
+	int c, last, rl, rc = sfs_synth_open(&f, path, err);
+	unsigned char le[4];
+
+	if (rc)
+		return rc;
+	sfs_prng_init(&r, s->seed, shard, 2);
+	sfs_prng_init(&data, s->seed, shard, 3);
+	n = sfs_synth_pick(&r, s->samples_lo, s->samples_hi);
+	sfs_synth_put(&f, "PAR1", 4);
+	while (!rc && row < n) {
+		struct chunk_out co[SYNTH_COLUMNS] = { 0 };
+
+		rg_rows = sfs_synth_pick(&r, 1, n - row < 64 ? n - row : 64);
+		for (c = 0; c < SYNTH_COLUMNS; c++) {
+			co[c].start = pos;
+			for (i = 0; !rc && i < rg_rows; i += SYNTH_PAGE_ROWS)
+				rc = synth_page(&f, s, shard, c, row + i,
+						rg_rows - i < SYNTH_PAGE_ROWS ?
+							rg_rows - i :
+							SYNTH_PAGE_ROWS,
+						&data, &co[c]);
+			pos += co[c].size;
+		}
+		rl = 0;
+		sfs_thrift_put_field(&rgs, &rl, 1, SFS_TC_LIST);
+		sfs_thrift_put_list(&rgs, SFS_TC_STRUCT, SYNTH_COLUMNS);
+		for (c = 0; c < SYNTH_COLUMNS; c++)
+			synth_column_meta(&rgs, c, &co[c]);
+		put_i64(&rgs, &rl, 2, co[0].size + co[1].size);
+		put_i64(&rgs, &rl, 3, (int64_t)rg_rows);
+		put_stop(&rgs);
+		row += rg_rows;
+		nrgs++;
+	}
+	last = 0;
+	put_i32(&meta, &last, 1, 1); /* version */
+	sfs_thrift_put_field(&meta, &last, 2, SFS_TC_LIST);
+	synth_schema(&meta);
+	put_i64(&meta, &last, 3, (int64_t)n);
+	sfs_thrift_put_field(&meta, &last, 4, SFS_TC_LIST);
+	sfs_thrift_put_list(&meta, SFS_TC_STRUCT, nrgs);
+	sfs_thrift_put(&meta, rgs.p, rgs.len);
+	put_string(&meta, &last, 6, "shardfs-mkdata");
+	put_stop(&meta);
+	if (rc || meta.oom || rgs.oom) {
+		rc = sfs_errorf(err, -ENOMEM, "%s: out of memory", path);
+	} else {
+		sfs_synth_put(&f, meta.p, meta.len);
+		le[0] = (unsigned char)meta.len;
+		le[1] = (unsigned char)(meta.len >> 8);
+		le[2] = (unsigned char)(meta.len >> 16);
+		le[3] = (unsigned char)(meta.len >> 24);
+		sfs_synth_put(&f, le, 4);
+		sfs_synth_put(&f, "PAR1", 4);
+	}
+	free(meta.p);
+	free(rgs.p);
+	return sfs_synth_close(&f, rc, err);
+}
+
+static const char *const parquet_suffixes[] = { ".parquet", NULL };
+
+const struct sfs_format_ops sfs_format_parquet = {
+	.name = "parquet",
+	.suffixes = parquet_suffixes,
+	.scan = parquet_scan,
+	.lay_out = parquet_lay_out,
+	.samples = parquet_samples,
+	.synthesize = parquet_synthesize,
+};

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Parquet shards (issue 13), results in docs/benchmarks.md.  Files written
+# by DuckDB (id BIGINT, text VARCHAR of 96 chars, score DOUBLE, tag
+# INTEGER; snappy; ROWS rows in 8 files):
+#   - indexing: shardfs-index --no-hash (footers only) and with hashes
+#     (every row decoded and digested) against DuckDB reading the same
+#     files: count(*) (footers only) and a hash of every value;
+#   - one cut: the slice of half a row group (a cut at both ends) against
+#     the slice of the whole row group, for row groups of 10 000 and
+#     100 000 rows: time to lay out, bytes re-encoded;
+#   - first read (cold caches) of a slice with two cut row groups, through
+#     the mount, against reading as many bytes of the source file;
+#   - rank 1 of world=4 reading its share with DuckDB through the mount
+#     against the same rows read from the source by LIMIT/OFFSET.
+# Every figure is the median of RUNS.
+# Usage: tests/bench/bench_parquet.sh [ROWS [RUNS]]   (as root: it mounts)
+set -euo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+. "$top/tests/bench/lib.sh"
+. "$top/tests/parquet/npm.sh"
+rows=${1:-4000000}
+runs=${2:-5}
+bin=$top/build
+cmake -S "$top" -B "$bin" >/dev/null && cmake --build "$bin" -j "$(nproc)" >/dev/null
+parquet_npm "$bin" "$top/tests"
+B=${BENCH_DIR:-/tmp/shardfs-bench}/parquet-$rows
+per=$((rows / 8))
+for g in 100000 10000; do
+	if [ ! -f "$B/g$g/.done" ]; then
+		rm -rf "$B/g$g"
+		mkdir -p "$B/g$g"
+		(cd "$npmdir" && node bench.mjs write "$B/g$g" 8 "$per" "$g")
+		touch "$B/g$g/.done"
+	fi
+done
+duck() { (cd "$npmdir" && node bench.mjs "$@"); }
+drop() { sync; echo 3 > /proc/sys/vm/drop_caches; }
+m=$B/mnt
+cleanup() { mountpoint -q "$m" && fusermount3 -u "$m"; return 0; }
+trap cleanup EXIT
+mkdir -p "$m"
+
+echo "== indexing $rows rows in 8 files (du: $(du -sh "$B/g100000" | cut -f1))"
+ix() { rm -rf "$B/ix"; "$bin/shardfs-index" "$B/g100000" --out "$B/ix" --quiet "$@"; }
+t=$(for r in $(seq "$runs"); do timed ix --no-hash; done | median)
+echo "shardfs-index --no-hash: ${t}s; DuckDB count(*): $(duck count "$B/g100000/*.parquet" "$runs")s"
+t=$(for r in $(seq "$runs"); do timed ix; done | median)
+echo "shardfs-index (row digests): ${t}s; DuckDB hash of every value: $(duck scan "$B/g100000/*.parquet" "$runs")s"
+peak=$(/usr/bin/time -f %M "$bin/shardfs-index" "$B/g100000" --out "$B/ix" --quiet 2>&1 | tail -1)
+echo "shardfs-index peak RSS: ${peak} KB"
+
+echo
+echo "== one cut"
+for g in 100000 10000; do
+	"$bin/shardfs-index" "$B/g$g" --no-hash --quiet
+	for run in "0:$g" "$((g / 4)):$((g / 2))"; do
+		line=$(for r in $(seq "$runs"); do
+			"$bin/tests/slice-dump" "$B/g$g" part-00000.parquet "$run" "$B/slice.parquet" stats
+		done | sort -t' ' -k4 -g | sed -n "$(((runs + 1) / 2))p")
+		echo "row groups of $g rows, rows $run: $line"
+	done
+done
+rm -f "$B/slice.parquet"
+
+echo
+echo "== first read of a slice with two cut row groups (world=3, reader 1: rows $((per / 3))..)"
+mkdir -p "$B/one"
+ln -f "$B/g100000/part-00000.parquet" "$B/one/part-00000.parquet"
+"$bin/shardfs-index" "$B/one" --no-hash --quiet
+ready=$(for r in $(seq "$runs"); do
+	timed "$bin/shardfs" "$B/one" "$m" -o world=3,workers=1,shuffle=none
+	fusermount3 -u "$m"
+done | median)
+"$bin/shardfs" "$B/one" "$m" -o world=3,workers=1,shuffle=none
+f=$(ls "$m"/1/0/*)
+size=$(stat -c %s "$f")
+view=$(for r in $(seq "$runs"); do drop; timed cat "$f"; done | median)
+direct=$(for r in $(seq "$runs"); do drop; timed head -c "$size" "$B/one/part-00000.parquet"; done | median)
+fusermount3 -u "$m"
+echo "mount to ready (sizes the slices: 3 cuts): ${ready}s"
+echo "$(basename "$f"): $size bytes, cold read ${view}s; the same bytes of the source ${direct}s ($(ratio "$direct" "$view") of direct)"
+
+echo
+echo "== rank 1 of world=4 reads its share with DuckDB (warm caches)"
+"$bin/shardfs-index" "$B/g100000" --no-hash --quiet
+"$bin/shardfs" "$B/g100000" "$m" -o world=4,workers=1,shuffle=none
+n=$((rows / 4))
+duck scan "$m/1/0/*.parquet" 1 > /dev/null
+mnt=$(duck scan "$m/1/0/*.parquet" "$runs")
+src=$(duck share "$B/g100000/*.parquet" "$n" "$n" "$runs")
+fusermount3 -u "$m"
+echo "through the mount ${mnt}s; LIMIT $n OFFSET $n on the source ${src}s ($(ratio "$src" "$mnt") of the source's speed)"

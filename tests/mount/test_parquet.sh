@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Parquet shards mounted for real and cut to the row: files written by
+# DuckDB and parquet-wasm (tests/parquet/write.mjs: every codec, v1/v2
+# pages, dictionaries, PLAIN, dictionary, RLE, DELTA_* and
+# BYTE_STREAM_SPLIT encodings, nullable and nested columns) and by
+# shardfs-mkdata, under a
+# grid of plan options; every view file read by DuckDB, hyparquet and
+# parquet-wasm as exactly the rows its plan names (tests/parquet/views.mjs),
+# equal rows per reader; the auditor proves every row by its digest; bad
+# files are refused with the file, the byte and what is wrong.
+. "$(dirname "$0")/lib.sh"
+. "$TESTS/parquet/npm.sh"
+parquet_npm "$BUILD" "$TESTS" || { bad "install the npm packages"; finish; exit; }
+
+PASS="0:PASS: disjoint, nothing missing, equal counts, every sample's bytes and order as planned"
+
+mkdir "$T/duck" "$T/small"
+node "$npmdir/write.mjs" "$T/duck" || bad "write.mjs"
+node "$npmdir/write.mjs" "$T/duck" codecs || bad "write.mjs codecs"
+node "$npmdir/write.mjs" "$T/small" seeds || bad "write.mjs seeds"
+shardfs-mkdata "$T/mk" --format parquet --shards 5 --samples 30-200 --size 1-80 --seed 7 > /dev/null
+expect_eq "files written" "$(ls "$T/duck" | wc -l) $(ls "$T/small" | wc -l)" "13 2"
+shardfs-index "$T/duck" --quiet || bad "index the DuckDB/parquet-wasm files"
+shardfs-index "$T/small" --quiet || bad "index the small DuckDB/parquet-wasm files"
+shardfs-index "$T/mk" --quiet || bad "index the mkdata files"
+expect_eq "rows of the mkdata files" \
+	"$(shardfs-check plan "$T/mk" -o world=1 | grep -o '[0-9]* samples each')" \
+	"$(cd "$npmdir" && node -e '
+		const { DuckDBInstance } = await import("@duckdb/node-api");
+		const con = await (await DuckDBInstance.create(":memory:")).connect();
+		const r = await con.runAndReadAll(`SELECT count(*)::INTEGER n FROM read_parquet("'"$T"'/mk/*.parquet")`);
+		console.log(`${r.getRowObjectsJson()[0].n} samples each`);' --input-type=module)"
+
+# the DuckDB recipe of docs/loaders.md, as written there
+sed -n '/^-- recipe: parquet_duckdb$/,/^```$/p' "$TESTS/../docs/loaders.md" | sed '$d' > "$T/recipe.sql"
+expect_eq "the recipe is in docs/loaders.md" "$(grep -c read_parquet "$T/recipe.sql")" 1
+
+# check SRC OPTIONS: mount, read every file with the three readers and the
+# recipe, audit
+check() {
+	local src=$1 opts=$2 M=$T/m out
+	mount_view "$src" "$M" "$opts" || { bad "mount $src $opts"; return; }
+	out=$(cd "$npmdir" && node views.mjs "$M" "$src" "$T/recipe.sql" 2>&1)
+	expect_eq "$(basename "$src") $opts: every file's rows in DuckDB, hyparquet, parquet-wasm" \
+		"$?" 0 || echo "$out" >&2
+	out=$(shardfs-check view "$M")
+	expect_eq "$(basename "$src") $opts: the auditor passes" "$?:$(echo "$out" | tail -1)" "$PASS" ||
+		echo "$out" >&2
+	unmount_view "$M"
+}
+
+check "$T/duck" world=3,workers=2
+check "$T/duck" world=3,workers=1,partition=interleaved,batch=64,remainder=drop,shuffle=units,block=1000
+check "$T/duck" world=4,workers=2,block=999,start=777,symlinks=0
+# shuffle=samples: every row a cut of its own (slow: a cut per row; small)
+check "$T/small" world=2,workers=2,shuffle=samples,block=0,seed=3,epoch=1
+check "$T/mk" world=2,workers=3
+check "$T/mk" world=2,workers=2,shuffle=samples,block=0,remainder=drop
+check "$T/mk" world=3,workers=2,partition=interleaved,batch=5,start=11
+
+# bad files: the file, the byte, what is wrong
+mkdir "$T/bad"
+cp "$T/mk/shard-000000.parquet" "$T/bad/good.parquet"
+printf 'PAR1 not a parquet file at all PAR1' > "$T/bad/junk.parquet"
+expect_run "a file that is not Parquet" 2 \
+	"shardfs-index: 1 shard could not be indexed: junk.parquet: byte 27: the footer length 543976545 is more than the file holds (23 bytes between the magics): truncated or not Parquet; fix or remove it, or run shardfs-index --skip-bad to index the rest" \
+	-- shardfs-index "$T/bad" --quiet
+rm "$T/bad/junk.parquet"
+# the first value of column key (PLAIN) claims 65535 bytes
+printf '\xff\xff' | dd of="$T/bad/good.parquet" bs=1 seek=24 conv=notrunc 2>/dev/null
+expect_run "a malformed page" 2 \
+	"shardfs-index: 1 shard could not be indexed: good.parquet: row group 0 column key: page at byte 4: malformed values (encoding 0, 16 values); fix or remove it, or run shardfs-index --skip-bad to index the rest" \
+	-- shardfs-index "$T/bad" --quiet
+finish
