@@ -40,7 +40,7 @@ if ! { cmake -S "$TESTS/.." -B "$pkgbuild" -DCMAKE_BUILD_TYPE=Release \
 	die "building the package in $pkgbuild failed (above)"
 fi
 expect_eq "the package: Depends" "$(dpkg-deb -f "$pkgbuild/$deb" Depends)" \
-	"fuse3, libarchive13 (>= 3.0.4), libc6 (>= 2.34), libfuse3-3 (>= 3.12.0), libjansson4 (>= 2.14), libssl3 (>= 3.0.0)"
+	"fuse3, libarchive13 (>= 3.0.4), libbrotli1 (>= 0.6.0), libc6 (>= 2.34), libfuse3-3 (>= 3.12.0), libjansson4 (>= 2.14), liblz4-1 (>= 0.0~r130), libsnappy1v5 (>= 1.1.9), libssl3 (>= 3.0.0), libzstd1 (>= 1.5.2), zlib1g (>= 1:1.1.4)"
 # the programs, man pages, the mount helper and the unit; no test programs
 expect_eq "the package: files" "$(dpkg-deb -c "$pkgbuild/$deb" | awk '$6 !~ /\/$/ { print $6 }')" \
 	"./sbin/mount.shardfs
