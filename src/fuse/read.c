@@ -130,6 +130,7 @@ void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct fuse_bufvec *bv;
 	uint64_t pos = (uint64_t)off, end;
 	size_t i, n = 0, first;
+	bool owned = false;
 
 	(void)ino;
 	if (h->kind == H_CONTROL) {
@@ -165,13 +166,18 @@ void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	end = s->size - pos < size ? s->size : pos + size;
 	atomic_fetch_add(&fs->reads, 1);
 	atomic_fetch_add(&fs->bytes, end - pos);
-	if (end - pos > fs->splice_max) {
+	first = sfs_slice_find(s, pos);
+	for (i = first; i < s->nextents && s->extents[i].pos < end; i++) {
+		n++;
+		owned = owned || s->extents[i].owned;
+	}
+	/* The kernel may release the handle, and free the slice's own bytes
+	 * (a Parquet footer, re-encoded pages), as soon as it has the reply,
+	 * before fuse_reply_data returns: reply from a copy of those. */
+	if (owned || end - pos > fs->splice_max) {
 		reply_copy(req, fs, h, pos, (size_t)(end - pos));
 		return;
 	}
-	first = sfs_slice_find(s, pos);
-	for (i = first; i < s->nextents && s->extents[i].pos < end; i++)
-		n++;
 	bv = malloc(sizeof(*bv) + n * sizeof(bv->buf[0]));
 	if (!bv) {
 		fuse_reply_err(req, ENOMEM);
