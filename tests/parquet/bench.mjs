@@ -2,6 +2,7 @@
 //
 //   node bench.mjs write DIR FILES ROWS GROUP   FILES files of ROWS rows in
 //                                               row groups of GROUP rows
+//   node bench.mjs groups FILE                  rows of its first row group
 //   node bench.mjs count GLOB RUNS              SELECT count(*): median s
 //   node bench.mjs scan GLOB RUNS               every value hashed: median s
 //   node bench.mjs share GLOB N OFFSET RUNS     the same, over rows
@@ -38,6 +39,11 @@ if (what === 'write') {
       FROM range(${f * rows}, ${(f + 1) * rows}) r(i))
       TO ${quote(name)} (FORMAT parquet, ROW_GROUP_SIZE ${group})`);
   }
+} else if (what === 'groups') {
+  const [r] = (await con.runAndReadAll(`SELECT row_group_num_rows::BIGINT n
+    FROM parquet_metadata(${quote(args[0])}) WHERE row_group_id = 0
+    LIMIT 1`)).getRowObjectsJson();
+  console.log(r.n);
 } else if (what === 'count') {
   console.log(await median(Number(args[1]),
     `SELECT count(*) FROM read_parquet(${quote(args[0])})`));
@@ -49,6 +55,6 @@ if (what === 'write') {
   console.log(await median(Number(runs), `SELECT ${HASH} FROM
     (SELECT * FROM read_parquet(${quote(glob)}) LIMIT ${n} OFFSET ${offset})`));
 } else {
-  console.error('usage: node bench.mjs write|count|scan|share ...');
+  console.error('usage: node bench.mjs write|groups|count|scan|share ...');
   process.exit(2);
 }
