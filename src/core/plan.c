@@ -785,8 +785,9 @@ int sfs_plan_build_ranks(const struct sfs_index *idx,
 	if (rc)
 		goto out_free;
 	source_totals(&b);
-	/* only sliceable units are permuted: their counts are backed by a
-	 * boundary table, an opaque shard's is just a number in the index */
+	/* only sliceable units are permuted: their counts are backed by the
+	 * shard (a boundary table, a Parquet footer), an opaque shard's is
+	 * just a number in the index */
 	if (o->shuffle == SFS_SHUFFLE_SAMPLES)
 		for (u = 0; u < b.plan->nunits; u++)
 			if (unit_permuted(&b, u) && b.units[u].count > maxunit)
