@@ -22,6 +22,7 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include "format_i.h"
 #include "parquet_i.h"
 #include "shardfs/digest.h"
 #include "shardfs/parquet.h"
@@ -585,6 +586,23 @@ struct bytes {
 	size_t len, pos;
 };
 
+/* A section of b that its u32 length prefix says: 0, or -1 when it does
+ * not fit. */
+static int take_prefixed(struct bytes *b, struct bytes *out)
+{
+	uint32_t len;
+
+	if (b->len - b->pos < 4)
+		return -1;
+	len = sfs_le32(b->p + b->pos);
+	b->pos += 4;
+	if (len > b->len - b->pos)
+		return -1;
+	*out = (struct bytes){ b->p + b->pos, len, 0 };
+	b->pos += len;
+	return 0;
+}
+
 static int get_uvarint(struct bytes *b, uint64_t *v)
 {
 	unsigned shift = 0;
@@ -835,21 +853,13 @@ static int plain_decode(struct bytes *b, const struct leaf *lf, struct value *v,
 		return 0;
 	}
 	for (i = 0; i < n; i++) {
-		uint32_t len = w;
+		struct bytes one = { b->p + b->pos, w, 0 };
 
-		if (!w) {
-			if (b->len - b->pos < 4)
-				return -1;
-			len = (uint32_t)b->p[b->pos] |
-			      (uint32_t)b->p[b->pos + 1] << 8 |
-			      (uint32_t)b->p[b->pos + 2] << 16 |
-			      (uint32_t)b->p[b->pos + 3] << 24;
-			b->pos += 4;
-		}
-		if (len > b->len - b->pos)
+		if (w ? w > b->len - b->pos : take_prefixed(b, &one))
 			return -1;
-		v[i] = (struct value){ b->p + b->pos, len };
-		b->pos += len;
+		if (w)
+			b->pos += w;
+		v[i] = (struct value){ one.p, (uint32_t)one.len };
 	}
 	return 0;
 }
@@ -945,20 +955,12 @@ static int values_decode(struct column *c, struct page *pg, struct bytes *b,
 			v[i] = c->dict[pg->idx[i]];
 		return 0;
 	case ENC_RLE: {
-		uint32_t *bits, len;
+		uint32_t *bits;
 		struct bytes rb;
 		unsigned char *t;
 
-		if (lf->type != T_BOOLEAN || b->len - b->pos < 4)
+		if (lf->type != T_BOOLEAN || take_prefixed(b, &rb))
 			return -1;
-		len = (uint32_t)b->p[b->pos] | (uint32_t)b->p[b->pos + 1] << 8 |
-		      (uint32_t)b->p[b->pos + 2] << 16 |
-		      (uint32_t)b->p[b->pos + 3] << 24;
-		b->pos += 4;
-		if (len > b->len - b->pos)
-			return -1;
-		rb = (struct bytes){ b->p + b->pos, len, 0 };
-		b->pos += len;
 		bits = malloc((n ? n : 1) * sizeof(*bits));
 		t = arena_take(&pg->arena, n);
 		if (!bits || !t) {
@@ -1206,19 +1208,10 @@ static int levels_decode(struct bytes *b, int32_t enc, bool v1, uint32_t max,
 	if (enc == ENC_BIT_PACKED && v1)
 		return bitpacked_decode(b, w, out, n, max);
 	if (v1) {
-		uint32_t len;
 		struct bytes lb;
 
-		if (enc != ENC_RLE || b->len - b->pos < 4)
+		if (enc != ENC_RLE || take_prefixed(b, &lb))
 			return -1;
-		len = (uint32_t)b->p[b->pos] | (uint32_t)b->p[b->pos + 1] << 8 |
-		      (uint32_t)b->p[b->pos + 2] << 16 |
-		      (uint32_t)b->p[b->pos + 3] << 24;
-		b->pos += 4;
-		if (len > b->len - b->pos)
-			return -1;
-		lb = (struct bytes){ b->p + b->pos, len, 0 };
-		b->pos += len;
 		return hybrid_decode(&lb, w, out, n, max);
 	}
 	return hybrid_decode(b, w, out, n, max);

@@ -27,13 +27,7 @@ per_shard=$((4096 / kib))
 bin=$top/build
 PY=/usr/bin/python3
 cmake -S "$top" -B "$bin" >/dev/null && cmake --build "$bin" -j "$(nproc)" >/dev/null
-B=${BENCH_DIR:-/tmp/shardfs-bench}
-src=$B/ddp-32-$kib
-if [ ! -d "$src" ]; then
-	mkdir -p "$src"
-	$PY "$top/tests/e2e/make_tars.py" "$src" $(printf "$per_shard %.0s" $(seq 32)) --payload $((kib * 1024))
-fi
-[ -f "$src/.shardfs/manifest.json" ] || "$bin/shardfs-index" "$src" --no-hash --quiet
+src=$(ddp_shards "$kib")
 work=$(mktemp -d /tmp/shardfs-bench-ddp-XXXXXX)
 mnts=()
 cleanup() {

@@ -14,3 +14,17 @@ timed() {
 	t1=$(date +%s.%N)
 	awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}'
 }
+
+# ddp_shards KIB: the directory of 32 indexed tar shards of 4 MiB, samples
+# of KIB KiB, that bench_ddp.sh and bench_open.sh read (made once, kept
+# under $BENCH_DIR); needs $top, $bin and $PY
+ddp_shards() {
+	local src=${BENCH_DIR:-/tmp/shardfs-bench}/ddp-32-$1
+	if [ ! -d "$src" ]; then
+		mkdir -p "$src"
+		$PY "$top/tests/e2e/make_tars.py" "$src" \
+			$(printf "$((4096 / $1)) %.0s" $(seq 32)) --payload $(($1 * 1024)) >&2
+	fi
+	[ -f "$src/.shardfs/manifest.json" ] || "$bin/shardfs-index" "$src" --no-hash --quiet
+	echo "$src"
+}
