@@ -265,6 +265,12 @@ static int check_bounds(struct loader *l, const struct sfs_index *idx,
 	return 0;
 }
 
+void sfs_index_release(const struct sfs_index *idx)
+{
+	if (idx->map)
+		madvise(idx->map, idx->map_len, MADV_DONTNEED);
+}
+
 /*
  * SHA-256 of a table's payload (after its header) read with pread, so the
  * check does not fault the whole mapping into the process.
