@@ -117,6 +117,14 @@ static inline const uint64_t *sfs_index_bounds(const struct sfs_index *idx,
 }
 
 /*
+ * Unmap from the process the boundary table's pages that reads have
+ * faulted in (they stay in the page cache and fault back when read), so a
+ * view build that looked up boundaries all over the table does not leave it
+ * resident.  The table stays mapped and valid.
+ */
+void sfs_index_release(const struct sfs_index *idx);
+
+/*
  * The directory that holds the index of source: dir when given, else
  * SRC/.shardfs.  Returns a heap string (caller frees) or NULL.
  */

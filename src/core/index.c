@@ -265,6 +265,73 @@ static int check_bounds(struct loader *l, const struct sfs_index *idx,
 	return 0;
 }
 
+void sfs_index_release(const struct sfs_index *idx)
+{
+	if (idx->map)
+		madvise(idx->map, idx->map_len, MADV_DONTNEED);
+}
+
+/*
+ * SHA-256 of a table's payload (after its header) read with pread, so the
+ * check does not fault the whole mapping into the process.
+ */
+static int hash_payload(struct loader *l, int fd, size_t len, const char *path,
+			unsigned char sum[SFS_DIGEST_LEN])
+{
+	struct sfs_digest *d = sfs_digest_new();
+	size_t off = TABLE_HEADER, bufsz = 1 << 20;
+	unsigned char *buf = malloc(bufsz);
+	int rc = 0;
+
+	if (!d || !buf) {
+		rc = sfs_errorf(l->err, -ENOMEM, "%s: out of memory", path);
+		goto out;
+	}
+	while (off < len) {
+		size_t want = len - off < bufsz ? len - off : bufsz;
+		ssize_t got = pread(fd, buf, want, (off_t)off);
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0) {
+			rc = sfs_errorf(l->err, -EIO,
+					"%s: read failed at byte %llu: %s",
+					path, (unsigned long long)off,
+					got ? strerror(errno) : "end of file");
+			goto out;
+		}
+		if (sfs_digest_update(d, buf, (size_t)got)) {
+			rc = sfs_errorf(l->err, -EIO, "%s: SHA-256 failed",
+					path);
+			goto out;
+		}
+		off += (size_t)got;
+	}
+	if (sfs_digest_final(d, sum))
+		rc = sfs_errorf(l->err, -EIO, "%s: SHA-256 failed", path);
+out:
+	free(buf);
+	sfs_digest_free(d);
+	return rc;
+}
+
+/*
+ * Drop from the process the boundary table's pages wholly before byte upto
+ * (from *done on): the load checks every shard's boundaries in turn, and
+ * without this the whole table would stay resident.  The pages stay in the
+ * page cache; a later read faults back only those it touches.
+ */
+static void drop_pages(struct sfs_index *idx, size_t *done, size_t upto)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t end = upto / page * page;
+
+	if (end <= *done)
+		return;
+	madvise((char *)idx->map + *done, end - *done, MADV_DONTNEED);
+	*done = end;
+}
+
 /*
  * Map the table of kind k that the manifest's entry names, checking its
  * header, length and checksum.  Sets map and len (to munmap), data, and
@@ -331,7 +398,9 @@ static int map_table(struct loader *l, const struct table_kind *k,
 			     "its checksum differs from the manifest's");
 		goto out;
 	}
-	sfs_digest_buf(h + TABLE_HEADER, *len - TABLE_HEADER, sum);
+	rc = hash_payload(l, fd, *len, path, sum);
+	if (rc)
+		goto out;
 	if (memcmp(sum, want, SFS_DIGEST_LEN)) {
 		rc = corrupt(l, path,
 			     "its contents do not match their checksum");
@@ -354,6 +423,7 @@ static int load_manifest(struct loader *l, const char *dir, json_t *root,
 	json_t *digests = json_object_get(root, "digests");
 	uint64_t version = 0, total = 0, ndigests = 0;
 	char *tpath = NULL, *dpath = NULL;
+	size_t dropped = 0;
 	const void *data = NULL;
 	size_t i;
 	int rc;
@@ -422,6 +492,11 @@ static int load_manifest(struct loader *l, const char *dir, json_t *root,
 			rc = check_bounds(l, idx, sh);
 		if (rc)
 			goto out;
+		if (sfs_shard_has_bounds(sh))
+			drop_pages(idx, &dropped,
+				   TABLE_HEADER +
+					   (sh->bounds_at + sh->nsamples + 1) *
+						   sizeof(uint64_t));
 		if (i && strcmp(idx->shards[i - 1].path, sh->path) >= 0) {
 			rc = corrupt(l, l->manifest,
 				     "its shards are not sorted by path");
@@ -435,6 +510,7 @@ static int load_manifest(struct loader *l, const char *dir, json_t *root,
 		total += sh->nsamples;
 	}
 	idx->nsamples = total;
+	drop_pages(idx, &dropped, idx->map_len);
 	if (digests && ndigests != total)
 		rc = corrupt(
 			l, dpath,
