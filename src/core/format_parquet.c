@@ -259,19 +259,6 @@ out:
 
 /* ---- synthetic shards ---- */
 
-/* Thrift compact field headers and values, as parquet_i.h writes them. */
-static void put_i32(struct sfs_thrift_out *o, int *last, int id, int64_t v)
-{
-	sfs_thrift_put_field(o, last, id, SFS_TC_I32);
-	sfs_thrift_put_i64(o, v);
-}
-
-static void put_i64(struct sfs_thrift_out *o, int *last, int id, int64_t v)
-{
-	sfs_thrift_put_field(o, last, id, SFS_TC_I64);
-	sfs_thrift_put_i64(o, v);
-}
-
 static void put_binary(struct sfs_thrift_out *o, const void *p, size_t n)
 {
 	sfs_thrift_put_varint(o, n);
@@ -283,11 +270,6 @@ static void put_string(struct sfs_thrift_out *o, int *last, int id,
 {
 	sfs_thrift_put_field(o, last, id, SFS_TC_BINARY);
 	put_binary(o, s, strlen(s));
-}
-
-static void put_stop(struct sfs_thrift_out *o)
-{
-	sfs_thrift_put(o, "", 1);
 }
 
 /* The columns mkdata writes: key (UTF-8, required), data (optional). */
@@ -309,8 +291,7 @@ static int synth_page(struct sfs_synth_file *f, const struct sfs_synth *s,
 		      struct sfs_prng *data, struct chunk_out *co)
 {
 	struct sfs_thrift_out body = { 0 }, head = { 0 };
-	unsigned char levels[4 + 1 + SYNTH_PAGE_ROWS / 8 + 1];
-	size_t nlev = 0;
+	unsigned char levels[SYNTH_PAGE_ROWS / 8 + 1];
 	uint64_t i;
 	int last = 0, dl, rc;
 
@@ -318,30 +299,24 @@ static int synth_page(struct sfs_synth_file *f, const struct sfs_synth *s,
 		/* definition levels: one bit-packed run, 8 values a byte */
 		size_t groups = (size_t)(n + 7) / 8;
 
-		levels[4] = (unsigned char)(groups << 1 | 1);
-		memset(levels + 5, 0, groups);
+		memset(levels, 0, groups);
 		for (i = 0; i < n; i++)
 			if ((r + i) % SYNTH_NULL_EVERY != 3)
-				levels[5 + i / 8] |=
-					(unsigned char)(1 << i % 8);
-		nlev = 1 + groups;
-		levels[0] = (unsigned char)nlev;
-		levels[1] = levels[2] = levels[3] = 0;
-		sfs_thrift_put(&body, levels, 4 + nlev);
+				levels[i / 8] |= (unsigned char)(1 << i % 8);
+		sfs_thrift_put_le32(&body, (uint32_t)(1 + groups));
+		sfs_thrift_put_varint(&body, groups << 1 | 1);
+		sfs_thrift_put(&body, levels, groups);
 	}
 	for (i = 0; i < n; i++) {
 		char key[40];
 		uint32_t len;
-		unsigned char le[4];
 
 		if (c == 0) {
 			len = (uint32_t)snprintf(key, sizeof(key),
 						 "%06llu_%06llu",
 						 (unsigned long long)shard,
 						 (unsigned long long)(r + i));
-			le[0] = (unsigned char)len;
-			le[1] = le[2] = le[3] = 0;
-			sfs_thrift_put(&body, le, 4);
+			sfs_thrift_put_le32(&body, len);
 			sfs_thrift_put(&body, key, len);
 			continue;
 		}
@@ -349,24 +324,20 @@ static int synth_page(struct sfs_synth_file *f, const struct sfs_synth *s,
 			continue;
 		len = (uint32_t)sfs_synth_pick(data, s->size_lo, s->size_hi);
 		sfs_synth_fill(data, s->buf, len);
-		le[0] = (unsigned char)len;
-		le[1] = (unsigned char)(len >> 8);
-		le[2] = (unsigned char)(len >> 16);
-		le[3] = (unsigned char)(len >> 24);
-		sfs_thrift_put(&body, le, 4);
+		sfs_thrift_put_le32(&body, len);
 		sfs_thrift_put(&body, s->buf, len);
 	}
-	put_i32(&head, &last, 1, 0); /* DATA_PAGE */
-	put_i32(&head, &last, 2, (int64_t)body.len);
-	put_i32(&head, &last, 3, (int64_t)body.len);
+	sfs_thrift_put_int(&head, &last, 1, SFS_TC_I32, 0); /* DATA_PAGE */
+	sfs_thrift_put_int(&head, &last, 2, SFS_TC_I32, (int64_t)body.len);
+	sfs_thrift_put_int(&head, &last, 3, SFS_TC_I32, (int64_t)body.len);
 	sfs_thrift_put_field(&head, &last, 5, SFS_TC_STRUCT);
 	dl = 0;
-	put_i32(&head, &dl, 1, (int64_t)n);
-	put_i32(&head, &dl, 2, 0); /* PLAIN */
-	put_i32(&head, &dl, 3, 3); /* RLE */
-	put_i32(&head, &dl, 4, 3);
-	put_stop(&head);
-	put_stop(&head);
+	sfs_thrift_put_int(&head, &dl, 1, SFS_TC_I32, (int64_t)n);
+	sfs_thrift_put_int(&head, &dl, 2, SFS_TC_I32, 0); /* PLAIN */
+	sfs_thrift_put_int(&head, &dl, 3, SFS_TC_I32, 3); /* RLE */
+	sfs_thrift_put_int(&head, &dl, 4, SFS_TC_I32, 3);
+	sfs_thrift_put_stop(&head);
+	sfs_thrift_put_stop(&head);
 	rc = head.oom || body.oom ? -ENOMEM : 0;
 	if (!rc) {
 		sfs_synth_put(f, head.p, head.len);
@@ -385,9 +356,10 @@ static void synth_column_meta(struct sfs_thrift_out *o, int c,
 	static const char *const names[SYNTH_COLUMNS] = { "key", "data" };
 	int last = 0, ml = 0;
 
-	put_i64(o, &last, 2, co->start); /* file_offset */
+	sfs_thrift_put_int(o, &last, 2, SFS_TC_I64,
+			   co->start); /* file_offset */
 	sfs_thrift_put_field(o, &last, 3, SFS_TC_STRUCT);
-	put_i32(o, &ml, 1, 6); /* BYTE_ARRAY */
+	sfs_thrift_put_int(o, &ml, 1, SFS_TC_I32, 6); /* BYTE_ARRAY */
 	sfs_thrift_put_field(o, &ml, 2, SFS_TC_LIST);
 	sfs_thrift_put_list(o, SFS_TC_I32, 2);
 	sfs_thrift_put_i64(o, 0); /* PLAIN */
@@ -395,13 +367,13 @@ static void synth_column_meta(struct sfs_thrift_out *o, int c,
 	sfs_thrift_put_field(o, &ml, 3, SFS_TC_LIST);
 	sfs_thrift_put_list(o, SFS_TC_BINARY, 1);
 	put_binary(o, names[c], strlen(names[c]));
-	put_i32(o, &ml, 4, 0); /* UNCOMPRESSED */
-	put_i64(o, &ml, 5, co->values);
-	put_i64(o, &ml, 6, co->size);
-	put_i64(o, &ml, 7, co->size);
-	put_i64(o, &ml, 9, co->start);
-	put_stop(o);
-	put_stop(o);
+	sfs_thrift_put_int(o, &ml, 4, SFS_TC_I32, 0); /* UNCOMPRESSED */
+	sfs_thrift_put_int(o, &ml, 5, SFS_TC_I64, co->values);
+	sfs_thrift_put_int(o, &ml, 6, SFS_TC_I64, co->size);
+	sfs_thrift_put_int(o, &ml, 7, SFS_TC_I64, co->size);
+	sfs_thrift_put_int(o, &ml, 9, SFS_TC_I64, co->start);
+	sfs_thrift_put_stop(o);
+	sfs_thrift_put_stop(o);
 }
 
 static void synth_schema(struct sfs_thrift_out *o)
@@ -410,19 +382,19 @@ static void synth_schema(struct sfs_thrift_out *o)
 
 	sfs_thrift_put_list(o, SFS_TC_STRUCT, 1 + SYNTH_COLUMNS);
 	put_string(o, &last, 4, "schema");
-	put_i32(o, &last, 5, SYNTH_COLUMNS);
-	put_stop(o);
+	sfs_thrift_put_int(o, &last, 5, SFS_TC_I32, SYNTH_COLUMNS);
+	sfs_thrift_put_stop(o);
 	last = 0;
-	put_i32(o, &last, 1, 6); /* BYTE_ARRAY */
-	put_i32(o, &last, 3, 0); /* REQUIRED */
+	sfs_thrift_put_int(o, &last, 1, SFS_TC_I32, 6); /* BYTE_ARRAY */
+	sfs_thrift_put_int(o, &last, 3, SFS_TC_I32, 0); /* REQUIRED */
 	put_string(o, &last, 4, "key");
-	put_i32(o, &last, 6, 0); /* UTF8 */
-	put_stop(o);
+	sfs_thrift_put_int(o, &last, 6, SFS_TC_I32, 0); /* UTF8 */
+	sfs_thrift_put_stop(o);
 	last = 0;
-	put_i32(o, &last, 1, 6);
-	put_i32(o, &last, 3, 1); /* OPTIONAL */
+	sfs_thrift_put_int(o, &last, 1, SFS_TC_I32, 6);
+	sfs_thrift_put_int(o, &last, 3, SFS_TC_I32, 1); /* OPTIONAL */
 	put_string(o, &last, 4, "data");
-	put_stop(o);
+	sfs_thrift_put_stop(o);
 }
 
 /*
@@ -440,7 +412,6 @@ static int parquet_synthesize(const struct sfs_synth *s, uint64_t shard,
 	uint64_t n, row = 0, rg_rows, i, nrgs = 0;
 	int64_t pos = 4;
 	int c, last, rl, rc = sfs_synth_open(&f, path, err);
-	unsigned char le[4];
 
 	if (rc)
 		return rc;
@@ -467,33 +438,30 @@ static int parquet_synthesize(const struct sfs_synth *s, uint64_t shard,
 		sfs_thrift_put_list(&rgs, SFS_TC_STRUCT, SYNTH_COLUMNS);
 		for (c = 0; c < SYNTH_COLUMNS; c++)
 			synth_column_meta(&rgs, c, &co[c]);
-		put_i64(&rgs, &rl, 2, co[0].size + co[1].size);
-		put_i64(&rgs, &rl, 3, (int64_t)rg_rows);
-		put_stop(&rgs);
+		sfs_thrift_put_int(&rgs, &rl, 2, SFS_TC_I64,
+				   co[0].size + co[1].size);
+		sfs_thrift_put_int(&rgs, &rl, 3, SFS_TC_I64, (int64_t)rg_rows);
+		sfs_thrift_put_stop(&rgs);
 		row += rg_rows;
 		nrgs++;
 	}
 	last = 0;
-	put_i32(&meta, &last, 1, 1); /* version */
+	sfs_thrift_put_int(&meta, &last, 1, SFS_TC_I32, 1); /* version */
 	sfs_thrift_put_field(&meta, &last, 2, SFS_TC_LIST);
 	synth_schema(&meta);
-	put_i64(&meta, &last, 3, (int64_t)n);
+	sfs_thrift_put_int(&meta, &last, 3, SFS_TC_I64, (int64_t)n);
 	sfs_thrift_put_field(&meta, &last, 4, SFS_TC_LIST);
 	sfs_thrift_put_list(&meta, SFS_TC_STRUCT, nrgs);
 	sfs_thrift_put(&meta, rgs.p, rgs.len);
 	put_string(&meta, &last, 6, "shardfs-mkdata");
-	put_stop(&meta);
-	if (rc || meta.oom || rgs.oom) {
+	sfs_thrift_put_stop(&meta);
+	/* the footer's length and the closing magic */
+	sfs_thrift_put_le32(&meta, (uint32_t)meta.len);
+	sfs_thrift_put(&meta, "PAR1", 4);
+	if (rc || meta.oom || rgs.oom)
 		rc = sfs_errorf(err, -ENOMEM, "%s: out of memory", path);
-	} else {
+	else
 		sfs_synth_put(&f, meta.p, meta.len);
-		le[0] = (unsigned char)meta.len;
-		le[1] = (unsigned char)(meta.len >> 8);
-		le[2] = (unsigned char)(meta.len >> 16);
-		le[3] = (unsigned char)(meta.len >> 24);
-		sfs_synth_put(&f, le, 4);
-		sfs_synth_put(&f, "PAR1", 4);
-	}
 	free(meta.p);
 	free(rgs.p);
 	return sfs_synth_close(&f, rc, err);

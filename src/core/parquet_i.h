@@ -111,5 +111,13 @@ void sfs_thrift_put_field(struct sfs_thrift_out *o, int *last_id, int id,
 			  int type);
 void sfs_thrift_put_i64(struct sfs_thrift_out *o, int64_t v);
 void sfs_thrift_put_list(struct sfs_thrift_out *o, int elem_type, size_t count);
+/* A field of type SFS_TC_I32 or SFS_TC_I64 (after last_id) holding v. */
+void sfs_thrift_put_int(struct sfs_thrift_out *o, int *last_id, int id,
+			int type, int64_t v);
+/* The stop field that ends a struct. */
+void sfs_thrift_put_stop(struct sfs_thrift_out *o);
+/* Not Thrift: a u32 little-endian, as Parquet frames its footer, its
+ * length-prefixed levels and its PLAIN byte arrays. */
+void sfs_thrift_put_le32(struct sfs_thrift_out *o, uint32_t v);
 
 #endif

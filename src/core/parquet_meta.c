@@ -1100,7 +1100,6 @@ static int write_column_meta(struct writer *w, struct sfs_thrift_reader *r,
 		       e->num_values != c->num_values;
 	struct sfs_thrift_field f;
 	int last_in = 0, last_out = 0, rc = 0;
-	unsigned char stop = 0;
 
 	while (!rc) {
 		rc = sfs_thrift_read_field(r, &last_in, &f);
@@ -1147,7 +1146,7 @@ static int write_column_meta(struct writer *w, struct sfs_thrift_reader *r,
 			rc = copy_field(w, r, &last_out, &f);
 		}
 	}
-	sfs_thrift_put(&w->o, &stop, 1);
+	sfs_thrift_put_stop(&w->o);
 	return rc;
 }
 
@@ -1158,7 +1157,6 @@ static int write_chunk(struct writer *w, const struct sfs_parquet_chunk *c,
 	int64_t delta = e->start - sfs_parquet_chunk_start(c), v;
 	struct sfs_thrift_field f;
 	int last_in = 0, last_out = 0, rc = 0;
-	unsigned char stop = 0;
 
 	while (!rc) {
 		rc = sfs_thrift_read_field(&r, &last_in, &f);
@@ -1185,7 +1183,7 @@ static int write_chunk(struct writer *w, const struct sfs_parquet_chunk *c,
 			rc = copy_field(w, &r, &last_out, &f);
 		}
 	}
-	sfs_thrift_put(&w->o, &stop, 1);
+	sfs_thrift_put_stop(&w->o);
 	return rc;
 }
 
@@ -1206,7 +1204,6 @@ static int write_row_group(struct writer *w,
 	int64_t dunc = 0, dcomp = 0, delta0 = 0, unc, v;
 	struct sfs_thrift_field f;
 	int last_in = 0, last_out = 0, rc = 0;
-	unsigned char stop = 0;
 	size_t j;
 
 	for (j = 0; j < g->nchunks; j++)
@@ -1269,7 +1266,7 @@ static int write_row_group(struct writer *w,
 			rc = copy_field(w, &r, &last_out, &f);
 		}
 	}
-	sfs_thrift_put(&w->o, &stop, 1);
+	sfs_thrift_put_stop(&w->o);
 	return rc;
 }
 
@@ -1280,7 +1277,6 @@ static int write_file_meta(struct writer *w,
 	struct sfs_thrift_reader r = reader_at(w->m, 0);
 	struct sfs_thrift_field f;
 	int last_in = 0, last_out = 0, rc = 0;
-	unsigned char stop = 0;
 	size_t i;
 
 	while (!rc) {
@@ -1302,7 +1298,7 @@ static int write_file_meta(struct writer *w,
 			rc = copy_field(w, &r, &last_out, &f);
 		}
 	}
-	sfs_thrift_put(&w->o, &stop, 1);
+	sfs_thrift_put_stop(&w->o);
 	return rc;
 }
 
@@ -1351,7 +1347,6 @@ int sfs_parquet_footer_write(const struct sfs_parquet_meta *m,
 			     struct sfs_error *err)
 {
 	struct writer w = { .m = m, .err = err };
-	unsigned char tail[8];
 	int64_t rows;
 	size_t flen;
 	int rc;
@@ -1379,12 +1374,8 @@ int sfs_parquet_footer_write(const struct sfs_parquet_meta *m,
 			"%s: slice footer: the new footer is %zu bytes, more than a Parquet footer length can say",
 			m->path, flen);
 	}
-	tail[0] = (unsigned char)flen;
-	tail[1] = (unsigned char)(flen >> 8);
-	tail[2] = (unsigned char)(flen >> 16);
-	tail[3] = (unsigned char)(flen >> 24);
-	memcpy(tail + 4, "PAR1", 4);
-	sfs_thrift_put(&w.o, tail, 8);
+	sfs_thrift_put_le32(&w.o, (uint32_t)flen);
+	sfs_thrift_put(&w.o, "PAR1", 4);
 	if (w.o.oom) {
 		free(w.o.p);
 		return sfs_errorf(

@@ -1466,10 +1466,68 @@ static int add_piece(struct sfs_parquet_cut_column *cc, size_t *cap,
 	return 0;
 }
 
-static void put_i32f(struct sfs_thrift_out *o, int *last, int id, int64_t v)
+/* Values k0 .. k1 of c's decoded page as the cut page writes them: the
+ * dictionary indexes in the page's encoding, or PLAIN. */
+static void encode_values(const struct column *c, uint32_t k0, uint32_t k1,
+			  struct sfs_thrift_out *val)
 {
-	sfs_thrift_put_field(o, last, id, SFS_TC_I32);
-	sfs_thrift_put_i64(o, v);
+	const struct page *pg = &c->pg;
+	uint32_t i, j;
+
+	if (pg->idx) {
+		unsigned char w = (unsigned char)pg->bit_width;
+
+		sfs_thrift_put(val, &w, 1);
+		hybrid_encode(val, pg->idx + k0, k1 - k0, w);
+		return;
+	}
+	for (i = k0; i < k1; i += c->lf.type == T_BOOLEAN ? 8 : 1) {
+		if (c->lf.type == T_BOOLEAN) {
+			unsigned char bits = 0;
+
+			for (j = 0; j < 8 && i + j < k1; j++)
+				bits |= (unsigned char)((pg->vals[i + j].p[0] &
+							 1)
+							<< j);
+			sfs_thrift_put(val, &bits, 1);
+			continue;
+		}
+		if (c->lf.type == T_BYTE_ARRAY)
+			sfs_thrift_put_le32(val, pg->vals[i].len);
+		sfs_thrift_put(val, pg->vals[i].p, pg->vals[i].len);
+	}
+}
+
+/*
+ * Levels of entries e0 .. e0 + n of c's decoded page, repetition then
+ * definition, as the RLE / bit-packed hybrid: each after its u32 length
+ * in a v1 page, bare in a v2 page.  Sets *rep_len to the bytes of the
+ * repetition levels.
+ */
+static void encode_levels(const struct column *c, uint32_t e0, uint32_t n,
+			  bool v1, struct sfs_thrift_out *lev, size_t *rep_len)
+{
+	struct sfs_thrift_out one = { 0 };
+	int which;
+
+	*rep_len = 0;
+	for (which = 0; which < 2; which++) {
+		uint32_t max = which ? c->lf.max_def : c->lf.max_rep;
+		const uint32_t *l = which ? c->pg.def : c->pg.rep;
+
+		if (!max)
+			continue;
+		one.len = 0;
+		hybrid_encode(&one, l + e0, n, bits_for(max));
+		if (v1)
+			sfs_thrift_put_le32(lev, (uint32_t)one.len);
+		sfs_thrift_put(lev, one.p, one.len);
+		if (!which)
+			*rep_len = lev->len;
+	}
+	free(one.p);
+	if (one.oom)
+		lev->oom = 1;
 }
 
 /*
@@ -1481,142 +1539,75 @@ static int reencode(struct column *c, uint32_t e0, uint32_t e1,
 		    struct sfs_thrift_out *out, int64_t *usize)
 {
 	const struct page *pg = &c->pg;
-	const struct leaf *lf = &c->lf;
 	struct sfs_thrift_out lev = { 0 }, val = { 0 }, body = { 0 };
 	uint32_t k0 = 0, k1, i, n = e1 - e0, rows = 0;
 	int32_t enc = pg->idx ? pg->h.encoding : ENC_PLAIN;
 	bool v1 = pg->h.type == PAGE_DATA;
-	int last = 0, sub = 0, rc = 0;
+	size_t rep_len;
+	int last = 0, sub = 0, rc;
 
 	for (i = 0; i < e0; i++)
-		k0 += pg->def[i] == lf->max_def;
+		k0 += pg->def[i] == c->lf.max_def;
 	k1 = k0;
 	for (i = e0; i < e1; i++) {
-		k1 += pg->def[i] == lf->max_def;
+		k1 += pg->def[i] == c->lf.max_def;
 		rows += pg->rep[i] == 0;
 	}
-	if (pg->idx) {
-		unsigned char w = (unsigned char)pg->bit_width;
-
-		sfs_thrift_put(&val, &w, 1);
-		hybrid_encode(&val, pg->idx + k0, k1 - k0, w);
-	} else if (lf->type == T_BOOLEAN) {
-		for (i = k0; i < k1; i += 8) {
-			unsigned char bits = 0;
-			uint32_t j;
-
-			for (j = 0; j < 8 && i + j < k1; j++)
-				bits |= (unsigned char)((pg->vals[i + j].p[0] &
-							 1)
-							<< j);
-			sfs_thrift_put(&val, &bits, 1);
-		}
+	encode_values(c, k0, k1, &val);
+	encode_levels(c, e0, n, v1, &lev, &rep_len);
+	if (v1) {
+		/* levels and values compressed together */
+		sfs_thrift_put(&lev, val.p, val.len);
+		*usize = (int64_t)lev.len;
+		rc = lev.oom || val.oom ?
+			     -ENOMEM :
+			     page_compress(c->ch->codec, lev.p, lev.len, &body);
 	} else {
-		for (i = k0; i < k1; i++) {
-			if (lf->type == T_BYTE_ARRAY) {
-				unsigned char le[4] = {
-					(unsigned char)pg->vals[i].len,
-					(unsigned char)(pg->vals[i].len >> 8),
-					(unsigned char)(pg->vals[i].len >> 16),
-					(unsigned char)(pg->vals[i].len >> 24)
-				};
-
-				sfs_thrift_put(&val, le, 4);
-			}
-			sfs_thrift_put(&val, pg->vals[i].p, pg->vals[i].len);
-		}
+		/* levels as they are, values compressed unless the page
+		 * said not */
+		*usize = (int64_t)(lev.len + val.len);
+		sfs_thrift_put(&body, lev.p, lev.len);
+		rc = val.oom || body.oom ?
+			     -ENOMEM :
+			     page_compress(pg->h.compressed ? c->ch->codec :
+							      C_UNCOMPRESSED,
+					   val.p, val.len, &body);
 	}
-	/* levels: v1 each with its u32 length, v2 bare and uncompressed */
-	{
-		size_t at;
-		struct sfs_thrift_out one = { 0 };
-		int which;
-		size_t rep_len = 0;
-
-		for (which = 0; which < 2; which++) {
-			uint32_t max = which ? lf->max_def : lf->max_rep;
-			const uint32_t *l = which ? pg->def : pg->rep;
-
-			if (!max)
-				continue;
-			one.len = 0;
-			hybrid_encode(&one, l + e0, n, bits_for(max));
-			if (v1) {
-				unsigned char le[4] = {
-					(unsigned char)one.len,
-					(unsigned char)(one.len >> 8),
-					(unsigned char)(one.len >> 16),
-					(unsigned char)(one.len >> 24)
-				};
-
-				sfs_thrift_put(&lev, le, 4);
-			}
-			at = lev.len;
-			sfs_thrift_put(&lev, one.p, one.len);
-			if (!which)
-				rep_len = lev.len - at;
-		}
-		free(one.p);
-		if (one.oom)
-			lev.oom = 1;
-		if (v1) {
-			sfs_thrift_put(&lev, val.p, val.len);
-			*usize = (int64_t)lev.len;
-			rc = lev.oom ? -ENOMEM :
-				       page_compress(c->ch->codec, lev.p,
-						     lev.len, &body);
-		} else {
-			*usize = (int64_t)(lev.len + val.len);
-			sfs_thrift_put(&body, lev.p, lev.len);
-			if (val.oom || body.oom)
-				rc = -ENOMEM;
-			else if (pg->h.compressed)
-				rc = page_compress(c->ch->codec, val.p, val.len,
-						   &body);
-			else
-				rc = page_compress(C_UNCOMPRESSED, val.p,
-						   val.len, &body);
-		}
-		if (rc == -EINVAL)
-			rc = col_fail(
-				c, pg->h.at,
-				"the cut page cannot be compressed with %s",
-				codec_name(c->ch->codec));
-		else if (rc)
-			rc = col_nomem(c);
-		if (!rc) {
-			put_i32f(out, &last, 1, pg->h.type);
-			put_i32f(out, &last, 2, *usize);
-			put_i32f(out, &last, 3, (int64_t)body.len);
-			if (v1) {
-				sfs_thrift_put_field(out, &last, 5,
-						     SFS_TC_STRUCT);
-				put_i32f(out, &sub, 1, n);
-				put_i32f(out, &sub, 2, enc);
-				put_i32f(out, &sub, 3, ENC_RLE);
-				put_i32f(out, &sub, 4, ENC_RLE);
-			} else {
-				sfs_thrift_put_field(out, &last, 8,
-						     SFS_TC_STRUCT);
-				put_i32f(out, &sub, 1, n);
-				put_i32f(out, &sub, 2, n - (k1 - k0));
-				put_i32f(out, &sub, 3, rows);
-				put_i32f(out, &sub, 4, enc);
-				put_i32f(out, &sub, 5,
-					 (int64_t)(lev.len - rep_len));
-				put_i32f(out, &sub, 6, (int64_t)rep_len);
-				sfs_thrift_put_field(out, &sub, 7,
-						     pg->h.compressed ?
-							     SFS_TC_TRUE :
-							     SFS_TC_FALSE);
-			}
-			sfs_thrift_put(out, "\0\0", 2); /* both structs end */
-			*usize += (int64_t)out->len;
-			sfs_thrift_put(out, body.p, body.len);
-			if (out->oom)
-				rc = col_nomem(c);
-		}
+	if (rc == -EINVAL)
+		rc = col_fail(c, pg->h.at,
+			      "the cut page cannot be compressed with %s",
+			      codec_name(c->ch->codec));
+	else if (rc)
+		rc = col_nomem(c);
+	if (rc)
+		goto out;
+	sfs_thrift_put_int(out, &last, 1, SFS_TC_I32, pg->h.type);
+	sfs_thrift_put_int(out, &last, 2, SFS_TC_I32, *usize);
+	sfs_thrift_put_int(out, &last, 3, SFS_TC_I32, (int64_t)body.len);
+	sfs_thrift_put_field(out, &last, v1 ? 5 : 8, SFS_TC_STRUCT);
+	sfs_thrift_put_int(out, &sub, 1, SFS_TC_I32, n);
+	if (v1) {
+		sfs_thrift_put_int(out, &sub, 2, SFS_TC_I32, enc);
+		sfs_thrift_put_int(out, &sub, 3, SFS_TC_I32, ENC_RLE);
+		sfs_thrift_put_int(out, &sub, 4, SFS_TC_I32, ENC_RLE);
+	} else {
+		sfs_thrift_put_int(out, &sub, 2, SFS_TC_I32, n - (k1 - k0));
+		sfs_thrift_put_int(out, &sub, 3, SFS_TC_I32, rows);
+		sfs_thrift_put_int(out, &sub, 4, SFS_TC_I32, enc);
+		sfs_thrift_put_int(out, &sub, 5, SFS_TC_I32,
+				   (int64_t)(lev.len - rep_len));
+		sfs_thrift_put_int(out, &sub, 6, SFS_TC_I32, (int64_t)rep_len);
+		sfs_thrift_put_field(out, &sub, 7,
+				     pg->h.compressed ? SFS_TC_TRUE :
+							SFS_TC_FALSE);
 	}
+	sfs_thrift_put_stop(out); /* the data page header */
+	sfs_thrift_put_stop(out); /* the PageHeader */
+	*usize += (int64_t)out->len;
+	sfs_thrift_put(out, body.p, body.len);
+	if (out->oom)
+		rc = col_nomem(c);
+out:
 	free(lev.p);
 	free(val.p);
 	free(body.p);

@@ -442,6 +442,29 @@ void sfs_thrift_put_i64(struct sfs_thrift_out *o, int64_t v)
 	sfs_thrift_put_varint(o, zigzag(v));
 }
 
+void sfs_thrift_put_int(struct sfs_thrift_out *o, int *last_id, int id,
+			int type, int64_t v)
+{
+	sfs_thrift_put_field(o, last_id, id, type);
+	sfs_thrift_put_i64(o, v);
+}
+
+void sfs_thrift_put_stop(struct sfs_thrift_out *o)
+{
+	unsigned char stop = SFS_TC_STOP;
+
+	sfs_thrift_put(o, &stop, 1);
+}
+
+void sfs_thrift_put_le32(struct sfs_thrift_out *o, uint32_t v)
+{
+	unsigned char le[4] = { (unsigned char)v, (unsigned char)(v >> 8),
+				(unsigned char)(v >> 16),
+				(unsigned char)(v >> 24) };
+
+	sfs_thrift_put(o, le, 4);
+}
+
 void sfs_thrift_put_list(struct sfs_thrift_out *o, int elem_type, size_t count)
 {
 	unsigned char b;
