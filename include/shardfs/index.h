@@ -13,13 +13,17 @@
  *                        wrong table;
  *   digests-<hash>.bin   (when hashed) the same header ("SFSDIG01") and
  *                        the 32-byte SHA-256 of every sample.
- * docs/index-format.md describes both.  A loaded table is mmap'd: a billion
- * samples cost no heap.
+ * docs/index-format.md describes both.  A loaded boundary table is read
+ * with pread where a view needs it (sfs_index_read_bounds) and a loaded
+ * digest table is mmap'd: a billion samples cost neither heap nor resident
+ * pages until used.
  *
  * Invariants of a loaded or built index: shards are sorted by path (bytes,
  * strcmp), paths are relative, '/'-separated, without "." or ".."
  * components; the nsamples + 1 boundaries of a shard that has them are
- * non-decreasing, start at or after prefix_len and end at or before size.
+ * non-decreasing, start at or after prefix_len and end at or before size;
+ * shards with boundaries hold them in the table in shard order, without
+ * overlap.
  */
 #ifndef SHARDFS_INDEX_H
 #define SHARDFS_INDEX_H
@@ -72,17 +76,26 @@ struct sfs_index {
 	struct sfs_shard *shards;
 	size_t nshards;
 	uint64_t nsamples; /* sum over shards */
-	const uint64_t *bounds; /* the boundary table, nbounds entries */
+	/* the boundary table, nbounds entries: in memory (bounds, owned by
+	 * bounds_heap), or, for a loaded index, read from table_fd at
+	 * table_path (bounds NULL); read it with sfs_index_read_bounds */
+	const uint64_t *bounds;
 	uint64_t nbounds;
-	void *map; /* owner of bounds when mmap'd ... */
-	size_t map_len;
-	uint64_t *bounds_heap; /* ... or when built in memory */
+	uint64_t *bounds_heap;
+	int table_fd;
+	char *table_path;
 	/* SHA-256 of every sample (format.h's samples op), global order;
-	 * NULL when the index was built without hashes */
+	 * NULL when the index was built without hashes.  A loaded digest
+	 * table is checked against its checksum only by
+	 * sfs_index_check_digests (digests_checked), not by the load: only
+	 * the auditor and the indexer use it */
 	const unsigned char *digests;
 	void *dmap; /* owner of digests when mmap'd ... */
 	size_t dmap_len;
 	unsigned char *digests_heap; /* ... or when built in memory */
+	char *digests_path; /* of dmap */
+	unsigned char digests_sum[SFS_DIGEST_LEN]; /* the manifest's */
+	bool digests_checked;
 	/* the mixture this index joins (mixture.h), owned; NULL for the
 	 * index of one source directory */
 	struct sfs_mix *mix;
@@ -94,7 +107,7 @@ static inline int64_t sfs_mtime_ns(const struct stat *st)
 	return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
 }
 
-/* True when the shard has boundaries in the table (sfs_index_bounds). */
+/* True when the shard has boundaries in the table (sfs_index_read_bounds). */
 static inline bool sfs_shard_has_bounds(const struct sfs_shard *sh)
 {
 	return sh->bounds_at != SFS_NO_BOUNDS;
@@ -109,20 +122,25 @@ static inline bool sfs_shard_sliceable(const struct sfs_shard *sh)
 	return sfs_shard_has_bounds(sh) || sh->format->lay_out;
 }
 
-/* The nsamples + 1 boundaries of a shard with boundaries (borrowed). */
-static inline const uint64_t *sfs_index_bounds(const struct sfs_index *idx,
-					       const struct sfs_shard *sh)
-{
-	return idx->bounds + sh->bounds_at;
-}
+/*
+ * Copy n boundaries of shard sh (one with boundaries), from its boundary
+ * number from on (from + n <= nsamples + 1), into out.  In memory, or with
+ * one pread of the table: a view's lookups keep no table pages resident.
+ * The load checked every boundary.  Returns 0, or -EIO with a message
+ * naming the table when it cannot be read.
+ */
+int sfs_index_read_bounds(const struct sfs_index *idx,
+			  const struct sfs_shard *sh, uint64_t from, uint64_t n,
+			  uint64_t *out, struct sfs_error *err);
 
 /*
- * Unmap from the process the boundary table's pages that reads have
- * faulted in (they stay in the page cache and fault back when read), so a
- * view build that looked up boundaries all over the table does not leave it
- * resident.  The table stays mapped and valid.
+ * Check a loaded digest table against its checksum (a pass over the whole
+ * table; the load checks only its header and length), once: the auditor
+ * and the indexer call it before they trust idx->digests.  Returns 0 (also
+ * for an index without digests or built in memory), or -EINVAL with the
+ * load's message for a damaged table, -EIO.
  */
-void sfs_index_release(const struct sfs_index *idx);
+int sfs_index_check_digests(struct sfs_index *idx, struct sfs_error *err);
 
 /*
  * The directory that holds the index of source: dir when given, else
@@ -132,7 +150,9 @@ char *sfs_index_dir(const char *source, const char *dir);
 
 /*
  * Load the index of source from dir (NULL: SRC/.shardfs).  Checks versions,
- * checksums and every invariant above; does not look at the shards (see
+ * the manifest's and the boundary table's checksums and every invariant
+ * above in one pass over the table (of the digest table only its header
+ * and length: sfs_index_check_digests); does not look at the shards (see
  * sfs_index_check_source).  Returns 0 and a new index in *out, or:
  * -ENOENT (no index: the message says how to build one), -EINVAL (corrupt,
  * truncated or of another version: the message names the file and says to

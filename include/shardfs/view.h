@@ -107,14 +107,6 @@ int64_t sfs_view_lookup(const struct sfs_view *v, uint32_t dir,
 /* The sibling after node in its directory's order, or -1. */
 int64_t sfs_view_next(const struct sfs_view *v, uint32_t node);
 
-/*
- * Where in its source file a file or link node's bytes begin: the byte
- * range of its first run of samples (a slice) or of the whole file.
- */
-void sfs_view_first_range(const struct sfs_view *v,
-			  const struct sfs_view_node *n, uint64_t *off,
-			  uint64_t *len);
-
 /* The plan file and shard of a file or link node. */
 const struct sfs_plan_file *sfs_view_file(const struct sfs_view *v,
 					  const struct sfs_view_node *n);

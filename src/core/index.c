@@ -20,7 +20,7 @@
 #include "shardfs/mixture.h"
 
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
-	       "the boundary table is mmap'd as little-endian u64");
+	       "the boundary table is read as little-endian u64");
 
 #define TABLE_HEADER 64
 #define TABLE_SUFFIX ".bin"
@@ -94,10 +94,12 @@ void sfs_index_free(struct sfs_index *idx)
 	for (i = 0; i < idx->nshards; i++)
 		shard_clear(&idx->shards[i]);
 	free(idx->shards);
-	if (idx->map)
-		munmap(idx->map, idx->map_len);
+	if (idx->table_path && idx->table_fd >= 0)
+		close(idx->table_fd);
+	free(idx->table_path);
 	if (idx->dmap)
 		munmap(idx->dmap, idx->dmap_len);
+	free(idx->digests_path);
 	free(idx->bounds_heap);
 	sfs_mix_free(idx->mix);
 	free(idx->digests_heap);
@@ -239,48 +241,108 @@ static int load_shard(struct loader *l, json_t *j, struct sfs_shard *sh)
 	return 0;
 }
 
-/* Check a shard's boundaries against the table and the shard's size. */
-static int check_bounds(struct loader *l, const struct sfs_index *idx,
-			const struct sfs_shard *sh)
+/* The message for a shard whose boundaries are wrong. */
+static int bad_bounds(struct loader *l, const struct sfs_shard *sh)
 {
 	char what[PATH_MAX + 128];
-	const uint64_t *b;
-	uint64_t i;
 
-	if (!sfs_shard_has_bounds(sh))
-		return 0;
 	snprintf(
 		what, sizeof(what),
 		"the boundaries of shard \"%s\" are out of order or out of range",
 		sh->path);
-	if (sh->bounds_at > idx->nbounds ||
-	    sh->nsamples >= idx->nbounds - sh->bounds_at)
-		return corrupt(l, l->table, what);
-	b = sfs_index_bounds(idx, sh);
-	if (b[0] < sh->prefix_len || b[sh->nsamples] > sh->size)
-		return corrupt(l, l->table, what);
-	for (i = 0; i < sh->nsamples; i++)
-		if (b[i] > b[i + 1])
-			return corrupt(l, l->table, what);
-	return 0;
-}
-
-void sfs_index_release(const struct sfs_index *idx)
-{
-	if (idx->map)
-		madvise(idx->map, idx->map_len, MADV_DONTNEED);
+	return corrupt(l, l->table, what);
 }
 
 /*
- * SHA-256 of a table's payload (after its header) read with pread, so the
- * check does not fault the whole mapping into the process.
+ * Check, from the manifest alone, that the shards' boundaries lie in the
+ * table in shard order without overlap, so one pass over the table checks
+ * them all (check_chunk).
  */
-static int hash_payload(struct loader *l, int fd, size_t len, const char *path,
+static int check_bounds_at(struct loader *l, const struct sfs_index *idx)
+{
+	uint64_t end = 0;
+	size_t i;
+
+	for (i = 0; i < idx->nshards; i++) {
+		const struct sfs_shard *sh = &idx->shards[i];
+
+		if (!sfs_shard_has_bounds(sh))
+			continue;
+		if (sh->bounds_at < end || sh->bounds_at > idx->nbounds ||
+		    sh->nsamples >= idx->nbounds - sh->bounds_at)
+			return bad_bounds(l, sh);
+		end = sh->bounds_at + sh->nsamples + 1;
+	}
+	return 0;
+}
+
+/* Where the pass over the boundary table is (check_chunk). */
+struct bounds_pass {
+	size_t shard; /* the next shard whose boundaries are checked */
+	uint64_t prev; /* its last boundary seen */
+	const struct sfs_shard *bad; /* the first shard found wrong */
+};
+
+/*
+ * Check entries at..at+n of the boundary table (v) against the shards they
+ * belong to: non-decreasing, from prefix_len, up to size.
+ */
+static void check_chunk(const struct sfs_index *idx, struct bounds_pass *bp,
+			const uint64_t *v, uint64_t at, uint64_t n)
+{
+	while (n && !bp->bad) {
+		const struct sfs_shard *sh;
+		uint64_t lo, hi, take, i;
+
+		while (bp->shard < idx->nshards &&
+		       !sfs_shard_has_bounds(&idx->shards[bp->shard]))
+			bp->shard++;
+		if (bp->shard == idx->nshards)
+			return;
+		sh = &idx->shards[bp->shard];
+		lo = sh->bounds_at;
+		hi = lo + sh->nsamples + 1;
+		if (at + n <= lo)
+			return;
+		if (at < lo) {
+			v += lo - at;
+			n -= lo - at;
+			at = lo;
+		}
+		take = hi - at < n ? hi - at : n;
+		for (i = 0; i < take; i++) {
+			if (at + i == lo ? v[i] < sh->prefix_len :
+					   v[i] < bp->prev) {
+				bp->bad = sh;
+				return;
+			}
+			bp->prev = v[i];
+		}
+		v += take;
+		n -= take;
+		at += take;
+		if (at == hi) {
+			if (bp->prev > sh->size) {
+				bp->bad = sh;
+				return;
+			}
+			bp->shard++;
+		}
+	}
+}
+
+/*
+ * Read a table's payload (after its header) with pread, hashing it into
+ * sum and, for the boundary table (idx given), checking every shard's
+ * boundaries on the way (bp).
+ */
+static int read_payload(struct loader *l, int fd, size_t len, const char *path,
+			const struct sfs_index *idx, struct bounds_pass *bp,
 			unsigned char sum[SFS_DIGEST_LEN])
 {
 	struct sfs_digest *d = sfs_digest_new();
 	size_t off = TABLE_HEADER, bufsz = 1 << 20;
-	unsigned char *buf = malloc(bufsz);
+	uint64_t *buf = malloc(bufsz);
 	int rc = 0;
 
 	if (!d || !buf) {
@@ -293,11 +355,12 @@ static int hash_payload(struct loader *l, int fd, size_t len, const char *path,
 
 		if (got < 0 && errno == EINTR)
 			continue;
-		if (got <= 0) {
+		if (got <= 0 || (idx && got % sizeof(*buf))) {
 			rc = sfs_errorf(l->err, -EIO,
 					"%s: read failed at byte %llu: %s",
 					path, (unsigned long long)off,
-					got ? strerror(errno) : "end of file");
+					got < 0 ? strerror(errno) :
+						  "end of file");
 			goto out;
 		}
 		if (sfs_digest_update(d, buf, (size_t)got)) {
@@ -305,6 +368,10 @@ static int hash_payload(struct loader *l, int fd, size_t len, const char *path,
 					path);
 			goto out;
 		}
+		if (idx)
+			check_chunk(idx, bp, buf,
+				    (off - TABLE_HEADER) / sizeof(*buf),
+				    (size_t)got / sizeof(*buf));
 		off += (size_t)got;
 	}
 	if (sfs_digest_final(d, sum))
@@ -316,38 +383,22 @@ out:
 }
 
 /*
- * Drop from the process the boundary table's pages wholly before byte upto
- * (from *done on): the load checks every shard's boundaries in turn, and
- * without this the whole table would stay resident.  The pages stay in the
- * page cache; a later read faults back only those it touches.
+ * Open the table of kind k that the manifest's entry names and check its
+ * length and header against the manifest.  Sets fd (the caller closes it,
+ * also on error), len, count, the manifest's checksum want, and path (heap,
+ * the caller frees it, also on error).
  */
-static void drop_pages(struct sfs_index *idx, size_t *done, size_t upto)
+static int open_table(struct loader *l, const struct table_kind *k,
+		      json_t *entry, const char *dir, int *fd, size_t *len,
+		      uint64_t *count, unsigned char want[SFS_DIGEST_LEN],
+		      char **pathp)
 {
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	size_t end = upto / page * page;
-
-	if (end <= *done)
-		return;
-	madvise((char *)idx->map + *done, end - *done, MADV_DONTNEED);
-	*done = end;
-}
-
-/*
- * Map the table of kind k that the manifest's entry names, checking its
- * header, length and checksum.  Sets map and len (to munmap), data, and
- * path (heap, the caller frees it, also on error).
- */
-static int map_table(struct loader *l, const struct table_kind *k,
-		     json_t *entry, const char *dir, void **map, size_t *len,
-		     const void **data, uint64_t *count, char **pathp)
-{
-	unsigned char sum[SFS_DIGEST_LEN], want[SFS_DIGEST_LEN];
 	json_t *tfile = json_object_get(entry, "file");
 	json_t *tsha = json_object_get(entry, "sha256");
+	unsigned char h[TABLE_HEADER];
 	char *path = NULL, what[96];
-	const unsigned char *h;
 	struct stat st;
-	int fd = -1, rc = 0;
+	ssize_t got;
 
 	snprintf(what, sizeof(what), "the %s entry is malformed", k->what);
 	if (!json_is_object(entry) || !json_is_string(tfile) ||
@@ -358,59 +409,159 @@ static int map_table(struct loader *l, const struct table_kind *k,
 	if (asprintf(&path, "%s/%s", dir, json_string_value(tfile)) < 0)
 		return -ENOMEM;
 	*pathp = path;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		rc = sfs_errorf(
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0)
+		return sfs_errorf(
 			l->err, errno == ENOENT ? -EINVAL : -EIO,
 			"%s: cannot open the %s: %s; rebuild the index with shardfs-index",
 			path, k->what, strerror(errno));
-		goto out;
-	}
-	if (fstat(fd, &st) < 0) {
-		rc = sfs_errorf(l->err, -EIO, "%s: %s", path, strerror(errno));
-		goto out;
-	}
+	if (fstat(*fd, &st) < 0)
+		return sfs_errorf(l->err, -EIO, "%s: %s", path,
+				  strerror(errno));
 	if ((uint64_t)st.st_size < TABLE_HEADER ||
 	    ((uint64_t)st.st_size - TABLE_HEADER) / k->elem != *count ||
-	    ((uint64_t)st.st_size - TABLE_HEADER) % k->elem) {
-		rc = corrupt(
+	    ((uint64_t)st.st_size - TABLE_HEADER) % k->elem)
+		return corrupt(
 			l, path,
 			"truncated or of the wrong length for its manifest");
-		goto out;
-	}
 	*len = (size_t)st.st_size;
-	*map = mmap(NULL, *len, PROT_READ, MAP_SHARED, fd, 0);
-	if (*map == MAP_FAILED) {
-		*map = NULL;
-		rc = sfs_errorf(l->err, -EIO, "%s: cannot map: %s", path,
-				strerror(errno));
-		goto out;
-	}
-	h = *map;
+	do
+		got = pread(*fd, h, sizeof(h), 0);
+	while (got < 0 && errno == EINTR);
+	if (got != (ssize_t)sizeof(h))
+		return sfs_errorf(l->err, -EIO,
+				  "%s: cannot read its header: %s", path,
+				  got < 0 ? strerror(errno) : "end of file");
 	snprintf(what, sizeof(what), "not a shardfs %s of version 1", k->what);
 	if (memcmp(h, k->magic, 8) || h[8] != SFS_INDEX_VERSION || h[9] ||
-	    h[10] || h[11] || memcmp(h + 16, count, 8)) {
-		rc = corrupt(l, path, what);
-		goto out;
-	}
-	if (memcmp(h + 24, want, SFS_DIGEST_LEN)) {
-		rc = corrupt(l, path,
-			     "its checksum differs from the manifest's");
-		goto out;
-	}
-	rc = hash_payload(l, fd, *len, path, sum);
-	if (rc)
-		goto out;
-	if (memcmp(sum, want, SFS_DIGEST_LEN)) {
-		rc = corrupt(l, path,
+	    h[10] || h[11] || memcmp(h + 16, count, 8))
+		return corrupt(l, path, what);
+	if (memcmp(h + 24, want, SFS_DIGEST_LEN))
+		return corrupt(l, path,
+			       "its checksum differs from the manifest's");
+	return 0;
+}
+
+/*
+ * Open the boundary table and check it in one pass: its checksum, and every
+ * shard's boundaries.  The index keeps the descriptor (table_fd).
+ */
+static int load_bounds(struct loader *l, json_t *entry, const char *dir,
+		       struct sfs_index *idx)
+{
+	unsigned char sum[SFS_DIGEST_LEN], want[SFS_DIGEST_LEN];
+	struct bounds_pass bp = { 0 };
+	size_t len = 0;
+	int fd = -1, rc;
+
+	rc = open_table(l, &bounds_kind, entry, dir, &fd, &len, &idx->nbounds,
+			want, &idx->table_path);
+	l->table = idx->table_path;
+	if (!rc)
+		rc = check_bounds_at(l, idx);
+	if (!rc)
+		rc = read_payload(l, fd, len, idx->table_path, idx, &bp, sum);
+	if (!rc && memcmp(sum, want, SFS_DIGEST_LEN))
+		rc = corrupt(l, idx->table_path,
 			     "its contents do not match their checksum");
-		goto out;
+	if (!rc && bp.bad)
+		rc = bad_bounds(l, bp.bad);
+	if (rc) {
+		if (fd >= 0)
+			close(fd);
+		return rc;
 	}
-	*data = h + TABLE_HEADER;
-out:
+	if (idx->nbounds) {
+		idx->table_fd = fd;
+		posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
+	} else {
+		close(fd);
+	}
+	return 0;
+}
+
+/* Map the digest table, checking its header and length only. */
+static int load_digests(struct loader *l, json_t *entry, const char *dir,
+			struct sfs_index *idx)
+{
+	uint64_t count = 0;
+	int fd = -1, rc;
+
+	rc = open_table(l, &digests_kind, entry, dir, &fd, &idx->dmap_len,
+			&count, idx->digests_sum, &idx->digests_path);
+	if (!rc && count != idx->nsamples)
+		rc = corrupt(
+			l, idx->digests_path,
+			"it does not hold one digest per sample of the manifest");
+	if (!rc) {
+		idx->dmap =
+			mmap(NULL, idx->dmap_len, PROT_READ, MAP_SHARED, fd, 0);
+		if (idx->dmap == MAP_FAILED) {
+			idx->dmap = NULL;
+			rc = sfs_errorf(l->err, -EIO, "%s: cannot map: %s",
+					idx->digests_path, strerror(errno));
+		} else {
+			idx->digests =
+				(const unsigned char *)idx->dmap + TABLE_HEADER;
+		}
+	}
 	if (fd >= 0)
 		close(fd);
 	return rc;
+}
+
+int sfs_index_check_digests(struct sfs_index *idx, struct sfs_error *err)
+{
+	struct loader l = { .err = err };
+	unsigned char sum[SFS_DIGEST_LEN];
+	int fd, rc;
+
+	if (!idx->dmap || idx->digests_checked)
+		return 0;
+	fd = open(idx->digests_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return sfs_errorf(err, -EIO, "%s: %s", idx->digests_path,
+				  strerror(errno));
+	rc = read_payload(&l, fd, idx->dmap_len, idx->digests_path, NULL, NULL,
+			  sum);
+	if (!rc && memcmp(sum, idx->digests_sum, SFS_DIGEST_LEN))
+		rc = corrupt(&l, idx->digests_path,
+			     "its contents do not match their checksum");
+	if (!rc)
+		idx->digests_checked = true;
+	close(fd);
+	return rc;
+}
+
+int sfs_index_read_bounds(const struct sfs_index *idx,
+			  const struct sfs_shard *sh, uint64_t from, uint64_t n,
+			  uint64_t *out, struct sfs_error *err)
+{
+	size_t len = n * sizeof(*out), done = 0;
+	off_t at =
+		TABLE_HEADER + (off_t)((sh->bounds_at + from) * sizeof(*out));
+
+	if (idx->bounds) {
+		memcpy(out, idx->bounds + sh->bounds_at + from, len);
+		return 0;
+	}
+	while (done < len) {
+		ssize_t got = pread(idx->table_fd, (char *)out + done,
+				    len - done, at + (off_t)done);
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			return sfs_errorf(
+				err, -EIO,
+				"%s: read failed at byte %llu: %s; the shard %s cannot be served",
+				idx->table_path,
+				(unsigned long long)(at + (off_t)done),
+				got < 0 ? strerror(errno) : "end of file",
+				sh->path);
+		done += (size_t)got;
+	}
+	return 0;
 }
 
 static int load_manifest(struct loader *l, const char *dir, json_t *root,
@@ -421,10 +572,7 @@ static int load_manifest(struct loader *l, const char *dir, json_t *root,
 	json_t *shards = json_object_get(root, "shards");
 	json_t *table = json_object_get(root, "boundaries");
 	json_t *digests = json_object_get(root, "digests");
-	uint64_t version = 0, total = 0, ndigests = 0;
-	char *tpath = NULL, *dpath = NULL;
-	size_t dropped = 0;
-	const void *data = NULL;
+	uint64_t version = 0, total = 0;
 	size_t i;
 	int rc;
 
@@ -467,58 +615,30 @@ static int load_manifest(struct loader *l, const char *dir, json_t *root,
 				l->manifest, idx->part, idx->nparts,
 				idx->source);
 	}
-	rc = map_table(l, &bounds_kind, table, dir, &idx->map, &idx->map_len,
-		       &data, &idx->nbounds, &tpath);
-	idx->bounds = data;
-	l->table = tpath;
-	if (!rc && digests) {
-		rc = map_table(l, &digests_kind, digests, dir, &idx->dmap,
-			       &idx->dmap_len, &data, &ndigests, &dpath);
-		idx->digests = data;
-	}
-	if (rc)
-		goto out;
 	idx->shards = calloc(json_array_size(shards) + 1, sizeof(*idx->shards));
-	if (!idx->shards) {
-		rc = -ENOMEM;
-		goto out;
-	}
+	if (!idx->shards)
+		return -ENOMEM;
 	for (i = 0; i < json_array_size(shards); i++) {
 		struct sfs_shard *sh = &idx->shards[i];
 
 		idx->nshards = i + 1;
 		rc = load_shard(l, json_array_get(shards, i), sh);
-		if (!rc)
-			rc = check_bounds(l, idx, sh);
 		if (rc)
-			goto out;
-		if (sfs_shard_has_bounds(sh))
-			drop_pages(idx, &dropped,
-				   TABLE_HEADER +
-					   (sh->bounds_at + sh->nsamples + 1) *
-						   sizeof(uint64_t));
-		if (i && strcmp(idx->shards[i - 1].path, sh->path) >= 0) {
-			rc = corrupt(l, l->manifest,
-				     "its shards are not sorted by path");
-			goto out;
-		}
-		if (sh->nsamples > UINT64_MAX - total) {
-			rc = corrupt(l, l->manifest, "sample counts overflow");
-			goto out;
-		}
+			return rc;
+		if (i && strcmp(idx->shards[i - 1].path, sh->path) >= 0)
+			return corrupt(l, l->manifest,
+				       "its shards are not sorted by path");
+		if (sh->nsamples > UINT64_MAX - total)
+			return corrupt(l, l->manifest,
+				       "sample counts overflow");
 		sh->first_sample = total;
 		total += sh->nsamples;
 	}
 	idx->nsamples = total;
-	drop_pages(idx, &dropped, idx->map_len);
-	if (digests && ndigests != total)
-		rc = corrupt(
-			l, dpath,
-			"it does not hold one digest per sample of the manifest");
-out:
+	rc = load_bounds(l, table, dir, idx);
 	l->table = NULL;
-	free(tpath);
-	free(dpath);
+	if (!rc && digests)
+		rc = load_digests(l, digests, dir, idx);
 	return rc;
 }
 
@@ -536,6 +656,7 @@ static int load(const char *source, const char *dir, bool allow_part,
 	idx = calloc(1, sizeof(*idx));
 	if (!idx)
 		return sfs_errorf(err, -ENOMEM, "out of memory");
+	idx->table_fd = -1;
 	idx->source = realpath(source, NULL);
 	if (!idx->source) {
 		rc = sfs_errorf(err, -ENOENT, "%s: source directory: %s",

@@ -77,7 +77,9 @@ int sfs_index_join(const struct sfs_index *const *idxs,
 
 	for (i = 0; i < nidx; i++) {
 		n += idxs[i]->nshards;
-		digests = digests && idxs[i]->digests;
+		/* a loaded digest table is copied only once checked */
+		digests = digests && idxs[i]->digests &&
+			  (!idxs[i]->dmap || idxs[i]->digests_checked);
 	}
 	all = calloc(n + 1, sizeof(*all));
 	idx = calloc(1, sizeof(*idx));
@@ -144,9 +146,12 @@ int sfs_index_join(const struct sfs_index *const *idxs,
 						   idx->shards[i - 1].nsamples :
 				       0;
 		if (sfs_shard_has_bounds(from)) {
-			memcpy(idx->bounds_heap + nbounds,
-			       sfs_index_bounds(all[i].idx, from),
-			       (from->nsamples + 1) * sizeof(uint64_t));
+			rc = sfs_index_read_bounds(all[i].idx, from, 0,
+						   from->nsamples + 1,
+						   idx->bounds_heap + nbounds,
+						   err);
+			if (rc)
+				goto out_free;
 			sh->bounds_at = nbounds;
 			nbounds += from->nsamples + 1;
 		}
@@ -182,6 +187,8 @@ int sfs_index_merge(struct sfs_index *const *parts, const char *const *names,
 	size_t i;
 	int rc = check_parts(parts, names, nparts, err);
 
+	for (i = 0; !rc && i < nparts; i++)
+		rc = sfs_index_check_digests(parts[i], err);
 	if (rc)
 		return rc;
 	prefixes = calloc(nparts + 1, sizeof(*prefixes));

@@ -402,7 +402,8 @@ static bool reusable(const struct sfs_index *prev, const struct sfs_shard *sh,
 
 	if (sh->size != it->size || sh->mtime_ns != it->mtime_ns ||
 	    sh->format != it->ops || sh->nmembers != it->nmembers ||
-	    (o->hash && (!sh->has_digest || !prev->digests)))
+	    (o->hash && (!sh->has_digest || !prev->digests ||
+			 (prev->dmap && !prev->digests_checked))))
 		return false;
 	if (sh->format->declared &&
 	    sh->nsamples != (o->declared ? o->declared : 1))
@@ -416,11 +417,13 @@ static bool reusable(const struct sfs_index *prev, const struct sfs_shard *sh,
 }
 
 /* Move the item's results into sh; bounds go to table[*nb...]. */
-static void assemble_one(const struct sfs_index *prev, struct item *it,
-			 struct sfs_shard *sh, uint64_t *table, uint64_t *nb)
+static int assemble_one(const struct sfs_index *prev, struct item *it,
+			struct sfs_shard *sh, uint64_t *table, uint64_t *nb,
+			struct sfs_error *err)
 {
-	const uint64_t *src = NULL;
+	const struct sfs_shard *p = it->prev;
 	uint64_t n;
+	int rc;
 
 	sh->path = it->path;
 	it->path = NULL;
@@ -428,9 +431,8 @@ static void assemble_one(const struct sfs_index *prev, struct item *it,
 	sh->nmembers = it->nmembers;
 	it->members = NULL;
 	it->nmembers = 0;
-	if (it->prev) {
-		const struct sfs_shard *p = it->prev;
-
+	sh->bounds_at = SFS_NO_BOUNDS;
+	if (p) {
 		sh->size = p->size;
 		sh->mtime_ns = p->mtime_ns;
 		sh->format = p->format;
@@ -439,9 +441,10 @@ static void assemble_one(const struct sfs_index *prev, struct item *it,
 		sh->newline_missing = p->newline_missing;
 		sh->has_digest = p->has_digest;
 		memcpy(sh->digest, p->digest, SFS_DIGEST_LEN);
-		sh->bounds_at = SFS_NO_BOUNDS;
-		if (sfs_shard_has_bounds(p))
-			src = sfs_index_bounds(prev, p);
+		if (!sfs_shard_has_bounds(p))
+			return 0;
+		rc = sfs_index_read_bounds(prev, p, 0, p->nsamples + 1,
+					   table + *nb, err);
 	} else {
 		sh->size = it->size;
 		sh->mtime_ns = it->mtime_ns;
@@ -451,16 +454,16 @@ static void assemble_one(const struct sfs_index *prev, struct item *it,
 		sh->newline_missing = it->scan.newline_missing;
 		sh->has_digest = it->hashed;
 		memcpy(sh->digest, it->digest, SFS_DIGEST_LEN);
-		sh->bounds_at = SFS_NO_BOUNDS;
-		if (it->scan.sliceable)
-			src = it->scan.bounds;
+		if (!it->scan.sliceable)
+			return 0;
+		memcpy(table + *nb, it->scan.bounds,
+		       (sh->nsamples + 1) * sizeof(*table));
+		rc = 0;
 	}
-	if (!src)
-		return;
 	n = sh->nsamples + 1;
-	memcpy(table + *nb, src, n * sizeof(*table));
 	sh->bounds_at = *nb;
 	*nb += n;
+	return rc;
 }
 
 static int add_problem(struct sfs_indexer_report *rep, const char *msg)
@@ -517,10 +520,11 @@ static void assemble_digests(const struct sfs_index *prev,
 
 static int assemble(struct walk *w, const struct sfs_index *prev,
 		    struct sfs_index *idx, bool hashed,
-		    struct sfs_indexer_report *rep)
+		    struct sfs_indexer_report *rep, struct sfs_error *err)
 {
 	uint64_t nbounds = 0, nb = 0, nsamples = 0, k;
 	size_t i, n = 0;
+	int rc;
 
 	for (i = 0; i < w->n; i++) {
 		struct item *it = &w->items[i];
@@ -540,17 +544,21 @@ static int assemble(struct walk *w, const struct sfs_index *prev,
 	if (hashed)
 		idx->digests_heap = malloc(nsamples * SFS_DIGEST_LEN + 1);
 	if (!idx->shards || !idx->bounds_heap || (hashed && !idx->digests_heap))
-		return -ENOMEM;
+		return sfs_errorf(err, -ENOMEM, "out of memory");
 	for (i = 0; i < w->n; i++) {
 		struct item *it = &w->items[i];
 		struct sfs_shard *sh = &idx->shards[idx->nshards];
 
 		if (it->rc) {
 			if (add_problem(rep, it->msg))
-				return -ENOMEM;
+				return sfs_errorf(err, -ENOMEM,
+						  "out of memory");
 			continue;
 		}
-		assemble_one(prev, it, sh, idx->bounds_heap, &nb);
+		idx->nshards++;
+		rc = assemble_one(prev, it, sh, idx->bounds_heap, &nb, err);
+		if (rc)
+			return rc;
 		sh->first_sample = idx->nsamples;
 		if (hashed)
 			assemble_digests(prev, it, idx, sh);
@@ -559,7 +567,6 @@ static int assemble(struct walk *w, const struct sfs_index *prev,
 		else
 			rep->scanned++;
 		idx->nsamples += sh->nsamples;
-		idx->nshards++;
 	}
 	idx->bounds = idx->bounds_heap;
 	idx->nbounds = nb;
@@ -623,11 +630,9 @@ int sfs_indexer_build(const struct sfs_indexer_opts *o,
 		rc = build_failed(&w, err);
 		goto out_free;
 	}
-	rc = assemble(&w, prev, idx, o->hash, rep);
-	if (rc) {
-		sfs_errorf(err, rc, "out of memory");
+	rc = assemble(&w, prev, idx, o->hash, rep, err);
+	if (rc)
 		goto out_free;
-	}
 	*out = idx;
 	idx = NULL;
 out_free:
@@ -655,6 +660,7 @@ static int verify_shard(struct job *j, const struct sfs_index *idx,
 			   .size = sh->size,
 			   .members = sh->members,
 			   .nmembers = sh->nmembers };
+	uint64_t *b = NULL;
 	struct stat st;
 	int fd, rc;
 
@@ -671,23 +677,30 @@ static int verify_shard(struct job *j, const struct sfs_index *idx,
 			(unsigned long long)sh->size);
 		goto out_close;
 	}
+	if (sfs_shard_has_bounds(sh)) {
+		b = malloc((sh->nsamples + 1) * sizeof(*b));
+		rc = b ? sfs_index_read_bounds(idx, sh, 0, sh->nsamples + 1, b,
+					       e) :
+			 sfs_errorf(e, -ENOMEM, "out of memory");
+		if (rc)
+			goto out_close;
+	}
 	in.fd = fd;
 	in.size = sh->size;
 	rc = sfs_format_scan(sh->format, &in, &scan, e);
 	if (!rc &&
 	    (scan.nsamples != sh->nsamples ||
 	     scan.sliceable != sfs_shard_has_bounds(sh) ||
-	     (scan.sliceable && memcmp(scan.bounds, sfs_index_bounds(idx, sh),
-				       (sh->nsamples + 1) * sizeof(uint64_t)))))
+	     (scan.sliceable &&
+	      memcmp(scan.bounds, b, (sh->nsamples + 1) * sizeof(uint64_t)))))
 		rc = sfs_errorf(
 			e, -EINVAL,
 			"%s: its samples differ from the index (%llu samples now, the index says %llu)",
 			sh->path, (unsigned long long)scan.nsamples,
 			(unsigned long long)sh->nsamples);
 	free(scan.bounds);
-	if (!rc && sh->format->verify && sfs_shard_has_bounds(sh))
-		rc = sh->format->verify(fd, sh->path, sh,
-					sfs_index_bounds(idx, sh), e);
+	if (!rc && sh->format->verify && b)
+		rc = sh->format->verify(fd, sh->path, sh, b, e);
 	if (!rc && sh->has_digest) {
 		rc = hash_item(j, &it, fd, d, e);
 		if (!rc && memcmp(it.digest, sh->digest, SFS_DIGEST_LEN)) {
@@ -703,6 +716,7 @@ static int verify_shard(struct job *j, const struct sfs_index *idx,
 	atomic_fetch_add(&j->pool.samples, sh->nsamples);
 out_close:
 	atomic_fetch_add(&j->pool.bytes, sh->size);
+	free(b);
 	close(fd);
 	return rc;
 }

@@ -654,6 +654,8 @@ int sfs_observe_views(const char *const *paths, size_t nm,
 	if (!rc)
 		rc = sfs_source_load(mounts[0].source, mounts[0].index,
 				     &out->idx, err);
+	if (!rc)
+		rc = sfs_index_check_digests(out->idx, err);
 	if (rc)
 		goto out;
 	/* a stale index is a finding: its views may serve other bytes */

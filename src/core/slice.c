@@ -60,13 +60,48 @@ static int add_extent(void *arg, uint64_t src, uint64_t len, void *mem)
 	return add(arg, src, len, mem, mem != NULL);
 }
 
+/*
+ * The boundaries runs[0..nruns) need: b[0..*n) from boundary *lo of the
+ * shard on, read with one sfs_index_read_bounds (into buf when it fits,
+ * else into *heap, which the caller frees).
+ */
+static int read_runs_bounds(const struct sfs_index *idx,
+			    const struct sfs_shard *sh,
+			    const struct sfs_run *runs, size_t nruns,
+			    uint64_t *buf, size_t bufn, uint64_t **b,
+			    uint64_t *lo, uint64_t **heap,
+			    struct sfs_error *err)
+{
+	uint64_t hi = 0, n;
+	size_t i;
+
+	*lo = UINT64_MAX;
+	for (i = 0; i < nruns; i++) {
+		if (runs[i].first < *lo)
+			*lo = runs[i].first;
+		if (runs[i].first + runs[i].count > hi)
+			hi = runs[i].first + runs[i].count;
+	}
+	if (!nruns)
+		*lo = hi = 0;
+	n = hi - *lo + 1;
+	*b = buf;
+	if (n > bufn) {
+		*heap = malloc(n * sizeof(**heap));
+		if (!*heap)
+			return sfs_errorf(err, -ENOMEM, "out of memory");
+		*b = *heap;
+	}
+	return sfs_index_read_bounds(idx, sh, *lo, n, *b, err);
+}
+
 static int lay_out(struct layout *l, const struct sfs_index *idx,
 		   const struct sfs_shard *sh, int fd,
 		   const struct sfs_run *runs, size_t nruns,
 		   struct sfs_error *err)
 {
 	const struct sfs_format_ops *ops = sh->format;
-	const uint64_t *b;
+	uint64_t buf[256], *b, *heap = NULL, lo;
 	const void *mem;
 	size_t i, n;
 	int rc;
@@ -89,18 +124,23 @@ static int lay_out(struct layout *l, const struct sfs_index *idx,
 	}
 	if (ops->lay_out)
 		return ops->lay_out(fd, sh, runs, nruns, add_extent, l, err);
-	b = sfs_index_bounds(idx, sh);
+	rc = read_runs_bounds(idx, sh, runs, nruns, buf,
+			      sizeof(buf) / sizeof(*buf), &b, &lo, &heap, err);
+	if (rc)
+		return rc;
 	rc = add(l, 0, sh->prefix_len, NULL, false);
 	for (i = 0; !rc && i < nruns; i++) {
-		uint64_t a = runs[i].first, e = runs[i].first + runs[i].count;
+		uint64_t a = runs[i].first - lo, e = a + runs[i].count;
 
 		rc = add(l, b[a], b[e] - b[a], NULL, false);
 		if (!rc && ops->run_suffix &&
-		    (n = ops->run_suffix(sh, e, &mem)))
+		    (n = ops->run_suffix(sh, runs[i].first + runs[i].count,
+					 &mem)))
 			rc = add(l, 0, n, mem, false);
 	}
 	if (!rc && ops->slice_suffix && (n = ops->slice_suffix(sh, &mem)))
 		rc = add(l, 0, n, mem, false);
+	free(heap);
 	if (rc)
 		return sfs_errorf(err, rc, "out of memory");
 	return 0;

@@ -528,24 +528,6 @@ int64_t sfs_view_next(const struct sfs_view *v, uint32_t node)
 	return v->children[d->first_child + at + 1];
 }
 
-void sfs_view_first_range(const struct sfs_view *v,
-			  const struct sfs_view_node *n, uint64_t *off,
-			  uint64_t *len)
-{
-	const struct sfs_plan_file *f = sfs_view_file(v, n);
-	const struct sfs_shard *sh = &v->idx->shards[f->shard];
-	const struct sfs_run *r = &v->plans[n->plan]->runs[f->run_at];
-	const uint64_t *b;
-
-	*off = 0;
-	*len = n->member ? sh->members[n->member - 1].size : sh->size;
-	if (f->whole || n->member || !sfs_shard_has_bounds(sh))
-		return;
-	b = sfs_index_bounds(v->idx, sh);
-	*off = b[r->first];
-	*len = b[r->first + r->count] - *off;
-}
-
 const struct sfs_plan_file *sfs_view_file(const struct sfs_view *v,
 					  const struct sfs_view_node *n)
 {

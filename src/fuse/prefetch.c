@@ -351,18 +351,23 @@ static void add_file_locked(struct prefetch *p, const struct sfs_view *v,
 	size_t i;
 
 	if (!pf->whole && sfs_shard_has_bounds(sh)) {
-		const uint64_t *b = sfs_index_bounds(v->idx, sh);
+		uint64_t first = UINT64_MAX, end = 0;
+		struct sfs_error err = { 0 };
 
-		lo = UINT64_MAX;
-		hi = 0;
 		for (i = 0; i < pf->nruns; i++) {
 			const struct sfs_run *r = &pl->runs[pf->run_at + i];
 
-			if (b[r->first] < lo)
-				lo = b[r->first];
-			if (b[r->first + r->count] > hi)
-				hi = b[r->first + r->count];
+			if (r->first < first)
+				first = r->first;
+			if (r->first + r->count > end)
+				end = r->first + r->count;
 		}
+		/* boundaries do not decrease: the span is b[first]..b[end];
+		 * a table that cannot be read leaves the file to its reads */
+		if (!pf->nruns ||
+		    sfs_index_read_bounds(v->idx, sh, first, 1, &lo, &err) ||
+		    sfs_index_read_bounds(v->idx, sh, end, 1, &hi, &err))
+			return;
 	}
 	add_range_locked(p, &j, lo, hi, budget);
 	for (i = 0; i < sh->nmembers; i++) {

@@ -244,7 +244,6 @@ int fs_switch_epoch(struct fs *fs, uint64_t epoch, struct sfs_error *err)
 		goto out;
 	}
 	rc = sfs_view_build(fs->idx, &o, &vr->v, err);
-	sfs_index_release(fs->idx);
 	if (!rc) {
 		vr->held = calloc(vr->v->nnodes, sizeof(*vr->held));
 		if (!vr->held) {

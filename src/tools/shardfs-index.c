@@ -206,8 +206,11 @@ static int verify(const struct sfs_indexer_opts *o, const char *out, bool quiet)
 	int rc, status;
 
 	rc = sfs_index_load(o->source, out, &idx, &err);
+	if (!rc)
+		rc = sfs_index_check_digests(idx, &err);
 	if (rc) {
 		cli_fail(prog, err.msg);
+		sfs_index_free(idx);
 		return CLI_ERROR;
 	}
 	rc = sfs_indexer_verify(o, idx, &rep, &err);
@@ -240,9 +243,15 @@ static int build(const struct sfs_indexer_opts *o, const char *out, bool quiet)
 
 	rc = o->nparts ? sfs_index_load_part(o->source, out, &prev, &err) :
 			 sfs_index_load(o->source, out, &prev, &err);
+	if (!rc && o->hash)
+		rc = sfs_index_check_digests(prev, &err);
 	if (rc && rc != -ENOENT && !quiet)
 		fprintf(stderr, "%s: not reusing the old index: %s\n", prog,
 			err.msg);
+	if (rc) {
+		sfs_index_free(prev);
+		prev = NULL;
+	}
 	rc = sfs_indexer_build(o, prev, &idx, &rep, &err);
 	sfs_index_free(prev);
 	if (rc) {

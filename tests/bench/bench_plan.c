@@ -75,9 +75,10 @@ int main(int argc, char **argv)
 	heap1 = heap();
 	printf("index: %zu shards, %llu samples, loaded in %.1f ms\n",
 	       idx->nshards, (unsigned long long)idx->nsamples, load * 1e3);
-	printf("index memory: %.1f heap bytes per shard, %.1f mapped bytes per sample (boundary table, page cache)\n",
+	printf("index memory: %.1f heap bytes per shard; the boundary table, %.1f bytes per sample, is read from disk where needed\n",
 	       (double)(heap1 - heap0) / (double)idx->nshards,
-	       (double)idx->map_len / (double)idx->nsamples);
+	       (double)(idx->nbounds * sizeof(uint64_t)) /
+		       (double)idx->nsamples);
 	for (i = -1; i < RUNS; i++) {
 		t0 = now();
 		if (sfs_plan_build(idx, &opts.plan, &plan, &err)) {

@@ -18,6 +18,7 @@
 #include "shardfs/index.h"
 #include "shardfs/options.h"
 #include "shardfs/plan.h"
+#include "shardfs/view.h"
 
 static char dir[64];
 
@@ -70,6 +71,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct sfs_options o;
 	struct sfs_index *idx = NULL;
 	struct sfs_plan *plan = NULL;
+	struct sfs_view_opts vo = { 0 };
+	struct sfs_view *v = NULL;
 
 	if (!dir[0]) {
 		strcpy(dir, "/tmp/shardfs-fuzz-XXXXXX");
@@ -105,6 +108,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	o.plan.shuffle = SFS_SHUFFLE_SAMPLES;
 	if (!sfs_plan_build(idx, &o.plan, &plan, NULL))
 		sfs_plan_free(plan);
+	/* a view sizes every slice: boundaries read from the table */
+	vo.options = o;
+	vo.epochs = 1;
+	vo.srcfd = -1;
+	if (!sfs_view_build(idx, &vo, &v, NULL))
+		sfs_view_free(v);
 	sfs_index_free(idx);
 	return 0;
 }

@@ -64,11 +64,19 @@ static void test_index_round_trip(void **state)
 	assert_int_equal(back->nshards, idx->nshards);
 	assert_int_equal(back->nsamples, idx->nsamples);
 	assert_int_equal(back->nbounds, idx->nbounds);
-	assert_memory_equal(back->bounds, idx->bounds,
-			    idx->nbounds * sizeof(uint64_t));
+	/* a loaded table is read from its file, not held */
+	assert_null(back->bounds);
 	for (i = 0; i < idx->nshards; i++) {
 		const struct sfs_shard *a = &idx->shards[i],
 				       *b = &back->shards[i];
+		uint64_t got[4] = { 0 };
+
+		assert_int_equal(sfs_index_read_bounds(back, b, 0,
+						       b->nsamples + 1, got,
+						       &err),
+				 0);
+		assert_memory_equal(got, idx->bounds + a->bounds_at,
+				    (a->nsamples + 1) * sizeof(uint64_t));
 
 		assert_string_equal(a->path, b->path);
 		assert_int_equal(a->size, b->size);
@@ -84,6 +92,9 @@ static void test_index_round_trip(void **state)
 	/* every sample's digest, as a loader would read it: a line without
 	 * its newline; a tar sample's members (path, NUL, size, data) */
 	assert_non_null(back->digests);
+	assert_false(back->digests_checked);
+	assert_int_equal(sfs_index_check_digests(back, &err), 0);
+	assert_true(back->digests_checked);
 	sfs_digest_buf("{}", 2, want);
 	assert_memory_equal(back->digests, want, SFS_DIGEST_LEN);
 	assert_memory_equal(back->digests + 2 * SFS_DIGEST_LEN, want,
@@ -122,8 +133,8 @@ static void test_index_refresh_reuses_unchanged(void **state)
 	assert_int_equal(rep.reused, 1);
 	assert_int_equal(second->nsamples, 6);
 	assert_int_equal(second->shards[0].nsamples, 4);
-	assert_memory_equal(sfs_index_bounds(second, &second->shards[1]),
-			    sfs_index_bounds(first, &first->shards[1]),
+	assert_memory_equal(second->bounds + second->shards[1].bounds_at,
+			    first->bounds + first->shards[1].bounds_at,
 			    3 * sizeof(uint64_t));
 	/* the reused shard keeps its sample digests, now at samples 4.. */
 	assert_memory_equal(second->digests + 4 * SFS_DIGEST_LEN,
@@ -168,9 +179,13 @@ static void test_index_stale_names_shards(void **state)
 	tmpdir_remove(dir);
 }
 
-/* Save an index of a fresh source, damage a file of it, expect msg. */
+/*
+ * Save an index of a fresh source, damage a file of it, expect msg: from
+ * the load, or with late from sfs_index_check_digests after a load that
+ * succeeds (the load checks a digest table's header and length only).
+ */
 static void expect_damage(const char *file, long off, const char *bytes,
-			  long truncate_to, const char *fmt)
+			  long truncate_to, bool late, const char *fmt)
 {
 	struct sfs_indexer_report rep;
 	struct sfs_error err = { 0 };
@@ -202,8 +217,16 @@ static void expect_damage(const char *file, long off, const char *bytes,
 		fwrite(bytes, 1, strlen(bytes), f);
 		fclose(f);
 	}
-	assert_int_equal(sfs_index_load(dir, NULL, &back, &err), -EINVAL);
-	assert_null(back);
+	if (late) {
+		assert_int_equal(sfs_index_load(dir, NULL, &back, &err), 0);
+		assert_int_equal(sfs_index_check_digests(back, &err), -EINVAL);
+		assert_false(back->digests_checked);
+		sfs_index_free(back);
+	} else {
+		assert_int_equal(sfs_index_load(dir, NULL, &back, &err),
+				 -EINVAL);
+		assert_null(back);
+	}
 	snprintf(want, sizeof(want), fmt, path);
 	assert_string_equal(err.msg, want);
 	sfs_indexer_report_clear(&rep);
@@ -216,7 +239,7 @@ static void test_index_damaged_manifest(void **state)
 	(void)state;
 	/* cut short: no longer JSON */
 	expect_damage(
-		"manifest.json", 0, NULL, 40,
+		"manifest.json", 0, NULL, 40, false,
 		"%s: not valid JSON at line 4, column 7 (premature end of input near '\"file'); the index is damaged: rebuild it with shardfs-index");
 }
 
@@ -224,16 +247,16 @@ static void test_index_damaged_table(void **state)
 {
 	(void)state;
 	expect_damage(
-		"samples-", 70, "X", -1,
+		"samples-", 70, "X", -1, false,
 		"%s: its contents do not match their checksum; the index is damaged: rebuild it with shardfs-index");
 	expect_damage(
-		"samples-", 0, NULL, 70,
+		"samples-", 0, NULL, 70, false,
 		"%s: truncated or of the wrong length for its manifest; the index is damaged: rebuild it with shardfs-index");
 	expect_damage(
-		"digests-", 100, "X", -1,
+		"digests-", 100, "X", -1, true,
 		"%s: its contents do not match their checksum; the index is damaged: rebuild it with shardfs-index");
 	expect_damage(
-		"digests-", 0, "SFSBND01", -1,
+		"digests-", 0, "SFSBND01", -1, false,
 		"%s: not a shardfs sample digest table of version 1; the index is damaged: rebuild it with shardfs-index");
 }
 
