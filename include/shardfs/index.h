@@ -60,6 +60,9 @@ struct sfs_shard {
 	uint64_t first_sample; /* global number of its sample 0 */
 	uint64_t bounds_at; /* first boundary in the table, or SFS_NO_BOUNDS
 				 * when the shard cannot be sliced */
+	/* the index whose table holds those boundaries (a mixture's
+	 * source, sfs_index_join with borrow); NULL: the shard's own */
+	const struct sfs_index *bounds_in;
 	uint64_t prefix_len; /* see format.h */
 	bool newline_missing; /* see format.h */
 	bool has_digest;
@@ -99,6 +102,10 @@ struct sfs_index {
 	/* the mixture this index joins (mixture.h), owned; NULL for the
 	 * index of one source directory */
 	struct sfs_mix *mix;
+	/* the indexes its shards' bounds_in point to, owned (a mixture's
+	 * sources) */
+	struct sfs_index **sources;
+	size_t nsources;
 };
 
 /* A stat's mtime in nanoseconds, as the index records it. */
@@ -184,14 +191,18 @@ int sfs_index_merge(struct sfs_index *const *parts, const char *const *names,
 /*
  * Join nidx indexes (borrowed) into a new index of source: every shard of
  * idxs[i] with prefixes[i] put before its path (and its members' paths),
- * sorted by the new paths; boundaries copied; digests kept when every
- * index has them.  Returns 0, -EINVAL when two shards get one path (the
- * message names both indexes by names[] and ends with dup_hint), -ENOMEM.
+ * sorted by the new paths; digests kept when every index has them, checked
+ * (sfs_index_check_digests) or in memory.  Boundaries are copied, or with
+ * borrow read from idxs[]'s own tables (bounds_in), which must then outlive
+ * the new index: hand them to it (sources, nsources).  An index that
+ * borrows is not saved.  Returns 0, -EINVAL when two shards get one path
+ * (the message names both indexes by names[] and ends with dup_hint),
+ * -ENOMEM.
  */
 int sfs_index_join(const struct sfs_index *const *idxs,
 		   const char *const *prefixes, const char *const *names,
 		   size_t nidx, const char *source, const char *dup_hint,
-		   struct sfs_index **out, struct sfs_error *err);
+		   bool borrow, struct sfs_index **out, struct sfs_error *err);
 
 /*
  * Write idx into dir (NULL: SRC/.shardfs, created if missing) atomically:

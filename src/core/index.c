@@ -102,6 +102,9 @@ void sfs_index_free(struct sfs_index *idx)
 	free(idx->digests_path);
 	free(idx->bounds_heap);
 	sfs_mix_free(idx->mix);
+	for (i = 0; i < idx->nsources; i++)
+		sfs_index_free(idx->sources[i]);
+	free(idx->sources);
 	free(idx->digests_heap);
 	free(idx->source);
 	free(idx);
@@ -541,6 +544,8 @@ int sfs_index_read_bounds(const struct sfs_index *idx,
 	off_t at =
 		TABLE_HEADER + (off_t)((sh->bounds_at + from) * sizeof(*out));
 
+	if (sh->bounds_in)
+		idx = sh->bounds_in;
 	if (idx->bounds) {
 		memcpy(out, idx->bounds + sh->bounds_at + from, len);
 		return 0;
@@ -889,6 +894,11 @@ int sfs_index_save(const struct sfs_index *idx, const char *dir,
 	size_t i;
 	int rc;
 
+	if (idx->nsources)
+		return sfs_errorf(
+			err, -EINVAL,
+			"%s: a mixture's index is not saved: index each of its sources",
+			idx->source);
 	idir = sfs_index_dir(idx->source, dir);
 	if (!idir)
 		return sfs_errorf(err, -ENOMEM, "out of memory");

@@ -66,7 +66,7 @@ static int check_parts(struct sfs_index *const *parts, const char *const *names,
 int sfs_index_join(const struct sfs_index *const *idxs,
 		   const char *const *prefixes, const char *const *names,
 		   size_t nidx, const char *source, const char *dup_hint,
-		   struct sfs_index **out, struct sfs_error *err)
+		   bool borrow, struct sfs_index **out, struct sfs_error *err)
 {
 	struct part_shard *all = NULL;
 	struct sfs_index *idx = NULL;
@@ -107,7 +107,7 @@ int sfs_index_join(const struct sfs_index *const *idxs,
 					dup_hint);
 			goto out_free;
 		}
-		if (sfs_shard_has_bounds(all[i].sh))
+		if (sfs_shard_has_bounds(all[i].sh) && !borrow)
 			nbounds += all[i].sh->nsamples + 1;
 		idx->nsamples += all[i].sh->nsamples;
 	}
@@ -145,7 +145,10 @@ int sfs_index_join(const struct sfs_index *const *idxs,
 		sh->first_sample = i ? idx->shards[i - 1].first_sample +
 						   idx->shards[i - 1].nsamples :
 				       0;
-		if (sfs_shard_has_bounds(from)) {
+		if (sfs_shard_has_bounds(from) && borrow) {
+			sh->bounds_in = from->bounds_in ? from->bounds_in :
+							  all[i].idx;
+		} else if (sfs_shard_has_bounds(from)) {
 			rc = sfs_index_read_bounds(all[i].idx, from, 0,
 						   from->nsamples + 1,
 						   idx->bounds_heap + nbounds,
@@ -199,7 +202,7 @@ int sfs_index_merge(struct sfs_index *const *parts, const char *const *names,
 	rc = sfs_index_join((const struct sfs_index *const *)parts, prefixes,
 			    names, nparts, parts[0]->source,
 			    "parts of different runs; index every part again",
-			    out, err);
+			    false, out, err);
 	free(prefixes);
 	return rc;
 }

@@ -416,7 +416,8 @@ static int join(struct loader *l, struct sfs_index **out)
 	}
 	rc = sfs_index_join((const struct sfs_index *const *)l->idxs,
 			    (const char *const *)prefixes, names, m->nsources,
-			    root, "sources may not share shards", &idx, l->err);
+			    root, "sources may not share shards", true, &idx,
+			    l->err);
 	if (rc)
 		goto out_free;
 	for (i = 0; i < m->nsources; i++) {
@@ -435,6 +436,11 @@ static int join(struct loader *l, struct sfs_index **out)
 	mix_digest(m, idx, prefixes);
 	idx->mix = m;
 	l->mix = NULL;
+	/* the shards read their boundaries from the sources' tables */
+	idx->sources = l->idxs;
+	idx->nsources = l->nidx;
+	l->idxs = NULL;
+	l->nidx = 0;
 	*out = idx;
 	idx = NULL;
 	rc = 0;
