@@ -3,7 +3,8 @@
  * count, SHA-256 and the byte offset of every sample boundary.
  *
  * On disk (default SRC/.shardfs/, or any directory the source cannot
- * hold) it is two files, each written to a temporary name and renamed:
+ * hold) it is two files, each written to a temporary name of its own run
+ * (.NAME-PID-RANDOM.tmp) and renamed:
  *   manifest.json        version, shards, totals and a SHA-256 of itself;
  *   samples-<hash>.bin   the boundary table: a 64-byte header ("SFSBND01",
  *                        u32 version, u32 0, u64 count, 32-byte SHA-256
@@ -86,6 +87,12 @@ struct sfs_index {
 	/* the mixture this index joins (mixture.h), owned; NULL for the
 	 * index of one source directory */
 	struct sfs_mix *mix;
+	/* owner of the tables while they are in temporary files (spill.h):
+	 * an index built with sfs_indexer_opts.spill_dir, whose bounds and
+	 * digests are NULL (nbounds counts the boundaries all the same);
+	 * such an index can be saved, its shards read, and freed; NULL for
+	 * an index whose tables are in memory or mapped */
+	struct sfs_spill *spill;
 };
 
 /* A stat's mtime in nanoseconds, as the index records it. */
@@ -176,7 +183,9 @@ int sfs_index_join(const struct sfs_index *const *idxs,
 /*
  * Write idx into dir (NULL: SRC/.shardfs, created if missing) atomically:
  * the table, then the manifest, each through a temporary file and rename;
- * older tables are removed after.  Returns 0 or a negative errno.
+ * older tables are removed after.  A table is hashed as it is written, in
+ * pieces: from memory, or streamed from idx->spill.  Returns 0 or a
+ * negative errno; a temporary file is removed on every error.
  */
 int sfs_index_save(const struct sfs_index *idx, const char *dir,
 		   struct sfs_error *err);

@@ -227,14 +227,19 @@ static int verify(const struct sfs_indexer_opts *o, const char *out, bool quiet)
 	return status;
 }
 
-static int build(const struct sfs_indexer_opts *o, const char *out, bool quiet)
+/*
+ * Build the index, its tables spilled to temporary files in the index
+ * directory (removed however the run ends) and streamed into place by the
+ * save: memory follows shards, not samples.
+ */
+static int build(struct sfs_indexer_opts *o, const char *out, bool quiet)
 {
 	struct sfs_indexer_report rep;
 	struct sfs_error err = { 0 };
 	struct sfs_index *prev = NULL, *idx;
 	uint64_t bytes = 0;
 	double t0 = cli_now();
-	char size[32];
+	char size[32], *spill_dir;
 	size_t i;
 	int rc;
 
@@ -243,8 +248,17 @@ static int build(const struct sfs_indexer_opts *o, const char *out, bool quiet)
 	if (rc && rc != -ENOENT && !quiet)
 		fprintf(stderr, "%s: not reusing the old index: %s\n", prog,
 			err.msg);
+	spill_dir = sfs_index_dir(o->source, out);
+	if (!spill_dir) {
+		sfs_index_free(prev);
+		cli_fail(prog, "out of memory");
+		return CLI_ERROR;
+	}
+	o->spill_dir = spill_dir;
 	rc = sfs_indexer_build(o, prev, &idx, &rep, &err);
 	sfs_index_free(prev);
+	o->spill_dir = NULL;
+	free(spill_dir);
 	if (rc) {
 		cli_fail(prog, err.msg);
 		return CLI_ERROR;
