@@ -159,14 +159,17 @@ int sfs_index_load_part(const char *source, const char *dir,
 /*
  * Join the parts of an index (borrowed; nparts of them, each loaded with
  * sfs_index_load_part, names[i] naming parts[i] in messages) into the
- * index one run over every shard builds.  Returns 0 and a new index, or
- * -EINVAL with a message naming the part: not a part, parts of another
- * count or source, a part missing or given twice, a shard in two parts,
- * hashes in some parts only; -ENOMEM.
+ * index one run over every shard builds.  With spill_dir (the index
+ * directory it will be saved in) its tables are copied shard by shard
+ * into a spill there (spill.h, idx->spill: save it and free it), not into
+ * memory; NULL: in memory.  Returns 0 and a new index, or -EINVAL with a
+ * message naming the part: not a part, parts of another count or source,
+ * a part missing or given twice, a shard in two parts, hashes in some
+ * parts only; -ENOMEM; a spill's errors (spill.h).
  */
 int sfs_index_merge(struct sfs_index *const *parts, const char *const *names,
-		    size_t nparts, struct sfs_index **out,
-		    struct sfs_error *err);
+		    size_t nparts, const char *spill_dir,
+		    struct sfs_index **out, struct sfs_error *err);
 
 /*
  * Join nidx indexes (borrowed) into a new index of source: every shard of

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "shardfs/index.h"
+#include "shardfs/spill.h"
 
 struct part_shard {
 	const struct sfs_index *idx;
@@ -63,10 +64,28 @@ static int check_parts(struct sfs_index *const *parts, const char *const *names,
 	return 0;
 }
 
-int sfs_index_join(const struct sfs_index *const *idxs,
-		   const char *const *prefixes, const char *const *names,
-		   size_t nidx, const char *source, const char *dup_hint,
-		   struct sfs_index **out, struct sfs_error *err)
+/* Spill the boundaries and digests of shard from of idx as record rec. */
+static int spill_shard(struct sfs_spill *spill, size_t rec,
+		       const struct sfs_index *idx,
+		       const struct sfs_shard *from, struct sfs_error *err)
+{
+	bool cut = sfs_shard_has_bounds(from);
+
+	return sfs_spill_put(
+		spill, rec, cut ? sfs_index_bounds(idx, from) : NULL,
+		cut ? from->nsamples + 1 : 0,
+		idx->digests ?
+			idx->digests + from->first_sample * SFS_DIGEST_LEN :
+			NULL,
+		from->nsamples, err);
+}
+
+/* sfs_index_join, its tables spilled into spill_dir when not NULL. */
+static int join(const struct sfs_index *const *idxs,
+		const char *const *prefixes, const char *const *names,
+		size_t nidx, const char *source, const char *dup_hint,
+		const char *spill_dir, struct sfs_index **out,
+		struct sfs_error *err)
 {
 	struct part_shard *all = NULL;
 	struct sfs_index *idx = NULL;
@@ -111,12 +130,20 @@ int sfs_index_join(const struct sfs_index *const *idxs,
 	}
 	idx->source = strdup(source);
 	idx->shards = calloc(n + 1, sizeof(*idx->shards));
-	idx->bounds_heap = malloc((nbounds + 1) * sizeof(uint64_t));
-	if (digests)
-		idx->digests_heap = malloc(idx->nsamples * SFS_DIGEST_LEN + 1);
-	if (!idx->source || !idx->shards || !idx->bounds_heap ||
-	    (digests && !idx->digests_heap))
+	if (!idx->source || !idx->shards)
 		goto out_nomem;
+	if (spill_dir) {
+		rc = sfs_spill_new(spill_dir, n, digests, &idx->spill, err);
+		if (rc)
+			goto out_free;
+	} else {
+		idx->bounds_heap = malloc((nbounds + 1) * sizeof(uint64_t));
+		if (digests)
+			idx->digests_heap =
+				malloc(idx->nsamples * SFS_DIGEST_LEN + 1);
+		if (!idx->bounds_heap || (digests && !idx->digests_heap))
+			goto out_nomem;
+	}
 	for (i = 0, nbounds = 0; i < n; i++) {
 		const struct sfs_shard *from = all[i].sh;
 		const char *prefix = prefixes[all[i].part];
@@ -143,10 +170,16 @@ int sfs_index_join(const struct sfs_index *const *idxs,
 		sh->first_sample = i ? idx->shards[i - 1].first_sample +
 						   idx->shards[i - 1].nsamples :
 				       0;
+		if (idx->spill) {
+			rc = spill_shard(idx->spill, i, all[i].idx, from, err);
+			if (rc)
+				goto out_free;
+		}
 		if (sfs_shard_has_bounds(from)) {
-			memcpy(idx->bounds_heap + nbounds,
-			       sfs_index_bounds(all[i].idx, from),
-			       (from->nsamples + 1) * sizeof(uint64_t));
+			if (idx->bounds_heap)
+				memcpy(idx->bounds_heap + nbounds,
+				       sfs_index_bounds(all[i].idx, from),
+				       (from->nsamples + 1) * sizeof(uint64_t));
 			sh->bounds_at = nbounds;
 			nbounds += from->nsamples + 1;
 		}
@@ -174,9 +207,18 @@ out_free:
 	return rc;
 }
 
+int sfs_index_join(const struct sfs_index *const *idxs,
+		   const char *const *prefixes, const char *const *names,
+		   size_t nidx, const char *source, const char *dup_hint,
+		   struct sfs_index **out, struct sfs_error *err)
+{
+	return join(idxs, prefixes, names, nidx, source, dup_hint, NULL, out,
+		    err);
+}
+
 int sfs_index_merge(struct sfs_index *const *parts, const char *const *names,
-		    size_t nparts, struct sfs_index **out,
-		    struct sfs_error *err)
+		    size_t nparts, const char *spill_dir,
+		    struct sfs_index **out, struct sfs_error *err)
 {
 	const char **prefixes;
 	size_t i;
@@ -189,10 +231,10 @@ int sfs_index_merge(struct sfs_index *const *parts, const char *const *names,
 		return sfs_errorf(err, -ENOMEM, "out of memory");
 	for (i = 0; i < nparts; i++)
 		prefixes[i] = "";
-	rc = sfs_index_join((const struct sfs_index *const *)parts, prefixes,
-			    names, nparts, parts[0]->source,
-			    "parts of different runs; index every part again",
-			    out, err);
+	rc = join((const struct sfs_index *const *)parts, prefixes, names,
+		  nparts, parts[0]->source,
+		  "parts of different runs; index every part again", spill_dir,
+		  out, err);
 	free(prefixes);
 	return rc;
 }

@@ -145,14 +145,18 @@ static int merge(const char *source, const char *out, char **dirs, size_t n,
 	struct sfs_error err = { 0 };
 	struct sfs_index **parts = calloc(n + 1, sizeof(*parts));
 	struct sfs_index *idx = NULL;
+	char *spill_dir = sfs_index_dir(source, out);
 	size_t i;
-	int rc = parts ? 0 : sfs_errorf(&err, -ENOMEM, "out of memory");
+	int rc = parts && spill_dir ?
+			 0 :
+			 sfs_errorf(&err, -ENOMEM, "out of memory");
 
 	for (i = 0; !rc && i < n; i++)
 		rc = sfs_index_load_part(source, dirs[i], &parts[i], &err);
+	/* the tables go through a spill, so memory follows shards */
 	if (!rc)
-		rc = sfs_index_merge(parts, (const char *const *)dirs, n, &idx,
-				     &err);
+		rc = sfs_index_merge(parts, (const char *const *)dirs, n,
+				     spill_dir, &idx, &err);
 	if (!rc)
 		rc = sfs_index_save(idx, out, &err);
 	if (rc)
@@ -168,6 +172,7 @@ static int merge(const char *source, const char *out, char **dirs, size_t n,
 	for (i = 0; parts && i < n; i++)
 		sfs_index_free(parts[i]);
 	free(parts);
+	free(spill_dir);
 	sfs_index_free(idx);
 	return rc ? CLI_ERROR : CLI_OK;
 }
