@@ -4,7 +4,7 @@
  *
  * On disk (default SRC/.shardfs/, or any directory the source cannot
  * hold) it is two files, each written to a temporary name of its own run
- * (.NAME-PID-RANDOM.tmp) and renamed:
+ * (docs/index-format.md) and renamed:
  *   manifest.json        version, shards, totals and a SHA-256 of itself;
  *   samples-<hash>.bin   the boundary table: a 64-byte header ("SFSBND01",
  *                        u32 version, u32 0, u64 count, 32-byte SHA-256

@@ -660,7 +660,7 @@ struct temp {
 };
 
 /*
- * Create dir/.STEMPID-RANDOM.tmp (O_EXCL: a concurrent run, even on
+ * Create dir/.{stem}PID-RANDOM.tmp (O_EXCL: a concurrent run, even on
  * another host of a shared file system, gets another name).
  */
 static int temp_open(const char *dir, const char *stem, struct temp *t,
