@@ -469,6 +469,59 @@ static void test_index_spill_same_bytes(void **state)
 	tmpdir_remove(dir);
 }
 
+/* --merge: parts joined through a spill give the bytes of the in-memory
+ * join, and of one run. */
+static void test_index_spill_merge_same_bytes(void **state)
+{
+	struct sfs_indexer_opts o = { .jobs = 2, .hash = true };
+	struct sfs_index *parts[3] = { NULL }, *idx;
+	struct sfs_error err = { 0 };
+	char *dir = make_source(), *pdirs[3], *one = tmpdir_new();
+	char *mem = tmpdir_new(), *spill = tmpdir_new(), *a, *b, *c;
+	const char *names[3] = { "p0", "p1", "p2" };
+	int i;
+
+	(void)state;
+	free(write_at(dir, "c/x.npy", "\x93NUMPY", 6));
+	free(write_at(dir, "c/z.jsonl", "{}\n", 3));
+	build_save(&o, dir, NULL, one, 4);
+	for (i = 0; i < 3; i++) {
+		o.part = (uint32_t)i;
+		o.nparts = 3;
+		o.spill_dir = NULL;
+		pdirs[i] = tmpdir_new();
+		build_save(&o, dir, NULL, pdirs[i], i < 1 ? 2 : 1);
+		assert_int_equal(
+			sfs_index_load_part(dir, pdirs[i], &parts[i], &err), 0);
+	}
+	assert_int_equal(sfs_index_merge(parts, names, 3, NULL, &idx, &err), 0);
+	assert_null(idx->spill);
+	assert_int_equal(sfs_index_save(idx, mem, &err), 0);
+	sfs_index_free(idx);
+	assert_int_equal(sfs_index_merge(parts, names, 3, spill, &idx, &err),
+			 0);
+	assert_non_null(idx->spill);
+	assert_int_equal(sfs_index_save(idx, spill, &err), 0);
+	sfs_index_free(idx);
+	a = dir_listing(mem);
+	b = dir_listing(spill);
+	c = dir_listing(one);
+	assert_non_null(strstr(a, "digests-"));
+	assert_string_equal(a, b);
+	assert_string_equal(a, c);
+	free(a);
+	free(b);
+	free(c);
+	for (i = 0; i < 3; i++) {
+		sfs_index_free(parts[i]);
+		tmpdir_remove(pdirs[i]);
+	}
+	tmpdir_remove(spill);
+	tmpdir_remove(mem);
+	tmpdir_remove(one);
+	tmpdir_remove(dir);
+}
+
 /* A build that fails leaves nothing in the index directory. */
 static void test_index_spill_failure_leaves_nothing(void **state)
 {
@@ -597,6 +650,7 @@ int main(void)
 		cmocka_unit_test(test_index_out_dir_and_read_only_source),
 		cmocka_unit_test(test_index_skip_bad),
 		cmocka_unit_test(test_index_spill_same_bytes),
+		cmocka_unit_test(test_index_spill_merge_same_bytes),
 		cmocka_unit_test(test_index_spill_failure_leaves_nothing),
 		cmocka_unit_test(test_index_files_grouped_by_key),
 		cmocka_unit_test(test_index_verify_reports_mismatch),
