@@ -3,7 +3,8 @@
  * count, SHA-256 and the byte offset of every sample boundary.
  *
  * On disk (default SRC/.shardfs/, or any directory the source cannot
- * hold) it is two files, each written to a temporary name and renamed:
+ * hold) it is two files, each written to a temporary name of its own run
+ * (docs/index-format.md) and renamed:
  *   manifest.json        version, shards, totals and a SHA-256 of itself;
  *   samples-<hash>.bin   the boundary table: a 64-byte header ("SFSBND01",
  *                        u32 version, u32 0, u64 count, 32-byte SHA-256
@@ -106,6 +107,12 @@ struct sfs_index {
 	 * sources) */
 	struct sfs_index **sources;
 	size_t nsources;
+	/* owner of the tables while they are in temporary files (spill.h):
+	 * an index built with sfs_indexer_opts.spill_dir, whose bounds and
+	 * digests are NULL (nbounds counts the boundaries all the same);
+	 * such an index can be saved, its shards read, and freed; NULL for
+	 * an index whose tables are in memory or mapped */
+	struct sfs_spill *spill;
 };
 
 /* A stat's mtime in nanoseconds, as the index records it. */
@@ -179,14 +186,17 @@ int sfs_index_load_part(const char *source, const char *dir,
 /*
  * Join the parts of an index (borrowed; nparts of them, each loaded with
  * sfs_index_load_part, names[i] naming parts[i] in messages) into the
- * index one run over every shard builds.  Returns 0 and a new index, or
- * -EINVAL with a message naming the part: not a part, parts of another
- * count or source, a part missing or given twice, a shard in two parts,
- * hashes in some parts only; -ENOMEM.
+ * index one run over every shard builds.  With spill_dir (the index
+ * directory it will be saved in) its tables are copied shard by shard
+ * into a spill there (spill.h, idx->spill: save it and free it), not into
+ * memory; NULL: in memory.  Returns 0 and a new index, or -EINVAL with a
+ * message naming the part: not a part, parts of another count or source,
+ * a part missing or given twice, a shard in two parts, hashes in some
+ * parts only; -ENOMEM; a spill's errors (spill.h).
  */
 int sfs_index_merge(struct sfs_index *const *parts, const char *const *names,
-		    size_t nparts, struct sfs_index **out,
-		    struct sfs_error *err);
+		    size_t nparts, const char *spill_dir,
+		    struct sfs_index **out, struct sfs_error *err);
 
 /*
  * Join nidx indexes (borrowed) into a new index of source: every shard of
@@ -207,7 +217,9 @@ int sfs_index_join(const struct sfs_index *const *idxs,
 /*
  * Write idx into dir (NULL: SRC/.shardfs, created if missing) atomically:
  * the table, then the manifest, each through a temporary file and rename;
- * older tables are removed after.  Returns 0 or a negative errno.
+ * older tables are removed after.  A table is hashed as it is written, in
+ * pieces: from memory, or streamed from idx->spill.  Returns 0 or a
+ * negative errno; a temporary file is removed on every error.
  */
 int sfs_index_save(const struct sfs_index *idx, const char *dir,
 		   struct sfs_error *err);

@@ -38,6 +38,14 @@ struct sfs_indexer_opts {
 	 * positions part, part + nparts, ... of the sorted list; nparts 0:
 	 * every shard */
 	uint32_t part, nparts;
+	/* when set, the index directory the build spills its tables to
+	 * (spill.h, created when missing): each shard's boundaries and
+	 * digests leave memory as its scan finishes, and the index built
+	 * holds them in idx->spill for sfs_index_save, which writes the
+	 * same bytes as from memory; memory then grows with shards and
+	 * jobs, not samples.  NULL: the tables are built in memory (an
+	 * index to use, not only to save) */
+	const char *spill_dir;
 	/* Called from the calling thread about 4 times a second, and once
 	 * at the end with final set; NULL for none. */
 	void (*progress)(const struct sfs_indexer_progress *p, void *arg);
@@ -61,6 +69,9 @@ struct sfs_indexer_report {
  * that cannot be scanned fails the build with its message, unless
  * o->skip_bad, which leaves it out and lists it in rep->problems.  With
  * o->nparts the index is that part only (sfs_index_merge joins them).
+ * With o->spill_dir the index's tables are in idx->spill (index.h): save
+ * it and free it.  A failure to write the spill (disk full) fails the
+ * build even with o->skip_bad: it is not the shard's fault.
  */
 int sfs_indexer_build(const struct sfs_indexer_opts *o,
 		      const struct sfs_index *prev, struct sfs_index **out,

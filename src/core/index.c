@@ -11,13 +11,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
 
 #include "shardfs/index.h"
 #include "shardfs/mixture.h"
+#include "shardfs/spill.h"
 
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 	       "the boundary table is read as little-endian u64");
@@ -101,6 +104,7 @@ void sfs_index_free(struct sfs_index *idx)
 		munmap(idx->dmap, idx->dmap_len);
 	free(idx->digests_path);
 	free(idx->bounds_heap);
+	sfs_spill_free(idx->spill);
 	sfs_mix_free(idx->mix);
 	for (i = 0; i < idx->nsources; i++)
 		sfs_index_free(idx->sources[i]);
@@ -756,40 +760,122 @@ static int write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-/* Write bufs to dir/name through dir/.name.tmp, fsync, rename. */
+static int write_at(int fd, const void *buf, size_t len, off_t off)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = pwrite(fd, p, len, off);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+		off += n;
+	}
+	return 0;
+}
+
+/* A file being written under a temporary name of this run's own. */
+struct temp {
+	int fd;
+	char path[PATH_MAX];
+};
+
+/*
+ * Create dir/.{stem}PID-RANDOM.tmp (O_EXCL: a concurrent run, even on
+ * another host of a shared file system, gets another name).
+ */
+static int temp_open(const char *dir, const char *stem, struct temp *t,
+		     struct sfs_error *err)
+{
+	unsigned tries;
+
+	for (tries = 0; tries < 16; tries++) {
+		uint32_t r;
+
+		if ((size_t)getrandom(&r, sizeof(r), 0) != sizeof(r))
+			r = (uint32_t)time(NULL) ^ tries;
+		if ((size_t)snprintf(t->path, sizeof(t->path),
+				     "%s/.%s%ld-%08x.tmp", dir, stem,
+				     (long)getpid(), r) >= sizeof(t->path))
+			return sfs_errorf(err, -ENAMETOOLONG,
+					  "%s: path too long", dir);
+		t->fd = open(t->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+			     0644);
+		if (t->fd >= 0)
+			return 0;
+		if (errno != EEXIST)
+			break;
+	}
+	return sfs_errorf(
+		err, -errno,
+		"%s: cannot write the index: %s; if the source is read-only, put the index elsewhere with --out DIR",
+		t->path, strerror(errno));
+}
+
+/* Close and remove t after an error rc, which is returned. */
+static int temp_abort(struct temp *t, int rc)
+{
+	close(t->fd);
+	unlink(t->path);
+	return rc;
+}
+
+/* Finish t: fsync, close and rename it to dir/name (removed on error). */
+static int temp_commit(struct temp *t, const char *dir, const char *name,
+		       struct sfs_error *err)
+{
+	char dst[PATH_MAX];
+	int rc = 0;
+
+	if ((size_t)snprintf(dst, sizeof(dst), "%s/%s", dir, name) >=
+	    sizeof(dst))
+		rc = -ENAMETOOLONG;
+	if (!rc && fsync(t->fd) < 0)
+		rc = -errno;
+	if (close(t->fd) < 0 && !rc)
+		rc = -errno;
+	if (!rc && rename(t->path, dst) < 0)
+		rc = -errno;
+	if (rc) {
+		unlink(t->path);
+		return sfs_errorf(err, rc, "%s/%s: cannot write the index: %s",
+				  dir, name, strerror(-rc));
+	}
+	return 0;
+}
+
+static int write_failed(const struct temp *t, int rc, struct sfs_error *err)
+{
+	return sfs_errorf(
+		err, rc,
+		"%s: cannot write the index: %s; free space there or put the index elsewhere with --out DIR",
+		t->path, strerror(-rc));
+}
+
+/* Write bufs to dir/name through a temporary file, fsync, rename. */
 static int write_atomic(const char *dir, const char *name, const void *head,
 			size_t head_len, const void *body, size_t body_len,
 			struct sfs_error *err)
 {
-	char tmp[PATH_MAX], dst[PATH_MAX];
-	int fd, rc;
+	char stem[NAME_MAX];
+	struct temp t;
+	int rc;
 
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name) >=
-		    sizeof(tmp) ||
-	    (size_t)snprintf(dst, sizeof(dst), "%s/%s", dir, name) >=
-		    sizeof(dst))
-		return sfs_errorf(err, -ENAMETOOLONG, "%s: path too long", dir);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return sfs_errorf(
-			err, -errno,
-			"%s: cannot write the index: %s; if the source is read-only, put the index elsewhere with --out DIR",
-			tmp, strerror(errno));
-	rc = write_all(fd, head, head_len);
+	snprintf(stem, sizeof(stem), "%s.", name);
+	rc = temp_open(dir, stem, &t, err);
+	if (rc)
+		return rc;
+	rc = write_all(t.fd, head, head_len);
 	if (!rc)
-		rc = write_all(fd, body, body_len);
-	if (!rc && fsync(fd) < 0)
-		rc = -errno;
-	if (close(fd) < 0 && !rc)
-		rc = -errno;
-	if (!rc && rename(tmp, dst) < 0)
-		rc = -errno;
-	if (rc) {
-		unlink(tmp);
-		return sfs_errorf(err, rc, "%s: cannot write the index: %s",
-				  dst, strerror(-rc));
-	}
-	return 0;
+		rc = write_all(t.fd, body, body_len);
+	if (rc)
+		return temp_abort(&t, write_failed(&t, rc, err));
+	return temp_commit(&t, dir, name, err);
 }
 
 /* Remove tables of kind k other than keep (left by earlier runs). */
@@ -815,20 +901,73 @@ static void remove_old_tables(const char *dir, const struct table_kind *k,
 	closedir(d);
 }
 
+/* A table's payload on its way to its file: hashed as it is written. */
+struct table_out {
+	struct temp *t;
+	struct sfs_digest *d;
+	uint64_t bytes;
+	struct sfs_error *err;
+};
+
+static int table_put(void *arg, const void *buf, size_t len)
+{
+	struct table_out *to = arg;
+	int rc;
+
+	if (sfs_digest_update(to->d, buf, len))
+		return sfs_errorf(to->err, -EIO, "%s: SHA-256 failed",
+				  to->t->path);
+	rc = write_all(to->t->fd, buf, len);
+	if (rc)
+		return write_failed(to->t, rc, to->err);
+	to->bytes += len;
+	return 0;
+}
+
 /*
- * Write count entries of kind k as a table named after its checksum into
- * dir; *entry gets its manifest entry, name its file name.
+ * Write count entries of kind k, from data or streamed from spill, as a
+ * table named after its checksum into dir: the header's place first, the
+ * payload hashed as it goes, then the header.  *entry gets its manifest
+ * entry, name its file name.
  */
 static int save_table(const char *dir, const struct table_kind *k,
-		      const void *data, uint64_t count, json_t **entry,
-		      char name[64], struct sfs_error *err)
+		      const void *data, const struct sfs_spill *spill,
+		      uint64_t count, json_t **entry, char name[64],
+		      struct sfs_error *err)
 {
 	unsigned char head[TABLE_HEADER] = { 0 }, sum[SFS_DIGEST_LEN];
+	struct table_out to = { .d = sfs_digest_new(), .err = err };
 	char hex[SFS_DIGEST_HEX];
+	struct temp t;
 	size_t i;
 	int rc;
 
-	sfs_digest_buf(data, count * k->elem, sum);
+	if (!to.d)
+		return sfs_errorf(err, -ENOMEM, "out of memory");
+	rc = temp_open(dir, k->prefix, &t, err);
+	if (rc)
+		goto out_free;
+	to.t = &t;
+	rc = write_all(t.fd, head, sizeof(head));
+	if (rc)
+		rc = write_failed(&t, rc, err);
+	else if (spill)
+		rc = sfs_spill_stream(spill, k == &digests_kind, table_put, &to,
+				      err);
+	else
+		rc = table_put(&to, data, count * k->elem);
+	if (!rc && to.bytes != count * k->elem)
+		rc = sfs_errorf(
+			err, -EIO,
+			"%s: %llu bytes of the %s written, %llu expected; a bug: report it",
+			t.path, (unsigned long long)to.bytes, k->what,
+			(unsigned long long)(count * k->elem));
+	if (!rc && sfs_digest_final(to.d, sum))
+		rc = sfs_errorf(err, -EIO, "%s: SHA-256 failed", t.path);
+	if (rc) {
+		temp_abort(&t, rc);
+		goto out_free;
+	}
 	memcpy(head, k->magic, 8);
 	head[8] = SFS_INDEX_VERSION;
 	for (i = 0; i < 8; i++)
@@ -836,13 +975,21 @@ static int save_table(const char *dir, const struct table_kind *k,
 	memcpy(head + 24, sum, SFS_DIGEST_LEN);
 	sfs_digest_hex(sum, hex);
 	snprintf(name, 64, "%s%.16s%s", k->prefix, hex, TABLE_SUFFIX);
-	rc = write_atomic(dir, name, head, sizeof(head), data, count * k->elem,
-			  err);
+	rc = write_at(t.fd, head, sizeof(head), 0);
+	if (rc) {
+		temp_abort(&t, write_failed(&t, rc, err));
+		goto out_free;
+	}
+	rc = temp_commit(&t, dir, name, err);
 	if (rc)
-		return rc;
+		goto out_free;
 	*entry = json_pack("{s:s, s:I, s:s}", "file", name, "count",
 			   (json_int_t)count, "sha256", hex);
-	return *entry ? 0 : sfs_errorf(err, -ENOMEM, "out of memory");
+	if (!*entry)
+		rc = sfs_errorf(err, -ENOMEM, "out of memory");
+out_free:
+	sfs_digest_free(to.d);
+	return rc;
 }
 
 static json_t *shard_json(const struct sfs_shard *sh)
@@ -891,6 +1038,8 @@ int sfs_index_save(const struct sfs_index *idx, const char *dir,
 	unsigned char sum[SFS_DIGEST_LEN];
 	char hex[SFS_DIGEST_HEX], tname[64], dname[64], *idir, *text = NULL;
 	json_t *root = NULL, *shards, *bounds = NULL, *digests = NULL;
+	bool hashed = idx->spill ? sfs_spill_has_digests(idx->spill) :
+				   idx->digests != NULL;
 	size_t i;
 	int rc;
 
@@ -909,10 +1058,10 @@ int sfs_index_save(const struct sfs_index *idx, const char *dir,
 			idir, strerror(errno));
 		goto out_free;
 	}
-	rc = save_table(idir, &bounds_kind, idx->bounds, idx->nbounds, &bounds,
-			tname, err);
-	if (!rc && idx->digests)
-		rc = save_table(idir, &digests_kind, idx->digests,
+	rc = save_table(idir, &bounds_kind, idx->bounds, idx->spill,
+			idx->nbounds, &bounds, tname, err);
+	if (!rc && hashed)
+		rc = save_table(idir, &digests_kind, idx->digests, idx->spill,
 				idx->nsamples, &digests, dname, err);
 	if (rc)
 		goto out_free;
@@ -946,8 +1095,7 @@ int sfs_index_save(const struct sfs_index *idx, const char *dir,
 			  err);
 	if (!rc) {
 		remove_old_tables(idir, &bounds_kind, tname);
-		remove_old_tables(idir, &digests_kind,
-				  idx->digests ? dname : "");
+		remove_old_tables(idir, &digests_kind, hashed ? dname : "");
 	}
 	goto out_free;
 out_nomem:

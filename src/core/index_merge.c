@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "shardfs/index.h"
+#include "shardfs/spill.h"
 
 struct part_shard {
 	const struct sfs_index *idx;
@@ -63,10 +64,41 @@ static int check_parts(struct sfs_index *const *parts, const char *const *names,
 	return 0;
 }
 
-int sfs_index_join(const struct sfs_index *const *idxs,
-		   const char *const *prefixes, const char *const *names,
-		   size_t nidx, const char *source, const char *dup_hint,
-		   bool borrow, struct sfs_index **out, struct sfs_error *err)
+/* Spill the boundaries and digests of shard from of idx as record rec. */
+static int spill_shard(struct sfs_spill *spill, size_t rec,
+		       const struct sfs_index *idx,
+		       const struct sfs_shard *from, struct sfs_error *err)
+{
+	bool cut = sfs_shard_has_bounds(from);
+	uint64_t *b = NULL;
+	int rc = 0;
+
+	if (cut) {
+		b = malloc((from->nsamples + 1) * sizeof(*b));
+		rc = b ? sfs_index_read_bounds(idx, from, 0, from->nsamples + 1,
+					       b, err) :
+			 sfs_errorf(err, -ENOMEM, "out of memory");
+	}
+	if (!rc)
+		rc = sfs_spill_put(
+			spill, rec, b, cut ? from->nsamples + 1 : 0,
+			idx->digests ? idx->digests + from->first_sample *
+							      SFS_DIGEST_LEN :
+				       NULL,
+			from->nsamples, err);
+	free(b);
+	return rc;
+}
+
+/*
+ * sfs_index_join, its tables spilled into spill_dir when not NULL (borrow
+ * false then).
+ */
+static int join(const struct sfs_index *const *idxs,
+		const char *const *prefixes, const char *const *names,
+		size_t nidx, const char *source, const char *dup_hint,
+		bool borrow, const char *spill_dir, struct sfs_index **out,
+		struct sfs_error *err)
 {
 	struct part_shard *all = NULL;
 	struct sfs_index *idx = NULL;
@@ -113,12 +145,20 @@ int sfs_index_join(const struct sfs_index *const *idxs,
 	}
 	idx->source = strdup(source);
 	idx->shards = calloc(n + 1, sizeof(*idx->shards));
-	idx->bounds_heap = malloc((nbounds + 1) * sizeof(uint64_t));
-	if (digests)
-		idx->digests_heap = malloc(idx->nsamples * SFS_DIGEST_LEN + 1);
-	if (!idx->source || !idx->shards || !idx->bounds_heap ||
-	    (digests && !idx->digests_heap))
+	if (!idx->source || !idx->shards)
 		goto out_nomem;
+	if (spill_dir) {
+		rc = sfs_spill_new(spill_dir, n, digests, &idx->spill, err);
+		if (rc)
+			goto out_free;
+	} else {
+		idx->bounds_heap = malloc((nbounds + 1) * sizeof(uint64_t));
+		if (digests)
+			idx->digests_heap =
+				malloc(idx->nsamples * SFS_DIGEST_LEN + 1);
+		if (!idx->bounds_heap || (digests && !idx->digests_heap))
+			goto out_nomem;
+	}
 	for (i = 0, nbounds = 0; i < n; i++) {
 		const struct sfs_shard *from = all[i].sh;
 		const char *prefix = prefixes[all[i].part];
@@ -145,16 +185,22 @@ int sfs_index_join(const struct sfs_index *const *idxs,
 		sh->first_sample = i ? idx->shards[i - 1].first_sample +
 						   idx->shards[i - 1].nsamples :
 				       0;
+		if (idx->spill) {
+			rc = spill_shard(idx->spill, i, all[i].idx, from, err);
+			if (rc)
+				goto out_free;
+		}
 		if (sfs_shard_has_bounds(from) && borrow) {
 			sh->bounds_in = from->bounds_in ? from->bounds_in :
 							  all[i].idx;
 		} else if (sfs_shard_has_bounds(from)) {
-			rc = sfs_index_read_bounds(all[i].idx, from, 0,
-						   from->nsamples + 1,
-						   idx->bounds_heap + nbounds,
-						   err);
-			if (rc)
-				goto out_free;
+			if (idx->bounds_heap) {
+				rc = sfs_index_read_bounds(
+					all[i].idx, from, 0, from->nsamples + 1,
+					idx->bounds_heap + nbounds, err);
+				if (rc)
+					goto out_free;
+			}
 			sh->bounds_at = nbounds;
 			nbounds += from->nsamples + 1;
 		}
@@ -182,9 +228,18 @@ out_free:
 	return rc;
 }
 
+int sfs_index_join(const struct sfs_index *const *idxs,
+		   const char *const *prefixes, const char *const *names,
+		   size_t nidx, const char *source, const char *dup_hint,
+		   bool borrow, struct sfs_index **out, struct sfs_error *err)
+{
+	return join(idxs, prefixes, names, nidx, source, dup_hint, borrow, NULL,
+		    out, err);
+}
+
 int sfs_index_merge(struct sfs_index *const *parts, const char *const *names,
-		    size_t nparts, struct sfs_index **out,
-		    struct sfs_error *err)
+		    size_t nparts, const char *spill_dir,
+		    struct sfs_index **out, struct sfs_error *err)
 {
 	const char **prefixes;
 	size_t i;
@@ -199,10 +254,10 @@ int sfs_index_merge(struct sfs_index *const *parts, const char *const *names,
 		return sfs_errorf(err, -ENOMEM, "out of memory");
 	for (i = 0; i < nparts; i++)
 		prefixes[i] = "";
-	rc = sfs_index_join((const struct sfs_index *const *)parts, prefixes,
-			    names, nparts, parts[0]->source,
-			    "parts of different runs; index every part again",
-			    false, out, err);
+	rc = join((const struct sfs_index *const *)parts, prefixes, names,
+		  nparts, parts[0]->source,
+		  "parts of different runs; index every part again", false,
+		  spill_dir, out, err);
 	free(prefixes);
 	return rc;
 }

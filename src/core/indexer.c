@@ -11,6 +11,7 @@
 
 #include "shardfs/indexer.h"
 #include "shardfs/pool.h"
+#include "shardfs/spill.h"
 
 #define ERRORS_NAMED 5
 
@@ -32,6 +33,7 @@ struct item {
 	uint64_t nsdig;
 	int rc;
 	char *msg;
+	bool fatal; /* not the shard's fault (spilling): fails the build */
 };
 
 struct walk {
@@ -48,6 +50,8 @@ struct job {
 	uint64_t bytes_total; /* for progress */
 	void (*work)(struct job *j, size_t i, struct sfs_digest *d);
 	void *ctx;
+	struct sfs_spill *spill; /* a build's, when o->spill_dir */
+	const struct sfs_index *prev; /* a build's previous index, or NULL */
 };
 
 static void item_clear(struct item *it)
@@ -345,6 +349,45 @@ static int sample_digests(struct item *it, int fd, struct sfs_error *e)
 	return rc;
 }
 
+/*
+ * Spill the boundaries and digests of item i (its own, or those of its
+ * previous entry, which the build's prev holds) and free its own.
+ */
+static int spill_item(struct job *j, size_t i, struct item *it,
+		      struct sfs_error *e)
+{
+	const struct sfs_shard *p = it->prev;
+	const unsigned char *dig = it->sdig;
+	uint64_t n = p ? p->nsamples : it->scan.nsamples, nb = n + 1;
+	int rc = 0;
+
+	if (p) {
+		dig = j->o->hash ? j->prev->digests +
+					   p->first_sample * SFS_DIGEST_LEN :
+				   NULL;
+		if (sfs_shard_has_bounds(p)) {
+			/* read from the previous table into the item's own */
+			it->scan.bounds = malloc(nb * sizeof(uint64_t));
+			rc = it->scan.bounds ?
+				     sfs_index_read_bounds(j->prev, p, 0, nb,
+							   it->scan.bounds, e) :
+				     sfs_errorf(e, -ENOMEM, "out of memory");
+		} else {
+			nb = 0;
+		}
+	} else if (!it->scan.sliceable) {
+		nb = 0;
+	}
+	if (!rc)
+		rc = sfs_spill_put(j->spill, i, it->scan.bounds, nb, dig,
+				   j->o->hash ? n : 0, e);
+	free(it->scan.bounds);
+	it->scan.bounds = NULL;
+	free(it->sdig);
+	it->sdig = NULL;
+	return rc;
+}
+
 static void build_one(struct job *j, size_t i, struct sfs_digest *d)
 {
 	struct item *it = &((struct item *)j->ctx)[i];
@@ -357,6 +400,8 @@ static void build_one(struct job *j, size_t i, struct sfs_digest *d)
 	if (it->prev) {
 		atomic_fetch_add(&j->pool.bytes, it->size);
 		atomic_fetch_add(&j->pool.samples, it->prev->nsamples);
+		if (j->spill && (rc = spill_item(j, i, it, &e)))
+			goto out_fatal;
 		return;
 	}
 	fd = openat(j->srcfd, it->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
@@ -385,12 +430,18 @@ static void build_one(struct job *j, size_t i, struct sfs_digest *d)
 	fd = -1;
 	atomic_fetch_add(&j->pool.bytes, it->size);
 	atomic_fetch_add(&j->pool.samples, it->scan.nsamples);
+	if (!rc && j->spill && (rc = spill_item(j, i, it, &e)))
+		goto out_fatal;
 	if (!rc)
 		return;
 out_fail:
 	if (fd >= 0)
 		close(fd);
 	item_fail(it, rc, &e);
+	return;
+out_fatal:
+	item_fail(it, rc, &e);
+	it->fatal = true;
 }
 
 /* ---- assembling the index ---- */
@@ -416,7 +467,16 @@ static bool reusable(const struct sfs_index *prev, const struct sfs_shard *sh,
 	return true;
 }
 
-/* Move the item's results into sh; bounds go to table[*nb...]. */
+/* Whether the item's shard has boundaries (in the table). */
+static bool item_cut(const struct item *it)
+{
+	return it->prev ? sfs_shard_has_bounds(it->prev) : it->scan.sliceable;
+}
+
+/*
+ * Move the item's results into sh; bounds go to table[*nb...], or only
+ * count there when table is NULL (they were spilled).
+ */
 static int assemble_one(const struct sfs_index *prev, struct item *it,
 			struct sfs_shard *sh, uint64_t *table, uint64_t *nb,
 			struct sfs_error *err)
@@ -443,8 +503,9 @@ static int assemble_one(const struct sfs_index *prev, struct item *it,
 		memcpy(sh->digest, p->digest, SFS_DIGEST_LEN);
 		if (!sfs_shard_has_bounds(p))
 			return 0;
-		rc = sfs_index_read_bounds(prev, p, 0, p->nsamples + 1,
-					   table + *nb, err);
+		rc = table ? sfs_index_read_bounds(prev, p, 0, p->nsamples + 1,
+						   table + *nb, err) :
+			     0;
 	} else {
 		sh->size = it->size;
 		sh->mtime_ns = it->mtime_ns;
@@ -456,8 +517,9 @@ static int assemble_one(const struct sfs_index *prev, struct item *it,
 		memcpy(sh->digest, it->digest, SFS_DIGEST_LEN);
 		if (!it->scan.sliceable)
 			return 0;
-		memcpy(table + *nb, it->scan.bounds,
-		       (sh->nsamples + 1) * sizeof(*table));
+		if (table)
+			memcpy(table + *nb, it->scan.bounds,
+			       (sh->nsamples + 1) * sizeof(*table));
 		rc = 0;
 	}
 	n = sh->nsamples + 1;
@@ -518,9 +580,14 @@ static void assemble_digests(const struct sfs_index *prev,
 	       sh->nsamples * SFS_DIGEST_LEN);
 }
 
+/*
+ * Fill idx from the items.  With spill the tables stay in it (moved into
+ * idx): only the shards' places in them are counted here.
+ */
 static int assemble(struct walk *w, const struct sfs_index *prev,
 		    struct sfs_index *idx, bool hashed,
-		    struct sfs_indexer_report *rep, struct sfs_error *err)
+		    struct sfs_spill **spill, struct sfs_indexer_report *rep,
+		    struct sfs_error *err)
 {
 	uint64_t nbounds = 0, nb = 0, nsamples = 0, k;
 	size_t i, n = 0;
@@ -528,22 +595,30 @@ static int assemble(struct walk *w, const struct sfs_index *prev,
 
 	for (i = 0; i < w->n; i++) {
 		struct item *it = &w->items[i];
-		bool cut = it->prev ? sfs_shard_has_bounds(it->prev) :
-				      it->scan.sliceable;
 
 		if (it->rc)
 			continue;
 		k = it->prev ? it->prev->nsamples : it->scan.nsamples;
-		if (cut)
+		if (item_cut(it))
 			nbounds += k + 1;
 		nsamples += k;
 		n++;
 	}
 	idx->shards = calloc(n + 1, sizeof(*idx->shards));
-	idx->bounds_heap = malloc((nbounds + 1) * sizeof(uint64_t));
+	if (!idx->shards)
+		return sfs_errorf(err, -ENOMEM, "out of memory");
+	if (*spill) {
+		idx->spill = *spill;
+		*spill = NULL;
+		hashed = false;
+	} else {
+		idx->bounds_heap = malloc((nbounds + 1) * sizeof(uint64_t));
+		if (!idx->bounds_heap)
+			return sfs_errorf(err, -ENOMEM, "out of memory");
+	}
 	if (hashed)
 		idx->digests_heap = malloc(nsamples * SFS_DIGEST_LEN + 1);
-	if (!idx->shards || !idx->bounds_heap || (hashed && !idx->digests_heap))
+	if (hashed && !idx->digests_heap)
 		return sfs_errorf(err, -ENOMEM, "out of memory");
 	for (i = 0; i < w->n; i++) {
 		struct item *it = &w->items[i];
@@ -579,7 +654,7 @@ int sfs_indexer_build(const struct sfs_indexer_opts *o,
 		      struct sfs_indexer_report *rep, struct sfs_error *err)
 {
 	struct walk w = { 0 };
-	struct job j = { .o = o, .work = build_one };
+	struct job j = { .o = o, .work = build_one, .prev = prev };
 	struct sfs_index *idx;
 	uint64_t bytes = 0;
 	size_t i, nbad = 0;
@@ -620,17 +695,28 @@ int sfs_indexer_build(const struct sfs_indexer_opts *o,
 		bytes += w.items[i].size;
 	}
 	rep->ignored = w.ignored;
+	if (o->spill_dir) {
+		rc = sfs_spill_new(o->spill_dir, w.n, o->hash, &j.spill, err);
+		if (rc)
+			goto out_free;
+	}
 	j.ctx = w.items;
 	rc = run(&j, w.n, bytes, err);
 	if (rc)
 		goto out_free;
-	for (i = 0; i < w.n; i++)
+	for (i = 0; i < w.n; i++) {
+		if (w.items[i].fatal) {
+			rc = sfs_errorf(err, w.items[i].rc, "%s",
+					w.items[i].msg);
+			goto out_free;
+		}
 		nbad += w.items[i].rc != 0;
+	}
 	if (nbad && !o->skip_bad) {
 		rc = build_failed(&w, err);
 		goto out_free;
 	}
-	rc = assemble(&w, prev, idx, o->hash, rep, err);
+	rc = assemble(&w, prev, idx, o->hash, &j.spill, rep, err);
 	if (rc)
 		goto out_free;
 	*out = idx;
@@ -638,6 +724,7 @@ int sfs_indexer_build(const struct sfs_indexer_opts *o,
 out_free:
 	if (j.srcfd >= 0)
 		close(j.srcfd);
+	sfs_spill_free(j.spill);
 	walk_clear(&w);
 	sfs_index_free(idx);
 	return rc;

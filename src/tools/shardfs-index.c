@@ -26,6 +26,9 @@ static void usage(FILE *f)
 		"Build or refresh the index of the shards under SRC: per shard its size,\n"
 		"mtime, format, sample count, SHA-256 and sample boundaries.  A re-run\n"
 		"reuses the entries of shards whose size and mtime are unchanged.\n"
+		"Memory follows shards, not samples: boundaries and digests are\n"
+		"spilled to unlinked temporary files in the index directory as each\n"
+		"shard is done, so it needs free space for them beside the new index.\n"
 		"\n"
 		"  --out DIR              write the index to DIR (default SRC/.shardfs;\n"
 		"                         use this when SRC is read-only)\n"
@@ -145,14 +148,18 @@ static int merge(const char *source, const char *out, char **dirs, size_t n,
 	struct sfs_error err = { 0 };
 	struct sfs_index **parts = calloc(n + 1, sizeof(*parts));
 	struct sfs_index *idx = NULL;
+	char *spill_dir = sfs_index_dir(source, out);
 	size_t i;
-	int rc = parts ? 0 : sfs_errorf(&err, -ENOMEM, "out of memory");
+	int rc = parts && spill_dir ?
+			 0 :
+			 sfs_errorf(&err, -ENOMEM, "out of memory");
 
 	for (i = 0; !rc && i < n; i++)
 		rc = sfs_index_load_part(source, dirs[i], &parts[i], &err);
+	/* the tables go through a spill, so memory follows shards */
 	if (!rc)
-		rc = sfs_index_merge(parts, (const char *const *)dirs, n, &idx,
-				     &err);
+		rc = sfs_index_merge(parts, (const char *const *)dirs, n,
+				     spill_dir, &idx, &err);
 	if (!rc)
 		rc = sfs_index_save(idx, out, &err);
 	if (rc)
@@ -168,6 +175,7 @@ static int merge(const char *source, const char *out, char **dirs, size_t n,
 	for (i = 0; parts && i < n; i++)
 		sfs_index_free(parts[i]);
 	free(parts);
+	free(spill_dir);
 	sfs_index_free(idx);
 	return rc ? CLI_ERROR : CLI_OK;
 }
@@ -230,14 +238,19 @@ static int verify(const struct sfs_indexer_opts *o, const char *out, bool quiet)
 	return status;
 }
 
-static int build(const struct sfs_indexer_opts *o, const char *out, bool quiet)
+/*
+ * Build the index, its tables spilled to temporary files in the index
+ * directory (removed however the run ends) and streamed into place by the
+ * save: memory follows shards, not samples.
+ */
+static int build(struct sfs_indexer_opts *o, const char *out, bool quiet)
 {
 	struct sfs_indexer_report rep;
 	struct sfs_error err = { 0 };
 	struct sfs_index *prev = NULL, *idx;
 	uint64_t bytes = 0;
 	double t0 = cli_now();
-	char size[32];
+	char size[32], *spill_dir;
 	size_t i;
 	int rc;
 
@@ -252,8 +265,17 @@ static int build(const struct sfs_indexer_opts *o, const char *out, bool quiet)
 		sfs_index_free(prev);
 		prev = NULL;
 	}
+	spill_dir = sfs_index_dir(o->source, out);
+	if (!spill_dir) {
+		sfs_index_free(prev);
+		cli_fail(prog, "out of memory");
+		return CLI_ERROR;
+	}
+	o->spill_dir = spill_dir;
 	rc = sfs_indexer_build(o, prev, &idx, &rep, &err);
 	sfs_index_free(prev);
+	o->spill_dir = NULL;
+	free(spill_dir);
 	if (rc) {
 		cli_fail(prog, err.msg);
 		return CLI_ERROR;

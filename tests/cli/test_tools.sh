@@ -126,9 +126,12 @@ expect_eq "tfrecord slice" "$(python3 "$T/records.py" "$T/a-tfrecord/shard-00000
 cp -r "$T/a-tar" "$T/bad"
 echo "this is not a tar archive, only text long enough to be looked at" > "$T/bad/broken.tar"
 head -c 3000 "$T/a-tar/shard-000001.tar" > "$T/bad/cut.tar"
+before=$(ls -A "$T/bad/.shardfs")
 expect_run "bad shard refused" 2 \
 	"shardfs-index: 2 shards could not be indexed: broken.tar: not a tar archive at byte 0 (Unrecognized archive format); cut.tar: truncated tar member \"000001_000000.cls\" at byte 1536: its data needs 789 bytes up to byte 3072, the file has 3000; fix or remove them, or run shardfs-index --skip-bad to index the rest" \
 	-- shardfs-index "$T/bad" --quiet
+expect_eq "a failed run leaves no temporary file in the index directory" \
+	"$(ls -A "$T/bad/.shardfs")" "$before"
 expect_run "skip-bad lists" 0 \
 	"shardfs-index: skipped: broken.tar: not a tar archive at byte 0 (Unrecognized archive format)
 shardfs-index: skipped: cut.tar: truncated tar member \"000001_000000.cls\" at byte 1536: its data needs 789 bytes up to byte 3072, the file has 3000" \
@@ -181,6 +184,12 @@ for f in tar files; do
 		"$(cd "$T/p-$f/.shardfs" && sha256sum manifest.json *.bin)" \
 		"$(cd "$T/p-$f-one" && sha256sum manifest.json *.bin)"
 done
+# the tables one run writes are those of the indexer that held them in
+# memory (before it spilled them to disk): names and bytes
+expect_eq "tar: the tables of one run, as before the spilling indexer" \
+	"$(cd "$T/p-tar-one" && sha256sum *.bin)" \
+	"00bad16acda97eaa831c1c2e8b7941fc1cf9aa8bee8e0cc26fc11b6bccc76a81  digests-0e4f1fa3ac6f80d6.bin
+bbd88d9157e74e79f8e5e44f97df4673c422c7e61b4ae3b4e09ef062b23b9545  samples-6347b08160d196c2.bin"
 expect_eq "the parts hold every shard once, round robin" \
 	"$(for i in 0 1 2 3; do python3 -c 'import json,sys; print(" ".join(s["path"][-8:-4] for s in json.load(open(sys.argv[1]))["shards"]))' "$T/p-tar/.shardfs/part-$i-of-4/manifest.json"; done)" \
 	"0000 0004 0008

@@ -1,4 +1,5 @@
 /* The index: build, save, load, refresh, staleness, damage. */
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -371,6 +372,218 @@ static void test_index_skip_bad(void **state)
 	tmpdir_remove(dir);
 }
 
+/*
+ * "name sha256" of every entry of dir, sorted, one per line (heap): what
+ * must be equal between two index directories, temporary files included.
+ */
+static char *dir_listing(const char *dir)
+{
+	struct dirent **ents;
+	struct buf out = { 0 };
+	int n, i;
+
+	n = scandir(dir, &ents, NULL, alphasort);
+	assert_true(n >= 0);
+	for (i = 0; i < n; i++) {
+		char path[1024], hex[SFS_DIGEST_HEX], line[1300];
+		unsigned char sum[SFS_DIGEST_LEN];
+		struct buf b;
+
+		if (strcmp(ents[i]->d_name, ".") &&
+		    strcmp(ents[i]->d_name, "..")) {
+			snprintf(path, sizeof(path), "%s/%s", dir,
+				 ents[i]->d_name);
+			b = read_all(path);
+			sfs_digest_buf(b.p, b.len, sum);
+			sfs_digest_hex(sum, hex);
+			snprintf(line, sizeof(line), "%s %s\n", ents[i]->d_name,
+				 hex);
+			buf_put(&out, line, strlen(line));
+			buf_free(&b);
+		}
+		free(ents[i]);
+	}
+	free(ents);
+	buf_put(&out, "", 1);
+	return (char *)out.p;
+}
+
+/*
+ * Build the index of src with o (spill_dir set or not) and prev, save it
+ * into out; with a spill, out gains no file between the build and the
+ * save: the spill's files have no name, so no ending of the process can
+ * leave them behind.
+ */
+static void build_save(struct sfs_indexer_opts *o, const char *src,
+		       const struct sfs_index *prev, const char *out,
+		       size_t scanned)
+{
+	struct sfs_indexer_report rep;
+	struct sfs_error err = { 0 };
+	struct sfs_index *idx = NULL;
+	char *before = dir_listing(out), *after;
+
+	o->source = src;
+	o->spill_dir = o->spill_dir ? out : NULL;
+	assert_int_equal(sfs_indexer_build(o, prev, &idx, &rep, &err), 0);
+	assert_int_equal(rep.scanned, scanned);
+	if (o->spill_dir) {
+		assert_non_null(idx->spill);
+		assert_null(idx->bounds);
+		assert_null(idx->digests);
+		after = dir_listing(out);
+		assert_string_equal(after, before);
+		free(after);
+	}
+	free(before);
+	assert_int_equal(sfs_index_save(idx, out, &err), 0);
+	sfs_indexer_report_clear(&rep);
+	sfs_index_free(idx);
+}
+
+/* Index src in memory into mem/ and spilled into spill/: same bytes. */
+static void expect_spill_same(const char *src, bool hash, const char *mem,
+			      const char *spill, const struct sfs_index *prev,
+			      size_t scanned)
+{
+	struct sfs_indexer_opts o = { .jobs = 2,
+				      .hash = hash,
+				      .skip_bad = true };
+	char *a, *b;
+
+	build_save(&o, src, prev, mem, scanned);
+	o.spill_dir = spill;
+	build_save(&o, src, prev, spill, scanned);
+	a = dir_listing(mem);
+	b = dir_listing(spill);
+	assert_non_null(strstr(a, "manifest.json "));
+	assert_non_null(strstr(a, "samples-"));
+	assert_true(!hash == !strstr(a, "digests-"));
+	assert_string_equal(a, b);
+	free(a);
+	free(b);
+}
+
+static void test_index_spill_same_bytes(void **state)
+{
+	struct sfs_error err = { 0 };
+	struct sfs_index *prev;
+	char *dir = make_source(), *mem = tmpdir_new(), *spill = tmpdir_new();
+	char *nohash = tmpdir_new();
+	int hash;
+
+	(void)state;
+	/* not sliceable (digests, no boundaries), and a shard that fails
+	 * (--skip-bad: it puts no record) */
+	free(write_at(dir, "c/x.npy", "\x93NUMPY", 6));
+	free(write_at(dir, "c/y.tar", "not a tar at all, just some text", 32));
+	for (hash = 0; hash < 2; hash++)
+		expect_spill_same(dir, hash, hash ? mem : nohash, spill, NULL,
+				  3);
+	/* a refresh: two entries reused from the previous index (its
+	 * digests checked first, as shardfs-index does), one shard scanned
+	 * again */
+	assert_int_equal(sfs_index_load(dir, mem, &prev, &err), 0);
+	assert_int_equal(sfs_index_check_digests(prev, &err), 0);
+	free(write_at(dir, "a.jsonl", "{}\n{\"k\": 2}\n", 13));
+	expect_spill_same(dir, true, mem, spill, prev, 1);
+	sfs_index_free(prev);
+	tmpdir_remove(nohash);
+	tmpdir_remove(spill);
+	tmpdir_remove(mem);
+	tmpdir_remove(dir);
+}
+
+/* --merge: parts joined through a spill give the bytes of the in-memory
+ * join, and of one run. */
+static void test_index_spill_merge_same_bytes(void **state)
+{
+	struct sfs_indexer_opts o = { .jobs = 2, .hash = true };
+	struct sfs_index *parts[3] = { NULL }, *idx;
+	struct sfs_error err = { 0 };
+	char *dir = make_source(), *pdirs[3], *one = tmpdir_new();
+	char *mem = tmpdir_new(), *spill = tmpdir_new(), *a, *b, *c;
+	const char *names[3] = { "p0", "p1", "p2" };
+	int i;
+
+	(void)state;
+	free(write_at(dir, "c/x.npy", "\x93NUMPY", 6));
+	free(write_at(dir, "c/z.jsonl", "{}\n", 3));
+	build_save(&o, dir, NULL, one, 4);
+	for (i = 0; i < 3; i++) {
+		o.part = (uint32_t)i;
+		o.nparts = 3;
+		o.spill_dir = NULL;
+		pdirs[i] = tmpdir_new();
+		build_save(&o, dir, NULL, pdirs[i], i < 1 ? 2 : 1);
+		assert_int_equal(
+			sfs_index_load_part(dir, pdirs[i], &parts[i], &err), 0);
+	}
+	assert_int_equal(sfs_index_merge(parts, names, 3, NULL, &idx, &err), 0);
+	assert_null(idx->spill);
+	assert_int_equal(sfs_index_save(idx, mem, &err), 0);
+	sfs_index_free(idx);
+	assert_int_equal(sfs_index_merge(parts, names, 3, spill, &idx, &err),
+			 0);
+	assert_non_null(idx->spill);
+	assert_int_equal(sfs_index_save(idx, spill, &err), 0);
+	sfs_index_free(idx);
+	a = dir_listing(mem);
+	b = dir_listing(spill);
+	c = dir_listing(one);
+	assert_non_null(strstr(a, "digests-"));
+	assert_string_equal(a, b);
+	assert_string_equal(a, c);
+	free(a);
+	free(b);
+	free(c);
+	for (i = 0; i < 3; i++) {
+		sfs_index_free(parts[i]);
+		tmpdir_remove(pdirs[i]);
+	}
+	tmpdir_remove(spill);
+	tmpdir_remove(mem);
+	tmpdir_remove(one);
+	tmpdir_remove(dir);
+}
+
+/* A build that fails leaves nothing in the index directory. */
+static void test_index_spill_failure_leaves_nothing(void **state)
+{
+	struct sfs_indexer_opts o = { .jobs = 2, .hash = true };
+	struct sfs_indexer_report rep;
+	struct sfs_error err = { 0 };
+	struct sfs_index *idx = NULL;
+	char *dir = make_source(), *out = tmpdir_new(), *list, want[1024];
+
+	(void)state;
+	free(write_at(dir, "c.tar", "not a tar at all", 16));
+	o.source = dir;
+	o.spill_dir = out;
+	assert_int_equal(sfs_indexer_build(&o, NULL, &idx, &rep, &err),
+			 -EINVAL);
+	assert_null(idx);
+	assert_string_equal(
+		err.msg,
+		"1 shard could not be indexed: c.tar: not a tar archive at byte 0 (Unrecognized archive format); fix or remove it, or run shardfs-index --skip-bad to index the rest");
+	list = dir_listing(out);
+	assert_string_equal(list, "");
+	free(list);
+	/* a spill directory that cannot be made: the message says where
+	 * and what to do */
+	snprintf(want, sizeof(want), "%s/a.jsonl/idx", dir);
+	o.spill_dir = want;
+	assert_int_equal(sfs_indexer_build(&o, NULL, &idx, &rep, &err),
+			 -ENOTDIR);
+	snprintf(
+		want, sizeof(want),
+		"%s/a.jsonl/idx: cannot create the index directory: Not a directory; if the source is read-only, put the index elsewhere with --out DIR",
+		dir);
+	assert_string_equal(err.msg, want);
+	tmpdir_remove(out);
+	tmpdir_remove(dir);
+}
+
 static void test_index_files_grouped_by_key(void **state)
 {
 	struct sfs_indexer_opts o = { .format = sfs_format_by_name("files"),
@@ -461,6 +674,9 @@ int main(void)
 		cmocka_unit_test(test_index_missing),
 		cmocka_unit_test(test_index_out_dir_and_read_only_source),
 		cmocka_unit_test(test_index_skip_bad),
+		cmocka_unit_test(test_index_spill_same_bytes),
+		cmocka_unit_test(test_index_spill_merge_same_bytes),
+		cmocka_unit_test(test_index_spill_failure_leaves_nothing),
 		cmocka_unit_test(test_index_files_grouped_by_key),
 		cmocka_unit_test(test_index_verify_reports_mismatch),
 		cmocka_unit_test(test_index_unsafe_paths),
