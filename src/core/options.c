@@ -81,6 +81,11 @@ const struct sfs_opt sfs_mount_options[] = {
 	  "answer reads by splicing from the source (0: read\n"
 	  "into memory, then reply)",
 	  false },
+	{ "no_open", SFS_OPT_FLAG, MOUNT(no_open), 0, 1, NULL, NULL, "1",
+	  "opens of files never reach the daemon (FUSE's\n"
+	  "no_open); 0 answers each open, and reads of the\n"
+	  "control files come from a snapshot taken at open",
+	  false },
 	{ "readahead", SFS_OPT_U32, MOUNT(readahead_kb), 0, 65536, NULL, "KB",
 	  "1024",
 	  "the mount's kernel read-ahead (root only; the\n"
@@ -130,6 +135,7 @@ void sfs_mount_opts_init(struct sfs_mount_opts *m)
 	m->symlinks = true;
 	m->prefetch = true;
 	m->splice = true;
+	m->no_open = true;
 	m->readahead_kb = 1024;
 	m->prefetch_files = 16;
 	m->prefetch_mb = 256;
