@@ -34,10 +34,12 @@
 #define FS_INO_STATUS 5
 
 /*
- * A view and who holds it: the mount while it is current, open handles, and
- * the kernel, for as long as it remembers any of the view's inodes (its
- * lookup count: every entry given minus every forget).  It is freed when
- * both are zero, so a request never names an inode the daemon has let go.
+ * A view and who holds it: the mount while it is current, open directories
+ * and requests in progress, and the kernel, for as long as it remembers any
+ * of the view's inodes (its lookup count: every entry given minus every
+ * forget; an open file holds its inode).  It is freed when both are zero,
+ * so a request never names an inode the daemon has let go; the slices kept
+ * of its files (files.c) go with it.
  */
 struct view_ref {
 	struct sfs_view *v;

@@ -1,7 +1,8 @@
 /*
  * The views and who holds them: references (the mount's current view, open
- * directories, requests in progress), the kernel's lookup counts, the epoch switch and the kernel
- * invalidations it sends, and the open handles.  Everything shared here is
+ * directories, requests in progress), the kernel's lookup counts, the
+ * epoch switch and the kernel invalidations it sends, and the open handles
+ * (control files with no_open=0, directories).  Everything shared here is
  * guarded by fs.lock; one switch at a time runs under fs.switch_lock.
  */
 #include <errno.h>
