@@ -95,8 +95,8 @@ const struct sfs_opt sfs_mount_options[] = {
 	{ "prefetch_files", SFS_OPT_U32, MOUNT(prefetch_files), 1, 1024, NULL,
 	  "N", "16",
 	  "with prefetch=1: source files read ahead of a\n"
-	  "reader, in its plan order, from its open of a file\n"
-	  "or lookup of a symlink",
+	  "reader, in its plan order, from its first read of a\n"
+	  "file or lookup of a symlink",
 	  false },
 	{ "prefetch_mb", SFS_OPT_U32, MOUNT(prefetch_mb), 1, 65536, NULL, "MB",
 	  "256",
