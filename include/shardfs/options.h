@@ -73,6 +73,7 @@ struct sfs_mount_opts {
 	bool symlinks; /* whole shards as symlinks to the source */
 	bool prefetch; /* read ahead the next file a reader opens */
 	bool splice; /* answer reads by splicing from the source */
+	bool no_open; /* opens of files never reach the daemon */
 	uint32_t readahead_kb; /* the mount's kernel read-ahead, 0: leave */
 	uint32_t prefetch_files; /* files read ahead of a reader */
 	uint32_t prefetch_mb; /* MiB read ahead of a reader */
@@ -182,7 +183,7 @@ int sfs_options_parse_epoch(const char *buf, size_t len, uint64_t *epoch,
 			    struct sfs_error *err);
 
 /* The daemon's defaults: epochs=1, index in the source, symlinks=1,
- * prefetch=1, splice=1, readahead=1024, prefetch_files=16,
+ * prefetch=1, splice=1, no_open=1, readahead=1024, prefetch_files=16,
  * prefetch_mb=256, prefetch_threads=8. */
 void sfs_mount_opts_init(struct sfs_mount_opts *m);
 

@@ -81,6 +81,11 @@ const struct sfs_opt sfs_mount_options[] = {
 	  "answer reads by splicing from the source (0: read\n"
 	  "into memory, then reply)",
 	  false },
+	{ "no_open", SFS_OPT_FLAG, MOUNT(no_open), 0, 1, NULL, NULL, "1",
+	  "opens of files never reach the daemon (FUSE's\n"
+	  "no_open); 0 answers each open, and reads of the\n"
+	  "control files come from a snapshot taken at open",
+	  false },
 	{ "readahead", SFS_OPT_U32, MOUNT(readahead_kb), 0, 65536, NULL, "KB",
 	  "1024",
 	  "the mount's kernel read-ahead (root only; the\n"
@@ -90,8 +95,8 @@ const struct sfs_opt sfs_mount_options[] = {
 	{ "prefetch_files", SFS_OPT_U32, MOUNT(prefetch_files), 1, 1024, NULL,
 	  "N", "16",
 	  "with prefetch=1: source files read ahead of a\n"
-	  "reader, in its plan order, from its open of a file\n"
-	  "or lookup of a symlink",
+	  "reader, in its plan order, from its first read of a\n"
+	  "file or lookup of a symlink",
 	  false },
 	{ "prefetch_mb", SFS_OPT_U32, MOUNT(prefetch_mb), 1, 65536, NULL, "MB",
 	  "256",
@@ -130,6 +135,7 @@ void sfs_mount_opts_init(struct sfs_mount_opts *m)
 	m->symlinks = true;
 	m->prefetch = true;
 	m->splice = true;
+	m->no_open = true;
 	m->readahead_kb = 1024;
 	m->prefetch_files = 16;
 	m->prefetch_mb = 256;

@@ -2,7 +2,13 @@
  * The control directory, MNT/.shardfs/: epoch (read: the epoch served;
  * write a number: switch), plan.json (the plan being served, built once per
  * view), status (options, counts, counters; include/shardfs/status.h).
- * Reads are answered from a snapshot taken at open (read.c).
+ * Reads are answered from a snapshot: with no_open=0, one taken at open
+ * (read.c); with no_open, where the kernel sends no OPEN and reads through
+ * its page cache, the one taken by the GETATTR or LOOKUP that told the
+ * kernel the file's size.  Such a snapshot's mtime changes with its text,
+ * and the kernel then drops the pages of the older one
+ * (FUSE_CAP_AUTO_INVAL_DATA; every read() of a control file asks for its
+ * attributes, which time out at once).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -10,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+#include <time.h>
 
 #include "fs.h"
 #include "shardfs/options.h"
@@ -80,10 +87,84 @@ char *control_text(struct fs *fs, fuse_ino_t ino)
 	return NULL;
 }
 
+/* plan.json's text for the current view, or NULL when the snapshot of
+ * view *gen already holds it (or without memory). */
+static char *plan_text(struct fs *fs, const struct control_snap *snap,
+		       uint32_t *gen)
+{
+	struct view_ref *vr = view_get(fs, FS_INO_ROOT, &(uint32_t){ 0 });
+	const char *plan;
+	char *s = NULL;
+	bool same;
+
+	if (!vr)
+		return NULL;
+	*gen = vr->gen;
+	pthread_mutex_lock(&fs->ctl_lock);
+	same = snap->text && snap->gen == vr->gen;
+	pthread_mutex_unlock(&fs->ctl_lock);
+	plan = same ? NULL : plan_json(fs, vr);
+	if (plan)
+		s = strdup(plan);
+	view_unref(fs, vr);
+	return s;
+}
+
+/*
+ * Take the control file's text now into its snapshot, unless the snapshot
+ * holds the same text or a later one; its size and mtime into st.
+ */
+static int snapshot(struct fs *fs, fuse_ino_t ino, struct stat *st)
+{
+	struct control_snap *snap = &fs->snaps[ino - FS_INO_EPOCH];
+	uint64_t ticket = atomic_fetch_add(&fs->snap_ticket, 1) + 1;
+	uint32_t gen = 0;
+	char *text;
+	int rc;
+
+	if (ino == FS_INO_PLAN) {
+		text = plan_text(fs, snap, &gen);
+	} else {
+		text = control_text(fs, ino);
+		if (!text)
+			return -ENOMEM;
+	}
+	pthread_mutex_lock(&fs->ctl_lock);
+	if (text && ticket > snap->ticket && snap->text &&
+	    !strcmp(text, snap->text)) {
+		snap->ticket = ticket; /* the same text, seen later */
+	} else if (text && ticket > snap->ticket) {
+		struct timespec now;
+
+		clock_gettime(CLOCK_REALTIME, &now);
+		/* a new text, a later mtime, even within a clock tick */
+		if (now.tv_sec < snap->mtime.tv_sec ||
+		    (now.tv_sec == snap->mtime.tv_sec &&
+		     now.tv_nsec <= snap->mtime.tv_nsec)) {
+			now = snap->mtime;
+			if (++now.tv_nsec == 1000000000) {
+				now.tv_sec++;
+				now.tv_nsec = 0;
+			}
+		}
+		free(snap->text);
+		snap->text = text;
+		snap->len = strlen(text);
+		snap->ticket = ticket;
+		snap->gen = gen;
+		snap->mtime = now;
+		text = NULL;
+	}
+	st->st_size = (off_t)snap->len;
+	st->st_mtim = st->st_ctim = snap->mtime;
+	rc = snap->text ? 0 : -ENOMEM;
+	pthread_mutex_unlock(&fs->ctl_lock);
+	free(text);
+	return rc;
+}
+
 int control_stat(struct fs *fs, fuse_ino_t ino, struct stat *st)
 {
-	char *text;
-
 	memset(st, 0, sizeof(*st));
 	st->st_ino = ino;
 	st->st_uid = fs->uid;
@@ -96,23 +177,41 @@ int control_stat(struct fs *fs, fuse_ino_t ino, struct stat *st)
 	}
 	st->st_mode = S_IFREG | (ino == FS_INO_EPOCH ? 0644 : 0444);
 	st->st_nlink = 1;
-	if (ino == FS_INO_PLAN) {
-		/* built once per view: its length without a copy */
-		struct view_ref *vr =
-			view_get(fs, FS_INO_ROOT, &(uint32_t){ 0 });
-		const char *plan = vr ? plan_json(fs, vr) : NULL;
+	return snapshot(fs, ino, st);
+}
 
-		st->st_size = plan ? (off_t)strlen(plan) : 0;
-		if (vr)
-			view_unref(fs, vr);
-		return plan ? 0 : -ENOMEM;
-	}
-	text = control_text(fs, ino);
-	if (!text)
+int control_read(struct fs *fs, fuse_ino_t ino, size_t size, off_t off,
+		 char **out, size_t *len)
+{
+	struct control_snap *snap = &fs->snaps[ino - FS_INO_EPOCH];
+	struct stat st;
+	bool taken;
+	size_t o;
+
+	pthread_mutex_lock(&fs->ctl_lock);
+	taken = snap->text != NULL;
+	pthread_mutex_unlock(&fs->ctl_lock);
+	/* (the kernel asks for the size first: only a read racing the
+	 * mount's first GETATTR finds none) */
+	if (!taken && snapshot(fs, ino, &st))
 		return -ENOMEM;
-	st->st_size = (off_t)strlen(text);
-	free(text);
-	return 0;
+	pthread_mutex_lock(&fs->ctl_lock);
+	o = off >= 0 && (size_t)off < snap->len ? (size_t)off : snap->len;
+	*len = size < snap->len - o ? size : snap->len - o;
+	*out = malloc(*len + 1);
+	if (*out)
+		memcpy(*out, snap->text + o, *len);
+	pthread_mutex_unlock(&fs->ctl_lock);
+	return *out ? 0 : -ENOMEM;
+}
+
+void control_free(struct fs *fs)
+{
+	size_t i;
+
+	for (i = 0; i < 3; i++)
+		free(fs->snaps[i].text);
+	pthread_mutex_destroy(&fs->ctl_lock);
 }
 
 /* The plan(s) being served, built once per view (under fs.lock). */

@@ -146,7 +146,7 @@ struct fdcache_ent *fdcache_get(struct fdcache *c, const char *path,
 			getrlimit(RLIMIT_NOFILE, &rl);
 			*rc = sfs_errorf(
 				err, -EIO,
-				"%s: cannot open: too many open files (the daemon may hold %llu, and open view files hold them all); raise the limit (ulimit -n, LimitNOFILE=) or open fewer files at once",
+				"%s: cannot open: too many open files (the daemon may hold %llu, and reads in progress and the prefetcher hold them all); raise the limit (ulimit -n, LimitNOFILE=) or read fewer files at once",
 				path, (unsigned long long)rl.rlim_cur);
 			return NULL;
 		}

@@ -34,10 +34,12 @@
 #define FS_INO_STATUS 5
 
 /*
- * A view and who holds it: the mount while it is current, open handles, and
- * the kernel, for as long as it remembers any of the view's inodes (its
- * lookup count: every entry given minus every forget).  It is freed when
- * both are zero, so a request never names an inode the daemon has let go.
+ * A view and who holds it: the mount while it is current, open directories
+ * and requests in progress, and the kernel, for as long as it remembers any
+ * of the view's inodes (its lookup count: every entry given minus every
+ * forget; an open file holds its inode).  It is freed when both are zero,
+ * so a request never names an inode the daemon has let go; the slices kept
+ * of its files (files.c) go with it.
  */
 struct view_ref {
 	struct sfs_view *v;
@@ -50,21 +52,60 @@ struct view_ref {
 	struct view_ref *next; /* fs.views, fs.lock */
 };
 
-enum handle_kind { H_DATA, H_CONTROL, H_DIR };
+enum handle_kind { H_CONTROL, H_DIR };
 
-/* An open file or directory (fuse_file_info.fh). */
+/*
+ * An open control file or directory (fuse_file_info.fh).  A data file has
+ * none: its reads find their slice by inode number (files.c), and its view
+ * lives while the kernel holds the inode, which it does while the file is
+ * open.
+ */
 struct handle {
 	enum handle_kind kind;
 	struct handle *prev, *next; /* fs->handles (fs->lock) */
-	struct view_ref *vr; /* H_DATA, H_DIR */
+	struct view_ref *vr; /* H_DIR */
 	uint32_t node; /* H_DIR */
-	struct sfs_slice *slice; /* H_DATA */
-	struct fdcache_ent *src; /* H_DATA */
-	uint64_t src_size; /* H_DATA: the source as indexed */
-	int64_t src_mtime;
-	atomic_bool logged; /* H_DATA: a changed source was reported */
 	char *buf; /* H_CONTROL: a snapshot */
 	size_t len;
+};
+
+/*
+ * A data file of a view as its reads need it: its slice and its source
+ * open, built by its first read (or open) and kept for the next ones.
+ * Its view is not referenced: an entry goes with its view, and whoever
+ * uses an entry holds a reference to the view.
+ */
+struct file_ent {
+	fuse_ino_t ino;
+	struct view_ref *vr;
+	struct sfs_slice *slice;
+	struct fdcache_ent *src;
+	uint64_t src_size; /* the source as indexed */
+	int64_t src_mtime;
+	atomic_bool logged; /* a changed source was reported */
+	unsigned refs; /* files.lock */
+	uint64_t used; /* files.lock: tick of the last get */
+	struct file_ent *next; /* files.buckets, files.lock */
+};
+
+/* The data files whose slices are kept, at most cap of them. */
+struct files {
+	pthread_mutex_t lock; /* guards everything below and the entries */
+	struct file_ent **buckets; /* by inode number */
+	size_t nbuckets, n, cap;
+	uint64_t tick;
+	fuse_ino_t failed_ino; /* the last file that could not be read, */
+	char *failed_msg; /* and why: logged once, not per read */
+};
+
+/* The text a control file shows, as its last GETATTR or LOOKUP told the
+ * kernel (size, mtime): what its reads answer with no_open. */
+struct control_snap {
+	char *text; /* heap */
+	size_t len;
+	uint64_t ticket; /* the order the texts were taken in */
+	uint32_t gen; /* plan.json: the view it shows */
+	struct timespec mtime; /* changes with the text */
 };
 
 struct fs {
@@ -75,6 +116,7 @@ struct fs {
 					 * first epoch served: the one served
 					 * now is current->v->epoch */
 	bool foreground;
+	bool no_open; /* the kernel sends no OPEN: mount.no_open */
 	bool single; /* single-threaded session loop */
 	size_t splice_max; /* larger replies are copied: libfuse's
 					 * pipe cannot hold them */
@@ -96,6 +138,11 @@ struct fs {
 	pthread_mutex_t switch_lock; /* one epoch switch at a time */
 
 	struct fdcache fds;
+	struct files files;
+
+	pthread_mutex_t ctl_lock; /* guards snaps */
+	struct control_snap snaps[3]; /* epoch, plan.json, status */
+	atomic_uint_fast64_t snap_ticket;
 	struct prefetch *prefetch; /* NULL with prefetch=0 */
 
 	atomic_uint_fast64_t opens, reads, bytes, errors, switches;
@@ -180,6 +227,30 @@ struct handle *handle_new(struct fs *fs, enum handle_kind kind);
 /* Free a handle and what it holds; NULL is a no-op. */
 void handle_free(struct fs *fs, struct handle *h);
 
+/* ---- files.c: the slices of data files ---- */
+
+/* An empty table of at most cap files.  Returns 0 or -ENOMEM. */
+int files_init(struct files *t, size_t cap);
+
+/* Free the table; its entries must be gone (fs_release_views). */
+void files_destroy(struct files *t);
+
+/*
+ * The entry of node of vr (inode ino), its slice built and its source
+ * opened at the first get; vr must be referenced by the caller, who
+ * releases the entry with files_put before dropping vr.  *built tells that
+ * this get built it (the reader reached the file).  Returns 0, or -EIO
+ * (the source cannot be read as indexed: logged once per file and cause,
+ * counted in fs.errors) or -ENOMEM.
+ */
+int files_get(struct fs *fs, struct view_ref *vr, uint32_t node,
+	      struct file_ent **out, bool *built);
+
+void files_put(struct fs *fs, struct file_ent *f);
+
+/* vr is being freed: drop its entries (none is in use then). */
+void files_forget_view_locked(struct fs *fs, struct view_ref *vr);
+
 /* ---- read.c: files ---- */
 
 void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
@@ -229,11 +300,27 @@ fuse_ino_t control_lookup(fuse_ino_t parent, const char *name);
  * last. */
 const char *control_entry(size_t i, fuse_ino_t *ino);
 
-/* Attributes of a control inode.  Returns 0 or -ENOMEM. */
+/*
+ * Attributes of a control inode.  A file's are those of its text now,
+ * kept as its snapshot for control_read; its mtime changes whenever the
+ * text does, so that the kernel (FUSE_CAP_AUTO_INVAL_DATA) drops the pages
+ * of an older text.  Returns 0 or -ENOMEM.
+ */
 int control_stat(struct fs *fs, fuse_ino_t ino, struct stat *st);
 
 /* The bytes of a control file now: a heap string, or NULL. */
 char *control_text(struct fs *fs, fuse_ino_t ino);
+
+/*
+ * With no_open: len bytes from off of the control file's text as the
+ * kernel last learnt its size (control_stat), copied to a heap buffer in
+ * *out (*len is what it holds).  Returns 0 or -ENOMEM.
+ */
+int control_read(struct fs *fs, fuse_ino_t ino, size_t size, off_t off,
+		 char **out, size_t *len);
+
+/* Free the snapshots of the control files. */
+void control_free(struct fs *fs);
 
 /*
  * A write to a control inode: only .shardfs/epoch takes one (a number,

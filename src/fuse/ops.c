@@ -547,15 +547,32 @@ static void fs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 
 static void fs_init(void *userdata, struct fuse_conn_info *conn)
 {
-	(void)userdata;
+	const unsigned no_open_caps = FUSE_CAP_NO_OPEN_SUPPORT |
+				      FUSE_CAP_AUTO_INVAL_DATA;
+	struct fs *fs = userdata;
+
 	if (conn->capable & FUSE_CAP_SPLICE_WRITE)
 		conn->want |= FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE;
 	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
 		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
-	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
+	if (fs->no_open && (conn->capable & no_open_caps) != no_open_caps) {
+		fs_log(fs, LOG_INFO,
+		       "this kernel cannot open files without asking the daemon (FUSE no_open, auto_inval_data): serving as with no_open=0");
+		fs->no_open = false;
+	}
+	/* With no_open the kernel truncates through SETATTR, which refuses
+	 * it for data files; an O_TRUNC handed to OPEN would go unanswered. */
+	if (!fs->no_open && (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC))
 		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
-	/* bytes under an inode number never change: no need to revalidate */
-	conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
+	/* Bytes under a data file's inode number never change, so the
+	 * kernel need not revalidate them; with no_open the control files
+	 * are read through the page cache too, and their pages must go when
+	 * their mtime changes (control.c).  Data files' attributes do not
+	 * time out: their reads ask for nothing more. */
+	if (fs->no_open)
+		conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
+	else
+		conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
 }
 
 static void fs_mkdir(fuse_req_t req, fuse_ino_t p, const char *n, mode_t m)

@@ -1,8 +1,10 @@
 /*
  * The read path: opening a file (a slice of a shard, a whole shard served
- * as a file, or a snapshot of a control file), reading it, releasing it.
- * A slice's reads are answered with the source file's descriptor so the
- * kernel can splice; only the bytes a format adds come from memory.
+ * as a file, or a control file), reading it, releasing it.  A data file's
+ * reads find its slice by inode number (files.c), so they need no handle:
+ * with no_open the kernel sends no OPEN and no RELEASE at all.  A slice's
+ * reads are answered with the source file's descriptor so the kernel can
+ * splice; only the bytes a format adds come from memory.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -12,83 +14,80 @@
 
 #include "fs.h"
 
-void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+/* A control file opened without no_open: a snapshot for its reads. */
+static void open_control(fuse_req_t req, struct fs *fs, fuse_ino_t ino,
+			 struct fuse_file_info *fi)
 {
-	struct fs *fs = fs_of(req);
-	struct sfs_error err = { 0 };
-	const struct sfs_view_node *n;
 	struct handle *h;
-	const char *path;
-	uint64_t size;
-	int64_t mtime;
-	uint32_t node;
-	int rc;
 
-	fs_readahead_once(fs);
-	h = handle_new(fs, H_DATA);
-	if (!h) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	if (control_is(ino)) {
-		if ((fi->flags & O_ACCMODE) != O_RDONLY &&
-		    ino != FS_INO_EPOCH) {
-			handle_free(fs, h);
-			fuse_reply_err(req, EROFS);
-			return;
-		}
-		h->kind = H_CONTROL;
-		h->buf = control_text(fs, ino);
-		h->len = h->buf ? strlen(h->buf) : 0;
-		fi->direct_io = 1;
-		fi->fh = (uintptr_t)h;
-		if (!h->buf)
-			rc = ENOMEM;
-		else
-			rc = fuse_reply_open(req, fi) == -ENOENT ? -1 : 0;
-		if (rc) {
-			if (rc > 0)
-				fuse_reply_err(req, rc);
-			handle_free(fs, h);
-		}
-		return;
-	}
-	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
-		handle_free(fs, h);
+	if ((fi->flags & O_ACCMODE) != O_RDONLY && ino != FS_INO_EPOCH) {
 		fuse_reply_err(req, EROFS);
 		return;
 	}
-	h->vr = view_get(fs, ino, &node);
-	if (!h->vr) {
+	h = handle_new(fs, H_CONTROL);
+	if (h)
+		h->buf = control_text(fs, ino);
+	if (!h || !h->buf) {
 		handle_free(fs, h);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	h->len = strlen(h->buf);
+	fi->direct_io = 1;
+	fi->fh = (uintptr_t)h;
+	if (fuse_reply_open(req, fi) == -ENOENT)
+		handle_free(fs, h);
+}
+
+void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_of(req);
+	const struct sfs_view_node *n;
+	struct view_ref *vr;
+	struct file_ent *f;
+	uint32_t node;
+	bool built;
+	int rc;
+
+	fs_readahead_once(fs);
+	atomic_fetch_add(&fs->opens, 1);
+	/* ENOSYS: the kernel opens every file from now on without asking */
+	if (fs->no_open) {
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
+	if (control_is(ino)) {
+		open_control(req, fs, ino, fi);
+		return;
+	}
+	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	vr = view_get(fs, ino, &node);
+	if (!vr) {
 		fuse_reply_err(req, ESTALE);
 		return;
 	}
-	n = &h->vr->v->nodes[node];
+	n = &vr->v->nodes[node];
 	if (n->kind != SFS_NODE_FILE) {
-		handle_free(fs, h);
+		view_unref(fs, vr);
 		fuse_reply_err(req, n->kind == SFS_NODE_DIR ? EISDIR : ELOOP);
 		return;
 	}
-	sfs_view_source(h->vr->v, n, &path, &size, &mtime);
-	h->src_size = size;
-	h->src_mtime = mtime;
-	h->src = fdcache_get(&fs->fds, path, size, mtime, false, &rc, &err);
-	if (!rc)
-		rc = sfs_view_slice(h->vr->v, n, h->src->fd, &h->slice, &err);
+	/* the slice is built now, so that an unreadable source fails the
+	 * open; the reads find it by inode number */
+	rc = files_get(fs, vr, node, &f, &built);
 	if (rc) {
-		fs_log(fs, LOG_ERR, "%s", err.msg);
-		atomic_fetch_add(&fs->errors, 1);
-		handle_free(fs, h);
-		fuse_reply_err(req, rc == -ENOMEM ? ENOMEM : EIO);
+		view_unref(fs, vr);
+		fuse_reply_err(req, -rc);
 		return;
 	}
-	atomic_fetch_add(&fs->opens, 1);
+	files_put(fs, f);
+	prefetch_after(fs->prefetch, vr, node);
+	view_unref(fs, vr);
 	fi->keep_cache = 1;
-	fi->fh = (uintptr_t)h;
-	prefetch_after(fs->prefetch, h->vr, node);
-	if (fuse_reply_open(req, fi) == -ENOENT)
-		handle_free(fs, h);
+	fuse_reply_open(req, fi);
 }
 
 /*
@@ -97,7 +96,7 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
  * whole reply per request, which costs more than this copy: see the read
  * path in docs/benchmarks.md.)
  */
-static void reply_copy(fuse_req_t req, struct fs *fs, const struct handle *h,
+static void reply_copy(fuse_req_t req, struct fs *fs, const struct file_ent *f,
 		       uint64_t pos, size_t len)
 {
 	char *buf = malloc(len);
@@ -107,12 +106,12 @@ static void reply_copy(fuse_req_t req, struct fs *fs, const struct handle *h,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	got = sfs_slice_pread(h->slice, h->src->fd, buf, len, pos);
+	got = sfs_slice_pread(f->slice, f->src->fd, buf, len, pos);
 	if (got < 0) {
 		atomic_fetch_add(&fs->errors, 1);
 		fs_log(fs, LOG_ERR,
 		       "%s: read failed at byte %llu: the shard is shorter than indexed; rebuild the index with shardfs-index",
-		       h->src->path, (unsigned long long)pos);
+		       f->src->path, (unsigned long long)pos);
 		fuse_reply_err(req, EIO);
 	} else {
 		fuse_reply_buf(req, buf, (size_t)got);
@@ -120,50 +119,54 @@ static void reply_copy(fuse_req_t req, struct fs *fs, const struct handle *h,
 	free(buf);
 }
 
-void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-	     struct fuse_file_info *fi)
+/* A read of a control file: from its open's snapshot, or with no_open
+ * from the text its last GETATTR or LOOKUP gave the size of. */
+static void read_control(fuse_req_t req, struct fs *fs, fuse_ino_t ino,
+			 size_t size, off_t off, const struct handle *h)
 {
-	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
-	struct fs *fs = fs_of(req);
-	const struct sfs_slice *s = h->slice;
+	char *chunk = NULL;
+	size_t len = 0;
+
+	if (h) {
+		size_t o = (size_t)off < h->len ? (size_t)off : h->len;
+
+		len = size < h->len - o ? size : h->len - o;
+		/* The kernel may release the handle as soon as it has the
+		 * reply, before fuse_reply_buf returns: reply from a copy. */
+		chunk = malloc(len + 1);
+		if (chunk)
+			memcpy(chunk, h->buf + o, len);
+	} else if (control_read(fs, ino, size, off, &chunk, &len)) {
+		chunk = NULL;
+	}
+	if (!chunk) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	fuse_reply_buf(req, chunk, len);
+	free(chunk);
+}
+
+/* Reply to a read of [pos, end) of the file f (pos < end <= its size). */
+static void read_slice(fuse_req_t req, struct fs *fs, struct file_ent *f,
+		       uint64_t pos, uint64_t end)
+{
+	const struct sfs_slice *s = f->slice;
 	struct sfs_error err = { 0 };
 	struct fuse_bufvec *bv;
-	uint64_t pos = (uint64_t)off, end;
 	size_t i, n = 0, first;
 	bool owned = false;
 
-	(void)ino;
-	if (h->kind == H_CONTROL) {
-		size_t o = (size_t)off < h->len ? (size_t)off : h->len;
-		size_t len = size < h->len - o ? size : h->len - o;
-		/* The kernel may release the handle as soon as it has the
-		 * reply, before fuse_reply_buf returns: reply from a copy. */
-		char *chunk = malloc(len + 1);
-
-		if (!chunk) {
-			fuse_reply_err(req, ENOMEM);
-			return;
-		}
-		memcpy(chunk, h->buf + o, len);
-		fuse_reply_buf(req, chunk, len);
-		free(chunk);
-		return;
-	}
-	if (off < 0 || pos >= s->size) {
-		fuse_reply_buf(req, NULL, 0);
-		return;
-	}
 	/* A shard truncated or rewritten under an open file would splice
 	 * short or other bytes: check before every read. */
-	if (fdcache_check(h->src->fd, h->src->path, h->src_size, h->src_mtime,
+	if (fdcache_check(f->src->fd, f->src->path, f->src_size, f->src_mtime,
 			  &err)) {
 		atomic_fetch_add(&fs->errors, 1);
-		if (!atomic_exchange(&h->logged, true))
+		if (!atomic_exchange(&f->logged, true))
 			fs_log(fs, LOG_ERR, "%s", err.msg);
 		fuse_reply_err(req, EIO);
 		return;
 	}
-	end = s->size - pos < size ? s->size : pos + size;
 	atomic_fetch_add(&fs->reads, 1);
 	atomic_fetch_add(&fs->bytes, end - pos);
 	first = sfs_slice_find(s, pos);
@@ -171,11 +174,11 @@ void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		n++;
 		owned = owned || s->extents[i].owned;
 	}
-	/* The kernel may release the handle, and free the slice's own bytes
-	 * (a Parquet footer, re-encoded pages), as soon as it has the reply,
-	 * before fuse_reply_data returns: reply from a copy of those. */
+	/* The slice's own bytes (a Parquet footer, re-encoded pages) go with
+	 * its entry: reply from a copy of those, so that the kernel never
+	 * holds what the daemon may free. */
 	if (owned || end - pos > fs->splice_max) {
-		reply_copy(req, fs, h, pos, (size_t)(end - pos));
+		reply_copy(req, fs, f, pos, (size_t)(end - pos));
 		return;
 	}
 	bv = malloc(sizeof(*bv) + n * sizeof(bv->buf[0]));
@@ -199,12 +202,66 @@ void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		} else {
 			fb->flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK |
 				    FUSE_BUF_FD_RETRY;
-			fb->fd = h->src->fd;
+			fb->fd = f->src->fd;
 			fb->pos = (off_t)(x->src + a);
 		}
 	}
 	fuse_reply_data(req, bv, FUSE_BUF_SPLICE_MOVE);
 	free(bv);
+}
+
+void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+	     struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_of(req);
+	const struct sfs_view_node *n;
+	struct view_ref *vr;
+	struct file_ent *f;
+	uint32_t node;
+	bool built;
+	int rc;
+
+	if (ino == FS_INO_CTL) {
+		fuse_reply_err(req, EISDIR);
+		return;
+	}
+	if (control_is(ino)) {
+		read_control(req, fs, ino, size, off,
+			     (const struct handle *)(uintptr_t)fi->fh);
+		return;
+	}
+	/* the view the inode was looked up in: the kernel holds the inode
+	 * while the file is open, and with it the view */
+	vr = view_get(fs, ino, &node);
+	if (!vr) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	n = &vr->v->nodes[node];
+	if (n->kind != SFS_NODE_FILE) {
+		view_unref(fs, vr);
+		fuse_reply_err(req, EISDIR);
+		return;
+	}
+	if (off < 0 || (uint64_t)off >= n->size) {
+		view_unref(fs, vr);
+		fuse_reply_buf(req, NULL, 0);
+		return;
+	}
+	rc = files_get(fs, vr, node, &f, &built);
+	if (rc) {
+		view_unref(fs, vr);
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	if (built)
+		prefetch_after(fs->prefetch, vr, node);
+	read_slice(req, fs, f, (uint64_t)off,
+		   f->slice->size - (uint64_t)off < size ?
+			   f->slice->size :
+			   (uint64_t)off + size);
+	files_put(fs, f);
+	view_unref(fs, vr);
 }
 
 void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)

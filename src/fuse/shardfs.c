@@ -25,6 +25,9 @@
 
 #define FD_CACHE 256
 #define MAX_THREADS 64
+/* data files whose slices are kept (each holds its source open: fewer
+ * than FD_CACHE, so that the prefetcher's files find room there) */
+#define FILES_CACHED 128
 
 static const char *prog = "shardfs";
 
@@ -336,7 +339,13 @@ int main(int argc, char **argv)
 	fs.srcfd = -1;
 	pthread_mutex_init(&fs.lock, NULL);
 	pthread_mutex_init(&fs.switch_lock, NULL);
+	pthread_mutex_init(&fs.ctl_lock, NULL);
+	if (files_init(&fs.files, FILES_CACHED)) {
+		fprintf(stderr, "%s: out of memory\n", prog);
+		goto out_files;
+	}
 	bad = parse_args(&fs, &a, argc, argv, &err);
+	fs.no_open = fs.mount.no_open;
 	fs.vopts.epochs = fs.mount.epochs;
 	fs.vopts.symlinks = fs.mount.symlinks;
 	if (bad || load_index(&fs, a.src, &err) ||
@@ -439,6 +448,9 @@ out:
 	if (fs.srcfd >= 0)
 		close(fs.srcfd);
 	sfs_index_free(fs.idx);
+out_files:
+	files_destroy(&fs.files);
+	control_free(&fs);
 	sfs_options_clear(&fs.vopts.options);
 	fuse_opt_free_args(&fargs);
 	free(base);

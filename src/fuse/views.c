@@ -1,7 +1,8 @@
 /*
  * The views and who holds them: references (the mount's current view, open
- * handles), the kernel's lookup counts, the epoch switch and the kernel
- * invalidations it sends, and the open handles.  Everything shared here is
+ * directories, requests in progress), the kernel's lookup counts, the
+ * epoch switch and the kernel invalidations it sends, and the open handles
+ * (control files with no_open=0, directories).  Everything shared here is
  * guarded by fs.lock; one switch at a time runs under fs.switch_lock.
  */
 #include <errno.h>
@@ -22,6 +23,7 @@ static void view_free_unused_locked(struct fs *fs, struct view_ref *vr)
 			*p = vr->next;
 			break;
 		}
+	files_forget_view_locked(fs, vr);
 	sfs_view_free(vr->v);
 	free(vr->held);
 	free(vr->plan_json);
@@ -345,11 +347,8 @@ void handle_free(struct fs *fs, struct handle *h)
 	if (h->next)
 		h->next->prev = h->prev;
 	pthread_mutex_unlock(&fs->lock);
-	if (h->src)
-		fdcache_put(&fs->fds, h->src);
 	if (h->vr)
 		view_unref(fs, h->vr);
-	sfs_slice_free(h->slice);
 	free(h->buf);
 	free(h);
 }

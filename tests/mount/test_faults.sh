@@ -159,27 +159,34 @@ expect_eq "unreadable shard: the others still right" "$(lines_ok "$(view_file 06
 unmount_view "$M"
 
 section "RLIMIT_NOFILE=12"
-# --- a tiny RLIMIT_NOFILE: files read one after another all work; held
-# open past the limit, the next one fails with EIO and says why ---
-DAEMON_WRAP="prlimit --nofile=12" mount_view "$T/jsonl" "$M" "$O" || bad "mount nofile=12"
-out=$(python3 "$check" "$M" jsonl)
-expect_eq "nofile=12: the whole view right, file after file" "$?" 0 || echo "$out" >&2
-expect_eq "nofile=12: holding a file of every shard open" "$($PY - "$M" <<'PY'
-import glob, os, re, sys
+# --- a tiny RLIMIT_NOFILE: files read one after another all work, and so
+# do files held open past the limit: an open holds no descriptor of the
+# daemon (the slices it keeps give theirs back when it runs out), with
+# no_open or without.  (A read ahead of the reader may still fail while
+# the prefetcher holds the last descriptors, and be logged: the kernel
+# reads the page again when the reader asks for it.) ---
+for no in 1 0; do
+	DAEMON_WRAP="prlimit --nofile=12" mount_view "$T/jsonl" "$M" "$O,no_open=$no" || bad "mount nofile=12"
+	out=$(python3 "$check" "$M" jsonl)
+	expect_eq "nofile=12, no_open=$no: the whole view right, file after file" "$?" 0 || echo "$out" >&2
+	expect_eq "nofile=12, no_open=$no: a file of every shard held open, each read right" "$($PY - "$M" "$T/jsonl" "$TESTS/mount" <<'PY'
+import glob, json, os, re, sys
+sys.path.insert(0, sys.argv[3])
+from stress import source_lines
+src = source_lines(sys.argv[2])
 first = {}
 for path in sorted(glob.glob(sys.argv[1] + "/*/*/*")):
     first.setdefault(re.sub(r"^\d+-|\.\d+-\d+\.jsonl$", "", os.path.basename(path)), path)
-fds = []
-for path in first.values():
-    try:
-        fds.append(os.open(path, os.O_RDONLY))
-    except OSError as e:
-        print("%s after %s" % (e.strerror, "fewer than 12" if len(fds) < 12 else len(fds)))
-        break
+fds = [os.open(path, os.O_RDONLY) for path in first.values()]
+right = 0
+for fd in fds:
+    lines = os.pread(fd, os.fstat(fd).st_size, 0).splitlines(keepends=True)
+    right += bool(lines) and all(src.get(json.loads(l)["key"]) == l for l in lines)
+print("%d held, %d right" % (len(fds), right))
 PY
-)" "Input/output error after fewer than 12"
-expect_eq "nofile=12: logged with the fix" "$(grep -c "^shardfs: shard-[0-9]*\.jsonl: cannot open: too many open files (the daemon may hold 12, and open view files hold them all); raise the limit (ulimit -n, LimitNOFILE=) or open fewer files at once" "${daemon_log[$M]}")" 1
-unmount_view "$M"
+)" "12 held, 12 right"
+	unmount_view "$M"
+done
 
 # --- other users: reads with allow_other; the epoch is the owner's ---
 section "other users, allow_other, the epoch control file"
