@@ -57,7 +57,6 @@ struct builder {
 	/* samples before segs[i], cum[nsegs] = N; while order_epoch builds
 	 * the order, the samples of segs[i] */
 	uint64_t *cum;
-	bool wide; /* a unit has more than UINT32_MAX samples */
 	uint64_t *perm; /* scratch: a unit's sample permutation */
 	size_t files_cap, runs_cap;
 	const uint32_t *ranks; /* the ranks whose readers get files */
@@ -103,12 +102,9 @@ static int make_units(struct builder *b)
 		source_shards(b, s, &lo, &hi);
 		for (i = lo; i < hi; i++) {
 			const struct sfs_shard *sh = &idx->shards[i];
-			uint64_t step = unit_step(b, sh);
 
 			if (!sh->nsamples)
 				continue;
-			if (step > UINT32_MAX && sh->nsamples > UINT32_MAX)
-				b->wide = true;
 			b->plan->sources[s].samples += sh->nsamples;
 			b->ushards[k++] = (struct ushard){ i, n };
 			n += shard_units(b, sh);
@@ -307,27 +303,73 @@ static int push_seg(struct builder *b, uint64_t unit, uint64_t pass,
 }
 
 /*
- * The units of source s in canonical order, for stream to permute:
- * order[k] = (its samples) << 32 | k, its number and count in one word,
- * or with b->wide just k.
+ * The sample counts of the units of one source, 4 bytes and a bit per unit
+ * instead of 8: unit k (canonical, from 0) has block samples unless bit k
+ * of odd is set (a shard's short last block, a whole shard); then its count
+ * is in odds, sorted by k.
  */
-static void source_units(const struct builder *b, size_t s, uint64_t *order)
+struct counts {
+	uint64_t *odd;
+	struct odd {
+		uint64_t k, count;
+	} * odds;
+	size_t nodds;
+};
+
+static int counts_make(const struct builder *b, size_t s, struct counts *c)
 {
-	uint64_t k = 0;
+	uint64_t k = 0, nu = b->unit_lo[s + 1] - b->unit_lo[s];
 	size_t lo, hi, i;
 
 	source_shards(b, s, &lo, &hi);
+	c->nodds = 0;
+	c->odd = calloc(nu / 64 + 1, sizeof(*c->odd));
+	c->odds = malloc((hi - lo + 1) * sizeof(*c->odds));
+	if (!c->odd || !c->odds)
+		return -ENOMEM;
 	for (i = lo; i < hi; i++) {
 		const struct sfs_shard *sh = &b->idx->shards[i];
-		uint64_t step = unit_step(b, sh), first;
+		uint64_t n = shard_units(b, sh);
+		uint64_t last = sh->nsamples - (n - 1) * unit_step(b, sh);
 
-		for (first = 0; first < sh->nsamples; first += step, k++) {
-			uint64_t left = sh->nsamples - first;
-
-			order[k] = b->wide ? k :
-					     (left < step ? left : step) << 32 |
-						     k;
+		k += n;
+		if (n && last != b->o->block) {
+			c->odd[(k - 1) / 64] |= 1ull << (k - 1) % 64;
+			c->odds[c->nodds++] = (struct odd){ k - 1, last };
 		}
+	}
+	return 0;
+}
+
+static uint64_t counts_get(const struct builder *b, const struct counts *c,
+			   uint64_t k)
+{
+	size_t lo = 0, hi = c->nodds;
+
+	if (!(c->odd[k / 64] >> k % 64 & 1))
+		return b->o->block;
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (c->odds[mid].k <= k)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return c->odds[lo].count;
+}
+
+/* sfs_prng_shuffle of 32-bit numbers: the same draws, half the memory. */
+static void shuffle32(struct sfs_prng *rng, uint32_t *a, size_t n)
+{
+	size_t i;
+
+	for (i = n; i > 1; i--) {
+		uint64_t j = sfs_prng_below(rng, i);
+		uint32_t t = a[i - 1];
+
+		a[i - 1] = a[j];
+		a[j] = t;
 	}
 }
 
@@ -342,7 +384,8 @@ static int stream(struct builder *b, size_t s, unsigned __int128 lo,
 	size_t ulo = b->unit_lo[s], nu = b->unit_lo[s + 1] - ulo, i;
 	uint64_t n = b->plan->sources[s].samples;
 	unsigned __int128 p, p0 = lo / n, passes;
-	uint64_t *order;
+	struct counts cnt = { 0 };
+	uint32_t *order;
 	struct sfs_prng rng;
 	int rc = 0;
 
@@ -364,12 +407,11 @@ static int stream(struct builder *b, size_t s, unsigned __int128 lo,
 	/* a segment holds at least one sample and at most one unit's pass */
 	passes = (hi - 1) / n - p0 + 1;
 	order = malloc((nu + 1) * sizeof(*order));
-	if (!order ||
-	    reserve_segs(b, hi - lo < passes * nu ? (size_t)(hi - lo) :
-						    (size_t)(passes * nu))) {
-		free(order);
-		return -ENOMEM;
-	}
+	rc = order ? counts_make(b, s, &cnt) : -ENOMEM;
+	if (!rc)
+		rc = reserve_segs(b, hi - lo < passes * nu ?
+					     (size_t)(hi - lo) :
+					     (size_t)(passes * nu));
 	b->pass0[s] = (uint64_t)p0;
 	for (p = p0; p <= (hi - 1) / n && !rc; p++) {
 		unsigned __int128 base = p * n;
@@ -377,30 +419,27 @@ static int stream(struct builder *b, size_t s, unsigned __int128 lo,
 		uint64_t to = hi - base < n ? (uint64_t)(hi - base) : n;
 		uint64_t at = 0;
 
-		source_units(b, s, order);
+		for (i = 0; i < nu; i++)
+			order[i] = (uint32_t)i;
 		if (b->o->shuffle != SFS_SHUFFLE_NONE) {
 			sfs_prng_init(&rng, b->seed[s], (uint64_t)p, 0);
-			sfs_prng_shuffle(&rng, order, nu);
+			shuffle32(&rng, order, nu);
 		}
 		for (i = 0; i < nu && at < to && !rc; i++) {
-			uint64_t u =
-				ulo + (b->wide ? order[i] : (uint32_t)order[i]);
-			uint64_t c = order[i] >> 32, x, y;
-			struct unit un;
+			uint64_t c = counts_get(b, &cnt, order[i]);
+			uint64_t x = from > at ? from : at;
+			uint64_t y = to < at + c ? to : at + c;
 
-			if (b->wide) {
-				unit_get(b, u, &un);
-				c = un.count;
-			}
-			x = from > at ? from : at;
-			y = to < at + c ? to : at + c;
 			if (x < y)
-				rc = push_seg(b, u, (uint64_t)(p - p0), x - at,
+				rc = push_seg(b, ulo + order[i],
+					      (uint64_t)(p - p0), x - at,
 					      y - x);
 			at += c;
 		}
 	}
 	free(order);
+	free(cnt.odd);
+	free(cnt.odds);
 	return rc;
 }
 
@@ -717,10 +756,20 @@ static bool wanted(const struct builder *b, size_t t)
 static int partition(struct builder *b)
 {
 	struct sfs_plan *plan = b->plan;
-	uint64_t c = plan->per_reader;
+	uint64_t c = plan->per_reader, want = 0;
 	size_t t;
 	int rc;
 
+	/* shuffle=samples: mostly one run per sample, never more; room for
+	 * them at once instead of doubling.  Only a hint: an opaque shard may
+	 * claim any count, and without the room push_run doubles. */
+	for (t = 0; t < plan->nreaders; t++)
+		want += wanted(b, t);
+	if (b->o->shuffle == SFS_SHUFFLE_SAMPLES && want &&
+	    c <= SIZE_MAX / sizeof(*plan->runs) / want) {
+		plan->runs = malloc(want * c * sizeof(*plan->runs));
+		b->runs_cap = plan->runs ? want * c : 0;
+	}
 	for (t = 0; t < plan->nreaders; t++) {
 		struct sfs_plan_reader *r = &plan->readers[t];
 
