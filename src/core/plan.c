@@ -756,20 +756,12 @@ static bool wanted(const struct builder *b, size_t t)
 static int partition(struct builder *b)
 {
 	struct sfs_plan *plan = b->plan;
-	uint64_t c = plan->per_reader, want = 0;
+	uint64_t c = plan->per_reader;
+	struct sfs_plan_file *f;
+	struct sfs_run *runs;
 	size_t t;
 	int rc;
 
-	/* shuffle=samples: mostly one run per sample, never more; room for
-	 * them at once instead of doubling.  Only a hint: an opaque shard may
-	 * claim any count, and without the room push_run doubles. */
-	for (t = 0; t < plan->nreaders; t++)
-		want += wanted(b, t);
-	if (b->o->shuffle == SFS_SHUFFLE_SAMPLES && want &&
-	    c <= SIZE_MAX / sizeof(*plan->runs) / want) {
-		plan->runs = malloc(want * c * sizeof(*plan->runs));
-		b->runs_cap = plan->runs ? want * c : 0;
-	}
 	for (t = 0; t < plan->nreaders; t++) {
 		struct sfs_plan_reader *r = &plan->readers[t];
 
@@ -785,6 +777,14 @@ static int partition(struct builder *b)
 			return rc;
 		r->nfiles = plan->nfiles - r->file_at;
 	}
+	/* a view holds the plan for its epoch: give back the room doubling
+	 * left (a shrinking realloc that fails leaves the block as it was) */
+	if (plan->nfiles &&
+	    (f = realloc(plan->files, plan->nfiles * sizeof(*f))))
+		plan->files = f;
+	if (plan->nruns &&
+	    (runs = realloc(plan->runs, plan->nruns * sizeof(*runs))))
+		plan->runs = runs;
 	return 0;
 }
 
