@@ -49,6 +49,9 @@ struct builder {
 	size_t nsources;
 	struct ushard *ushards; /* nushards + 1, the last {0, nunits} */
 	size_t nushards;
+	/* ushards[ulook[u / 64]] holds unit u / 64 * 64: unit_get scans on
+	 * from there, instead of searching all shards */
+	size_t *ulook;
 	size_t *unit_lo; /* source s has units [unit_lo[s], unit_lo[s + 1]) */
 	uint64_t *seed; /* per source */
 	uint64_t *pass0; /* per source: the pass its first segment is in */
@@ -123,24 +126,26 @@ static int make_units(struct builder *b)
 						     n :
 						     b->plan->nunits),
 			UINT32_MAX);
+	b->ulook = malloc((n / 64 + 1) * sizeof(*b->ulook));
+	if (!b->ulook)
+		return -ENOMEM;
+	for (k = 0, i = 0; i * 64 < n; i++) {
+		while (b->ushards[k + 1].unit <= i * 64)
+			k++;
+		b->ulook[i] = k;
+	}
 	return 0;
 }
 
 /* Unit number u: its shard, samples, source and number in the source. */
 static void unit_get(const struct builder *b, uint64_t u, struct unit *un)
 {
-	size_t lo = 0, hi = b->nushards;
+	size_t lo = b->ulook[u / 64], hi;
 	const struct sfs_shard *sh;
 	uint64_t step, left;
 
-	while (hi - lo > 1) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (b->ushards[mid].unit <= u)
-			lo = mid;
-		else
-			hi = mid;
-	}
+	while (b->ushards[lo + 1].unit <= u)
+		lo++;
 	un->shard = b->ushards[lo].shard;
 	sh = &b->idx->shards[un->shard];
 	step = unit_step(b, sh);
@@ -980,6 +985,7 @@ out_nomem:
 	rc = sfs_errorf(err, -ENOMEM, "out of memory building the plan");
 out_free:
 	free(b.ushards);
+	free(b.ulook);
 	free(b.unit_lo);
 	free(b.seed);
 	free(b.pass0);
