@@ -307,17 +307,20 @@ static int push_seg(struct builder *b, uint64_t unit, uint64_t pass,
 	return 0;
 }
 
+/* A unit whose count is not block: its number in its source, its count. */
+struct odd {
+	uint64_t k, count;
+};
+
 /*
- * The sample counts of the units of one source, 4 bytes and a bit per unit
- * instead of 8: unit k (canonical, from 0) has block samples unless bit k
- * of odd is set (a shard's short last block, a whole shard); then its count
- * is in odds, sorted by k.
+ * The sample counts of the units of one source, a bit per unit where
+ * stream's unit order is 4 bytes: unit k (canonical, from 0) has block
+ * samples unless bit k of odd is set (a shard's short last block, a whole
+ * shard); then its count is in odds, sorted by k.
  */
 struct counts {
 	uint64_t *odd;
-	struct odd {
-		uint64_t k, count;
-	} * odds;
+	struct odd *odds;
 	size_t nodds;
 };
 
@@ -334,11 +337,13 @@ static int counts_make(const struct builder *b, size_t s, struct counts *c)
 		return -ENOMEM;
 	for (i = lo; i < hi; i++) {
 		const struct sfs_shard *sh = &b->idx->shards[i];
-		uint64_t n = shard_units(b, sh);
-		uint64_t last = sh->nsamples - (n - 1) * unit_step(b, sh);
+		uint64_t n = shard_units(b, sh), last;
 
+		if (!n)
+			continue;
+		last = sh->nsamples - (n - 1) * unit_step(b, sh);
 		k += n;
-		if (n && last != b->o->block) {
+		if (last != b->o->block) {
 			c->odd[(k - 1) / 64] |= 1ull << (k - 1) % 64;
 			c->odds[c->nodds++] = (struct odd){ k - 1, last };
 		}
