@@ -12,7 +12,8 @@
 #define PASSES_MAX 65536u
 
 /* One unit: samples [first, first + count) of a shard, unit number local
- * (from 0) of source src. */
+ * (from 0) of source src.  Computed from its number (unit_get): the plan
+ * keeps no array of units. */
 struct unit {
 	size_t shard;
 	uint64_t first;
@@ -21,13 +22,24 @@ struct unit {
 	size_t src;
 };
 
-/* A piece of the epoch order: positions [first, first + count) of unit
- * number unit as its samples are ordered in pass pass of its source. */
-struct seg {
+/* A shard with samples and the number of its first unit; the shards of
+ * the sources in unit order. */
+struct ushard {
+	size_t shard;
 	uint64_t unit;
-	uint64_t pass;
+};
+
+/*
+ * A piece of the epoch order: positions [first, first + count) of unit
+ * number unit as its samples are ordered in pass pass0[src] + pass of its
+ * source; its count is in the builder's cum.  32-bit numbers: make_units
+ * refuses more than UINT32_MAX units, and an epoch reads a source at most
+ * PASSES_MAX + 1 times.
+ */
+struct seg {
+	uint32_t unit;
+	uint32_t pass;
 	uint64_t first;
-	uint64_t count;
 };
 
 struct builder {
@@ -35,12 +47,19 @@ struct builder {
 	const struct sfs_plan_opts *o;
 	struct sfs_plan *plan;
 	size_t nsources;
-	struct unit *units; /* source by source, each in canonical order */
+	struct ushard *ushards; /* nushards + 1, the last {0, nunits} */
+	size_t nushards;
+	/* ushards[ulook[u / 64]] holds unit u / 64 * 64: unit_get scans on
+	 * from there, instead of searching all shards */
+	size_t *ulook;
 	size_t *unit_lo; /* source s has units [unit_lo[s], unit_lo[s + 1]) */
 	uint64_t *seed; /* per source */
+	uint64_t *pass0; /* per source: the pass its first segment is in */
 	struct seg *segs; /* the epoch order */
 	size_t nsegs, segs_cap;
-	uint64_t *cum; /* cum[i]: samples before segs[i]; cum[nsegs] = N */
+	/* samples before segs[i], cum[nsegs] = N; while order_epoch builds
+	 * the order, the samples of segs[i] */
+	uint64_t *cum;
 	uint64_t *perm; /* scratch: a unit's sample permutation */
 	size_t files_cap, runs_cap;
 	const uint32_t *ranks; /* the ranks whose readers get files */
@@ -57,53 +76,94 @@ static void source_shards(const struct builder *b, size_t s, size_t *lo,
 	*hi = m ? m->sources[s].shard_hi : b->idx->nshards;
 }
 
+/* Samples per unit of shard sh; its last unit may have fewer. */
+static uint64_t unit_step(const struct builder *b, const struct sfs_shard *sh)
+{
+	return b->o->block && sfs_shard_sliceable(sh) ? b->o->block :
+							sh->nsamples;
+}
+
+static uint64_t shard_units(const struct builder *b, const struct sfs_shard *sh)
+{
+	return sh->nsamples ? (sh->nsamples - 1) / unit_step(b, sh) + 1 : 0;
+}
+
 static int make_units(struct builder *b)
 {
 	const struct sfs_index *idx = b->idx;
-	uint64_t block = b->o->block, n = 0;
-	size_t s, i, lo, hi;
+	uint64_t n = 0;
+	size_t s, i, lo, hi, k = 0;
 
-	for (i = 0; i < idx->nshards; i++) {
-		const struct sfs_shard *sh = &idx->shards[i];
-
-		if (!sh->nsamples)
-			continue;
-		n += block && sfs_shard_sliceable(sh) ?
-			     (sh->nsamples - 1) / block + 1 :
-			     1;
-	}
-	b->units = malloc((n + 1) * sizeof(*b->units));
+	for (i = 0; i < idx->nshards; i++)
+		b->plan->nunits += shard_units(b, &idx->shards[i]);
+	b->ushards = malloc((idx->nshards + 1) * sizeof(*b->ushards));
 	b->unit_lo = malloc((b->nsources + 1) * sizeof(*b->unit_lo));
-	if (!b->units || !b->unit_lo)
+	if (!b->ushards || !b->unit_lo)
 		return -ENOMEM;
-	b->plan->nunits = n;
-	n = 0;
 	for (s = 0; s < b->nsources; s++) {
-		uint64_t local = 0;
-
 		b->unit_lo[s] = n;
 		source_shards(b, s, &lo, &hi);
 		for (i = lo; i < hi; i++) {
 			const struct sfs_shard *sh = &idx->shards[i];
-			uint64_t first = 0, step = sh->nsamples;
 
 			if (!sh->nsamples)
 				continue;
 			b->plan->sources[s].samples += sh->nsamples;
-			if (block && sfs_shard_sliceable(sh))
-				step = block;
-			for (; first < sh->nsamples; first += step) {
-				uint64_t left = sh->nsamples - first;
-
-				b->units[n++] = (struct unit){
-					i, first, left < step ? left : step,
-					local++, s
-				};
-			}
+			b->ushards[k++] = (struct ushard){ i, n };
+			n += shard_units(b, sh);
 		}
 	}
 	b->unit_lo[s] = n;
+	b->ushards[k] = (struct ushard){ 0, n };
+	b->nushards = k;
+	if (n > UINT32_MAX || b->plan->nunits > UINT32_MAX)
+		return sfs_errorf(
+			b->err, -EINVAL,
+			"block=%llu cuts the %llu samples of %s into %llu units, more than the plan holds (%u); use a larger block",
+			(unsigned long long)b->o->block,
+			(unsigned long long)idx->nsamples, idx->source,
+			(unsigned long long)(n > b->plan->nunits ?
+						     n :
+						     b->plan->nunits),
+			UINT32_MAX);
+	b->ulook = malloc((n / 64 + 1) * sizeof(*b->ulook));
+	if (!b->ulook)
+		return -ENOMEM;
+	for (k = 0, i = 0; i * 64 < n; i++) {
+		while (b->ushards[k + 1].unit <= i * 64)
+			k++;
+		b->ulook[i] = k;
+	}
 	return 0;
+}
+
+/* Unit number u: its shard, samples, source and number in the source. */
+static void unit_get(const struct builder *b, uint64_t u, struct unit *un)
+{
+	size_t lo = b->ulook[u / 64], hi;
+	const struct sfs_shard *sh;
+	uint64_t step, left;
+
+	while (b->ushards[lo + 1].unit <= u)
+		lo++;
+	un->shard = b->ushards[lo].shard;
+	sh = &b->idx->shards[un->shard];
+	step = unit_step(b, sh);
+	un->first = (u - b->ushards[lo].unit) * step;
+	left = sh->nsamples - un->first;
+	un->count = left < step ? left : step;
+	lo = 0;
+	hi = b->nsources;
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (b->unit_lo[mid] <= u)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	un->src = lo;
+	un->local = u - b->unit_lo[lo];
 }
 
 /*
@@ -212,19 +272,115 @@ out:
 	return rc;
 }
 
-static int push_seg(struct builder *b, struct seg sg)
+/* Room for n more segments: one allocation for a stream of known size,
+ * doubling for stratify's pieces. */
+static int reserve_segs(struct builder *b, size_t n)
 {
-	if (b->nsegs == b->segs_cap) {
-		size_t ncap = b->segs_cap ? 2 * b->segs_cap : 1024;
-		struct seg *ns = realloc(b->segs, ncap * sizeof(*ns));
+	struct seg *ns;
+	uint64_t *nc;
+	size_t ncap;
 
-		if (!ns)
-			return -ENOMEM;
-		b->segs = ns;
-		b->segs_cap = ncap;
-	}
-	b->segs[b->nsegs++] = sg;
+	if (b->segs_cap - b->nsegs >= n)
+		return 0;
+	ncap = b->nsegs + n;
+	ns = realloc(b->segs, ncap * sizeof(*ns));
+	if (!ns)
+		return -ENOMEM;
+	b->segs = ns;
+	nc = realloc(b->cum, (ncap + 1) * sizeof(*nc));
+	if (!nc)
+		return -ENOMEM;
+	b->cum = nc;
+	b->segs_cap = ncap;
 	return 0;
+}
+
+static int push_seg(struct builder *b, uint64_t unit, uint64_t pass,
+		    uint64_t first, uint64_t count)
+{
+	if (b->nsegs == b->segs_cap &&
+	    reserve_segs(b, b->segs_cap ? b->segs_cap : 1024))
+		return -ENOMEM;
+	b->segs[b->nsegs] =
+		(struct seg){ (uint32_t)unit, (uint32_t)pass, first };
+	b->cum[b->nsegs++] = count;
+	return 0;
+}
+
+/* A unit whose count is not block: its number in its source, its count. */
+struct odd {
+	uint64_t k, count;
+};
+
+/*
+ * The sample counts of the units of one source, a bit per unit where
+ * stream's unit order is 4 bytes: unit k (canonical, from 0) has block
+ * samples unless bit k of odd is set (a shard's short last block, a whole
+ * shard); then its count is in odds, sorted by k.
+ */
+struct counts {
+	uint64_t *odd;
+	struct odd *odds;
+	size_t nodds;
+};
+
+static int counts_make(const struct builder *b, size_t s, struct counts *c)
+{
+	uint64_t k = 0, nu = b->unit_lo[s + 1] - b->unit_lo[s];
+	size_t lo, hi, i;
+
+	source_shards(b, s, &lo, &hi);
+	c->nodds = 0;
+	c->odd = calloc(nu / 64 + 1, sizeof(*c->odd));
+	c->odds = malloc((hi - lo + 1) * sizeof(*c->odds));
+	if (!c->odd || !c->odds)
+		return -ENOMEM;
+	for (i = lo; i < hi; i++) {
+		const struct sfs_shard *sh = &b->idx->shards[i];
+		uint64_t n = shard_units(b, sh), last;
+
+		if (!n)
+			continue;
+		last = sh->nsamples - (n - 1) * unit_step(b, sh);
+		k += n;
+		if (last != b->o->block) {
+			c->odd[(k - 1) / 64] |= 1ull << (k - 1) % 64;
+			c->odds[c->nodds++] = (struct odd){ k - 1, last };
+		}
+	}
+	return 0;
+}
+
+static uint64_t counts_get(const struct builder *b, const struct counts *c,
+			   uint64_t k)
+{
+	size_t lo = 0, hi = c->nodds;
+
+	if (!(c->odd[k / 64] >> k % 64 & 1))
+		return b->o->block;
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (c->odds[mid].k <= k)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return c->odds[lo].count;
+}
+
+/* sfs_prng_shuffle of 32-bit numbers: the same draws, half the memory. */
+static void shuffle32(struct sfs_prng *rng, uint32_t *a, size_t n)
+{
+	size_t i;
+
+	for (i = n; i > 1; i--) {
+		uint64_t j = sfs_prng_below(rng, i);
+		uint32_t t = a[i - 1];
+
+		a[i - 1] = a[j];
+		a[j] = t;
+	}
 }
 
 /*
@@ -237,15 +393,13 @@ static int stream(struct builder *b, size_t s, unsigned __int128 lo,
 {
 	size_t ulo = b->unit_lo[s], nu = b->unit_lo[s + 1] - ulo, i;
 	uint64_t n = b->plan->sources[s].samples;
-	uint64_t *order = malloc((nu + 1) * sizeof(*order));
-	unsigned __int128 p;
+	unsigned __int128 p, p0 = lo / n, passes;
+	struct counts cnt = { 0 };
+	uint32_t *order;
 	struct sfs_prng rng;
 	int rc = 0;
 
-	if (!order)
-		return -ENOMEM;
-	if ((hi - lo) / n >= PASSES_MAX) {
-		free(order);
+	if ((hi - lo) / n >= PASSES_MAX)
 		return b->idx->mix ?
 			       sfs_errorf(
 				       b->err, -EINVAL,
@@ -260,32 +414,42 @@ static int stream(struct builder *b, size_t s, unsigned __int128 lo,
 				       (unsigned long long)(hi - lo),
 				       PASSES_MAX, (unsigned long long)n,
 				       b->idx->source);
-	}
-	for (p = lo / n; hi > lo && p <= (hi - 1) / n && !rc; p++) {
+	/* a segment holds at least one sample and at most one unit's pass */
+	passes = (hi - 1) / n - p0 + 1;
+	order = malloc((nu + 1) * sizeof(*order));
+	rc = order ? counts_make(b, s, &cnt) : -ENOMEM;
+	if (!rc)
+		rc = reserve_segs(b, hi - lo < passes * nu ?
+					     (size_t)(hi - lo) :
+					     (size_t)(passes * nu));
+	b->pass0[s] = (uint64_t)p0;
+	for (p = p0; p <= (hi - 1) / n && !rc; p++) {
 		unsigned __int128 base = p * n;
 		uint64_t from = lo > base ? (uint64_t)(lo - base) : 0;
 		uint64_t to = hi - base < n ? (uint64_t)(hi - base) : n;
 		uint64_t at = 0;
 
 		for (i = 0; i < nu; i++)
-			order[i] = ulo + i;
+			order[i] = (uint32_t)i;
 		if (b->o->shuffle != SFS_SHUFFLE_NONE) {
 			sfs_prng_init(&rng, b->seed[s], (uint64_t)p, 0);
-			sfs_prng_shuffle(&rng, order, nu);
+			shuffle32(&rng, order, nu);
 		}
 		for (i = 0; i < nu && at < to && !rc; i++) {
-			uint64_t c = b->units[order[i]].count;
+			uint64_t c = counts_get(b, &cnt, order[i]);
 			uint64_t x = from > at ? from : at;
 			uint64_t y = to < at + c ? to : at + c;
 
 			if (x < y)
-				rc = push_seg(b, (struct seg){ order[i],
-							       (uint64_t)p,
-							       x - at, y - x });
+				rc = push_seg(b, ulo + order[i],
+					      (uint64_t)(p - p0), x - at,
+					      y - x);
 			at += c;
 		}
 	}
 	free(order);
+	free(cnt.odd);
+	free(cnt.odds);
 	return rc;
 }
 
@@ -298,6 +462,7 @@ static int stream(struct builder *b, size_t s, unsigned __int128 lo,
 static int stratify(struct builder *b, const size_t *seg_lo)
 {
 	struct seg *from = b->segs;
+	uint64_t *count = b->cum;
 	size_t S = b->nsources, s, t;
 	size_t *cur = calloc(S + 1, sizeof(*cur));
 	uint64_t *j = calloc(S + 1, sizeof(*j)),
@@ -307,6 +472,7 @@ static int stratify(struct builder *b, const size_t *seg_lo)
 	int rc = 0;
 
 	b->segs = NULL;
+	b->cum = NULL;
 	b->nsegs = b->segs_cap = 0;
 	if (!cur || !j || !off) {
 		rc = -ENOMEM;
@@ -316,7 +482,7 @@ static int stratify(struct builder *b, const size_t *seg_lo)
 		cur[s] = seg_lo[s];
 	for (q = 0; q < N && !rc; q++) {
 		size_t best = S;
-		struct seg *sg;
+		struct seg *sg, *prev;
 
 		for (t = 0; t < S; t++) {
 			uint64_t at = b->plan->sources[t].allocated;
@@ -330,24 +496,23 @@ static int stratify(struct builder *b, const size_t *seg_lo)
 				best = t;
 		}
 		sg = &from[cur[best]];
-		if (last == best && b->segs[b->nsegs - 1].unit == sg->unit &&
-		    b->segs[b->nsegs - 1].pass == sg->pass &&
-		    b->segs[b->nsegs - 1].first + b->segs[b->nsegs - 1].count ==
-			    sg->first + off[best])
-			b->segs[b->nsegs - 1].count++;
+		prev = last == best ? &b->segs[b->nsegs - 1] : NULL;
+		if (prev && prev->unit == sg->unit && prev->pass == sg->pass &&
+		    prev->first + b->cum[b->nsegs - 1] == sg->first + off[best])
+			b->cum[b->nsegs - 1]++;
 		else
-			rc = push_seg(b,
-				      (struct seg){ sg->unit, sg->pass,
-						    sg->first + off[best], 1 });
+			rc = push_seg(b, sg->unit, sg->pass,
+				      sg->first + off[best], 1);
 		last = best;
 		j[best]++;
-		if (++off[best] == sg->count) {
+		if (++off[best] == count[cur[best]]) {
 			off[best] = 0;
 			cur[best]++;
 		}
 	}
 out:
 	free(from);
+	free(count);
 	free(cur);
 	free(j);
 	free(off);
@@ -363,6 +528,7 @@ static int order_epoch(struct builder *b)
 	size_t S = b->nsources, s, i;
 	size_t *seg_lo = calloc(S + 1, sizeof(*seg_lo));
 	struct sfs_prng rng;
+	uint64_t sum = 0;
 	int rc = 0;
 
 	if (!seg_lo)
@@ -383,46 +549,39 @@ static int order_epoch(struct builder *b)
 	if (S > 1 && m->batching == SFS_MIX_STRATIFIED) {
 		rc = stratify(b, seg_lo);
 	} else if (S > 1 && o->shuffle != SFS_SHUFFLE_NONE) {
-		uint64_t *perm = malloc((b->nsegs + 1) * sizeof(*perm));
-		struct seg *mixed = malloc((b->nsegs + 1) * sizeof(*mixed));
-
-		if (!perm || !mixed) {
-			free(perm);
-			free(mixed);
-			rc = -ENOMEM;
-			goto out;
-		}
-		for (i = 0; i < b->nsegs; i++)
-			perm[i] = i;
+		/* Fisher-Yates of the segments in place: the same draws as
+		 * permuting their numbers (docs/plan.md) and then gathering */
 		sfs_prng_init(&rng, o->seed, o->epoch, UINT64_MAX - 1);
-		sfs_prng_shuffle(&rng, perm, b->nsegs);
-		for (i = 0; i < b->nsegs; i++)
-			mixed[i] = b->segs[perm[i]];
-		free(perm);
-		free(b->segs);
-		b->segs = mixed;
-		b->segs_cap = b->nsegs;
+		for (i = b->nsegs; i > 1; i--) {
+			uint64_t j = sfs_prng_below(&rng, i);
+			struct seg t = b->segs[i - 1];
+			uint64_t c = b->cum[i - 1];
+
+			b->segs[i - 1] = b->segs[j];
+			b->segs[j] = t;
+			b->cum[i - 1] = b->cum[j];
+			b->cum[j] = c;
+		}
 	}
 	if (rc)
 		goto out;
-	b->cum = malloc((b->nsegs + 1) * sizeof(*b->cum));
-	if (!b->cum) {
-		rc = -ENOMEM;
-		goto out;
+	/* counts to positions, in place: stream and stratify left room for
+	 * cum[nsegs] */
+	for (i = 0; i < b->nsegs; i++) {
+		uint64_t c = b->cum[i];
+
+		b->cum[i] = sum;
+		sum += c;
 	}
-	b->cum[0] = 0;
-	for (i = 0; i < b->nsegs; i++)
-		b->cum[i + 1] = b->cum[i] + b->segs[i].count;
+	b->cum[b->nsegs] = sum;
 out:
 	free(seg_lo);
 	return rc;
 }
 
-/* True when the samples of unit u are read in a shuffled order. */
-static bool unit_permuted(const struct builder *b, uint64_t u)
+/* True when the samples of unit un are read in a shuffled order. */
+static bool unit_permuted(const struct builder *b, const struct unit *un)
 {
-	const struct unit *un = &b->units[u];
-
 	return b->o->shuffle == SFS_SHUFFLE_SAMPLES && un->count > 1 &&
 	       sfs_shard_sliceable(&b->idx->shards[un->shard]);
 }
@@ -471,14 +630,16 @@ static int cut_error(struct builder *b, const struct unit *un, uint64_t a,
 static int add_file(struct builder *b, const struct seg *sg, uint64_t a,
 		    uint64_t len, bool padding, size_t reader)
 {
-	const struct unit *un = &b->units[sg->unit];
-	const struct sfs_shard *sh = &b->idx->shards[un->shard];
 	struct sfs_plan *plan = b->plan;
+	const struct sfs_shard *sh;
 	struct sfs_plan_file *f;
+	struct unit u, *un = &u;
 	bool whole_unit;
 	struct sfs_prng rng;
 	uint64_t i;
 
+	unit_get(b, sg->unit, un);
+	sh = &b->idx->shards[un->shard];
 	a += sg->first;
 	whole_unit = a == 0 && len == un->count;
 	if (!sfs_shard_sliceable(sh) && !whole_unit)
@@ -500,14 +661,15 @@ static int add_file(struct builder *b, const struct seg *sg, uint64_t a,
 		.npadding = padding ? len : 0,
 		.run_at = plan->nruns,
 	};
-	if (!unit_permuted(b, sg->unit)) {
+	if (!unit_permuted(b, un)) {
 		f->whole = whole_unit && un->first == 0 &&
 			   un->count == sh->nsamples;
 		return push_run(b, un->first + a, len);
 	}
 	for (i = 0; i < un->count; i++)
 		b->perm[i] = i;
-	sfs_prng_init(&rng, b->seed[un->src], sg->pass, un->local + 1);
+	sfs_prng_init(&rng, b->seed[un->src], b->pass0[un->src] + sg->pass,
+		      un->local + 1);
 	sfs_prng_shuffle(&rng, b->perm, un->count);
 	for (i = a; i < a + len; i++)
 		if (push_run(b, un->first + b->perm[i], 1))
@@ -605,6 +767,8 @@ static int partition(struct builder *b)
 {
 	struct sfs_plan *plan = b->plan;
 	uint64_t c = plan->per_reader;
+	struct sfs_plan_file *f;
+	struct sfs_run *runs;
 	size_t t;
 	int rc;
 
@@ -623,6 +787,14 @@ static int partition(struct builder *b)
 			return rc;
 		r->nfiles = plan->nfiles - r->file_at;
 	}
+	/* a view holds the plan for its epoch: give back the room doubling
+	 * left (a shrinking realloc that fails leaves the block as it was) */
+	if (plan->nfiles &&
+	    (f = realloc(plan->files, plan->nfiles * sizeof(*f))))
+		plan->files = f;
+	if (plan->nruns &&
+	    (runs = realloc(plan->runs, plan->nruns * sizeof(*runs))))
+		plan->runs = runs;
 	return 0;
 }
 
@@ -703,8 +875,11 @@ static void count_sources(struct builder *b, uint64_t from, uint64_t to,
 	for (i = find_seg(b, from); i < b->nsegs && b->cum[i] < to; i++) {
 		uint64_t x = from > b->cum[i] ? from : b->cum[i];
 		uint64_t y = to < b->cum[i + 1] ? to : b->cum[i + 1];
-		struct sfs_plan_source *ps =
-			&b->plan->sources[b->units[b->segs[i].unit].src];
+		struct sfs_plan_source *ps;
+		struct unit un;
+
+		unit_get(b, b->segs[i].unit, &un);
+		ps = &b->plan->sources[un.src];
 
 		*(uint64_t *)((char *)ps + field) += y - x;
 	}
@@ -746,14 +921,16 @@ int sfs_plan_build_ranks(const struct sfs_index *idx,
 	struct builder b = {
 		.idx = idx, .o = o, .ranks = ranks, .nranks = nranks, .err = err
 	};
-	uint64_t maxunit = 0, u;
+	uint64_t maxunit = 0;
 	size_t s;
 	int rc;
 
 	b.nsources = idx->mix ? idx->mix->nsources : 1;
 	b.plan = calloc(1, sizeof(*b.plan));
 	b.seed = calloc(b.nsources + 1, sizeof(*b.seed));
-	if (!b.plan || !b.seed) {
+	b.pass0 = calloc(b.nsources + 1, sizeof(*b.pass0));
+	if (!b.plan || !b.seed || !b.pass0) {
+		free(b.pass0);
 		free(b.seed);
 		free(b.plan);
 		return sfs_errorf(err, -ENOMEM, "out of memory");
@@ -761,10 +938,9 @@ int sfs_plan_build_ranks(const struct sfs_index *idx,
 	b.plan->opts = *o;
 	b.plan->nsources = b.nsources;
 	b.plan->sources = calloc(b.nsources, sizeof(*b.plan->sources));
-	rc = -ENOMEM;
-	if (!b.plan->sources || make_units(&b))
-		goto out_nomem;
-	rc = allocate(&b);
+	rc = b.plan->sources ? make_units(&b) : -ENOMEM;
+	if (!rc)
+		rc = allocate(&b);
 	if (!rc)
 		rc = equalise(&b);
 	if (rc == -ENOMEM)
@@ -788,10 +964,15 @@ int sfs_plan_build_ranks(const struct sfs_index *idx,
 	/* only sliceable units are permuted: their counts are backed by the
 	 * shard (a boundary table, a Parquet footer), an opaque shard's is
 	 * just a number in the index */
-	if (o->shuffle == SFS_SHUFFLE_SAMPLES)
-		for (u = 0; u < b.plan->nunits; u++)
-			if (unit_permuted(&b, u) && b.units[u].count > maxunit)
-				maxunit = b.units[u].count;
+	for (s = 0; o->shuffle == SFS_SHUFFLE_SAMPLES && s < idx->nshards;
+	     s++) {
+		const struct sfs_shard *sh = &idx->shards[s];
+		uint64_t step = unit_step(&b, sh);
+		uint64_t c = step < sh->nsamples ? step : sh->nsamples;
+
+		if (sfs_shard_sliceable(sh) && c > maxunit)
+			maxunit = c;
+	}
 	rc = -ENOMEM;
 	b.perm = malloc((maxunit + 1) * sizeof(*b.perm));
 	b.plan->readers = calloc(b.plan->nreaders, sizeof(*b.plan->readers));
@@ -808,9 +989,11 @@ int sfs_plan_build_ranks(const struct sfs_index *idx,
 out_nomem:
 	rc = sfs_errorf(err, -ENOMEM, "out of memory building the plan");
 out_free:
-	free(b.units);
+	free(b.ushards);
+	free(b.ulook);
 	free(b.unit_lo);
 	free(b.seed);
+	free(b.pass0);
 	free(b.segs);
 	free(b.cum);
 	free(b.perm);

@@ -1,9 +1,10 @@
 /*
- * bench_plan SRC INDEX_DIR [world workers [shuffle [block]]]: load the index
- * (SRC a directory, INDEX_DIR "-" for SRC/.shardfs; or SRC a mixture file
- * and INDEX_DIR "-"), report its memory per shard and per sample, and time
- * building one epoch's plan for every reader (median of 11 runs after a
- * warm-up) and the heap the plan holds.
+ * bench_plan SRC INDEX_DIR [world workers [shuffle [block [rank]]]]: load the
+ * index (SRC a directory, INDEX_DIR "-" for SRC/.shardfs; or SRC a mixture
+ * file and INDEX_DIR "-"), report its memory per shard and per sample, and
+ * time building one epoch's plan for every reader, or with rank only for
+ * that rank's readers as a daemon does at an epoch switch (median of 11
+ * runs after a warm-up), and the heap the plan holds.
  */
 #include <malloc.h>
 #include <stdio.h>
@@ -47,18 +48,21 @@ int main(int argc, char **argv)
 	struct sfs_options opts;
 	struct sfs_index *idx;
 	struct sfs_plan *plan;
+	uint32_t rank = 0;
 	double t[RUNS], t0, load;
 	size_t heap0, heap1, held = 0;
 	int i;
 
 	if (argc < 3) {
 		fprintf(stderr,
-			"usage: bench_plan SRC INDEX_DIR|- [world workers [shuffle [block]]]\n");
+			"usage: bench_plan SRC INDEX_DIR|- [world workers [shuffle [block [rank]]]]\n");
 		return 2;
 	}
 	sfs_options_init(&opts);
 	opts.plan.world = argc > 3 ? (uint32_t)atoi(argv[3]) : 64;
 	opts.plan.workers = argc > 4 ? (uint32_t)atoi(argv[4]) : 8;
+	if (argc > 7)
+		rank = (uint32_t)atoi(argv[7]);
 	if ((argc > 5 && sfs_options_set(&opts, "shuffle", argv[5], &err)) ||
 	    (argc > 6 && sfs_options_set(&opts, "block", argv[6], &err))) {
 		fprintf(stderr, "bench_plan: %s\n", err.msg);
@@ -81,7 +85,8 @@ int main(int argc, char **argv)
 		       (double)idx->nsamples);
 	for (i = -1; i < RUNS; i++) {
 		t0 = now();
-		if (sfs_plan_build(idx, &opts.plan, &plan, &err)) {
+		if (sfs_plan_build_ranks(idx, &opts.plan, &rank, argc > 7,
+					 &plan, &err)) {
 			fprintf(stderr, "bench_plan: %s\n", err.msg);
 			return 2;
 		}
@@ -91,11 +96,12 @@ int main(int argc, char **argv)
 		sfs_plan_free(plan);
 	}
 	qsort(t, RUNS, sizeof(t[0]), cmp);
-	printf("plan world=%u workers=%u shuffle=%s block=%llu: median %.2f ms (min %.2f, max %.2f) over %d runs; the plan holds %.1f MB\n",
+	printf("plan world=%u workers=%u shuffle=%s block=%llu%s: median %.2f ms (min %.2f, max %.2f) over %d runs; the plan holds %.1f MB\n",
 	       opts.plan.world, opts.plan.workers,
 	       sfs_shuffle_name(opts.plan.shuffle),
-	       (unsigned long long)opts.plan.block, t[RUNS / 2] * 1e3,
-	       t[0] * 1e3, t[RUNS - 1] * 1e3, RUNS, (double)held / 1e6);
+	       (unsigned long long)opts.plan.block,
+	       argc > 7 ? ", one rank" : "", t[RUNS / 2] * 1e3, t[0] * 1e3,
+	       t[RUNS - 1] * 1e3, RUNS, (double)held / 1e6);
 	sfs_index_free(idx);
 	return 0;
 }

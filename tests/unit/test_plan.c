@@ -577,6 +577,8 @@ static void test_plan_refusals(void **state)
 	struct sfs_index *idx = mkindex(seven, 1, NULL);
 	struct sfs_index *none = mkindex(NULL, 0, NULL);
 	struct sfs_index *mixed = mkindex(ten, 2, opaque);
+	struct sfs_error err = { 0 };
+	struct sfs_plan *p = NULL;
 	struct sfs_plan_opts o;
 
 	(void)state;
@@ -610,6 +612,22 @@ static void test_plan_refusals(void **state)
 	o.start = 0;
 	o.workers = 1;
 	check_plan(mixed, &o);
+	/* the plan numbers units in 32 bits: a Parquet shard (sliceable by
+	 * its footer, no boundary table here) of 2^32 + 1 samples in blocks
+	 * of 1 is one unit too many */
+	mixed->shards[0].format = sfs_format_by_name("parquet");
+	mixed->shards[0].nsamples = (1ULL << 32) - 5;
+	mixed->nsamples = (1ULL << 32) + 1;
+	opts_init(&o);
+	o.block = 1;
+	expect_refused(
+		mixed, &o,
+		"block=1 cuts the 4294967297 samples of /src into 4294967297 units, more than the plan holds (4294967295); use a larger block");
+	o.block = 1ULL << 31;
+	assert_int_equal(sfs_plan_build(mixed, &o, &p, &err), 0);
+	assert_int_equal(p->nunits, 3);
+	assert_int_equal(p->nfiles, 3);
+	sfs_plan_free(p);
 	sfs_index_free(idx);
 	sfs_index_free(none);
 	sfs_index_free(mixed);
