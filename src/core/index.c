@@ -760,25 +760,6 @@ static int write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-static int write_at(int fd, const void *buf, size_t len, off_t off)
-{
-	const char *p = buf;
-
-	while (len) {
-		ssize_t n = pwrite(fd, p, len, off);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
-		off += n;
-	}
-	return 0;
-}
-
 /* A file being written under a temporary name of this run's own. */
 struct temp {
 	int fd;
@@ -975,7 +956,8 @@ static int save_table(const char *dir, const struct table_kind *k,
 	memcpy(head + 24, sum, SFS_DIGEST_LEN);
 	sfs_digest_hex(sum, hex);
 	snprintf(name, 64, "%s%.16s%s", k->prefix, hex, TABLE_SUFFIX);
-	rc = write_at(t.fd, head, sizeof(head), 0);
+	rc = lseek(t.fd, 0, SEEK_SET) < 0 ? -errno :
+					    write_all(t.fd, head, sizeof(head));
 	if (rc) {
 		temp_abort(&t, write_failed(&t, rc, err));
 		goto out_free;
