@@ -98,6 +98,7 @@ struct sfs_index {
 	size_t dmap_len;
 	unsigned char *digests_heap; /* ... or when built in memory */
 	char *digests_path; /* of dmap */
+	int digests_fd; /* the same file, open (sfs_index_read_digests) */
 	unsigned char digests_sum[SFS_DIGEST_LEN]; /* the manifest's */
 	bool digests_checked;
 	/* the mixture this index joins (mixture.h), owned; NULL for the
@@ -146,6 +147,16 @@ static inline bool sfs_shard_sliceable(const struct sfs_shard *sh)
 int sfs_index_read_bounds(const struct sfs_index *idx,
 			  const struct sfs_shard *sh, uint64_t from, uint64_t n,
 			  uint64_t *out, struct sfs_error *err);
+
+/*
+ * Copy the digests of samples first..first+n-1 into out (n * 32 bytes): in
+ * memory, or with pread from a loaded table, so that copying a whole table
+ * (a refresh, --merge) keeps none of it resident.  Returns 0, or -EIO
+ * naming the table.
+ */
+int sfs_index_read_digests(const struct sfs_index *idx, uint64_t first,
+			   uint64_t n, unsigned char *out,
+			   struct sfs_error *err);
 
 /*
  * Check a loaded digest table against its checksum (a pass over the whole

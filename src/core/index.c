@@ -102,6 +102,8 @@ void sfs_index_free(struct sfs_index *idx)
 	free(idx->table_path);
 	if (idx->dmap)
 		munmap(idx->dmap, idx->dmap_len);
+	if (idx->digests_path && idx->digests_fd >= 0)
+		close(idx->digests_fd);
 	free(idx->digests_path);
 	free(idx->bounds_heap);
 	sfs_spill_free(idx->spill);
@@ -512,65 +514,91 @@ static int load_digests(struct loader *l, json_t *entry, const char *dir,
 				(const unsigned char *)idx->dmap + TABLE_HEADER;
 		}
 	}
-	if (fd >= 0)
-		close(fd);
-	return rc;
+	if (rc) {
+		if (fd >= 0)
+			close(fd);
+		return rc;
+	}
+	idx->digests_fd = fd;
+	return 0;
 }
 
 int sfs_index_check_digests(struct sfs_index *idx, struct sfs_error *err)
 {
 	struct loader l = { .err = err };
 	unsigned char sum[SFS_DIGEST_LEN];
-	int fd, rc;
+	int rc;
 
 	if (!idx->dmap || idx->digests_checked)
 		return 0;
-	fd = open(idx->digests_path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return sfs_errorf(err, -EIO, "%s: %s", idx->digests_path,
-				  strerror(errno));
-	rc = read_payload(&l, fd, idx->dmap_len, idx->digests_path, NULL, NULL,
-			  sum);
+	rc = read_payload(&l, idx->digests_fd, idx->dmap_len, idx->digests_path,
+			  NULL, NULL, sum);
 	if (!rc && memcmp(sum, idx->digests_sum, SFS_DIGEST_LEN))
 		rc = corrupt(&l, idx->digests_path,
 			     "its contents do not match their checksum");
 	if (!rc)
 		idx->digests_checked = true;
-	close(fd);
 	return rc;
 }
 
-int sfs_index_read_bounds(const struct sfs_index *idx,
-			  const struct sfs_shard *sh, uint64_t from, uint64_t n,
-			  uint64_t *out, struct sfs_error *err)
+/*
+ * pread len bytes of table path (fd) at off into out; -EIO naming the
+ * table, and the shard whose boundaries they are when shard is given.
+ */
+static int read_at(int fd, const char *path, void *out, size_t len, off_t off,
+		   const char *shard, struct sfs_error *err)
 {
-	size_t len = n * sizeof(*out), done = 0;
-	off_t at =
-		TABLE_HEADER + (off_t)((sh->bounds_at + from) * sizeof(*out));
+	size_t done = 0;
 
-	if (sh->bounds_in)
-		idx = sh->bounds_in;
-	if (idx->bounds) {
-		memcpy(out, idx->bounds + sh->bounds_at + from, len);
-		return 0;
-	}
 	while (done < len) {
-		ssize_t got = pread(idx->table_fd, (char *)out + done,
-				    len - done, at + (off_t)done);
+		ssize_t got = pread(fd, (char *)out + done, len - done,
+				    off + (off_t)done);
 
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got <= 0)
 			return sfs_errorf(
 				err, -EIO,
-				"%s: read failed at byte %llu: %s; the shard %s cannot be served",
-				idx->table_path,
-				(unsigned long long)(at + (off_t)done),
+				"%s: read failed at byte %llu: %s%s%s%s", path,
+				(unsigned long long)(off + (off_t)done),
 				got < 0 ? strerror(errno) : "end of file",
-				sh->path);
+				shard ? "; the shard " : "", shard ? shard : "",
+				shard ? " cannot be served" : "");
 		done += (size_t)got;
 	}
 	return 0;
+}
+
+int sfs_index_read_bounds(const struct sfs_index *idx,
+			  const struct sfs_shard *sh, uint64_t from, uint64_t n,
+			  uint64_t *out, struct sfs_error *err)
+{
+	if (sh->bounds_in)
+		idx = sh->bounds_in;
+	if (idx->bounds) {
+		memcpy(out, idx->bounds + sh->bounds_at + from,
+		       n * sizeof(*out));
+		return 0;
+	}
+	return read_at(idx->table_fd, idx->table_path, out, n * sizeof(*out),
+		       TABLE_HEADER +
+			       (off_t)((sh->bounds_at + from) * sizeof(*out)),
+		       sh->path, err);
+}
+
+int sfs_index_read_digests(const struct sfs_index *idx, uint64_t first,
+			   uint64_t n, unsigned char *out,
+			   struct sfs_error *err)
+{
+	if (!idx->dmap) {
+		memcpy(out, idx->digests + first * SFS_DIGEST_LEN,
+		       n * SFS_DIGEST_LEN);
+		return 0;
+	}
+	return read_at(idx->digests_fd, idx->digests_path, out,
+		       n * SFS_DIGEST_LEN,
+		       TABLE_HEADER + (off_t)(first * SFS_DIGEST_LEN), NULL,
+		       err);
 }
 
 static int load_manifest(struct loader *l, const char *dir, json_t *root,
@@ -666,6 +694,7 @@ static int load(const char *source, const char *dir, bool allow_part,
 	if (!idx)
 		return sfs_errorf(err, -ENOMEM, "out of memory");
 	idx->table_fd = -1;
+	idx->digests_fd = -1;
 	idx->source = realpath(source, NULL);
 	if (!idx->source) {
 		rc = sfs_errorf(err, -ENOENT, "%s: source directory: %s",

@@ -71,21 +71,27 @@ static int spill_shard(struct sfs_spill *spill, size_t rec,
 {
 	bool cut = sfs_shard_has_bounds(from);
 	uint64_t *b = NULL;
+	unsigned char *d = NULL;
 	int rc = 0;
 
+	/* read, not mapped: a merge keeps none of the parts' tables
+	 * resident */
 	if (cut) {
 		b = malloc((from->nsamples + 1) * sizeof(*b));
 		rc = b ? sfs_index_read_bounds(idx, from, 0, from->nsamples + 1,
 					       b, err) :
 			 sfs_errorf(err, -ENOMEM, "out of memory");
 	}
+	if (!rc && idx->digests) {
+		d = malloc(from->nsamples * SFS_DIGEST_LEN + 1);
+		rc = d ? sfs_index_read_digests(idx, from->first_sample,
+						from->nsamples, d, err) :
+			 sfs_errorf(err, -ENOMEM, "out of memory");
+	}
 	if (!rc)
-		rc = sfs_spill_put(
-			spill, rec, b, cut ? from->nsamples + 1 : 0,
-			idx->digests ? idx->digests + from->first_sample *
-							      SFS_DIGEST_LEN :
-				       NULL,
-			from->nsamples, err);
+		rc = sfs_spill_put(spill, rec, b, cut ? from->nsamples + 1 : 0,
+				   d, from->nsamples, err);
+	free(d);
 	free(b);
 	return rc;
 }

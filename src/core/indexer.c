@@ -357,29 +357,28 @@ static int spill_item(struct job *j, size_t i, struct item *it,
 		      struct sfs_error *e)
 {
 	const struct sfs_shard *p = it->prev;
-	const unsigned char *dig = it->sdig;
 	uint64_t n = p ? p->nsamples : it->scan.nsamples, nb = n + 1;
 	int rc = 0;
 
-	if (p) {
-		dig = j->o->hash ? j->prev->digests +
-					   p->first_sample * SFS_DIGEST_LEN :
-				   NULL;
-		if (sfs_shard_has_bounds(p)) {
-			/* read from the previous table into the item's own */
-			it->scan.bounds = malloc(nb * sizeof(uint64_t));
-			rc = it->scan.bounds ?
-				     sfs_index_read_bounds(j->prev, p, 0, nb,
-							   it->scan.bounds, e) :
-				     sfs_errorf(e, -ENOMEM, "out of memory");
-		} else {
-			nb = 0;
-		}
-	} else if (!it->scan.sliceable) {
+	if (p ? !sfs_shard_has_bounds(p) : !it->scan.sliceable)
 		nb = 0;
+	/* a reused entry's tables are read into the item's own buffers,
+	 * not through a mapping: a refresh keeps no old table resident */
+	if (p && j->o->hash) {
+		it->sdig = malloc(n * SFS_DIGEST_LEN + 1);
+		rc = it->sdig ? sfs_index_read_digests(j->prev, p->first_sample,
+						       n, it->sdig, e) :
+				sfs_errorf(e, -ENOMEM, "out of memory");
+	}
+	if (p && nb && !rc) {
+		it->scan.bounds = malloc(nb * sizeof(uint64_t));
+		rc = it->scan.bounds ?
+			     sfs_index_read_bounds(j->prev, p, 0, nb,
+						   it->scan.bounds, e) :
+			     sfs_errorf(e, -ENOMEM, "out of memory");
 	}
 	if (!rc)
-		rc = sfs_spill_put(j->spill, i, it->scan.bounds, nb, dig,
+		rc = sfs_spill_put(j->spill, i, it->scan.bounds, nb, it->sdig,
 				   j->o->hash ? n : 0, e);
 	free(it->scan.bounds);
 	it->scan.bounds = NULL;
