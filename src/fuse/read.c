@@ -39,10 +39,31 @@ static void open_control(fuse_req_t req, struct fs *fs, fuse_ino_t ino,
 		handle_free(fs, h);
 }
 
+/*
+ * The view of data file ino, held (view_unref), and its node; or NULL
+ * after replying with the error: the view is gone, or ino is not a file.
+ */
+static struct view_ref *file_view(fuse_req_t req, struct fs *fs, fuse_ino_t ino,
+				  uint32_t *node)
+{
+	struct view_ref *vr = view_get(fs, ino, node);
+	enum sfs_node_kind kind;
+
+	if (!vr) {
+		fuse_reply_err(req, ESTALE);
+		return NULL;
+	}
+	kind = vr->v->nodes[*node].kind;
+	if (kind == SFS_NODE_FILE)
+		return vr;
+	view_unref(fs, vr);
+	fuse_reply_err(req, kind == SFS_NODE_DIR ? EISDIR : ELOOP);
+	return NULL;
+}
+
 void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_of(req);
-	const struct sfs_view_node *n;
 	struct view_ref *vr;
 	struct file_ent *f;
 	uint32_t node;
@@ -64,17 +85,9 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, EROFS);
 		return;
 	}
-	vr = view_get(fs, ino, &node);
-	if (!vr) {
-		fuse_reply_err(req, ESTALE);
+	vr = file_view(req, fs, ino, &node);
+	if (!vr)
 		return;
-	}
-	n = &vr->v->nodes[node];
-	if (n->kind != SFS_NODE_FILE) {
-		view_unref(fs, vr);
-		fuse_reply_err(req, n->kind == SFS_NODE_DIR ? EISDIR : ELOOP);
-		return;
-	}
 	/* the slice is built now, so that an unreadable source fails the
 	 * open; the reads find it by inode number */
 	rc = files_get(fs, vr, node, &f, &built);
@@ -214,7 +227,6 @@ void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	     struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_of(req);
-	const struct sfs_view_node *n;
 	struct view_ref *vr;
 	struct file_ent *f;
 	uint32_t node;
@@ -232,18 +244,10 @@ void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 	/* the view the inode was looked up in: the kernel holds the inode
 	 * while the file is open, and with it the view */
-	vr = view_get(fs, ino, &node);
-	if (!vr) {
-		fuse_reply_err(req, ESTALE);
+	vr = file_view(req, fs, ino, &node);
+	if (!vr)
 		return;
-	}
-	n = &vr->v->nodes[node];
-	if (n->kind != SFS_NODE_FILE) {
-		view_unref(fs, vr);
-		fuse_reply_err(req, EISDIR);
-		return;
-	}
-	if (off < 0 || (uint64_t)off >= n->size) {
+	if (off < 0 || (uint64_t)off >= vr->v->nodes[node].size) {
 		view_unref(fs, vr);
 		fuse_reply_buf(req, NULL, 0);
 		return;
