@@ -4,10 +4,14 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fdcache.h"
 #include "shardfs/index.h"
+
+/* how long a reader out of descriptors waits for one to be put back */
+#define FREED_WAIT_MS 2000
 
 int fdcache_init(struct fdcache *c, int srcfd, unsigned cap)
 {
@@ -17,6 +21,7 @@ int fdcache_init(struct fdcache *c, int srcfd, unsigned cap)
 	c->ents = calloc(c->cap, sizeof(*c->ents));
 	if (!c->ents)
 		return -ENOMEM;
+	pthread_cond_init(&c->freed, NULL);
 	return -pthread_mutex_init(&c->lock, NULL);
 }
 
@@ -34,6 +39,7 @@ void fdcache_destroy(struct fdcache *c)
 	for (i = 0; i < c->n; i++)
 		ent_close(c->ents[i]);
 	free(c->ents);
+	pthread_cond_destroy(&c->freed);
 	pthread_mutex_destroy(&c->lock);
 }
 
@@ -94,6 +100,26 @@ static void uncache_locked(struct fdcache *c, struct fdcache_ent *e)
 		}
 }
 
+/*
+ * Wait (lock held) until some holder puts an entry back, then make room:
+ * true when an entry could be closed or one was closed by its put.  Gives
+ * up after FREED_WAIT_MS.
+ */
+static bool wait_freed(struct fdcache *c)
+{
+	struct timespec until;
+	uint64_t gen = c->puts;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += FREED_WAIT_MS % 1000 * 1000000L;
+	until.tv_sec += FREED_WAIT_MS / 1000 + until.tv_nsec / 1000000000L;
+	until.tv_nsec %= 1000000000L;
+	while (c->puts == gen)
+		if (pthread_cond_timedwait(&c->freed, &c->lock, &until))
+			return false;
+	return true;
+}
+
 struct fdcache_ent *fdcache_get(struct fdcache *c, const char *path,
 				uint64_t size, int64_t mtime_ns, bool ahead,
 				int *rc, struct sfs_error *err)
@@ -136,9 +162,12 @@ struct fdcache_ent *fdcache_get(struct fdcache *c, const char *path,
 		fd = sfs_index_open_shard(c->srcfd, path, O_RDONLY);
 		if (fd >= 0 || (fd != -EMFILE && fd != -ENFILE))
 			break;
-		/* out of descriptors: give back one that nobody holds */
+		/* out of descriptors: give back one that nobody holds; a
+		 * reader (not the prefetcher) waits a while for one when
+		 * every descriptor is held, since reads ahead hold theirs
+		 * only for a chunk */
 		pthread_mutex_lock(&c->lock);
-		evicted = evict(c);
+		evicted = evict(c) || (!ahead && wait_freed(c));
 		pthread_mutex_unlock(&c->lock);
 		if (!evicted) {
 			struct rlimit rl = { 0 };
@@ -189,11 +218,14 @@ struct fdcache_ent *fdcache_get(struct fdcache *c, const char *path,
 
 void fdcache_put(struct fdcache *c, struct fdcache_ent *e)
 {
-	bool close_it;
-
 	pthread_mutex_lock(&c->lock);
-	close_it = --e->refs == 0 && !e->cached;
+	if (--e->refs == 0) {
+		/* closed before the waiters wake, so their open finds the
+		 * descriptor free */
+		if (!e->cached)
+			ent_close(e);
+		c->puts++;
+		pthread_cond_broadcast(&c->freed);
+	}
 	pthread_mutex_unlock(&c->lock);
-	if (close_it)
-		ent_close(e);
 }

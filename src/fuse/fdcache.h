@@ -29,9 +29,11 @@ struct fdcache_ent {
 struct fdcache {
 	int srcfd; /* the source directory, borrowed */
 	pthread_mutex_t lock; /* guards everything below */
+	pthread_cond_t freed; /* an entry's last holder put it */
 	struct fdcache_ent **ents;
 	unsigned n, cap;
 	uint64_t tick;
+	uint64_t puts; /* entries put back by their last holder */
 };
 
 /* Set up an empty cache of cap files below the directory srcfd. */
@@ -52,7 +54,9 @@ void fdcache_destroy(struct fdcache *c);
  * An open file for path (relative to the source), checked against size
  * and mtime_ns.  Returns the entry (release it with fdcache_put), or NULL
  * with errno-style code in *rc: -EIO when the file changed since it was
- * indexed or cannot be opened (err says which), -ENOMEM.
+ * indexed or cannot be opened (err says which), -ENOMEM.  Out of
+ * descriptors, it closes a cached file nobody holds, or (not ahead) waits
+ * up to 2 s for a holder to put one back.
  * ahead: the caller reads ahead of the readers.  A file opened ahead is,
  * at its first get by a reader, checked to be still the file that path
  * names (not deleted, replaced or moved since), else opened again, so
