@@ -23,6 +23,7 @@ struct builder {
 	size_t pool_len, pool_cap;
 	uint32_t *dirs; /* hash of (parent, name) -> dir node + 1 */
 	size_t dirs_cap, ndirs;
+	struct sfs_digest *dg; /* for runs_name, reused */
 	struct sfs_error *err;
 };
 
@@ -152,38 +153,43 @@ static int digits(uint64_t n)
  * unit, padding that wraps) is "r" and the first 16 hex digits of the
  * SHA-256 of the runs, each as (first, count) in little-endian u64s.
  */
-static int runs_name(const struct sfs_run *r, size_t nruns, char *out,
-		     size_t len)
+static int runs_name(struct builder *b, const struct sfs_run *r, size_t nruns,
+		     char *out, size_t len)
 {
-	unsigned char d[SFS_DIGEST_LEN], le[16];
+	unsigned char d[SFS_DIGEST_LEN], le[64 * 16];
 	char hex[2 * SFS_DIGEST_LEN + 1];
-	struct sfs_digest *dg;
-	size_t i, k;
+	size_t i, k, at = 0;
 
 	if (nruns == 1) {
 		snprintf(out, len, "%llu-%llu", (unsigned long long)r->first,
 			 (unsigned long long)(r->first + r->count - 1));
 		return 0;
 	}
-	dg = sfs_digest_new();
-	for (i = 0; dg && i < nruns; i++) {
+	if (!b->dg) {
+		b->dg = sfs_digest_new();
+		if (!b->dg)
+			return -ENOMEM;
+	}
+	/* 64 runs per update (one-sample runs are the common case); the
+	 * digest re-initialises itself at final, for the next name */
+	for (i = 0; i < nruns; i++) {
 		for (k = 0; k < 8; k++) {
-			le[k] = (unsigned char)(r[i].first >> (8 * k));
-			le[8 + k] = (unsigned char)(r[i].count >> (8 * k));
+			le[at + k] = (unsigned char)(r[i].first >> (8 * k));
+			le[at + 8 + k] = (unsigned char)(r[i].count >> (8 * k));
 		}
-		sfs_digest_update(dg, le, sizeof(le));
+		at += 16;
+		if ((at == sizeof(le) || i + 1 == nruns) &&
+		    sfs_digest_update(b->dg, le, at))
+			return -ENOMEM;
+		at = at == sizeof(le) ? 0 : at;
 	}
-	if (!dg || sfs_digest_final(dg, d)) {
-		sfs_digest_free(dg);
+	if (sfs_digest_final(b->dg, d))
 		return -ENOMEM;
-	}
-	sfs_digest_free(dg);
 	sfs_digest_hex(d, hex);
 	snprintf(out, len, "r%.16s", hex);
 	return 0;
 }
 
-/* The node(s) of one plan file in worker directory wdir. */
 /*
  * The size of the slice of sh holding runs r[0 .. nruns).  A driver that
  * lays out slices itself reads the shard, which must still be the file
@@ -216,6 +222,7 @@ static int slice_size(struct builder *b, const struct sfs_shard *sh,
 	return rc;
 }
 
+/* The node(s) of one plan file in worker directory wdir. */
 static int add_file(struct builder *b, uint32_t wdir, uint32_t plan, size_t fi,
 		    const char *prefix)
 {
@@ -265,7 +272,8 @@ static int add_file(struct builder *b, uint32_t wdir, uint32_t plan, size_t fi,
 
 			if (!ext || ext == base)
 				ext = base + strlen(base);
-			rc = runs_name(r, f->nruns, samples, sizeof(samples));
+			rc = runs_name(b, r, f->nruns, samples,
+				       sizeof(samples));
 			if (rc)
 				return sfs_errorf(b->err, rc, "out of memory");
 			snprintf(name, sizeof(name), "%s%s%s%.*s.%s%s", prefix,
@@ -453,6 +461,7 @@ int sfs_view_build(const struct sfs_index *idx, const struct sfs_view_opts *o,
 		rc = build_tree(&b);
 	free(b.name_at);
 	free(b.pool);
+	sfs_digest_free(b.dg);
 	free(b.dirs);
 	if (rc) {
 		if (rc == -ENOMEM || rc == -EOVERFLOW)

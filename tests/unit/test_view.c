@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "helpers.h"
+#include "shardfs/digest.h"
 #include "shardfs/view.h"
 
 static struct sfs_view *build(const struct sfs_index *idx, const char *opts,
@@ -226,6 +227,61 @@ static void test_view_names_identify_bytes(void **state)
 	sfs_index_free(idx);
 }
 
+/*
+ * A shuffled slice's name is "r" and the first 16 hex digits of the
+ * SHA-256 of its runs, each (first, count) as little-endian u64s
+ * (docs/view.md): computed here from the plan's runs, for units of 150
+ * one-sample runs (more than one buffer of the name's hashing).
+ */
+static void test_view_shuffled_name_is_hash_of_runs(void **state)
+{
+	const uint64_t counts[] = { 300, 17 };
+	struct sfs_index *idx = mkindex(counts, 2, NULL);
+	struct sfs_view *v = build(
+		idx, "world=1,workers=1,shuffle=samples,block=150,epoch=3", 1);
+	size_t checked = 0, most = 0;
+	uint32_t i;
+
+	(void)state;
+	for (i = 0; i < v->nnodes; i++) {
+		const struct sfs_view_node *n = &v->nodes[i];
+		const struct sfs_plan_file *f;
+		unsigned char *le, sum[SFS_DIGEST_LEN];
+		char hex[SFS_DIGEST_HEX], want[32];
+		size_t r, k;
+
+		if (n->kind != SFS_NODE_FILE)
+			continue;
+		f = sfs_view_file(v, n);
+		if (f->nruns < 2)
+			continue;
+		le = malloc(16 * f->nruns);
+		assert_non_null(le);
+		for (r = 0; r < f->nruns; r++) {
+			const struct sfs_run *run =
+				&v->plans[n->plan]->runs[f->run_at + r];
+
+			for (k = 0; k < 8; k++) {
+				le[16 * r + k] =
+					(unsigned char)(run->first >> (8 * k));
+				le[16 * r + 8 + k] =
+					(unsigned char)(run->count >> (8 * k));
+			}
+		}
+		sfs_digest_buf(le, 16 * f->nruns, sum);
+		sfs_digest_hex(sum, hex);
+		snprintf(want, sizeof(want), ".r%.16s.", hex);
+		assert_non_null(strstr(n->name, want));
+		most = f->nruns > most ? f->nruns : most;
+		checked++;
+		free(le);
+	}
+	assert_true(checked >= 2);
+	assert_true(most > 64);
+	sfs_view_free(v);
+	sfs_index_free(idx);
+}
+
 /* What a name's start says is where the file stands in its directory. */
 static void test_view_name_seq_round_trip(void **state)
 {
@@ -286,6 +342,7 @@ int main(void)
 		cmocka_unit_test(test_view_name_seq_round_trip),
 		cmocka_unit_test(test_view_tree_names_and_order),
 		cmocka_unit_test(test_view_names_identify_bytes),
+		cmocka_unit_test(test_view_shuffled_name_is_hash_of_runs),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
