@@ -29,6 +29,18 @@ expect_run() {
 	expect_eq "$name (message)" "$got" "$want"
 }
 
+# Plan option sets that between them exercise every plan option: checked
+# against the Python reference (test_plan.sh) and, with more, against the
+# plans' known bytes (test_plan_bytes.sh)
+PLAN_OPTION_SETS=("world=1" "world=4,workers=2" "world=3,workers=3,epoch=5,seed=77"
+	"world=2,workers=2,shuffle=samples,block=7,epoch=2"
+	"world=5,remainder=drop,batch=4,start=31" "world=1024,workers=1"
+	"world=2,workers=4,shuffle=none,block=3,start=2,batch=2"
+	"world=3,workers=2,batch=4,partition=interleaved,epoch=1"
+	"world=2,workers=3,batch=5,block=9,start=40,remainder=drop,partition=interleaved"
+	"world=4,workers=2,replicas=2,shuffle=samples,batch=3"
+	"world=6,workers=2,replicas=3,partition=interleaved,batch=2,remainder=drop,block=5")
+
 # expect_reference SRC REFERENCE_INPUT OPTIONS: shardfs-plan's plan of SRC
 # under OPTIONS is the one tests/plan/plan_reference.py computes from
 # REFERENCE_INPUT (SRC's manifest, or the mixture file)

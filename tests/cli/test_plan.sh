@@ -9,14 +9,7 @@ shardfs-index "$T/tar" --quiet --no-hash
 shardfs-index "$T/jsonl" --quiet --no-hash
 
 for src in tar jsonl; do
-	for o in "world=1" "world=4,workers=2" "world=3,workers=3,epoch=5,seed=77" \
-		"world=2,workers=2,shuffle=samples,block=7,epoch=2" \
-		"world=5,remainder=drop,batch=4,start=31" "world=1024,workers=1" \
-		"world=2,workers=4,shuffle=none,block=3,start=2,batch=2" \
-		"world=3,workers=2,batch=4,partition=interleaved,epoch=1" \
-		"world=2,workers=3,batch=5,block=9,start=40,remainder=drop,partition=interleaved" \
-		"world=4,workers=2,replicas=2,shuffle=samples,batch=3" \
-		"world=6,workers=2,replicas=3,partition=interleaved,batch=2,remainder=drop,block=5"; do
+	for o in "${PLAN_OPTION_SETS[@]}"; do
 		expect_reference "$T/$src" "$T/$src/.shardfs/manifest.json" "$o"
 	done
 done
