@@ -369,20 +369,6 @@ static uint64_t counts_get(const struct builder *b, const struct counts *c,
 	return c->odds[lo].count;
 }
 
-/* sfs_prng_shuffle of 32-bit numbers: the same draws, half the memory. */
-static void shuffle32(struct sfs_prng *rng, uint32_t *a, size_t n)
-{
-	size_t i;
-
-	for (i = n; i > 1; i--) {
-		uint64_t j = sfs_prng_below(rng, i);
-		uint32_t t = a[i - 1];
-
-		a[i - 1] = a[j];
-		a[j] = t;
-	}
-}
-
 /*
  * Step 1 for source s: its stream is pass 0, pass 1, ... of its units,
  * pass p in the order of the PRNG keyed (seed of s, p mod 2^64, 0); the
@@ -433,7 +419,7 @@ static int stream(struct builder *b, size_t s, unsigned __int128 lo,
 			order[i] = (uint32_t)i;
 		if (b->o->shuffle != SFS_SHUFFLE_NONE) {
 			sfs_prng_init(&rng, b->seed[s], (uint64_t)p, 0);
-			shuffle32(&rng, order, nu);
+			sfs_prng_shuffle32(&rng, order, nu);
 		}
 		for (i = 0; i < nu && at < to && !rc; i++) {
 			uint64_t c = counts_get(b, &cnt, order[i]);

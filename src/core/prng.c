@@ -45,3 +45,16 @@ void sfs_prng_shuffle(struct sfs_prng *p, uint64_t *a, size_t n)
 		a[j] = t;
 	}
 }
+
+void sfs_prng_shuffle32(struct sfs_prng *p, uint32_t *a, size_t n)
+{
+	size_t i;
+
+	for (i = n; i > 1; i--) {
+		uint64_t j = sfs_prng_below(p, i);
+		uint32_t t = a[i - 1];
+
+		a[i - 1] = a[j];
+		a[j] = t;
+	}
+}

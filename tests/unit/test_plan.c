@@ -519,7 +519,9 @@ static void test_plan_prng_test_vector(void **state)
 {
 	uint64_t a[10] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9 };
 	const uint64_t want[10] = { 2, 3, 7, 9, 0, 8, 5, 4, 1, 6 };
+	uint32_t a32[10];
 	struct sfs_prng r;
+	size_t i;
 
 	(void)state;
 	sfs_prng_init(&r, 42, 7, 0);
@@ -529,6 +531,13 @@ static void test_plan_prng_test_vector(void **state)
 	sfs_prng_init(&r, 42, 7, 0);
 	sfs_prng_shuffle(&r, a, 10);
 	assert_memory_equal(a, want, sizeof(want));
+	/* the 32-bit shuffle (the plan's unit order) draws the same */
+	for (i = 0; i < 10; i++)
+		a32[i] = (uint32_t)i;
+	sfs_prng_init(&r, 42, 7, 0);
+	sfs_prng_shuffle32(&r, a32, 10);
+	for (i = 0; i < 10; i++)
+		assert_int_equal(a32[i], want[i]);
 }
 
 static void test_plan_whole_shards_are_whole(void **state)
