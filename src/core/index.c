@@ -341,6 +341,34 @@ static void check_chunk(const struct sfs_index *idx, struct bounds_pass *bp,
 }
 
 /*
+ * pread len bytes of table path (fd) at off into out; -EIO naming the
+ * table, and the shard whose boundaries they are when shard is given.
+ */
+static int read_at(int fd, const char *path, void *out, size_t len, off_t off,
+		   const char *shard, struct sfs_error *err)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t got = pread(fd, (char *)out + done, len - done,
+				    off + (off_t)done);
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			return sfs_errorf(
+				err, -EIO,
+				"%s: read failed at byte %llu: %s%s%s%s", path,
+				(unsigned long long)(off + (off_t)done),
+				got < 0 ? strerror(errno) : "end of file",
+				shard ? "; the shard " : "", shard ? shard : "",
+				shard ? " cannot be served" : "");
+		done += (size_t)got;
+	}
+	return 0;
+}
+
+/*
  * Read a table's payload (after its header) with pread, hashing it into
  * sum and, for the boundary table (idx given), checking every shard's
  * boundaries on the way (bp).
@@ -360,19 +388,11 @@ static int read_payload(struct loader *l, int fd, size_t len, const char *path,
 	}
 	while (off < len) {
 		size_t want = len - off < bufsz ? len - off : bufsz;
-		ssize_t got = pread(fd, buf, want, (off_t)off);
 
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got <= 0 || (idx && got % sizeof(*buf))) {
-			rc = sfs_errorf(l->err, -EIO,
-					"%s: read failed at byte %llu: %s",
-					path, (unsigned long long)off,
-					got < 0 ? strerror(errno) :
-						  "end of file");
+		rc = read_at(fd, path, buf, want, (off_t)off, NULL, l->err);
+		if (rc)
 			goto out;
-		}
-		if (sfs_digest_update(d, buf, (size_t)got)) {
+		if (sfs_digest_update(d, buf, want)) {
 			rc = sfs_errorf(l->err, -EIO, "%s: SHA-256 failed",
 					path);
 			goto out;
@@ -380,8 +400,8 @@ static int read_payload(struct loader *l, int fd, size_t len, const char *path,
 		if (idx)
 			check_chunk(idx, bp, buf,
 				    (off - TABLE_HEADER) / sizeof(*buf),
-				    (size_t)got / sizeof(*buf));
-		off += (size_t)got;
+				    want / sizeof(*buf));
+		off += want;
 	}
 	if (sfs_digest_final(d, sum))
 		rc = sfs_errorf(l->err, -EIO, "%s: SHA-256 failed", path);
@@ -407,7 +427,7 @@ static int open_table(struct loader *l, const struct table_kind *k,
 	unsigned char h[TABLE_HEADER];
 	char *path = NULL, what[96];
 	struct stat st;
-	ssize_t got;
+	int rc;
 
 	snprintf(what, sizeof(what), "the %s entry is malformed", k->what);
 	if (!json_is_object(entry) || !json_is_string(tfile) ||
@@ -434,13 +454,9 @@ static int open_table(struct loader *l, const struct table_kind *k,
 			l, path,
 			"truncated or of the wrong length for its manifest");
 	*len = (size_t)st.st_size;
-	do
-		got = pread(*fd, h, sizeof(h), 0);
-	while (got < 0 && errno == EINTR);
-	if (got != (ssize_t)sizeof(h))
-		return sfs_errorf(l->err, -EIO,
-				  "%s: cannot read its header: %s", path,
-				  got < 0 ? strerror(errno) : "end of file");
+	rc = read_at(*fd, path, h, sizeof(h), 0, NULL, l->err);
+	if (rc)
+		return rc;
 	snprintf(what, sizeof(what), "not a shardfs %s of version 1", k->what);
 	if (memcmp(h, k->magic, 8) || h[8] != SFS_INDEX_VERSION || h[9] ||
 	    h[10] || h[11] || memcmp(h + 16, count, 8))
@@ -539,34 +555,6 @@ int sfs_index_check_digests(struct sfs_index *idx, struct sfs_error *err)
 	if (!rc)
 		idx->digests_checked = true;
 	return rc;
-}
-
-/*
- * pread len bytes of table path (fd) at off into out; -EIO naming the
- * table, and the shard whose boundaries they are when shard is given.
- */
-static int read_at(int fd, const char *path, void *out, size_t len, off_t off,
-		   const char *shard, struct sfs_error *err)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t got = pread(fd, (char *)out + done, len - done,
-				    off + (off_t)done);
-
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got <= 0)
-			return sfs_errorf(
-				err, -EIO,
-				"%s: read failed at byte %llu: %s%s%s%s", path,
-				(unsigned long long)(off + (off_t)done),
-				got < 0 ? strerror(errno) : "end of file",
-				shard ? "; the shard " : "", shard ? shard : "",
-				shard ? " cannot be served" : "");
-		done += (size_t)got;
-	}
-	return 0;
 }
 
 int sfs_index_read_bounds(const struct sfs_index *idx,
