@@ -54,6 +54,14 @@ int sfs_slice_size(const struct sfs_index *idx, const struct sfs_shard *sh,
 		   int fd, const struct sfs_run *runs, size_t nruns,
 		   uint64_t *size, struct sfs_error *err);
 
+/*
+ * The samples runs[0..nruns) of a shard span: *first, the lowest run's
+ * first sample, and *end, one past the highest run's last (0 and 0 for no
+ * runs).  A slice's bytes lie between boundaries *first and *end.
+ */
+void sfs_slice_span(const struct sfs_run *runs, size_t nruns, uint64_t *first,
+		    uint64_t *end);
+
 /* A slice that is the whole of a file of size bytes.  0 or -ENOMEM. */
 int sfs_slice_whole(uint64_t size, struct sfs_slice **out,
 		    struct sfs_error *err);

@@ -60,6 +60,21 @@ static int add_extent(void *arg, uint64_t src, uint64_t len, void *mem)
 	return add(arg, src, len, mem, mem != NULL);
 }
 
+void sfs_slice_span(const struct sfs_run *runs, size_t nruns, uint64_t *first,
+		    uint64_t *end)
+{
+	size_t i;
+
+	*first = nruns ? UINT64_MAX : 0;
+	*end = 0;
+	for (i = 0; i < nruns; i++) {
+		if (runs[i].first < *first)
+			*first = runs[i].first;
+		if (runs[i].first + runs[i].count > *end)
+			*end = runs[i].first + runs[i].count;
+	}
+}
+
 /*
  * The boundaries runs[0..nruns) need: b[0..*n) from boundary *lo of the
  * shard on, read with one sfs_index_read_bounds (into buf when it fits,
@@ -72,18 +87,9 @@ static int read_runs_bounds(const struct sfs_index *idx,
 			    uint64_t *lo, uint64_t **heap,
 			    struct sfs_error *err)
 {
-	uint64_t hi = 0, n;
-	size_t i;
+	uint64_t hi, n;
 
-	*lo = UINT64_MAX;
-	for (i = 0; i < nruns; i++) {
-		if (runs[i].first < *lo)
-			*lo = runs[i].first;
-		if (runs[i].first + runs[i].count > hi)
-			hi = runs[i].first + runs[i].count;
-	}
-	if (!nruns)
-		*lo = hi = 0;
+	sfs_slice_span(runs, nruns, lo, &hi);
 	n = hi - *lo + 1;
 	*b = buf;
 	if (n > bufn) {

@@ -351,17 +351,10 @@ static void add_file_locked(struct prefetch *p, const struct sfs_view *v,
 	size_t i;
 
 	if (!pf->whole && sfs_shard_has_bounds(sh)) {
-		uint64_t first = UINT64_MAX, end = 0;
+		uint64_t first, end;
 		struct sfs_error err = { 0 };
 
-		for (i = 0; i < pf->nruns; i++) {
-			const struct sfs_run *r = &pl->runs[pf->run_at + i];
-
-			if (r->first < first)
-				first = r->first;
-			if (r->first + r->count > end)
-				end = r->first + r->count;
-		}
+		sfs_slice_span(&pl->runs[pf->run_at], pf->nruns, &first, &end);
 		/* boundaries do not decrease: the span is b[first]..b[end];
 		 * a table that cannot be read leaves the file to its reads */
 		if (!pf->nruns ||
