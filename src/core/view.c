@@ -1,5 +1,8 @@
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,9 +11,20 @@
 
 #include "shardfs/digest.h"
 #include "shardfs/mixture.h"
+#include "shardfs/pool.h"
 #include "shardfs/view.h"
 
 #define SEQ_MIN_WIDTH 6
+/* slices described per item of the pool */
+#define DESCRIBE_CHUNK 256
+
+/* What the node of a slice needs and costs to find: the samples part of
+ * its name (a hash of its runs) and its size (from boundaries read from
+ * the table, or the shard). */
+struct slice_desc {
+	uint64_t size;
+	char samples[48];
+};
 
 /* Growing state while nodes are added; names are offsets into pool until
  * the pool stops moving. */
@@ -23,7 +37,7 @@ struct builder {
 	size_t pool_len, pool_cap;
 	uint32_t *dirs; /* hash of (parent, name) -> dir node + 1 */
 	size_t dirs_cap, ndirs;
-	struct sfs_digest *dg; /* for runs_name, reused */
+	struct slice_desc **desc; /* per plan, per file: slices' */
 	struct sfs_error *err;
 };
 
@@ -153,37 +167,31 @@ static int digits(uint64_t n)
  * unit, padding that wraps) is "r" and the first 16 hex digits of the
  * SHA-256 of the runs, each as (first, count) in little-endian u64s.
  */
-static int runs_name(struct builder *b, const struct sfs_run *r, size_t nruns,
-		     char *out, size_t len)
+static int runs_name(struct sfs_digest *dg, const struct sfs_run *r,
+		     size_t nruns, char *out, size_t len)
 {
 	unsigned char d[SFS_DIGEST_LEN], le[64 * 16];
 	char hex[2 * SFS_DIGEST_LEN + 1];
-	size_t i, k, at = 0;
+	size_t i, at = 0;
 
 	if (nruns == 1) {
 		snprintf(out, len, "%llu-%llu", (unsigned long long)r->first,
 			 (unsigned long long)(r->first + r->count - 1));
 		return 0;
 	}
-	if (!b->dg) {
-		b->dg = sfs_digest_new();
-		if (!b->dg)
-			return -ENOMEM;
-	}
 	/* 64 runs per update (one-sample runs are the common case); the
 	 * digest re-initialises itself at final, for the next name */
 	for (i = 0; i < nruns; i++) {
-		for (k = 0; k < 8; k++) {
-			le[at + k] = (unsigned char)(r[i].first >> (8 * k));
-			le[at + 8 + k] = (unsigned char)(r[i].count >> (8 * k));
-		}
+		uint64_t v[2] = { htole64(r[i].first), htole64(r[i].count) };
+
+		memcpy(le + at, v, sizeof(v));
 		at += 16;
 		if ((at == sizeof(le) || i + 1 == nruns) &&
-		    sfs_digest_update(b->dg, le, at))
+		    sfs_digest_update(dg, le, at))
 			return -ENOMEM;
 		at = at == sizeof(le) ? 0 : at;
 	}
-	if (sfs_digest_final(b->dg, d))
+	if (sfs_digest_final(dg, d))
 		return -ENOMEM;
 	sfs_digest_hex(d, hex);
 	snprintf(out, len, "r%.16s", hex);
@@ -195,31 +203,138 @@ static int runs_name(struct builder *b, const struct sfs_run *r, size_t nruns,
  * lays out slices itself reads the shard, which must still be the file
  * the index describes.
  */
-static int slice_size(struct builder *b, const struct sfs_shard *sh,
-		      const struct sfs_run *r, size_t nruns, uint64_t *size)
+static int slice_size(const struct sfs_index *idx, int srcfd,
+		      const struct sfs_shard *sh, const struct sfs_run *r,
+		      size_t nruns, uint64_t *size, struct sfs_error *err)
 {
 	struct stat st;
 	int fd, rc;
 
 	if (!sh->format->lay_out)
-		return sfs_slice_size(b->v->idx, sh, -1, r, nruns, size,
-				      b->err);
-	fd = sfs_index_open_shard(b->o->srcfd, sh->path, O_RDONLY);
+		return sfs_slice_size(idx, sh, -1, r, nruns, size, err);
+	fd = sfs_index_open_shard(srcfd, sh->path, O_RDONLY);
 	if (fd < 0)
 		return sfs_errorf(
-			b->err, fd,
+			err, fd,
 			"%s: cannot open the shard to size a slice: %s",
 			sh->path, strerror(-fd));
 	if (fstat(fd, &st) || (uint64_t)st.st_size != sh->size ||
 	    sfs_mtime_ns(&st) != sh->mtime_ns)
 		rc = sfs_errorf(
-			b->err, -ESTALE,
+			err, -ESTALE,
 			"%s: the shard changed since it was indexed; rebuild the index with shardfs-index",
 			sh->path);
 	else
-		rc = sfs_slice_size(b->v->idx, sh, fd, r, nruns, size, b->err);
+		rc = sfs_slice_size(idx, sh, fd, r, nruns, size, err);
 	close(fd);
 	return rc;
+}
+
+/*
+ * Every slice of a view is described before its tree is built, on a pool
+ * of threads (one per CPU): the names hash 16 bytes per run and the sizes
+ * read boundaries, and a switch waits for both.  An item of the pool is
+ * DESCRIBE_CHUNK files, numbered plan after plan; the failure of the
+ * earliest file is the one told.
+ */
+struct describe {
+	const struct sfs_view *v;
+	int srcfd;
+	struct slice_desc **desc;
+	size_t total; /* files of every plan */
+	pthread_mutex_t lock;
+	atomic_size_t failed_at; /* SIZE_MAX while none failed */
+	int rc;
+	struct sfs_error err;
+};
+
+static int describe_one(const struct sfs_view *v, int srcfd,
+			struct sfs_digest *dg, uint32_t plan, size_t fi,
+			struct slice_desc *d, struct sfs_error *err)
+{
+	const struct sfs_plan *p = v->plans[plan];
+	const struct sfs_plan_file *f = &p->files[fi];
+	const struct sfs_run *r = &p->runs[f->run_at];
+	int rc;
+
+	if (f->whole)
+		return 0;
+	rc = runs_name(dg, r, f->nruns, d->samples, sizeof(d->samples));
+	if (rc)
+		return sfs_errorf(err, rc, "out of memory");
+	return slice_size(v->idx, srcfd, &v->idx->shards[f->shard], r, f->nruns,
+			  &d->size, err);
+}
+
+static void describe_chunk(struct sfs_pool *p, size_t i, struct sfs_digest *dg)
+{
+	struct describe *d = p->arg;
+	size_t g = i * DESCRIBE_CHUNK, fi = g;
+	struct sfs_error err;
+	uint32_t e = 0;
+	int rc = 0;
+
+	for (; fi >= d->v->plans[e]->nfiles; e++)
+		fi -= d->v->plans[e]->nfiles;
+	for (; !rc && g < (i + 1) * DESCRIBE_CHUNK && g < d->total; g++, fi++) {
+		if (atomic_load(&d->failed_at) < g)
+			return;
+		while (fi == d->v->plans[e]->nfiles) {
+			e++;
+			fi = 0;
+		}
+		rc = describe_one(d->v, d->srcfd, dg, e, fi, &d->desc[e][fi],
+				  &err);
+	}
+	if (!rc)
+		return;
+	pthread_mutex_lock(&d->lock);
+	if (g - 1 < atomic_load(&d->failed_at)) {
+		atomic_store(&d->failed_at, g - 1);
+		d->rc = rc;
+		d->err = err;
+	}
+	pthread_mutex_unlock(&d->lock);
+}
+
+static int describe_slices(struct builder *b)
+{
+	struct sfs_view *v = b->v;
+	struct describe d = { .v = v, .srcfd = b->o->srcfd };
+	struct sfs_pool pool = { .work = describe_chunk, .arg = &d };
+	uint32_t e;
+	int rc;
+
+	b->desc = calloc(v->nplans, sizeof(*b->desc));
+	if (!b->desc)
+		return -ENOMEM;
+	for (e = 0; e < v->nplans; e++) {
+		b->desc[e] =
+			malloc((v->plans[e]->nfiles + 1) * sizeof(*b->desc[e]));
+		if (!b->desc[e])
+			return -ENOMEM;
+		d.total += v->plans[e]->nfiles;
+	}
+	d.desc = b->desc;
+	atomic_init(&d.failed_at, SIZE_MAX);
+	pthread_mutex_init(&d.lock, NULL);
+	pool.n = (d.total + DESCRIBE_CHUNK - 1) / DESCRIBE_CHUNK;
+	rc = sfs_pool_run(&pool, b->err);
+	pthread_mutex_destroy(&d.lock);
+	if (rc)
+		return rc;
+	if (d.rc && b->err)
+		*b->err = d.err;
+	return d.rc;
+}
+
+static void describe_free(struct builder *b)
+{
+	uint32_t e;
+
+	for (e = 0; b->desc && e < b->v->nplans; e++)
+		free(b->desc[e]);
+	free(b->desc);
 }
 
 /* The node(s) of one plan file in worker directory wdir. */
@@ -266,23 +381,16 @@ static int add_file(struct builder *b, uint32_t wdir, uint32_t plan, size_t fi,
 				size = strlen(v->idx->source) + 1 +
 				       strlen(full);
 		} else {
-			const struct sfs_run *r = &p->runs[f->run_at];
+			const struct slice_desc *d = &b->desc[plan][fi];
 			const char *ext = strrchr(base, '.');
-			char samples[64];
 
 			if (!ext || ext == base)
 				ext = base + strlen(base);
-			rc = runs_name(b, r, f->nruns, samples,
-				       sizeof(samples));
-			if (rc)
-				return sfs_errorf(b->err, rc, "out of memory");
 			snprintf(name, sizeof(name), "%s%s%s%.*s.%s%s", prefix,
-				 sname, dot, (int)(ext - base), base, samples,
-				 ext);
+				 sname, dot, (int)(ext - base), base,
+				 d->samples, ext);
 			kind = SFS_NODE_FILE;
-			rc = slice_size(b, sh, r, f->nruns, &size);
-			if (rc)
-				return rc;
+			size = d->size;
 		}
 		rc = add_node(b, dir, name, strlen(name), kind, &node);
 		if (rc)
@@ -458,10 +566,12 @@ int sfs_view_build(const struct sfs_index *idx, const struct sfs_view_opts *o,
 			b.v->nplans++;
 	}
 	if (!rc)
+		rc = describe_slices(&b);
+	if (!rc)
 		rc = build_tree(&b);
+	describe_free(&b);
 	free(b.name_at);
 	free(b.pool);
-	sfs_digest_free(b.dg);
 	free(b.dirs);
 	if (rc) {
 		if (rc == -ENOMEM || rc == -EOVERFLOW)

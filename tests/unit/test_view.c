@@ -228,10 +228,40 @@ static void test_view_names_identify_bytes(void **state)
 }
 
 /*
- * A shuffled slice's name is "r" and the first 16 hex digits of the
- * SHA-256 of its runs, each (first, count) as little-endian u64s
- * (docs/view.md): computed here from the plan's runs, for units of 150
- * one-sample runs (more than one buffer of the name's hashing).
+ * What a slice's name says of runs r[0..n), between dots (docs/view.md):
+ * "a-b" for one run, else "r" and the first 16 hex digits of the SHA-256
+ * of the runs, each (first, count) as little-endian u64s.
+ */
+static void runs_name_part(const struct sfs_run *r, size_t n, char *out,
+			   size_t len)
+{
+	unsigned char *le, sum[SFS_DIGEST_LEN];
+	char hex[SFS_DIGEST_HEX];
+	size_t i, k;
+
+	if (n == 1) {
+		snprintf(out, len, ".%llu-%llu.", (unsigned long long)r->first,
+			 (unsigned long long)(r->first + r->count - 1));
+		return;
+	}
+	le = malloc(16 * n);
+	assert_non_null(le);
+	for (i = 0; i < n; i++)
+		for (k = 0; k < 8; k++) {
+			le[16 * i + k] = (unsigned char)(r[i].first >> (8 * k));
+			le[16 * i + 8 + k] =
+				(unsigned char)(r[i].count >> (8 * k));
+		}
+	sfs_digest_buf(le, 16 * n, sum);
+	sfs_digest_hex(sum, hex);
+	snprintf(out, len, ".r%.16s.", hex);
+	free(le);
+}
+
+/*
+ * A shuffled slice's name is "r" and the hash of its runs: computed here
+ * from the plan's runs, for units of 150 one-sample runs (more than one
+ * buffer of the name's hashing).
  */
 static void test_view_shuffled_name_is_hash_of_runs(void **state)
 {
@@ -246,38 +276,74 @@ static void test_view_shuffled_name_is_hash_of_runs(void **state)
 	for (i = 0; i < v->nnodes; i++) {
 		const struct sfs_view_node *n = &v->nodes[i];
 		const struct sfs_plan_file *f;
-		unsigned char *le, sum[SFS_DIGEST_LEN];
-		char hex[SFS_DIGEST_HEX], want[32];
-		size_t r, k;
+		char want[32];
 
 		if (n->kind != SFS_NODE_FILE)
 			continue;
 		f = sfs_view_file(v, n);
 		if (f->nruns < 2)
 			continue;
-		le = malloc(16 * f->nruns);
-		assert_non_null(le);
-		for (r = 0; r < f->nruns; r++) {
-			const struct sfs_run *run =
-				&v->plans[n->plan]->runs[f->run_at + r];
-
-			for (k = 0; k < 8; k++) {
-				le[16 * r + k] =
-					(unsigned char)(run->first >> (8 * k));
-				le[16 * r + 8 + k] =
-					(unsigned char)(run->count >> (8 * k));
-			}
-		}
-		sfs_digest_buf(le, 16 * f->nruns, sum);
-		sfs_digest_hex(sum, hex);
-		snprintf(want, sizeof(want), ".r%.16s.", hex);
+		runs_name_part(&v->plans[n->plan]->runs[f->run_at], f->nruns,
+			       want, sizeof(want));
 		assert_non_null(strstr(n->name, want));
 		most = f->nruns > most ? f->nruns : most;
 		checked++;
-		free(le);
 	}
 	assert_true(checked >= 2);
 	assert_true(most > 64);
+	sfs_view_free(v);
+	sfs_index_free(idx);
+}
+
+/*
+ * A view of thousands of slices, two epochs of them, is described on
+ * several threads where the process may run on several CPUs: every
+ * slice's name and size are those of its own runs.  Samples of unequal
+ * sizes, so that a size tells whose it is.
+ */
+static void test_view_many_slices_named_and_sized(void **state)
+{
+	uint64_t counts[40], at = 0, k;
+	struct sfs_index *idx;
+	struct sfs_view *v;
+	size_t i, files = 0, hashed = 0;
+
+	(void)state;
+	for (i = 0; i < 40; i++)
+		counts[i] = 97 + i;
+	idx = mkindex(counts, 40, NULL);
+	for (i = 0; i < idx->nshards; i++) {
+		const struct sfs_shard *sh = &idx->shards[i];
+
+		for (k = 0; k <= sh->nsamples; k++) {
+			idx->bounds_heap[sh->bounds_at + k] = at;
+			at += 1 + (sh->first_sample + k) * 7 % 13;
+		}
+	}
+	v = build(idx, "world=2,workers=3,shuffle=samples,block=2,epoch=5", 2);
+	for (i = 0; i < v->nnodes; i++) {
+		const struct sfs_view_node *n = &v->nodes[i];
+		const struct sfs_plan_file *f;
+		const struct sfs_run *r;
+		struct sfs_error err = { 0 };
+		uint64_t size;
+		char want[32];
+
+		if (n->kind != SFS_NODE_FILE)
+			continue;
+		f = sfs_view_file(v, n);
+		r = &v->plans[n->plan]->runs[f->run_at];
+		runs_name_part(r, f->nruns, want, sizeof(want));
+		assert_non_null(strstr(n->name, want));
+		assert_int_equal(sfs_slice_size(idx, &idx->shards[f->shard], -1,
+						r, f->nruns, &size, &err),
+				 0);
+		assert_int_equal(n->size, size);
+		files++;
+		hashed += f->nruns > 1;
+	}
+	assert_true(files > 4000);
+	assert_true(hashed > 1000 && hashed < files);
 	sfs_view_free(v);
 	sfs_index_free(idx);
 }
@@ -343,6 +409,7 @@ int main(void)
 		cmocka_unit_test(test_view_tree_names_and_order),
 		cmocka_unit_test(test_view_names_identify_bytes),
 		cmocka_unit_test(test_view_shuffled_name_is_hash_of_runs),
+		cmocka_unit_test(test_view_many_slices_named_and_sized),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
