@@ -3,9 +3,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "shardfs/mixture.h"
 #include "shardfs/plan.h"
+#include "shardfs/pool.h"
 #include "shardfs/prng.h"
 
 /* an epoch repeats a source at most this often */
@@ -60,8 +62,9 @@ struct builder {
 	/* samples before segs[i], cum[nsegs] = N; while order_epoch builds
 	 * the order, the samples of segs[i] */
 	uint64_t *cum;
-	uint64_t *perm; /* scratch: a unit's sample permutation */
-	size_t files_cap, runs_cap;
+	uint64_t maxunit; /* the most samples a permuted unit has */
+	struct out *outs; /* partition's groups of readers */
+	size_t nouts;
 	const uint32_t *ranks; /* the ranks whose readers get files */
 	size_t nranks; /* 0: every rank */
 	struct sfs_error *err;
@@ -572,51 +575,74 @@ static bool unit_permuted(const struct builder *b, const struct unit *un)
 	       sfs_shard_sliceable(&b->idx->shards[un->shard]);
 }
 
-static int push_run(struct builder *b, uint64_t first, uint64_t count)
+/*
+ * Where partition puts the files and runs of readers lo .. hi - 1, in
+ * reader order: one group of readers, on a thread of its own when there
+ * are several; partition appends each group's to the plan's arrays.
+ */
+struct out {
+	size_t lo, hi;
+	struct sfs_plan_file *files;
+	size_t nfiles, files_cap;
+	struct sfs_run *runs;
+	size_t nruns, runs_cap;
+	uint64_t *perm; /* scratch: a unit's sample permutation */
+	int rc;
+	struct sfs_error err;
+};
+
+static int push_run(struct out *out, uint64_t first, uint64_t count)
 {
-	struct sfs_plan *plan = b->plan;
-	struct sfs_run *last =
-		plan->nruns > plan->files[plan->nfiles - 1].run_at ?
-			&plan->runs[plan->nruns - 1] :
-			NULL;
+	struct sfs_run *last = out->nruns > out->files[out->nfiles - 1].run_at ?
+				       &out->runs[out->nruns - 1] :
+				       NULL;
 
 	if (last && last->first + last->count == first) {
 		last->count += count;
 		return 0;
 	}
-	if (plan->nruns == b->runs_cap) {
-		size_t ncap = b->runs_cap ? 2 * b->runs_cap : 1024;
-		struct sfs_run *nr = realloc(plan->runs, ncap * sizeof(*nr));
+	if (out->nruns == out->runs_cap) {
+		size_t ncap = out->runs_cap ? 2 * out->runs_cap : 1024;
+		struct sfs_run *nr = realloc(out->runs, ncap * sizeof(*nr));
 
 		if (!nr)
 			return -ENOMEM;
-		plan->runs = nr;
-		b->runs_cap = ncap;
+		out->runs = nr;
+		out->runs_cap = ncap;
 	}
-	plan->runs[plan->nruns++] = (struct sfs_run){ first, count };
-	plan->files[plan->nfiles - 1].nruns++;
+	out->runs[out->nruns++] = (struct sfs_run){ first, count };
+	out->files[out->nfiles - 1].nruns++;
 	return 0;
 }
 
-static int cut_error(struct builder *b, const struct unit *un, uint64_t a,
-		     uint64_t len, size_t reader)
+static int cut_error(const struct builder *b, struct out *out,
+		     const struct unit *un, uint64_t a, uint64_t len,
+		     size_t reader)
 {
 	const struct sfs_shard *sh = &b->idx->shards[un->shard];
-	uint32_t k = b->o->workers;
+	uint32_t k = b->o->workers, rep = b->o->replicas;
+	size_t rank = reader / k * rep;
+	char who[64];
 
+	/* a reader is read by the replicas of its group */
+	if (rep > 1)
+		snprintf(who, sizeof(who), "ranks %zu..%zu", rank,
+			 rank + rep - 1);
+	else
+		snprintf(who, sizeof(who), "rank %zu", rank);
 	return sfs_errorf(
-		b->err, -EINVAL,
-		"%s cannot be sliced (a %s shard of %llu samples that is compressed or opaque), but rank %zu worker %zu would read only samples %llu..%llu of it; use uncompressed shards, or choose world, workers, batch and start so that every reader's share ends on a shard boundary",
+		&out->err, -EINVAL,
+		"%s cannot be sliced (a %s shard of %llu samples that is compressed or opaque), but %s worker %zu would read only samples %llu..%llu of it; use uncompressed shards, or choose world, workers, batch and start so that every reader's share ends on a shard boundary",
 		sh->path, sh->format->name, (unsigned long long)sh->nsamples,
-		reader / k, reader % k, (unsigned long long)(un->first + a),
+		who, reader % k, (unsigned long long)(un->first + a),
 		(unsigned long long)(un->first + a + len - 1));
 }
 
 /* Add a file holding positions [a, a + len) of segment sg. */
-static int add_file(struct builder *b, const struct seg *sg, uint64_t a,
-		    uint64_t len, bool padding, size_t reader)
+static int add_file(const struct builder *b, struct out *out,
+		    const struct seg *sg, uint64_t a, uint64_t len,
+		    bool padding, size_t reader)
 {
-	struct sfs_plan *plan = b->plan;
 	const struct sfs_shard *sh;
 	struct sfs_plan_file *f;
 	struct unit u, *un = &u;
@@ -629,36 +655,36 @@ static int add_file(struct builder *b, const struct seg *sg, uint64_t a,
 	a += sg->first;
 	whole_unit = a == 0 && len == un->count;
 	if (!sfs_shard_sliceable(sh) && !whole_unit)
-		return cut_error(b, un, a, len, reader);
-	if (plan->nfiles == b->files_cap) {
-		size_t ncap = b->files_cap ? 2 * b->files_cap : 1024;
+		return cut_error(b, out, un, a, len, reader);
+	if (out->nfiles == out->files_cap) {
+		size_t ncap = out->files_cap ? 2 * out->files_cap : 1024;
 		struct sfs_plan_file *nf =
-			realloc(plan->files, ncap * sizeof(*nf));
+			realloc(out->files, ncap * sizeof(*nf));
 
 		if (!nf)
 			return -ENOMEM;
-		plan->files = nf;
-		b->files_cap = ncap;
+		out->files = nf;
+		out->files_cap = ncap;
 	}
-	f = &plan->files[plan->nfiles++];
+	f = &out->files[out->nfiles++];
 	*f = (struct sfs_plan_file){
 		.shard = un->shard,
 		.nsamples = len,
 		.npadding = padding ? len : 0,
-		.run_at = plan->nruns,
+		.run_at = out->nruns,
 	};
 	if (!unit_permuted(b, un)) {
 		f->whole = whole_unit && un->first == 0 &&
 			   un->count == sh->nsamples;
-		return push_run(b, un->first + a, len);
+		return push_run(out, un->first + a, len);
 	}
 	for (i = 0; i < un->count; i++)
-		b->perm[i] = i;
+		out->perm[i] = i;
 	sfs_prng_init(&rng, b->seed[un->src], b->pass0[un->src] + sg->pass,
 		      un->local + 1);
-	sfs_prng_shuffle(&rng, b->perm, un->count);
+	sfs_prng_shuffle(&rng, out->perm, un->count);
 	for (i = a; i < a + len; i++)
-		if (push_run(b, un->first + b->perm[i], 1))
+		if (push_run(out, un->first + out->perm[i], 1))
 			return -ENOMEM;
 	return 0;
 }
@@ -680,7 +706,8 @@ static size_t find_seg(const struct builder *b, uint64_t g)
 }
 
 /* Reader t reads positions [q, end) of the equalised order next. */
-static int read_positions(struct builder *b, size_t t, uint64_t q, uint64_t end)
+static int read_positions(const struct builder *b, struct out *out, size_t t,
+			  uint64_t q, uint64_t end)
 {
 	struct sfs_plan *plan = b->plan;
 	struct sfs_plan_reader *r = &plan->readers[t];
@@ -696,7 +723,7 @@ static int read_positions(struct builder *b, size_t t, uint64_t q, uint64_t end)
 			len = end - q;
 		if (len > n - rpos)
 			len = n - rpos;
-		rc = add_file(b, &b->segs[i], a, len, q >= n, t);
+		rc = add_file(b, out, &b->segs[i], a, len, q >= n, t);
 		if (rc)
 			return rc;
 		if (q >= n)
@@ -715,7 +742,7 @@ static int read_positions(struct builder *b, size_t t, uint64_t q, uint64_t end)
  * D and K are.  Batches of one reader that happen to be adjacent (D*K = 1)
  * stay one file.
  */
-static int read_interleaved(struct builder *b, size_t t)
+static int read_interleaved(const struct builder *b, struct out *out, size_t t)
 {
 	const struct sfs_plan_opts *o = b->o;
 	uint64_t bs = o->batch, nbatches = b->plan->per_reader / bs, j;
@@ -728,14 +755,14 @@ static int read_interleaved(struct builder *b, size_t t)
 		uint64_t g = (j * o->workers + worker) * groups + group;
 
 		if (g * bs != to) {
-			rc = read_positions(b, t, from, to);
+			rc = read_positions(b, out, t, from, to);
 			if (rc)
 				return rc;
 			from = g * bs;
 		}
 		to = g * bs + bs;
 	}
-	return read_positions(b, t, from, to);
+	return read_positions(b, out, t, from, to);
 }
 
 /* Whether reader t is read by one of the ranks asked for. */
@@ -749,30 +776,132 @@ static bool wanted(const struct builder *b, size_t t)
 	return b->nranks == 0;
 }
 
-static int partition(struct builder *b)
+/* Pool item i: the readers of group i. */
+static void partition_group(struct sfs_pool *p, size_t i, struct sfs_digest *d)
 {
-	struct sfs_plan *plan = b->plan;
-	uint64_t c = plan->per_reader;
-	struct sfs_plan_file *f;
-	struct sfs_run *runs;
+	const struct builder *b = p->arg;
+	struct out *out = &b->outs[i];
 	size_t t;
-	int rc;
 
-	for (t = 0; t < plan->nreaders; t++) {
-		struct sfs_plan_reader *r = &plan->readers[t];
+	(void)d;
+	out->perm = malloc((b->maxunit + 1) * sizeof(*out->perm));
+	if (!out->perm)
+		out->rc = -ENOMEM;
+	for (t = out->lo; t < out->hi && !out->rc; t++) {
+		struct sfs_plan_reader *r = &b->plan->readers[t];
 
-		r->file_at = plan->nfiles;
+		r->file_at = out->nfiles;
 		if (!wanted(b, t))
 			continue;
 		if (b->o->partition == SFS_PARTITION_INTERLEAVED)
-			rc = read_interleaved(b, t);
+			out->rc = read_interleaved(b, out, t);
 		else
-			rc = read_positions(b, t, (uint64_t)t * c,
-					    (uint64_t)t * c + c);
-		if (rc)
-			return rc;
-		r->nfiles = plan->nfiles - r->file_at;
+			out->rc = read_positions(
+				b, out, t, (uint64_t)t * b->plan->per_reader,
+				(uint64_t)(t + 1) * b->plan->per_reader);
+		r->nfiles = out->nfiles - r->file_at;
 	}
+	free(out->perm);
+	out->perm = NULL;
+}
+
+/* Append group out's files and runs to the plan's: the first group's
+ * arrays become the plan's, the others' are copied once and freed, so
+ * that at most one group is held twice. */
+static int gather(struct builder *b, struct out *out)
+{
+	struct sfs_plan *plan = b->plan;
+	struct sfs_plan_file *f;
+	struct sfs_run *r;
+	size_t i;
+
+	for (i = out->lo; i < out->hi; i++)
+		plan->readers[i].file_at += plan->nfiles;
+	if (!plan->nfiles) {
+		free(plan->files);
+		free(plan->runs);
+		plan->files = out->files;
+		plan->runs = out->runs;
+		plan->nfiles = out->nfiles;
+		plan->nruns = out->nruns;
+		out->files = NULL;
+		out->runs = NULL;
+		return 0;
+	}
+	if (!out->nfiles)
+		return 0;
+	f = realloc(plan->files, (plan->nfiles + out->nfiles) * sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	plan->files = f;
+	r = realloc(plan->runs, (plan->nruns + out->nruns) * sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	plan->runs = r;
+	for (i = 0; i < out->nfiles; i++) {
+		f[plan->nfiles + i] = out->files[i];
+		f[plan->nfiles + i].run_at += plan->nruns;
+	}
+	memcpy(r + plan->nruns, out->runs, out->nruns * sizeof(*r));
+	plan->nfiles += out->nfiles;
+	plan->nruns += out->nruns;
+	free(out->files);
+	free(out->runs);
+	out->files = NULL;
+	out->runs = NULL;
+	return 0;
+}
+
+/*
+ * Step 5: the files of the readers wanted.  A plan for some ranks (a
+ * daemon's, at an epoch switch) cuts them into one group per CPU, each
+ * built on a thread of its own and appended in order; the plan of every
+ * reader (shardfs-plan) is built by one thread, so that it is never held
+ * twice.  Either way the files are the same.
+ */
+static int partition(struct builder *b)
+{
+	struct sfs_plan *plan = b->plan;
+	struct sfs_pool pool = { .work = partition_group, .arg = b };
+	size_t t, nwanted = 0, k, g, seen;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	struct sfs_plan_file *f;
+	struct sfs_run *runs;
+	int rc = 0;
+
+	for (t = 0; t < plan->nreaders; t++)
+		nwanted += wanted(b, t);
+	k = 1;
+	if (b->nranks && cpus > 1 &&
+	    (unsigned __int128)nwanted * plan->per_reader >= 1 << 16)
+		k = (size_t)cpus < nwanted ? (size_t)cpus : nwanted;
+	b->outs = calloc(k, sizeof(*b->outs));
+	if (!b->outs)
+		return -ENOMEM;
+	b->nouts = k;
+	/* group g: the readers up to its share of the wanted ones */
+	for (t = 0, g = 0, seen = 0; t < plan->nreaders; t++) {
+		seen += wanted(b, t);
+		if (g + 1 < k && seen > nwanted * (g + 1) / k) {
+			b->outs[g++].hi = t;
+			b->outs[g].lo = t;
+		}
+	}
+	b->outs[g].hi = plan->nreaders;
+	pool.n = k;
+	if (k == 1)
+		partition_group(&pool, 0, NULL);
+	else
+		rc = sfs_pool_run(&pool, b->err);
+	for (g = 0; !rc && g < k; g++) {
+		rc = b->outs[g].rc;
+		if (rc && b->err)
+			*b->err = b->outs[g].err;
+	}
+	for (g = 0; !rc && g < k; g++)
+		rc = gather(b, &b->outs[g]);
+	if (rc)
+		return rc;
 	/* a view holds the plan for its epoch: give back the room doubling
 	 * left (a shrinking realloc that fails leaves the block as it was) */
 	if (plan->nfiles &&
@@ -907,7 +1036,6 @@ int sfs_plan_build_ranks(const struct sfs_index *idx,
 	struct builder b = {
 		.idx = idx, .o = o, .ranks = ranks, .nranks = nranks, .err = err
 	};
-	uint64_t maxunit = 0;
 	size_t s;
 	int rc;
 
@@ -956,15 +1084,11 @@ int sfs_plan_build_ranks(const struct sfs_index *idx,
 		uint64_t step = unit_step(&b, sh);
 		uint64_t c = step < sh->nsamples ? step : sh->nsamples;
 
-		if (sfs_shard_sliceable(sh) && c > maxunit)
-			maxunit = c;
+		if (sfs_shard_sliceable(sh) && c > b.maxunit)
+			b.maxunit = c;
 	}
-	rc = -ENOMEM;
-	b.perm = malloc((maxunit + 1) * sizeof(*b.perm));
 	b.plan->readers = calloc(b.plan->nreaders, sizeof(*b.plan->readers));
-	if (!b.perm || !b.plan->readers)
-		goto out_nomem;
-	rc = partition(&b);
+	rc = b.plan->readers ? partition(&b) : -ENOMEM;
 	if (rc == -ENOMEM)
 		goto out_nomem;
 	if (rc)
@@ -982,7 +1106,11 @@ out_free:
 	free(b.pass0);
 	free(b.segs);
 	free(b.cum);
-	free(b.perm);
+	for (s = 0; s < b.nouts; s++) {
+		free(b.outs[s].files);
+		free(b.outs[s].runs);
+	}
+	free(b.outs);
 	sfs_plan_free(b.plan);
 	return rc;
 }

@@ -317,37 +317,32 @@ static void test_plan_order_ignores_world_and_workers(void **state)
 	sfs_index_free(idx);
 }
 
-/* A plan of some ranks: their readers' files are the whole plan's, every
- * other reader has none, the totals are the whole plan's. */
-static void test_plan_ranks_are_the_whole_plans(void **state)
+/*
+ * A plan of ranks 1 and 4 of world=6, replicas=2: their readers' files are
+ * the whole plan's, every other reader has none, the totals are the whole
+ * plan's.  Its runs are fewer, unless every reader is wanted.
+ */
+static void check_ranks(const uint64_t *counts, size_t n,
+			const struct sfs_plan_opts *o)
 {
-	static const uint64_t counts[] = { 30, 20, 50, 10, 40, 33 };
 	static const uint32_t ranks[] = { 1, 4 };
-	struct sfs_index *idx = mkindex(counts, 6, NULL);
+	struct sfs_index *idx = mkindex(counts, n, NULL);
 	struct sfs_error err = { 0 };
 	struct sfs_plan *all, *some;
-	struct sfs_plan_opts o;
 	size_t t, f;
 
-	(void)state;
-	opts_init(&o);
-	o.shuffle = SFS_SHUFFLE_SAMPLES;
-	o.block = 7;
-	o.world = 6;
-	o.workers = 2;
-	o.replicas = 2;
-	assert_int_equal(sfs_plan_build(idx, &o, &all, &err), 0);
-	assert_int_equal(sfs_plan_build_ranks(idx, &o, ranks, 2, &some, &err),
+	assert_int_equal(sfs_plan_build(idx, o, &all, &err), 0);
+	assert_int_equal(sfs_plan_build_ranks(idx, o, ranks, 2, &some, &err),
 			 0);
 	assert_int_equal(some->per_reader, all->per_reader);
 	assert_int_equal(some->padding, all->padding);
-	assert_int_equal(some->nreaders, 6);
+	assert_int_equal(some->nreaders, all->nreaders);
 	for (t = 0; t < all->nreaders; t++) {
 		const struct sfs_plan_reader *a = &all->readers[t];
 		const struct sfs_plan_reader *s = &some->readers[t];
 
 		/* ranks 1 and 4 are groups 0 and 2: readers 0, 1, 4, 5 */
-		if (t / 2 == 1) {
+		if (t / o->workers == 1) {
 			assert_int_equal(s->nfiles, 0);
 			continue;
 		}
@@ -360,6 +355,9 @@ static void test_plan_ranks_are_the_whole_plans(void **state)
 				&some->files[s->file_at + f];
 
 			assert_int_equal(fs->shard, fa->shard);
+			assert_int_equal(fs->nsamples, fa->nsamples);
+			assert_int_equal(fs->npadding, fa->npadding);
+			assert_int_equal(fs->whole, fa->whole);
 			assert_int_equal(fs->nruns, fa->nruns);
 			assert_memory_equal(&some->runs[fs->run_at],
 					    &all->runs[fa->run_at],
@@ -367,8 +365,77 @@ static void test_plan_ranks_are_the_whole_plans(void **state)
 		}
 	}
 	assert_true(some->nruns < all->nruns);
+	assert_int_equal(some->nruns,
+			 some->files[some->nfiles - 1].run_at +
+				 some->files[some->nfiles - 1].nruns);
 	sfs_plan_free(all);
 	sfs_plan_free(some);
+	sfs_index_free(idx);
+}
+
+/* Small plans are built by one thread; a plan of some ranks with 2^16
+ * samples or more to cut, in groups of readers on one thread per CPU
+ * (where there are several): either way the same files. */
+static void test_plan_ranks_are_the_whole_plans(void **state)
+{
+	static const uint64_t small[] = { 30, 20, 50, 10, 40, 33 };
+	uint64_t large[24];
+	struct sfs_plan_opts o;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < 24; i++)
+		large[i] = 9000 + 37 * i;
+	opts_init(&o);
+	o.shuffle = SFS_SHUFFLE_SAMPLES;
+	o.block = 7;
+	o.world = 6;
+	o.workers = 2;
+	o.replicas = 2;
+	check_ranks(small, 6, &o);
+	check_ranks(large, 24, &o);
+	o.workers = 3;
+	o.remainder = SFS_REMAINDER_PAD;
+	o.partition = SFS_PARTITION_INTERLEAVED;
+	o.batch = 5;
+	check_ranks(large, 24, &o);
+	o.shuffle = SFS_SHUFFLE_UNITS;
+	o.block = 0;
+	o.start = 1234;
+	check_ranks(large, 24, &o);
+}
+
+/* A reader that cannot be served fails a plan of some ranks with the
+ * whole plan's message, on one thread or several. */
+static void test_plan_ranks_fail_as_the_whole_plan(void **state)
+{
+	static const uint32_t ranks[] = { 1, 4 };
+	uint64_t counts[24];
+	bool opaque[24] = { false };
+	struct sfs_error err_all = { 0 }, err_some = { 0 };
+	struct sfs_plan *p = NULL;
+	struct sfs_plan_opts o;
+	struct sfs_index *idx;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < 24; i++)
+		counts[i] = 9000 + 37 * i;
+	/* readers 4 and 5 (rank 4, the second group of two) cut it */
+	opaque[20] = true;
+	idx = mkindex(counts, 24, opaque);
+	opts_init(&o);
+	o.shuffle = SFS_SHUFFLE_NONE;
+	o.world = 6;
+	o.workers = 2;
+	o.replicas = 2;
+	assert_int_equal(sfs_plan_build(idx, &o, &p, &err_all), -EINVAL);
+	assert_int_equal(sfs_plan_build_ranks(idx, &o, ranks, 2, &p, &err_some),
+			 -EINVAL);
+	assert_non_null(strstr(
+		err_all.msg,
+		"s0020.tar cannot be sliced (a tar shard of 9740 samples that is compressed or opaque), but ranks 4..5 worker 0 would read only samples 0..1479 of it;"));
+	assert_string_equal(err_some.msg, err_all.msg);
 	sfs_index_free(idx);
 }
 
@@ -651,6 +718,7 @@ int main(void)
 		cmocka_unit_test(test_plan_order_ignores_world_and_workers),
 		cmocka_unit_test(test_plan_start_gives_the_suffix),
 		cmocka_unit_test(test_plan_ranks_are_the_whole_plans),
+		cmocka_unit_test(test_plan_ranks_fail_as_the_whole_plan),
 		cmocka_unit_test(test_plan_epochs_differ),
 		cmocka_unit_test(test_plan_opaque_claims_do_not_size_buffers),
 		cmocka_unit_test(test_plan_interleaved_resumes_elastically),
