@@ -20,7 +20,7 @@
 
 struct sfs_pool {
 	size_t n; /* items */
-	unsigned threads; /* 0: one per CPU; at most n, SFS_POOL_THREADS_MAX */
+	unsigned threads; /* 0: sfs_pool_cpus(); at most n, SFS_POOL_THREADS_MAX */
 	/* work on item i; d is the thread's own digest, reset */
 	void (*work)(struct sfs_pool *p, size_t i, struct sfs_digest *d);
 	/* from the calling thread while the items run, and once with final
@@ -35,6 +35,14 @@ struct sfs_pool {
 
 	atomic_size_t next; /* the pool's own */
 };
+
+/*
+ * The CPUs this process may use: those its affinity allows, fewer when
+ * its cgroup's CPU quota (a container's CPU limit: cgroup v2 cpu.max, v1
+ * cpu.cfs_quota_us) allows fewer, its quota over its period rounded up;
+ * at least 1.  A pool of threads 0 runs this many.
+ */
+unsigned sfs_pool_cpus(void);
 
 /*
  * Run every item of p (its counters zeroed first).  Returns 0 once all are

@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "shardfs/mixture.h"
 #include "shardfs/plan.h"
@@ -864,7 +863,7 @@ static int partition(struct builder *b)
 	struct sfs_plan *plan = b->plan;
 	struct sfs_pool pool = { .work = partition_group, .arg = b };
 	size_t t, nwanted = 0, k, g, seen;
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	size_t cpus = sfs_pool_cpus();
 	struct sfs_plan_file *f;
 	struct sfs_run *runs;
 	int rc = 0;
@@ -874,7 +873,7 @@ static int partition(struct builder *b)
 	k = 1;
 	if (b->nranks && cpus > 1 &&
 	    (unsigned __int128)nwanted * plan->per_reader >= 1 << 16)
-		k = (size_t)cpus < nwanted ? (size_t)cpus : nwanted;
+		k = cpus < nwanted ? cpus : nwanted;
 	b->outs = calloc(k, sizeof(*b->outs));
 	if (!b->outs)
 		return -ENOMEM;

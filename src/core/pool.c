@@ -1,5 +1,8 @@
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,10 +31,98 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+/* Up to n numbers from the file at path; how many were read. */
+static int read_numbers(const char *path, long long *v, int n)
+{
+	FILE *f = fopen(path, "re");
+	int got = 0;
+
+	if (!f)
+		return 0;
+	while (got < n && fscanf(f, "%lld", &v[got]) == 1)
+		got++;
+	fclose(f);
+	return got;
+}
+
+/* Whether the comma-separated list of len bytes names "cpu". */
+static bool has_cpu(const char *list, size_t len)
+{
+	size_t at = 0, k;
+
+	while (at < len) {
+		k = strcspn(list + at, ",:");
+		if (k == 3 && !strncmp(list + at, "cpu", 3))
+			return true;
+		at += k + 1;
+	}
+	return false;
+}
+
+/*
+ * The CPUs this process's cgroup allows, its CFS quota over its period
+ * rounded up: cgroup v2's cpu.max ("QUOTA PERIOD"; "max PERIOD" for
+ * none), or v1's cpu.cfs_quota_us (-1 for none) and cpu.cfs_period_us;
+ * 0 when none is set or none can be read.
+ */
+static unsigned cgroup_cpus(void)
+{
+	char line[4096], path[4200];
+	unsigned long long n, best = 0;
+	FILE *f = fopen("/proc/self/cgroup", "re");
+
+	/* lines "ID:CONTROLLERS:PATH"; v2's is "0::PATH" */
+	while (f && fgets(line, sizeof(line), f)) {
+		char *c = strchr(line, ':'), *p = c ? strchr(c + 1, ':') : NULL;
+		long long v[2] = { 0, 0 };
+
+		if (!p)
+			continue;
+		p[strcspn(p, "\n")] = '\0';
+		if (p == c + 1) {
+			snprintf(path, sizeof(path), "/sys/fs/cgroup%s/cpu.max",
+				 p + 1);
+			read_numbers(path, v, 2);
+		} else if (has_cpu(c + 1, (size_t)(p - c - 1))) {
+			snprintf(path, sizeof(path),
+				 "/sys/fs/cgroup/cpu%s/cpu.cfs_quota_us",
+				 p + 1);
+			read_numbers(path, v, 1);
+			snprintf(path, sizeof(path),
+				 "/sys/fs/cgroup/cpu%s/cpu.cfs_period_us",
+				 p + 1);
+			read_numbers(path, v + 1, 1);
+		}
+		if (v[0] <= 0 || v[1] <= 0)
+			continue;
+		n = ((unsigned long long)v[0] + (unsigned long long)v[1] - 1) /
+		    (unsigned long long)v[1];
+		if (!best || n < best)
+			best = n;
+	}
+	if (f)
+		fclose(f);
+	return best > SFS_POOL_THREADS_MAX ? SFS_POOL_THREADS_MAX :
+					     (unsigned)best;
+}
+
+unsigned sfs_pool_cpus(void)
+{
+	unsigned n = 0, q = cgroup_cpus();
+	cpu_set_t set;
+
+	if (!sched_getaffinity(0, sizeof(set), &set))
+		n = (unsigned)CPU_COUNT(&set);
+	else if (sysconf(_SC_NPROCESSORS_ONLN) > 0)
+		n = (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+	if (q && (!n || q < n))
+		n = q;
+	return n ? n : 1;
+}
+
 static unsigned threads(const struct sfs_pool *p)
 {
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	unsigned t = p->threads ? p->threads : (cpus > 0 ? (unsigned)cpus : 1);
+	unsigned t = p->threads ? p->threads : sfs_pool_cpus();
 
 	if (t > SFS_POOL_THREADS_MAX)
 		t = SFS_POOL_THREADS_MAX;

@@ -25,6 +25,7 @@
 #include "shardfs/observe.h"
 #include "shardfs/options.h"
 #include "shardfs/plan.h"
+#include "shardfs/pool.h"
 
 #define MAX_FINDINGS 50
 #define MAX_JOBS 64
@@ -69,7 +70,8 @@ static void usage(FILE *f)
 		"\n"
 		"  --verify   also re-hash the source shards against the index's SHA-256\n"
 		"  --json     the verdict as JSON on stdout\n"
-		"  --jobs N   threads for reading and hashing (default: one per CPU)\n"
+		"  --jobs N   threads for reading and hashing (default: one per CPU\n"
+		"             this process may use: affinity, cgroup cpu.max)\n"
 		"\n"
 		"Exit status: 0 pass, 1 a violation was found, 2 could not check\n"
 		"(usage, I/O, a missing index).\n");
@@ -415,11 +417,10 @@ int main(int argc, char **argv)
 	struct sfs_error err = { 0 };
 	const char *cmd;
 	uint64_t v;
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	int c, status = CLI_ERROR;
 
 	sfs_options_init(&a.opts);
-	a.jobs = cpus > 0 ? (unsigned)cpus : 1;
+	a.jobs = sfs_pool_cpus();
 	while ((c = getopt_long(argc, argv, "o:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':

@@ -1,9 +1,16 @@
 /*
  * The worker pool (include/shardfs/pool.h): every item worked on exactly
- * once whatever the thread count, counters summed, progress ended once.
+ * once whatever the thread count, counters summed, progress ended once;
+ * the CPUs a pool runs on by default follow the process's affinity and
+ * its cgroup's CPU quota.
  */
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "helpers.h"
 #include "shardfs/pool.h"
@@ -70,10 +77,111 @@ static void test_pool_every_item_once(void **state)
 	}
 }
 
+/* One CPU allowed by affinity: one thread; all of them again: more,
+ * where the machine has more. */
+static void test_pool_cpus_follow_affinity(void **state)
+{
+	cpu_set_t all, one;
+	int cpu;
+
+	(void)state;
+	assert_int_equal(sched_getaffinity(0, sizeof(all), &all), 0);
+	for (cpu = 0; !CPU_ISSET(cpu, &all); cpu++)
+		;
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
+	assert_int_equal(sfs_pool_cpus(), 1);
+	assert_int_equal(sched_setaffinity(0, sizeof(all), &all), 0);
+	assert_int_equal(sfs_pool_cpus(), (unsigned)CPU_COUNT(&all));
+}
+
+static int write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	int rc;
+
+	if (!f)
+		return -1;
+	rc = fputs(text, f) < 0;
+	return fclose(f) || rc ? -1 : 0;
+}
+
+/*
+ * A cgroup whose CPU quota is half a CPU (a container's limit): one
+ * thread though affinity allows more.  Needs root and a cgroup hierarchy
+ * with the cpu controller (v1's /sys/fs/cgroup/cpu, or v2 with cpu
+ * enabled for children at /sys/fs/cgroup): skipped, saying so, without.
+ */
+static char cg_dir[128], cg_back[128], cg_pid[32];
+
+/* Out of the test's cgroup and remove it, whether the test passed or not. */
+static int cgroup_teardown(void **state)
+{
+	(void)state;
+	if (cg_dir[0]) {
+		write_file(cg_back, cg_pid);
+		rmdir(cg_dir);
+	}
+	return 0;
+}
+
+static void test_pool_cpus_follow_cgroup_quota(void **state)
+{
+	char *dir = cg_dir, *pid = cg_pid, file[192];
+	const char *root = "/sys/fs/cgroup/cpu", *procs = "tasks";
+	bool v2 = false;
+	cpu_set_t all;
+
+	(void)state;
+	assert_int_equal(sched_getaffinity(0, sizeof(all), &all), 0);
+	if (CPU_COUNT(&all) < 2) {
+		fprintf(stderr,
+			"skipped: one CPU, a quota of one changes nothing\n");
+		skip();
+	}
+	if (access("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", F_OK)) {
+		root = "/sys/fs/cgroup";
+		procs = "cgroup.procs";
+		v2 = true;
+	}
+	snprintf(cg_dir, sizeof(cg_dir), "%s/shardfs-test-%d", root,
+		 (int)getpid());
+	snprintf(cg_back, sizeof(cg_back), "%s/%s", root, procs);
+	snprintf(cg_pid, sizeof(cg_pid), "%d", (int)getpid());
+	if (mkdir(dir, 0755)) {
+		fprintf(stderr, "skipped: cannot make a cgroup %s: %s\n", dir,
+			strerror(errno));
+		cg_dir[0] = '\0';
+		skip();
+	}
+	snprintf(file, sizeof(file), "%s/%s", dir,
+		 v2 ? "cpu.max" : "cpu.cfs_quota_us");
+	if (write_file(file, v2 ? "50000 100000" : "50000")) {
+		fprintf(stderr, "skipped: cannot set %s: %s\n", file,
+			strerror(errno));
+		skip();
+	}
+	snprintf(file, sizeof(file), "%s/%s", dir, procs);
+	assert_int_equal(write_file(file, pid), 0);
+	assert_int_equal(sfs_pool_cpus(), 1);
+	/* 1.5 CPUs rounds up to 2 */
+	snprintf(file, sizeof(file), "%s/%s", dir,
+		 v2 ? "cpu.max" : "cpu.cfs_quota_us");
+	assert_int_equal(write_file(file, v2 ? "150000 100000" : "150000"), 0);
+	assert_int_equal(sfs_pool_cpus(), 2);
+	/* back where it was */
+	assert_int_equal(write_file(cg_back, pid), 0);
+	assert_int_equal(sfs_pool_cpus(), (unsigned)CPU_COUNT(&all));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pool_every_item_once),
+		cmocka_unit_test(test_pool_cpus_follow_affinity),
+		cmocka_unit_test_teardown(test_pool_cpus_follow_cgroup_quota,
+					  cgroup_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
