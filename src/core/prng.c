@@ -23,13 +23,17 @@ uint64_t sfs_prng_next(struct sfs_prng *p)
 
 uint64_t sfs_prng_below(struct sfs_prng *p, uint64_t bound)
 {
-	/* (2^64 - bound) mod bound, computed without 128-bit arithmetic. */
-	uint64_t threshold = (0 - bound) % bound;
-	uint64_t r;
+	uint64_t r = sfs_prng_next(p), threshold;
 
-	do
+	/* the threshold is below bound: a draw at or above bound passes
+	 * without the division that computes it (almost every draw, for the
+	 * bounds a plan uses) */
+	if (r >= bound)
+		return r % bound;
+	/* (2^64 - bound) mod bound, computed without 128-bit arithmetic. */
+	threshold = (0 - bound) % bound;
+	while (r < threshold)
 		r = sfs_prng_next(p);
-	while (r < threshold);
 	return r % bound;
 }
 

@@ -607,6 +607,45 @@ static void test_plan_prng_test_vector(void **state)
 		assert_int_equal(a32[i], want[i]);
 }
 
+/*
+ * below(bound) is what docs/plan.md says, draw r until r >= (2^64 -
+ * bound) mod bound, then r mod bound: checked draw for draw against that
+ * text on one stream, for small bounds and for bounds that reject about
+ * half the draws (2^63 + 1) or almost none (2^64 - 1).
+ */
+static void test_plan_prng_below_is_the_spec(void **state)
+{
+	static const uint64_t bounds[] = { 1,
+					   2,
+					   3,
+					   100,
+					   (1ULL << 32) + 1,
+					   (1ULL << 63) + 1,
+					   (1ULL << 63) + 12345,
+					   UINT64_MAX };
+	struct sfs_prng got, spec;
+	size_t b, k, rejected = 0;
+
+	(void)state;
+	sfs_prng_init(&got, 5, 6, 7);
+	spec = got;
+	for (b = 0; b < sizeof(bounds) / sizeof(*bounds); b++)
+		for (k = 0; k < 2000; k++) {
+			uint64_t bound = bounds[b],
+				 threshold = (0 - bound) % bound;
+			uint64_t r = sfs_prng_next(&spec);
+
+			while (r < threshold) {
+				rejected++;
+				r = sfs_prng_next(&spec);
+			}
+			assert_int_equal(sfs_prng_below(&got, bound),
+					 r % bound);
+		}
+	assert_true(rejected > 1000);
+	assert_int_equal(got.state, spec.state);
+}
+
 static void test_plan_whole_shards_are_whole(void **state)
 {
 	static const uint64_t counts[] = { 10, 10, 10, 10 };
@@ -713,6 +752,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_plan_prng_test_vector),
+		cmocka_unit_test(test_plan_prng_below_is_the_spec),
 		cmocka_unit_test(test_plan_grid),
 		cmocka_unit_test(test_plan_world_1024),
 		cmocka_unit_test(test_plan_order_ignores_world_and_workers),
