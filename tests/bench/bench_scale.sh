@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Issue 15's daemon figures (docs/scaling.md): rank 0 of world=64 x
+# workers=8, block=100, on a generated JSONL dataset of SHARDS x 5000
+# samples (default 20 000 shards: 100 M samples, 5 GB, ~1 min to make,
+# kept under $BENCH_DIR), indexed with --no-hash. For shuffle none, units
+# and samples: mount to ready (median of 3), epoch switch (median of 5),
+# the daemon's peak RSS after the switches; ROUNDS rounds, the median of
+# each. With BASE=DIR (another build tree, e.g. of an older commit) the
+# same figures of its binaries, measured alternately in the same rounds,
+# and the ratio of this build's to the base's.
+# Usage: [BASE=DIR] tests/bench/bench_scale.sh [SHARDS [ROUNDS]]   (as root: it mounts)
+set -euo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+. "$top/tests/bench/lib.sh"
+shards=${1:-20000}
+rounds=${2:-3}
+bin=$top/build
+cmake -S "$top" -B "$bin" >/dev/null && cmake --build "$bin" -j "$(nproc)" >/dev/null
+B=${BENCH_DIR:-/tmp/shardfs-bench}/scale-$shards
+if [ ! -f "$B/idx/manifest.json" ]; then
+	echo "generating $shards shards of 5000 samples in $B"
+	rm -rf "$B"
+	mkdir -p "$B"
+	"$bin/shardfs-mkdata" "$B/src" --format jsonl --shards "$shards" \
+		--samples 5000 --size 8 --seed 1 >/dev/null
+	"$bin/shardfs-index" "$B/src" --no-hash --quiet --out "$B/idx"
+fi
+
+m=$B/mnt
+cleanup() { mountpoint -q "$m" && fusermount3 -u "$m"; return 0; }
+trap cleanup EXIT
+mkdir -p "$m"
+switch_to() { echo "$1" > "$m/.shardfs/epoch"; }
+
+# one BIN SHUFFLE: "READY SWITCH PEAK_KB" of one round
+one() {
+	local opts=rank=0,world=64,workers=8,block=100,shuffle=$2,index=$B/idx
+	local ready sw pid rss
+	ready=$(for r in 1 2 3; do
+		timed "$1/shardfs" "$B/src" "$m" -o "$opts"
+		fusermount3 -u "$m"
+	done | median)
+	"$1/shardfs" "$B/src" "$m" -o "$opts"
+	pid=$(pgrep -n -f "shardfs $B/src $m")
+	sw=$(for e in 1 2 3 4 5; do timed switch_to "$e"; done | median)
+	rss=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
+	fusermount3 -u "$m"
+	echo "$ready $sw $rss"
+}
+
+builds=("$bin")
+[ -n "${BASE:-}" ] && builds+=("$BASE")
+out=$B/rounds.txt
+: > "$out"
+for r in $(seq "$rounds"); do
+	for shuffle in none units samples; do
+		for b in "${builds[@]}"; do
+			echo "$b $shuffle $(one "$b" "$shuffle")" >> "$out"
+		done
+	done
+done
+
+# col B SHUFFLE N: the median over rounds of field N
+col() { awk -v b="$1" -v s="$2" -v n="$3" '$1 == b && $2 == s {print $n}' "$out" | median; }
+echo "rank 0 of 64 x 8, block=100, $((shards * 5000)) samples, medians of $rounds rounds"
+for shuffle in none units samples; do
+	line="$shuffle: ready $(col "$bin" "$shuffle" 3)s, switch $(col "$bin" "$shuffle" 4)s, peak RSS $(col "$bin" "$shuffle" 5) KB"
+	if [ -n "${BASE:-}" ]; then
+		line="$line; base: ready $(col "$BASE" "$shuffle" 3)s, switch $(col "$BASE" "$shuffle" 4)s, peak RSS $(col "$BASE" "$shuffle" 5) KB"
+		line="$line; ratio switch $(ratio "$(col "$bin" "$shuffle" 4)" "$(col "$BASE" "$shuffle" 4)"), peak $(ratio "$(col "$bin" "$shuffle" 5)" "$(col "$BASE" "$shuffle" 5)")"
+	fi
+	echo "$line"
+done
