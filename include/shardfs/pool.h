@@ -45,9 +45,9 @@ struct sfs_pool {
 unsigned sfs_pool_cpus(void);
 
 /*
- * Run every item of p (its counters zeroed first).  Returns 0 once all are
- * done, or -errno with a message when not one thread could be started.
+ * Run every item of p (its counters zeroed first) and return when all are
+ * done: on the calling thread when not one thread can be started.
  */
-int sfs_pool_run(struct sfs_pool *p, struct sfs_error *err);
+void sfs_pool_run(struct sfs_pool *p);
 
 #endif

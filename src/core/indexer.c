@@ -247,8 +247,7 @@ static void pool_progress(const struct sfs_pool *p, bool final)
 }
 
 /* Work on items 0 .. n-1 of the job on the pool. */
-static int run(struct job *j, size_t n, uint64_t bytes_total,
-	       struct sfs_error *err)
+static void run(struct job *j, size_t n, uint64_t bytes_total)
 {
 	j->pool.n = n;
 	j->pool.threads = j->o->jobs;
@@ -256,7 +255,7 @@ static int run(struct job *j, size_t n, uint64_t bytes_total,
 	j->pool.progress = j->o->progress ? pool_progress : NULL;
 	j->pool.arg = j;
 	j->bytes_total = bytes_total;
-	return sfs_pool_run(&j->pool, err);
+	sfs_pool_run(&j->pool);
 }
 
 static void item_fail(struct item *it, int rc, const struct sfs_error *e)
@@ -700,9 +699,7 @@ int sfs_indexer_build(const struct sfs_indexer_opts *o,
 			goto out_free;
 	}
 	j.ctx = w.items;
-	rc = run(&j, w.n, bytes, err);
-	if (rc)
-		goto out_free;
+	run(&j, w.n, bytes);
 	for (i = 0; i < w.n; i++) {
 		if (w.items[i].fatal) {
 			rc = sfs_errorf(err, w.items[i].rc, "%s",
@@ -824,7 +821,7 @@ int sfs_indexer_verify(const struct sfs_indexer_opts *o,
 	struct job j = { .o = o, .work = verify_one, .ctx = &v };
 	uint64_t bytes = 0;
 	size_t i;
-	int rc;
+	int rc = 0;
 
 	memset(rep, 0, sizeof(*rep));
 	v.msgs = calloc(idx->nshards + 1, sizeof(*v.msgs));
@@ -838,7 +835,7 @@ int sfs_indexer_verify(const struct sfs_indexer_opts *o,
 	}
 	for (i = 0; i < idx->nshards; i++)
 		bytes += idx->shards[i].size;
-	rc = run(&j, idx->nshards, bytes, err);
+	run(&j, idx->nshards, bytes);
 	for (i = 0; !rc && i < idx->nshards; i++) {
 		if (v.msgs[i] && add_problem(rep, v.msgs[i]))
 			rc = sfs_errorf(err, -ENOMEM, "out of memory");

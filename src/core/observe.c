@@ -118,14 +118,14 @@ static void pass_progress(const struct sfs_pool *p, bool final)
 }
 
 /* Run the n jobs of ps on the pool. */
-static int pass_run(struct pass *ps, size_t n, struct sfs_error *err)
+static void pass_run(struct pass *ps, size_t n)
 {
 	ps->pool.n = n;
 	ps->pool.threads = ps->o->jobs;
 	ps->pool.work = pass_work;
 	ps->pool.progress = ps->o->progress ? pass_progress : NULL;
 	ps->pool.arg = ps;
-	return sfs_pool_run(&ps->pool, err);
+	sfs_pool_run(&ps->pool);
 }
 
 static void jobs_free(struct job *jobs, size_t n)
@@ -408,7 +408,7 @@ static int source_map_build(struct source_map *sm, const struct sfs_index *idx,
 			return sfs_errorf(err, -ENOMEM, "out of memory");
 		}
 	}
-	rc = pass_run(&p, idx->nshards, err);
+	pass_run(&p, idx->nshards);
 	for (i = 0; !rc && i < idx->nshards; i++) {
 		const struct sfs_shard *sh = &idx->shards[i];
 		struct job *j = &p.jobs[i];
@@ -672,10 +672,9 @@ int sfs_observe_views(const char *const *paths, size_t nm,
 	if (!rc)
 		rc = enumerate(mounts, nm, out->idx, &out->audit, &p.jobs,
 			       &njobs, err);
-	if (!rc)
-		rc = pass_run(&p, njobs, err);
 	if (rc)
 		goto out;
+	pass_run(&p, njobs);
 	rc = record(&out->audit, mounts, out->idx, &sm, p.jobs, njobs,
 		    o->max_findings, &out->found);
 	if (rc)

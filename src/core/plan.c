@@ -891,7 +891,7 @@ static int partition(struct builder *b)
 	if (k == 1)
 		partition_group(&pool, 0, NULL);
 	else
-		rc = sfs_pool_run(&pool, b->err);
+		sfs_pool_run(&pool);
 	for (g = 0; !rc && g < k; g++) {
 		rc = b->outs[g].rc;
 		if (rc && b->err)

@@ -131,26 +131,24 @@ static unsigned threads(const struct sfs_pool *p)
 	return t;
 }
 
-int sfs_pool_run(struct sfs_pool *p, struct sfs_error *err)
+void sfs_pool_run(struct sfs_pool *p)
 {
 	pthread_t tids[SFS_POOL_THREADS_MAX];
 	unsigned n = threads(p), started, i;
 	double t0 = now();
-	int rc = 0;
 
 	atomic_store(&p->next, 0);
 	atomic_store(&p->done, 0);
 	atomic_store(&p->bytes, 0);
 	atomic_store(&p->samples, 0);
 	p->elapsed = 0;
-	for (started = 0; started < n; started++) {
-		rc = pthread_create(&tids[started], NULL, worker, p);
-		if (rc)
+	for (started = 0; started < n; started++)
+		if (pthread_create(&tids[started], NULL, worker, p))
 			break;
-	}
+	/* not one thread (a container at its pids limit): the items run
+	 * here, with no progress until they are done */
 	if (!started)
-		return sfs_errorf(err, -rc, "cannot start a thread: %s",
-				  strerror(rc));
+		worker(p);
 	while (p->progress && atomic_load(&p->done) < p->n) {
 		struct timespec ts = { 0, 250 * 1000 * 1000 };
 
@@ -163,5 +161,4 @@ int sfs_pool_run(struct sfs_pool *p, struct sfs_error *err)
 	p->elapsed = now() - t0;
 	if (p->progress)
 		p->progress(p, true);
-	return 0;
 }

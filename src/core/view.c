@@ -303,7 +303,6 @@ static int describe_slices(struct builder *b)
 	struct describe d = { .v = v, .srcfd = b->o->srcfd };
 	struct sfs_pool pool = { .work = describe_chunk, .arg = &d };
 	uint32_t e;
-	int rc;
 
 	b->desc = calloc(v->nplans, sizeof(*b->desc));
 	if (!b->desc)
@@ -319,10 +318,8 @@ static int describe_slices(struct builder *b)
 	atomic_init(&d.failed_at, SIZE_MAX);
 	pthread_mutex_init(&d.lock, NULL);
 	pool.n = (d.total + DESCRIBE_CHUNK - 1) / DESCRIBE_CHUNK;
-	rc = sfs_pool_run(&pool, b->err);
+	sfs_pool_run(&pool);
 	pthread_mutex_destroy(&d.lock);
-	if (rc)
-		return rc;
 	if (d.rc && b->err)
 		*b->err = d.err;
 	return d.rc;
