@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install, build and run every test: the unit and command-line suites in a
-# normal build and again under AddressSanitizer + UBSan, and the formatting
-# check.  Run from anywhere; builds into build/ and build-asan/ of the tree.
+# normal build and again under AddressSanitizer + UBSan, the formatting
+# check, every benchmark once on tiny data, a short fuzzing run and the
+# README's main job.  Run from anywhere; builds into build/ and build-asan/ of the tree.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -25,6 +26,9 @@ for variant in build build-asan; do
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 		ctest --test-dir "$variant" --output-on-failure -j "$jobs"
 done
+
+echo "== benchmarks, once each on tiny data (tests/bench/*.sh for real figures)"
+bash tests/bench/smoke.sh
 
 echo "== fuzzing, a short bounded run (tests/fuzz/run.sh SECONDS for longer)"
 bash tests/fuzz/run.sh "${SHARDFS_FUZZ_SECONDS:-60}"

@@ -16,13 +16,14 @@ B=${BENCH_DIR:-/tmp/shardfs-bench}
 src=$B/read-64
 if [ ! -d "$src" ]; then
 	mkdir -p "$B"
-	"$bin/shardfs-mkdata" "$src" --shards 64 --samples 300 --size 50000-60000 --members 2 --seed 3
+	"$bin/shardfs-mkdata" "$src" --shards 64 --samples "$(bench_size 300 40)" \
+		--size "$(bench_size 50000-60000 20000-30000)" --members 2 --seed 3
 fi
 [ -f "$src/.shardfs/manifest.json" ] || "$bin/shardfs-index" "$src" --no-hash --quiet
 m=$B/m-check
 mkdir -p "$m"
 trap 'mountpoint -q "$m" && fusermount3 -u "$m"' EXIT
-"$bin/shardfs" "$src" "$m" -o world=1,workers=4,shuffle=none,block=150
+"$bin/shardfs" "$src" "$m" -o world=1,workers=4,shuffle=none,block=$(bench_size 150 20)
 bytes=$(find "$m/0" -type f -printf '%s\n' | awk '{s += $1} END {print s}')
 find "$m/0" -type f -exec cat {} + > /dev/null  # warm
 cat "$src"/*.tar > /dev/null

@@ -26,7 +26,8 @@ src=$B/read-64
 mkdir -p "$B"
 if [ ! -d "$src" ]; then
 	echo "generating 64 shards of ~33 MiB in $src"
-	"$bin/shardfs-mkdata" "$src" --shards 64 --samples 300 --size 50000-60000 --members 2 --seed 3
+	"$bin/shardfs-mkdata" "$src" --shards 64 --samples "$(bench_size 300 40)" \
+		--size "$(bench_size 50000-60000 20000-30000)" --members 2 --seed 3
 fi
 [ -f "$src/.shardfs/manifest.json" ] || "$bin/shardfs-index" "$src" --no-hash --quiet
 du -sh --apparent-size "$src" | awk '{print "dataset: " $1 " in 64 shards"}'
@@ -56,13 +57,15 @@ fio_gbps() {
 import json, sys
 j = json.load(sys.stdin)["jobs"]
 print("%.3f" % (sum(x["read"]["io_bytes"] for x in j) /
-                 max(x["read"]["runtime"] for x in j) / 1e6))'
+                 max(1, max(x["read"]["runtime"] for x in j)) / 1e6))'
 }
 
-# the lists: reader i of 4 reads the same bytes through every path
+# the lists: reader i of 4 reads the same bytes through every path;
+# slices of blk samples (two to a shard)
+blk=$(bench_size 150 20)
 link=$B/m-link slice=$B/m-slice null=$B/m-null
 mnt "$src" "$link" world=1,workers=4,shuffle=none
-mnt "$src" "$slice" world=1,workers=4,shuffle=none,block=150
+mnt "$src" "$slice" world=1,workers=4,shuffle=none,block=$blk
 for i in 0 1 2 3; do
 	ls -d "$link/0/$i"/* > "$B/link-$i.list"
 	xargs -n1 readlink < "$B/link-$i.list" > "$B/native-$i.list"
@@ -94,16 +97,16 @@ for n in 1 4; do
 		nul=$(for r in $(seq "$runs"); do fio_gbps "$bs" $(lists null $n); done | median)
 		lnk=$(for r in $(seq "$runs"); do fio_gbps "$bs" $(lists link $n); done | median)
 		s1=$(for r in $(seq "$runs"); do
-			mnt "$src" "$slice" world=1,workers=4,shuffle=none,block=150
+			mnt "$src" "$slice" world=1,workers=4,shuffle=none,block=$blk
 			fio_gbps "$bs" $(lists slice $n)
 			umnt "$slice"
 		done | median)
 		c1=$(for r in $(seq "$runs"); do
-			mnt "$src" "$slice" world=1,workers=4,shuffle=none,block=150,splice=0
+			mnt "$src" "$slice" world=1,workers=4,shuffle=none,block=$blk,splice=0
 			fio_gbps "$bs" $(lists slice $n)
 			umnt "$slice"
 		done | median)
-		mnt "$src" "$slice" world=1,workers=4,shuffle=none,block=150
+		mnt "$src" "$slice" world=1,workers=4,shuffle=none,block=$blk
 		fio_gbps "$bs" $(lists slice $n) > /dev/null
 		s2=$(for r in $(seq "$runs"); do fio_gbps "$bs" $(lists slice $n); done | median)
 		umnt "$slice"
@@ -121,7 +124,7 @@ cold() {
 	local r
 	for r in $(seq "$runs"); do
 		if [ -n "${2:-}" ]; then
-			mnt "$src" "$slice" "world=1,workers=4,shuffle=none,block=150,prefetch=$2"
+			mnt "$src" "$slice" "world=1,workers=4,shuffle=none,block=$blk,prefetch=$2"
 		fi
 		sync
 		echo 3 > /proc/sys/vm/drop_caches
@@ -142,7 +145,7 @@ echo
 echo "== metadata: a 10 000-entry worker directory (1 000 000 samples)"
 big=$B/tar-10000-100
 if [ ! -d "$big" ]; then
-	"$bin/shardfs-mkdata" "$big" --shards 10000 --samples 100 --size 16-400 --seed 1
+	"$bin/shardfs-mkdata" "$big" --shards "$(bench_size 10000 200)" --samples 100 --size 16-400 --seed 1
 fi
 [ -f "$big/.shardfs/manifest.json" ] || "$bin/shardfs-index" "$big" --no-hash --quiet
 m=$B/m-big

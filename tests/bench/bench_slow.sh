@@ -30,12 +30,14 @@ B=${BENCH_DIR:-/tmp/shardfs-slow}
 mkdir -p "$B"
 if [ ! -d "$B/files" ]; then
 	echo "generating 2000 files of 90-110 KB in $B/files"
-	"$bin/shardfs-mkdata" "$B/files" --format files --shards 8 --samples 250 --size 90000-110000 --members 1 --seed 5
+	"$bin/shardfs-mkdata" "$B/files" --format files --shards 8 --samples "$(bench_size 250 10)" \
+		--size 90000-110000 --members 1 --seed 5
 fi
 [ -f "$B/files/.shardfs/manifest.json" ] || "$bin/shardfs-index" "$B/files" --format files --no-hash --quiet
 if [ ! -d "$B/tar" ]; then
 	echo "generating 32 tar shards of 64 MB in $B/tar"
-	"$bin/shardfs-mkdata" "$B/tar" --shards 32 --samples 64 --size 500000 --members 2 --seed 6
+	"$bin/shardfs-mkdata" "$B/tar" --shards "$(bench_size 32 8)" --samples "$(bench_size 64 4)" \
+		--size 500000 --members 2 --seed 6
 fi
 [ -f "$B/tar/.shardfs/manifest.json" ] || "$bin/shardfs-index" "$B/tar" --no-hash --quiet
 

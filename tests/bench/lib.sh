@@ -1,5 +1,10 @@
 # Shared by the benchmark scripts.
 
+# bench_size NORMAL SMOKE: a dataset dimension, SMOKE under BENCH_SMOKE=1
+# (tests/bench/smoke.sh: every benchmark run once on tiny data, so that
+# CI runs the scripts; its numbers mean nothing)
+bench_size() { if [ -n "${BENCH_SMOKE:-}" ]; then echo "$2"; else echo "$1"; fi; }
+
 # median: the median of the numbers on stdin, one per line
 median() { sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 
@@ -23,7 +28,8 @@ ddp_shards() {
 	if [ ! -d "$src" ]; then
 		mkdir -p "$src"
 		$PY "$top/tests/e2e/make_tars.py" "$src" \
-			$(printf "$((4096 / $1)) %.0s" $(seq 32)) --payload $(($1 * 1024)) >&2
+			$(printf "$((4096 / $1)) %.0s" $(seq "$(bench_size 32 8)")) \
+			--payload $(($1 * 1024)) >&2
 	fi
 	[ -f "$src/.shardfs/manifest.json" ] || "$bin/shardfs-index" "$src" --no-hash --quiet
 	echo "$src"
