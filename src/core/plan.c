@@ -862,18 +862,18 @@ static int partition(struct builder *b)
 {
 	struct sfs_plan *plan = b->plan;
 	struct sfs_pool pool = { .work = partition_group, .arg = b };
-	size_t t, nwanted = 0, k, g, seen;
-	size_t cpus = sfs_pool_cpus();
+	size_t t, nwanted = 0, k = 1, g, seen;
 	struct sfs_plan_file *f;
 	struct sfs_run *runs;
 	int rc = 0;
 
 	for (t = 0; t < plan->nreaders; t++)
 		nwanted += wanted(b, t);
-	k = 1;
-	if (b->nranks && cpus > 1 &&
-	    (unsigned __int128)nwanted * plan->per_reader >= 1 << 16)
-		k = cpus < nwanted ? cpus : nwanted;
+	if (b->nranks &&
+	    (unsigned __int128)nwanted * plan->per_reader >= 1 << 16) {
+		k = sfs_pool_cpus();
+		k = k < nwanted ? k : nwanted;
+	}
 	b->outs = calloc(k, sizeof(*b->outs));
 	if (!b->outs)
 		return -ENOMEM;
@@ -888,10 +888,7 @@ static int partition(struct builder *b)
 	}
 	b->outs[g].hi = plan->nreaders;
 	pool.n = k;
-	if (k == 1)
-		partition_group(&pool, 0, NULL);
-	else
-		sfs_pool_run(&pool);
+	sfs_pool_run(&pool);
 	for (g = 0; !rc && g < k; g++) {
 		rc = b->outs[g].rc;
 		if (rc && b->err)

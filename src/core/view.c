@@ -233,9 +233,9 @@ static int slice_size(const struct sfs_index *idx, int srcfd,
 /*
  * Every slice of a view is described before its tree is built, on a pool
  * of threads (one per CPU the process may use): the names hash 16 bytes
- * per run and the sizes read boundaries, and a switch waits for both.  An item of the pool is
- * DESCRIBE_CHUNK files, numbered plan after plan; the failure of the
- * earliest file is the one told.
+ * per run and the sizes read boundaries, and a switch waits for both.
+ * An item of the pool is DESCRIBE_CHUNK files, numbered plan after plan;
+ * the failure of the earliest file is the one told.
  */
 struct describe {
 	const struct sfs_view *v;
