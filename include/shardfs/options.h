@@ -71,6 +71,7 @@ struct sfs_mount_opts {
 	uint32_t epochs; /* consecutive epochs per worker directory */
 	char *index_dir; /* index=, heap; NULL: SRC/.shardfs */
 	bool symlinks; /* whole shards as symlinks to the source */
+	bool ahead; /* build the next epoch's view ahead of its switch */
 	bool prefetch; /* read ahead the next file a reader opens */
 	bool splice; /* answer reads by splicing from the source */
 	bool no_open; /* opens of files never reach the daemon */

@@ -4,7 +4,7 @@
  * through this one module, so that the two never disagree on its shape.
  *
  *   {"source": ..., "index": ..., "options": {plan inputs, "ranks",
- *    "epochs", "symlinks", "prefetch"}, "index_summary": {...},
+ *    "epochs", "symlinks", "ahead", "prefetch"}, "index_summary": {...},
  *    "plan": {"per_reader", "padding", "dropped", "units", "remaining",
  *    "readers": [...]}, "counters": {...}}
  *
@@ -13,6 +13,7 @@
 #ifndef SHARDFS_STATUS_H
 #define SHARDFS_STATUS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,6 +25,10 @@
 /* The daemon's counters since it mounted. */
 struct sfs_status_counters {
 	uint64_t opens, reads, bytes, errors, epoch_switches, views;
+	uint64_t switches_ahead; /* of the switches, those to a view built
+				  * ahead (ahead=1) */
+	bool ahead_built; /* the view of epoch ahead_epoch is built, */
+	uint64_t ahead_epoch; /* waiting for its switch */
 	/* read ahead from the source: files read whole, bytes, errors, and
 	 * chunks left out (queue full, or their epoch no longer served) */
 	uint64_t prefetch_files, prefetch_bytes, prefetch_errors,

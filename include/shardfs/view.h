@@ -23,6 +23,7 @@
 #ifndef SHARDFS_VIEW_H
 #define SHARDFS_VIEW_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -66,6 +67,9 @@ struct sfs_view_opts {
 	/* the source directory (open), where shards whose driver lays out
 	 * slices itself (Parquet) are read to size their slices */
 	int srcfd;
+	/* when it becomes true (another thread sets it), the build stops at
+	 * its next step and fails with -ECANCELED; NULL: never */
+	const atomic_bool *cancel;
 };
 
 struct sfs_view {
@@ -90,6 +94,16 @@ int sfs_view_build(const struct sfs_index *idx, const struct sfs_view_opts *o,
 		   struct sfs_view **out, struct sfs_error *err);
 
 void sfs_view_free(struct sfs_view *v);
+
+/*
+ * Whether the shards view v read to size its slices (those whose driver
+ * lays out slices itself: Parquet) are still the files the index
+ * describes, as its build found them: for a view built a while before it
+ * is served.  0, or the error the build would give now (-ESTALE, or the
+ * shard's open error; message in err).
+ */
+int sfs_view_check_shards(const struct sfs_view *v, int srcfd,
+			  struct sfs_error *err);
 
 /*
  * The sequence number a view file's name starts with (after its epoch when

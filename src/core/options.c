@@ -75,6 +75,11 @@ const struct sfs_opt sfs_mount_options[] = {
 	  "whole shards as symlinks to SRC; 0 serves them as\n"
 	  "files (the reader cannot see SRC)",
 	  false },
+	{ "ahead", SFS_OPT_FLAG, MOUNT(ahead), 0, 1, NULL, NULL, "1",
+	  "build the next epoch's view while this one is\n"
+	  "served, so that switching to it only swaps views\n"
+	  "(0: one view in memory, each switch builds its own)",
+	  false },
 	{ "prefetch", SFS_OPT_FLAG, MOUNT(prefetch), 0, 1, NULL, NULL, "1",
 	  "read ahead the next file a reader will open", false },
 	{ "splice", SFS_OPT_FLAG, MOUNT(splice), 0, 1, NULL, NULL, "1",
@@ -133,6 +138,7 @@ void sfs_mount_opts_init(struct sfs_mount_opts *m)
 	memset(m, 0, sizeof(*m));
 	m->epochs = 1;
 	m->symlinks = true;
+	m->ahead = true;
 	m->prefetch = true;
 	m->splice = true;
 	m->no_open = true;

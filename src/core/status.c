@@ -48,6 +48,8 @@ static json_t *options_json(const struct sfs_status_in *in)
 				json_integer(in->mount->epochs)) ||
 	    json_object_set_new(opts, "symlinks",
 				json_boolean(in->mount->symlinks)) ||
+	    json_object_set_new(opts, "ahead",
+				json_boolean(in->mount->ahead)) ||
 	    json_object_set_new(opts, "prefetch",
 				json_boolean(in->mount->prefetch))) {
 		json_decref(opts);
@@ -68,7 +70,7 @@ char *sfs_status_json(const struct sfs_status_in *in)
 	for (i = 0; i < in->idx->nshards; i++)
 		bytes += in->idx->shards[i].size;
 	root = json_pack(
-		"{s:s, s:s?, s:o, s:o, s:{s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I, s:o}, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
+		"{s:s, s:s?, s:o, s:o, s:{s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I, s:o}, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I}}",
 		"source", in->idx->mix ? in->idx->mix->file : in->idx->source,
 		"index", in->index_dir, "options", options_json(in), "mixture",
 		sfs_plan_mixture_json(p, in->idx), "index_summary", "shards",
@@ -81,8 +83,11 @@ char *sfs_status_json(const struct sfs_status_in *in)
 		readers_json(p, in->options), "counters", "opens",
 		(json_int_t)c->opens, "reads", (json_int_t)c->reads, "bytes",
 		(json_int_t)c->bytes, "errors", (json_int_t)c->errors,
-		"epoch_switches", (json_int_t)c->epoch_switches, "views",
-		(json_int_t)c->views, "prefetch_files",
+		"epoch_switches", (json_int_t)c->epoch_switches,
+		"switches_ahead", (json_int_t)c->switches_ahead, "ahead",
+		c->ahead_built ? json_integer((json_int_t)c->ahead_epoch) :
+				 json_null(),
+		"views", (json_int_t)c->views, "prefetch_files",
 		(json_int_t)c->prefetch_files, "prefetch_bytes",
 		(json_int_t)c->prefetch_bytes, "prefetch_errors",
 		(json_int_t)c->prefetch_errors, "prefetch_dropped",

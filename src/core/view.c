@@ -199,35 +199,56 @@ static int runs_name(struct sfs_digest *dg, const struct sfs_run *r,
 }
 
 /*
- * The size of the slice of sh holding runs r[0 .. nruns).  A driver that
- * lays out slices itself reads the shard, which must still be the file
- * the index describes.
+ * Open shard sh of the source to read it: it must still be the file the
+ * index describes.  Returns the descriptor or -errno (message in err).
  */
-static int slice_size(const struct sfs_index *idx, int srcfd,
-		      const struct sfs_shard *sh, const struct sfs_run *r,
-		      size_t nruns, uint64_t *size, struct sfs_error *err)
+static int open_shard(int srcfd, const struct sfs_shard *sh,
+		      struct sfs_error *err)
 {
 	struct stat st;
-	int fd, rc;
+	int fd = sfs_index_open_shard(srcfd, sh->path, O_RDONLY);
 
-	if (!sh->format->lay_out)
-		return sfs_slice_size(idx, sh, -1, r, nruns, size, err);
-	fd = sfs_index_open_shard(srcfd, sh->path, O_RDONLY);
 	if (fd < 0)
 		return sfs_errorf(
 			err, fd,
 			"%s: cannot open the shard to size a slice: %s",
 			sh->path, strerror(-fd));
-	if (fstat(fd, &st) || (uint64_t)st.st_size != sh->size ||
-	    sfs_mtime_ns(&st) != sh->mtime_ns)
-		rc = sfs_errorf(
-			err, -ESTALE,
-			"%s: the shard changed since it was indexed; rebuild the index with shardfs-index",
-			sh->path);
-	else
-		rc = sfs_slice_size(idx, sh, fd, r, nruns, size, err);
+	if (!fstat(fd, &st) && (uint64_t)st.st_size == sh->size &&
+	    sfs_mtime_ns(&st) == sh->mtime_ns)
+		return fd;
+	close(fd);
+	return sfs_errorf(
+		err, -ESTALE,
+		"%s: the shard changed since it was indexed; rebuild the index with shardfs-index",
+		sh->path);
+}
+
+/*
+ * The size of the slice of sh holding runs r[0 .. nruns).  A driver that
+ * lays out slices itself reads the shard.
+ */
+static int slice_size(const struct sfs_index *idx, int srcfd,
+		      const struct sfs_shard *sh, const struct sfs_run *r,
+		      size_t nruns, uint64_t *size, struct sfs_error *err)
+{
+	int fd, rc;
+
+	if (!sh->format->lay_out)
+		return sfs_slice_size(idx, sh, -1, r, nruns, size, err);
+	fd = open_shard(srcfd, sh, err);
+	if (fd < 0)
+		return fd;
+	rc = sfs_slice_size(idx, sh, fd, r, nruns, size, err);
 	close(fd);
 	return rc;
+}
+
+/* -ECANCELED once the view's build is asked to stop (o->cancel), else 0. */
+static int cancelled(const struct sfs_view_opts *o, struct sfs_error *err)
+{
+	if (!o->cancel || !atomic_load(o->cancel))
+		return 0;
+	return sfs_errorf(err, -ECANCELED, "the view's build was cancelled");
 }
 
 /*
@@ -239,7 +260,7 @@ static int slice_size(const struct sfs_index *idx, int srcfd,
  */
 struct describe {
 	const struct sfs_view *v;
-	int srcfd;
+	const struct sfs_view_opts *o;
 	struct slice_desc **desc;
 	size_t total; /* files of every plan */
 	pthread_mutex_t lock;
@@ -279,11 +300,14 @@ static void describe_chunk(struct sfs_pool *p, size_t i, struct sfs_digest *dg)
 	for (; !rc && g < (i + 1) * DESCRIBE_CHUNK && g < d->total; g++, fi++) {
 		if (atomic_load(&d->failed_at) < g)
 			return;
+		rc = cancelled(d->o, &err);
+		if (rc)
+			continue;
 		while (fi == d->v->plans[e]->nfiles) {
 			e++;
 			fi = 0;
 		}
-		rc = describe_one(d->v, d->srcfd, dg, e, fi, &d->desc[e][fi],
+		rc = describe_one(d->v, d->o->srcfd, dg, e, fi, &d->desc[e][fi],
 				  &err);
 	}
 	if (!rc)
@@ -300,7 +324,7 @@ static void describe_chunk(struct sfs_pool *p, size_t i, struct sfs_digest *dg)
 static int describe_slices(struct builder *b)
 {
 	struct sfs_view *v = b->v;
-	struct describe d = { .v = v, .srcfd = b->o->srcfd };
+	struct describe d = { .v = v, .o = b->o };
 	struct sfs_pool pool = { .work = describe_chunk, .arg = &d };
 	uint32_t e;
 
@@ -556,14 +580,18 @@ int sfs_view_build(const struct sfs_index *idx, const struct sfs_view_opts *o,
 	rc = b.v->plans ? 0 : -ENOMEM;
 	for (e = 0; !rc && e < o->epochs; e++) {
 		po.epoch = b.v->epoch + e;
-		rc = sfs_plan_build_ranks(idx, &po, o->options.ranks,
-					  o->options.nranks, &b.v->plans[e],
-					  err);
+		rc = cancelled(o, err);
+		if (!rc)
+			rc = sfs_plan_build_ranks(idx, &po, o->options.ranks,
+						  o->options.nranks,
+						  &b.v->plans[e], err);
 		if (!rc)
 			b.v->nplans++;
 	}
 	if (!rc)
 		rc = describe_slices(&b);
+	if (!rc)
+		rc = cancelled(o, err);
 	if (!rc)
 		rc = build_tree(&b);
 	describe_free(&b);
@@ -579,6 +607,35 @@ int sfs_view_build(const struct sfs_index *idx, const struct sfs_view_opts *o,
 	}
 	*out = b.v;
 	return 0;
+}
+
+int sfs_view_check_shards(const struct sfs_view *v, int srcfd,
+			  struct sfs_error *err)
+{
+	const struct sfs_index *idx = v->idx;
+	uint8_t *seen = calloc(idx->nshards / 8 + 1, 1);
+	uint32_t e;
+	size_t i;
+	int rc = seen ? 0 : sfs_errorf(err, -ENOMEM, "out of memory");
+
+	for (e = 0; !rc && e < v->nplans; e++)
+		for (i = 0; !rc && i < v->plans[e]->nfiles; i++) {
+			const struct sfs_plan_file *f = &v->plans[e]->files[i];
+			const struct sfs_shard *sh = &idx->shards[f->shard];
+			int fd;
+
+			if (f->whole || !sh->format->lay_out ||
+			    seen[f->shard / 8] & 1 << f->shard % 8)
+				continue;
+			seen[f->shard / 8] |= 1 << f->shard % 8;
+			fd = open_shard(srcfd, sh, err);
+			if (fd < 0)
+				rc = fd;
+			else
+				close(fd);
+		}
+	free(seen);
+	return rc;
 }
 
 void sfs_view_free(struct sfs_view *v)

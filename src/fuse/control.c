@@ -264,6 +264,9 @@ static char *status_json(struct fs *fs)
 			.bytes = atomic_load(&fs->bytes),
 			.errors = atomic_load(&fs->errors),
 			.epoch_switches = atomic_load(&fs->switches),
+			.switches_ahead = atomic_load(&fs->switches_ahead),
+			.ahead_built = atomic_load(&fs->ahead.built),
+			.ahead_epoch = atomic_load(&fs->ahead.epoch),
 			.views = live_views(fs),
 		},
 	};

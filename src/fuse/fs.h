@@ -70,6 +70,21 @@ struct handle {
 };
 
 /*
+ * The view of the epoch after the current one, built on a thread of its
+ * own while the current one is served (ahead=1): a switch to it swaps it
+ * in, a switch elsewhere cancels it.  Started once the daemon has forked.
+ */
+struct ahead {
+	bool may_start; /* the daemon may start threads, and ahead=1 */
+	bool running; /* thread tid was started and not yet joined */
+	pthread_t tid;
+	atomic_uint_fast64_t epoch; /* read by status without the lock */
+	atomic_bool cancel;
+	atomic_bool built; /* v is there, waiting for its switch */
+	struct sfs_view *v; /* what the thread built; NULL if it failed */
+};
+
+/*
  * A data file of a view as its reads need it: its slice and its source
  * open, built by its first read (or open) and kept for the next ones.
  * Its view is not referenced: an entry goes with its view, and whoever
@@ -136,6 +151,7 @@ struct fs {
 	struct handle *handles; /* every open file and directory */
 	uint32_t next_gen;
 	pthread_mutex_t switch_lock; /* one epoch switch at a time */
+	struct ahead ahead; /* switch_lock */
 
 	struct fdcache fds;
 	struct files files;
@@ -145,7 +161,8 @@ struct fs {
 	atomic_uint_fast64_t snap_ticket;
 	struct prefetch *prefetch; /* NULL with prefetch=0 */
 
-	atomic_uint_fast64_t opens, reads, bytes, errors, switches;
+	atomic_uint_fast64_t opens, reads, bytes, errors, switches,
+		switches_ahead;
 	atomic_int forgetting; /* invalidations still running aside */
 };
 
@@ -213,6 +230,12 @@ size_t live_views(struct fs *fs);
  * Returns 0 or the view's error (message in err); nothing changes then.
  */
 int fs_switch_epoch(struct fs *fs, uint64_t epoch, struct sfs_error *err);
+
+/*
+ * Start building the next epoch's view ahead (ahead=1); called once the
+ * daemon may start threads, and by each switch after.
+ */
+void fs_ahead_start(struct fs *fs);
 
 /*
  * Drop every view; called once the session loop has ended (it waits for

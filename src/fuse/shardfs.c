@@ -419,6 +419,7 @@ int main(int argc, char **argv)
 		fs_log(&fs, LOG_WARNING,
 		       "cannot start the prefetch threads: %s; serving without prefetch (mount with fewer prefetch_threads=)",
 		       strerror(-bad));
+	fs_ahead_start(&fs);
 	if (a.single) {
 		rc = fuse_session_loop(fs.se);
 	} else {

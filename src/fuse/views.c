@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "fs.h"
@@ -223,6 +224,83 @@ static void *forget_old(void *arg)
 	return NULL;
 }
 
+/* How much nicer than the threads that serve a build ahead runs: it takes
+ * what CPU they leave. */
+#define AHEAD_NICE 10
+
+static void *build_ahead(void *arg)
+{
+	struct fs *fs = arg;
+	struct sfs_view_opts o = fs->vopts;
+	struct sfs_error err;
+
+	o.options.plan.epoch = fs->ahead.epoch;
+	o.cancel = &fs->ahead.cancel;
+	/* Linux keeps a nice value per thread, and the threads this one
+	 * starts (the build's pool) inherit it; if it cannot be set, the
+	 * build runs as the others do */
+	setpriority(PRIO_PROCESS, 0, getpriority(PRIO_PROCESS, 0) + AHEAD_NICE);
+	if (sfs_view_build(fs->idx, &o, &fs->ahead.v, &err))
+		fs->ahead.v = NULL;
+	else
+		atomic_store(&fs->ahead.built, true);
+	return NULL;
+}
+
+/* Start the build of the epoch after the current one, unless one runs. */
+static void ahead_start_locked(struct fs *fs)
+{
+	if (!fs->ahead.may_start || fs->ahead.running || !fs->current ||
+	    fs->current->v->epoch == UINT64_MAX)
+		return;
+	fs->ahead.epoch = fs->current->v->epoch + 1;
+	fs->ahead.v = NULL;
+	atomic_store(&fs->ahead.cancel, false);
+	/* without a thread, the next switch builds its view itself */
+	fs->ahead.running =
+		!pthread_create(&fs->ahead.tid, NULL, build_ahead, fs);
+}
+
+/* Wait for the build ahead to end, first asking it to stop if cancel. */
+static void ahead_join_locked(struct fs *fs, bool cancel)
+{
+	if (!fs->ahead.running)
+		return;
+	if (cancel)
+		atomic_store(&fs->ahead.cancel, true);
+	pthread_join(fs->ahead.tid, NULL);
+	fs->ahead.running = false;
+	atomic_store(&fs->ahead.built, false);
+}
+
+/*
+ * The view built ahead if it is epoch's and still what a build would give
+ * (the shards it read unchanged), else NULL; either way none is left.
+ */
+static struct sfs_view *ahead_take_locked(struct fs *fs, uint64_t epoch)
+{
+	struct sfs_view *v;
+	struct sfs_error err;
+
+	ahead_join_locked(fs, fs->ahead.epoch != epoch);
+	v = fs->ahead.v;
+	fs->ahead.v = NULL;
+	if (v && (fs->ahead.epoch != epoch ||
+		  sfs_view_check_shards(v, fs->vopts.srcfd, &err))) {
+		sfs_view_free(v);
+		v = NULL;
+	}
+	return v;
+}
+
+void fs_ahead_start(struct fs *fs)
+{
+	pthread_mutex_lock(&fs->switch_lock);
+	fs->ahead.may_start = fs->mount.ahead;
+	ahead_start_locked(fs);
+	pthread_mutex_unlock(&fs->switch_lock);
+}
+
 int fs_switch_epoch(struct fs *fs, uint64_t epoch, struct sfs_error *err)
 {
 	struct sfs_view_opts o;
@@ -245,7 +323,11 @@ int fs_switch_epoch(struct fs *fs, uint64_t epoch, struct sfs_error *err)
 		rc = sfs_errorf(err, -ENOMEM, "out of memory");
 		goto out;
 	}
-	rc = sfs_view_build(fs->idx, &o, &vr->v, err);
+	vr->v = ahead_take_locked(fs, epoch);
+	if (vr->v)
+		atomic_fetch_add(&fs->switches_ahead, 1);
+	else
+		rc = sfs_view_build(fs->idx, &o, &vr->v, err);
 	if (!rc) {
 		vr->held = calloc(vr->v->nnodes, sizeof(*vr->held));
 		if (!vr->held) {
@@ -294,12 +376,19 @@ int fs_switch_epoch(struct fs *fs, uint64_t epoch, struct sfs_error *err)
 		}
 	}
 out:
+	ahead_start_locked(fs);
 	pthread_mutex_unlock(&fs->switch_lock);
 	return rc;
 }
 
 void fs_release_views(struct fs *fs)
 {
+	pthread_mutex_lock(&fs->switch_lock);
+	fs->ahead.may_start = false;
+	ahead_join_locked(fs, true);
+	sfs_view_free(fs->ahead.v);
+	fs->ahead.v = NULL;
+	pthread_mutex_unlock(&fs->switch_lock);
 	while (atomic_load(&fs->forgetting))
 		usleep(1000);
 	/* the kernel releases nothing once the session has ended */

@@ -3,9 +3,11 @@
 # workers=8, block=100, on a generated JSONL dataset of SHARDS x 5000
 # samples (default 20 000 shards: 100 M samples, 5 GB, ~1 min to make,
 # kept under $BENCH_DIR), indexed with --no-hash. For shuffle none, units
-# and samples: mount to ready (median of 3), epoch switch (median of 5),
-# the daemon's peak RSS after the switches; ROUNDS rounds, the median of
-# each. With BASE=DIR (another build tree, e.g. of an older commit) the
+# and samples: mount to ready (median of 3); the switch to the next epoch
+# (median of 5, each once its view is built ahead, as when an epoch of
+# training has passed) and to another epoch (median of 5: 105, 205, ...,
+# built at the switch); the daemon's peak RSS after the switches; ROUNDS
+# rounds, the median of each. With BASE=DIR (another build tree, e.g. of an older commit) the
 # same figures of its binaries, measured alternately in the same rounds,
 # and the ratio of this build's to the base's.
 # Usage: [BASE=DIR] tests/bench/bench_scale.sh [SHARDS [ROUNDS]]   (as root: it mounts)
@@ -32,20 +34,38 @@ trap cleanup EXIT
 mkdir -p "$m"
 switch_to() { echo "$1" > "$m/.shardfs/epoch"; }
 
-# one BIN SHUFFLE: "READY SWITCH PEAK_KB" of one round
+# wait (5 s at most) until the view of epoch $1 is built ahead; at once
+# when the build builds none (the status of a base too old has no "ahead")
+await_ahead() {
+	local i
+	grep -q '"ahead":' "$m/.shardfs/status" || return 0
+	for i in $(seq 100); do
+		grep -q "\"ahead\": $1,\?\$" "$m/.shardfs/status" && return 0
+		sleep 0.05
+	done
+}
+
+# one BIN SHUFFLE: "READY NEXT OTHER PEAK_KB" of one round
 one() {
 	local opts=rank=0,world=64,workers=8,block=100,shuffle=$2,index=$B/idx
-	local ready sw pid rss
+	local ready sw jump pid rss
 	ready=$(for r in 1 2 3; do
 		timed "$1/shardfs" "$B/src" "$m" -o "$opts"
 		fusermount3 -u "$m"
 	done | median)
 	"$1/shardfs" "$B/src" "$m" -o "$opts"
 	pid=$(pgrep -n -f "shardfs $B/src $m")
-	sw=$(for e in 1 2 3 4 5; do timed switch_to "$e"; done | median)
+	sw=$(for e in 1 2 3 4 5; do
+		await_ahead "$e"
+		timed switch_to "$e"
+	done | median)
+	jump=$(for e in 105 205 305 405 505; do
+		await_ahead $((e - 99))
+		timed switch_to "$e"
+	done | median)
 	rss=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
 	fusermount3 -u "$m"
-	echo "$ready $sw $rss"
+	echo "$ready $sw $jump $rss"
 }
 
 builds=("$bin")
@@ -64,10 +84,10 @@ done
 col() { awk -v b="$1" -v s="$2" -v n="$3" '$1 == b && $2 == s {print $n}' "$out" | median; }
 echo "rank 0 of 64 x 8, block=100, $((shards * 5000)) samples, medians of $rounds rounds"
 for shuffle in none units samples; do
-	line="$shuffle: ready $(col "$bin" "$shuffle" 3)s, switch $(col "$bin" "$shuffle" 4)s, peak RSS $(col "$bin" "$shuffle" 5) KB"
+	line="$shuffle: ready $(col "$bin" "$shuffle" 3)s, switch next $(col "$bin" "$shuffle" 4)s, other $(col "$bin" "$shuffle" 5)s, peak RSS $(col "$bin" "$shuffle" 6) KB"
 	if [ -n "${BASE:-}" ]; then
-		line="$line; base: ready $(col "$BASE" "$shuffle" 3)s, switch $(col "$BASE" "$shuffle" 4)s, peak RSS $(col "$BASE" "$shuffle" 5) KB"
-		line="$line; ratio switch $(ratio "$(col "$bin" "$shuffle" 4)" "$(col "$BASE" "$shuffle" 4)"), peak $(ratio "$(col "$bin" "$shuffle" 5)" "$(col "$BASE" "$shuffle" 5)")"
+		line="$line; base: ready $(col "$BASE" "$shuffle" 3)s, switch next $(col "$BASE" "$shuffle" 4)s, other $(col "$BASE" "$shuffle" 5)s, peak RSS $(col "$BASE" "$shuffle" 6) KB"
+		line="$line; ratio switch next $(ratio "$(col "$bin" "$shuffle" 4)" "$(col "$BASE" "$shuffle" 4)"), other $(ratio "$(col "$bin" "$shuffle" 5)" "$(col "$BASE" "$shuffle" 5)"), peak $(ratio "$(col "$bin" "$shuffle" 6)" "$(col "$BASE" "$shuffle" 6)")"
 	fi
 	echo "$line"
 done

@@ -60,12 +60,15 @@ check "$T/mk" world=3,workers=2,partition=interleaved,batch=5,start=11
 
 # a switch sizes every Parquet slice from its shard's footer (on several
 # threads past a thousand slices): a shard changed behind the index
-# refuses the switch, names the shard, and the epoch stays
+# refuses the switch, names the shard, and the epoch stays; also when it
+# changed after the next epoch's view was built ahead from it
 shardfs-mkdata "$T/many" --format parquet --shards 4 --samples 600 --size 1-8 --seed 3 > /dev/null
 shardfs-index "$T/many" --quiet || bad "index the many-slices files"
 M=$T/m
 mount_view "$T/many" "$M" world=1,workers=2,block=2 || bad "mount many slices"
 expect_eq "many slices" "$(ls "$M"/0/*/ | grep -c 'parquet$')" 1200
+for i in $(seq 100); do [ "$(counter "$M" ahead)" == 1 ] && break; sleep 0.1; done
+expect_eq "epoch 1 is built ahead" "$(counter "$M" ahead)" 1
 touch -d '2001-01-01' "$T/many/shard-000002.parquet"
 expect_run "a changed shard refuses the switch" 1 \
 	"bash: line 1: echo: write error: Invalid argument" \
@@ -73,6 +76,7 @@ expect_run "a changed shard refuses the switch" 1 \
 expect_eq "the refusal names the shard" \
 	"$(grep -c "refused epoch 1: shard-000002.parquet: the shard changed since it was indexed; rebuild the index with shardfs-index$" "${daemon_log[$M]}")" 1
 expect_eq "the epoch stays" "$(cat "$M/.shardfs/epoch")" 0
+expect_eq "the view built ahead was not taken" "$(counter "$M" switches_ahead)" 0
 unmount_view "$M"
 
 # bad files: the file, the byte, what is wrong

@@ -169,6 +169,9 @@ ino=$(stat -c %i "$slice")
 echo 1 > "$M/.shardfs/epoch"
 expect_eq "writing the served epoch keeps the tree" "$(stat -c %i "$slice")" "$ino"
 expect_eq "status counts the switch, not the rewrite" "$(counter "$M" epoch_switches)" 5
+# 0 -> 1 -> 2 -> 3 took the view built ahead; 3 -> 1 cancelled the build
+# of 4 and built its own (the view = plan checks above ran on both kinds)
+expect_eq "three switches to the next epoch took its view built ahead" "$(counter "$M" switches_ahead)" 3
 
 # read-only everywhere but the control file
 for cmd in "touch $M/0/0/new" "mkdir $M/0/x" "rm $slice" "mv $slice $M/0/0/y" \
@@ -238,6 +241,15 @@ wait "$lister"
 expect_eq "-s: the last epoch is served" "$(cat "$M/.shardfs/epoch")" 8
 out=$(python3 "$check" "$M" tar)
 expect_eq "-s: view = plan after switches" "$?" 0 || echo "$out" >&2
+expect_eq "-s: the switches took the views built ahead" "$(counter "$M" switches_ahead)" 8
+unmount_view "$M"
+
+# ahead=0: each switch builds its view, and none is built ahead
+mount_view "$T/tar" "$M" world=2,workers=2,ahead=0 || bad "mount ahead=0"
+echo 1 > "$M/.shardfs/epoch" && echo 2 > "$M/.shardfs/epoch"
+out=$(python3 "$check" "$M" tar)
+expect_eq "ahead=0: view = plan after switches" "$?" 0 || echo "$out" >&2
+expect_eq "ahead=0: no view built ahead" "$(counter "$M" switches_ahead):$(counter "$M" ahead)" "0:None"
 unmount_view "$M"
 
 # no index: built in memory, with a warning, nothing written to the source

@@ -2,6 +2,8 @@
  * The view (include/shardfs/view.h): the tree a mount shows, its names,
  * and the promise that a name identifies its bytes wherever it appears.
  */
+#include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -348,6 +350,35 @@ static void test_view_many_slices_named_and_sized(void **state)
 	sfs_index_free(idx);
 }
 
+/* A build asked to stop fails with -ECANCELED (ASan: leaving nothing);
+ * one whose flag stays down builds the view. */
+static void test_view_build_cancelled(void **state)
+{
+	uint64_t counts[] = { 10, 20, 30 };
+	struct sfs_index *idx = mkindex(counts, 3, NULL);
+	struct sfs_error err = { 0 };
+	atomic_bool cancel;
+	struct sfs_view_opts vo = { .epochs = 2, .cancel = &cancel };
+	struct sfs_view *v = NULL;
+
+	(void)state;
+	sfs_options_init(&vo.options);
+	assert_int_equal(sfs_options_parse(&vo.options,
+					   "world=2,shuffle=samples,block=3",
+					   &err),
+			 0);
+	atomic_init(&cancel, true);
+	assert_int_equal(sfs_view_build(idx, &vo, &v, &err), -ECANCELED);
+	assert_null(v);
+	assert_string_equal(err.msg, "the view's build was cancelled");
+	atomic_store(&cancel, false);
+	assert_int_equal(sfs_view_build(idx, &vo, &v, &err), 0);
+	assert_int_equal(v->nplans, 2);
+	sfs_view_free(v);
+	sfs_options_clear(&vo.options);
+	sfs_index_free(idx);
+}
+
 /* What a name's start says is where the file stands in its directory. */
 static void test_view_name_seq_round_trip(void **state)
 {
@@ -410,6 +441,7 @@ int main(void)
 		cmocka_unit_test(test_view_names_identify_bytes),
 		cmocka_unit_test(test_view_shuffled_name_is_hash_of_runs),
 		cmocka_unit_test(test_view_many_slices_named_and_sized),
+		cmocka_unit_test(test_view_build_cancelled),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
