@@ -1222,7 +1222,7 @@ static int decode_page(struct column *c, const struct page_header *h)
 {
 	struct page *pg = &c->pg;
 	struct bytes b;
-	uint32_t n = (uint32_t)h->num_values, i;
+	uint32_t n = (uint32_t)h->num_values, i, starts;
 	bool v1 = h->type == PAGE_DATA;
 	int rc;
 
@@ -1259,6 +1259,17 @@ static int decode_page(struct column *c, const struct page_header *h)
 				  n))
 			return col_fail(c, h->at, "malformed levels");
 		b.pos = (size_t)h->rep_len + (size_t)h->def_len;
+		/* a cut trusts num_rows of a v2 page: rows begin (repetition
+		 * level 0) where the levels say, and never span pages */
+		for (i = 0, starts = 0; i < n; i++)
+			starts += pg->rep[i] == 0;
+		if (n && pg->rep[0])
+			return col_fail(c, h->at,
+					"a v2 page begins inside a row");
+		if (starts != (uint32_t)h->num_rows)
+			return col_fail(c, h->at,
+					"num_rows says %d, the levels begin %u",
+					(int)h->num_rows, starts);
 	}
 	for (i = 0; i < n; i++)
 		pg->nvals += pg->def[i] == c->lf.max_def;

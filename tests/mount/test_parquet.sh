@@ -92,4 +92,12 @@ printf '\xff\xff' | dd of="$T/bad/good.parquet" bs=1 seek=24 conv=notrunc 2>/dev
 expect_run "a malformed page" 2 \
 	"shardfs-index: 1 shard could not be indexed: good.parquet: row group 0 column key: page at byte 4: malformed values (encoding 0, 16 values); fix or remove it, or run shardfs-index --skip-bad to index the rest" \
 	-- shardfs-index "$T/bad" --quiet
+# found by fuzz_parquet_page: a v2 page of a list column whose num_rows
+# (7) is not the rows its levels begin (15) was indexed, then its cut
+# failed; a cut trusts num_rows, so the index refuses it
+rm "$T/bad/good.parquet"
+cp "$TESTS/fuzz/corpus/parquet_page/v2-num-rows-disagree.parquet" "$T/bad/v2.parquet"
+expect_run "a v2 page whose num_rows the levels contradict" 2 \
+	"shardfs-index: 1 shard could not be indexed: v2.parquet: row group 1 column l.list.element: page at byte 716: num_rows says 7, the levels begin 15; fix or remove it, or run shardfs-index --skip-bad to index the rest" \
+	-- shardfs-index "$T/bad" --quiet
 finish
