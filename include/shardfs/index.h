@@ -3,7 +3,8 @@
  * count, SHA-256 and the byte offset of every sample boundary.
  *
  * On disk (default SRC/.shardfs/, or any directory the source cannot
- * hold) it is two files, each written to a temporary name of its own run
+ * hold) it is three files or four, each written to a temporary name of its
+ * own run
  * (docs/index-format.md) and renamed:
  *   manifest.json        version, shards, totals and a SHA-256 of itself;
  *   samples-<hash>.bin   the boundary table: a 64-byte header ("SFSBND01",
@@ -12,12 +13,18 @@
  *                        little-endian u64 offsets; named after its hash,
  *                        so a reader never sees a manifest paired with the
  *                        wrong table;
+ *   blocks-<hash>.bin    the same header ("SFSBLK01") and the 32-byte
+ *                        SHA-256 of every block of SFS_INDEX_BLOCK_BYTES
+ *                        bytes of the boundary table's payload (the last
+ *                        one shorter), named by the manifest's boundary
+ *                        entry; an index written before it has none;
  *   digests-<hash>.bin   (when hashed) the same header ("SFSDIG01") and
  *                        the 32-byte SHA-256 of every sample.
- * docs/index-format.md describes both.  A loaded boundary table is read
- * with pread where a view needs it (sfs_index_read_bounds) and a loaded
+ * docs/index-format.md describes them.  A loaded boundary table is read
+ * with pread where a view needs it (sfs_index_read_bounds), each block
+ * checked against its checksum the first time it is read, and a loaded
  * digest table is mmap'd: a billion samples cost neither heap nor resident
- * pages until used.
+ * pages until used, and a mount reads only the blocks its views need.
  *
  * Invariants of a loaded or built index: shards are sorted by path (bytes,
  * strcmp), paths are relative, '/'-separated, without "." or ".."
@@ -29,6 +36,7 @@
 #ifndef SHARDFS_INDEX_H
 #define SHARDFS_INDEX_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -44,6 +52,8 @@
 #define SFS_INDEX_MANIFEST "manifest.json"
 #define SFS_NO_BOUNDS UINT64_MAX
 #define SFS_INDEX_PARTS_MAX 65536
+/* bytes of the boundary table's payload per checksum of its blocks file */
+#define SFS_INDEX_BLOCK_BYTES 4096
 
 /* One more file of a `files` sample that groups several files by key. */
 struct sfs_member {
@@ -88,6 +98,19 @@ struct sfs_index {
 	uint64_t *bounds_heap;
 	int table_fd;
 	char *table_path;
+	unsigned char table_sum[SFS_DIGEST_LEN]; /* the manifest's */
+	/* the table's blocks file, open (blocks_fd at blocks_path): the
+	 * checksum of every block_bytes bytes of its payload, nblocks of
+	 * them.  A block is checked the first time a boundary in it is read
+	 * and then marked in verified (nblocks bits, set atomically: views
+	 * are described on several threads at once).  verified is NULL when
+	 * every boundary is checked already: the load of an index without a
+	 * blocks file checked the whole table, or the table is in memory */
+	int blocks_fd;
+	char *blocks_path;
+	uint64_t block_bytes, nblocks;
+	_Atomic uint64_t *verified;
+	bool bounds_checked; /* by sfs_index_check_bounds */
 	/* SHA-256 of every sample (format.h's samples op), global order;
 	 * NULL when the index was built without hashes.  A loaded digest
 	 * table is checked against its checksum only by
@@ -141,8 +164,15 @@ static inline bool sfs_shard_sliceable(const struct sfs_shard *sh)
  * Copy n boundaries of shard sh (one with boundaries), from its boundary
  * number from on (from + n <= nsamples + 1), into out.  In memory, or with
  * one pread of the table: a view's lookups keep no table pages resident.
- * The load checked every boundary.  Returns 0, or -EIO with a message
- * naming the table when it cannot be read.
+ * The first read of a block of a table with a blocks file reads the whole
+ * block(s) it touches and checks them against their checksums (safe from
+ * several threads at once); the values copied are checked as the shard's
+ * (non-decreasing, from prefix_len up to size) whatever the path.  Returns
+ * 0, -EIO with a message naming the table when it cannot be read, or
+ * -EINVAL when the table is damaged: the message names the table, the
+ * block and its bytes (or the shard) and says to rebuild the index.  The
+ * state of the checks lives in the index that owns the table (a mixture's
+ * source, sh->bounds_in), which idx may be.
  */
 int sfs_index_read_bounds(const struct sfs_index *idx,
 			  const struct sfs_shard *sh, uint64_t from, uint64_t n,
@@ -168,6 +198,17 @@ int sfs_index_read_digests(const struct sfs_index *idx, uint64_t first,
 int sfs_index_check_digests(struct sfs_index *idx, struct sfs_error *err);
 
 /*
+ * Check the whole boundary table of a loaded index (and of a mixture's
+ * sources) once, as the load of an index without a blocks file does: its
+ * checksum, every block against the blocks file, every shard's boundaries;
+ * then no read checks a block again.  The auditor and shardfs-index call it
+ * before they trust or reuse the table.  Returns 0 (also for a table in
+ * memory or checked already), -EINVAL with the load's or
+ * sfs_index_read_bounds' message for a damaged table, -EIO, -ENOMEM.
+ */
+int sfs_index_check_bounds(struct sfs_index *idx, struct sfs_error *err);
+
+/*
  * The directory that holds the index of source: dir when given, else
  * SRC/.shardfs.  Returns a heap string (caller frees) or NULL.
  */
@@ -175,10 +216,14 @@ char *sfs_index_dir(const char *source, const char *dir);
 
 /*
  * Load the index of source from dir (NULL: SRC/.shardfs).  Checks versions,
- * the manifest's and the boundary table's checksums and every invariant
- * above in one pass over the table (of the digest table only its header
- * and length: sfs_index_check_digests); does not look at the shards (see
- * sfs_index_check_source).  Returns 0 and a new index in *out, or:
+ * the manifest's checksum, the tables' headers and lengths, and every
+ * invariant above that the manifest alone shows.  With a blocks file, it
+ * checks that file's checksum and leaves the boundary table's payload to
+ * the reads (sfs_index_read_bounds); without one (an index written by an
+ * older shardfs) it checks the table's checksum and every shard's
+ * boundaries in one pass over it.  Of the digest table only its header and
+ * length are checked (sfs_index_check_digests).  It does not look at the
+ * shards (see sfs_index_check_source).  Returns 0 and a new index in *out, or:
  * -ENOENT (no index: the message says how to build one), -EINVAL (corrupt,
  * truncated or of another version: the message names the file and says to
  * rebuild), -EIO, -ENOMEM.
@@ -227,8 +272,9 @@ int sfs_index_join(const struct sfs_index *const *idxs,
 
 /*
  * Write idx into dir (NULL: SRC/.shardfs, created if missing) atomically:
- * the table, then the manifest, each through a temporary file and rename;
- * older tables are removed after.  A table is hashed as it is written, in
+ * the tables (the boundary table's blocks file with it), then the manifest,
+ * each through a temporary file and rename; older tables are removed
+ * after.  A table is hashed as it is written, in
  * pieces: from memory, or streamed from idx->spill.  Returns 0 or a
  * negative errno; a temporary file is removed on every error.
  */

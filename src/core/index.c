@@ -28,7 +28,10 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 #define TABLE_HEADER 64
 #define TABLE_SUFFIX ".bin"
 
-/* The two tables beside the manifest, one entry per boundary or sample. */
+/*
+ * The tables beside the manifest, one entry per boundary, per block of the
+ * boundary table or per sample.
+ */
 struct table_kind {
 	const char *magic; /* 8 bytes */
 	const char *prefix; /* of the file name */
@@ -40,10 +43,16 @@ struct table_kind {
 static const struct table_kind bounds_kind = { "SFSBND01", "samples-",
 					       "boundaries", sizeof(uint64_t),
 					       "boundary table" };
+static const struct table_kind blocks_kind = { "SFSBLK01", "blocks-", "blocks",
+					       SFS_DIGEST_LEN,
+					       "block checksum file" };
 static const struct table_kind digests_kind = { "SFSDIG01", "digests-",
 						"digests", SFS_DIGEST_LEN,
 						"sample digest table" };
 #define MANIFEST_MAX (1ULL << 32)
+/* the largest block a blocks file may describe; reads of blocks not yet
+ * checked go in batches of at most this many bytes */
+#define BLOCK_BYTES_MAX (1U << 20)
 
 char *sfs_index_dir(const char *source, const char *dir)
 {
@@ -100,6 +109,10 @@ void sfs_index_free(struct sfs_index *idx)
 	if (idx->table_path && idx->table_fd >= 0)
 		close(idx->table_fd);
 	free(idx->table_path);
+	if (idx->blocks_path && idx->blocks_fd >= 0)
+		close(idx->blocks_fd);
+	free(idx->blocks_path);
+	free((void *)idx->verified);
 	if (idx->dmap)
 		munmap(idx->dmap, idx->dmap_len);
 	if (idx->digests_path && idx->digests_fd >= 0)
@@ -132,6 +145,86 @@ ssize_t sfs_index_find(const struct sfs_index *idx, const char *path)
 			hi = mid;
 	}
 	return -1;
+}
+
+/* The number of blocks of block_bytes in a table of nbounds boundaries. */
+static uint64_t blocks_of(uint64_t nbounds, uint64_t block_bytes)
+{
+	return (nbounds * sizeof(uint64_t) + block_bytes - 1) / block_bytes;
+}
+
+/*
+ * The SHA-256 of every block_bytes bytes of a payload fed in pieces of any
+ * size (the last block may be shorter), handed to flush BLOCK_BATCH at a
+ * time: the writer puts them in the blocks file, sfs_index_check_bounds
+ * compares them with it.
+ */
+#define BLOCK_BATCH 128
+struct block_sums {
+	struct sfs_digest *d;
+	uint64_t block_bytes;
+	uint64_t fill; /* bytes of the current block hashed */
+	uint64_t first; /* the block whose sum is sums[0] */
+	size_t n; /* sums held */
+	unsigned char sums[BLOCK_BATCH][SFS_DIGEST_LEN];
+	int (*flush)(struct block_sums *bs, void *arg);
+	void *arg;
+	const char *path; /* of the payload, for messages */
+	struct sfs_error *err;
+};
+
+static int block_sums_flush(struct block_sums *bs)
+{
+	int rc;
+
+	if (!bs->n)
+		return 0;
+	rc = bs->flush(bs, bs->arg);
+	bs->first += bs->n;
+	bs->n = 0;
+	return rc;
+}
+
+static int block_sums_end(struct block_sums *bs)
+{
+	if (sfs_digest_final(bs->d, bs->sums[bs->n]))
+		return sfs_errorf(bs->err, -EIO, "%s: SHA-256 failed",
+				  bs->path);
+	bs->fill = 0;
+	return ++bs->n == BLOCK_BATCH ? block_sums_flush(bs) : 0;
+}
+
+static int block_sums_add(struct block_sums *bs, const void *buf, size_t len)
+{
+	const char *p = buf;
+	int rc;
+
+	while (len) {
+		size_t take = bs->block_bytes - bs->fill < len ?
+				      (size_t)(bs->block_bytes - bs->fill) :
+				      len;
+
+		if (sfs_digest_update(bs->d, p, take))
+			return sfs_errorf(bs->err, -EIO, "%s: SHA-256 failed",
+					  bs->path);
+		bs->fill += take;
+		p += take;
+		len -= take;
+		if (bs->fill == bs->block_bytes) {
+			rc = block_sums_end(bs);
+			if (rc)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+/* The last, shorter block, and the sums still held. */
+static int block_sums_finish(struct block_sums *bs)
+{
+	int rc = bs->fill ? block_sums_end(bs) : 0;
+
+	return rc ? rc : block_sums_flush(bs);
 }
 
 /* ---- loading ---- */
@@ -371,10 +464,11 @@ static int read_at(int fd, const char *path, void *out, size_t len, off_t off,
 /*
  * Read a table's payload (after its header) with pread, hashing it into
  * sum and, for the boundary table (idx given), checking every shard's
- * boundaries on the way (bp).
+ * boundaries on the way (bp) and, with bs, hashing its blocks.
  */
 static int read_payload(struct loader *l, int fd, size_t len, const char *path,
 			const struct sfs_index *idx, struct bounds_pass *bp,
+			struct block_sums *bs,
 			unsigned char sum[SFS_DIGEST_LEN])
 {
 	struct sfs_digest *d = sfs_digest_new();
@@ -401,7 +495,17 @@ static int read_payload(struct loader *l, int fd, size_t len, const char *path,
 			check_chunk(idx, bp, buf,
 				    (off - TABLE_HEADER) / sizeof(*buf),
 				    want / sizeof(*buf));
+		if (bs) {
+			rc = block_sums_add(bs, buf, want);
+			if (rc)
+				goto out;
+		}
 		off += want;
+	}
+	if (bs) {
+		rc = block_sums_finish(bs);
+		if (rc)
+			goto out;
 	}
 	if (sfs_digest_final(d, sum))
 		rc = sfs_errorf(l->err, -EIO, "%s: SHA-256 failed", path);
@@ -468,29 +572,88 @@ static int open_table(struct loader *l, const struct table_kind *k,
 }
 
 /*
- * Open the boundary table and check it in one pass: its checksum, and every
+ * Open the blocks file the boundary table's entry names (entry) and check
+ * its checksum and that it has one sum per block of the table; the index
+ * keeps it open (blocks_fd), and the sums are read where a block is
+ * checked (sfs_index_read_bounds).
+ */
+static int load_blocks(struct loader *l, json_t *entry, const char *dir,
+		       struct sfs_index *idx)
+{
+	unsigned char sum[SFS_DIGEST_LEN], want[SFS_DIGEST_LEN];
+	uint64_t bb = 0;
+	size_t len = 0;
+	int fd = -1, rc;
+
+	if (!json_is_object(entry) ||
+	    get_u64(entry, "block_bytes", true, &bb) || bb < sizeof(uint64_t) ||
+	    bb > BLOCK_BYTES_MAX || bb % sizeof(uint64_t))
+		return corrupt(l, l->manifest,
+			       "the block checksum file entry is malformed");
+	rc = open_table(l, &blocks_kind, entry, dir, &fd, &len, &idx->nblocks,
+			want, &idx->blocks_path);
+	if (!rc && idx->nblocks != blocks_of(idx->nbounds, bb))
+		rc = corrupt(
+			l, idx->blocks_path,
+			"it does not hold one checksum per block of the boundary table");
+	if (!rc)
+		rc = read_payload(l, fd, len, idx->blocks_path, NULL, NULL,
+				  NULL, sum);
+	if (!rc && memcmp(sum, want, SFS_DIGEST_LEN))
+		rc = corrupt(l, idx->blocks_path,
+			     "its contents do not match their checksum");
+	if (!rc) {
+		idx->verified =
+			calloc(idx->nblocks / 64 + 1, sizeof(*idx->verified));
+		if (!idx->verified)
+			rc = -ENOMEM;
+	}
+	if (rc) {
+		if (fd >= 0)
+			close(fd);
+		return rc;
+	}
+	idx->block_bytes = bb;
+	idx->blocks_fd = fd;
+	posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
+	return 0;
+}
+
+/*
+ * Open the boundary table, check its header and length, and, with a blocks
+ * file, that file (the table's blocks are checked as they are read);
+ * without one, check the table in one pass: its checksum, and every
  * shard's boundaries.  The index keeps the descriptor (table_fd).
  */
 static int load_bounds(struct loader *l, json_t *entry, const char *dir,
 		       struct sfs_index *idx)
 {
-	unsigned char sum[SFS_DIGEST_LEN], want[SFS_DIGEST_LEN];
+	unsigned char sum[SFS_DIGEST_LEN];
 	struct bounds_pass bp = { 0 };
+	json_t *blocks = NULL;
 	size_t len = 0;
 	int fd = -1, rc;
 
 	rc = open_table(l, &bounds_kind, entry, dir, &fd, &len, &idx->nbounds,
-			want, &idx->table_path);
+			idx->table_sum, &idx->table_path);
 	l->table = idx->table_path;
 	if (!rc)
 		rc = check_bounds_at(l, idx);
 	if (!rc)
-		rc = read_payload(l, fd, len, idx->table_path, idx, &bp, sum);
-	if (!rc && memcmp(sum, want, SFS_DIGEST_LEN))
-		rc = corrupt(l, idx->table_path,
-			     "its contents do not match their checksum");
-	if (!rc && bp.bad)
-		rc = bad_bounds(l, bp.bad);
+		blocks = json_object_get(entry, blocks_kind.key);
+	if (!rc && blocks) {
+		rc = load_blocks(l, blocks, dir, idx);
+	} else if (!rc) {
+		rc = read_payload(l, fd, len, idx->table_path, idx, &bp, NULL,
+				  sum);
+		if (!rc && memcmp(sum, idx->table_sum, SFS_DIGEST_LEN))
+			rc = corrupt(
+				l, idx->table_path,
+				"its contents do not match their checksum");
+		if (!rc && bp.bad)
+			rc = bad_bounds(l, bp.bad);
+		idx->bounds_checked = !rc;
+	}
 	if (rc) {
 		if (fd >= 0)
 			close(fd);
@@ -548,7 +711,7 @@ int sfs_index_check_digests(struct sfs_index *idx, struct sfs_error *err)
 	if (!idx->dmap || idx->digests_checked)
 		return 0;
 	rc = read_payload(&l, idx->digests_fd, idx->dmap_len, idx->digests_path,
-			  NULL, NULL, sum);
+			  NULL, NULL, NULL, sum);
 	if (!rc && memcmp(sum, idx->digests_sum, SFS_DIGEST_LEN))
 		rc = corrupt(&l, idx->digests_path,
 			     "its contents do not match their checksum");
@@ -557,21 +720,207 @@ int sfs_index_check_digests(struct sfs_index *idx, struct sfs_error *err)
 	return rc;
 }
 
+static bool block_checked(const struct sfs_index *idx, uint64_t k)
+{
+	return atomic_load_explicit(&idx->verified[k / 64],
+				    memory_order_acquire) >>
+		       (k % 64) &
+	       1;
+}
+
+static void block_mark(const struct sfs_index *idx, uint64_t k)
+{
+	atomic_fetch_or_explicit(&idx->verified[k / 64], 1ULL << (k % 64),
+				 memory_order_release);
+}
+
+static int block_bad(const struct sfs_index *idx, uint64_t k,
+		     struct sfs_error *err)
+{
+	uint64_t lo = k * idx->block_bytes,
+		 hi = lo + idx->block_bytes < idx->nbounds * sizeof(uint64_t) ?
+			      lo + idx->block_bytes :
+			      idx->nbounds * sizeof(uint64_t);
+	const char *base = strrchr(idx->blocks_path, '/');
+
+	return sfs_errorf(
+		err, -EINVAL,
+		"%s: block %llu (bytes %llu to %llu) does not match its checksum in %s; the index is damaged: rebuild it with shardfs-index",
+		idx->table_path, (unsigned long long)k,
+		(unsigned long long)(TABLE_HEADER + lo),
+		(unsigned long long)(TABLE_HEADER + hi - 1),
+		base ? base + 1 : idx->blocks_path);
+}
+
+/*
+ * Read blocks k..e-1 of the table whole into buf (then their sums after
+ * them), check each against the blocks file and mark it checked.
+ */
+static int check_blocks(const struct sfs_index *idx, uint64_t k, uint64_t e,
+			unsigned char *buf, const char *shard,
+			struct sfs_error *err)
+{
+	uint64_t payload = idx->nbounds * sizeof(uint64_t),
+		 bb = idx->block_bytes;
+	uint64_t lo = k * bb, hi = e * bb < payload ? e * bb : payload, j;
+	unsigned char *sums = buf + (e - k) * bb, got[SFS_DIGEST_LEN];
+	int rc;
+
+	rc = read_at(idx->table_fd, idx->table_path, buf, hi - lo,
+		     TABLE_HEADER + (off_t)lo, shard, err);
+	if (!rc)
+		rc = read_at(idx->blocks_fd, idx->blocks_path, sums,
+			     (e - k) * SFS_DIGEST_LEN,
+			     TABLE_HEADER + (off_t)(k * SFS_DIGEST_LEN), NULL,
+			     err);
+	for (j = k; !rc && j < e; j++) {
+		uint64_t at = (j - k) * bb;
+
+		sfs_digest_buf(buf + at, hi - lo - at < bb ? hi - lo - at : bb,
+			       got);
+		if (memcmp(got, sums + (j - k) * SFS_DIGEST_LEN,
+			   SFS_DIGEST_LEN))
+			return block_bad(idx, j, err);
+		block_mark(idx, j);
+	}
+	return rc;
+}
+
+/*
+ * pread entries at..at+n of a table with a blocks file into out: the
+ * blocks checked already directly, the others whole, checked on the way,
+ * at most BLOCK_BYTES_MAX bytes at a time.
+ */
+static int read_checked(const struct sfs_index *idx, uint64_t at, uint64_t n,
+			uint64_t *out, const char *shard, struct sfs_error *err)
+{
+	uint64_t bb = idx->block_bytes, batch = BLOCK_BYTES_MAX / bb;
+	uint64_t off = at * sizeof(*out), end = off + n * sizeof(*out);
+	uint64_t k = off / bb;
+	unsigned char *buf = NULL;
+	size_t cap = 0;
+	int rc = 0;
+
+	while (!rc && off < end) {
+		bool ok = block_checked(idx, k);
+		uint64_t e = k + 1, stop;
+
+		while (e * bb < end && block_checked(idx, e) == ok &&
+		       (ok || e - k < batch))
+			e++;
+		stop = e * bb < end ? e * bb : end;
+		if (ok) {
+			rc = read_at(idx->table_fd, idx->table_path,
+				     (char *)out + (off - at * sizeof(*out)),
+				     stop - off, TABLE_HEADER + (off_t)off,
+				     shard, err);
+		} else {
+			size_t need = (e - k) * (bb + SFS_DIGEST_LEN);
+
+			if (need > cap) {
+				free(buf);
+				buf = malloc(need);
+				cap = buf ? need : 0;
+			}
+			rc = buf ? check_blocks(idx, k, e, buf, shard, err) :
+				   sfs_errorf(err, -ENOMEM, "out of memory");
+			if (!rc)
+				memcpy((char *)out + (off - at * sizeof(*out)),
+				       buf + (off - k * bb), stop - off);
+		}
+		off = stop;
+		k = e;
+	}
+	free(buf);
+	return rc;
+}
+
 int sfs_index_read_bounds(const struct sfs_index *idx,
 			  const struct sfs_shard *sh, uint64_t from, uint64_t n,
 			  uint64_t *out, struct sfs_error *err)
 {
+	uint64_t at = sh->bounds_at + from, i;
+	int rc = 0;
+
 	if (sh->bounds_in)
 		idx = sh->bounds_in;
-	if (idx->bounds) {
-		memcpy(out, idx->bounds + sh->bounds_at + from,
-		       n * sizeof(*out));
-		return 0;
+	if (idx->bounds)
+		memcpy(out, idx->bounds + at, n * sizeof(*out));
+	else if (idx->verified)
+		rc = read_checked(idx, at, n, out, sh->path, err);
+	else
+		rc = read_at(idx->table_fd, idx->table_path, out,
+			     n * sizeof(*out),
+			     TABLE_HEADER + (off_t)(at * sizeof(*out)),
+			     sh->path, err);
+	for (i = 0; !rc && i < n; i++)
+		if (out[i] < sh->prefix_len || out[i] > sh->size ||
+		    (i && out[i] < out[i - 1]))
+			rc = sfs_errorf(
+				err, -EINVAL,
+				"%s: the boundaries of shard \"%s\" are out of order or out of range; the index is damaged: rebuild it with shardfs-index",
+				idx->table_path ? idx->table_path : idx->source,
+				sh->path);
+	return rc;
+}
+
+/* Compare a batch of sums of the table's blocks with the blocks file. */
+static int compare_sums(struct block_sums *bs, void *arg)
+{
+	const struct sfs_index *idx = arg;
+	unsigned char want[BLOCK_BATCH][SFS_DIGEST_LEN];
+	size_t i;
+	int rc;
+
+	rc = read_at(idx->blocks_fd, idx->blocks_path, want,
+		     bs->n * SFS_DIGEST_LEN,
+		     TABLE_HEADER + (off_t)(bs->first * SFS_DIGEST_LEN), NULL,
+		     bs->err);
+	for (i = 0; !rc && i < bs->n; i++)
+		if (memcmp(want[i], bs->sums[i], SFS_DIGEST_LEN))
+			return block_bad(idx, bs->first + i, bs->err);
+	return rc;
+}
+
+int sfs_index_check_bounds(struct sfs_index *idx, struct sfs_error *err)
+{
+	struct loader l = { .table = idx->table_path, .err = err };
+	struct block_sums bs = { .flush = compare_sums,
+				 .arg = idx,
+				 .block_bytes = idx->block_bytes,
+				 .path = idx->table_path,
+				 .err = err };
+	unsigned char sum[SFS_DIGEST_LEN];
+	struct bounds_pass bp = { 0 };
+	uint64_t k;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < idx->nsources; i++) {
+		rc = sfs_index_check_bounds(idx->sources[i], err);
+		if (rc)
+			return rc;
 	}
-	return read_at(idx->table_fd, idx->table_path, out, n * sizeof(*out),
-		       TABLE_HEADER +
-			       (off_t)((sh->bounds_at + from) * sizeof(*out)),
-		       sh->path, err);
+	if (!idx->verified || idx->bounds_checked)
+		return 0;
+	bs.d = sfs_digest_new();
+	if (!bs.d)
+		return sfs_errorf(err, -ENOMEM, "out of memory");
+	rc = read_payload(&l, idx->table_fd,
+			  TABLE_HEADER + idx->nbounds * sizeof(uint64_t),
+			  idx->table_path, idx, &bp, &bs, sum);
+	sfs_digest_free(bs.d);
+	if (!rc && memcmp(sum, idx->table_sum, SFS_DIGEST_LEN))
+		rc = corrupt(&l, idx->table_path,
+			     "its contents do not match their checksum");
+	if (!rc && bp.bad)
+		rc = bad_bounds(&l, bp.bad);
+	if (rc)
+		return rc;
+	for (k = 0; k < idx->nblocks; k++)
+		block_mark(idx, k);
+	idx->bounds_checked = true;
+	return 0;
 }
 
 int sfs_index_read_digests(const struct sfs_index *idx, uint64_t first,
@@ -682,6 +1031,7 @@ static int load(const char *source, const char *dir, bool allow_part,
 	if (!idx)
 		return sfs_errorf(err, -ENOMEM, "out of memory");
 	idx->table_fd = -1;
+	idx->blocks_fd = -1;
 	idx->digests_fd = -1;
 	idx->source = realpath(source, NULL);
 	if (!idx->source) {
@@ -899,11 +1249,18 @@ static void remove_old_tables(const char *dir, const struct table_kind *k,
 	closedir(d);
 }
 
-/* A table's payload on its way to its file: hashed as it is written. */
+/*
+ * A table on its way to its file, under a temporary name: the header's
+ * place first, then the payload, hashed as it is written (and, for the
+ * boundary table, its blocks hashed too: blocks), then the header.
+ */
 struct table_out {
-	struct temp *t;
+	const struct table_kind *k;
+	struct temp t;
+	bool open; /* t is still to be committed or removed */
 	struct sfs_digest *d;
 	uint64_t bytes;
+	struct block_sums *blocks;
 	struct sfs_error *err;
 };
 
@@ -914,58 +1271,71 @@ static int table_put(void *arg, const void *buf, size_t len)
 
 	if (sfs_digest_update(to->d, buf, len))
 		return sfs_errorf(to->err, -EIO, "%s: SHA-256 failed",
-				  to->t->path);
-	rc = write_all(to->t->fd, buf, len);
+				  to->t.path);
+	rc = write_all(to->t.fd, buf, len);
 	if (rc)
-		return write_failed(to->t, rc, to->err);
+		return write_failed(&to->t, rc, to->err);
 	to->bytes += len;
-	return 0;
+	return to->blocks ? block_sums_add(to->blocks, buf, len) : 0;
+}
+
+/* The writer's block sums go to the blocks file as they come. */
+static int put_sums(struct block_sums *bs, void *arg)
+{
+	return table_put(arg, bs->sums, bs->n * SFS_DIGEST_LEN);
+}
+
+static int table_open(const char *dir, const struct table_kind *k,
+		      struct table_out *to, struct sfs_error *err)
+{
+	unsigned char head[TABLE_HEADER] = { 0 };
+	int rc;
+
+	to->k = k;
+	to->err = err;
+	to->d = sfs_digest_new();
+	if (!to->d)
+		return sfs_errorf(err, -ENOMEM, "out of memory");
+	rc = temp_open(dir, k->prefix, &to->t, err);
+	if (rc)
+		return rc;
+	to->open = true;
+	rc = write_all(to->t.fd, head, sizeof(head));
+	return rc ? write_failed(&to->t, rc, err) : 0;
+}
+
+/* Remove the temporary file of to if it is still there; free to. */
+static void table_out_free(struct table_out *to)
+{
+	if (to->open)
+		temp_abort(&to->t, 0);
+	to->open = false;
+	sfs_digest_free(to->d);
+	to->d = NULL;
 }
 
 /*
- * Write count entries of kind k, from data or streamed from spill, as a
- * table named after its checksum into dir: the header's place first, the
- * payload hashed as it goes, then the header.  *entry gets its manifest
- * entry, name its file name.
+ * Finish a table of count entries: its header, then its name after its
+ * checksum, in dir.  *entry gets its manifest entry, name its file name.
  */
-static int save_table(const char *dir, const struct table_kind *k,
-		      const void *data, const struct sfs_spill *spill,
-		      uint64_t count, json_t **entry, char name[64],
-		      struct sfs_error *err)
+static int table_close(const char *dir, struct table_out *to, uint64_t count,
+		       json_t **entry, char name[64])
 {
 	unsigned char head[TABLE_HEADER] = { 0 }, sum[SFS_DIGEST_LEN];
-	struct table_out to = { .d = sfs_digest_new(), .err = err };
+	const struct table_kind *k = to->k;
 	char hex[SFS_DIGEST_HEX];
-	struct temp t;
 	size_t i;
 	int rc;
 
-	if (!to.d)
-		return sfs_errorf(err, -ENOMEM, "out of memory");
-	rc = temp_open(dir, k->prefix, &t, err);
-	if (rc)
-		goto out_free;
-	to.t = &t;
-	rc = write_all(t.fd, head, sizeof(head));
-	if (rc)
-		rc = write_failed(&t, rc, err);
-	else if (spill)
-		rc = sfs_spill_stream(spill, k == &digests_kind, table_put, &to,
-				      err);
-	else
-		rc = table_put(&to, data, count * k->elem);
-	if (!rc && to.bytes != count * k->elem)
-		rc = sfs_errorf(
-			err, -EIO,
+	if (to->bytes != count * k->elem)
+		return sfs_errorf(
+			to->err, -EIO,
 			"%s: %llu bytes of the %s written, %llu expected; a bug: report it",
-			t.path, (unsigned long long)to.bytes, k->what,
+			to->t.path, (unsigned long long)to->bytes, k->what,
 			(unsigned long long)(count * k->elem));
-	if (!rc && sfs_digest_final(to.d, sum))
-		rc = sfs_errorf(err, -EIO, "%s: SHA-256 failed", t.path);
-	if (rc) {
-		temp_abort(&t, rc);
-		goto out_free;
-	}
+	if (sfs_digest_final(to->d, sum))
+		return sfs_errorf(to->err, -EIO, "%s: SHA-256 failed",
+				  to->t.path);
 	memcpy(head, k->magic, 8);
 	head[8] = SFS_INDEX_VERSION;
 	for (i = 0; i < 8; i++)
@@ -973,21 +1343,69 @@ static int save_table(const char *dir, const struct table_kind *k,
 	memcpy(head + 24, sum, SFS_DIGEST_LEN);
 	sfs_digest_hex(sum, hex);
 	snprintf(name, 64, "%s%.16s%s", k->prefix, hex, TABLE_SUFFIX);
-	rc = lseek(t.fd, 0, SEEK_SET) < 0 ? -errno :
-					    write_all(t.fd, head, sizeof(head));
-	if (rc) {
-		temp_abort(&t, write_failed(&t, rc, err));
-		goto out_free;
-	}
-	rc = temp_commit(&t, dir, name, err);
+	rc = lseek(to->t.fd, 0, SEEK_SET) < 0 ?
+		     -errno :
+		     write_all(to->t.fd, head, sizeof(head));
 	if (rc)
-		goto out_free;
+		return write_failed(&to->t, rc, to->err);
+	to->open = false;
+	rc = temp_commit(&to->t, dir, name, to->err);
+	if (rc)
+		return rc;
 	*entry = json_pack("{s:s, s:I, s:s}", "file", name, "count",
 			   (json_int_t)count, "sha256", hex);
-	if (!*entry)
+	return *entry ? 0 : sfs_errorf(to->err, -ENOMEM, "out of memory");
+}
+
+/*
+ * Write count entries of kind k, from data or streamed from spill, as a
+ * table named after its checksum into dir; *entry gets its manifest entry,
+ * name its file name.  The boundary table gets its blocks file too, named
+ * in its entry, the blocks file's name in blocks_name.
+ */
+static int save_table(const char *dir, const struct table_kind *k,
+		      const void *data, const struct sfs_spill *spill,
+		      uint64_t count, json_t **entry, char name[64],
+		      char blocks_name[64], struct sfs_error *err)
+{
+	struct table_out to = { 0 }, bo = { 0 };
+	struct block_sums bs = { .block_bytes = SFS_INDEX_BLOCK_BYTES,
+				 .flush = put_sums,
+				 .arg = &bo,
+				 .err = err };
+	json_t *bentry = NULL;
+	int rc;
+
+	rc = table_open(dir, k, &to, err);
+	if (!rc && k == &bounds_kind) {
+		rc = table_open(dir, &blocks_kind, &bo, err);
+		bs.d = sfs_digest_new();
+		bs.path = to.t.path;
+		to.blocks = &bs;
+		if (!rc && !bs.d)
+			rc = sfs_errorf(err, -ENOMEM, "out of memory");
+	}
+	if (!rc && spill)
+		rc = sfs_spill_stream(spill, k == &digests_kind, table_put, &to,
+				      err);
+	else if (!rc)
+		rc = table_put(&to, data, count * k->elem);
+	if (!rc && to.blocks)
+		rc = block_sums_finish(&bs);
+	if (!rc && to.blocks)
+		rc = table_close(dir, &bo, blocks_of(count, bs.block_bytes),
+				 &bentry, blocks_name);
+	if (!rc)
+		rc = table_close(dir, &to, count, entry, name);
+	if (!rc && bentry &&
+	    (json_object_set_new(bentry, "block_bytes",
+				 json_integer((json_int_t)bs.block_bytes)) ||
+	     json_object_set_new(*entry, blocks_kind.key, json_incref(bentry))))
 		rc = sfs_errorf(err, -ENOMEM, "out of memory");
-out_free:
-	sfs_digest_free(to.d);
+	json_decref(bentry);
+	sfs_digest_free(bs.d);
+	table_out_free(&bo);
+	table_out_free(&to);
 	return rc;
 }
 
@@ -1035,7 +1453,8 @@ int sfs_index_save(const struct sfs_index *idx, const char *dir,
 		   struct sfs_error *err)
 {
 	unsigned char sum[SFS_DIGEST_LEN];
-	char hex[SFS_DIGEST_HEX], tname[64], dname[64], *idir, *text = NULL;
+	char hex[SFS_DIGEST_HEX], tname[64], bname[64], dname[64], *idir;
+	char *text = NULL;
 	json_t *root = NULL, *shards, *bounds = NULL, *digests = NULL;
 	bool hashed = idx->spill ? sfs_spill_has_digests(idx->spill) :
 				   idx->digests != NULL;
@@ -1058,10 +1477,10 @@ int sfs_index_save(const struct sfs_index *idx, const char *dir,
 		goto out_free;
 	}
 	rc = save_table(idir, &bounds_kind, idx->bounds, idx->spill,
-			idx->nbounds, &bounds, tname, err);
+			idx->nbounds, &bounds, tname, bname, err);
 	if (!rc && hashed)
 		rc = save_table(idir, &digests_kind, idx->digests, idx->spill,
-				idx->nsamples, &digests, dname, err);
+				idx->nsamples, &digests, dname, NULL, err);
 	if (rc)
 		goto out_free;
 
@@ -1094,6 +1513,7 @@ int sfs_index_save(const struct sfs_index *idx, const char *dir,
 			  err);
 	if (!rc) {
 		remove_old_tables(idir, &bounds_kind, tname);
+		remove_old_tables(idir, &blocks_kind, bname);
 		remove_old_tables(idir, &digests_kind, hashed ? dname : "");
 	}
 	goto out_free;

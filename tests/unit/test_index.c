@@ -8,6 +8,8 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "helpers.h"
 #include "shardfs/indexer.h"
 
@@ -204,8 +206,8 @@ static void expect_damage(const char *file, long off, const char *bytes,
 		buf_put(&m, "", 1);
 		p = strstr((char *)m.p, file);
 		assert_non_null(p);
-		snprintf(table, sizeof(table), "%s/.shardfs/%.28s", idx->source,
-			 p);
+		snprintf(table, sizeof(table), "%s/.shardfs/%.*s", idx->source,
+			 (int)strcspn(p, "\""), p);
 		snprintf(path, sizeof(path), "%s", table);
 		buf_free(&m);
 	}
@@ -238,18 +240,21 @@ static void expect_damage(const char *file, long off, const char *bytes,
 static void test_index_damaged_manifest(void **state)
 {
 	(void)state;
-	/* cut short: no longer JSON */
+	/* cut short: no longer JSON (in the boundary table's entry, whose
+	 * first key is its blocks file's) */
 	expect_damage(
 		"manifest.json", 0, NULL, 40, false,
-		"%s: not valid JSON at line 4, column 7 (premature end of input near '\"file'); the index is damaged: rebuild it with shardfs-index");
+		"%s: not valid JSON at line 4, column 7 (premature end of input near '\"blo'); the index is damaged: rebuild it with shardfs-index");
 }
 
 static void test_index_damaged_table(void **state)
 {
 	(void)state;
+	/* the boundary table's payload is checked as it is read (see
+	 * test_index_damaged_block), its header and length by the load */
 	expect_damage(
-		"samples-", 70, "X", -1, false,
-		"%s: its contents do not match their checksum; the index is damaged: rebuild it with shardfs-index");
+		"samples-", 9, "X", -1, false,
+		"%s: not a shardfs boundary table of version 1; the index is damaged: rebuild it with shardfs-index");
 	expect_damage(
 		"samples-", 0, NULL, 70, false,
 		"%s: truncated or of the wrong length for its manifest; the index is damaged: rebuild it with shardfs-index");
@@ -259,6 +264,289 @@ static void test_index_damaged_table(void **state)
 	expect_damage(
 		"digests-", 0, "SFSBND01", -1, false,
 		"%s: not a shardfs sample digest table of version 1; the index is damaged: rebuild it with shardfs-index");
+	/* the blocks file is checked whole by the load */
+	expect_damage(
+		"blocks-", 70, "X", -1, false,
+		"%s: its contents do not match their checksum; the index is damaged: rebuild it with shardfs-index");
+	expect_damage(
+		"blocks-", 0, NULL, 80, false,
+		"%s: truncated or of the wrong length for its manifest; the index is damaged: rebuild it with shardfs-index");
+	expect_damage(
+		"blocks-", 0, "SFSBND01", -1, false,
+		"%s: not a shardfs block checksum file of version 1; the index is damaged: rebuild it with shardfs-index");
+}
+
+/* A saved index with a boundary table of several blocks, and its files. */
+struct blocks_src {
+	char *dir;
+	char manifest[600], table[600], blocks[600];
+};
+
+/*
+ * A source whose boundary table spans three blocks: a.jsonl has 1500
+ * lines (boundaries 0..1500: blocks 0, 1 and most of 2), b.jsonl 10
+ * (boundaries 1501..1511, in block 2); 1512 * 8 = 12096 bytes.
+ */
+static void make_blocks_source(struct blocks_src *bs)
+{
+	struct sfs_indexer_report rep;
+	struct sfs_error err = { 0 };
+	struct sfs_index *idx;
+	char lines[4500];
+	json_t *m, *b;
+	int i;
+
+	bs->dir = tmpdir_new();
+	for (i = 0; i < 1500; i++)
+		memcpy(lines + 3 * i, "{}\n", 3);
+	free(write_at(bs->dir, "a.jsonl", lines, sizeof(lines)));
+	free(write_at(bs->dir, "b.jsonl", lines, 30));
+	idx = build(bs->dir, NULL, &rep);
+	assert_int_equal(idx->nbounds, 1512);
+	assert_int_equal(sfs_index_save(idx, NULL, &err), 0);
+	snprintf(bs->manifest, sizeof(bs->manifest),
+		 "%s/.shardfs/manifest.json", idx->source);
+	m = json_load_file(bs->manifest, 0, NULL);
+	assert_non_null(m);
+	b = json_object_get(m, "boundaries");
+	snprintf(bs->table, sizeof(bs->table), "%s/.shardfs/%s", idx->source,
+		 json_string_value(json_object_get(b, "file")));
+	b = json_object_get(b, "blocks");
+	assert_non_null(b);
+	snprintf(bs->blocks, sizeof(bs->blocks), "%s/.shardfs/%s", idx->source,
+		 json_string_value(json_object_get(b, "file")));
+	json_decref(m);
+	sfs_indexer_report_clear(&rep);
+	sfs_index_free(idx);
+}
+
+/* Overwrite bytes of path at off. */
+static void poke(const char *path, long off, const char *bytes)
+{
+	FILE *f = fopen(path, "r+b");
+
+	assert_non_null(f);
+	assert_int_equal(fseek(f, off, SEEK_SET), 0);
+	assert_int_equal(fwrite(bytes, 1, strlen(bytes), f), strlen(bytes));
+	assert_int_equal(fclose(f), 0);
+}
+
+/*
+ * The blocks file: the manifest names it with its block size, count and
+ * checksum; its header; the SHA-256 of every 4096 bytes of the table's
+ * payload, the last block shorter.
+ */
+static void test_index_blocks_file_written(void **state)
+{
+	struct blocks_src bs;
+	unsigned char want[SFS_DIGEST_LEN];
+	char hex[SFS_DIGEST_HEX];
+	struct buf t, b;
+	json_t *m, *e;
+	int k;
+
+	(void)state;
+	make_blocks_source(&bs);
+	t = read_all(bs.table);
+	b = read_all(bs.blocks);
+	assert_int_equal(t.len, 64 + 12096);
+	assert_int_equal(b.len, 64 + 3 * 32);
+	assert_memory_equal(b.p, "SFSBLK01\1\0\0\0\0\0\0\0\3\0\0\0\0\0\0\0",
+			    24);
+	for (k = 0; k < 3; k++) {
+		sfs_digest_buf(t.p + 64 + 4096 * k, k < 2 ? 4096 : 3904, want);
+		assert_memory_equal(b.p + 64 + 32 * k, want, 32);
+	}
+	sfs_digest_buf(b.p + 64, 96, want);
+	assert_memory_equal(b.p + 24, want, 32);
+	sfs_digest_hex(want, hex);
+	m = json_load_file(bs.manifest, 0, NULL);
+	assert_non_null(m);
+	e = json_object_get(json_object_get(m, "boundaries"), "blocks");
+	assert_int_equal(json_object_size(e), 4);
+	assert_int_equal(json_integer_value(json_object_get(e, "block_bytes")),
+			 4096);
+	assert_int_equal(json_integer_value(json_object_get(e, "count")), 3);
+	assert_string_equal(json_string_value(json_object_get(e, "sha256")),
+			    hex);
+	assert_non_null(strstr(bs.blocks, "/blocks-"));
+	assert_memory_equal(strstr(bs.blocks, "/blocks-") + 8, hex, 16);
+	json_decref(m);
+	buf_free(&t);
+	buf_free(&b);
+	tmpdir_remove(bs.dir);
+}
+
+/* Read n boundaries of shard i from from; expect rc (and msg). */
+static void expect_read(const struct sfs_index *idx, size_t i, uint64_t from,
+			uint64_t n, int rc, const char *msg)
+{
+	struct sfs_error err = { 0 };
+	uint64_t *got = calloc(n + 1, sizeof(*got)), j;
+
+	assert_int_equal(sfs_index_read_bounds(idx, &idx->shards[i], from, n,
+					       got, &err),
+			 rc);
+	if (rc)
+		assert_string_equal(err.msg, msg);
+	else
+		for (j = 0; j < n; j++)
+			assert_int_equal(got[j], 3 * (from + j));
+	free(got);
+}
+
+/*
+ * A byte flipped in block 1 of the table: the load does not read the
+ * table and succeeds; a read that touches block 1 fails naming it, its
+ * bytes and the fix, and reads of the other blocks succeed, before and
+ * after; so does a full check (shardfs-index --verify, shardfs-check).
+ */
+static void test_index_damaged_block(void **state)
+{
+	struct blocks_src bs;
+	struct sfs_error err = { 0 };
+	struct sfs_index *idx = NULL;
+	char want[1200];
+	int round;
+
+	(void)state;
+	make_blocks_source(&bs);
+	poke(bs.table, 64 + 4096 + 100, "X");
+	snprintf(
+		want, sizeof(want),
+		"%s: block 1 (bytes 4160 to 8255) does not match its checksum in %s; the index is damaged: rebuild it with shardfs-index",
+		bs.table, strrchr(bs.blocks, '/') + 1);
+	for (round = 0; round < 2; round++) {
+		assert_int_equal(sfs_index_load(bs.dir, NULL, &idx, &err), 0);
+		assert_non_null(idx->verified);
+		assert_int_equal(idx->nblocks, 3);
+		if (round) {
+			assert_int_equal(sfs_index_check_bounds(idx, &err),
+					 -EINVAL);
+			assert_string_equal(err.msg, want);
+			assert_false(idx->bounds_checked);
+		}
+		/* block 0 only, then block 2 only (both shards) */
+		expect_read(idx, 0, 0, 512, 0, NULL);
+		expect_read(idx, 0, 1024, 477, 0, NULL);
+		expect_read(idx, 1, 0, 11, 0, NULL);
+		assert_int_equal(idx->verified[0], 5);
+		/* block 1, alone or with the others; again */
+		expect_read(idx, 0, 600, 1, -EINVAL, want);
+		expect_read(idx, 0, 0, 1501, -EINVAL, want);
+		expect_read(idx, 0, 511, 2, -EINVAL, want);
+		assert_int_equal(idx->verified[0], 5);
+		/* the checked blocks are read again without their checks */
+		expect_read(idx, 0, 10, 20, 0, NULL);
+		expect_read(idx, 1, 3, 5, 0, NULL);
+		sfs_index_free(idx);
+		idx = NULL;
+	}
+	tmpdir_remove(bs.dir);
+}
+
+/* An intact table: a full check marks every block, reads stay right. */
+static void test_index_check_bounds(void **state)
+{
+	struct blocks_src bs;
+	struct sfs_error err = { 0 };
+	struct sfs_index *idx = NULL;
+
+	(void)state;
+	make_blocks_source(&bs);
+	assert_int_equal(sfs_index_load(bs.dir, NULL, &idx, &err), 0);
+	assert_int_equal(idx->verified[0], 0);
+	expect_read(idx, 0, 700, 3, 0, NULL);
+	assert_int_equal(idx->verified[0], 2);
+	assert_int_equal(sfs_index_check_bounds(idx, &err), 0);
+	assert_true(idx->bounds_checked);
+	assert_int_equal(idx->verified[0], 7);
+	expect_read(idx, 0, 0, 1501, 0, NULL);
+	sfs_index_free(idx);
+	tmpdir_remove(bs.dir);
+}
+
+/*
+ * Values that are no boundaries of their shard are refused wherever they
+ * come from: a table in memory, or a table whose blocks match (signed by
+ * whoever wrote it).
+ */
+static void test_index_bounds_out_of_range(void **state)
+{
+	struct sfs_indexer_report rep;
+	struct sfs_index *idx;
+	char *dir = make_source(), want[1200];
+
+	(void)state;
+	idx = build(dir, NULL, &rep);
+	idx->bounds_heap[idx->shards[0].bounds_at + 2] = 100;
+	snprintf(
+		want, sizeof(want),
+		"%s: the boundaries of shard \"a.jsonl\" are out of order or out of range; the index is damaged: rebuild it with shardfs-index",
+		idx->source);
+	expect_read(idx, 0, 0, 2, 0, NULL);
+	expect_read(idx, 0, 1, 2, -EINVAL, want);
+	idx->bounds_heap[idx->shards[0].bounds_at + 2] = 2;
+	expect_read(idx, 0, 0, 4, -EINVAL, want);
+	sfs_indexer_report_clear(&rep);
+	sfs_index_free(idx);
+	tmpdir_remove(dir);
+}
+
+/*
+ * An index written before blocks files (none, and no "blocks" key in the
+ * manifest, signed again): loaded with the full pass over its table, which
+ * still refuses a damaged table at load.
+ */
+static void test_index_without_blocks_file(void **state)
+{
+	struct blocks_src bs;
+	struct sfs_error err = { 0 };
+	struct sfs_index *idx = NULL;
+	unsigned char sum[SFS_DIGEST_LEN];
+	char hex[SFS_DIGEST_HEX], *text, want[1200];
+	json_t *m;
+	FILE *f;
+
+	(void)state;
+	make_blocks_source(&bs);
+	m = json_load_file(bs.manifest, 0, NULL);
+	assert_non_null(m);
+	assert_int_equal(
+		json_object_del(json_object_get(m, "boundaries"), "blocks"), 0);
+	json_object_del(m, "checksum");
+	text = json_dumps(m, JSON_COMPACT | JSON_SORT_KEYS);
+	sfs_digest_buf(text, strlen(text), sum);
+	free(text);
+	sfs_digest_hex(sum, hex);
+	json_object_set_new(m, "checksum", json_string(hex));
+	text = json_dumps(m, JSON_INDENT(1) | JSON_SORT_KEYS);
+	f = fopen(bs.manifest, "wb");
+	assert_non_null(f);
+	fprintf(f, "%s\n", text);
+	fclose(f);
+	free(text);
+	json_decref(m);
+	assert_int_equal(unlink(bs.blocks), 0);
+
+	assert_int_equal(sfs_index_load(bs.dir, NULL, &idx, &err), 0);
+	assert_null(idx->verified);
+	assert_true(idx->bounds_checked);
+	expect_read(idx, 0, 0, 1501, 0, NULL);
+	expect_read(idx, 1, 0, 11, 0, NULL);
+	assert_int_equal(sfs_index_check_bounds(idx, &err), 0);
+	sfs_index_free(idx);
+	idx = NULL;
+
+	poke(bs.table, 64 + 4096 + 100, "X");
+	assert_int_equal(sfs_index_load(bs.dir, NULL, &idx, &err), -EINVAL);
+	assert_null(idx);
+	snprintf(
+		want, sizeof(want),
+		"%s: its contents do not match their checksum; the index is damaged: rebuild it with shardfs-index",
+		bs.table);
+	assert_string_equal(err.msg, want);
+	tmpdir_remove(bs.dir);
 }
 
 static void test_index_checksum_of_manifest(void **state)
@@ -670,6 +958,11 @@ int main(void)
 		cmocka_unit_test(test_index_stale_names_shards),
 		cmocka_unit_test(test_index_damaged_manifest),
 		cmocka_unit_test(test_index_damaged_table),
+		cmocka_unit_test(test_index_blocks_file_written),
+		cmocka_unit_test(test_index_damaged_block),
+		cmocka_unit_test(test_index_check_bounds),
+		cmocka_unit_test(test_index_bounds_out_of_range),
+		cmocka_unit_test(test_index_without_blocks_file),
 		cmocka_unit_test(test_index_checksum_of_manifest),
 		cmocka_unit_test(test_index_missing),
 		cmocka_unit_test(test_index_out_dir_and_read_only_source),
