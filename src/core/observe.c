@@ -655,6 +655,8 @@ int sfs_observe_views(const char *const *paths, size_t nm,
 		rc = sfs_source_load(mounts[0].source, mounts[0].index,
 				     &out->idx, err);
 	if (!rc)
+		rc = sfs_index_check_bounds(out->idx, err);
+	if (!rc)
 		rc = sfs_index_check_digests(out->idx, err);
 	if (rc)
 		goto out;

@@ -201,6 +201,7 @@ static int check_plan(struct args *a, const char *src)
 	}
 	if (sfs_options_check(&a->opts, &err) ||
 	    sfs_source_load(src, a->index_dir, &idx, &err) ||
+	    sfs_index_check_bounds(idx, &err) ||
 	    sfs_index_check_source(idx, a->index_dir, false, &err)) {
 		cli_fail(prog, err.msg);
 		sfs_index_free(idx);

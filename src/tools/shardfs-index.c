@@ -216,6 +216,8 @@ static int verify(const struct sfs_indexer_opts *o, const char *out, bool quiet)
 
 	rc = sfs_index_load(o->source, out, &idx, &err);
 	if (!rc)
+		rc = sfs_index_check_bounds(idx, &err);
+	if (!rc)
 		rc = sfs_index_check_digests(idx, &err);
 	if (rc) {
 		cli_fail(prog, err.msg);
@@ -257,6 +259,8 @@ static int build(struct sfs_indexer_opts *o, const char *out, bool quiet)
 
 	rc = o->nparts ? sfs_index_load_part(o->source, out, &prev, &err) :
 			 sfs_index_load(o->source, out, &prev, &err);
+	if (!rc)
+		rc = sfs_index_check_bounds(prev, &err);
 	if (!rc && o->hash)
 		rc = sfs_index_check_digests(prev, &err);
 	if (rc && rc != -ENOENT && !quiet)

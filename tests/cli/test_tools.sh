@@ -149,6 +149,33 @@ expect_run "verify finds the byte" 1 \
 	"shardfs-index: mismatch: shard-000001.tfrecord: bad TFRecord data CRC in record 0 at byte 0" \
 	-- shardfs-index "$T/a-tfrecord" --verify --quiet
 
+# --- a damaged block of the boundary table: a mount would read it only
+# where a view needs it; --verify, shardfs-check and a refresh check the
+# whole table against its blocks file first ---
+shardfs-mkdata "$T/blk" --format jsonl --shards 2 --samples 800 --seed 5 >/dev/null
+shardfs-index "$T/blk" --quiet
+tbl=$(ls "$T/blk/.shardfs"/samples-*.bin)
+blk=$(basename "$(ls "$T/blk/.shardfs"/blocks-*.bin)")
+expect_eq "the blocks file: 1602 boundaries in 4 blocks of 4096 bytes" \
+	"$(python3 -c 'import json,sys; b=json.load(open(sys.argv[1]))["boundaries"]; print(b["count"], b["blocks"]["count"], b["blocks"]["block_bytes"], b["blocks"]["file"])' "$T/blk/.shardfs/manifest.json")" \
+	"1602 4 4096 $blk"
+printf 'Z' | dd of="$tbl" bs=1 seek=$((64 + 4096 + 9)) conv=notrunc status=none
+want="$tbl: block 1 (bytes 4160 to 8255) does not match its checksum in $blk; the index is damaged: rebuild it with shardfs-index"
+expect_run "verify: a damaged block" 2 "shardfs-index: $want" \
+	-- shardfs-index "$T/blk" --verify --quiet
+expect_run "shardfs-check plan: a damaged block" 2 "shardfs-check: $want" \
+	-- shardfs-check plan "$T/blk" -o world=2
+expect_run "a refresh does not reuse a damaged table" 0 \
+	"shardfs-index: not reusing the old index: $want" \
+	-- shardfs-index "$T/blk"
+expect_eq "rebuilt: verify clean" "$(shardfs-index "$T/blk" --verify)" \
+	"verified 2 shards, 1600 samples: 0 mismatches"
+expect_eq "rebuilt: one file of each kind" \
+	"$(ls "$T/blk/.shardfs" | sed 's/-[0-9a-f]*\.bin$//')" "blocks
+digests
+manifest.json
+samples"
+
 # --- --out leaves the source alone ---
 shardfs-mkdata "$T/ro" --format jsonl --shards 2 --samples 3
 shardfs-index "$T/ro" --out "$T/ro-index" --quiet
