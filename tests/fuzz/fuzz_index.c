@@ -1,10 +1,15 @@
 /*
  * libFuzzer harness: a hostile index.  The input is a manifest, then (after
- * a line "--table--") the bytes of its boundary table, written to a scratch
- * index directory.  So that the fuzzer gets past the checksums to the
- * fields behind them, the harness signs what it is given the way
- * shardfs-index would (when the manifest is a JSON object); loading must
- * refuse or accept without crashing, and an accepted index must plan.
+ * a line "--table--") the bytes of its boundary table, then (after a line
+ * "--blocks--", optional) the bytes of the table's blocks file, written to
+ * a scratch index directory.  So that the fuzzer gets past the checksums
+ * to the fields behind them, the harness signs what it is given the way
+ * shardfs-index would (when the manifest is a JSON object); when the
+ * manifest's boundary entry has a "blocks" object with a usable
+ * "block_bytes" but the input no blocks file, the harness writes the one
+ * shardfs-index would, so that the reads of boundaries (lazily checked
+ * against it) see the table's values.  Loading must refuse or accept
+ * without crashing, and an accepted index must plan and build a view.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -36,13 +41,47 @@ static void put(const char *name, const void *data, size_t len)
 }
 
 #define TABLE "samples-0000000000000000.bin"
+#define BLOCKS "blocks-0000000000000000.bin"
 
-/* Sign the table and the manifest as the indexer does. */
-static void sign(json_t *root, unsigned char *table, size_t len)
+/*
+ * The blocks file of table (len bytes, header included) with block_bytes
+ * per block, as shardfs-index writes it; *n gets its length.  NULL when
+ * block_bytes cannot be used.
+ */
+static unsigned char *blocks_of(const unsigned char *table, size_t len,
+				json_int_t block_bytes, size_t *n)
+{
+	size_t payload = len - 64, bb = (size_t)block_bytes, k, count;
+	unsigned char *out;
+
+	if (block_bytes < 8 || block_bytes > (1 << 20) || block_bytes % 8)
+		return NULL;
+	count = (payload + bb - 1) / bb;
+	*n = 64 + count * SFS_DIGEST_LEN;
+	out = calloc(1, *n);
+	if (!out)
+		return NULL;
+	memcpy(out, "SFSBLK01\1", 9);
+	for (k = 0; k < 8; k++)
+		out[16 + k] = (unsigned char)((uint64_t)count >> (8 * k));
+	for (k = 0; k < count; k++)
+		sfs_digest_buf(table + 64 + k * bb,
+			       payload - k * bb < bb ? payload - k * bb : bb,
+			       out + 64 + k * SFS_DIGEST_LEN);
+	return out;
+}
+
+/*
+ * Sign the table, the blocks file (given, or made here: *blocks, *blen)
+ * and the manifest as the indexer does.
+ */
+static void sign(json_t *root, unsigned char *table, size_t len,
+		 unsigned char **blocks, size_t *blen)
 {
 	unsigned char sum[SFS_DIGEST_LEN];
 	char hex[SFS_DIGEST_HEX], *text;
 	json_t *b = json_object_get(root, "boundaries");
+	json_t *bl = json_object_get(b, "blocks");
 
 	if (len >= 64 && json_is_object(b)) {
 		sfs_digest_buf(table + 64, len - 64, sum);
@@ -50,6 +89,24 @@ static void sign(json_t *root, unsigned char *table, size_t len)
 		sfs_digest_hex(sum, hex);
 		json_object_set_new(b, "sha256", json_string(hex));
 		json_object_set_new(b, "file", json_string(TABLE));
+	}
+	if (len >= 64 && json_is_object(bl) && !*blocks) {
+		*blocks = blocks_of(
+			table, len,
+			json_integer_value(json_object_get(bl, "block_bytes")),
+			blen);
+		if (*blocks)
+			json_object_set_new(
+				bl, "count",
+				json_integer((json_int_t)(*blen - 64) /
+					     SFS_DIGEST_LEN));
+	}
+	if (*blocks && *blen >= 64 && json_is_object(bl)) {
+		sfs_digest_buf(*blocks + 64, *blen - 64, sum);
+		memcpy(*blocks + 24, sum, SFS_DIGEST_LEN);
+		sfs_digest_hex(sum, hex);
+		json_object_set_new(bl, "sha256", json_string(hex));
+		json_object_set_new(bl, "file", json_string(BLOCKS));
 	}
 	json_object_del(root, "checksum");
 	text = json_dumps(root, JSON_COMPACT | JSON_SORT_KEYS);
@@ -61,13 +118,24 @@ static void sign(json_t *root, unsigned char *table, size_t len)
 	json_object_set_new(root, "checksum", json_string(hex));
 }
 
+/* No blocks file of an earlier input is left for this one. */
+static void unlink_blocks(void)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, BLOCKS);
+	unlink(path);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const char sep[] = "\n--table--\n";
-	const char *cut = memmem(data, size, sep, sizeof(sep) - 1);
+	static const char sep[] = "\n--table--\n", bsep[] = "\n--blocks--\n";
+	const char *cut = memmem(data, size, sep, sizeof(sep) - 1), *bcut;
 	size_t mlen = cut ? (size_t)(cut - (const char *)data) : size;
+	unsigned char *blocks = NULL;
+	size_t blen = 0;
 	struct sfs_options o;
 	struct sfs_index *idx = NULL;
 	struct sfs_plan *plan = NULL;
@@ -88,8 +156,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	if (cut)
 		memcpy(table, cut + sizeof(sep) - 1, tlen);
+	bcut = memmem(table, tlen, bsep, sizeof(bsep) - 1);
+	if (bcut) {
+		size_t at = (size_t)(bcut - (const char *)table);
+
+		blen = tlen - at - (sizeof(bsep) - 1);
+		blocks = malloc(blen + 1);
+		if (!blocks) {
+			free(table);
+			json_decref(root);
+			return 0;
+		}
+		memcpy(blocks, bcut + sizeof(bsep) - 1, blen);
+		tlen = at;
+	}
+	unlink_blocks();
 	if (json_is_object(root)) {
-		sign(root, table, tlen);
+		sign(root, table, tlen, &blocks, &blen);
 		text = json_dumps(root, JSON_COMPACT | JSON_SORT_KEYS);
 		put("manifest.json", text ? text : "", text ? strlen(text) : 0);
 		free(text);
@@ -98,6 +181,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	json_decref(root);
 	put(TABLE, table, tlen);
+	if (blocks)
+		put(BLOCKS, blocks, blen);
+	free(blocks);
 	free(table);
 	if (sfs_index_load("/", dir, &idx, NULL))
 		return 0;
