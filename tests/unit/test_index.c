@@ -1,6 +1,7 @@
 /* The index: build, save, load, refresh, staleness, damage. */
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -463,6 +464,53 @@ static void test_index_check_bounds(void **state)
 	assert_int_equal(idx->verified[0], 7);
 	expect_read(idx, 0, 0, 1501, 0, NULL);
 	sfs_index_free(idx);
+	tmpdir_remove(bs.dir);
+}
+
+struct reader {
+	const struct sfs_index *idx;
+	int rc;
+	uint64_t got[1501];
+};
+
+static void *read_all_bounds(void *arg)
+{
+	struct reader *r = arg;
+	struct sfs_error err = { 0 };
+
+	r->rc = sfs_index_read_bounds(r->idx, &r->idx->shards[0], 0, 1501,
+				      r->got, &err);
+	return NULL;
+}
+
+/* Eight threads read the same unchecked blocks at once: all right. */
+static void test_index_blocks_checked_by_threads(void **state)
+{
+	struct blocks_src bs;
+	struct sfs_error err = { 0 };
+	struct sfs_index *idx = NULL;
+	struct reader *r = calloc(8, sizeof(*r));
+	pthread_t tid[8];
+	int i, j;
+
+	(void)state;
+	make_blocks_source(&bs);
+	assert_int_equal(sfs_index_load(bs.dir, NULL, &idx, &err), 0);
+	for (i = 0; i < 8; i++) {
+		r[i].idx = idx;
+		assert_int_equal(pthread_create(&tid[i], NULL, read_all_bounds,
+						&r[i]),
+				 0);
+	}
+	for (i = 0; i < 8; i++) {
+		assert_int_equal(pthread_join(tid[i], NULL), 0);
+		assert_int_equal(r[i].rc, 0);
+		for (j = 0; j < 1501; j++)
+			assert_int_equal(r[i].got[j], 3 * j);
+	}
+	assert_int_equal(idx->verified[0], 7);
+	sfs_index_free(idx);
+	free(r);
 	tmpdir_remove(bs.dir);
 }
 
@@ -961,6 +1009,7 @@ int main(void)
 		cmocka_unit_test(test_index_blocks_file_written),
 		cmocka_unit_test(test_index_damaged_block),
 		cmocka_unit_test(test_index_check_bounds),
+		cmocka_unit_test(test_index_blocks_checked_by_threads),
 		cmocka_unit_test(test_index_bounds_out_of_range),
 		cmocka_unit_test(test_index_without_blocks_file),
 		cmocka_unit_test(test_index_checksum_of_manifest),
