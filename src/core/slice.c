@@ -132,8 +132,10 @@ static int lay_out(struct layout *l, const struct sfs_index *idx,
 		return ops->lay_out(fd, sh, runs, nruns, add_extent, l, err);
 	rc = read_runs_bounds(idx, sh, runs, nruns, buf,
 			      sizeof(buf) / sizeof(*buf), &b, &lo, &heap, err);
-	if (rc)
+	if (rc) {
+		free(heap);
 		return rc;
+	}
 	rc = add(l, 0, sh->prefix_len, NULL, false);
 	for (i = 0; !rc && i < nruns; i++) {
 		uint64_t a = runs[i].first - lo, e = a + runs[i].count;
