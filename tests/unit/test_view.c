@@ -321,6 +321,8 @@ static void test_view_many_slices_named_and_sized(void **state)
 			idx->bounds_heap[sh->bounds_at + k] = at;
 			at += 1 + (sh->first_sample + k) * 7 % 13;
 		}
+		/* a shard's boundaries end within it (index.h) */
+		idx->shards[i].size = idx->bounds_heap[sh->bounds_at + k - 1];
 	}
 	v = build(idx, "world=2,workers=3,shuffle=samples,block=2,epoch=5", 2);
 	for (i = 0; i < v->nnodes; i++) {
