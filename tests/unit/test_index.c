@@ -446,6 +446,42 @@ static void test_index_damaged_block(void **state)
 	tmpdir_remove(bs.dir);
 }
 
+/*
+ * A mixture borrows its sources' tables (sfs_index_join with borrow): its
+ * reads check the source's blocks, and the source keeps what was checked.
+ */
+static void test_index_blocks_of_borrowed_table(void **state)
+{
+	struct blocks_src bs;
+	struct sfs_error err = { 0 };
+	struct sfs_index *src = NULL, *mix = NULL;
+	const char *prefix = "one/", *name = "one";
+	char want[1200];
+
+	(void)state;
+	make_blocks_source(&bs);
+	poke(bs.table, 64 + 4096 + 100, "X");
+	assert_int_equal(sfs_index_load(bs.dir, NULL, &src, &err), 0);
+	assert_int_equal(sfs_index_join((const struct sfs_index *const *)&src,
+					&prefix, &name, 1, "/mix", "", true,
+					&mix, &err),
+			 0);
+	assert_ptr_equal(mix->shards[0].bounds_in, src);
+	assert_string_equal(mix->shards[0].path, "one/a.jsonl");
+	assert_null(mix->verified);
+	expect_read(mix, 0, 1024, 477, 0, NULL);
+	assert_int_equal(src->verified[0], 4);
+	snprintf(
+		want, sizeof(want),
+		"%s: block 1 (bytes 4160 to 8255) does not match its checksum in %s; the index is damaged: rebuild it with shardfs-index",
+		bs.table, strrchr(bs.blocks, '/') + 1);
+	expect_read(mix, 0, 600, 1, -EINVAL, want);
+	assert_int_equal(src->verified[0], 4);
+	sfs_index_free(mix);
+	sfs_index_free(src);
+	tmpdir_remove(bs.dir);
+}
+
 /* An intact table: a full check marks every block, reads stay right. */
 static void test_index_check_bounds(void **state)
 {
@@ -1009,6 +1045,7 @@ int main(void)
 		cmocka_unit_test(test_index_blocks_file_written),
 		cmocka_unit_test(test_index_damaged_block),
 		cmocka_unit_test(test_index_check_bounds),
+		cmocka_unit_test(test_index_blocks_of_borrowed_table),
 		cmocka_unit_test(test_index_blocks_checked_by_threads),
 		cmocka_unit_test(test_index_bounds_out_of_range),
 		cmocka_unit_test(test_index_without_blocks_file),
