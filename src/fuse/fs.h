@@ -189,6 +189,15 @@ void fs_log(struct fs *fs, int prio, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 /*
+ * pthread_create, the new thread (and the threads it starts) blocking the
+ * signals that end the session, as libfuse's own workers do: they are
+ * then taken by the main thread, which waits in the session loop, and not
+ * by a thread whose handling of one would leave that loop waiting forever
+ * (it checks, then sleeps).  Returns pthread_create's result.
+ */
+int fs_thread_start(pthread_t *tid, void *(*fn)(void *), void *arg);
+
+/*
  * Raise the mount's read-ahead, once: called by the requests that come
  * before any read (lookup, getattr, open).  Root only; a failure costs
  * speed, not correctness, and is logged.

@@ -513,12 +513,12 @@ int prefetch_start(struct fs *fs, struct prefetch **out)
 	pthread_cond_init(&p->idle, NULL);
 	for (i = 0; i < p->nthreads; i++) {
 		p->slots[i].p = p;
-		if (pthread_create(&p->tids[i], NULL, worker, &p->slots[i]))
+		if (fs_thread_start(&p->tids[i], worker, &p->slots[i]))
 			break;
 		p->running++;
 	}
 	p->nthreads = p->running;
-	p->watching = p->running && !pthread_create(&p->watch, NULL, watch, p);
+	p->watching = p->running && !fs_thread_start(&p->watch, watch, p);
 	if (!p->watching) {
 		prefetch_stop(p);
 		return -EAGAIN;

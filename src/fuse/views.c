@@ -257,8 +257,7 @@ static void ahead_start_locked(struct fs *fs)
 	fs->ahead.v = NULL;
 	atomic_store(&fs->ahead.cancel, false);
 	/* without a thread, the next switch builds its view itself */
-	fs->ahead.running =
-		!pthread_create(&fs->ahead.tid, NULL, build_ahead, fs);
+	fs->ahead.running = !fs_thread_start(&fs->ahead.tid, build_ahead, fs);
 }
 
 /* Wait for the build ahead to end, first asking it to stop if cancel. */
@@ -364,7 +363,7 @@ int fs_switch_epoch(struct fs *fs, uint64_t epoch, struct sfs_error *err)
 		if (f)
 			atomic_fetch_add(&fs->forgetting, 1);
 		if (f && fs->single && fs->se &&
-		    !pthread_create(&tid, NULL, forget_old, f)) {
+		    !fs_thread_start(&tid, forget_old, f)) {
 			pthread_detach(tid);
 		} else if (f) {
 			forget_old(f);
