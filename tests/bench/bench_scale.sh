@@ -4,9 +4,9 @@
 # samples (default 20 000 shards: 100 M samples, 5 GB, ~1 min to make,
 # kept under $BENCH_DIR), indexed with --no-hash. For shuffle none, units
 # and samples: mount to ready (median of 3); the switch to the next epoch
-# (median of 5, each once its view is built ahead, as when an epoch of
-# training has passed) and to another epoch (median of 5: 105, 205, ...,
-# built at the switch); the daemon's peak RSS after the switches; ROUNDS
+# (median of 5) and to another epoch (median of 5: 105, 205, ..., built at
+# the switch), each 1 s after the last (as when an epoch of training has
+# passed) and once the next epoch's view is built ahead; the daemon's peak RSS after the switches; ROUNDS
 # rounds, the median of each. With BASE=DIR (another build tree, e.g. of an older commit) the
 # same figures of its binaries, measured alternately in the same rounds,
 # and the ratio of this build's to the base's.
@@ -34,10 +34,12 @@ trap cleanup EXIT
 mkdir -p "$m"
 switch_to() { echo "$1" > "$m/.shardfs/epoch"; }
 
-# wait (5 s at most) until the view of epoch $1 is built ahead; at once
-# when the build builds none (the status of a base too old has no "ahead")
+# 1 s, then until the view of epoch $1 is built ahead (5 s at most); no
+# more when the build builds none (the status of a base too old has no
+# "ahead")
 await_ahead() {
 	local i
+	sleep 1
 	grep -q '"ahead":' "$m/.shardfs/status" || return 0
 	for i in $(seq 100); do
 		grep -q "\"ahead\": $1,\?\$" "$m/.shardfs/status" && return 0
