@@ -78,7 +78,8 @@ const struct sfs_opt sfs_mount_options[] = {
 	{ "ahead", SFS_OPT_FLAG, MOUNT(ahead), 0, 1, NULL, NULL, "1",
 	  "build the next epoch's view while this one is\n"
 	  "served, so that switching to it only swaps views\n"
-	  "(0: one view in memory, each switch builds its own)",
+	  "(0: one view in memory, each switch builds its own;\n"
+	  "none with epochs=N > 1)",
 	  false },
 	{ "prefetch", SFS_OPT_FLAG, MOUNT(prefetch), 0, 1, NULL, NULL, "1",
 	  "read ahead the next file a reader will open", false },

@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "fs.h"
@@ -224,10 +223,6 @@ static void *forget_old(void *arg)
 	return NULL;
 }
 
-/* How much nicer than the threads that serve a build ahead runs: it takes
- * what CPU they leave. */
-#define AHEAD_NICE 10
-
 static void *build_ahead(void *arg)
 {
 	struct fs *fs = arg;
@@ -236,28 +231,11 @@ static void *build_ahead(void *arg)
 
 	o.options.plan.epoch = fs->ahead.epoch;
 	o.cancel = &fs->ahead.cancel;
-	/* Linux keeps a nice value per thread, and the threads this one
-	 * starts (the build's pool) inherit it; if it cannot be set, the
-	 * build runs as the others do */
-	setpriority(PRIO_PROCESS, 0, getpriority(PRIO_PROCESS, 0) + AHEAD_NICE);
 	if (sfs_view_build(fs->idx, &o, &fs->ahead.v, &err))
 		fs->ahead.v = NULL;
 	else
 		atomic_store(&fs->ahead.built, true);
 	return NULL;
-}
-
-/* Start the build of the epoch after the current one, unless one runs. */
-static void ahead_start_locked(struct fs *fs)
-{
-	if (!fs->ahead.may_start || fs->ahead.running || !fs->current ||
-	    fs->current->v->epoch == UINT64_MAX)
-		return;
-	fs->ahead.epoch = fs->current->v->epoch + 1;
-	fs->ahead.v = NULL;
-	atomic_store(&fs->ahead.cancel, false);
-	/* without a thread, the next switch builds its view itself */
-	fs->ahead.running = !fs_thread_start(&fs->ahead.tid, build_ahead, fs);
 }
 
 /* Wait for the build ahead to end, first asking it to stop if cancel. */
@@ -269,23 +247,59 @@ static void ahead_join_locked(struct fs *fs, bool cancel)
 		atomic_store(&fs->ahead.cancel, true);
 	pthread_join(fs->ahead.tid, NULL);
 	fs->ahead.running = false;
+}
+
+/* Stop the build ahead and drop what it built. */
+static void ahead_drop_locked(struct fs *fs)
+{
+	ahead_join_locked(fs, true);
 	atomic_store(&fs->ahead.built, false);
+	sfs_view_free(fs->ahead.v);
+	fs->ahead.v = NULL;
+}
+
+/*
+ * Have the view of the epoch after the current one built ahead: keep the
+ * one built or being built for it, else drop what there is and start it.
+ */
+static void ahead_start_locked(struct fs *fs)
+{
+	uint64_t next;
+
+	if (!fs->current || fs->current->v->epoch == UINT64_MAX)
+		return;
+	next = fs->current->v->epoch + 1;
+	if ((fs->ahead.running || fs->ahead.v) && fs->ahead.epoch == next)
+		return;
+	ahead_drop_locked(fs);
+	if (!fs->ahead.may_start)
+		return;
+	fs->ahead.epoch = next;
+	atomic_store(&fs->ahead.cancel, false);
+	/* without a thread, the next switch builds its view itself */
+	fs->ahead.running = !fs_thread_start(&fs->ahead.tid, build_ahead, fs);
 }
 
 /*
  * The view built ahead if it is epoch's and still what a build would give
- * (the shards it read unchanged), else NULL; either way none is left.
+ * (the shards it read unchanged), else NULL.  A build ahead of another
+ * epoch is stopped; what it built is kept, for the epoch after the current
+ * one if this switch fails.
  */
 static struct sfs_view *ahead_take_locked(struct fs *fs, uint64_t epoch)
 {
 	struct sfs_view *v;
 	struct sfs_error err;
 
-	ahead_join_locked(fs, fs->ahead.epoch != epoch);
+	if (fs->ahead.epoch != epoch) {
+		ahead_join_locked(fs, true);
+		return NULL;
+	}
+	ahead_join_locked(fs, false);
 	v = fs->ahead.v;
 	fs->ahead.v = NULL;
-	if (v && (fs->ahead.epoch != epoch ||
-		  sfs_view_check_shards(v, fs->vopts.srcfd, &err))) {
+	atomic_store(&fs->ahead.built, false);
+	if (v && sfs_view_check_shards(v, fs->vopts.srcfd, &err)) {
 		sfs_view_free(v);
 		v = NULL;
 	}
@@ -295,7 +309,9 @@ static struct sfs_view *ahead_take_locked(struct fs *fs, uint64_t epoch)
 void fs_ahead_start(struct fs *fs)
 {
 	pthread_mutex_lock(&fs->switch_lock);
-	fs->ahead.may_start = fs->mount.ahead;
+	/* a loader that lists a view of epochs=N > 1 once sees N epochs,
+	 * and does not switch */
+	fs->ahead.may_start = fs->mount.ahead && fs->vopts.epochs == 1;
 	ahead_start_locked(fs);
 	pthread_mutex_unlock(&fs->switch_lock);
 }
@@ -304,7 +320,7 @@ int fs_switch_epoch(struct fs *fs, uint64_t epoch, struct sfs_error *err)
 {
 	struct sfs_view_opts o;
 	struct view_ref *vr, *old;
-	bool same;
+	bool same, taken = false;
 	int rc;
 
 	pthread_mutex_lock(&fs->switch_lock);
@@ -323,9 +339,8 @@ int fs_switch_epoch(struct fs *fs, uint64_t epoch, struct sfs_error *err)
 		goto out;
 	}
 	vr->v = ahead_take_locked(fs, epoch);
-	if (vr->v)
-		atomic_fetch_add(&fs->switches_ahead, 1);
-	else
+	taken = vr->v != NULL;
+	if (!taken)
 		rc = sfs_view_build(fs->idx, &o, &vr->v, err);
 	if (!rc) {
 		vr->held = calloc(vr->v->nnodes, sizeof(*vr->held));
@@ -350,6 +365,8 @@ int fs_switch_epoch(struct fs *fs, uint64_t epoch, struct sfs_error *err)
 		old->refs++; /* kept until the kernel is told */
 	pthread_mutex_unlock(&fs->lock);
 	atomic_fetch_add(&fs->switches, 1);
+	if (taken)
+		atomic_fetch_add(&fs->switches_ahead, 1);
 	if (old) {
 		struct forget *f = calloc(1, sizeof(*f));
 		pthread_t tid;
@@ -384,9 +401,7 @@ void fs_release_views(struct fs *fs)
 {
 	pthread_mutex_lock(&fs->switch_lock);
 	fs->ahead.may_start = false;
-	ahead_join_locked(fs, true);
-	sfs_view_free(fs->ahead.v);
-	fs->ahead.v = NULL;
+	ahead_drop_locked(fs);
 	pthread_mutex_unlock(&fs->switch_lock);
 	while (atomic_load(&fs->forgetting))
 		usleep(1000);

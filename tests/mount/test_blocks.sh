@@ -60,6 +60,8 @@ damage 9
 mount_view "$T/src" "$M" "$O" || bad "mount with block 9 damaged"
 expect_eq "epoch 0 served from the undamaged blocks" \
 	"$(head -n 1000 "$T/src/shard-000001.jsonl" | cmp - "$M"/0/0/*-shard-000001.0-999.jsonl && echo same)" same
+for i in $(seq 100); do [ "$(counter "$M" ahead)" == 1 ] && break; sleep 0.1; done
+expect_eq "epoch 1 is built ahead" "$(counter "$M" ahead)" 1
 expect_run "block 9 (epoch 2 reads it): the switch is refused" 1 \
 	"bash: line 1: echo: write error: Invalid argument" \
 	-- bash -c "echo 2 > '$M/.shardfs/epoch'"
@@ -67,6 +69,7 @@ expect_eq "the refusal names the block" \
 	"$(grep -cxF "shardfs: refused epoch 2: $(bad_block 9)" "${daemon_log[$M]}")" 1
 expect_eq "the epoch stays" "$(cat "$M/.shardfs/epoch")" 0
 expect_eq "epoch 1 needs no damaged block" "$(views 1)" "$epoch1"
+expect_eq "after the refused switch, epoch 1 is still built ahead" "$(counter "$M" switches_ahead)" 1
 expect_eq "epoch 1 served right" \
 	"$(sed -n 1001,1023p "$T/src/shard-000002.jsonl" | cmp - "$M"/0/0/*-shard-000002.1000-1022.jsonl && echo same)" same
 # the auditor checks the whole table first

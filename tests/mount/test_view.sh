@@ -193,6 +193,11 @@ unmount_view "$M"
 mount_view "$T/tar" "$M" world=2,workers=2,epochs=3,epoch=8 || bad "mount epochs=3"
 expect_eq "epochs=3: three epochs, in order" "$(ls "$M/0/0" | cut -c1-2 | uniq | tr '\n' ' ')" "08 09 10 "
 counts=$(for e in 08 09 10; do getfattr --absolute-names --only-values -n user.shardfs.samples "$M"/0/0/$e-* 2>/dev/null | tr -d '\n'; echo; done)
+# a loader that lists once sees the three: nothing is built ahead, even
+# after a switch (the switch joins any build ahead: this is not a race)
+echo 11 > "$M/.shardfs/epoch"
+echo 12 > "$M/.shardfs/epoch"
+expect_eq "epochs=3: no view built ahead" "$(counter "$M" switches_ahead):$(counter "$M" ahead)" "0:None"
 unmount_view "$M"
 mount_view "$T/tar" "$M" world=2,workers=2,symlinks=0 || bad "mount symlinks=0"
 expect_eq "symlinks=0: no links" "$(find "$M" -type l | wc -l)" 0
