@@ -620,6 +620,28 @@ static int load_blocks(struct loader *l, json_t *entry, const char *dir,
 }
 
 /*
+ * One pass over the boundary table (open on fd, len bytes with its header):
+ * its checksum, every shard's boundaries and, with bs, its blocks against
+ * the blocks file.  Then nothing needs checking again.
+ */
+static int pass_bounds(struct loader *l, int fd, size_t len,
+		       struct sfs_index *idx, struct block_sums *bs)
+{
+	unsigned char sum[SFS_DIGEST_LEN];
+	struct bounds_pass bp = { 0 };
+	int rc;
+
+	rc = read_payload(l, fd, len, idx->table_path, idx, &bp, bs, sum);
+	if (!rc && memcmp(sum, idx->table_sum, SFS_DIGEST_LEN))
+		rc = corrupt(l, idx->table_path,
+			     "its contents do not match their checksum");
+	if (!rc && bp.bad)
+		rc = bad_bounds(l, bp.bad);
+	idx->bounds_checked = !rc;
+	return rc;
+}
+
+/*
  * Open the boundary table, check its header and length, and, with a blocks
  * file, that file (the table's blocks are checked as they are read);
  * without one, check the table in one pass: its checksum, and every
@@ -628,8 +650,6 @@ static int load_blocks(struct loader *l, json_t *entry, const char *dir,
 static int load_bounds(struct loader *l, json_t *entry, const char *dir,
 		       struct sfs_index *idx)
 {
-	unsigned char sum[SFS_DIGEST_LEN];
-	struct bounds_pass bp = { 0 };
 	json_t *blocks = NULL;
 	size_t len = 0;
 	int fd = -1, rc;
@@ -641,19 +661,9 @@ static int load_bounds(struct loader *l, json_t *entry, const char *dir,
 		rc = check_bounds_at(l, idx);
 	if (!rc)
 		blocks = json_object_get(entry, blocks_kind.key);
-	if (!rc && blocks) {
-		rc = load_blocks(l, blocks, dir, idx);
-	} else if (!rc) {
-		rc = read_payload(l, fd, len, idx->table_path, idx, &bp, NULL,
-				  sum);
-		if (!rc && memcmp(sum, idx->table_sum, SFS_DIGEST_LEN))
-			rc = corrupt(
-				l, idx->table_path,
-				"its contents do not match their checksum");
-		if (!rc && bp.bad)
-			rc = bad_bounds(l, bp.bad);
-		idx->bounds_checked = !rc;
-	}
+	if (!rc)
+		rc = blocks ? load_blocks(l, blocks, dir, idx) :
+			      pass_bounds(l, fd, len, idx, NULL);
 	if (rc) {
 		if (fd >= 0)
 			close(fd);
@@ -890,8 +900,6 @@ int sfs_index_check_bounds(struct sfs_index *idx, struct sfs_error *err)
 				 .block_bytes = idx->block_bytes,
 				 .path = idx->table_path,
 				 .err = err };
-	unsigned char sum[SFS_DIGEST_LEN];
-	struct bounds_pass bp = { 0 };
 	uint64_t k;
 	size_t i;
 	int rc;
@@ -906,21 +914,13 @@ int sfs_index_check_bounds(struct sfs_index *idx, struct sfs_error *err)
 	bs.d = sfs_digest_new();
 	if (!bs.d)
 		return sfs_errorf(err, -ENOMEM, "out of memory");
-	rc = read_payload(&l, idx->table_fd,
-			  TABLE_HEADER + idx->nbounds * sizeof(uint64_t),
-			  idx->table_path, idx, &bp, &bs, sum);
+	rc = pass_bounds(&l, idx->table_fd,
+			 TABLE_HEADER + idx->nbounds * sizeof(uint64_t), idx,
+			 &bs);
 	sfs_digest_free(bs.d);
-	if (!rc && memcmp(sum, idx->table_sum, SFS_DIGEST_LEN))
-		rc = corrupt(&l, idx->table_path,
-			     "its contents do not match their checksum");
-	if (!rc && bp.bad)
-		rc = bad_bounds(&l, bp.bad);
-	if (rc)
-		return rc;
-	for (k = 0; k < idx->nblocks; k++)
+	for (k = 0; !rc && k < idx->nblocks; k++)
 		block_mark(idx, k);
-	idx->bounds_checked = true;
-	return 0;
+	return rc;
 }
 
 int sfs_index_read_digests(const struct sfs_index *idx, uint64_t first,
