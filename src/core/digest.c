@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -14,6 +15,26 @@ struct sfs_digest {
 	unsigned char *buf; /* READ_BLOCK bytes for sfs_digest_fd */
 };
 
+/*
+ * SHA-256 fetched from OpenSSL's provider once: EVP_sha256() makes every
+ * init look the algorithm up again, under a lock the threads that hash
+ * small buffers (boundary blocks, slice names) contend on.  Held for the
+ * life of the process.
+ */
+static EVP_MD *fetched;
+static pthread_once_t fetch_once = PTHREAD_ONCE_INIT;
+
+static void fetch_sha256(void)
+{
+	fetched = EVP_MD_fetch(NULL, "SHA256", NULL);
+}
+
+static const EVP_MD *sha256(void)
+{
+	pthread_once(&fetch_once, fetch_sha256);
+	return fetched ? fetched : EVP_sha256();
+}
+
 struct sfs_digest *sfs_digest_new(void)
 {
 	struct sfs_digest *d = calloc(1, sizeof(*d));
@@ -21,7 +42,7 @@ struct sfs_digest *sfs_digest_new(void)
 	if (!d)
 		return NULL;
 	d->ctx = EVP_MD_CTX_new();
-	if (!d->ctx || !EVP_DigestInit_ex(d->ctx, EVP_sha256(), NULL)) {
+	if (!d->ctx || !EVP_DigestInit_ex(d->ctx, sha256(), NULL)) {
 		sfs_digest_free(d);
 		return NULL;
 	}
@@ -48,7 +69,7 @@ int sfs_digest_final(struct sfs_digest *d, unsigned char out[SFS_DIGEST_LEN])
 
 	if (!EVP_DigestFinal_ex(d->ctx, out, &n) || n != SFS_DIGEST_LEN)
 		return -EIO;
-	return EVP_DigestInit_ex(d->ctx, EVP_sha256(), NULL) ? 0 : -EIO;
+	return EVP_DigestInit_ex(d->ctx, sha256(), NULL) ? 0 : -EIO;
 }
 
 int sfs_digest_fd(struct sfs_digest *d, int fd, uint64_t size, const char *path,
@@ -95,7 +116,7 @@ void sfs_digest_buf(const void *buf, size_t len,
 {
 	unsigned int n = 0;
 
-	EVP_Digest(buf, len, out, &n, EVP_sha256(), NULL);
+	EVP_Digest(buf, len, out, &n, sha256(), NULL);
 }
 
 void sfs_digest_hex(const unsigned char d[SFS_DIGEST_LEN], char *out)
