@@ -495,6 +495,19 @@ static int child_cmp(const void *a, const void *b, void *arg)
 		      v->nodes[*(const uint32_t *)b].name);
 }
 
+/* Whether node n's children are in name order already: a worker
+ * directory's files are added in the order their sequence numbers give. */
+static bool in_order(const struct sfs_view *v, const struct sfs_view_node *n)
+{
+	const uint32_t *c = v->children + n->first_child;
+	uint32_t i;
+
+	for (i = 1; i < n->nchildren; i++)
+		if (strcmp(v->nodes[c[i - 1]].name, v->nodes[c[i]].name) > 0)
+			return false;
+	return true;
+}
+
 /* Resolve names, group children per directory, sort them by name. */
 static int finish(struct builder *b)
 {
@@ -523,7 +536,7 @@ static int finish(struct builder *b)
 		v->children[fill[v->nodes[i].parent]++] = i;
 	free(fill);
 	for (i = 0; i < v->nnodes; i++)
-		if (v->nodes[i].nchildren > 1)
+		if (!in_order(v, &v->nodes[i]))
 			qsort_r(v->children + v->nodes[i].first_child,
 				v->nodes[i].nchildren, sizeof(uint32_t),
 				child_cmp, v);
