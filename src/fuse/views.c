@@ -229,6 +229,8 @@ static void *build_ahead(void *arg)
 	struct sfs_view_opts o = fs->vopts;
 	struct sfs_error err;
 
+	sfs_view_free(fs->ahead.dropped);
+	fs->ahead.dropped = NULL;
 	o.options.plan.epoch = fs->ahead.epoch;
 	o.cancel = &fs->ahead.cancel;
 	if (sfs_view_build(fs->idx, &o, &fs->ahead.v, &err))
@@ -260,7 +262,8 @@ static void ahead_drop_locked(struct fs *fs)
 
 /*
  * Have the view of the epoch after the current one built ahead: keep the
- * one built or being built for it, else drop what there is and start it.
+ * one built or being built for it, else drop what there is and start it
+ * (the new build frees what was dropped: the switch does not wait on it).
  */
 static void ahead_start_locked(struct fs *fs)
 {
@@ -271,13 +274,21 @@ static void ahead_start_locked(struct fs *fs)
 	next = fs->current->v->epoch + 1;
 	if ((fs->ahead.running || fs->ahead.v) && fs->ahead.epoch == next)
 		return;
-	ahead_drop_locked(fs);
-	if (!fs->ahead.may_start)
-		return;
-	fs->ahead.epoch = next;
-	atomic_store(&fs->ahead.cancel, false);
-	/* without a thread, the next switch builds its view itself */
-	fs->ahead.running = !fs_thread_start(&fs->ahead.tid, build_ahead, fs);
+	ahead_join_locked(fs, true);
+	atomic_store(&fs->ahead.built, false);
+	fs->ahead.dropped = fs->ahead.v;
+	fs->ahead.v = NULL;
+	if (fs->ahead.may_start) {
+		fs->ahead.epoch = next;
+		atomic_store(&fs->ahead.cancel, false);
+		/* without a thread, the next switch builds its view itself */
+		fs->ahead.running =
+			!fs_thread_start(&fs->ahead.tid, build_ahead, fs);
+	}
+	if (!fs->ahead.running) {
+		sfs_view_free(fs->ahead.dropped);
+		fs->ahead.dropped = NULL;
+	}
 }
 
 /*
