@@ -41,9 +41,10 @@
 struct sfs_plan_file {
 	size_t shard; /* in idx->shards */
 	bool whole; /* exactly the shard: a symlink */
+	uint32_t part; /* its runs: plan->runs[part][run_at ...] */
 	uint64_t nsamples;
 	uint64_t npadding; /* samples of this file that are padding */
-	size_t run_at; /* its runs: plan->runs[run_at ...] */
+	size_t run_at;
 	size_t nruns;
 };
 
@@ -74,8 +75,11 @@ struct sfs_plan {
 	struct sfs_plan_reader *readers;
 	struct sfs_plan_file *files;
 	size_t nfiles;
-	struct sfs_run *runs;
-	size_t nruns;
+	/* the files' runs: one array per part of the readers, each part
+	 * built by a thread of its own and kept where it was built */
+	struct sfs_run **runs;
+	size_t nparts;
+	size_t nruns; /* in all parts */
 	struct sfs_plan_source *sources; /* the index's mixture order */
 	size_t nsources;
 };
@@ -125,6 +129,13 @@ json_t *sfs_plan_mixture_json(const struct sfs_plan *plan,
 
 /* The reader number of (rank, worker): ranks of one replica group share
  * one. */
+/* The runs of file f of plan p: f->nruns of them. */
+static inline const struct sfs_run *
+sfs_plan_file_runs(const struct sfs_plan *p, const struct sfs_plan_file *f)
+{
+	return p->runs[f->part] + f->run_at;
+}
+
 static inline size_t sfs_plan_reader_id(const struct sfs_plan *plan,
 					uint32_t rank, uint32_t worker)
 {

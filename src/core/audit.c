@@ -142,7 +142,7 @@ int sfs_audit_from_plan(struct sfs_audit *a, const struct sfs_plan *plan,
 				return -ENOMEM;
 			for (k = 0; k < pf->nruns; k++) {
 				const struct sfs_run *run =
-					&plan->runs[pf->run_at + k];
+					&sfs_plan_file_runs(plan, pf)[k];
 
 				for (i = 0; i < run->count; i++)
 					if (sfs_audit_add_sample(r, pf->shard,
@@ -232,12 +232,12 @@ struct sfs_audit_sample *sfs_audit_planned(const struct sfs_plan *p, size_t t,
 		return NULL;
 	for (f = 0; f < pr->nfiles; f++) {
 		const struct sfs_plan_file *pf = &p->files[pr->file_at + f];
+		const struct sfs_run *r = sfs_plan_file_runs(p, pf);
 
 		for (k = 0; k < pf->nruns; k++)
-			for (i = 0; i < p->runs[pf->run_at + k].count; i++)
+			for (i = 0; i < r[k].count; i++)
 				out[m++] = (struct sfs_audit_sample){
-					pf->shard,
-					p->runs[pf->run_at + k].first + i
+					pf->shard, r[k].first + i
 				};
 	}
 	*n = m;
@@ -444,13 +444,11 @@ static int judge_counts(struct judge *j, const struct sfs_plan *p0)
 		for (f = 0; f < pr->nfiles; f++) {
 			const struct sfs_plan_file *pf =
 				&p0->files[pr->file_at + f];
+			const struct sfs_run *r = sfs_plan_file_runs(p0, pf);
 
 			for (k = 0; k < pf->nruns; k++)
-				for (x = 0; x < p0->runs[pf->run_at + k].count;
-				     x++) {
-					g = gid(j, pf->shard,
-						p0->runs[pf->run_at + k].first +
-							x);
+				for (x = 0; x < r[k].count; x++) {
+					g = gid(j, pf->shard, r[k].first + x);
 					want[g] += p0->opts.replicas;
 					planned_by[g] = (uint32_t)t;
 				}

@@ -581,6 +581,7 @@ static bool unit_permuted(const struct builder *b, const struct unit *un)
  */
 struct out {
 	size_t lo, hi;
+	uint32_t part; /* its number: the plan keeps its runs as runs[part] */
 	struct sfs_plan_file *files;
 	size_t nfiles, files_cap;
 	struct sfs_run *runs;
@@ -670,6 +671,7 @@ static int add_file(const struct builder *b, struct out *out,
 		.shard = un->shard,
 		.nsamples = len,
 		.npadding = padding ? len : 0,
+		.part = out->part,
 		.run_at = out->nruns,
 	};
 	if (!unit_permuted(b, un)) {
@@ -804,9 +806,9 @@ static void partition_group(struct sfs_pool *p, size_t i, struct sfs_digest *d)
 	out->perm = NULL;
 }
 
-/* Append group out's files and runs to the plan's: the first group's
- * arrays become the plan's, the others' are copied once and freed, so
- * that at most one group is held twice. */
+/* Append group out's files to the plan's (the first group's array becomes
+ * the plan's, the others' are copied once and freed) and keep its runs as
+ * they are, as part out->part, without the room doubling left. */
 static int gather(struct builder *b, struct out *out)
 {
 	struct sfs_plan *plan = b->plan;
@@ -814,17 +816,18 @@ static int gather(struct builder *b, struct out *out)
 	struct sfs_run *r;
 	size_t i;
 
+	if (out->nruns && (r = realloc(out->runs, out->nruns * sizeof(*r))))
+		out->runs = r;
+	plan->runs[out->part] = out->runs;
+	plan->nruns += out->nruns;
+	out->runs = NULL;
 	for (i = out->lo; i < out->hi; i++)
 		plan->readers[i].file_at += plan->nfiles;
 	if (!plan->nfiles) {
 		free(plan->files);
-		free(plan->runs);
 		plan->files = out->files;
-		plan->runs = out->runs;
 		plan->nfiles = out->nfiles;
-		plan->nruns = out->nruns;
 		out->files = NULL;
-		out->runs = NULL;
 		return 0;
 	}
 	if (!out->nfiles)
@@ -833,28 +836,18 @@ static int gather(struct builder *b, struct out *out)
 	if (!f)
 		return -ENOMEM;
 	plan->files = f;
-	r = realloc(plan->runs, (plan->nruns + out->nruns) * sizeof(*r));
-	if (!r)
-		return -ENOMEM;
-	plan->runs = r;
-	for (i = 0; i < out->nfiles; i++) {
-		f[plan->nfiles + i] = out->files[i];
-		f[plan->nfiles + i].run_at += plan->nruns;
-	}
-	memcpy(r + plan->nruns, out->runs, out->nruns * sizeof(*r));
+	memcpy(f + plan->nfiles, out->files, out->nfiles * sizeof(*f));
 	plan->nfiles += out->nfiles;
-	plan->nruns += out->nruns;
 	free(out->files);
-	free(out->runs);
 	out->files = NULL;
-	out->runs = NULL;
 	return 0;
 }
 
 /*
  * Step 5: the files of the readers wanted.  A plan for some ranks (a
  * daemon's, at an epoch switch) cuts them into one group per CPU, each
- * built on a thread of its own and appended in order; the plan of every
+ * built on a thread of its own, its files appended in order and its runs
+ * kept as a part of the plan's, where they were built; the plan of every
  * reader (shardfs-plan) is built by one thread, so that it is never held
  * twice.  Either way the files are the same.
  */
@@ -864,7 +857,6 @@ static int partition(struct builder *b)
 	struct sfs_pool pool = { .work = partition_group, .arg = b };
 	size_t t, nwanted = 0, k = 1, g, seen;
 	struct sfs_plan_file *f;
-	struct sfs_run *runs;
 	int rc = 0;
 
 	for (t = 0; t < plan->nreaders; t++)
@@ -875,9 +867,13 @@ static int partition(struct builder *b)
 		k = k < nwanted ? k : nwanted;
 	}
 	b->outs = calloc(k, sizeof(*b->outs));
-	if (!b->outs)
+	plan->runs = calloc(k, sizeof(*plan->runs));
+	if (!b->outs || !plan->runs)
 		return -ENOMEM;
 	b->nouts = k;
+	plan->nparts = k;
+	for (g = 0; g < k; g++)
+		b->outs[g].part = (uint32_t)g;
 	/* group g: the readers up to its share of the wanted ones */
 	for (t = 0, g = 0, seen = 0; t < plan->nreaders; t++) {
 		seen += wanted(b, t);
@@ -903,9 +899,6 @@ static int partition(struct builder *b)
 	if (plan->nfiles &&
 	    (f = realloc(plan->files, plan->nfiles * sizeof(*f))))
 		plan->files = f;
-	if (plan->nruns &&
-	    (runs = realloc(plan->runs, plan->nruns * sizeof(*runs))))
-		plan->runs = runs;
 	return 0;
 }
 
@@ -1113,10 +1106,14 @@ out_free:
 
 void sfs_plan_free(struct sfs_plan *plan)
 {
+	size_t s;
+
 	if (!plan)
 		return;
 	free(plan->readers);
 	free(plan->files);
+	for (s = 0; plan->runs && s < plan->nparts; s++)
+		free(plan->runs[s]);
 	free(plan->runs);
 	free(plan->sources);
 	free(plan);

@@ -13,7 +13,7 @@ static json_t *file_json(const struct sfs_plan *plan,
 	size_t i;
 
 	for (i = 0; i < f->nruns; i++) {
-		const struct sfs_run *r = &plan->runs[f->run_at + i];
+		const struct sfs_run *r = &sfs_plan_file_runs(plan, f)[i];
 
 		json_array_append_new(runs,
 				      json_pack("[I, I]", (json_int_t)r->first,

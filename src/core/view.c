@@ -275,7 +275,7 @@ static int describe_one(const struct sfs_view *v, int srcfd,
 {
 	const struct sfs_plan *p = v->plans[plan];
 	const struct sfs_plan_file *f = &p->files[fi];
-	const struct sfs_run *r = &p->runs[f->run_at];
+	const struct sfs_run *r = sfs_plan_file_runs(p, f);
 	int rc;
 
 	if (f->whole)
@@ -751,5 +751,5 @@ int sfs_view_slice(const struct sfs_view *v, const struct sfs_view_node *n,
 	if (f->whole || n->member)
 		return sfs_slice_whole(n->size, out, err);
 	return sfs_slice_build(v->idx, &v->idx->shards[f->shard], fd,
-			       &p->runs[f->run_at], f->nruns, out, err);
+			       sfs_plan_file_runs(p, f), f->nruns, out, err);
 }

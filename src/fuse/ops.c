@@ -481,7 +481,7 @@ static char *xattr_value(struct fs *fs, const struct view_ref *vr,
 	} else if (!strcmp(name, SFS_XATTR_RANGE)) {
 		s = malloc(XATTR_MAX + 32);
 		for (i = 0; s && i < f->nruns && len < XATTR_MAX; i++) {
-			const struct sfs_run *r = &p->runs[f->run_at + i];
+			const struct sfs_run *r = &sfs_plan_file_runs(p, f)[i];
 
 			len += (size_t)snprintf(s + len, 32, "%s%" PRIu64,
 						i ? "," : "", r->first);

@@ -354,7 +354,8 @@ static void add_file_locked(struct prefetch *p, const struct sfs_view *v,
 		uint64_t first, end;
 		struct sfs_error err = { 0 };
 
-		sfs_slice_span(&pl->runs[pf->run_at], pf->nruns, &first, &end);
+		sfs_slice_span(sfs_plan_file_runs(pl, pf), pf->nruns, &first,
+			       &end);
 		/* boundaries do not decrease: the span is b[first]..b[end];
 		 * a table that cannot be read leaves the file to its reads */
 		if (!pf->nruns ||

@@ -110,15 +110,17 @@ static uint64_t *flatten(const struct sfs_plan *p, const struct sfs_index *idx,
 
 			if (pf->whole) {
 				assert_int_equal(pf->nruns, 1);
-				assert_int_equal(p->runs[pf->run_at].first, 0);
-				assert_int_equal(p->runs[pf->run_at].count,
-						 sh->nsamples);
+				assert_int_equal(
+					sfs_plan_file_runs(p, pf)->first, 0);
+				assert_int_equal(
+					sfs_plan_file_runs(p, pf)->count,
+					sh->nsamples);
 			}
 			if (!sfs_shard_sliceable(sh))
 				assert_true(pf->whole);
 			for (r = 0; r < pf->nruns; r++) {
 				const struct sfs_run *run =
-					&p->runs[pf->run_at + r];
+					&sfs_plan_file_runs(p, pf)[r];
 
 				for (k = 0; k < run->count; k++)
 					out[pos++] = gid(idx, pf->shard,
@@ -359,15 +361,15 @@ static void check_ranks(const uint64_t *counts, size_t n,
 			assert_int_equal(fs->npadding, fa->npadding);
 			assert_int_equal(fs->whole, fa->whole);
 			assert_int_equal(fs->nruns, fa->nruns);
-			assert_memory_equal(&some->runs[fs->run_at],
-					    &all->runs[fa->run_at],
+			assert_memory_equal(sfs_plan_file_runs(some, fs),
+					    sfs_plan_file_runs(all, fa),
 					    fa->nruns * sizeof(struct sfs_run));
 		}
 	}
 	assert_true(some->nruns < all->nruns);
-	assert_int_equal(some->nruns,
-			 some->files[some->nfiles - 1].run_at +
-				 some->files[some->nfiles - 1].nruns);
+	for (f = 0, t = 0; f < some->nfiles; f++)
+		t += some->files[f].nruns;
+	assert_int_equal(some->nruns, t);
 	sfs_plan_free(all);
 	sfs_plan_free(some);
 	sfs_index_free(idx);

@@ -146,7 +146,8 @@ static void record(const struct sfs_view *v, struct seen **all, size_t *n,
 		if (f->whole)
 			snprintf(bytes + at, sizeof(bytes) - at, "whole");
 		for (r = 0; !f->whole && r < f->nruns; r++) {
-			const struct sfs_run *run = &p->runs[f->run_at + r];
+			const struct sfs_run *run =
+				&sfs_plan_file_runs(p, f)[r];
 
 			at += (size_t)snprintf(bytes + at, sizeof(bytes) - at,
 					       "%llu+%llu,",
@@ -285,8 +286,8 @@ static void test_view_shuffled_name_is_hash_of_runs(void **state)
 		f = sfs_view_file(v, n);
 		if (f->nruns < 2)
 			continue;
-		runs_name_part(&v->plans[n->plan]->runs[f->run_at], f->nruns,
-			       want, sizeof(want));
+		runs_name_part(sfs_plan_file_runs(v->plans[n->plan], f),
+			       f->nruns, want, sizeof(want));
 		assert_non_null(strstr(n->name, want));
 		most = f->nruns > most ? f->nruns : most;
 		checked++;
@@ -336,7 +337,7 @@ static void test_view_many_slices_named_and_sized(void **state)
 		if (n->kind != SFS_NODE_FILE)
 			continue;
 		f = sfs_view_file(v, n);
-		r = &v->plans[n->plan]->runs[f->run_at];
+		r = sfs_plan_file_runs(v->plans[n->plan], f);
 		runs_name_part(r, f->nruns, want, sizeof(want));
 		assert_non_null(strstr(n->name, want));
 		assert_int_equal(sfs_slice_size(idx, &idx->shards[f->shard], -1,
