@@ -371,6 +371,116 @@ static uint64_t counts_get(const struct builder *b, const struct counts *c,
 	return c->odds[lo].count;
 }
 
+/* Units of a pass's order per item of the pool that lays it out. */
+#define LAYOUT_CHUNK 65536
+
+/*
+ * A pass of a source's stream laid out as segments, chunk by chunk of its
+ * order: the samples of every chunk are summed, then (knowing where each
+ * chunk begins) the units that overlap positions [from, to) of the pass
+ * are written as segments, in order, unit first at segs[base] on.
+ */
+struct layout {
+	struct builder *b;
+	const uint32_t *order;
+	const struct counts *cnt;
+	size_t nu, ulo;
+	uint32_t pass;
+	uint64_t from, to;
+	size_t nchunks;
+	uint64_t *at; /* per chunk: its samples, then the pass's before it */
+	size_t *nout; /* per chunk: the segments it wrote */
+	size_t first, base;
+};
+
+static size_t chunk_end(const struct layout *l, size_t c)
+{
+	return (c + 1) * LAYOUT_CHUNK < l->nu ? (c + 1) * LAYOUT_CHUNK : l->nu;
+}
+
+static void layout_sum(struct sfs_pool *p, size_t c, struct sfs_digest *d)
+{
+	struct layout *l = p->arg;
+	uint64_t sum = 0;
+	size_t i;
+
+	(void)d;
+	for (i = c * LAYOUT_CHUNK; i < chunk_end(l, c); i++)
+		sum += counts_get(l->b, l->cnt, l->order[i]);
+	l->at[c] = sum;
+}
+
+static void layout_write(struct sfs_pool *p, size_t c, struct sfs_digest *d)
+{
+	struct layout *l = p->arg;
+	struct builder *b = l->b;
+	uint64_t at = l->at[c];
+	size_t i;
+
+	(void)d;
+	l->nout[c] = 0;
+	for (i = c * LAYOUT_CHUNK; i < chunk_end(l, c) && at < l->to; i++) {
+		uint64_t n = counts_get(b, l->cnt, l->order[i]);
+		uint64_t x = l->from > at ? l->from : at;
+		uint64_t y = l->to < at + n ? l->to : at + n;
+
+		if (x < y) {
+			size_t k = l->base + (i - l->first);
+
+			b->segs[k] =
+				(struct seg){ (uint32_t)(l->ulo + l->order[i]),
+					      l->pass, x - at };
+			b->cum[k] = y - x;
+			l->nout[c]++;
+		}
+		at += n;
+	}
+}
+
+/* The items of p, on its threads when there are several. */
+static void run_chunks(struct sfs_pool *p)
+{
+	size_t i;
+
+	if (p->n > 1)
+		sfs_pool_run(p);
+	else
+		for (i = 0; i < p->n; i++)
+			p->work(p, i, NULL);
+}
+
+/* Append the segments of one pass, its order laid out in l (room for
+ * them reserved). */
+static void lay_out_pass(struct layout *l)
+{
+	struct builder *b = l->b;
+	struct sfs_pool pool = { .n = l->nchunks, .arg = l };
+	uint64_t at = 0, n;
+	size_t c;
+
+	pool.work = layout_sum;
+	run_chunks(&pool);
+	for (c = 0; c < l->nchunks; c++) {
+		n = l->at[c];
+		l->at[c] = at;
+		at += n;
+	}
+	/* the first unit to end after from */
+	for (c = 0; c + 1 < l->nchunks && l->at[c + 1] <= l->from; c++)
+		;
+	at = l->at[c];
+	for (l->first = c * LAYOUT_CHUNK;
+	     l->first < l->nu &&
+	     at + (n = counts_get(b, l->cnt, l->order[l->first])) <= l->from;
+	     l->first++)
+		at += n;
+	l->base = b->nsegs;
+	pool.work = layout_write;
+	run_chunks(&pool);
+	for (c = 0; c < l->nchunks; c++)
+		b->nsegs += l->nout[c];
+}
+
 /*
  * Step 1 for source s: its stream is pass 0, pass 1, ... of its units,
  * pass p in the order of the PRNG keyed (seed of s, p mod 2^64, 0); the
@@ -383,6 +493,7 @@ static int stream(struct builder *b, size_t s, unsigned __int128 lo,
 	uint64_t n = b->plan->sources[s].samples;
 	unsigned __int128 p, p0 = lo / n, passes;
 	struct counts cnt = { 0 };
+	struct layout l = { .b = b, .cnt = &cnt, .nu = nu, .ulo = ulo };
 	uint32_t *order;
 	struct sfs_prng rng;
 	int rc = 0;
@@ -405,7 +516,11 @@ static int stream(struct builder *b, size_t s, unsigned __int128 lo,
 	/* a segment holds at least one sample and at most one unit's pass */
 	passes = (hi - 1) / n - p0 + 1;
 	order = malloc((nu + 1) * sizeof(*order));
-	rc = order ? counts_make(b, s, &cnt) : -ENOMEM;
+	l.order = order;
+	l.nchunks = (nu + LAYOUT_CHUNK - 1) / LAYOUT_CHUNK;
+	l.at = malloc((l.nchunks + 1) * sizeof(*l.at));
+	l.nout = malloc((l.nchunks + 1) * sizeof(*l.nout));
+	rc = order && l.at && l.nout ? counts_make(b, s, &cnt) : -ENOMEM;
 	if (!rc)
 		rc = reserve_segs(b, hi - lo < passes * nu ?
 					     (size_t)(hi - lo) :
@@ -413,28 +528,20 @@ static int stream(struct builder *b, size_t s, unsigned __int128 lo,
 	b->pass0[s] = (uint64_t)p0;
 	for (p = p0; p <= (hi - 1) / n && !rc; p++) {
 		unsigned __int128 base = p * n;
-		uint64_t from = lo > base ? (uint64_t)(lo - base) : 0;
-		uint64_t to = hi - base < n ? (uint64_t)(hi - base) : n;
-		uint64_t at = 0;
 
+		l.from = lo > base ? (uint64_t)(lo - base) : 0;
+		l.to = hi - base < n ? (uint64_t)(hi - base) : n;
+		l.pass = (uint32_t)(p - p0);
 		for (i = 0; i < nu; i++)
 			order[i] = (uint32_t)i;
 		if (b->o->shuffle != SFS_SHUFFLE_NONE) {
 			sfs_prng_init(&rng, b->seed[s], (uint64_t)p, 0);
 			sfs_prng_shuffle32(&rng, order, nu);
 		}
-		for (i = 0; i < nu && at < to && !rc; i++) {
-			uint64_t c = counts_get(b, &cnt, order[i]);
-			uint64_t x = from > at ? from : at;
-			uint64_t y = to < at + c ? to : at + c;
-
-			if (x < y)
-				rc = push_seg(b, ulo + order[i],
-					      (uint64_t)(p - p0), x - at,
-					      y - x);
-			at += c;
-		}
+		lay_out_pass(&l);
 	}
+	free(l.at);
+	free(l.nout);
 	free(order);
 	free(cnt.odd);
 	free(cnt.odds);

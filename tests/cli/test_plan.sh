@@ -14,6 +14,16 @@ for src in tar jsonl; do
 	done
 done
 
+# more units than one chunk of a pass's layout (65536, laid out on
+# threads): 140 000 one-sample units; the epoch begins at position 90 000
+# of a pass (in its second chunk) and ends inside another
+shardfs-mkdata "$T/big" --format jsonl --shards 4 --samples 35000 --size 1 --seed 3
+shardfs-index "$T/big" --quiet --no-hash
+for o in shuffle=units,block=1,world=3,workers=2,epoch_size=230000,epoch=1,start=5 \
+	shuffle=samples,block=3,world=2,workers=2,epoch=1; do
+	expect_reference "$T/big" "$T/big/.shardfs/manifest.json" "$o"
+done
+
 expect_run "world=0" 2 "shardfs-plan: world=0 is out of range: use an integer in 1..65536" \
 	-- shardfs-plan "$T/tar" -o world=0
 expect_run "rank out of range" 2 "shardfs-plan: rank=8 is out of range for world=8: ranks are 0..7" \
