@@ -27,6 +27,7 @@
 #ifndef SHARDFS_PLAN_H
 #define SHARDFS_PLAN_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -101,12 +102,14 @@ int sfs_plan_build(const struct sfs_index *idx, const struct sfs_plan_opts *o,
  * nranks 0: every rank) get their files; every other reader has none.  A
  * daemon that shows some ranks needs no more, and the files and runs of
  * the rest are most of a plan's memory.  Totals, padding, drop and the
- * per-source counts are the whole plan's.
+ * per-source counts are the whole plan's.  Once *cancel (NULL: never) is
+ * set the build stops at its next pass of a source's order or reader's
+ * files and fails with -ECANCELED.
  */
 int sfs_plan_build_ranks(const struct sfs_index *idx,
 			 const struct sfs_plan_opts *o, const uint32_t *ranks,
-			 size_t nranks, struct sfs_plan **out,
-			 struct sfs_error *err);
+			 size_t nranks, const atomic_bool *cancel,
+			 struct sfs_plan **out, struct sfs_error *err);
 
 void sfs_plan_free(struct sfs_plan *plan);
 

@@ -66,8 +66,15 @@ struct builder {
 	size_t nouts;
 	const uint32_t *ranks; /* the ranks whose readers get files */
 	size_t nranks; /* 0: every rank */
+	const atomic_bool *cancel; /* NULL: never */
 	struct sfs_error *err;
 };
+
+/* Whether the build was asked to stop. */
+static bool cancelled(const struct builder *b)
+{
+	return b->cancel && atomic_load(b->cancel);
+}
 
 static void source_shards(const struct builder *b, size_t s, size_t *lo,
 			  size_t *hi)
@@ -529,6 +536,10 @@ static int stream(struct builder *b, size_t s, unsigned __int128 lo,
 	for (p = p0; p <= (hi - 1) / n && !rc; p++) {
 		unsigned __int128 base = p * n;
 
+		if (cancelled(b)) {
+			rc = -ECANCELED;
+			break;
+		}
 		l.from = lo > base ? (uint64_t)(lo - base) : 0;
 		l.to = hi - base < n ? (uint64_t)(hi - base) : n;
 		l.pass = (uint32_t)(p - p0);
@@ -901,6 +912,10 @@ static void partition_group(struct sfs_pool *p, size_t i, struct sfs_digest *d)
 		r->file_at = out->nfiles;
 		if (!wanted(b, t))
 			continue;
+		if (cancelled(b)) {
+			out->rc = -ECANCELED;
+			break;
+		}
 		if (b->o->partition == SFS_PARTITION_INTERLEAVED)
 			out->rc = read_interleaved(b, out, t);
 		else
@@ -994,7 +1009,7 @@ static int partition(struct builder *b)
 	sfs_pool_run(&pool);
 	for (g = 0; !rc && g < k; g++) {
 		rc = b->outs[g].rc;
-		if (rc && b->err)
+		if (rc && rc != -ECANCELED && b->err)
 			*b->err = b->outs[g].err;
 	}
 	for (g = 0; !rc && g < k; g++)
@@ -1121,17 +1136,20 @@ static void source_totals(struct builder *b)
 int sfs_plan_build(const struct sfs_index *idx, const struct sfs_plan_opts *o,
 		   struct sfs_plan **out, struct sfs_error *err)
 {
-	return sfs_plan_build_ranks(idx, o, NULL, 0, out, err);
+	return sfs_plan_build_ranks(idx, o, NULL, 0, NULL, out, err);
 }
 
 int sfs_plan_build_ranks(const struct sfs_index *idx,
 			 const struct sfs_plan_opts *o, const uint32_t *ranks,
-			 size_t nranks, struct sfs_plan **out,
-			 struct sfs_error *err)
+			 size_t nranks, const atomic_bool *cancel,
+			 struct sfs_plan **out, struct sfs_error *err)
 {
-	struct builder b = {
-		.idx = idx, .o = o, .ranks = ranks, .nranks = nranks, .err = err
-	};
+	struct builder b = { .idx = idx,
+			     .o = o,
+			     .ranks = ranks,
+			     .nranks = nranks,
+			     .cancel = cancel,
+			     .err = err };
 	size_t s;
 	int rc;
 
@@ -1195,6 +1213,8 @@ int sfs_plan_build_ranks(const struct sfs_index *idx,
 out_nomem:
 	rc = sfs_errorf(err, -ENOMEM, "out of memory building the plan");
 out_free:
+	if (rc == -ECANCELED)
+		sfs_errorf(err, rc, "the plan's build was cancelled");
 	free(b.ushards);
 	free(b.ulook);
 	free(b.unit_lo);

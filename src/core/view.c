@@ -593,11 +593,9 @@ int sfs_view_build(const struct sfs_index *idx, const struct sfs_view_opts *o,
 	rc = b.v->plans ? 0 : -ENOMEM;
 	for (e = 0; !rc && e < o->epochs; e++) {
 		po.epoch = b.v->epoch + e;
-		rc = cancelled(o, err);
-		if (!rc)
-			rc = sfs_plan_build_ranks(idx, &po, o->options.ranks,
-						  o->options.nranks,
-						  &b.v->plans[e], err);
+		rc = sfs_plan_build_ranks(idx, &po, o->options.ranks,
+					  o->options.nranks, o->cancel,
+					  &b.v->plans[e], err);
 		if (!rc)
 			b.v->nplans++;
 	}

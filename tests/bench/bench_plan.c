@@ -85,7 +85,7 @@ int main(int argc, char **argv)
 		       (double)idx->nsamples);
 	for (i = -1; i < RUNS; i++) {
 		t0 = now();
-		if (sfs_plan_build_ranks(idx, &opts.plan, &rank, argc > 7,
+		if (sfs_plan_build_ranks(idx, &opts.plan, &rank, argc > 7, NULL,
 					 &plan, &err)) {
 			fprintf(stderr, "bench_plan: %s\n", err.msg);
 			return 2;

@@ -2,6 +2,7 @@
  * The plan contract (include/shardfs/plan.h, docs/plan.md), checked over a
  * grid of settings against an order computed here from the PRNG alone.
  */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -334,8 +335,8 @@ static void check_ranks(const uint64_t *counts, size_t n,
 	size_t t, f;
 
 	assert_int_equal(sfs_plan_build(idx, o, &all, &err), 0);
-	assert_int_equal(sfs_plan_build_ranks(idx, o, ranks, 2, &some, &err),
-			 0);
+	assert_int_equal(
+		sfs_plan_build_ranks(idx, o, ranks, 2, NULL, &some, &err), 0);
 	assert_int_equal(some->per_reader, all->per_reader);
 	assert_int_equal(some->padding, all->padding);
 	assert_int_equal(some->nreaders, all->nreaders);
@@ -407,6 +408,41 @@ static void test_plan_ranks_are_the_whole_plans(void **state)
 	check_ranks(large, 24, &o);
 }
 
+/* A build asked to stop fails with -ECANCELED and leaves nothing (ASan);
+ * one whose flag stays down is built. */
+static void test_plan_cancelled(void **state)
+{
+	static const uint32_t ranks[] = { 1 };
+	uint64_t counts[24];
+	struct sfs_error err = { 0 };
+	struct sfs_plan *p = NULL;
+	struct sfs_plan_opts o;
+	struct sfs_index *idx;
+	atomic_bool cancel;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < 24; i++)
+		counts[i] = 9000 + 37 * i;
+	idx = mkindex(counts, 24, NULL);
+	opts_init(&o);
+	o.shuffle = SFS_SHUFFLE_SAMPLES;
+	o.block = 7;
+	o.world = 4;
+	atomic_init(&cancel, true);
+	assert_int_equal(sfs_plan_build_ranks(idx, &o, ranks, 1, &cancel, &p,
+					      &err),
+			 -ECANCELED);
+	assert_null(p);
+	assert_string_equal(err.msg, "the plan's build was cancelled");
+	atomic_store(&cancel, false);
+	assert_int_equal(
+		sfs_plan_build_ranks(idx, &o, ranks, 1, &cancel, &p, &err), 0);
+	assert_true(p->readers[1].nfiles > 0);
+	sfs_plan_free(p);
+	sfs_index_free(idx);
+}
+
 /* A reader that cannot be served fails a plan of some ranks with the
  * whole plan's message, on one thread or several. */
 static void test_plan_ranks_fail_as_the_whole_plan(void **state)
@@ -432,7 +468,8 @@ static void test_plan_ranks_fail_as_the_whole_plan(void **state)
 	o.workers = 2;
 	o.replicas = 2;
 	assert_int_equal(sfs_plan_build(idx, &o, &p, &err_all), -EINVAL);
-	assert_int_equal(sfs_plan_build_ranks(idx, &o, ranks, 2, &p, &err_some),
+	assert_int_equal(sfs_plan_build_ranks(idx, &o, ranks, 2, NULL, &p,
+					      &err_some),
 			 -EINVAL);
 	assert_non_null(strstr(
 		err_all.msg,
@@ -761,6 +798,7 @@ int main(void)
 		cmocka_unit_test(test_plan_start_gives_the_suffix),
 		cmocka_unit_test(test_plan_ranks_are_the_whole_plans),
 		cmocka_unit_test(test_plan_ranks_fail_as_the_whole_plan),
+		cmocka_unit_test(test_plan_cancelled),
 		cmocka_unit_test(test_plan_epochs_differ),
 		cmocka_unit_test(test_plan_opaque_claims_do_not_size_buffers),
 		cmocka_unit_test(test_plan_interleaved_resumes_elastically),
