@@ -45,7 +45,7 @@ struct sfs_plan_file {
 	uint32_t part; /* its runs: plan->runs[part][run_at ...] */
 	uint64_t nsamples;
 	uint64_t npadding; /* samples of this file that are padding */
-	size_t run_at;
+	size_t run_at; /* in plan->runs[part] */
 	size_t nruns;
 };
 
@@ -103,8 +103,9 @@ int sfs_plan_build(const struct sfs_index *idx, const struct sfs_plan_opts *o,
  * daemon that shows some ranks needs no more, and the files and runs of
  * the rest are most of a plan's memory.  Totals, padding, drop and the
  * per-source counts are the whole plan's.  Once *cancel (NULL: never) is
- * set the build stops at its next pass of a source's order or reader's
- * files and fails with -ECANCELED.
+ * set the build stops at its next step (a pass of a source's order, 65536
+ * slots of a stratified mixture, a file of a reader) and fails with
+ * -ECANCELED.
  */
 int sfs_plan_build_ranks(const struct sfs_index *idx,
 			 const struct sfs_plan_opts *o, const uint32_t *ranks,
@@ -130,14 +131,15 @@ char *sfs_plan_json(const struct sfs_plan *plan, const struct sfs_index *idx);
 json_t *sfs_plan_mixture_json(const struct sfs_plan *plan,
 			      const struct sfs_index *idx);
 
-/* The reader number of (rank, worker): ranks of one replica group share
- * one. */
 /* The runs of file f of plan p: f->nruns of them. */
 static inline const struct sfs_run *
 sfs_plan_file_runs(const struct sfs_plan *p, const struct sfs_plan_file *f)
 {
 	return p->runs[f->part] + f->run_at;
 }
+
+/* The reader number of (rank, worker): ranks of one replica group share
+ * one. */
 
 static inline size_t sfs_plan_reader_id(const struct sfs_plan *plan,
 					uint32_t rank, uint32_t worker)

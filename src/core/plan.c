@@ -11,6 +11,8 @@
 
 /* an epoch repeats a source at most this often */
 #define PASSES_MAX 65536u
+/* slots of a stratified order between two looks at the cancel flag */
+#define STRATIFY_STEP 65536
 
 /* One unit: samples [first, first + count) of a shard, unit number local
  * (from 0) of source src.  Computed from its number (unit_get): the plan
@@ -67,6 +69,7 @@ struct builder {
 	const uint32_t *ranks; /* the ranks whose readers get files */
 	size_t nranks; /* 0: every rank */
 	const atomic_bool *cancel; /* NULL: never */
+	unsigned threads; /* for the pools: sfs_pool_cpus(), once; 0 until */
 	struct sfs_error *err;
 };
 
@@ -74,6 +77,14 @@ struct builder {
 static bool cancelled(const struct builder *b)
 {
 	return b->cancel && atomic_load(b->cancel);
+}
+
+/* The threads the build's pools run: the CPUs it may use, read once. */
+static unsigned threads(struct builder *b)
+{
+	if (!b->threads)
+		b->threads = sfs_pool_cpus();
+	return b->threads;
 }
 
 static void source_shards(const struct builder *b, size_t s, size_t *lo,
@@ -444,12 +455,13 @@ static void layout_write(struct sfs_pool *p, size_t c, struct sfs_digest *d)
 	}
 }
 
-/* The items of p, on its threads when there are several. */
-static void run_chunks(struct sfs_pool *p)
+/* The items of p, on threads when there are several items and CPUs. */
+static void run_chunks(struct builder *b, struct sfs_pool *p)
 {
 	size_t i;
 
-	if (p->n > 1)
+	p->threads = threads(b);
+	if (p->n > 1 && p->threads > 1)
 		sfs_pool_run(p);
 	else
 		for (i = 0; i < p->n; i++)
@@ -466,7 +478,7 @@ static void lay_out_pass(struct layout *l)
 	size_t c;
 
 	pool.work = layout_sum;
-	run_chunks(&pool);
+	run_chunks(b, &pool);
 	for (c = 0; c < l->nchunks; c++) {
 		n = l->at[c];
 		l->at[c] = at;
@@ -483,7 +495,7 @@ static void lay_out_pass(struct layout *l)
 		at += n;
 	l->base = b->nsegs;
 	pool.work = layout_write;
-	run_chunks(&pool);
+	run_chunks(b, &pool);
 	for (c = 0; c < l->nchunks; c++)
 		b->nsegs += l->nout[c];
 }
@@ -590,6 +602,10 @@ static int stratify(struct builder *b, const size_t *seg_lo)
 		size_t best = S;
 		struct seg *sg, *prev;
 
+		if (q % STRATIFY_STEP == 0 && cancelled(b)) {
+			rc = -ECANCELED;
+			break;
+		}
 		for (t = 0; t < S; t++) {
 			uint64_t at = b->plan->sources[t].allocated;
 
@@ -652,7 +668,9 @@ static int order_epoch(struct builder *b)
 	seg_lo[S] = b->nsegs;
 	if (rc)
 		goto out;
-	if (S > 1 && m->batching == SFS_MIX_STRATIFIED) {
+	if (cancelled(b)) {
+		rc = -ECANCELED;
+	} else if (S > 1 && m->batching == SFS_MIX_STRATIFIED) {
 		rc = stratify(b, seg_lo);
 	} else if (S > 1 && o->shuffle != SFS_SHUFFLE_NONE) {
 		/* Fisher-Yates of the segments in place: the same draws as
@@ -838,6 +856,8 @@ static int read_positions(const struct builder *b, struct out *out, size_t t,
 		size_t i = find_seg(b, g);
 		uint64_t a = g - b->cum[i], len = b->cum[i + 1] - g;
 
+		if (cancelled(b))
+			return -ECANCELED;
 		if (len > end - q)
 			len = end - q;
 		if (len > n - rpos)
@@ -912,10 +932,6 @@ static void partition_group(struct sfs_pool *p, size_t i, struct sfs_digest *d)
 		r->file_at = out->nfiles;
 		if (!wanted(b, t))
 			continue;
-		if (cancelled(b)) {
-			out->rc = -ECANCELED;
-			break;
-		}
 		if (b->o->partition == SFS_PARTITION_INTERLEAVED)
 			out->rc = read_interleaved(b, out, t);
 		else
@@ -985,7 +1001,7 @@ static int partition(struct builder *b)
 		nwanted += wanted(b, t);
 	if (b->nranks &&
 	    (unsigned __int128)nwanted * plan->per_reader >= 1 << 16) {
-		k = sfs_pool_cpus();
+		k = threads(b);
 		k = k < nwanted ? k : nwanted;
 	}
 	b->outs = calloc(k, sizeof(*b->outs));

@@ -613,6 +613,8 @@ int sfs_view_build(const struct sfs_index *idx, const struct sfs_view_opts *o,
 		if (rc == -ENOMEM || rc == -EOVERFLOW)
 			sfs_errorf(err, rc, "the view is too large: %s",
 				   strerror(-rc));
+		if (rc == -ECANCELED)
+			sfs_errorf(err, rc, "the view's build was cancelled");
 		sfs_view_free(b.v);
 		return rc;
 	}

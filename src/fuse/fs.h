@@ -83,7 +83,9 @@ struct ahead {
 	atomic_bool built; /* v is there, waiting for its switch */
 	struct sfs_view *v; /* what the thread built; NULL if it failed */
 	/* a view built ahead for an epoch no longer next, freed by the
-	 * thread before it builds, not by the switch that dropped it */
+	 * thread before it builds, not by the switch that dropped it: set
+	 * under switch_lock before the thread starts, the thread's until it
+	 * is joined */
 	struct sfs_view *dropped;
 };
 

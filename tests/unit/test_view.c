@@ -373,7 +373,7 @@ static void test_view_build_cancelled(void **state)
 	atomic_init(&cancel, true);
 	assert_int_equal(sfs_view_build(idx, &vo, &v, &err), -ECANCELED);
 	assert_null(v);
-	assert_string_equal(err.msg, "the plan's build was cancelled");
+	assert_string_equal(err.msg, "the view's build was cancelled");
 	atomic_store(&cancel, false);
 	assert_int_equal(sfs_view_build(idx, &vo, &v, &err), 0);
 	assert_int_equal(v->nplans, 2);
