@@ -251,13 +251,17 @@ static void ahead_join_locked(struct fs *fs, bool cancel)
 	fs->ahead.running = false;
 }
 
-/* Stop the build ahead and drop what it built. */
-static void ahead_drop_locked(struct fs *fs)
+/* Wait for the build ahead (asking it to stop if cancel) and take what
+ * it built: the caller's, NULL if none. */
+static struct sfs_view *ahead_end_locked(struct fs *fs, bool cancel)
 {
-	ahead_join_locked(fs, true);
+	struct sfs_view *v;
+
+	ahead_join_locked(fs, cancel);
 	atomic_store(&fs->ahead.built, false);
-	sfs_view_free(fs->ahead.v);
+	v = fs->ahead.v;
 	fs->ahead.v = NULL;
+	return v;
 }
 
 /*
@@ -274,10 +278,7 @@ static void ahead_start_locked(struct fs *fs)
 	next = fs->current->v->epoch + 1;
 	if ((fs->ahead.running || fs->ahead.v) && fs->ahead.epoch == next)
 		return;
-	ahead_join_locked(fs, true);
-	atomic_store(&fs->ahead.built, false);
-	fs->ahead.dropped = fs->ahead.v;
-	fs->ahead.v = NULL;
+	fs->ahead.dropped = ahead_end_locked(fs, true);
 	if (fs->ahead.may_start) {
 		fs->ahead.epoch = next;
 		atomic_store(&fs->ahead.cancel, false);
@@ -306,10 +307,7 @@ static struct sfs_view *ahead_take_locked(struct fs *fs, uint64_t epoch)
 		ahead_join_locked(fs, true);
 		return NULL;
 	}
-	ahead_join_locked(fs, false);
-	v = fs->ahead.v;
-	fs->ahead.v = NULL;
-	atomic_store(&fs->ahead.built, false);
+	v = ahead_end_locked(fs, false);
 	if (v && sfs_view_check_shards(v, fs->vopts.srcfd, &err)) {
 		sfs_view_free(v);
 		v = NULL;
@@ -412,7 +410,7 @@ void fs_release_views(struct fs *fs)
 {
 	pthread_mutex_lock(&fs->switch_lock);
 	fs->ahead.may_start = false;
-	ahead_drop_locked(fs);
+	sfs_view_free(ahead_end_locked(fs, true));
 	pthread_mutex_unlock(&fs->switch_lock);
 	while (atomic_load(&fs->forgetting))
 		usleep(1000);
