@@ -456,7 +456,7 @@ static void layout_write(struct sfs_pool *p, size_t c, struct sfs_digest *d)
 }
 
 /* The items of p, on threads when there are several items and CPUs. */
-static void run_chunks(struct builder *b, struct sfs_pool *p)
+static void run_items(struct builder *b, struct sfs_pool *p)
 {
 	size_t i;
 
@@ -478,7 +478,7 @@ static void lay_out_pass(struct layout *l)
 	size_t c;
 
 	pool.work = layout_sum;
-	run_chunks(b, &pool);
+	run_items(b, &pool);
 	for (c = 0; c < l->nchunks; c++) {
 		n = l->at[c];
 		l->at[c] = at;
@@ -495,7 +495,7 @@ static void lay_out_pass(struct layout *l)
 		at += n;
 	l->base = b->nsegs;
 	pool.work = layout_write;
-	run_chunks(b, &pool);
+	run_items(b, &pool);
 	for (c = 0; c < l->nchunks; c++)
 		b->nsegs += l->nout[c];
 }
@@ -1022,7 +1022,7 @@ static int partition(struct builder *b)
 	}
 	b->outs[g].hi = plan->nreaders;
 	pool.n = k;
-	sfs_pool_run(&pool);
+	run_items(b, &pool);
 	for (g = 0; !rc && g < k; g++) {
 		rc = b->outs[g].rc;
 		if (rc && rc != -ECANCELED && b->err)
