@@ -2,12 +2,15 @@
  * The plan contract (include/shardfs/plan.h, docs/plan.md), checked over a
  * grid of settings against an order computed here from the PRNG alone.
  */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "helpers.h"
+#include "shardfs/mixture.h"
 #include "shardfs/plan.h"
 #include "shardfs/prng.h"
 
@@ -320,6 +323,30 @@ static void test_plan_order_ignores_world_and_workers(void **state)
 	sfs_index_free(idx);
 }
 
+/* Reader t has the same files in plans x and y. */
+static void assert_reader_equal(const struct sfs_plan *x,
+				const struct sfs_plan *y, size_t t)
+{
+	const struct sfs_plan_reader *a = &x->readers[t], *b = &y->readers[t];
+	size_t f;
+
+	assert_int_equal(a->nfiles, b->nfiles);
+	assert_int_equal(a->npadding, b->npadding);
+	for (f = 0; f < a->nfiles; f++) {
+		const struct sfs_plan_file *fa = &x->files[a->file_at + f];
+		const struct sfs_plan_file *fb = &y->files[b->file_at + f];
+
+		assert_int_equal(fa->shard, fb->shard);
+		assert_int_equal(fa->nsamples, fb->nsamples);
+		assert_int_equal(fa->npadding, fb->npadding);
+		assert_int_equal(fa->whole, fb->whole);
+		assert_int_equal(fa->nruns, fb->nruns);
+		assert_memory_equal(sfs_plan_file_runs(x, fa),
+				    sfs_plan_file_runs(y, fb),
+				    fa->nruns * sizeof(struct sfs_run));
+	}
+}
+
 /*
  * A plan of ranks 1 and 4 of world=6, replicas=2: their readers' files are
  * the whole plan's, every other reader has none, the totals are the whole
@@ -340,32 +367,12 @@ static void check_ranks(const uint64_t *counts, size_t n,
 	assert_int_equal(some->per_reader, all->per_reader);
 	assert_int_equal(some->padding, all->padding);
 	assert_int_equal(some->nreaders, all->nreaders);
+	/* ranks 1 and 4 are groups 0 and 2: readers 0, 1, 4, 5 */
 	for (t = 0; t < all->nreaders; t++) {
-		const struct sfs_plan_reader *a = &all->readers[t];
-		const struct sfs_plan_reader *s = &some->readers[t];
-
-		/* ranks 1 and 4 are groups 0 and 2: readers 0, 1, 4, 5 */
-		if (t / o->workers == 1) {
-			assert_int_equal(s->nfiles, 0);
-			continue;
-		}
-		assert_int_equal(s->nfiles, a->nfiles);
-		assert_int_equal(s->npadding, a->npadding);
-		for (f = 0; f < a->nfiles; f++) {
-			const struct sfs_plan_file *fa =
-				&all->files[a->file_at + f];
-			const struct sfs_plan_file *fs =
-				&some->files[s->file_at + f];
-
-			assert_int_equal(fs->shard, fa->shard);
-			assert_int_equal(fs->nsamples, fa->nsamples);
-			assert_int_equal(fs->npadding, fa->npadding);
-			assert_int_equal(fs->whole, fa->whole);
-			assert_int_equal(fs->nruns, fa->nruns);
-			assert_memory_equal(sfs_plan_file_runs(some, fs),
-					    sfs_plan_file_runs(all, fa),
-					    fa->nruns * sizeof(struct sfs_run));
-		}
+		if (t / o->workers == 1)
+			assert_int_equal(some->readers[t].nfiles, 0);
+		else
+			assert_reader_equal(some, all, t);
 	}
 	assert_true(some->nruns < all->nruns);
 	for (f = 0, t = 0; f < some->nfiles; f++)
@@ -440,6 +447,137 @@ static void test_plan_cancelled(void **state)
 		sfs_plan_build_ranks(idx, &o, ranks, 1, &cancel, &p, &err), 0);
 	assert_true(p->readers[1].nfiles > 0);
 	sfs_plan_free(p);
+	sfs_index_free(idx);
+}
+
+/* Sources 0, 1, 2 of a mixture in proportion 3 : 2 : 1, each a third of
+ * idx's shards (the plan reads no more of a mixture than this). */
+static void mkmix(struct sfs_index *idx, enum sfs_mix_batching batching)
+{
+	struct sfs_mix *m = calloc(1, sizeof(*m));
+	size_t s, i;
+
+	assert_non_null(m);
+	m->kind = SFS_MIX_PROPORTION;
+	m->sampling = SFS_MIX_BALANCED;
+	m->batching = batching;
+	m->nsources = 3;
+	m->sources = calloc(3, sizeof(*m->sources));
+	assert_non_null(m->sources);
+	for (s = 0; s < 3; s++) {
+		struct sfs_mix_source *src = &m->sources[s];
+
+		src->name = strdup(s == 0 ? "a" : s == 1 ? "b" : "c");
+		src->path = strdup(src->name);
+		src->weight = (3 - s) * SFS_MIX_SCALE;
+		src->shard_lo = s * idx->nshards / 3;
+		src->shard_hi = (s + 1) * idx->nshards / 3;
+		for (i = src->shard_lo; i < src->shard_hi; i++)
+			src->nsamples += idx->shards[i].nsamples;
+	}
+	idx->mix = m;
+}
+
+struct canceller {
+	atomic_bool *flag;
+	long ns; /* raise it after this long */
+};
+
+static void *cancel_later(void *arg)
+{
+	const struct canceller *c = arg;
+	struct timespec t = { c->ns / 1000000000L, c->ns % 1000000000L };
+
+	nanosleep(&t, NULL);
+	atomic_store(c->flag, true);
+	return NULL;
+}
+
+static long ns_since(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) * 1000000000L + t.tv_nsec - t0->tv_nsec;
+}
+
+/*
+ * A cancel that lands at any moment of idx's build for rank 1 (a pass of
+ * a source's order, the stratified order, the segments' shuffle, a
+ * reader's files) gives the plan built without it, or -ECANCELED, its
+ * message and nothing left (ASan): never another plan.  The moments are
+ * spread over the time the build takes.
+ */
+static void check_cancels(struct sfs_index *idx, const struct sfs_plan_opts *o)
+{
+	enum { MOMENTS = 24 };
+	static const uint32_t ranks[] = { 1 };
+	struct sfs_error err = { 0 };
+	struct sfs_plan *want, *p;
+	struct timespec t0;
+	atomic_bool cancel;
+	long took;
+	size_t k, t, done = 0;
+
+	atomic_init(&cancel, false);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(sfs_plan_build_ranks(idx, o, ranks, 1, &cancel, &want,
+					      &err),
+			 0);
+	took = ns_since(&t0);
+	for (k = 0; k < MOMENTS; k++) {
+		struct canceller c = { &cancel, took * (long)k / MOMENTS };
+		pthread_t tid;
+		int rc;
+
+		atomic_store(&cancel, false);
+		p = NULL;
+		assert_int_equal(pthread_create(&tid, NULL, cancel_later, &c),
+				 0);
+		rc = sfs_plan_build_ranks(idx, o, ranks, 1, &cancel, &p, &err);
+		pthread_join(tid, NULL);
+		if (rc) {
+			assert_int_equal(rc, -ECANCELED);
+			assert_null(p);
+			assert_string_equal(err.msg,
+					    "the plan's build was cancelled");
+			continue;
+		}
+		done++;
+		assert_int_equal(p->per_reader, want->per_reader);
+		assert_int_equal(p->nruns, want->nruns);
+		for (t = 0; t < want->nreaders; t++)
+			assert_reader_equal(p, want, t);
+		sfs_plan_free(p);
+	}
+	printf("# %zu of %d builds cancelled, one every %ld us of the %ld us a build takes\n",
+	       MOMENTS - done, MOMENTS, took / MOMENTS / 1000, took / 1000);
+	sfs_plan_free(want);
+}
+
+static void test_plan_cancelled_at_any_moment(void **state)
+{
+	uint64_t counts[24];
+	struct sfs_plan_opts o;
+	struct sfs_index *idx;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < 24; i++)
+		counts[i] = 9000 + 37 * i;
+	opts_init(&o);
+	o.shuffle = SFS_SHUFFLE_SAMPLES;
+	o.world = 4;
+	o.workers = 2;
+	/* one-sample units: 2^18 to order in 4 chunks, slots to stratify,
+	 * segments to shuffle */
+	o.block = 1;
+	idx = mkindex(counts, 24, NULL);
+	check_cancels(idx, &o);
+	mkmix(idx, SFS_MIX_STRATIFIED);
+	check_cancels(idx, &o);
+	idx->mix->batching = SFS_MIX_RANDOM;
+	check_cancels(idx, &o);
 	sfs_index_free(idx);
 }
 
@@ -799,6 +937,7 @@ int main(void)
 		cmocka_unit_test(test_plan_ranks_are_the_whole_plans),
 		cmocka_unit_test(test_plan_ranks_fail_as_the_whole_plan),
 		cmocka_unit_test(test_plan_cancelled),
+		cmocka_unit_test(test_plan_cancelled_at_any_moment),
 		cmocka_unit_test(test_plan_epochs_differ),
 		cmocka_unit_test(test_plan_opaque_claims_do_not_size_buffers),
 		cmocka_unit_test(test_plan_interleaved_resumes_elastically),
