@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Issue 15's daemon figures (docs/scaling.md): rank 0 of world=64 x
-# workers=8, block=100, on a generated JSONL dataset of SHARDS x 5000
-# samples (default 20 000 shards: 100 M samples, 5 GB, ~1 min to make,
-# kept under $BENCH_DIR), indexed with --no-hash. For shuffle none, units
+# workers=8, block=BLOCK [100], on a generated dataset of SHARDS x 5000
+# samples in FORMAT [jsonl] (default 20 000 shards: 100 M samples, 5 GB,
+# ~1 min to make, kept under $BENCH_DIR; FORMAT=tfrecord takes 24 B a
+# sample, 1 B samples in 24 GB), indexed with --no-hash. For shuffle none, units
 # and samples: mount to ready (median of 3); the switch to the next epoch
 # (median of 5) and to another epoch (median of 5: 105, 205, ..., built at
 # the switch), each 1 s after the last (as when an epoch of training has
@@ -16,14 +17,16 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/tests/bench/lib.sh"
 shards=${1:-20000}
 rounds=${2:-3}
+format=${FORMAT:-jsonl}
+block=${BLOCK:-100}
 bin=$top/build
 cmake -S "$top" -B "$bin" >/dev/null && cmake --build "$bin" -j "$(nproc)" >/dev/null
-B=${BENCH_DIR:-/tmp/shardfs-bench}/scale-$shards
+B=${BENCH_DIR:-/tmp/shardfs-bench}/scale-$shards${FORMAT:+-$format}
 if [ ! -f "$B/idx/manifest.json" ]; then
-	echo "generating $shards shards of 5000 samples in $B"
+	echo "generating $shards $format shards of 5000 samples in $B"
 	rm -rf "$B"
 	mkdir -p "$B"
-	"$bin/shardfs-mkdata" "$B/src" --format jsonl --shards "$shards" \
+	"$bin/shardfs-mkdata" "$B/src" --format "$format" --shards "$shards" \
 		--samples 5000 --size 8 --seed 1 >/dev/null
 	"$bin/shardfs-index" "$B/src" --no-hash --quiet --out "$B/idx"
 fi
@@ -49,7 +52,7 @@ await_ahead() {
 
 # one BIN SHUFFLE: "READY NEXT OTHER PEAK_KB" of one round
 one() {
-	local opts=rank=0,world=64,workers=8,block=100,shuffle=$2,index=$B/idx
+	local opts=rank=0,world=64,workers=8,block=$block,shuffle=$2,index=$B/idx
 	local ready sw jump pid rss
 	ready=$(for r in 1 2 3; do
 		timed "$1/shardfs" "$B/src" "$m" -o "$opts"
@@ -84,7 +87,7 @@ done
 
 # col B SHUFFLE N: the median over rounds of field N
 col() { awk -v b="$1" -v s="$2" -v n="$3" '$1 == b && $2 == s {print $n}' "$out" | median; }
-echo "rank 0 of 64 x 8, block=100, $((shards * 5000)) samples, medians of $rounds rounds"
+echo "rank 0 of 64 x 8, block=$block, $format, $((shards * 5000)) samples, medians of $rounds rounds"
 for shuffle in none units samples; do
 	line="$shuffle: ready $(col "$bin" "$shuffle" 3)s, switch next $(col "$bin" "$shuffle" 4)s, other $(col "$bin" "$shuffle" 5)s, peak RSS $(col "$bin" "$shuffle" 6) KB"
 	if [ -n "${BASE:-}" ]; then
