@@ -79,7 +79,11 @@ static void node_stat(struct fs *fs, const struct view_ref *vr, uint32_t node,
 	st->st_uid = fs->uid;
 	st->st_gid = fs->gid;
 	st->st_mtime = st->st_ctime = st->st_atime = vr->built;
-	st->st_blksize = 1 << 20;
+	/* a page, as a local file says: reads of a data file come from the
+	 * page cache, and readers size their buffers by this (Python's
+	 * open() allocates st_blksize and fills all of it on the first
+	 * read) */
+	st->st_blksize = 4096;
 	switch (n->kind) {
 	case SFS_NODE_DIR:
 		st->st_mode = S_IFDIR | 0555;
