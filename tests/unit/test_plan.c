@@ -323,6 +323,18 @@ static void test_plan_order_ignores_world_and_workers(void **state)
 	sfs_index_free(idx);
 }
 
+/* 24 shards of 9 000 to 9 851 samples: over 2^16 in all, so a plan of
+ * some ranks cuts them in groups on several threads. */
+enum { LARGE = 24 };
+
+static void large_counts(uint64_t counts[LARGE])
+{
+	size_t i;
+
+	for (i = 0; i < LARGE; i++)
+		counts[i] = 9000 + 37 * i;
+}
+
 /* Reader t has the same files in plans x and y. */
 static void assert_reader_equal(const struct sfs_plan *x,
 				const struct sfs_plan *y, size_t t)
@@ -389,13 +401,11 @@ static void check_ranks(const uint64_t *counts, size_t n,
 static void test_plan_ranks_are_the_whole_plans(void **state)
 {
 	static const uint64_t small[] = { 30, 20, 50, 10, 40, 33 };
-	uint64_t large[24];
+	uint64_t large[LARGE];
 	struct sfs_plan_opts o;
-	size_t i;
 
 	(void)state;
-	for (i = 0; i < 24; i++)
-		large[i] = 9000 + 37 * i;
+	large_counts(large);
 	opts_init(&o);
 	o.shuffle = SFS_SHUFFLE_SAMPLES;
 	o.block = 7;
@@ -403,16 +413,16 @@ static void test_plan_ranks_are_the_whole_plans(void **state)
 	o.workers = 2;
 	o.replicas = 2;
 	check_ranks(small, 6, &o);
-	check_ranks(large, 24, &o);
+	check_ranks(large, LARGE, &o);
 	o.workers = 3;
 	o.remainder = SFS_REMAINDER_PAD;
 	o.partition = SFS_PARTITION_INTERLEAVED;
 	o.batch = 5;
-	check_ranks(large, 24, &o);
+	check_ranks(large, LARGE, &o);
 	o.shuffle = SFS_SHUFFLE_UNITS;
 	o.block = 0;
 	o.start = 1234;
-	check_ranks(large, 24, &o);
+	check_ranks(large, LARGE, &o);
 }
 
 /* A build asked to stop fails with -ECANCELED and leaves nothing (ASan);
@@ -420,18 +430,16 @@ static void test_plan_ranks_are_the_whole_plans(void **state)
 static void test_plan_cancelled(void **state)
 {
 	static const uint32_t ranks[] = { 1 };
-	uint64_t counts[24];
+	uint64_t counts[LARGE];
 	struct sfs_error err = { 0 };
 	struct sfs_plan *p = NULL;
 	struct sfs_plan_opts o;
 	struct sfs_index *idx;
 	atomic_bool cancel;
-	size_t i;
 
 	(void)state;
-	for (i = 0; i < 24; i++)
-		counts[i] = 9000 + 37 * i;
-	idx = mkindex(counts, 24, NULL);
+	large_counts(counts);
+	idx = mkindex(counts, LARGE, NULL);
 	opts_init(&o);
 	o.shuffle = SFS_SHUFFLE_SAMPLES;
 	o.block = 7;
@@ -557,14 +565,12 @@ static void check_cancels(struct sfs_index *idx, const struct sfs_plan_opts *o)
 
 static void test_plan_cancelled_at_any_moment(void **state)
 {
-	uint64_t counts[24];
+	uint64_t counts[LARGE];
 	struct sfs_plan_opts o;
 	struct sfs_index *idx;
-	size_t i;
 
 	(void)state;
-	for (i = 0; i < 24; i++)
-		counts[i] = 9000 + 37 * i;
+	large_counts(counts);
 	opts_init(&o);
 	o.shuffle = SFS_SHUFFLE_SAMPLES;
 	o.world = 4;
@@ -572,7 +578,7 @@ static void test_plan_cancelled_at_any_moment(void **state)
 	/* one-sample units: 2^18 to order in 4 chunks, slots to stratify,
 	 * segments to shuffle */
 	o.block = 1;
-	idx = mkindex(counts, 24, NULL);
+	idx = mkindex(counts, LARGE, NULL);
 	check_cancels(idx, &o);
 	mkmix(idx, SFS_MIX_STRATIFIED);
 	check_cancels(idx, &o);
@@ -586,20 +592,18 @@ static void test_plan_cancelled_at_any_moment(void **state)
 static void test_plan_ranks_fail_as_the_whole_plan(void **state)
 {
 	static const uint32_t ranks[] = { 1, 4 };
-	uint64_t counts[24];
-	bool opaque[24] = { false };
+	uint64_t counts[LARGE];
+	bool opaque[LARGE] = { false };
 	struct sfs_error err_all = { 0 }, err_some = { 0 };
 	struct sfs_plan *p = NULL;
 	struct sfs_plan_opts o;
 	struct sfs_index *idx;
-	size_t i;
 
 	(void)state;
-	for (i = 0; i < 24; i++)
-		counts[i] = 9000 + 37 * i;
+	large_counts(counts);
 	/* readers 4 and 5 (rank 4, the second group of two) cut it */
 	opaque[20] = true;
-	idx = mkindex(counts, 24, opaque);
+	idx = mkindex(counts, LARGE, opaque);
 	opts_init(&o);
 	o.shuffle = SFS_SHUFFLE_NONE;
 	o.world = 6;
