@@ -140,7 +140,6 @@ sfs_plan_file_runs(const struct sfs_plan *p, const struct sfs_plan_file *f)
 
 /* The reader number of (rank, worker): ranks of one replica group share
  * one. */
-
 static inline size_t sfs_plan_reader_id(const struct sfs_plan *plan,
 					uint32_t rank, uint32_t worker)
 {
