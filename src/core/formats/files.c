@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "format_i.h"
+#include "formats/format_i.h"
 
 static int files_scan(const struct sfs_scan_in *in, struct sfs_scan *out,
 		      struct sfs_error *err)

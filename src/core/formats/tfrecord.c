@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "format_i.h"
+#include "formats/format_i.h"
 #include "shardfs/crc32c.h"
 #include "shardfs/digest.h"
 #include "shardfs/index.h"

@@ -4,7 +4,7 @@
  * --samples-per-shard, default 1).  Equal counts per reader then depend on
  * the plan never having to cut such a shard; the plan says so when it must.
  */
-#include "format_i.h"
+#include "formats/format_i.h"
 
 static int opaque_scan(const struct sfs_scan_in *in, struct sfs_scan *out,
 		       struct sfs_error *err)

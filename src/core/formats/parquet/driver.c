@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "format_i.h"
-#include "parquet_i.h"
+#include "formats/format_i.h"
+#include "formats/parquet/parquet_i.h"
 #include "shardfs/index.h"
 #include "shardfs/parquet.h"
 

@@ -3,7 +3,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "format_i.h"
+#include "formats/format_i.h"
 #include "shardfs/digest.h"
 
 /* The format table: every driver, in the order --help lists them. */

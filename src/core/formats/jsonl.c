@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "format_i.h"
+#include "formats/format_i.h"
 #include "shardfs/digest.h"
 #include "shardfs/index.h"
 

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "parquet_i.h"
+#include "formats/parquet/parquet_i.h"
 #include "shardfs/parquet.h"
 
 /* A field of a struct this decoder knows: its name and compact type. */

@@ -22,8 +22,8 @@
 #include <zlib.h>
 #include <zstd.h>
 
-#include "format_i.h"
-#include "parquet_i.h"
+#include "formats/format_i.h"
+#include "formats/parquet/parquet_i.h"
 #include "shardfs/digest.h"
 #include "shardfs/parquet.h"
 

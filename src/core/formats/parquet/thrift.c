@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "parquet_i.h"
+#include "formats/parquet/parquet_i.h"
 
 const char *sfs_thrift_type_name(int type)
 {

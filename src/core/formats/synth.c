@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "format_i.h"
+#include "formats/format_i.h"
 
 uint64_t sfs_synth_pick(struct sfs_prng *r, uint64_t lo, uint64_t hi)
 {

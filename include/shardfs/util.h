@@ -1,0 +1,40 @@
+/*
+ * Chores every module needs, written once (as git's wrapper.c does):
+ * reading and writing a whole buffer through a file descriptor, and
+ * growing an array with one overflow check.
+ *
+ * Each returns 0 (or a byte count) or a negative errno, and never prints;
+ * the caller names the file and the byte in its own message.  A failed
+ * call leaves its array or buffer as it was.
+ */
+#ifndef SHARDFS_UTIL_H
+#define SHARDFS_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/*
+ * pread until len bytes are read or the file ends, retrying EINTR.
+ * Returns the bytes read (less than len only at the end of the file), or
+ * -errno of the failing pread.
+ */
+ssize_t sfs_pread_full(int fd, void *buf, size_t len, uint64_t off);
+
+/* write all len bytes, retrying EINTR and short writes: 0 or -errno. */
+int sfs_write_full(int fd, const void *buf, size_t len);
+
+/*
+ * Make *arrayp (a pointer to an array of elements of size bytes, possibly
+ * NULL) hold at least need elements: when *cap is smaller, the array is
+ * reallocated to the larger of need and twice *cap (at least 8) and *cap
+ * set.  Returns 0, or -ENOMEM when the memory cannot be had or need × size
+ * does not fit a size_t; the array and *cap are then unchanged.
+ */
+int sfs_grow(void *arrayp, size_t *cap, size_t need, size_t size);
+
+/* sfs_grow for an array variable and its size_t capacity. */
+#define SFS_GROW(array, cap, need) \
+	sfs_grow(&(array), &(cap), (need), sizeof(*(array)))
+
+#endif
