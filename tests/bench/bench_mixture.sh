@@ -9,6 +9,7 @@
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/tests/bench/lib.sh"
+need /usr/bin/time python3
 total=${1:-10000000}
 runs=${2:-5}
 bin=$top/build

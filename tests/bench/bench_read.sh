@@ -16,6 +16,7 @@
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/tests/bench/lib.sh"
+need fio python3
 runs=${1:-3}
 sections=${2:-warm cold meta}
 want() { [[ " $sections " == *" $1 "* ]]; }

@@ -5,6 +5,16 @@
 # CI runs the scripts; its numbers mean nothing)
 bench_size() { if [ -n "${BENCH_SMOKE:-}" ]; then echo "$2"; else echo "$1"; fi; }
 
+# need CMD...: stop with a message naming every CMD that is not installed
+# (tests/install-deps.sh installs them all)
+need() {
+	local c missing=()
+	for c in "$@"; do command -v "$c" > /dev/null || missing+=("$c"); done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	echo "$(basename "$0"): missing command: ${missing[*]} (bash tests/install-deps.sh installs it)" >&2
+	exit 2
+}
+
 # median: the median of the numbers on stdin, one per line
 median() { sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 
