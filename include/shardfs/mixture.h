@@ -10,6 +10,8 @@
  * source has exactly one weight, of the same kind for all: proportion (a
  * relative weight), repeat (a factor) or choose (samples per epoch).
  *
+ * The type (mixture.c) knows nothing of the index; the loader
+ * (mixture_load.c, the last section) loads and joins the sources' indexes.
  * Loading a mixture yields one index (struct sfs_index) whose source is the
  * deepest directory that holds every source and whose shards are every
  * source's shards, their paths relative to that directory, sorted by path
@@ -30,8 +32,6 @@
 
 #include "shardfs/digest.h"
 #include "shardfs/error.h"
-
-struct sfs_index;
 
 #define SFS_MIX_SOURCES_MAX 1024
 /* proportion and repeat are read to 9 decimal places */
@@ -80,18 +80,6 @@ struct sfs_mix {
 	unsigned char digest[SFS_DIGEST_LEN];
 };
 
-/*
- * Load what path names: a directory is a source (its index from index_dir,
- * NULL: PATH/.shardfs, as sfs_index_load); a file is a mixture (index_dir
- * must then be NULL: each source names its own).  Returns 0 and a new
- * index in *out, or -EINVAL with a message naming the file, the field and
- * the fix (not JSON, unknown keys, a missing or unindexed source, weights
- * of different kinds, a weight <= 0, duplicate paths or names, overlapping
- * sources), -ENOENT, -EIO, -ENOMEM.
- */
-int sfs_source_load(const char *path, const char *index_dir,
-		    struct sfs_index **out, struct sfs_error *err);
-
 /* The source (index into m->sources) that holds shard number shard. */
 size_t sfs_mix_source_of(const struct sfs_mix *m, size_t shard);
 
@@ -116,5 +104,21 @@ int sfs_mix_from_json(json_t *j, size_t nshards, struct sfs_mix **out);
 const char *sfs_mix_weight_name(enum sfs_mix_weight w);
 const char *sfs_mix_sampling_name(enum sfs_mix_sampling s);
 const char *sfs_mix_batching_name(enum sfs_mix_batching b);
+
+/* ---- the loader (mixture_load.c), above the index ---- */
+
+struct sfs_index;
+
+/*
+ * Load what path names: a directory is a source (its index from index_dir,
+ * NULL: PATH/.shardfs, as sfs_index_load); a file is a mixture (index_dir
+ * must then be NULL: each source names its own).  Returns 0 and a new
+ * index in *out, or -EINVAL with a message naming the file, the field and
+ * the fix (not JSON, unknown keys, a missing or unindexed source, weights
+ * of different kinds, a weight <= 0, duplicate paths or names, overlapping
+ * sources), -ENOENT, -EIO, -ENOMEM.
+ */
+int sfs_source_load(const char *path, const char *index_dir,
+		    struct sfs_index **out, struct sfs_error *err);
 
 #endif
