@@ -1,3 +1,10 @@
+/*
+ * The plan (plan.h): its sections follow the numbered steps of the
+ * contract in plan.h and docs/plan.md (1. units, 2. epoch order with a
+ * mixture's allocation, streams and mixing, 3. resume, 4. equalise, 5.
+ * partition, 6. files), each helper before its caller; sfs_plan_build_ranks
+ * at the end runs them.  plan_json.c writes a plan as JSON.
+ */
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -96,6 +103,8 @@ static void source_shards(const struct builder *b, size_t s, size_t *lo,
 	*hi = m ? m->sources[s].shard_hi : b->idx->nshards;
 }
 
+/* ---- 1. units ---- */
+
 /* Samples per unit of shard sh; its last unit may have fewer. */
 static uint64_t unit_step(const struct builder *b, const struct sfs_shard *sh)
 {
@@ -185,6 +194,8 @@ static void unit_get(const struct builder *b, uint64_t u, struct unit *un)
 	un->src = lo;
 	un->local = u - b->unit_lo[lo];
 }
+
+/* ---- 2. epoch order: a mixture's allocation (Mixtures' 0.) ---- */
 
 /*
  * Largest remainder: split total in proportion to w[0..n), each share
@@ -291,6 +302,8 @@ out:
 	free(a);
 	return rc;
 }
+
+/* ---- 2. epoch order: streams and mixing (Mixtures' 1. and 2.) ---- */
 
 /* Room for n more segments: one allocation for a stream of known size,
  * doubling for stratify's pieces. */
@@ -703,6 +716,75 @@ out:
 	return rc;
 }
 
+/* ---- 3. resume and 4. equalise ---- */
+
+/* Steps 3 and 4: how many samples each reader gets. */
+static int equalise(struct builder *b)
+{
+	const struct sfs_plan_opts *o = b->o;
+	struct sfs_plan *plan = b->plan;
+	uint64_t T = (uint64_t)(o->world / o->replicas) * o->workers, n, c;
+	int rc = sfs_plan_opts_check(o, b->err);
+
+	if (rc)
+		return rc;
+	if (plan->total == 0)
+		return sfs_errorf(
+			b->err, -EINVAL,
+			"the index of %s has no samples: nothing to serve",
+			b->idx->source);
+	if (o->start >= plan->total)
+		return sfs_errorf(
+			b->err, -EINVAL,
+			"start=%llu leaves no samples: the epoch has %llu; use start=0..%llu",
+			(unsigned long long)o->start,
+			(unsigned long long)plan->total,
+			(unsigned long long)plan->total - 1);
+	n = plan->total - o->start;
+	if (o->remainder == SFS_REMAINDER_PAD) {
+		c = n / T + (n % T != 0);
+		c = (c / o->batch + (c % o->batch != 0)) * o->batch;
+	} else {
+		c = n / T;
+		c -= c % o->batch;
+		if (c == 0) {
+			char batch[48] = "";
+
+			if (o->batch > 1)
+				snprintf(batch, sizeof(batch),
+					 " in batches of %llu",
+					 (unsigned long long)o->batch);
+			if (o->replicas > 1)
+				snprintf(batch + strlen(batch),
+					 sizeof(batch) - strlen(batch),
+					 " (replicas=%u: %llu groups)",
+					 o->replicas,
+					 (unsigned long long)(o->world /
+							      o->replicas));
+			return sfs_errorf(
+				b->err, -EINVAL,
+				"remainder=drop leaves 0 samples per reader: %llu samples for world=%u × workers=%u%s; use remainder=pad or fewer readers",
+				(unsigned long long)n, o->world, o->workers,
+				batch);
+		}
+	}
+	if (c > UINT64_MAX / T)
+		return sfs_errorf(b->err, -EINVAL,
+				  "batch=%llu is too large for %llu readers",
+				  (unsigned long long)o->batch,
+				  (unsigned long long)T);
+	plan->remaining = n;
+	plan->per_reader = c;
+	if (c * T >= n)
+		plan->padding = c * T - n;
+	else
+		plan->dropped = n - c * T;
+	plan->nreaders = (size_t)T;
+	return 0;
+}
+
+/* ---- 6. files: a reader's positions cut at unit boundaries ---- */
+
 /* True when the samples of unit un are read in a shuffled order. */
 static bool unit_permuted(const struct builder *b, const struct unit *un)
 {
@@ -825,6 +907,8 @@ static int add_file(const struct builder *b, struct out *out,
 			return -ENOMEM;
 	return 0;
 }
+
+/* ---- 5. partition: each reader's positions of the order ---- */
 
 /* Index into b->segs of the segment holding epoch position g. */
 static size_t find_seg(const struct builder *b, uint64_t g)
@@ -1040,70 +1124,7 @@ static int partition(struct builder *b)
 	return 0;
 }
 
-/* Steps 3 and 4: how many samples each reader gets. */
-static int equalise(struct builder *b)
-{
-	const struct sfs_plan_opts *o = b->o;
-	struct sfs_plan *plan = b->plan;
-	uint64_t T = (uint64_t)(o->world / o->replicas) * o->workers, n, c;
-	int rc = sfs_plan_opts_check(o, b->err);
-
-	if (rc)
-		return rc;
-	if (plan->total == 0)
-		return sfs_errorf(
-			b->err, -EINVAL,
-			"the index of %s has no samples: nothing to serve",
-			b->idx->source);
-	if (o->start >= plan->total)
-		return sfs_errorf(
-			b->err, -EINVAL,
-			"start=%llu leaves no samples: the epoch has %llu; use start=0..%llu",
-			(unsigned long long)o->start,
-			(unsigned long long)plan->total,
-			(unsigned long long)plan->total - 1);
-	n = plan->total - o->start;
-	if (o->remainder == SFS_REMAINDER_PAD) {
-		c = n / T + (n % T != 0);
-		c = (c / o->batch + (c % o->batch != 0)) * o->batch;
-	} else {
-		c = n / T;
-		c -= c % o->batch;
-		if (c == 0) {
-			char batch[48] = "";
-
-			if (o->batch > 1)
-				snprintf(batch, sizeof(batch),
-					 " in batches of %llu",
-					 (unsigned long long)o->batch);
-			if (o->replicas > 1)
-				snprintf(batch + strlen(batch),
-					 sizeof(batch) - strlen(batch),
-					 " (replicas=%u: %llu groups)",
-					 o->replicas,
-					 (unsigned long long)(o->world /
-							      o->replicas));
-			return sfs_errorf(
-				b->err, -EINVAL,
-				"remainder=drop leaves 0 samples per reader: %llu samples for world=%u × workers=%u%s; use remainder=pad or fewer readers",
-				(unsigned long long)n, o->world, o->workers,
-				batch);
-		}
-	}
-	if (c > UINT64_MAX / T)
-		return sfs_errorf(b->err, -EINVAL,
-				  "batch=%llu is too large for %llu readers",
-				  (unsigned long long)o->batch,
-				  (unsigned long long)T);
-	plan->remaining = n;
-	plan->per_reader = c;
-	if (c * T >= n)
-		plan->padding = c * T - n;
-	else
-		plan->dropped = n - c * T;
-	plan->nreaders = (size_t)T;
-	return 0;
-}
+/* ---- per source: what resume skips, equalise pads and drops ---- */
 
 /* Add to field of plan->sources the samples of each source at epoch
  * positions [from, to). */
@@ -1148,6 +1169,8 @@ static void source_totals(struct builder *b)
 	count_sources(b, P, P + (served - n) % n,
 		      offsetof(struct sfs_plan_source, padding));
 }
+
+/* ---- the build: the steps, in the order they depend on ---- */
 
 int sfs_plan_build(const struct sfs_index *idx, const struct sfs_plan_opts *o,
 		   struct sfs_plan **out, struct sfs_error *err)
