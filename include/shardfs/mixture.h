@@ -28,8 +28,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <jansson.h>
-
 #include "shardfs/digest.h"
 #include "shardfs/error.h"
 
@@ -84,21 +82,6 @@ struct sfs_mix {
 size_t sfs_mix_source_of(const struct sfs_mix *m, size_t shard);
 
 void sfs_mix_free(struct sfs_mix *m);
-
-/*
- * m as JSON, all the plan needs (the auditor's reports carry it): file,
- * digest, weight kind, epoch_size, sampling, batching and per source its
- * name, path, scaled weight, shard range, prefix length and samples.  JSON
- * null when m is NULL.  Returns a new reference, NULL without memory.
- */
-json_t *sfs_mix_to_json(const struct sfs_mix *m);
-
-/*
- * Read what sfs_mix_to_json wrote (borrowed), for an index of nshards
- * shards: every range inside it, ranges disjoint, names usable.  JSON null
- * gives *out NULL.  Returns 0 or -EINVAL (nothing allocated), -ENOMEM.
- */
-int sfs_mix_from_json(json_t *j, size_t nshards, struct sfs_mix **out);
 
 /* Names of the enum values, for output. */
 const char *sfs_mix_weight_name(enum sfs_mix_weight w);

@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "shardfs/audit.h"
+#include "plan/plan_json_i.h"
 #include "shardfs/mixture.h"
 
 #define REPORT_VERSION 2

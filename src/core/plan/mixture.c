@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "mixture_i.h"
+#include "plan_json_i.h"
 #include "shardfs/mixture.h"
 
 #define NAME_MAX_LEN 64

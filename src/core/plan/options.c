@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "plan_json_i.h"
 #include "shardfs/options.h"
 
 #define RANK_LIST_MAX SFS_WORLD_MAX
@@ -297,8 +298,13 @@ static const struct sfs_opt *find(const struct sfs_opt *table, const char *key)
 	return NULL;
 }
 
-int sfs_opt_set(const struct sfs_opt *table, void *base, const char *key,
-		const char *value, struct sfs_error *err)
+/*
+ * Set key of table in the struct at base.  Returns 0, -EINVAL for a bad
+ * value (base unchanged, message names the option, the value and what is
+ * allowed), -ENOENT when table has no such key (message unset), -ENOMEM.
+ */
+static int opt_set(const struct sfs_opt *table, void *base, const char *key,
+		   const char *value, struct sfs_error *err)
 {
 	const struct sfs_opt *opt = find(table, key);
 	char *field, *copy;
@@ -429,7 +435,7 @@ int sfs_options_set(struct sfs_options *o, const char *key, const char *value,
 							NULL };
 	char list[256];
 	const char *near;
-	int rc = sfs_opt_set(sfs_plan_options, o, key, value, err);
+	int rc = opt_set(sfs_plan_options, o, key, value, err);
 
 	if (rc != -ENOENT)
 		return rc;
@@ -448,7 +454,7 @@ int sfs_options_set(struct sfs_options *o, const char *key, const char *value,
 int sfs_mount_opts_set(struct sfs_mount_opts *m, const char *key,
 		       const char *value, struct sfs_error *err)
 {
-	return sfs_opt_set(sfs_mount_options, m, key, value, err);
+	return opt_set(sfs_mount_options, m, key, value, err);
 }
 
 /* "key=ARG" or "key=a|b|c" of opt, into buf. */

@@ -4,6 +4,7 @@
 
 #include <jansson.h>
 
+#include "plan/plan_json_i.h"
 #include "shardfs/mixture.h"
 #include "shardfs/status.h"
 
