@@ -11,6 +11,7 @@
 
 #include "shardfs/audit.h"
 #include "shardfs/mixture.h"
+#include "shardfs/util.h"
 
 const char *sfs_finding_name(enum sfs_finding_kind k)
 {
@@ -40,29 +41,12 @@ void sfs_audit_clear(struct sfs_audit *a)
 	memset(a, 0, sizeof(*a));
 }
 
-/*
- * Make room for element n of the array *p, whose capacity is always
- * max(8, the next power of two): 0 or -ENOMEM.
- */
-static int grow(void **p, size_t n, size_t size)
-{
-	void *np;
-
-	if (n != 0 && (n < 8 || (n & (n - 1))))
-		return 0;
-	np = realloc(*p, (n ? 2 * n : 8) * size);
-	if (!np)
-		return -ENOMEM;
-	*p = np;
-	return 0;
-}
-
 ssize_t sfs_audit_add_mount(struct sfs_audit *a, const char *path,
 			    const struct sfs_plan_opts *opts)
 {
 	struct sfs_audit_mount *m;
 
-	if (grow((void **)&a->mounts, a->nmounts, sizeof(*a->mounts)))
+	if (SFS_GROW(a->mounts, a->mounts_cap, a->nmounts + 1))
 		return -ENOMEM;
 	m = &a->mounts[a->nmounts];
 	m->path = strdup(path);
@@ -77,7 +61,7 @@ struct sfs_audit_reader *sfs_audit_add_reader(struct sfs_audit *a, size_t m,
 {
 	struct sfs_audit_reader *r;
 
-	if (grow((void **)&a->readers, a->nreaders, sizeof(*a->readers)))
+	if (SFS_GROW(a->readers, a->readers_cap, a->nreaders + 1))
 		return NULL;
 	r = &a->readers[a->nreaders++];
 	memset(r, 0, sizeof(*r));
@@ -91,7 +75,7 @@ int sfs_audit_add_file(struct sfs_audit_reader *r, const char *name)
 {
 	struct sfs_audit_file *f;
 
-	if (grow((void **)&r->files, r->nfiles, sizeof(*r->files)))
+	if (SFS_GROW(r->files, r->files_cap, r->nfiles + 1))
 		return -ENOMEM;
 	f = &r->files[r->nfiles];
 	f->name = strdup(name);
@@ -106,7 +90,7 @@ int sfs_audit_add_file(struct sfs_audit_reader *r, const char *name)
 int sfs_audit_add_sample(struct sfs_audit_reader *r, uint64_t shard,
 			 uint64_t sample)
 {
-	if (grow((void **)&r->samples, r->nsamples, sizeof(*r->samples)))
+	if (SFS_GROW(r->samples, r->samples_cap, r->nsamples + 1))
 		return -ENOMEM;
 	r->samples[r->nsamples++] = (struct sfs_audit_sample){ shard, sample };
 	if (r->nfiles)
@@ -170,7 +154,7 @@ int sfs_verdict_add(struct sfs_verdict *v, size_t max_findings,
 		v->nmore++;
 		return 0;
 	}
-	if (grow((void **)&v->findings, v->nfindings, sizeof(*v->findings)))
+	if (SFS_GROW(v->findings, v->findings_cap, v->nfindings + 1))
 		return -ENOMEM;
 	f = &v->findings[v->nfindings];
 	f->kind = kind;

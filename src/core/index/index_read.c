@@ -11,33 +11,21 @@
 #include <unistd.h>
 
 #include "index_i.h"
+#include "shardfs/util.h"
 
-/*
- * pread len bytes of table path (fd) at off into out; -EIO naming the
- * table, and the shard whose boundaries they are when shard is given.
- */
 int sfs_index_pread(int fd, const char *path, void *out, size_t len, off_t off,
 		    const char *shard, struct sfs_error *err)
 {
-	size_t done = 0;
+	ssize_t got = sfs_pread_full(fd, out, len, (uint64_t)off);
 
-	while (done < len) {
-		ssize_t got = pread(fd, (char *)out + done, len - done,
-				    off + (off_t)done);
-
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got <= 0)
-			return sfs_errorf(
-				err, -EIO,
-				"%s: read failed at byte %llu: %s%s%s%s", path,
-				(unsigned long long)(off + (off_t)done),
-				got < 0 ? strerror(errno) : "end of file",
-				shard ? "; the shard " : "", shard ? shard : "",
-				shard ? " cannot be served" : "");
-		done += (size_t)got;
-	}
-	return 0;
+	if (got >= 0 && (size_t)got == len)
+		return 0;
+	return sfs_errorf(
+		err, -EIO, "%s: read failed at byte %llu: %s%s%s%s", path,
+		(unsigned long long)(off + (got < 0 ? 0 : (off_t)got)),
+		got < 0 ? strerror((int)-got) : "end of file",
+		shard ? "; the shard " : "", shard ? shard : "",
+		shard ? " cannot be served" : "");
 }
 
 static bool block_checked(const struct sfs_index *idx, uint64_t k)

@@ -19,24 +19,7 @@
 
 #include "index_i.h"
 #include "shardfs/spill.h"
-
-static int write_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
+#include "shardfs/util.h"
 
 /* A file being written under a temporary name of this run's own. */
 struct temp {
@@ -129,9 +112,9 @@ static int write_atomic(const char *dir, const char *name, const void *head,
 	rc = temp_open(dir, stem, &t, err);
 	if (rc)
 		return rc;
-	rc = write_all(t.fd, head, head_len);
+	rc = sfs_write_full(t.fd, head, head_len);
 	if (!rc)
-		rc = write_all(t.fd, body, body_len);
+		rc = sfs_write_full(t.fd, body, body_len);
 	if (rc)
 		return temp_abort(&t, write_failed(&t, rc, err));
 	return temp_commit(&t, dir, name, err);
@@ -183,7 +166,7 @@ static int table_put(void *arg, const void *buf, size_t len)
 	if (sfs_digest_update(to->d, buf, len))
 		return sfs_errorf(to->err, -EIO, "%s: SHA-256 failed",
 				  to->t.path);
-	rc = write_all(to->t.fd, buf, len);
+	rc = sfs_write_full(to->t.fd, buf, len);
 	if (rc)
 		return write_failed(&to->t, rc, to->err);
 	to->bytes += len;
@@ -211,7 +194,7 @@ static int table_open(const char *dir, const struct sfs_table_kind *k,
 	if (rc)
 		return rc;
 	to->open = true;
-	rc = write_all(to->t.fd, head, sizeof(head));
+	rc = sfs_write_full(to->t.fd, head, sizeof(head));
 	return rc ? write_failed(&to->t, rc, err) : 0;
 }
 
@@ -256,7 +239,7 @@ static int table_close(const char *dir, struct table_out *to, uint64_t count,
 	snprintf(name, 64, "%s%.16s%s", k->prefix, hex, SFS_TABLE_SUFFIX);
 	rc = lseek(to->t.fd, 0, SEEK_SET) < 0 ?
 		     -errno :
-		     write_all(to->t.fd, head, sizeof(head));
+		     sfs_write_full(to->t.fd, head, sizeof(head));
 	if (rc)
 		return write_failed(&to->t, rc, to->err);
 	to->open = false;

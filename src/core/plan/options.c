@@ -7,6 +7,7 @@
 
 #include "plan_json_i.h"
 #include "shardfs/options.h"
+#include "shardfs/util.h"
 
 #define RANK_LIST_MAX SFS_WORLD_MAX
 
@@ -643,19 +644,20 @@ static bool rank_continuation(const char *tok, size_t len)
 	return len > 0;
 }
 
-/* Append the n bytes at tok to the comma-separated list *rest. */
-static int add_rest(char **rest, const char *tok, size_t n)
+/* Append the n bytes at tok to the comma-separated list *rest, of
+ * capacity *cap. */
+static int add_rest(char **rest, size_t *cap, const char *tok, size_t n)
 {
 	size_t len = *rest ? strlen(*rest) : 0;
-	char *r = realloc(*rest, len + n + 2);
+	char *r;
 
-	if (!r)
+	if (sfs_grow(rest, cap, len + n + 2, 1))
 		return -ENOMEM;
+	r = *rest;
 	if (len)
 		r[len++] = ',';
 	memcpy(r + len, tok, n);
 	r[len + n] = '\0';
-	*rest = r;
 	return 0;
 }
 
@@ -663,6 +665,7 @@ int sfs_options_parse_known(struct sfs_options *o, const char *list,
 			    char **rest, struct sfs_error *err)
 {
 	const char *p = list;
+	size_t rest_cap = 0;
 	int rc = 0;
 
 	while (*p && !rc) {
@@ -672,7 +675,8 @@ int sfs_options_parse_known(struct sfs_options *o, const char *list,
 
 		if (!eq) {
 			if (rest && end > p)
-				rc = add_rest(rest, p, (size_t)(end - p));
+				rc = add_rest(rest, &rest_cap, p,
+					      (size_t)(end - p));
 			else
 				rc = sfs_errorf(
 					err, -EINVAL,
@@ -695,7 +699,7 @@ int sfs_options_parse_known(struct sfs_options *o, const char *list,
 		else
 			rc = sfs_options_set(o, key, value, err);
 		if (rc == -ENOENT && rest) {
-			rc = add_rest(rest, p, (size_t)(end - p));
+			rc = add_rest(rest, &rest_cap, p, (size_t)(end - p));
 			if (rc)
 				sfs_errorf(err, rc, "out of memory");
 		}

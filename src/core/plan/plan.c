@@ -15,6 +15,7 @@
 #include "shardfs/plan.h"
 #include "shardfs/pool.h"
 #include "shardfs/prng.h"
+#include "shardfs/util.h"
 
 /* an epoch repeats a source at most this often */
 #define PASSES_MAX 65536u
@@ -70,6 +71,7 @@ struct builder {
 	/* samples before segs[i], cum[nsegs] = N; while order_epoch builds
 	 * the order, the samples of segs[i] */
 	uint64_t *cum;
+	size_t cum_cap; /* at least segs_cap + 1 once there are segments */
 	uint64_t maxunit; /* the most samples a permuted unit has */
 	struct out *outs; /* partition's groups of readers */
 	size_t nouts;
@@ -305,8 +307,12 @@ out:
 
 /* ---- 2. epoch order: streams and mixing (Mixtures' 1. and 2.) ---- */
 
-/* Room for n more segments: one allocation for a stream of known size,
- * doubling for stratify's pieces. */
+/*
+ * Room for n more segments (and cum's entry past them) in one allocation
+ * of the exact size: a stream's size is known, and doubling (sfs_grow) would
+ * leave up to the streams before it unused; stratify's pieces, one by one,
+ * grow by push_seg.
+ */
 static int reserve_segs(struct builder *b, size_t n)
 {
 	struct seg *ns;
@@ -320,19 +326,20 @@ static int reserve_segs(struct builder *b, size_t n)
 	if (!ns)
 		return -ENOMEM;
 	b->segs = ns;
+	b->segs_cap = ncap;
 	nc = realloc(b->cum, (ncap + 1) * sizeof(*nc));
 	if (!nc)
 		return -ENOMEM;
 	b->cum = nc;
-	b->segs_cap = ncap;
+	b->cum_cap = ncap + 1;
 	return 0;
 }
 
 static int push_seg(struct builder *b, uint64_t unit, uint64_t pass,
 		    uint64_t first, uint64_t count)
 {
-	if (b->nsegs == b->segs_cap &&
-	    reserve_segs(b, b->segs_cap ? b->segs_cap : 1024))
+	if (SFS_GROW(b->segs, b->segs_cap, b->nsegs + 1) ||
+	    SFS_GROW(b->cum, b->cum_cap, b->nsegs + 2))
 		return -ENOMEM;
 	b->segs[b->nsegs] =
 		(struct seg){ (uint32_t)unit, (uint32_t)pass, first };
@@ -604,7 +611,7 @@ static int stratify(struct builder *b, const size_t *seg_lo)
 
 	b->segs = NULL;
 	b->cum = NULL;
-	b->nsegs = b->segs_cap = 0;
+	b->nsegs = b->segs_cap = b->cum_cap = 0;
 	if (!cur || !j || !off) {
 		rc = -ENOMEM;
 		goto out;
@@ -819,15 +826,8 @@ static int push_run(struct out *out, uint64_t first, uint64_t count)
 		last->count += count;
 		return 0;
 	}
-	if (out->nruns == out->runs_cap) {
-		size_t ncap = out->runs_cap ? 2 * out->runs_cap : 1024;
-		struct sfs_run *nr = realloc(out->runs, ncap * sizeof(*nr));
-
-		if (!nr)
-			return -ENOMEM;
-		out->runs = nr;
-		out->runs_cap = ncap;
-	}
+	if (SFS_GROW(out->runs, out->runs_cap, out->nruns + 1))
+		return -ENOMEM;
 	out->runs[out->nruns++] = (struct sfs_run){ first, count };
 	out->files[out->nfiles - 1].nruns++;
 	return 0;
@@ -874,16 +874,8 @@ static int add_file(const struct builder *b, struct out *out,
 	whole_unit = a == 0 && len == un->count;
 	if (!sfs_shard_sliceable(sh) && !whole_unit)
 		return cut_error(b, out, un, a, len, reader);
-	if (out->nfiles == out->files_cap) {
-		size_t ncap = out->files_cap ? 2 * out->files_cap : 1024;
-		struct sfs_plan_file *nf =
-			realloc(out->files, ncap * sizeof(*nf));
-
-		if (!nf)
-			return -ENOMEM;
-		out->files = nf;
-		out->files_cap = ncap;
-	}
+	if (SFS_GROW(out->files, out->files_cap, out->nfiles + 1))
+		return -ENOMEM;
 	f = &out->files[out->nfiles++];
 	*f = (struct sfs_plan_file){
 		.shard = un->shard,
