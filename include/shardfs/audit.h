@@ -41,9 +41,9 @@ struct sfs_audit_reader {
 	uint32_t rank, worker;
 	size_t mount; /* in audit->mounts */
 	struct sfs_audit_file *files;
-	size_t nfiles;
+	size_t nfiles, files_cap;
 	struct sfs_audit_sample *samples;
-	size_t nsamples;
+	size_t nsamples, samples_cap;
 };
 
 struct sfs_audit_mount {
@@ -53,9 +53,9 @@ struct sfs_audit_mount {
 
 struct sfs_audit {
 	struct sfs_audit_mount *mounts;
-	size_t nmounts;
+	size_t nmounts, mounts_cap;
 	struct sfs_audit_reader *readers;
-	size_t nreaders;
+	size_t nreaders, readers_cap;
 };
 
 enum sfs_finding_kind {
@@ -83,7 +83,7 @@ struct sfs_verdict_source {
 
 struct sfs_verdict {
 	struct sfs_finding *findings;
-	size_t nfindings;
+	size_t nfindings, findings_cap;
 	size_t nmore; /* findings past the cap, counted only */
 	size_t kinds[SFS_FIND_KINDS]; /* every finding, by kind */
 	uint64_t per_reader, padding, dropped, remaining;

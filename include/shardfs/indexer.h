@@ -59,6 +59,7 @@ struct sfs_indexer_report {
 	size_t ignored; /* files with no known format, symlinks */
 	size_t nproblems; /* skipped shards (build), mismatches (verify) */
 	char **problems; /* one message each */
+	size_t problems_cap;
 };
 
 /*

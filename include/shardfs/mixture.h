@@ -10,6 +10,8 @@
  * source has exactly one weight, of the same kind for all: proportion (a
  * relative weight), repeat (a factor) or choose (samples per epoch).
  *
+ * The type (mixture.c) knows nothing of the index; the loader
+ * (mixture_load.c, the last section) loads and joins the sources' indexes.
  * Loading a mixture yields one index (struct sfs_index) whose source is the
  * deepest directory that holds every source and whose shards are every
  * source's shards, their paths relative to that directory, sorted by path
@@ -26,12 +28,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <jansson.h>
-
 #include "shardfs/digest.h"
 #include "shardfs/error.h"
-
-struct sfs_index;
 
 #define SFS_MIX_SOURCES_MAX 1024
 /* proportion and repeat are read to 9 decimal places */
@@ -80,6 +78,20 @@ struct sfs_mix {
 	unsigned char digest[SFS_DIGEST_LEN];
 };
 
+/* The source (index into m->sources) that holds shard number shard. */
+size_t sfs_mix_source_of(const struct sfs_mix *m, size_t shard);
+
+void sfs_mix_free(struct sfs_mix *m);
+
+/* Names of the enum values, for output. */
+const char *sfs_mix_weight_name(enum sfs_mix_weight w);
+const char *sfs_mix_sampling_name(enum sfs_mix_sampling s);
+const char *sfs_mix_batching_name(enum sfs_mix_batching b);
+
+/* ---- the loader (mixture_load.c), above the index ---- */
+
+struct sfs_index;
+
 /*
  * Load what path names: a directory is a source (its index from index_dir,
  * NULL: PATH/.shardfs, as sfs_index_load); a file is a mixture (index_dir
@@ -91,30 +103,5 @@ struct sfs_mix {
  */
 int sfs_source_load(const char *path, const char *index_dir,
 		    struct sfs_index **out, struct sfs_error *err);
-
-/* The source (index into m->sources) that holds shard number shard. */
-size_t sfs_mix_source_of(const struct sfs_mix *m, size_t shard);
-
-void sfs_mix_free(struct sfs_mix *m);
-
-/*
- * m as JSON, all the plan needs (the auditor's reports carry it): file,
- * digest, weight kind, epoch_size, sampling, batching and per source its
- * name, path, scaled weight, shard range, prefix length and samples.  JSON
- * null when m is NULL.  Returns a new reference, NULL without memory.
- */
-json_t *sfs_mix_to_json(const struct sfs_mix *m);
-
-/*
- * Read what sfs_mix_to_json wrote (borrowed), for an index of nshards
- * shards: every range inside it, ranges disjoint, names usable.  JSON null
- * gives *out NULL.  Returns 0 or -EINVAL (nothing allocated), -ENOMEM.
- */
-int sfs_mix_from_json(json_t *j, size_t nshards, struct sfs_mix **out);
-
-/* Names of the enum values, for output. */
-const char *sfs_mix_weight_name(enum sfs_mix_weight w);
-const char *sfs_mix_sampling_name(enum sfs_mix_sampling s);
-const char *sfs_mix_batching_name(enum sfs_mix_batching b);
 
 #endif

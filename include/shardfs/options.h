@@ -12,7 +12,6 @@
 #ifndef SHARDFS_OPTIONS_H
 #define SHARDFS_OPTIONS_H
 
-#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -196,14 +195,6 @@ int sfs_mount_opts_set(struct sfs_mount_opts *m, const char *key,
 		       const char *value, struct sfs_error *err);
 
 /*
- * Set key of table in the struct at base.  Returns 0, -EINVAL for a bad
- * value (base unchanged, message names the option, the value and what is
- * allowed), -ENOENT when table has no such key (message unset), -ENOMEM.
- */
-int sfs_opt_set(const struct sfs_opt *table, void *base, const char *key,
-		const char *value, struct sfs_error *err);
-
-/*
  * The key of the tables (a NULL-terminated array of tables) that key is
  * most likely a typo of (at most two edits away, and fewer than half its
  * letters), or NULL.
@@ -217,24 +208,6 @@ void sfs_opt_help(const struct sfs_opt *table, FILE *f, int indent);
 /* Print table as the rows of a Markdown table (option, default, meaning),
  * as docs/plan.md and docs/view.md show them. */
 void sfs_opt_markdown(const struct sfs_opt *table, FILE *f);
-
-/*
- * The plan inputs of o as a JSON object (plan.json, status, audit
- * reports): numbers as integers (u64 values above 2^63 - 1 travel as
- * negative json_int_t, read back by sfs_options_from_json), enums as
- * names.  Returns a new reference, or NULL without memory.
- */
-json_t *sfs_options_to_json(const struct sfs_plan_opts *o);
-
-/*
- * Read the plan inputs that sfs_options_to_json wrote from obj (borrowed)
- * into *o, each checked as sfs_options_set checks it, and together as
- * sfs_plan_opts_check does.  Returns 0, or
- * -EINVAL with a message that starts with where ("r0.json: options: ...")
- * naming the missing or bad option; *o is unchanged then.
- */
-int sfs_options_from_json(json_t *obj, const char *where,
-			  struct sfs_plan_opts *o, struct sfs_error *err);
 
 /* Names of the enum values, for output. */
 const char *sfs_shuffle_name(enum sfs_shuffle s);

@@ -32,8 +32,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <jansson.h>
-
 #include "shardfs/error.h"
 #include "shardfs/index.h"
 #include "shardfs/options.h"
@@ -121,15 +119,6 @@ void sfs_plan_free(struct sfs_plan *plan);
  * are left out.  Returns a heap string (caller frees) or NULL without memory.
  */
 char *sfs_plan_json(const struct sfs_plan *plan, const struct sfs_index *idx);
-
-/*
- * What the plan takes of each source of idx's mixture, as JSON: the
- * mixture's file, digest, sampling and batching, and per source its name,
- * path, weight and the counts of struct sfs_plan_source.  JSON null for
- * the index of one directory.  Returns a new reference.
- */
-json_t *sfs_plan_mixture_json(const struct sfs_plan *plan,
-			      const struct sfs_index *idx);
 
 /* The runs of file f of plan p: f->nruns of them. */
 static inline const struct sfs_run *

@@ -13,6 +13,7 @@
 #include "shardfs/index.h"
 #include "shardfs/indexer.h"
 #include "shardfs/options.h"
+#include "shardfs/util.h"
 
 static const char *prog = "shardfs-index";
 
@@ -111,6 +112,7 @@ static int find_parts(const char *source, char ***dirs, size_t *n,
 	char *base = NULL;
 	DIR *d;
 	struct dirent *de;
+	size_t cap = 0;
 	int rc = 0;
 
 	*dirs = NULL;
@@ -121,17 +123,14 @@ static int find_parts(const char *source, char ***dirs, size_t *n,
 	while (d && (de = readdir(d))) {
 		unsigned i, k;
 		char tail;
-		char **nd;
 
 		if (sscanf(de->d_name, "part-%u-of-%u%c", &i, &k, &tail) != 2)
 			continue;
-		nd = realloc(*dirs, (*n + 1) * sizeof(*nd));
-		if (!nd || asprintf(&nd[*n], "%s/%s", base, de->d_name) < 0) {
-			*dirs = nd;
+		if (SFS_GROW(*dirs, cap, *n + 1) ||
+		    asprintf(&(*dirs)[*n], "%s/%s", base, de->d_name) < 0) {
 			rc = sfs_errorf(err, -ENOMEM, "out of memory");
 			break;
 		}
-		*dirs = nd;
 		(*n)++;
 	}
 	if (d)

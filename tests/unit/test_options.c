@@ -3,7 +3,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "helpers.h"
+#include "plan/plan_json_i.h"
 #include "shardfs/options.h"
 
 static void test_options_defaults_and_all_keys(void **state)

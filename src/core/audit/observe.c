@@ -22,6 +22,7 @@
 #include "shardfs/plan.h"
 #include "shardfs/pool.h"
 #include "shardfs/status.h"
+#include "shardfs/util.h"
 #include "shardfs/view.h"
 
 /* One mounted view, as its .shardfs/status describes it. */
@@ -38,10 +39,10 @@ struct job {
 	size_t reader; /* in the audit */
 	char *name; /* as reported */
 	char **paths; /* the file(s), in name order */
-	size_t npaths;
+	size_t npaths, paths_cap;
 	const struct sfs_format_ops *ops;
 	unsigned char (*digests)[SFS_DIGEST_LEN];
-	size_t ndigests;
+	size_t ndigests, digests_cap;
 	uint64_t bytes;
 	char *error;
 };
@@ -57,13 +58,10 @@ struct pass {
 static int collect(void *arg, uint64_t sample, const unsigned char d[32])
 {
 	struct job *j = arg;
-	void *nd;
 
 	(void)sample;
-	nd = realloc(j->digests, (j->ndigests + 1) * SFS_DIGEST_LEN);
-	if (!nd)
+	if (SFS_GROW(j->digests, j->digests_cap, j->ndigests + 1))
 		return -ENOMEM;
-	j->digests = nd;
 	memcpy(j->digests[j->ndigests++], d, SFS_DIGEST_LEN);
 	return 0;
 }
@@ -143,14 +141,14 @@ static void jobs_free(struct job *jobs, size_t n)
 	free(jobs);
 }
 
-static int add_job(struct job **jobs, size_t *n, size_t reader,
+static int add_job(struct job **jobs, size_t *n, size_t *cap, size_t reader,
 		   const char *name, const struct sfs_format_ops *ops)
 {
-	struct job *nj = realloc(*jobs, (*n + 1) * sizeof(*nj));
+	struct job *nj;
 
-	if (!nj)
+	if (sfs_grow(jobs, cap, *n + 1, sizeof(**jobs)))
 		return -ENOMEM;
-	*jobs = nj;
+	nj = *jobs;
 	memset(&nj[*n], 0, sizeof(nj[*n]));
 	nj[*n].reader = reader;
 	nj[*n].ops = ops;
@@ -161,13 +159,10 @@ static int add_job(struct job **jobs, size_t *n, size_t reader,
 
 static int job_add_path(struct job *j, const char *path)
 {
-	char **np = realloc(j->paths, (j->npaths + 1) * sizeof(*np));
-
-	if (!np)
+	if (SFS_GROW(j->paths, j->paths_cap, j->npaths + 1))
 		return -ENOMEM;
-	j->paths = np;
-	np[j->npaths] = strdup(path);
-	return np[j->npaths++] ? 0 : -ENOMEM;
+	j->paths[j->npaths] = strdup(path);
+	return j->paths[j->npaths++] ? 0 : -ENOMEM;
 }
 
 /* out = a/b; -ENAMETOOLONG when it does not fit. */
@@ -189,19 +184,16 @@ static char **list_dir(const char *dir, size_t *n)
 	DIR *d = opendir(dir);
 	struct dirent *de;
 	char **names = NULL;
+	size_t cap = 0;
 
 	*n = 0;
 	if (!d)
 		return NULL;
 	while ((de = readdir(d))) {
-		char **nn;
-
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		nn = realloc(names, (*n + 2) * sizeof(*nn));
-		if (!nn)
+		if (SFS_GROW(names, cap, *n + 2))
 			break;
-		names = nn;
 		names[(*n)++] = strdup(de->d_name);
 	}
 	closedir(d);
@@ -243,7 +235,7 @@ file_format(const struct sfs_index *idx, const char *path, const char *name)
 }
 
 /* files datasets: walk a worker directory, one job per sample (seq). */
-static int files_jobs(struct job **jobs, size_t *n, size_t reader,
+static int files_jobs(struct job **jobs, size_t *n, size_t *cap, size_t reader,
 		      const char *dir, const char *rel)
 {
 	char path[PATH_MAX], sub[PATH_MAX];
@@ -261,7 +253,7 @@ static int files_jobs(struct job **jobs, size_t *n, size_t reader,
 		if (rc)
 			break;
 		if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-			rc = files_jobs(jobs, n, reader, path, sub);
+			rc = files_jobs(jobs, n, cap, reader, path, sub);
 			continue;
 		}
 		/* Same sequence number in the same directory: one sample.
@@ -280,7 +272,7 @@ static int files_jobs(struct job **jobs, size_t *n, size_t reader,
 				k = *n - 1;
 		}
 		if (k == *n)
-			rc = add_job(jobs, n, reader, sub, NULL);
+			rc = add_job(jobs, n, cap, reader, sub, NULL);
 		if (!rc)
 			rc = job_add_path(&(*jobs)[k], path);
 	}
@@ -500,7 +492,8 @@ static struct sfs_audit_sample lookup(const struct source_map *sm,
 /* List the readers of every mount: the audit's readers and the jobs. */
 static int enumerate(struct vmount *mounts, size_t nm,
 		     const struct sfs_index *idx, struct sfs_audit *au,
-		     struct job **jobs, size_t *njobs, struct sfs_error *err)
+		     struct job **jobs, size_t *njobs, size_t *cap,
+		     struct sfs_error *err)
 {
 	bool files = idx->nshards && idx->shards[0].format->tree;
 	size_t m, i, w, k, nranks, nworkers, first;
@@ -542,7 +535,7 @@ static int enumerate(struct vmount *mounts, size_t nm,
 					break;
 				if (files) {
 					first = *njobs;
-					rc = files_jobs(jobs, njobs,
+					rc = files_jobs(jobs, njobs, cap,
 							au->nreaders - 1, dir,
 							"");
 					qsort(*jobs + first, *njobs - first,
@@ -557,7 +550,7 @@ static int enumerate(struct vmount *mounts, size_t nm,
 						  names[k]);
 					if (!rc)
 						rc = add_job(
-							jobs, njobs,
+							jobs, njobs, cap,
 							au->nreaders - 1,
 							names[k],
 							file_format(idx, fp,
@@ -631,7 +624,7 @@ int sfs_observe_views(const char *const *paths, size_t nm,
 	struct vmount *mounts = calloc(nm + 1, sizeof(*mounts));
 	struct source_map sm = { 0 };
 	struct pass p = { .what = "reading view files", .o = o };
-	size_t m, njobs = 0;
+	size_t m, njobs = 0, jobs_cap = 0;
 	int rc = 0;
 
 	memset(out, 0, sizeof(*out));
@@ -673,7 +666,7 @@ int sfs_observe_views(const char *const *paths, size_t nm,
 		rc = source_map_build(&sm, out->idx, o, &out->found, err);
 	if (!rc)
 		rc = enumerate(mounts, nm, out->idx, &out->audit, &p.jobs,
-			       &njobs, err);
+			       &njobs, &jobs_cap, err);
 	if (rc)
 		goto out;
 	pass_run(&p, njobs);

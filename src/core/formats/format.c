@@ -5,6 +5,7 @@
 
 #include "formats/format_i.h"
 #include "shardfs/digest.h"
+#include "shardfs/util.h"
 
 /* The format table: every driver, in the order --help lists them. */
 static const struct sfs_format_ops *const formats[] = {
@@ -116,15 +117,9 @@ int sfs_format_scan_samples(const struct sfs_format_ops *ops, int fd,
 
 int sfs_bounds_push(struct sfs_scan *out, size_t *cap, uint64_t off)
 {
-	if ((size_t)out->nsamples + 1 >= *cap) {
-		size_t ncap = *cap ? 2 * *cap : 64;
-		uint64_t *nb = realloc(out->bounds, ncap * sizeof(*nb));
-
-		if (!nb)
-			return -ENOMEM;
-		out->bounds = nb;
-		*cap = ncap;
-	}
+	/* room for the boundary after this one too */
+	if (SFS_GROW(out->bounds, *cap, (size_t)out->nsamples + 2))
+		return -ENOMEM;
 	out->bounds[out->nsamples] = off;
 	return 0;
 }

@@ -25,6 +25,7 @@
 #include "formats/format_i.h"
 #include "shardfs/digest.h"
 #include "shardfs/index.h"
+#include "shardfs/util.h"
 
 #define TAR_BLOCK 512
 #define READ_BLOCK (64 * 1024)
@@ -104,14 +105,8 @@ static int key_next(struct key *k, const char *path)
 
 	if (k->set && n == k->len && !memcmp(k->buf, path, n))
 		return 0;
-	if (n + 1 > k->cap) {
-		char *nb = realloc(k->buf, n + 1);
-
-		if (!nb)
-			return -ENOMEM;
-		k->buf = nb;
-		k->cap = n + 1;
-	}
+	if (SFS_GROW(k->buf, k->cap, n + 1))
+		return -ENOMEM;
 	memcpy(k->buf, path, n);
 	k->len = n;
 	k->set = true;

@@ -17,6 +17,7 @@
 #include "shardfs/crc32c.h"
 #include "shardfs/digest.h"
 #include "shardfs/index.h"
+#include "shardfs/util.h"
 
 #define HEADER 12
 #define FRAMING 16
@@ -129,25 +130,19 @@ static int tfrecord_verify(int fd, const char *path, const struct sfs_shard *sh,
 		uint64_t len = bounds[i + 1] - bounds[i];
 		ssize_t got;
 
-		if (len > cap) {
-			unsigned char *nd = realloc(data, len);
-
-			if (!nd) {
-				rc = sfs_errorf(
-					err, -ENOMEM,
-					"%s: out of memory for a %llu-byte record",
-					path, (unsigned long long)len);
-				goto out_free;
-			}
-			data = nd;
-			cap = len;
+		if (sfs_grow(&data, &cap, (size_t)len, 1)) {
+			rc = sfs_errorf(
+				err, -ENOMEM,
+				"%s: out of memory for a %llu-byte record",
+				path, (unsigned long long)len);
+			goto out_free;
 		}
-		got = pread(fd, data, len, (off_t)bounds[i]);
+		got = sfs_pread_full(fd, data, (size_t)len, bounds[i]);
 		if (got < 0 || (uint64_t)got != len) {
 			rc = sfs_errorf(err, -EIO,
 					"%s: read failed at byte %llu: %s",
 					path, (unsigned long long)bounds[i],
-					got < 0 ? strerror(errno) :
+					got < 0 ? strerror((int)-got) :
 						  "unexpected end of file");
 			goto out_free;
 		}
@@ -166,26 +161,22 @@ out_free:
 	return rc;
 }
 
-/* Read exactly len bytes at off; -EIO with a message when the file ends. */
+/*
+ * Read exactly len bytes at off: -EIO with a message when the read fails,
+ * -EINVAL naming the byte where the file ends when it is short.
+ */
 static int read_exact(int fd, const char *path, void *buf, size_t len,
 		      uint64_t off, struct sfs_error *err)
 {
-	size_t done = 0;
+	ssize_t got = sfs_pread_full(fd, buf, len, off);
 
-	while (done < len) {
-		ssize_t got = pread(fd, (char *)buf + done, len - done,
-				    (off_t)(off + done));
-
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got <= 0)
-			return sfs_errorf(err, got < 0 ? -EIO : -EINVAL,
-					  "%s: %s at byte %llu", path,
-					  got < 0 ? strerror(errno) :
-						    "truncated TFRecord",
-					  (unsigned long long)(off + done));
-		done += (size_t)got;
-	}
+	if (got < 0)
+		return sfs_errorf(err, -EIO, "%s: %s at byte %llu", path,
+				  strerror((int)-got), (unsigned long long)off);
+	if ((size_t)got < len)
+		return sfs_errorf(err, -EINVAL,
+				  "%s: truncated TFRecord at byte %llu", path,
+				  (unsigned long long)(off + (uint64_t)got));
 	return 0;
 }
 

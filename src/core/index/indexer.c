@@ -12,6 +12,7 @@
 #include "shardfs/indexer.h"
 #include "shardfs/pool.h"
 #include "shardfs/spill.h"
+#include "shardfs/util.h"
 
 #define ERRORS_NAMED 5
 
@@ -22,7 +23,7 @@ struct item {
 	int64_t mtime_ns;
 	const struct sfs_format_ops *ops;
 	struct sfs_member *members;
-	size_t nmembers;
+	size_t nmembers, members_cap;
 	const struct sfs_shard *prev; /* reusable entry, or NULL */
 
 	/* results, written by the one worker that takes the item */
@@ -31,6 +32,7 @@ struct item {
 	bool hashed;
 	unsigned char *sdig; /* SFS_DIGEST_LEN per sample, if hashed */
 	uint64_t nsdig;
+	size_t sdig_cap; /* bytes, while collect_digest fills sdig */
 	int rc;
 	char *msg;
 	bool fatal; /* not the shard's fault (spilling): fails the build */
@@ -83,15 +85,8 @@ static int walk_add(struct walk *w, const char *path, const struct stat *st,
 {
 	struct item *it;
 
-	if (w->n == w->cap) {
-		size_t ncap = w->cap ? 2 * w->cap : 256;
-		struct item *ni = realloc(w->items, ncap * sizeof(*ni));
-
-		if (!ni)
-			return -ENOMEM;
-		w->items = ni;
-		w->cap = ncap;
-	}
+	if (SFS_GROW(w->items, w->cap, w->n + 1))
+		return -ENOMEM;
 	it = &w->items[w->n];
 	memset(it, 0, sizeof(*it));
 	it->path = strdup(path);
@@ -183,14 +178,10 @@ static int group_files(struct walk *w)
 		if (head && it->ops->tree && head->ops == it->ops &&
 		    sfs_format_key_len(head->path) == k &&
 		    !strncmp(head->path, it->path, k)) {
-			struct sfs_member *nm =
-				realloc(head->members,
-					(head->nmembers + 1) * sizeof(*nm));
-
-			if (!nm)
+			if (SFS_GROW(head->members, head->members_cap,
+				     head->nmembers + 1))
 				return -ENOMEM;
-			head->members = nm;
-			nm[head->nmembers++] = (struct sfs_member){
+			head->members[head->nmembers++] = (struct sfs_member){
 				.path = it->path,
 				.size = it->size,
 				.mtime_ns = it->mtime_ns,
@@ -297,16 +288,9 @@ static int collect_digest(void *arg, uint64_t sample,
 
 	if (sample != it->nsdig)
 		return -ERANGE;
-	/* grow by doubling: capacity is the next power of two */
-	if (!(it->nsdig & (it->nsdig - 1))) {
-		unsigned char *n =
-			realloc(it->sdig, (it->nsdig ? 2 * it->nsdig : 1) *
-						  SFS_DIGEST_LEN);
-
-		if (!n)
-			return -ENOMEM;
-		it->sdig = n;
-	}
+	if (sfs_grow(&it->sdig, &it->sdig_cap,
+		     (size_t)(it->nsdig + 1) * SFS_DIGEST_LEN, 1))
+		return -ENOMEM;
 	memcpy(it->sdig + sample * SFS_DIGEST_LEN, d, SFS_DIGEST_LEN);
 	it->nsdig++;
 	return 0;
@@ -383,6 +367,7 @@ static int spill_item(struct job *j, size_t i, struct item *it,
 	it->scan.bounds = NULL;
 	free(it->sdig);
 	it->sdig = NULL;
+	it->sdig_cap = 0;
 	return rc;
 }
 
@@ -528,13 +513,10 @@ static int assemble_one(const struct sfs_index *prev, struct item *it,
 
 static int add_problem(struct sfs_indexer_report *rep, const char *msg)
 {
-	char **np = realloc(rep->problems, (rep->nproblems + 1) * sizeof(*np));
-
-	if (!np)
+	if (SFS_GROW(rep->problems, rep->problems_cap, rep->nproblems + 1))
 		return -ENOMEM;
-	rep->problems = np;
-	np[rep->nproblems] = strdup(msg);
-	if (!np[rep->nproblems])
+	rep->problems[rep->nproblems] = strdup(msg);
+	if (!rep->problems[rep->nproblems])
 		return -ENOMEM;
 	rep->nproblems++;
 	return 0;

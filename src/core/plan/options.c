@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "plan_json_i.h"
 #include "shardfs/options.h"
+#include "shardfs/util.h"
 
 #define RANK_LIST_MAX SFS_WORLD_MAX
 
@@ -297,8 +299,13 @@ static const struct sfs_opt *find(const struct sfs_opt *table, const char *key)
 	return NULL;
 }
 
-int sfs_opt_set(const struct sfs_opt *table, void *base, const char *key,
-		const char *value, struct sfs_error *err)
+/*
+ * Set key of table in the struct at base.  Returns 0, -EINVAL for a bad
+ * value (base unchanged, message names the option, the value and what is
+ * allowed), -ENOENT when table has no such key (message unset), -ENOMEM.
+ */
+static int opt_set(const struct sfs_opt *table, void *base, const char *key,
+		   const char *value, struct sfs_error *err)
 {
 	const struct sfs_opt *opt = find(table, key);
 	char *field, *copy;
@@ -429,7 +436,7 @@ int sfs_options_set(struct sfs_options *o, const char *key, const char *value,
 							NULL };
 	char list[256];
 	const char *near;
-	int rc = sfs_opt_set(sfs_plan_options, o, key, value, err);
+	int rc = opt_set(sfs_plan_options, o, key, value, err);
 
 	if (rc != -ENOENT)
 		return rc;
@@ -448,7 +455,7 @@ int sfs_options_set(struct sfs_options *o, const char *key, const char *value,
 int sfs_mount_opts_set(struct sfs_mount_opts *m, const char *key,
 		       const char *value, struct sfs_error *err)
 {
-	return sfs_opt_set(sfs_mount_options, m, key, value, err);
+	return opt_set(sfs_mount_options, m, key, value, err);
 }
 
 /* "key=ARG" or "key=a|b|c" of opt, into buf. */
@@ -637,19 +644,20 @@ static bool rank_continuation(const char *tok, size_t len)
 	return len > 0;
 }
 
-/* Append the n bytes at tok to the comma-separated list *rest. */
-static int add_rest(char **rest, const char *tok, size_t n)
+/* Append the n bytes at tok to the comma-separated list *rest, of
+ * capacity *cap. */
+static int add_rest(char **rest, size_t *cap, const char *tok, size_t n)
 {
 	size_t len = *rest ? strlen(*rest) : 0;
-	char *r = realloc(*rest, len + n + 2);
+	char *r;
 
-	if (!r)
+	if (sfs_grow(rest, cap, len + n + 2, 1))
 		return -ENOMEM;
+	r = *rest;
 	if (len)
 		r[len++] = ',';
 	memcpy(r + len, tok, n);
 	r[len + n] = '\0';
-	*rest = r;
 	return 0;
 }
 
@@ -657,6 +665,7 @@ int sfs_options_parse_known(struct sfs_options *o, const char *list,
 			    char **rest, struct sfs_error *err)
 {
 	const char *p = list;
+	size_t rest_cap = 0;
 	int rc = 0;
 
 	while (*p && !rc) {
@@ -666,7 +675,8 @@ int sfs_options_parse_known(struct sfs_options *o, const char *list,
 
 		if (!eq) {
 			if (rest && end > p)
-				rc = add_rest(rest, p, (size_t)(end - p));
+				rc = add_rest(rest, &rest_cap, p,
+					      (size_t)(end - p));
 			else
 				rc = sfs_errorf(
 					err, -EINVAL,
@@ -689,7 +699,7 @@ int sfs_options_parse_known(struct sfs_options *o, const char *list,
 		else
 			rc = sfs_options_set(o, key, value, err);
 		if (rc == -ENOENT && rest) {
-			rc = add_rest(rest, p, (size_t)(end - p));
+			rc = add_rest(rest, &rest_cap, p, (size_t)(end - p));
 			if (rc)
 				sfs_errorf(err, rc, "out of memory");
 		}

@@ -1,3 +1,10 @@
+/*
+ * The plan (plan.h): its sections follow the numbered steps of the
+ * contract in plan.h and docs/plan.md (1. units, 2. epoch order with a
+ * mixture's allocation, streams and mixing, 3. resume, 4. equalise, 5.
+ * partition, 6. files), each helper before its caller; sfs_plan_build_ranks
+ * at the end runs them.  plan_json.c writes a plan as JSON.
+ */
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -8,6 +15,7 @@
 #include "shardfs/plan.h"
 #include "shardfs/pool.h"
 #include "shardfs/prng.h"
+#include "shardfs/util.h"
 
 /* an epoch repeats a source at most this often */
 #define PASSES_MAX 65536u
@@ -63,6 +71,7 @@ struct builder {
 	/* samples before segs[i], cum[nsegs] = N; while order_epoch builds
 	 * the order, the samples of segs[i] */
 	uint64_t *cum;
+	size_t cum_cap; /* at least segs_cap + 1 once there are segments */
 	uint64_t maxunit; /* the most samples a permuted unit has */
 	struct out *outs; /* partition's groups of readers */
 	size_t nouts;
@@ -95,6 +104,8 @@ static void source_shards(const struct builder *b, size_t s, size_t *lo,
 	*lo = m ? m->sources[s].shard_lo : 0;
 	*hi = m ? m->sources[s].shard_hi : b->idx->nshards;
 }
+
+/* ---- 1. units ---- */
 
 /* Samples per unit of shard sh; its last unit may have fewer. */
 static uint64_t unit_step(const struct builder *b, const struct sfs_shard *sh)
@@ -185,6 +196,8 @@ static void unit_get(const struct builder *b, uint64_t u, struct unit *un)
 	un->src = lo;
 	un->local = u - b->unit_lo[lo];
 }
+
+/* ---- 2. epoch order: a mixture's allocation (Mixtures' 0.) ---- */
 
 /*
  * Largest remainder: split total in proportion to w[0..n), each share
@@ -292,8 +305,14 @@ out:
 	return rc;
 }
 
-/* Room for n more segments: one allocation for a stream of known size,
- * doubling for stratify's pieces. */
+/* ---- 2. epoch order: streams and mixing (Mixtures' 1. and 2.) ---- */
+
+/*
+ * Room for n more segments (and cum's entry past them) in one allocation
+ * of the exact size: a stream's size is known, and doubling (sfs_grow) would
+ * leave up to the streams before it unused; stratify's pieces, one by one,
+ * grow by push_seg.
+ */
 static int reserve_segs(struct builder *b, size_t n)
 {
 	struct seg *ns;
@@ -307,19 +326,20 @@ static int reserve_segs(struct builder *b, size_t n)
 	if (!ns)
 		return -ENOMEM;
 	b->segs = ns;
+	b->segs_cap = ncap;
 	nc = realloc(b->cum, (ncap + 1) * sizeof(*nc));
 	if (!nc)
 		return -ENOMEM;
 	b->cum = nc;
-	b->segs_cap = ncap;
+	b->cum_cap = ncap + 1;
 	return 0;
 }
 
 static int push_seg(struct builder *b, uint64_t unit, uint64_t pass,
 		    uint64_t first, uint64_t count)
 {
-	if (b->nsegs == b->segs_cap &&
-	    reserve_segs(b, b->segs_cap ? b->segs_cap : 1024))
+	if (SFS_GROW(b->segs, b->segs_cap, b->nsegs + 1) ||
+	    SFS_GROW(b->cum, b->cum_cap, b->nsegs + 2))
 		return -ENOMEM;
 	b->segs[b->nsegs] =
 		(struct seg){ (uint32_t)unit, (uint32_t)pass, first };
@@ -591,7 +611,7 @@ static int stratify(struct builder *b, const size_t *seg_lo)
 
 	b->segs = NULL;
 	b->cum = NULL;
-	b->nsegs = b->segs_cap = 0;
+	b->nsegs = b->segs_cap = b->cum_cap = 0;
 	if (!cur || !j || !off) {
 		rc = -ENOMEM;
 		goto out;
@@ -703,6 +723,75 @@ out:
 	return rc;
 }
 
+/* ---- 3. resume and 4. equalise ---- */
+
+/* Steps 3 and 4: how many samples each reader gets. */
+static int equalise(struct builder *b)
+{
+	const struct sfs_plan_opts *o = b->o;
+	struct sfs_plan *plan = b->plan;
+	uint64_t T = (uint64_t)(o->world / o->replicas) * o->workers, n, c;
+	int rc = sfs_plan_opts_check(o, b->err);
+
+	if (rc)
+		return rc;
+	if (plan->total == 0)
+		return sfs_errorf(
+			b->err, -EINVAL,
+			"the index of %s has no samples: nothing to serve",
+			b->idx->source);
+	if (o->start >= plan->total)
+		return sfs_errorf(
+			b->err, -EINVAL,
+			"start=%llu leaves no samples: the epoch has %llu; use start=0..%llu",
+			(unsigned long long)o->start,
+			(unsigned long long)plan->total,
+			(unsigned long long)plan->total - 1);
+	n = plan->total - o->start;
+	if (o->remainder == SFS_REMAINDER_PAD) {
+		c = n / T + (n % T != 0);
+		c = (c / o->batch + (c % o->batch != 0)) * o->batch;
+	} else {
+		c = n / T;
+		c -= c % o->batch;
+		if (c == 0) {
+			char batch[48] = "";
+
+			if (o->batch > 1)
+				snprintf(batch, sizeof(batch),
+					 " in batches of %llu",
+					 (unsigned long long)o->batch);
+			if (o->replicas > 1)
+				snprintf(batch + strlen(batch),
+					 sizeof(batch) - strlen(batch),
+					 " (replicas=%u: %llu groups)",
+					 o->replicas,
+					 (unsigned long long)(o->world /
+							      o->replicas));
+			return sfs_errorf(
+				b->err, -EINVAL,
+				"remainder=drop leaves 0 samples per reader: %llu samples for world=%u × workers=%u%s; use remainder=pad or fewer readers",
+				(unsigned long long)n, o->world, o->workers,
+				batch);
+		}
+	}
+	if (c > UINT64_MAX / T)
+		return sfs_errorf(b->err, -EINVAL,
+				  "batch=%llu is too large for %llu readers",
+				  (unsigned long long)o->batch,
+				  (unsigned long long)T);
+	plan->remaining = n;
+	plan->per_reader = c;
+	if (c * T >= n)
+		plan->padding = c * T - n;
+	else
+		plan->dropped = n - c * T;
+	plan->nreaders = (size_t)T;
+	return 0;
+}
+
+/* ---- 6. files: a reader's positions cut at unit boundaries ---- */
+
 /* True when the samples of unit un are read in a shuffled order. */
 static bool unit_permuted(const struct builder *b, const struct unit *un)
 {
@@ -737,15 +826,8 @@ static int push_run(struct out *out, uint64_t first, uint64_t count)
 		last->count += count;
 		return 0;
 	}
-	if (out->nruns == out->runs_cap) {
-		size_t ncap = out->runs_cap ? 2 * out->runs_cap : 1024;
-		struct sfs_run *nr = realloc(out->runs, ncap * sizeof(*nr));
-
-		if (!nr)
-			return -ENOMEM;
-		out->runs = nr;
-		out->runs_cap = ncap;
-	}
+	if (SFS_GROW(out->runs, out->runs_cap, out->nruns + 1))
+		return -ENOMEM;
 	out->runs[out->nruns++] = (struct sfs_run){ first, count };
 	out->files[out->nfiles - 1].nruns++;
 	return 0;
@@ -792,16 +874,8 @@ static int add_file(const struct builder *b, struct out *out,
 	whole_unit = a == 0 && len == un->count;
 	if (!sfs_shard_sliceable(sh) && !whole_unit)
 		return cut_error(b, out, un, a, len, reader);
-	if (out->nfiles == out->files_cap) {
-		size_t ncap = out->files_cap ? 2 * out->files_cap : 1024;
-		struct sfs_plan_file *nf =
-			realloc(out->files, ncap * sizeof(*nf));
-
-		if (!nf)
-			return -ENOMEM;
-		out->files = nf;
-		out->files_cap = ncap;
-	}
+	if (SFS_GROW(out->files, out->files_cap, out->nfiles + 1))
+		return -ENOMEM;
 	f = &out->files[out->nfiles++];
 	*f = (struct sfs_plan_file){
 		.shard = un->shard,
@@ -825,6 +899,8 @@ static int add_file(const struct builder *b, struct out *out,
 			return -ENOMEM;
 	return 0;
 }
+
+/* ---- 5. partition: each reader's positions of the order ---- */
 
 /* Index into b->segs of the segment holding epoch position g. */
 static size_t find_seg(const struct builder *b, uint64_t g)
@@ -1040,70 +1116,7 @@ static int partition(struct builder *b)
 	return 0;
 }
 
-/* Steps 3 and 4: how many samples each reader gets. */
-static int equalise(struct builder *b)
-{
-	const struct sfs_plan_opts *o = b->o;
-	struct sfs_plan *plan = b->plan;
-	uint64_t T = (uint64_t)(o->world / o->replicas) * o->workers, n, c;
-	int rc = sfs_plan_opts_check(o, b->err);
-
-	if (rc)
-		return rc;
-	if (plan->total == 0)
-		return sfs_errorf(
-			b->err, -EINVAL,
-			"the index of %s has no samples: nothing to serve",
-			b->idx->source);
-	if (o->start >= plan->total)
-		return sfs_errorf(
-			b->err, -EINVAL,
-			"start=%llu leaves no samples: the epoch has %llu; use start=0..%llu",
-			(unsigned long long)o->start,
-			(unsigned long long)plan->total,
-			(unsigned long long)plan->total - 1);
-	n = plan->total - o->start;
-	if (o->remainder == SFS_REMAINDER_PAD) {
-		c = n / T + (n % T != 0);
-		c = (c / o->batch + (c % o->batch != 0)) * o->batch;
-	} else {
-		c = n / T;
-		c -= c % o->batch;
-		if (c == 0) {
-			char batch[48] = "";
-
-			if (o->batch > 1)
-				snprintf(batch, sizeof(batch),
-					 " in batches of %llu",
-					 (unsigned long long)o->batch);
-			if (o->replicas > 1)
-				snprintf(batch + strlen(batch),
-					 sizeof(batch) - strlen(batch),
-					 " (replicas=%u: %llu groups)",
-					 o->replicas,
-					 (unsigned long long)(o->world /
-							      o->replicas));
-			return sfs_errorf(
-				b->err, -EINVAL,
-				"remainder=drop leaves 0 samples per reader: %llu samples for world=%u × workers=%u%s; use remainder=pad or fewer readers",
-				(unsigned long long)n, o->world, o->workers,
-				batch);
-		}
-	}
-	if (c > UINT64_MAX / T)
-		return sfs_errorf(b->err, -EINVAL,
-				  "batch=%llu is too large for %llu readers",
-				  (unsigned long long)o->batch,
-				  (unsigned long long)T);
-	plan->remaining = n;
-	plan->per_reader = c;
-	if (c * T >= n)
-		plan->padding = c * T - n;
-	else
-		plan->dropped = n - c * T;
-	plan->nreaders = (size_t)T;
-	return 0;
-}
+/* ---- per source: what resume skips, equalise pads and drops ---- */
 
 /* Add to field of plan->sources the samples of each source at epoch
  * positions [from, to). */
@@ -1148,6 +1161,8 @@ static void source_totals(struct builder *b)
 	count_sources(b, P, P + (served - n) % n,
 		      offsetof(struct sfs_plan_source, padding));
 }
+
+/* ---- the build: the steps, in the order they depend on ---- */
 
 int sfs_plan_build(const struct sfs_index *idx, const struct sfs_plan_opts *o,
 		   struct sfs_plan **out, struct sfs_error *err)

@@ -2,6 +2,7 @@
 
 #include <jansson.h>
 
+#include "plan_json_i.h"
 #include "shardfs/mixture.h"
 #include "shardfs/plan.h"
 

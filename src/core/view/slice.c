@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "shardfs/slice.h"
+#include "shardfs/util.h"
 
 struct layout {
 	struct sfs_slice *s;
@@ -33,17 +34,10 @@ static int add(struct layout *l, uint64_t src, uint64_t len, const void *mem,
 			return 0;
 		}
 	}
-	if (s->nextents == l->cap) {
-		size_t ncap = l->cap ? 2 * l->cap : 8;
-		struct sfs_extent *ne = realloc(s->extents, ncap * sizeof(*ne));
-
-		if (!ne) {
-			if (owned)
-				free((void *)mem);
-			return -ENOMEM;
-		}
-		s->extents = ne;
-		l->cap = ncap;
+	if (SFS_GROW(s->extents, l->cap, s->nextents + 1)) {
+		if (owned)
+			free((void *)mem);
+		return -ENOMEM;
 	}
 	s->extents[s->nextents++] = (struct sfs_extent){ .pos = s->size,
 							 .len = len,
@@ -249,18 +243,9 @@ ssize_t sfs_slice_pread(const struct sfs_slice *s, int fd, void *buf,
 			done += n;
 			continue;
 		}
-		while (n) {
-			ssize_t got =
-				pread(fd, p + done, n, (off_t)(x->src + in));
-
-			if (got < 0 && errno == EINTR)
-				continue;
-			if (got <= 0)
-				return -EIO; /* the shard is shorter than indexed */
-			done += (size_t)got;
-			in += (uint64_t)got;
-			n -= (size_t)got;
-		}
+		if (sfs_pread_full(fd, p + done, n, x->src + in) != (ssize_t)n)
+			return -EIO; /* or the shard is shorter than indexed */
+		done += n;
 	}
 	return (ssize_t)done;
 }

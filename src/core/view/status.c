@@ -4,8 +4,10 @@
 
 #include <jansson.h>
 
+#include "plan/plan_json_i.h"
 #include "shardfs/mixture.h"
 #include "shardfs/status.h"
+#include "shardfs/util.h"
 
 /* The readers of the ranks the mount shows, with their counts. */
 static json_t *readers_json(const struct sfs_plan *p,
@@ -64,8 +66,8 @@ char *sfs_status_json(const struct sfs_status_in *in)
 	const struct sfs_status_counters *c = &in->counters;
 	uint64_t bytes = 0;
 	json_t *root;
-	char *text, *nl;
-	size_t i;
+	char *text;
+	size_t len, cap, i;
 
 	for (i = 0; i < in->idx->nshards; i++)
 		bytes += in->idx->shards[i].size;
@@ -98,12 +100,13 @@ char *sfs_status_json(const struct sfs_status_in *in)
 	json_decref(root);
 	if (!text)
 		return NULL;
-	nl = realloc(text, strlen(text) + 2);
-	if (!nl) {
+	len = strlen(text);
+	cap = len + 1;
+	if (sfs_grow(&text, &cap, len + 2, 1)) {
 		free(text);
 		return NULL;
 	}
-	return strcat(nl, "\n");
+	return strcat(text, "\n");
 }
 
 static char *str_dup(json_t *o, const char *key)

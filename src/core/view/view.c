@@ -12,6 +12,7 @@
 #include "shardfs/digest.h"
 #include "shardfs/mixture.h"
 #include "shardfs/pool.h"
+#include "shardfs/util.h"
 #include "shardfs/view.h"
 
 #define SEQ_MIN_WIDTH 6
@@ -31,8 +32,9 @@ struct slice_desc {
 struct builder {
 	struct sfs_view *v;
 	const struct sfs_view_opts *o;
-	uint32_t cap;
+	size_t nodes_cap; /* of v->nodes */
 	size_t *name_at; /* per node, offset of its name in pool */
+	size_t name_at_cap;
 	char *pool;
 	size_t pool_len, pool_cap;
 	uint32_t *dirs; /* hash of (parent, name) -> dir node + 1 */
@@ -49,29 +51,10 @@ static int add_node(struct builder *b, uint32_t parent, const char *name,
 
 	if (v->nnodes == UINT32_MAX - 1)
 		return -EOVERFLOW;
-	if (v->nnodes == b->cap) {
-		uint32_t ncap = b->cap ? 2 * b->cap : 1024;
-		struct sfs_view_node *nn =
-			realloc(v->nodes, ncap * sizeof(*nn));
-		size_t *na = realloc(b->name_at, ncap * sizeof(*na));
-
-		if (nn)
-			v->nodes = nn;
-		if (na)
-			b->name_at = na;
-		if (!nn || !na)
-			return -ENOMEM;
-		b->cap = ncap;
-	}
-	if (b->pool_len + name_len + 1 > b->pool_cap) {
-		size_t ncap = (b->pool_len + name_len + 1) * 2;
-		char *np = realloc(b->pool, ncap);
-
-		if (!np)
-			return -ENOMEM;
-		b->pool = np;
-		b->pool_cap = ncap;
-	}
+	if (SFS_GROW(v->nodes, b->nodes_cap, (size_t)v->nnodes + 1) ||
+	    SFS_GROW(b->name_at, b->name_at_cap, (size_t)v->nnodes + 1) ||
+	    SFS_GROW(b->pool, b->pool_cap, b->pool_len + name_len + 1))
+		return -ENOMEM;
 	memcpy(b->pool + b->pool_len, name, name_len);
 	b->pool[b->pool_len + name_len] = '\0';
 	b->name_at[v->nnodes] = b->pool_len;
