@@ -190,7 +190,7 @@ int sfs_parquet_footer_write(const struct sfs_parquet_meta *m,
 			     unsigned char **out, size_t *len,
 			     struct sfs_error *err);
 
-/* ---- pages (parquet_page.c) ---- */
+/* ---- pages (src/core/formats/parquet/cut.c, column.c) ---- */
 
 /*
  * Bytes of a cut column chunk: len bytes of the file at src when mem is

@@ -19,6 +19,7 @@
 #include "formats/parquet/parquet_i.h"
 #include "shardfs/index.h"
 #include "shardfs/parquet.h"
+#include "shardfs/util.h"
 
 static int parquet_scan(const struct sfs_scan_in *in, struct sfs_scan *out,
 			struct sfs_error *err)
@@ -63,26 +64,11 @@ static int grow(struct layout *lay)
 {
 	size_t nleaves = lay->m->nleaves;
 
-	if (lay->nrgs == lay->rgs_cap) {
-		size_t ncap = lay->rgs_cap ? 2 * lay->rgs_cap : 8;
-		struct sfs_parquet_rg_edit *nr =
-			realloc(lay->rgs, ncap * sizeof(*nr));
-
-		if (!nr)
-			return -ENOMEM;
-		lay->rgs = nr;
-		lay->rgs_cap = ncap;
-	}
-	if ((lay->nrgs + 1) * nleaves > lay->chunks_cap) {
-		size_t ncap = 2 * (lay->nrgs + 1) * nleaves;
-		struct sfs_parquet_chunk_edit *nc =
-			realloc(lay->chunks, ncap * sizeof(*nc));
-
-		if (!nc)
-			return -ENOMEM;
-		lay->chunks = nc;
-		lay->chunks_cap = ncap;
-	}
+	if (SFS_GROW(lay->rgs, lay->rgs_cap, lay->nrgs + 1))
+		return -ENOMEM;
+	if (nleaves > SIZE_MAX / (lay->nrgs + 1) ||
+	    SFS_GROW(lay->chunks, lay->chunks_cap, (lay->nrgs + 1) * nleaves))
+		return -ENOMEM;
 	return 0;
 }
 

@@ -1,7 +1,28 @@
 /*
- * The Thrift compact protocol, as much as the Parquet footer needs: a
- * bounded reader and a writer.  Shared by parquet_thrift.c and
- * parquet_meta.c only.
+ * The internals the files of the Parquet module share, nothing else
+ * includes this header.  The module is split by layer, as arrow-rs and
+ * DuckDB split Parquet; each section below names the file that owns it:
+ *
+ *   thrift.c        the Thrift compact protocol (reader and writer)
+ *   footer_read.c   FileMetaData decoded (sfs_parquet_footer_read)
+ *   footer_check.c  the invariants of a decoded footer
+ *   footer_write.c  the footer re-emitted for a slice
+ *   codec.c         compression and decompression of pages
+ *   encoding.c      levels, the RLE / bit-packed hybrid, DELTA_*, values
+ *   column.c        the page reader of a column chunk; row digests
+ *   cut.c           a row group cut to rows (sfs_parquet_cut)
+ *   driver.c        the format driver (struct sfs_format_ops)
+ *
+ * Dependencies go one way: cut.c uses column.c, which uses encoding.c and
+ * codec.c; the footer files and the page headers use thrift.c; driver.c
+ * uses parquet.h and thrift.c's writer.  Names here are sfs_pq_ and
+ * SFS_PQ_ (sfs_thrift_ for thrift.c): private to the module, where
+ * parquet.h's are sfs_parquet_.
+ *
+ * ---- Thrift (thrift.c) ----
+ *
+ * The Thrift compact protocol, as much as the Parquet footer and page
+ * headers need: a bounded reader and a writer.
  *
  * The reader never reads past buf + len: every length and count is checked
  * against the bytes left before it is used, and structs, lists, sets and
@@ -13,10 +34,15 @@
 #ifndef SHARDFS_PARQUET_I_H
 #define SHARDFS_PARQUET_I_H
 
+#include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "shardfs/error.h"
+
+struct sfs_parquet_meta;
+struct sfs_parquet_chunk;
 
 #define SFS_THRIFT_DEPTH_MAX 32
 
@@ -104,6 +130,9 @@ struct sfs_thrift_out {
 };
 
 void sfs_thrift_put(struct sfs_thrift_out *o, const void *data, size_t n);
+/* Room for n more bytes (n may be 0) at the end of o: where they go, or
+ * NULL once o is failed.  The buffer may move at the next take or put. */
+unsigned char *sfs_thrift_take(struct sfs_thrift_out *o, size_t n);
 void sfs_thrift_put_varint(struct sfs_thrift_out *o, uint64_t v);
 /* A field header after the field last_id (updated); bool fields carry
  * their value in type (SFS_TC_TRUE or SFS_TC_FALSE). */
@@ -119,5 +148,215 @@ void sfs_thrift_put_stop(struct sfs_thrift_out *o);
 /* Not Thrift: a u32 little-endian, as Parquet frames its footer, its
  * length-prefixed levels and its PLAIN byte arrays. */
 void sfs_thrift_put_le32(struct sfs_thrift_out *o, uint32_t v);
+
+/* ---- The footer (footer_read.c, footer_check.c) ---- */
+
+/* Out of memory while decoding the footer r reads: -ENOMEM, message set. */
+static inline int sfs_pq_footer_nomem(struct sfs_thrift_reader *r)
+{
+	return sfs_errorf(r->err, -ENOMEM,
+			  "%s: out of memory decoding the Parquet footer",
+			  r->path);
+}
+
+/*
+ * Check the invariants parquet.h lists of m, just decoded from r's
+ * bytes, and count its leaves into m->nleaves (footer_check.c).  Returns
+ * 0 or -EINVAL (-ENOMEM) with r's message.
+ */
+int sfs_pq_meta_check(struct sfs_thrift_reader *r, struct sfs_parquet_meta *m);
+
+/*
+ * ---- Pages (column.c; read by encoding.c, codec.c and cut.c) ----
+ *
+ * The words of parquet.thrift the pages use, and the page reader's
+ * structs.  Nothing read is trusted: sizes are capped by SFS_PQ_PAGE_MAX
+ * and SFS_PQ_ENTRIES_MAX, whatever a header says.
+ */
+
+#define SFS_PQ_PAGE_MAX (256u << 20) /* bytes of a page, compressed or not */
+#define SFS_PQ_ENTRIES_MAX (16u << 20) /* levels of a page */
+
+enum {
+	SFS_PQ_PAGE_DATA = 0,
+	SFS_PQ_PAGE_DICTIONARY = 2,
+	SFS_PQ_PAGE_DATA_V2 = 3
+};
+enum {
+	SFS_PQ_ENC_PLAIN = 0,
+	SFS_PQ_ENC_PLAIN_DICTIONARY = 2,
+	SFS_PQ_ENC_RLE = 3,
+	SFS_PQ_ENC_BIT_PACKED = 4,
+	SFS_PQ_ENC_DELTA_BINARY_PACKED = 5,
+	SFS_PQ_ENC_DELTA_LENGTH_BYTE_ARRAY = 6,
+	SFS_PQ_ENC_DELTA_BYTE_ARRAY = 7,
+	SFS_PQ_ENC_RLE_DICTIONARY = 8,
+	SFS_PQ_ENC_BYTE_STREAM_SPLIT = 9,
+};
+enum {
+	SFS_PQ_T_BOOLEAN,
+	SFS_PQ_T_INT32,
+	SFS_PQ_T_INT64,
+	SFS_PQ_T_INT96,
+	SFS_PQ_T_FLOAT,
+	SFS_PQ_T_DOUBLE,
+	SFS_PQ_T_BYTE_ARRAY,
+	SFS_PQ_T_FLBA,
+};
+enum {
+	SFS_PQ_C_UNCOMPRESSED,
+	SFS_PQ_C_SNAPPY,
+	SFS_PQ_C_GZIP,
+	SFS_PQ_C_LZO,
+	SFS_PQ_C_BROTLI,
+	SFS_PQ_C_LZ4,
+	SFS_PQ_C_ZSTD,
+	SFS_PQ_C_LZ4_RAW,
+};
+
+/* A leaf column: its physical type and its highest levels. */
+struct sfs_pq_leaf {
+	int32_t type, type_length;
+	uint32_t max_def, max_rep;
+};
+
+struct sfs_pq_page_header {
+	uint64_t at; /* file offset of the header */
+	size_t header_len;
+	int32_t type, usize, csize;
+	int32_t num_values, encoding, def_encoding, rep_encoding;
+	int32_t num_nulls, num_rows, def_len, rep_len; /* v2 */
+	bool compressed; /* v2: the values are compressed */
+};
+
+struct sfs_pq_value {
+	const unsigned char *p;
+	uint32_t len;
+};
+
+/* A decoded data page. */
+struct sfs_pq_page {
+	struct sfs_pq_page_header h;
+	uint32_t n; /* entries (levels) */
+	uint32_t *rep, *def;
+	uint32_t nvals; /* values (entries at max_def) */
+	struct sfs_pq_value *vals;
+	uint32_t *idx; /* dictionary-encoded pages: the indexes, else NULL */
+	unsigned bit_width; /* of idx */
+	unsigned char *raw; /* the uncompressed page (levels and values) */
+	struct sfs_thrift_out arena; /* values built while decoding */
+};
+
+/* One column chunk being read. */
+struct sfs_pq_column {
+	int fd;
+	const struct sfs_parquet_meta *m;
+	const struct sfs_parquet_chunk *ch;
+	size_t rg;
+	struct sfs_pq_leaf lf;
+	char name[256];
+	uint64_t pos, end; /* the next page header; the chunk's end */
+	struct sfs_pq_value *dict;
+	uint32_t ndict;
+	unsigned char *dict_raw;
+	struct sfs_thrift_out dict_arena;
+	struct sfs_pq_page pg;
+	bool loaded; /* pg holds a page */
+	bool seen_data; /* the first data page was read */
+	uint64_t pre_usize; /* uncompressed bytes of the pages before it */
+	uint32_t at, vat; /* next entry, next value of pg */
+	struct sfs_error *err;
+};
+
+/* A cursor over bytes being decoded: p[pos .. len) are left. */
+struct sfs_pq_bytes {
+	const unsigned char *p;
+	size_t len, pos;
+};
+
+/* ---- Codecs (codec.c) ---- */
+
+/* The name of a codec for messages ("SNAPPY"; "unknown"). */
+const char *sfs_pq_codec_name(int32_t codec);
+
+/* Decompress n bytes of codec into exactly un bytes at out: false when
+ * they do not, or the codec is not read. */
+bool sfs_pq_page_decompress(int32_t codec, const unsigned char *in, size_t n,
+			    unsigned char *out, size_t un);
+
+/* Compress in[0 .. n) with codec, appended to o.  Returns 0, -EINVAL (the
+ * codec cannot compress it) or -ENOMEM. */
+int sfs_pq_page_compress(int32_t codec, const unsigned char *in, size_t n,
+			 struct sfs_thrift_out *o);
+
+/* ---- Encodings (encoding.c) ---- */
+
+/* The bit width of levels (or indexes) up to max. */
+unsigned sfs_pq_bits_for(uint32_t max);
+
+/*
+ * n levels up to max from b, in encoding enc: a v1 page's RLE levels
+ * after their u32 length, or its BIT_PACKED ones; a v2 page's bare RLE
+ * levels.  Returns 0 or -1 (malformed).
+ */
+int sfs_pq_levels_decode(struct sfs_pq_bytes *b, int32_t enc, bool v1,
+			 uint32_t max, uint32_t *out, uint32_t n);
+
+/* v[0 .. n) as the RLE / bit-packed hybrid of width w, appended to o. */
+void sfs_pq_hybrid_encode(struct sfs_thrift_out *o, const uint32_t *v, size_t n,
+			  unsigned w);
+
+/*
+ * n PLAIN values of leaf lf from b into v; BOOLEAN values are built in
+ * arena.  Returns 0, -1 (malformed) or -ENOMEM.
+ */
+int sfs_pq_plain_decode(struct sfs_pq_bytes *b, const struct sfs_pq_leaf *lf,
+			struct sfs_pq_value *v, uint32_t n,
+			struct sfs_thrift_out *arena);
+
+/*
+ * n values of leaf lf in encoding enc from b into pg->vals (dictionary
+ * indexes into pg->idx, values built into pg->arena); dict holds the
+ * chunk's ndict dictionary values, NULL when it has none.  Returns 0, -1
+ * (malformed), -ENOMEM, -ENOENT (dictionary-encoded, but no dict) or
+ * -ENOTSUP (an encoding not read); the caller says which in its message.
+ */
+int sfs_pq_values_decode(struct sfs_pq_page *pg, const struct sfs_pq_leaf *lf,
+			 const struct sfs_pq_value *dict, uint32_t ndict,
+			 struct sfs_pq_bytes *b, int32_t enc, uint32_t n);
+
+/* ---- The page reader (column.c) ---- */
+
+/* c fails at file byte at: -EINVAL, the message naming the file, the row
+ * group, the column's dotted path and the page. */
+int sfs_pq_col_fail(struct sfs_pq_column *c, uint64_t at, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* -ENOMEM with c's message. */
+int sfs_pq_col_nomem(struct sfs_pq_column *c);
+
+/* The leaves of m's schema in order (the chunks' order), with their
+ * levels: out has m->nleaves entries.  0, -ENOMEM or -EINVAL. */
+int sfs_pq_leaves(const struct sfs_parquet_meta *m, struct sfs_pq_leaf *out,
+		  struct sfs_error *err);
+
+/* Open column k of row group rg (leaf lf; m, fd and err borrowed); close
+ * it with sfs_pq_col_close even when this fails.  0 or -EINVAL. */
+int sfs_pq_col_open(struct sfs_pq_column *c, int fd,
+		    const struct sfs_parquet_meta *m, size_t rg, size_t k,
+		    const struct sfs_pq_leaf *lf, struct sfs_error *err);
+void sfs_pq_col_close(struct sfs_pq_column *c);
+
+/*
+ * The next page of the chunk into *h (dictionary pages are loaded, index
+ * pages skipped on the way).  Returns 1 with a data page, 0 at the
+ * chunk's end, or -errno.
+ */
+int sfs_pq_next_data_page(struct sfs_pq_column *c,
+			  struct sfs_pq_page_header *h);
+
+/* Decode the data page whose header is h into c->pg: 0 or -errno. */
+int sfs_pq_decode_page(struct sfs_pq_column *c,
+		       const struct sfs_pq_page_header *h);
 
 #endif

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "formats/parquet/parquet_i.h"
+#include "shardfs/util.h"
 
 const char *sfs_thrift_type_name(int type)
 {
@@ -376,31 +377,37 @@ int sfs_thrift_skip(struct sfs_thrift_reader *r, int type)
 	return skip_value(r, type, 0);
 }
 
+unsigned char *sfs_thrift_take(struct sfs_thrift_out *o, size_t n)
+{
+	size_t at = o->len, need;
+
+	if (o->oom)
+		return NULL;
+	if (n > SIZE_MAX - o->len) {
+		o->oom = 1;
+		return NULL;
+	}
+	need = o->len + n;
+	/* a page's worth at first: small puts do not realloc eight times */
+	if (!o->cap && need < 4096)
+		need = 4096;
+	if (sfs_grow(&o->p, &o->cap, need, 1)) {
+		o->oom = 1;
+		return NULL;
+	}
+	o->len += n;
+	return o->p + at;
+}
+
 void sfs_thrift_put(struct sfs_thrift_out *o, const void *data, size_t n)
 {
+	unsigned char *p;
+
 	if (o->oom || !n)
 		return;
-	if (n > o->cap - o->len) {
-		size_t cap = o->cap ? o->cap : 4096;
-		unsigned char *p;
-
-		while (cap - o->len < n) {
-			if (cap > SIZE_MAX / 2) {
-				o->oom = 1;
-				return;
-			}
-			cap *= 2;
-		}
-		p = realloc(o->p, cap);
-		if (!p) {
-			o->oom = 1;
-			return;
-		}
-		o->p = p;
-		o->cap = cap;
-	}
-	memcpy(o->p + o->len, data, n);
-	o->len += n;
+	p = sfs_thrift_take(o, n);
+	if (p)
+		memcpy(p, data, n);
 }
 
 void sfs_thrift_put_varint(struct sfs_thrift_out *o, uint64_t v)

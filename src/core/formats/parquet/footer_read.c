@@ -1,6 +1,6 @@
 /*
- * The Parquet footer: FileMetaData read, checked and re-emitted for a
- * slice.  Field ids and type codes are those of the Parquet format's
+ * The Parquet footer read: FileMetaData decoded, its invariants checked
+ * (footer_check.c).  Field ids and type codes are those of the Parquet format's
  * parquet.thrift; only the fields a slice needs are decoded, the others are
  * skipped on reading and copied verbatim on writing.
  */
@@ -8,10 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "formats/format_i.h"
 #include "formats/parquet/parquet_i.h"
 #include "shardfs/parquet.h"
+#include "shardfs/util.h"
 
 /* A field of a struct this decoder knows: its name and compact type. */
 struct field_def {
@@ -202,34 +203,10 @@ static int read_list_of(struct sfs_thrift_reader *r, const struct where *w,
 }
 
 /*
- * Arrays sized by what was decoded, never by a count read from the file:
- * a count only bounds the loop, the array grows as elements arrive.
+ * Arrays are sized by what was decoded, never by a count read from the
+ * file: a count only bounds the loop, the array grows (SFS_GROW) as
+ * elements arrive.
  */
-static int grow(void *arrp, size_t *cap, size_t n, size_t elsize)
-{
-	void **arr = arrp;
-	size_t ncap;
-	void *p;
-
-	if (n < *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 8;
-	if (ncap > SIZE_MAX / elsize)
-		return -ENOMEM;
-	p = realloc(*arr, ncap * elsize);
-	if (!p)
-		return -ENOMEM;
-	*arr = p;
-	*cap = ncap;
-	return 0;
-}
-
-static int oom(struct sfs_thrift_reader *r)
-{
-	return sfs_errorf(r->err, -ENOMEM,
-			  "%s: out of memory decoding the Parquet footer",
-			  r->path);
-}
 
 static int read_bytes(struct sfs_thrift_reader *r, struct sfs_parquet_bytes *b)
 {
@@ -304,8 +281,8 @@ static int read_schema(struct sfs_thrift_reader *r, struct sfs_parquet_meta *m)
 
 	rc = read_list_of(r, &w, "schema", SFS_TC_STRUCT, &n);
 	for (i = 0; !rc && i < n; i++) {
-		if (grow(&m->schema, &cap, i, sizeof(*m->schema)))
-			return oom(r);
+		if (SFS_GROW(m->schema, cap, i + 1))
+			return sfs_pq_footer_nomem(r);
 		rc = read_schema_element(r, i, &m->schema[i]);
 		if (!rc)
 			m->nschema = i + 1;
@@ -355,8 +332,8 @@ static int read_key_values(struct sfs_thrift_reader *r,
 
 	rc = read_list_of(r, &w, "key_value_metadata", SFS_TC_STRUCT, &n);
 	for (i = 0; !rc && i < n; i++) {
-		if (grow(&m->key_values, &cap, i, sizeof(*m->key_values)))
-			return oom(r);
+		if (SFS_GROW(m->key_values, cap, i + 1))
+			return sfs_pq_footer_nomem(r);
 		rc = read_key_value(r, i, &m->key_values[i]);
 		if (!rc)
 			m->nkey_values = i + 1;
@@ -372,8 +349,8 @@ static int read_encodings(struct sfs_thrift_reader *r, const struct where *w,
 
 	rc = read_list_of(r, w, "encodings", SFS_TC_I32, &n);
 	for (i = 0; !rc && i < n; i++) {
-		if (grow(&c->encodings, &cap, i, sizeof(*c->encodings)))
-			return oom(r);
+		if (SFS_GROW(c->encodings, cap, i + 1))
+			return sfs_pq_footer_nomem(r);
 		rc = sfs_thrift_read_i32(r, &c->encodings[i]);
 		if (!rc)
 			c->nencodings = i + 1;
@@ -389,9 +366,8 @@ static int read_path(struct sfs_thrift_reader *r, const struct where *w,
 
 	rc = read_list_of(r, w, "path_in_schema", SFS_TC_BINARY, &n);
 	for (i = 0; !rc && i < n; i++) {
-		if (grow(&c->path_in_schema, &cap, i,
-			 sizeof(*c->path_in_schema)))
-			return oom(r);
+		if (SFS_GROW(c->path_in_schema, cap, i + 1))
+			return sfs_pq_footer_nomem(r);
 		rc = read_bytes(r, &c->path_in_schema[i]);
 		if (!rc)
 			c->npath = i + 1;
@@ -606,9 +582,8 @@ static int read_row_group(struct sfs_thrift_reader *r, size_t i,
 		case 1:
 			rc = read_list_of(r, &w, "columns", SFS_TC_STRUCT, &n);
 			for (j = 0; !rc && j < n; j++) {
-				if (grow(&g->chunks, &cap, j,
-					 sizeof(*g->chunks))) {
-					rc = oom(r);
+				if (SFS_GROW(g->chunks, cap, j + 1)) {
+					rc = sfs_pq_footer_nomem(r);
 					break;
 				}
 				/* counted even when it fails: it may own
@@ -644,8 +619,8 @@ static int read_row_groups(struct sfs_thrift_reader *r,
 
 	rc = read_list_of(r, &w, "row_groups", SFS_TC_STRUCT, &n);
 	for (i = 0; !rc && i < n; i++) {
-		if (grow(&m->row_groups, &cap, i, sizeof(*m->row_groups)))
-			return oom(r);
+		if (SFS_GROW(m->row_groups, cap, i + 1))
+			return sfs_pq_footer_nomem(r);
 		rc = read_row_group(r, i, &m->row_groups[i]);
 		m->nrow_groups = i + 1;
 	}
@@ -707,201 +682,14 @@ static int read_file_meta(struct sfs_thrift_reader *r,
 			      1u << 1 | 1u << 2 | 1u << 3 | 1u << 4);
 }
 
-/* The schema is one tree, listed depth first; count its leaves. */
-static int check_schema(struct sfs_thrift_reader *r, struct sfs_parquet_meta *m)
+/* All len bytes at off, or -errno; the file ending before them is -EIO. */
+static int read_exact(int fd, void *buf, size_t len, uint64_t off)
 {
-	int64_t open = 1;
-	size_t i;
+	ssize_t got = sfs_pread_full(fd, buf, len, off);
 
-	if (m->nschema == 0 || m->schema[0].num_children < 0)
-		return sfs_thrift_fail(
-			r, 0,
-			"the schema has no root (a first element with num_children)");
-	for (i = 0; i < m->nschema; i++) {
-		if (open == 0)
-			return sfs_thrift_fail(
-				r, 0,
-				"schema element %zu is outside the tree: the root's %d children end before it",
-				i, m->schema[0].num_children);
-		open--;
-		if (m->schema[i].num_children >= 0)
-			open += m->schema[i].num_children;
-		else
-			m->nleaves++;
-	}
-	if (open)
-		return sfs_thrift_fail(
-			r, 0,
-			"the schema ends with %lld elements missing (num_children says more than there are)",
-			(long long)open);
-	return 0;
-}
-
-int64_t sfs_parquet_chunk_start(const struct sfs_parquet_chunk *c)
-{
-	if (c->dictionary_page_offset > 0 &&
-	    c->dictionary_page_offset < c->data_page_offset)
-		return c->dictionary_page_offset;
-	return c->data_page_offset;
-}
-
-static int check_chunk(struct sfs_thrift_reader *r,
-		       const struct sfs_parquet_meta *m, size_t i, size_t j)
-{
-	const struct sfs_parquet_chunk *c = &m->row_groups[i].chunks[j];
-	int64_t start = sfs_parquet_chunk_start(c);
-	uint64_t end = m->data_end;
-
-	if ((uint64_t)c->data_page_offset >= end)
-		return sfs_thrift_fail(
-			r, c->at,
-			"row group %zu column %zu data_page_offset %lld is past the data (ends at %llu)",
-			i, j, (long long)c->data_page_offset,
-			(unsigned long long)end);
-	if (c->dictionary_page_offset >= 0 &&
-	    (uint64_t)c->dictionary_page_offset >= end)
-		return sfs_thrift_fail(
-			r, c->at,
-			"row group %zu column %zu dictionary_page_offset %lld is past the data (ends at %llu)",
-			i, j, (long long)c->dictionary_page_offset,
-			(unsigned long long)end);
-	if (start < 4)
-		return sfs_thrift_fail(
-			r, c->at,
-			"row group %zu column %zu begins at byte %lld, inside the PAR1 magic",
-			i, j, (long long)start);
-	if ((uint64_t)c->total_compressed_size > end - (uint64_t)start)
-		return sfs_thrift_fail(
-			r, c->at,
-			"row group %zu column %zu: its %lld bytes from byte %lld run past the data (ends at %llu)",
-			i, j, (long long)c->total_compressed_size,
-			(long long)start, (unsigned long long)end);
-	/* every page, the data page too, lies in the chunk's bytes: a slice
-	 * moves those bytes and nothing else */
-	if (c->data_page_offset - start >= c->total_compressed_size ||
-	    (c->dictionary_page_offset > 0 &&
-	     c->dictionary_page_offset - start >= c->total_compressed_size))
-		return sfs_thrift_fail(
-			r, c->at,
-			"row group %zu column %zu: its first data page (byte %lld) or dictionary page lies outside its %lld bytes from byte %lld",
-			i, j, (long long)c->data_page_offset,
-			(long long)c->total_compressed_size, (long long)start);
-	return 0;
-}
-
-/* A chunk's bytes, for the overlap check. */
-struct span {
-	int64_t start, end;
-	size_t rg, col;
-};
-
-static int span_cmp(const void *a, const void *b)
-{
-	const struct span *x = a, *y = b;
-
-	return (x->start > y->start) - (x->start < y->start);
-}
-
-/*
- * No two chunks share a byte: a slice of a file is then never larger than
- * the file, whatever its footer claims.
- */
-static int check_overlap(struct sfs_thrift_reader *r,
-			 const struct sfs_parquet_meta *m)
-{
-	size_t n = 0, i, j;
-	struct span *s;
-	int rc = 0;
-
-	for (i = 0; i < m->nrow_groups; i++)
-		n += m->row_groups[i].nchunks;
-	s = malloc((n ? n : 1) * sizeof(*s));
-	if (!s)
-		return oom(r);
-	n = 0;
-	for (i = 0; i < m->nrow_groups; i++)
-		for (j = 0; j < m->row_groups[i].nchunks; j++) {
-			const struct sfs_parquet_chunk *c =
-				&m->row_groups[i].chunks[j];
-
-			s[n].start = sfs_parquet_chunk_start(c);
-			s[n].end = s[n].start + c->total_compressed_size;
-			s[n].rg = i;
-			s[n++].col = j;
-		}
-	qsort(s, n, sizeof(*s), span_cmp);
-	for (i = 1; i < n && !rc; i++)
-		if (s[i].start < s[i - 1].end)
-			rc = sfs_thrift_fail(
-				r, m->row_groups[s[i].rg].chunks[s[i].col].at,
-				"row group %zu column %zu: its bytes [%lld, %lld) overlap those of row group %zu column %zu [%lld, %lld)",
-				s[i].rg, s[i].col, (long long)s[i].start,
-				(long long)s[i].end, s[i - 1].rg, s[i - 1].col,
-				(long long)s[i - 1].start,
-				(long long)s[i - 1].end);
-	free(s);
-	return rc;
-}
-
-static int check_meta(struct sfs_thrift_reader *r, struct sfs_parquet_meta *m)
-{
-	int64_t rows = 0;
-	size_t i, j;
-	int rc;
-
-	rc = check_schema(r, m);
-	if (rc)
-		return rc;
-	for (i = 0; i < m->nrow_groups; i++) {
-		const struct sfs_parquet_row_group *g = &m->row_groups[i];
-
-		if (g->nchunks != m->nleaves)
-			return sfs_thrift_fail(
-				r, g->at,
-				"row group %zu has %zu columns but the schema has %zu leaves",
-				i, g->nchunks, m->nleaves);
-		for (j = 0; j < g->nchunks; j++) {
-			rc = check_chunk(r, m, i, j);
-			if (rc)
-				return rc;
-		}
-		if (__builtin_add_overflow(rows, g->num_rows, &rows))
-			return sfs_thrift_fail(
-				r, g->at,
-				"row group %zu: the row count overflows 64 bits",
-				i);
-	}
-	if (rows != m->num_rows)
-		return sfs_thrift_fail(
-			r, 0,
-			"the row groups hold %lld rows but num_rows says %lld",
-			(long long)rows, (long long)m->num_rows);
-	return check_overlap(r, m);
-}
-
-static int pread_all(int fd, void *buf, size_t len, uint64_t off)
-{
-	size_t done = 0;
-	ssize_t n;
-
-	while (done < len) {
-		n = pread(fd, (char *)buf + done, len - done,
-			  (off_t)(off + done));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -EIO;
-		done += (size_t)n;
-	}
-	return 0;
-}
-
-static uint32_t le32(const unsigned char *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
+	if (got < 0)
+		return (int)got;
+	return (size_t)got == len ? 0 : -EIO;
 }
 
 void sfs_parquet_meta_free(struct sfs_parquet_meta *m)
@@ -935,9 +723,9 @@ int sfs_parquet_footer_read(int fd, const char *path, uint64_t size,
 			err, -EINVAL,
 			"%s: %llu bytes is too short for a Parquet file (it needs at least 12: PAR1, the footer length, PAR1)",
 			path, (unsigned long long)size);
-	rc = pread_all(fd, head, 4, 0);
+	rc = read_exact(fd, head, 4, 0);
 	if (!rc)
-		rc = pread_all(fd, tail, 8, size - 8);
+		rc = read_exact(fd, tail, 8, size - 8);
 	if (rc)
 		return sfs_errorf(
 			err, rc,
@@ -957,7 +745,7 @@ int sfs_parquet_footer_read(int fd, const char *path, uint64_t size,
 			err, -EINVAL,
 			"%s: byte %llu: no PAR1 magic at the end: not a Parquet file, or a truncated one",
 			path, (unsigned long long)(size - 4));
-	flen = le32(tail);
+	flen = sfs_le32(tail);
 	if (flen > size - 12)
 		return sfs_errorf(
 			err, -EINVAL,
@@ -986,7 +774,7 @@ int sfs_parquet_footer_read(int fd, const char *path, uint64_t size,
 		rc = sfs_errorf(err, -ENOMEM, "%s: out of memory", path);
 		goto out_free;
 	}
-	rc = pread_all(fd, m->footer, flen, m->data_end);
+	rc = read_exact(fd, m->footer, flen, m->data_end);
 	if (rc) {
 		rc = sfs_errorf(
 			err, rc,
@@ -1002,7 +790,7 @@ int sfs_parquet_footer_read(int fd, const char *path, uint64_t size,
 	r.err = err;
 	rc = read_file_meta(&r, m);
 	if (!rc)
-		rc = check_meta(&r, m);
+		rc = sfs_pq_meta_check(&r, m);
 	if (rc)
 		goto out_free;
 	*out = m;
@@ -1010,380 +798,4 @@ int sfs_parquet_footer_read(int fd, const char *path, uint64_t size,
 out_free:
 	sfs_parquet_meta_free(m);
 	return rc;
-}
-
-/* The writer: re-walks the (checked) footer copy struct by struct. */
-struct writer {
-	const struct sfs_parquet_meta *m;
-	struct sfs_thrift_out o;
-	struct sfs_error *err;
-	int reported; /* err holds the message already */
-};
-
-static struct sfs_thrift_reader reader_at(const struct sfs_parquet_meta *m,
-					  size_t at)
-{
-	struct sfs_thrift_reader r = { .buf = m->footer,
-				       .len = m->footer_len,
-				       .pos = at,
-				       .base = m->data_end,
-				       .path = "footer" };
-
-	return r;
-}
-
-/* Copy field f, whose value begins at r->pos, header and value. */
-static int copy_field(struct writer *w, struct sfs_thrift_reader *r,
-		      int *last_out, const struct sfs_thrift_field *f)
-{
-	size_t start = r->pos;
-	int rc = sfs_thrift_skip(r, f->type);
-
-	if (rc)
-		return rc;
-	sfs_thrift_put_field(&w->o, last_out, f->id, f->type);
-	sfs_thrift_put(&w->o, r->buf + start, r->pos - start);
-	return 0;
-}
-
-/* Field f, an i64, now holds v: copied verbatim when unchanged. */
-static int put_i64_field(struct writer *w, struct sfs_thrift_reader *r,
-			 int *last_out, const struct sfs_thrift_field *f,
-			 int64_t v)
-{
-	size_t start = r->pos;
-	int64_t old;
-	int rc = sfs_thrift_read_i64(r, &old);
-
-	if (rc)
-		return rc;
-	sfs_thrift_put_field(&w->o, last_out, f->id, SFS_TC_I64);
-	if (old == v)
-		sfs_thrift_put(&w->o, r->buf + start, r->pos - start);
-	else
-		sfs_thrift_put_i64(&w->o, v);
-	return 0;
-}
-
-static int skip_field(struct sfs_thrift_reader *r,
-		      const struct sfs_thrift_field *f)
-{
-	return sfs_thrift_skip(r, f->type);
-}
-
-/*
- * The value of the i64 field at r moved by delta.  Only file_offset and
- * index_page_offset, which no reader follows, can fall below 0 so; they
- * then become 0, the value for "not written".
- */
-static int moved(struct sfs_thrift_reader *r, int64_t delta, int64_t *v)
-{
-	struct sfs_thrift_reader peek = *r;
-	int64_t old;
-	int rc = sfs_thrift_read_i64(&peek, &old);
-
-	if (rc)
-		return rc;
-	if (__builtin_add_overflow(old, delta, v) || *v < 0)
-		*v = 0;
-	return 0;
-}
-
-static int write_column_meta(struct writer *w, struct sfs_thrift_reader *r,
-			     const struct sfs_parquet_chunk *c,
-			     const struct sfs_parquet_chunk_edit *e)
-{
-	int64_t delta = e->start - sfs_parquet_chunk_start(c), v;
-	bool changed = e->total_compressed_size != c->total_compressed_size ||
-		       e->total_uncompressed_size !=
-			       c->total_uncompressed_size ||
-		       e->num_values != c->num_values;
-	struct sfs_thrift_field f;
-	int last_in = 0, last_out = 0, rc = 0;
-
-	while (!rc) {
-		rc = sfs_thrift_read_field(r, &last_in, &f);
-		if (rc || f.type == SFS_TC_STOP)
-			break;
-		switch (f.id) {
-		case 5:
-			rc = put_i64_field(w, r, &last_out, &f, e->num_values);
-			break;
-		case 6:
-			rc = put_i64_field(w, r, &last_out, &f,
-					   e->total_uncompressed_size);
-			break;
-		case 7:
-			rc = put_i64_field(w, r, &last_out, &f,
-					   e->total_compressed_size);
-			break;
-		case 9:
-		case 10:
-			rc = moved(r, delta, &v);
-			if (!rc)
-				rc = put_i64_field(w, r, &last_out, &f, v);
-			break;
-		case 11:
-			v = 0;
-			rc = c->dictionary_page_offset > 0 ?
-				     moved(r, delta, &v) :
-				     0;
-			if (!rc)
-				rc = put_i64_field(w, r, &last_out, &f, v);
-			break;
-		case 12:
-		case 13:
-		case 16:
-		case 17:
-			rc = changed ? skip_field(r, &f) :
-				       copy_field(w, r, &last_out, &f);
-			break;
-		case 14:
-		case 15:
-			rc = skip_field(r, &f);
-			break;
-		default:
-			rc = copy_field(w, r, &last_out, &f);
-		}
-	}
-	sfs_thrift_put_stop(&w->o);
-	return rc;
-}
-
-static int write_chunk(struct writer *w, const struct sfs_parquet_chunk *c,
-		       const struct sfs_parquet_chunk_edit *e)
-{
-	struct sfs_thrift_reader r = reader_at(w->m, c->at);
-	int64_t delta = e->start - sfs_parquet_chunk_start(c), v;
-	struct sfs_thrift_field f;
-	int last_in = 0, last_out = 0, rc = 0;
-
-	while (!rc) {
-		rc = sfs_thrift_read_field(&r, &last_in, &f);
-		if (rc || f.type == SFS_TC_STOP)
-			break;
-		switch (f.id) {
-		case 2:
-			v = 0;
-			rc = c->file_offset ? moved(&r, delta, &v) : 0;
-			if (!rc)
-				rc = put_i64_field(w, &r, &last_out, &f, v);
-			break;
-		case 3:
-			sfs_thrift_put_field(&w->o, &last_out, f.id, f.type);
-			rc = write_column_meta(w, &r, c, e);
-			break;
-		case 4:
-		case 5:
-		case 6:
-		case 7:
-			rc = skip_field(&r, &f);
-			break;
-		default:
-			rc = copy_field(w, &r, &last_out, &f);
-		}
-	}
-	sfs_thrift_put_stop(&w->o);
-	return rc;
-}
-
-static int overflow(struct writer *w, size_t i)
-{
-	w->reported = 1;
-	return sfs_errorf(
-		w->err, -EINVAL,
-		"%s: slice footer: edit %zu: the sizes of its chunks overflow 64 bits",
-		w->m->path, i);
-}
-
-static int write_row_group(struct writer *w,
-			   const struct sfs_parquet_rg_edit *e, size_t ordinal)
-{
-	const struct sfs_parquet_row_group *g = &w->m->row_groups[e->row_group];
-	struct sfs_thrift_reader r = reader_at(w->m, g->at);
-	int64_t dunc = 0, dcomp = 0, delta0 = 0, unc, v;
-	struct sfs_thrift_field f;
-	int last_in = 0, last_out = 0, rc = 0;
-	size_t j;
-
-	for (j = 0; j < g->nchunks; j++)
-		if (__builtin_add_overflow(
-			    dunc,
-			    e->chunks[j].total_uncompressed_size -
-				    g->chunks[j].total_uncompressed_size,
-			    &dunc) ||
-		    __builtin_add_overflow(
-			    dcomp,
-			    e->chunks[j].total_compressed_size -
-				    g->chunks[j].total_compressed_size,
-			    &dcomp))
-			return overflow(w, ordinal);
-	if (__builtin_add_overflow(g->total_byte_size, dunc, &unc) || unc < 0)
-		return overflow(w, ordinal);
-	if (g->nchunks)
-		delta0 = e->chunks[0].start -
-			 sfs_parquet_chunk_start(&g->chunks[0]);
-	while (!rc) {
-		rc = sfs_thrift_read_field(&r, &last_in, &f);
-		if (rc || f.type == SFS_TC_STOP)
-			break;
-		switch (f.id) {
-		case 1:
-			rc = sfs_thrift_skip(&r, f.type);
-			sfs_thrift_put_field(&w->o, &last_out, f.id, f.type);
-			sfs_thrift_put_list(&w->o, SFS_TC_STRUCT, g->nchunks);
-			for (j = 0; !rc && j < g->nchunks; j++)
-				rc = write_chunk(w, &g->chunks[j],
-						 &e->chunks[j]);
-			break;
-		case 2:
-			rc = put_i64_field(w, &r, &last_out, &f, unc);
-			break;
-		case 3:
-			rc = put_i64_field(w, &r, &last_out, &f, e->num_rows);
-			break;
-		case 5:
-		case 6:
-			if (f.type != SFS_TC_I64) {
-				rc = copy_field(w, &r, &last_out, &f);
-				break;
-			}
-			rc = moved(&r, f.id == 5 ? delta0 : dcomp, &v);
-			if (!rc)
-				rc = put_i64_field(w, &r, &last_out, &f, v);
-			break;
-		case 7:
-			if (f.type != SFS_TC_I16 || ordinal > INT16_MAX) {
-				rc = copy_field(w, &r, &last_out, &f);
-				break;
-			}
-			rc = skip_field(&r, &f);
-			sfs_thrift_put_field(&w->o, &last_out, f.id,
-					     SFS_TC_I16);
-			sfs_thrift_put_i64(&w->o, (int64_t)ordinal);
-			break;
-		default:
-			rc = copy_field(w, &r, &last_out, &f);
-		}
-	}
-	sfs_thrift_put_stop(&w->o);
-	return rc;
-}
-
-static int write_file_meta(struct writer *w,
-			   const struct sfs_parquet_rg_edit *rgs, size_t nrgs,
-			   int64_t rows)
-{
-	struct sfs_thrift_reader r = reader_at(w->m, 0);
-	struct sfs_thrift_field f;
-	int last_in = 0, last_out = 0, rc = 0;
-	size_t i;
-
-	while (!rc) {
-		rc = sfs_thrift_read_field(&r, &last_in, &f);
-		if (rc || f.type == SFS_TC_STOP)
-			break;
-		switch (f.id) {
-		case 3:
-			rc = put_i64_field(w, &r, &last_out, &f, rows);
-			break;
-		case 4:
-			rc = sfs_thrift_skip(&r, f.type);
-			sfs_thrift_put_field(&w->o, &last_out, f.id, f.type);
-			sfs_thrift_put_list(&w->o, SFS_TC_STRUCT, nrgs);
-			for (i = 0; !rc && i < nrgs; i++)
-				rc = write_row_group(w, &rgs[i], i);
-			break;
-		default:
-			rc = copy_field(w, &r, &last_out, &f);
-		}
-	}
-	sfs_thrift_put_stop(&w->o);
-	return rc;
-}
-
-/* Every edit names a row group that exists and nothing negative. */
-static int check_edits(const struct sfs_parquet_meta *m,
-		       const struct sfs_parquet_rg_edit *rgs, size_t nrgs,
-		       int64_t *rows, struct sfs_error *err)
-{
-	size_t i, j;
-
-	*rows = 0;
-	for (i = 0; i < nrgs; i++) {
-		const struct sfs_parquet_rg_edit *e = &rgs[i];
-
-		if (e->row_group >= m->nrow_groups)
-			return sfs_errorf(
-				err, -EINVAL,
-				"%s: slice footer: edit %zu names row group %zu, but the file has %zu",
-				m->path, i, e->row_group, m->nrow_groups);
-		if (e->num_rows < 0 ||
-		    __builtin_add_overflow(*rows, e->num_rows, rows))
-			return sfs_errorf(
-				err, -EINVAL,
-				"%s: slice footer: edit %zu: num_rows %lld is negative or overflows the total",
-				m->path, i, (long long)e->num_rows);
-		for (j = 0; j < m->nleaves; j++) {
-			const struct sfs_parquet_chunk_edit *c = &e->chunks[j];
-
-			if (c->start < 4 || c->total_compressed_size < 0 ||
-			    c->total_uncompressed_size < 0 || c->num_values < 0)
-				return sfs_errorf(
-					err, -EINVAL,
-					"%s: slice footer: edit %zu column %zu: start %lld must be at least 4, sizes %lld and %lld and num_values %lld must not be negative",
-					m->path, i, j, (long long)c->start,
-					(long long)c->total_compressed_size,
-					(long long)c->total_uncompressed_size,
-					(long long)c->num_values);
-		}
-	}
-	return 0;
-}
-
-int sfs_parquet_footer_write(const struct sfs_parquet_meta *m,
-			     const struct sfs_parquet_rg_edit *rgs, size_t nrgs,
-			     unsigned char **out, size_t *len,
-			     struct sfs_error *err)
-{
-	struct writer w = { .m = m, .err = err };
-	int64_t rows;
-	size_t flen;
-	int rc;
-
-	rc = check_edits(m, rgs, nrgs, &rows, err);
-	if (rc)
-		return rc;
-	rc = write_file_meta(&w, rgs, nrgs, rows);
-	if (rc && w.reported) {
-		free(w.o.p);
-		return rc;
-	}
-	if (rc) {
-		free(w.o.p);
-		return sfs_errorf(
-			err, rc,
-			"%s: slice footer: the decoded footer no longer reads back (%s)",
-			m->path, strerror(-rc));
-	}
-	flen = w.o.len;
-	if (flen > UINT32_MAX) {
-		free(w.o.p);
-		return sfs_errorf(
-			err, -EFBIG,
-			"%s: slice footer: the new footer is %zu bytes, more than a Parquet footer length can say",
-			m->path, flen);
-	}
-	sfs_thrift_put_le32(&w.o, (uint32_t)flen);
-	sfs_thrift_put(&w.o, "PAR1", 4);
-	if (w.o.oom) {
-		free(w.o.p);
-		return sfs_errorf(
-			err, -ENOMEM,
-			"%s: slice footer: out of memory writing the footer",
-			m->path);
-	}
-	*out = w.o.p;
-	*len = w.o.len;
-	return 0;
 }

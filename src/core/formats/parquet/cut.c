@@ -1,0 +1,339 @@
+/*
+ * The cutter: a row group cut to rows, per column the pages inside the
+ * rows copied and the pages a cut falls inside decoded and re-encoded.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "formats/parquet/parquet_i.h"
+#include "shardfs/parquet.h"
+#include "shardfs/util.h"
+
+static int add_piece(struct sfs_parquet_cut_column *cc, size_t *cap,
+		     uint64_t src, uint64_t len, unsigned char *mem)
+{
+	struct sfs_parquet_piece *last =
+		cc->npieces ? &cc->pieces[cc->npieces - 1] : NULL;
+
+	if (!mem && last && !last->mem && last->src + last->len == src) {
+		last->len += len;
+		return 0;
+	}
+	if (SFS_GROW(cc->pieces, *cap, cc->npieces + 1))
+		return -ENOMEM;
+	cc->pieces[cc->npieces++] = (struct sfs_parquet_piece){ .src = src,
+								.len = len,
+								.mem = mem };
+	return 0;
+}
+
+/* Values k0 .. k1 of c's decoded page as the cut page writes them: the
+ * dictionary indexes in the page's encoding, or PLAIN. */
+static void encode_values(const struct sfs_pq_column *c, uint32_t k0,
+			  uint32_t k1, struct sfs_thrift_out *val)
+{
+	const struct sfs_pq_page *pg = &c->pg;
+	uint32_t i, j;
+
+	if (pg->idx) {
+		unsigned char w = (unsigned char)pg->bit_width;
+
+		sfs_thrift_put(val, &w, 1);
+		sfs_pq_hybrid_encode(val, pg->idx + k0, k1 - k0, w);
+		return;
+	}
+	for (i = k0; i < k1; i += c->lf.type == SFS_PQ_T_BOOLEAN ? 8 : 1) {
+		if (c->lf.type == SFS_PQ_T_BOOLEAN) {
+			unsigned char bits = 0;
+
+			for (j = 0; j < 8 && i + j < k1; j++)
+				bits |= (unsigned char)((pg->vals[i + j].p[0] &
+							 1)
+							<< j);
+			sfs_thrift_put(val, &bits, 1);
+			continue;
+		}
+		if (c->lf.type == SFS_PQ_T_BYTE_ARRAY)
+			sfs_thrift_put_le32(val, pg->vals[i].len);
+		sfs_thrift_put(val, pg->vals[i].p, pg->vals[i].len);
+	}
+}
+
+/*
+ * Levels of entries e0 .. e0 + n of c's decoded page, repetition then
+ * definition, as the RLE / bit-packed hybrid: each after its u32 length
+ * in a v1 page, bare in a v2 page.  Sets *rep_len to the bytes of the
+ * repetition levels.
+ */
+static void encode_levels(const struct sfs_pq_column *c, uint32_t e0,
+			  uint32_t n, bool v1, struct sfs_thrift_out *lev,
+			  size_t *rep_len)
+{
+	struct sfs_thrift_out one = { 0 };
+	int which;
+
+	*rep_len = 0;
+	for (which = 0; which < 2; which++) {
+		uint32_t max = which ? c->lf.max_def : c->lf.max_rep;
+		const uint32_t *l = which ? c->pg.def : c->pg.rep;
+
+		if (!max)
+			continue;
+		one.len = 0;
+		sfs_pq_hybrid_encode(&one, l + e0, n, sfs_pq_bits_for(max));
+		if (v1)
+			sfs_thrift_put_le32(lev, (uint32_t)one.len);
+		sfs_thrift_put(lev, one.p, one.len);
+		if (!which)
+			*rep_len = lev->len;
+	}
+	free(one.p);
+	if (one.oom)
+		lev->oom = 1;
+}
+
+/*
+ * Entries [e0, e1) of c's decoded page as a new page (header and body)
+ * in *out: levels re-encoded, values PLAIN or, dictionary-encoded, their
+ * indexes in the page's encoding; compressed with the chunk's codec.
+ */
+static int reencode(struct sfs_pq_column *c, uint32_t e0, uint32_t e1,
+		    struct sfs_thrift_out *out, int64_t *usize)
+{
+	const struct sfs_pq_page *pg = &c->pg;
+	struct sfs_thrift_out lev = { 0 }, val = { 0 }, body = { 0 };
+	uint32_t k0 = 0, k1, i, n = e1 - e0, rows = 0;
+	int32_t enc = pg->idx ? pg->h.encoding : SFS_PQ_ENC_PLAIN;
+	bool v1 = pg->h.type == SFS_PQ_PAGE_DATA;
+	size_t rep_len;
+	int last = 0, sub = 0, rc;
+
+	for (i = 0; i < e0; i++)
+		k0 += pg->def[i] == c->lf.max_def;
+	k1 = k0;
+	for (i = e0; i < e1; i++) {
+		k1 += pg->def[i] == c->lf.max_def;
+		rows += pg->rep[i] == 0;
+	}
+	encode_values(c, k0, k1, &val);
+	encode_levels(c, e0, n, v1, &lev, &rep_len);
+	if (v1) {
+		/* levels and values compressed together */
+		sfs_thrift_put(&lev, val.p, val.len);
+		*usize = (int64_t)lev.len;
+		rc = lev.oom || val.oom ?
+			     -ENOMEM :
+			     sfs_pq_page_compress(c->ch->codec, lev.p, lev.len,
+						  &body);
+	} else {
+		/* levels as they are, values compressed unless the page
+		 * said not */
+		*usize = (int64_t)(lev.len + val.len);
+		sfs_thrift_put(&body, lev.p, lev.len);
+		rc = val.oom || body.oom ?
+			     -ENOMEM :
+			     sfs_pq_page_compress(pg->h.compressed ?
+							  c->ch->codec :
+							  SFS_PQ_C_UNCOMPRESSED,
+						  val.p, val.len, &body);
+	}
+	if (rc == -EINVAL)
+		rc = sfs_pq_col_fail(
+			c, pg->h.at,
+			"the cut page cannot be compressed with %s",
+			sfs_pq_codec_name(c->ch->codec));
+	else if (rc)
+		rc = sfs_pq_col_nomem(c);
+	if (rc)
+		goto out;
+	sfs_thrift_put_int(out, &last, 1, SFS_TC_I32, pg->h.type);
+	sfs_thrift_put_int(out, &last, 2, SFS_TC_I32, *usize);
+	sfs_thrift_put_int(out, &last, 3, SFS_TC_I32, (int64_t)body.len);
+	sfs_thrift_put_field(out, &last, v1 ? 5 : 8, SFS_TC_STRUCT);
+	sfs_thrift_put_int(out, &sub, 1, SFS_TC_I32, n);
+	if (v1) {
+		sfs_thrift_put_int(out, &sub, 2, SFS_TC_I32, enc);
+		sfs_thrift_put_int(out, &sub, 3, SFS_TC_I32, SFS_PQ_ENC_RLE);
+		sfs_thrift_put_int(out, &sub, 4, SFS_TC_I32, SFS_PQ_ENC_RLE);
+	} else {
+		sfs_thrift_put_int(out, &sub, 2, SFS_TC_I32, n - (k1 - k0));
+		sfs_thrift_put_int(out, &sub, 3, SFS_TC_I32, rows);
+		sfs_thrift_put_int(out, &sub, 4, SFS_TC_I32, enc);
+		sfs_thrift_put_int(out, &sub, 5, SFS_TC_I32,
+				   (int64_t)(lev.len - rep_len));
+		sfs_thrift_put_int(out, &sub, 6, SFS_TC_I32, (int64_t)rep_len);
+		sfs_thrift_put_field(out, &sub, 7,
+				     pg->h.compressed ? SFS_TC_TRUE :
+							SFS_TC_FALSE);
+	}
+	sfs_thrift_put_stop(out); /* the data page header */
+	sfs_thrift_put_stop(out); /* the PageHeader */
+	*usize += (int64_t)out->len;
+	sfs_thrift_put(out, body.p, body.len);
+	if (out->oom)
+		rc = sfs_pq_col_nomem(c);
+out:
+	free(lev.p);
+	free(val.p);
+	free(body.p);
+	return rc;
+}
+
+/* Cut column c (opened on row group rg) to rows [first, end). */
+static int cut_column(struct sfs_pq_column *c, int64_t first, int64_t end,
+		      struct sfs_parquet_cut_column *cc)
+{
+	struct sfs_pq_page_header h;
+	size_t cap = 0;
+	int64_t row = 0; /* rows begun before the page */
+	bool pre = false; /* what precedes the first data page is laid */
+	int rc;
+
+	while ((rc = sfs_pq_next_data_page(c, &h)) == 1) {
+		uint64_t at = h.at, len = h.header_len + (uint64_t)h.csize;
+		uint64_t start = (uint64_t)sfs_parquet_chunk_start(c->ch);
+		int64_t lo, hi, starts;
+		bool cont;
+
+		if (!pre && at > start) {
+			/* the dictionary page (whatever precedes the first
+			 * data page), as it is */
+			if (add_piece(cc, &cap, start, at - start, NULL))
+				return sfs_pq_col_nomem(c);
+			cc->total_compressed_size = (int64_t)(at - start);
+			cc->total_uncompressed_size = (int64_t)c->pre_usize;
+		}
+		pre = true;
+		/* the rows the page touches: [lo, hi) */
+		if (!c->lf.max_rep || h.type == SFS_PQ_PAGE_DATA_V2) {
+			starts = c->lf.max_rep ? h.num_rows : h.num_values;
+			cont = false;
+			c->loaded = false;
+		} else {
+			uint32_t i;
+
+			rc = sfs_pq_decode_page(c, &h);
+			if (rc)
+				return rc;
+			c->loaded = true;
+			for (starts = 0, i = 0; i < c->pg.n; i++)
+				starts += c->pg.rep[i] == 0;
+			cont = c->pg.n && c->pg.rep[0] != 0;
+		}
+		lo = cont ? row - 1 : row;
+		hi = row + starts;
+		row += starts;
+		if (lo >= end)
+			break;
+		if (hi <= first || hi == lo)
+			continue;
+		if (lo >= first && hi <= end) {
+			if (add_piece(cc, &cap, at, len, NULL))
+				return sfs_pq_col_nomem(c);
+			cc->total_compressed_size += (int64_t)len;
+			cc->total_uncompressed_size +=
+				(int64_t)h.header_len + h.usize;
+			cc->num_values += h.num_values;
+		} else {
+			struct sfs_thrift_out out = { 0 };
+			int64_t usize = 0, r = row - starts - 1;
+			uint32_t i, e0 = UINT32_MAX, e1 = 0;
+
+			if (!c->loaded) {
+				rc = sfs_pq_decode_page(c, &h);
+				if (rc)
+					return rc;
+			}
+			c->loaded = false;
+			/* entry i belongs to the row last begun (rep 0) */
+			for (i = 0; i < c->pg.n; i++) {
+				r += c->pg.rep[i] == 0;
+				if (r >= first && r < end) {
+					if (e0 == UINT32_MAX)
+						e0 = i;
+					e1 = i + 1;
+				}
+			}
+			if (e0 == UINT32_MAX)
+				continue;
+			rc = reencode(c, e0, e1, &out, &usize);
+			if (!rc && add_piece(cc, &cap, 0, out.len, out.p))
+				rc = sfs_pq_col_nomem(c);
+			if (rc) {
+				free(out.p);
+				return rc;
+			}
+			cc->total_compressed_size += (int64_t)out.len;
+			cc->total_uncompressed_size += usize;
+			cc->num_values += e1 - e0;
+		}
+	}
+	if (rc < 0)
+		return rc;
+	if (row < end)
+		return sfs_pq_col_fail(
+			c, c->pos,
+			"the column chunk ends after %lld rows; the cut needs %lld",
+			(long long)row, (long long)end);
+	return 0;
+}
+
+void sfs_parquet_cut_free(struct sfs_parquet_cut *c)
+{
+	size_t i, k;
+
+	if (!c)
+		return;
+	for (i = 0; i < c->ncolumns; i++) {
+		for (k = 0; k < c->columns[i].npieces; k++)
+			free(c->columns[i].pieces[k].mem);
+		free(c->columns[i].pieces);
+	}
+	free(c->columns);
+	free(c);
+}
+
+int sfs_parquet_cut(int fd, const struct sfs_parquet_meta *m, size_t rg,
+		    int64_t first, int64_t count, struct sfs_parquet_cut **out,
+		    struct sfs_error *err)
+{
+	struct sfs_parquet_cut *cut = calloc(1, sizeof(*cut));
+	struct sfs_pq_leaf *lf =
+		calloc(m->nleaves ? m->nleaves : 1, sizeof(*lf));
+	size_t k;
+	int rc;
+
+	if (!cut || !lf ||
+	    !(cut->columns = calloc(m->nleaves ? m->nleaves : 1,
+				    sizeof(*cut->columns)))) {
+		rc = sfs_errorf(err, -ENOMEM, "%s: out of memory", m->path);
+		goto out;
+	}
+	if (rg >= m->nrow_groups || first < 0 || count < 1 ||
+	    count > m->row_groups[rg].num_rows - first) {
+		rc = sfs_errorf(err, -EINVAL,
+				"%s: rows %lld..+%lld are not in row group %zu",
+				m->path, (long long)first, (long long)count,
+				rg);
+		goto out;
+	}
+	cut->ncolumns = m->nleaves;
+	rc = sfs_pq_leaves(m, lf, err);
+	for (k = 0; !rc && k < m->nleaves; k++) {
+		struct sfs_pq_column c;
+
+		rc = sfs_pq_col_open(&c, fd, m, rg, k, &lf[k], err);
+		if (!rc)
+			rc = cut_column(&c, first, first + count,
+					&cut->columns[k]);
+		sfs_pq_col_close(&c);
+	}
+out:
+	free(lf);
+	if (rc) {
+		sfs_parquet_cut_free(cut);
+		return rc;
+	}
+	*out = cut;
+	return 0;
+}
