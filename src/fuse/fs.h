@@ -1,9 +1,12 @@
 /*
  * The daemon's state, shared by its parts: the FUSE operations (ops.c),
- * the views and handles (views.c), the read path (read.c) and the control
- * files (control.c).  The FUSE layer only translates: it finds the node a
+ * the views and handles (views.c), the read path (read.c), the slices of
+ * data files (files.c), the control files (control.c), the prefetcher
+ * (prefetch.c), and the process they run in: log, threads, read-ahead
+ * (runtime.c).  The FUSE layer only translates: it finds the node a
  * request names in a view (core), asks the core for bytes or attributes,
- * and replies.
+ * and replies.  Every function here returns 0 or a negative errno; a reply
+ * of an error is fuse_reply_err(req, -rc).
  *
  * Inode numbers: 1 the root, 2..5 the control directory and its files, and
  * (generation << 32 | node) for every node of a view, so that an epoch
@@ -187,7 +190,7 @@ static inline fuse_ino_t node_ino(const struct view_ref *vr, uint32_t node)
 	return node == 0 ? FS_INO_ROOT : ((fuse_ino_t)vr->gen << 32 | node);
 }
 
-/* ---- ops.c ---- */
+/* ---- runtime.c: the process the daemon runs in ---- */
 
 /* Log a line: stderr in the foreground, syslog otherwise. */
 void fs_log(struct fs *fs, int prio, const char *fmt, ...)
@@ -198,7 +201,8 @@ void fs_log(struct fs *fs, int prio, const char *fmt, ...)
  * signals that end the session, as libfuse's own workers do: they are
  * then taken by the main thread, which waits in the session loop, and not
  * by a thread whose handling of one would leave that loop waiting forever
- * (it checks, then sleeps).  Returns pthread_create's result.
+ * (it checks, then sleeps).  Returns 0, or pthread_create's error as a
+ * negative errno.
  */
 int fs_thread_start(pthread_t *tid, void *(*fn)(void *), void *arg);
 
