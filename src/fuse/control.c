@@ -292,17 +292,17 @@ int control_write(struct fs *fs, fuse_ino_t ino, const char *buf, size_t size,
 	int rc;
 
 	if (ino != FS_INO_EPOCH)
-		return EROFS;
+		return -EROFS;
 	if (off != 0 || sfs_options_parse_epoch(buf, size, &epoch, &err)) {
 		fs_log(fs, LOG_WARNING, "refused a write to .shardfs/epoch: %s",
 		       off ? "write from the start of the file" : err.msg);
-		return EINVAL;
+		return -EINVAL;
 	}
 	rc = fs_switch_epoch(fs, epoch, &err);
 	if (rc) {
 		fs_log(fs, LOG_WARNING, "refused epoch %" PRIu64 ": %s", epoch,
 		       err.msg);
-		return rc == -ENOMEM ? ENOMEM : EINVAL;
+		return rc == -ENOMEM ? -ENOMEM : -EINVAL;
 	}
 	fs_log(fs, LOG_INFO, "now serving epoch %" PRIu64, epoch);
 	return 0;
@@ -314,6 +314,6 @@ int control_truncate(struct fs *fs, fuse_ino_t ino, int to_set, struct stat *st)
 	if (ino != FS_INO_EPOCH ||
 	    (to_set & ~(FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_MTIME |
 			FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_CTIME)))
-		return EROFS;
-	return -control_stat(fs, ino, st);
+		return -EROFS;
+	return control_stat(fs, ino, st);
 }

@@ -365,16 +365,16 @@ void control_free(struct fs *fs);
 
 /*
  * A write to a control inode: only .shardfs/epoch takes one (a number,
- * from offset 0: switch to that epoch).  Returns 0 or the errno to reply
- * (EROFS, EINVAL, ENOMEM); refusals are logged.
+ * from offset 0: switch to that epoch).  Returns 0, -EROFS, -EINVAL or
+ * -ENOMEM; refusals are logged.
  */
 int control_write(struct fs *fs, fuse_ino_t ino, const char *buf, size_t size,
 		  off_t off);
 
 /*
  * A setattr: truncating .shardfs/epoch (as `echo 3 > epoch` does) is let
- * through, with *st its attributes; anything else is EROFS.  Returns 0 or
- * the errno to reply.
+ * through, with *st its attributes; anything else is refused.  Returns 0,
+ * -EROFS or -ENOMEM.
  */
 int control_truncate(struct fs *fs, fuse_ino_t ino, int to_set,
 		     struct stat *st);
