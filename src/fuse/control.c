@@ -21,6 +21,7 @@
 #include "fs.h"
 #include "shardfs/options.h"
 #include "shardfs/status.h"
+#include "shardfs/util.h"
 
 static const char *const names[] = { "epoch", "plan.json", "status" };
 
@@ -218,23 +219,19 @@ void control_free(struct fs *fs)
 static char *plan_json(struct fs *fs, struct view_ref *vr)
 {
 	char *out = NULL, *one;
-	size_t len = 0, n;
+	size_t len = 0, cap = 0, n;
 	uint32_t e;
 
 	pthread_mutex_lock(&fs->lock);
 	for (e = 0; !vr->plan_json && e < vr->v->nplans; e++) {
-		char *grown;
-
 		one = sfs_plan_json(vr->v->plans[e], fs->idx);
 		n = one ? strlen(one) : 0;
-		grown = one ? realloc(out, len + n + 4) : NULL;
-		if (!grown) {
+		if (!one || SFS_GROW(out, cap, len + n + 4)) {
 			free(one);
 			free(out);
 			out = NULL;
 			break;
 		}
-		out = grown;
 		if (vr->v->nplans > 1)
 			out[len++] = e ? ',' : '[';
 		memcpy(out + len, one, n);

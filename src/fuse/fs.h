@@ -223,11 +223,6 @@ struct view_ref *view_get(struct fs *fs, fuse_ino_t ino, uint32_t *node);
 
 /* Drop a reference taken by view_get; the view may be freed. */
 void view_unref(struct fs *fs, struct view_ref *vr);
-void view_unref_locked(struct fs *fs, struct view_ref *vr);
-
-/* The live view and node an inode number names (no reference), or NULL. */
-struct view_ref *view_find_locked(struct fs *fs, fuse_ino_t ino,
-				  uint32_t *node);
 
 /* The kernel was given an entry for a node (lookup, readdirplus). */
 void view_looked_up_locked(struct view_ref *vr, uint32_t node);
