@@ -51,7 +51,12 @@ struct view_ref {
 	uint64_t lookups; /* fs.lock: the sum of held[] */
 	uint64_t *held; /* fs.lock: the kernel's lookup count per node */
 	time_t built; /* st_mtime of its nodes */
-	char *plan_json; /* built on first read, fs.lock */
+	/* its control texts, built at the first ask (fs.text_lock): its
+	 * plan.json, and its status but the counters (NULL with
+	 * status_uncut: the status is built whole each time) */
+	char *plan_json;
+	char *status_head;
+	bool status_uncut;
 	struct view_ref *next; /* fs.views, fs.lock */
 };
 
@@ -164,6 +169,7 @@ struct fs {
 	struct fdcache fds;
 	struct files files;
 
+	pthread_mutex_t text_lock; /* builds the views' control texts */
 	pthread_mutex_t ctl_lock; /* guards snaps */
 	struct control_snap snaps[3]; /* epoch, plan.json, status */
 	atomic_uint_fast64_t snap_ticket;

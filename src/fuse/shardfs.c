@@ -357,6 +357,7 @@ int main(int argc, char **argv)
 	pthread_mutex_init(&fs.lock, NULL);
 	pthread_mutex_init(&fs.switch_lock, NULL);
 	pthread_mutex_init(&fs.ctl_lock, NULL);
+	pthread_mutex_init(&fs.text_lock, NULL);
 	if (files_init(&fs.files, FILES_CACHED)) {
 		fprintf(stderr, "%s: out of memory\n", prog);
 		goto out_files;

@@ -28,6 +28,7 @@ static void view_free_unused_locked(struct fs *fs, struct view_ref *vr)
 	sfs_view_free(vr->v);
 	free(vr->held);
 	free(vr->plan_json);
+	free(vr->status_head);
 	free(vr);
 }
 
