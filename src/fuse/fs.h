@@ -1,9 +1,12 @@
 /*
  * The daemon's state, shared by its parts: the FUSE operations (ops.c),
- * the views and handles (views.c), the read path (read.c) and the control
- * files (control.c).  The FUSE layer only translates: it finds the node a
+ * the views and handles (views.c), the read path (read.c), the slices of
+ * data files (files.c), the control files (control.c), the prefetcher
+ * (prefetch.c), and the process they run in: log, threads, read-ahead
+ * (runtime.c).  The FUSE layer only translates: it finds the node a
  * request names in a view (core), asks the core for bytes or attributes,
- * and replies.
+ * and replies.  Every function here returns 0 or a negative errno; a reply
+ * of an error is fuse_reply_err(req, -rc).
  *
  * Inode numbers: 1 the root, 2..5 the control directory and its files, and
  * (generation << 32 | node) for every node of a view, so that an epoch
@@ -48,7 +51,12 @@ struct view_ref {
 	uint64_t lookups; /* fs.lock: the sum of held[] */
 	uint64_t *held; /* fs.lock: the kernel's lookup count per node */
 	time_t built; /* st_mtime of its nodes */
-	char *plan_json; /* built on first read, fs.lock */
+	/* its control texts, built at the first ask (fs.text_lock): its
+	 * plan.json, and its status but the counters (NULL with
+	 * status_uncut: the status is built whole each time) */
+	char *plan_json;
+	char *status_head;
+	bool status_uncut;
 	struct view_ref *next; /* fs.views, fs.lock */
 };
 
@@ -161,6 +169,7 @@ struct fs {
 	struct fdcache fds;
 	struct files files;
 
+	pthread_mutex_t text_lock; /* builds the views' control texts */
 	pthread_mutex_t ctl_lock; /* guards snaps */
 	struct control_snap snaps[3]; /* epoch, plan.json, status */
 	atomic_uint_fast64_t snap_ticket;
@@ -187,7 +196,7 @@ static inline fuse_ino_t node_ino(const struct view_ref *vr, uint32_t node)
 	return node == 0 ? FS_INO_ROOT : ((fuse_ino_t)vr->gen << 32 | node);
 }
 
-/* ---- ops.c ---- */
+/* ---- runtime.c: the process the daemon runs in ---- */
 
 /* Log a line: stderr in the foreground, syslog otherwise. */
 void fs_log(struct fs *fs, int prio, const char *fmt, ...)
@@ -198,7 +207,8 @@ void fs_log(struct fs *fs, int prio, const char *fmt, ...)
  * signals that end the session, as libfuse's own workers do: they are
  * then taken by the main thread, which waits in the session loop, and not
  * by a thread whose handling of one would leave that loop waiting forever
- * (it checks, then sleeps).  Returns pthread_create's result.
+ * (it checks, then sleeps).  Returns 0, or pthread_create's error as a
+ * negative errno.
  */
 int fs_thread_start(pthread_t *tid, void *(*fn)(void *), void *arg);
 
@@ -219,11 +229,6 @@ struct view_ref *view_get(struct fs *fs, fuse_ino_t ino, uint32_t *node);
 
 /* Drop a reference taken by view_get; the view may be freed. */
 void view_unref(struct fs *fs, struct view_ref *vr);
-void view_unref_locked(struct fs *fs, struct view_ref *vr);
-
-/* The live view and node an inode number names (no reference), or NULL. */
-struct view_ref *view_find_locked(struct fs *fs, fuse_ino_t ino,
-				  uint32_t *node);
 
 /* The kernel was given an entry for a node (lookup, readdirplus). */
 void view_looked_up_locked(struct view_ref *vr, uint32_t node);
@@ -361,16 +366,16 @@ void control_free(struct fs *fs);
 
 /*
  * A write to a control inode: only .shardfs/epoch takes one (a number,
- * from offset 0: switch to that epoch).  Returns 0 or the errno to reply
- * (EROFS, EINVAL, ENOMEM); refusals are logged.
+ * from offset 0: switch to that epoch).  Returns 0, -EROFS, -EINVAL or
+ * -ENOMEM; refusals are logged.
  */
 int control_write(struct fs *fs, fuse_ino_t ino, const char *buf, size_t size,
 		  off_t off);
 
 /*
  * A setattr: truncating .shardfs/epoch (as `echo 3 > epoch` does) is let
- * through, with *st its attributes; anything else is EROFS.  Returns 0 or
- * the errno to reply.
+ * through, with *st its attributes; anything else is refused.  Returns 0,
+ * -EROFS or -ENOMEM.
  */
 int control_truncate(struct fs *fs, fuse_ino_t ino, int to_set,
 		     struct stat *st);

@@ -5,69 +5,17 @@
  * read-only.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <syslog.h>
-#include <unistd.h>
 
 #include "fs.h"
 
 #define XATTR_MAX 65536
-
-void fs_log(struct fs *fs, int prio, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	if (fs->foreground) {
-		fputs("shardfs: ", stderr);
-		vfprintf(stderr, fmt, ap);
-		fputc('\n', stderr);
-	} else {
-		vsyslog(prio, fmt, ap);
-	}
-	va_end(ap);
-}
-
-int fs_thread_start(pthread_t *tid, void *(*fn)(void *), void *arg)
-{
-	sigset_t block, old;
-	int rc;
-
-	sigemptyset(&block);
-	sigaddset(&block, SIGTERM);
-	sigaddset(&block, SIGINT);
-	sigaddset(&block, SIGHUP);
-	sigaddset(&block, SIGQUIT);
-	pthread_sigmask(SIG_BLOCK, &block, &old);
-	rc = pthread_create(tid, NULL, fn, arg);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return rc;
-}
-
-void fs_readahead_once(struct fs *fs)
-{
-	size_t n = strlen(fs->readahead_kb);
-	int fd;
-
-	if (!atomic_load(&fs->readahead_pending) ||
-	    !atomic_exchange(&fs->readahead_pending, false))
-		return;
-	fd = open(fs->readahead_path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0 || write(fd, fs->readahead_kb, n) != (ssize_t)n)
-		fs_log(fs, LOG_INFO,
-		       "kept the kernel's read-ahead (%s: %s); reads arrive in smaller requests",
-		       fs->readahead_path, strerror(errno));
-	if (fd >= 0)
-		close(fd);
-}
 
 static void node_stat(struct fs *fs, const struct view_ref *vr, uint32_t node,
 		      struct stat *st)
@@ -420,7 +368,7 @@ static void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 
 	(void)fi;
 	if (rc)
-		fuse_reply_err(req, rc);
+		fuse_reply_err(req, -rc);
 	else
 		fuse_reply_write(req, size);
 }
@@ -434,7 +382,7 @@ static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	(void)attr;
 	(void)fi;
 	if (rc)
-		fuse_reply_err(req, rc);
+		fuse_reply_err(req, -rc);
 	else
 		fuse_reply_attr(req, &st, 0);
 }
@@ -458,9 +406,12 @@ static void fs_statfs(fuse_req_t req, fuse_ino_t ino)
 	fuse_reply_statfs(req, &st);
 }
 
-/* Provenance of a file: where its bytes come from. */
-static char *xattr_value(struct fs *fs, const struct view_ref *vr,
-			 uint32_t node, const char *name)
+/*
+ * Provenance of a file: where its bytes come from, a heap string in *out.
+ * Returns 0, -ENODATA (no such attribute), -E2BIG or -ENOMEM.
+ */
+static int xattr_value(struct fs *fs, const struct view_ref *vr, uint32_t node,
+		       const char *name, char **out)
 {
 	const struct sfs_view *v = vr->v;
 	const struct sfs_view_node *n = &v->nodes[node];
@@ -468,20 +419,17 @@ static char *xattr_value(struct fs *fs, const struct view_ref *vr,
 	const struct sfs_plan *p = v->plans[n->plan];
 	char *s = NULL;
 	size_t i, len = 0;
+	int rc = 0;
 
 	if (!strcmp(name, SFS_XATTR_SOURCE)) {
-		if (asprintf(&s, "%s/%s", fs->idx->source,
-			     sfs_view_source_path(v, n)) < 0)
-			return NULL;
+		rc = asprintf(&s, "%s/%s", fs->idx->source,
+			      sfs_view_source_path(v, n));
 	} else if (!strcmp(name, SFS_XATTR_SAMPLES)) {
-		if (asprintf(&s, "%" PRIu64, f->nsamples) < 0)
-			return NULL;
+		rc = asprintf(&s, "%" PRIu64, f->nsamples);
 	} else if (!strcmp(name, SFS_XATTR_PADDING)) {
-		if (asprintf(&s, "%" PRIu64, f->npadding) < 0)
-			return NULL;
+		rc = asprintf(&s, "%" PRIu64, f->npadding);
 	} else if (!strcmp(name, SFS_XATTR_EPOCH)) {
-		if (asprintf(&s, "%" PRIu64, p->opts.epoch) < 0)
-			return NULL;
+		rc = asprintf(&s, "%" PRIu64, p->opts.epoch);
 	} else if (!strcmp(name, SFS_XATTR_RANGE)) {
 		s = malloc(XATTR_MAX + 32);
 		for (i = 0; s && i < f->nruns && len < XATTR_MAX; i++) {
@@ -496,13 +444,15 @@ static char *xattr_value(struct fs *fs, const struct view_ref *vr,
 		}
 		if (s && len >= XATTR_MAX) {
 			free(s);
-			s = NULL;
-			errno = E2BIG;
+			return -E2BIG;
 		}
 	} else {
-		errno = ENODATA;
+		return -ENODATA;
 	}
-	return s;
+	if (rc < 0 || !s)
+		return -ENOMEM;
+	*out = s;
+	return 0;
 }
 
 static void reply_xattr(fuse_req_t req, const char *value, size_t len,
@@ -523,6 +473,7 @@ static void fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	struct view_ref *vr;
 	uint32_t node;
 	char *value;
+	int rc;
 
 	/* Only user.shardfs.* exists.  Saying so for security.* lets `ls -l`
 	 * stop asking (it remembers EOPNOTSUPP per file system) instead of
@@ -538,11 +489,10 @@ static void fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		fuse_reply_err(req, ENODATA);
 		return;
 	}
-	errno = ENOMEM;
-	value = xattr_value(fs, vr, node, name);
+	rc = xattr_value(fs, vr, node, name, &value);
 	view_unref(fs, vr);
-	if (!value) {
-		fuse_reply_err(req, errno);
+	if (rc) {
+		fuse_reply_err(req, -rc);
 		return;
 	}
 	reply_xattr(req, value, strlen(value), size);

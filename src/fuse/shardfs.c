@@ -286,11 +286,25 @@ static int load_index(struct fs *fs, const char *src, struct sfs_error *err)
 {
 	struct sfs_indexer_opts o = { .source = src };
 	struct sfs_indexer_report rep;
+	const char *dir = fs->mount.index_dir;
 	struct stat st;
 	int rc;
 
-	rc = sfs_source_load(src, fs->mount.index_dir, &fs->idx, err);
-	if (rc == -ENOENT && stat(src, &st) == 0 && S_ISDIR(st.st_mode)) {
+	/* an index named but not there is a typo, not a request to scan
+	 * the source: only SRC/.shardfs may be missing */
+	if (dir && stat(dir, &st) < 0)
+		return sfs_errorf(
+			err, -errno,
+			"index=%s: %s: give the directory shardfs-index %s --out DIR wrote, or leave index= out to use %s/.shardfs",
+			dir, strerror(errno), src, src);
+	if (dir && !S_ISDIR(st.st_mode))
+		return sfs_errorf(
+			err, -ENOTDIR,
+			"index=%s: not a directory: give the directory shardfs-index %s --out DIR wrote, or leave index= out to use %s/.shardfs",
+			dir, src, src);
+	rc = sfs_source_load(src, dir, &fs->idx, err);
+	if (rc == -ENOENT && !dir && stat(src, &st) == 0 &&
+	    S_ISDIR(st.st_mode)) {
 		fprintf(stderr,
 			"%s: warning: no index for %s; building one in memory (no hashes, not saved). Build it once with: shardfs-index %s\n",
 			prog, src, src);
@@ -333,7 +347,7 @@ int main(int argc, char **argv)
 	struct sfs_error err = { 0 };
 	struct fuse_args fargs = FUSE_ARGS_INIT(0, NULL);
 	struct fuse_loop_config *cfg = NULL;
-	char *base = NULL, *mnt = NULL;
+	char *base = NULL, *fsname = NULL, *mnt = NULL;
 	int rc = 1, bad;
 
 	sfs_options_init(&fs.vopts.options);
@@ -343,6 +357,7 @@ int main(int argc, char **argv)
 	pthread_mutex_init(&fs.lock, NULL);
 	pthread_mutex_init(&fs.switch_lock, NULL);
 	pthread_mutex_init(&fs.ctl_lock, NULL);
+	pthread_mutex_init(&fs.text_lock, NULL);
 	if (files_init(&fs.files, FILES_CACHED)) {
 		fprintf(stderr, "%s: out of memory\n", prog);
 		goto out_files;
@@ -374,11 +389,18 @@ int main(int argc, char **argv)
 	 * pages (the read path in docs/benchmarks.md measures it) */
 	mallopt(M_MMAP_THRESHOLD, 4 << 20);
 	mallopt(M_TRIM_THRESHOLD, 64 << 20);
-	if (asprintf(&base, "fsname=%s,subtype=shardfs%s%s%s",
-		     fs.idx->mix ? fs.idx->mix->file : fs.idx->source,
-		     a.allow_other ? ",default_permissions" : "",
-		     a.fuse_opts ? "," : "",
-		     a.fuse_opts ? a.fuse_opts : "") < 0)
+	/* The source's path is anyone's choice: escaped as libfuse's option
+	 * parser reads it (\, and \\), so that a comma in it ends no option
+	 * (a directory "ds,allow_other" must not mount with allow_other) */
+	if (asprintf(&fsname, "fsname=%s",
+		     fs.idx->mix ? fs.idx->mix->file : fs.idx->source) < 0) {
+		fsname = NULL;
+		goto out;
+	}
+	if (fuse_opt_add_opt_escaped(&base, fsname) ||
+	    fuse_opt_add_opt(&base, "subtype=shardfs") ||
+	    (a.allow_other && fuse_opt_add_opt(&base, "default_permissions")) ||
+	    (a.fuse_opts && fuse_opt_add_opt(&base, a.fuse_opts)))
 		goto out;
 	if (fuse_opt_add_arg(&fargs, argv[0]) ||
 	    fuse_opt_add_arg(&fargs, "-o") || fuse_opt_add_arg(&fargs, base) ||
@@ -458,6 +480,7 @@ out_files:
 	sfs_options_clear(&fs.vopts.options);
 	fuse_opt_free_args(&fargs);
 	free(base);
+	free(fsname);
 	free(a.fuse_opts);
 	sfs_mount_opts_clear(&fs.mount);
 	free(fs.readahead_path);

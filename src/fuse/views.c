@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "fs.h"
+#include "shardfs/util.h"
 
 static void view_free_unused_locked(struct fs *fs, struct view_ref *vr)
 {
@@ -27,10 +28,11 @@ static void view_free_unused_locked(struct fs *fs, struct view_ref *vr)
 	sfs_view_free(vr->v);
 	free(vr->held);
 	free(vr->plan_json);
+	free(vr->status_head);
 	free(vr);
 }
 
-void view_unref_locked(struct fs *fs, struct view_ref *vr)
+static void view_unref_locked(struct fs *fs, struct view_ref *vr)
 {
 	vr->refs--;
 	view_free_unused_locked(fs, vr);
@@ -47,7 +49,8 @@ void view_unref(struct fs *fs, struct view_ref *vr)
  * The live view and node an inode number names, or NULL: root and the
  * control inodes name none.
  */
-struct view_ref *view_find_locked(struct fs *fs, fuse_ino_t ino, uint32_t *node)
+static struct view_ref *view_find_locked(struct fs *fs, fuse_ino_t ino,
+					 uint32_t *node)
 {
 	struct view_ref *vr;
 
@@ -127,15 +130,8 @@ static bool add_held_locked(const struct view_ref *vr, struct held_name **names,
 		 * belong to the current view */
 		if (!vr->held[node] || !nd->parent)
 			continue;
-		if (*n == *cap) {
-			size_t c = *cap ? 2 * *cap : 64;
-			struct held_name *p = realloc(*names, c * sizeof(*p));
-
-			if (!p)
-				return false;
-			*names = p;
-			*cap = c;
-		}
+		if (SFS_GROW(*names, *cap, *n + 1))
+			return false;
 		(*names)[*n].parent = node_ino(vr, nd->parent);
 		(*names)[(*n)++].name = nd->name;
 	}
@@ -154,18 +150,14 @@ static void invalidate_held(struct fs *fs, const struct view_ref *replaced)
 {
 	struct view_ref **views = NULL, *vr;
 	struct held_name *names = NULL;
-	size_t nviews = 0, n = 0, cap = 0, i;
+	size_t nviews = 0, views_cap = 0, n = 0, cap = 0, i;
 
 	pthread_mutex_lock(&fs->lock);
 	for (vr = fs->views; vr; vr = vr->next) {
-		struct view_ref **vs;
-
 		if (vr == fs->current || vr == replaced || !vr->lookups)
 			continue;
-		vs = realloc(views, (nviews + 1) * sizeof(*vs));
-		if (!vs)
+		if (SFS_GROW(views, views_cap, nviews + 1))
 			break;
-		views = vs;
 		views[nviews++] = vr;
 		vr->refs++;
 		if (!add_held_locked(vr, &names, &n, &cap))

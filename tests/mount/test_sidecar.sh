@@ -101,6 +101,13 @@ broken "a mixture source without index" 1 "the mixture $T/mix-noindex.json canno
 	SHARDFS_SOURCE="$T/mix-noindex.json" RANK=0 WORLD_SIZE=1 SHARDFS_INDEX_TIMEOUT=1
 broken "bad option" 1 "the view did not come up (shardfs exited with status 1; its message is above)" \
 	SHARDFS_SOURCE="$T/src" RANK=5 WORLD_SIZE=2
+# values that go into the daemon's -o list: a comma would add an option
+broken "a comma in the rank" 1 "rank \"0,allow_other\" is not a number (or a range a-b): fix SHARDFS_RANK or the launcher's RANK" \
+	SHARDFS_SOURCE="$T/src" RANK=0,allow_other WORLD_SIZE=1
+broken "a comma in the world" 1 "world \"2,allow_other\" is not a number: fix SHARDFS_WORLD (or the launcher's variable it came from)" \
+	SHARDFS_SOURCE="$T/src" RANK=0 WORLD_SIZE=2,allow_other
+broken "a comma in the index" 1 "SHARDFS_INDEX=$T/src/.shardfs,allow_other holds a comma, which would end the -o option: move the index to a directory without one (shardfs-index SRC --out DIR)" \
+	SHARDFS_SOURCE="$T/src" RANK=0 WORLD_SIZE=1 SHARDFS_INDEX="$T/src/.shardfs,allow_other"
 got=$(unshare -m --propagation private env PATH="$PATH" T="$T" S="$sidecar" bash -c '
 	mount -t tmpfs nodev /dev
 	SHARDFS_SOURCE=$T/src RANK=0 WORLD_SIZE=1 bash "$S"; echo "exit=$?"' 2>&1)
