@@ -17,7 +17,10 @@
  * directory holds that many consecutive epochs, each name prefixed by its
  * epoch.  The children of every directory are sorted by name (strcmp).
  * A name identifies its bytes: the same name, in any epoch of any view of
- * the same index, is the same runs of the same shard.
+ * the same index, is the same runs of the same shard.  <shard> and <stem>
+ * are the shard's path within its source, '%' and '/' escaped as "%25" and
+ * "%2F"; no name is longer than 255 bytes (a longer one is cut and ends
+ * its path with '~' and 16 hex digits of the path's SHA-256: docs/view.md).
  * A view never changes after it is built; an epoch switch builds a new one.
  */
 #ifndef SHARDFS_VIEW_H
