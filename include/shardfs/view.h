@@ -129,6 +129,19 @@ const struct sfs_plan_file *sfs_view_file(const struct sfs_view *v,
 					  const struct sfs_view_node *n);
 
 /*
+ * Who may read a file node: *uid, *gid and the permission bits of *mode
+ * (0777 at most) that the source grants the bytes it serves (struct
+ * sfs_access, index.h: the shard's, or the member's, owner, group and
+ * mode as the mount's check found them, less what the directories on
+ * its path keep out).  A node's bytes come from one file of the source;
+ * were they of several, the owner would be theirs when all share it
+ * (else root), the mode the AND of theirs.  Leaves all three as they are
+ * when the index was not checked against its source.
+ */
+void sfs_view_access(const struct sfs_view *v, const struct sfs_view_node *n,
+		     uint32_t *uid, uint32_t *gid, uint32_t *mode);
+
+/*
  * The source path of a file or link node (relative to the source): the
  * shard, or a member of a `files` sample.
  */

@@ -14,6 +14,8 @@
 #include "shardfs/spill.h"
 #include "shardfs/util.h"
 
+#include "index_i.h"
+
 #define ERRORS_NAMED 5
 
 /* One shard to index: a file, or a group of files for `files`. */
@@ -731,6 +733,8 @@ int sfs_indexer_build(const struct sfs_indexer_opts *o,
 		goto out_free;
 	}
 	rc = assemble(&w, prev, idx, o->hash, &j.spill, rep, err);
+	if (!rc && sfs_index_note_access(idx))
+		rc = sfs_errorf(err, -ENOMEM, "out of memory");
 	if (rc)
 		goto out_free;
 	*out = idx;

@@ -814,6 +814,21 @@ const char *sfs_view_source_path(const struct sfs_view *v,
 	return n->member ? sh->members[n->member - 1].path : sh->path;
 }
 
+void sfs_view_access(const struct sfs_view *v, const struct sfs_view_node *n,
+		     uint32_t *uid, uint32_t *gid, uint32_t *mode)
+{
+	const struct sfs_shard *sh =
+		&v->idx->shards[sfs_view_file(v, n)->shard];
+	const struct sfs_access *a =
+		n->member ? &sh->members[n->member - 1].access : &sh->access;
+
+	if (!a->known)
+		return;
+	*uid = a->uid;
+	*gid = a->gid;
+	*mode = a->mode;
+}
+
 void sfs_view_source(const struct sfs_view *v, const struct sfs_view_node *n,
 		     const char **path, uint64_t *size, int64_t *mtime_ns)
 {
