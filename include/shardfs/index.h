@@ -55,11 +55,28 @@
 /* bytes of the boundary table's payload per checksum of its blocks file */
 #define SFS_INDEX_BLOCK_BYTES 4096
 
+/*
+ * Who the source lets read a shard file, as sfs_index_check_source found
+ * it (never saved in the index): its owner and group, and the permission
+ * bits of its mode with the classes of users cleared that a directory on
+ * its path (the source's, the ones above it and below it) does not let
+ * through.  A view gives its files these (docs/view.md), so that with
+ * allow_other the kernel (default_permissions) refuses a user the slice of
+ * a shard that user could not read in the source.  known false: not
+ * checked (an index not checked against its source).
+ */
+struct sfs_access {
+	uint32_t uid, gid;
+	uint16_t mode; /* 0777 bits at most */
+	bool known;
+};
+
 /* One more file of a `files` sample that groups several files by key. */
 struct sfs_member {
 	char *path;
 	uint64_t size;
 	int64_t mtime_ns;
+	struct sfs_access access;
 };
 
 struct sfs_shard {
@@ -80,6 +97,7 @@ struct sfs_shard {
 	unsigned char digest[SFS_DIGEST_LEN]; /* over the shard, then members */
 	struct sfs_member *members; /* files: the rest of the sample's files */
 	size_t nmembers;
+	struct sfs_access access;
 };
 
 struct sfs_index {
@@ -283,15 +301,16 @@ int sfs_index_save(const struct sfs_index *idx, const char *dir,
 
 /*
  * Compare every shard's size and mtime with the source, and with to_read
- * check that this process may read each.  Returns 0 when all match, -ESTALE
+ * check that this process may read each; note in each shard's (and
+ * member's) access who the source lets read it.  Returns 0 when all match, -ESTALE
  * with a message that names the changed shards (up to ten, and how many
  * more) and the command that rebuilds the index (dir as given to load, NULL
  * for the default), or -EACCES naming the shards it may not read.  The
  * index of a mixture is checked source by source, each against its own
  * index directory (dir is not used then).
  */
-int sfs_index_check_source(const struct sfs_index *idx, const char *dir,
-			   bool to_read, struct sfs_error *err);
+int sfs_index_check_source(struct sfs_index *idx, const char *dir, bool to_read,
+			   struct sfs_error *err);
 
 /* The position of path in idx (binary search), or -1. */
 ssize_t sfs_index_find(const struct sfs_index *idx, const char *path);

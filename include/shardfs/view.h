@@ -17,7 +17,10 @@
  * directory holds that many consecutive epochs, each name prefixed by its
  * epoch.  The children of every directory are sorted by name (strcmp).
  * A name identifies its bytes: the same name, in any epoch of any view of
- * the same index, is the same runs of the same shard.
+ * the same index, is the same runs of the same shard.  <shard> and <stem>
+ * are the shard's path within its source, '%' and '/' escaped as "%25" and
+ * "%2F"; no name is longer than 255 bytes (a longer one is cut and ends
+ * its path with '~' and 16 hex digits of the path's SHA-256: docs/view.md).
  * A view never changes after it is built; an epoch switch builds a new one.
  */
 #ifndef SHARDFS_VIEW_H
@@ -124,6 +127,19 @@ int64_t sfs_view_next(const struct sfs_view *v, uint32_t node);
 /* The plan file and shard of a file or link node. */
 const struct sfs_plan_file *sfs_view_file(const struct sfs_view *v,
 					  const struct sfs_view_node *n);
+
+/*
+ * Who may read a file node: *uid, *gid and the permission bits of *mode
+ * (0777 at most) that the source grants the bytes it serves (struct
+ * sfs_access, index.h: the shard's, or the member's, owner, group and
+ * mode as the mount's check found them, less what the directories on
+ * its path keep out).  A node's bytes come from one file of the source;
+ * were they of several, the owner would be theirs when all share it
+ * (else root), the mode the AND of theirs.  Leaves all three as they are
+ * when the index was not checked against its source.
+ */
+void sfs_view_access(const struct sfs_view *v, const struct sfs_view_node *n,
+		     uint32_t *uid, uint32_t *gid, uint32_t *mode);
 
 /*
  * The source path of a file or link node (relative to the source): the

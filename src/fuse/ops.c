@@ -42,12 +42,20 @@ static void node_stat(struct fs *fs, const struct view_ref *vr, uint32_t node,
 		st->st_nlink = 1;
 		st->st_size = (off_t)n->size;
 		break;
-	case SFS_NODE_FILE:
-		st->st_mode = S_IFREG | 0444;
+	case SFS_NODE_FILE: {
+		/* the source's owner and mode: with allow_other the kernel
+		 * refuses whom the source would (docs/security.md) */
+		uint32_t uid = fs->uid, gid = fs->gid, mode = 0444;
+
+		sfs_view_access(vr->v, n, &uid, &gid, &mode);
+		st->st_uid = uid;
+		st->st_gid = gid;
+		st->st_mode = S_IFREG | mode;
 		st->st_nlink = 1;
 		st->st_size = (off_t)n->size;
 		st->st_blocks = (blkcnt_t)((n->size + 511) / 512);
 		break;
+	}
 	}
 }
 

@@ -47,7 +47,7 @@ static void node_path(const struct sfs_view *v, uint32_t n, char *out,
 /* The children names of the directory at path ("" the root), joined. */
 static char *listing(const struct sfs_view *v, const char *path)
 {
-	static char out[1024];
+	static char out[4096];
 	uint32_t dir = 0, i;
 	char part[64];
 
@@ -382,6 +382,111 @@ static void test_view_build_cancelled(void **state)
 	sfs_index_free(idx);
 }
 
+/* Give shard i of idx the path path (mkindex names them s0000.tar ...). */
+static void rename_shard(struct sfs_index *idx, size_t i, const char *path)
+{
+	free(idx->shards[i].path);
+	idx->shards[i].path = strdup(path);
+}
+
+/*
+ * Two shards of one basename in two sub-directories: their files never
+ * share a name, in any epoch (a name keyed only by the basename held
+ * de/'s samples in one epoch, en/'s in another); the directory is part of
+ * the name, '/' and '%' escaped.
+ */
+static void test_view_names_identify_bytes_across_directories(void **state)
+{
+	const uint64_t counts[] = { 40, 40, 20 };
+	struct sfs_index *idx = mkindex(counts, 3, NULL);
+	struct seen *all = NULL;
+	size_t n = 0, cap = 0, i, again = 0, conflicts = 0;
+	struct sfs_view *v;
+	uint64_t e;
+
+	(void)state;
+	rename_shard(idx, 0, "de/shard-000000.tar");
+	rename_shard(idx, 1, "en/shard-000000.tar");
+	rename_shard(idx, 2, "x%2Fy/shard-000000.tar");
+	for (e = 0; e < 20; e++) {
+		char opts[128];
+
+		snprintf(opts, sizeof(opts),
+			 "world=1,workers=1,block=20,epoch=%llu",
+			 (unsigned long long)e);
+		v = build(idx, opts, 1);
+		record(v, &all, &n, &cap);
+		sfs_view_free(v);
+	}
+	qsort(all, n, sizeof(*all), seen_cmp);
+	for (i = 1; i < n; i++) {
+		if (strcmp(all[i].path, all[i - 1].path))
+			continue;
+		again++;
+		if (strcmp(all[i].bytes, all[i - 1].bytes)) {
+			conflicts++;
+			print_message("%s: %s and %s\n", all[i].path,
+				      all[i - 1].bytes, all[i].bytes);
+		}
+	}
+	assert_int_equal(conflicts, 0);
+	assert_true(again > 20);
+	for (i = 0; i < n; i++) {
+		free(all[i].path);
+		free(all[i].bytes);
+	}
+	free(all);
+	v = build(idx, "world=1,workers=1,block=20,shuffle=none", 1);
+	assert_string_equal(
+		listing(v, "0/0"),
+		"000000-de%2Fshard-000000.0-19.tar 000001-de%2Fshard-000000.20-39.tar "
+		"000002-en%2Fshard-000000.0-19.tar 000003-en%2Fshard-000000.20-39.tar "
+		"000004-x%252Fy%2Fshard-000000.tar@");
+	sfs_view_free(v);
+	sfs_index_free(idx);
+}
+
+/*
+ * No name is longer than statfs's f_namemax (255): a longer one keeps the
+ * start of its path, then '~' and 16 hex digits of the SHA-256 of the
+ * path, its samples part and extension.
+ */
+static void test_view_long_names_shortened(void **state)
+{
+	const uint64_t counts[] = { 4, 4 };
+	struct sfs_index *idx = mkindex(counts, 2, NULL);
+	unsigned char d[SFS_DIGEST_LEN];
+	char path[2][300], hex[SFS_DIGEST_HEX], want[600];
+	struct sfs_view *v;
+	uint32_t i;
+	int k;
+
+	(void)state;
+	/* 246 bytes (263-byte names, untouched); 244 (255, they fit) */
+	memset(path[0], 'a', 242);
+	strcpy(path[0] + 242, ".tar");
+	memset(path[1], 'a', 240);
+	strcpy(path[1] + 240, ".tar");
+	for (k = 0; k < 2; k++)
+		rename_shard(idx, (size_t)k, path[k]);
+	v = build(idx, "world=1,workers=1,block=3,shuffle=none", 1);
+	for (i = 0; i < v->nnodes; i++)
+		assert_true(strlen(v->nodes[i].name) <= 255);
+	/* 000000- + 223 bytes of the path + ~hash + .0-2 + .tar: 255 */
+	sfs_digest_buf(path[0], strlen(path[0]), d);
+	sfs_digest_hex(d, hex);
+	snprintf(want, sizeof(want), "000000-%.223s~%.16s.0-2.tar", path[0],
+		 hex);
+	assert_int_equal(strlen(want), 255);
+	assert_non_null(strstr(listing(v, "0/0"), want));
+	/* a name that fits stays as it was */
+	snprintf(want, sizeof(want), "000002-%.240s.0-2.tar", path[1]);
+	assert_int_equal(strlen(want), 255);
+	assert_non_null(strstr(listing(v, "0/0"), want));
+	sfs_view_free(v);
+	sfs_index_free(idx);
+}
+
 /* What a name's start says is where the file stands in its directory. */
 static void test_view_name_seq_round_trip(void **state)
 {
@@ -442,6 +547,9 @@ int main(void)
 		cmocka_unit_test(test_view_name_seq_round_trip),
 		cmocka_unit_test(test_view_tree_names_and_order),
 		cmocka_unit_test(test_view_names_identify_bytes),
+		cmocka_unit_test(
+			test_view_names_identify_bytes_across_directories),
+		cmocka_unit_test(test_view_long_names_shortened),
 		cmocka_unit_test(test_view_shuffled_name_is_hash_of_runs),
 		cmocka_unit_test(test_view_many_slices_named_and_sized),
 		cmocka_unit_test(test_view_build_cancelled),

@@ -98,4 +98,10 @@ void sfs_index_block_mark(const struct sfs_index *idx, uint64_t k);
 int sfs_index_block_bad(const struct sfs_index *idx, uint64_t k,
 			struct sfs_error *err);
 
+/* Note in each shard's (and member's) access who the source lets read it,
+ * as sfs_index_check_source does, for an index just built from the
+ * source (sfs_indexer_build).  A file it cannot look at stays unknown.
+ * Returns 0, or -ENOMEM. */
+int sfs_index_note_access(struct sfs_index *idx);
+
 #endif

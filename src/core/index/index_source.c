@@ -16,6 +16,9 @@
 
 #include "shardfs/index.h"
 #include "shardfs/mixture.h"
+#include "shardfs/util.h"
+
+#include "index_i.h"
 
 #define STALE_NAMED 10
 
@@ -64,10 +67,141 @@ static bool readable(int fd)
 	       (errno != EACCES && errno != EPERM);
 }
 
+/* The owner, group and mode of a directory on a shard's path. */
+struct dir_perm {
+	uint32_t uid, gid, mode;
+};
+
+/*
+ * The directories on the paths of shards, for sfs_access: those of the
+ * source (from "/" down to the source itself), taken once, and those
+ * below it on the path of the last shard looked at (shards come sorted
+ * by path: the next one is most often in the same directory).
+ */
+struct dirs {
+	struct dir_perm *above;
+	size_t nabove;
+	char *last; /* the directory of the last shard, "" the source's */
+	struct dir_perm *below;
+	size_t nbelow, below_cap;
+};
+
+/* The directory at path (below dirfd) as a dir_perm; one that cannot be
+ * looked at lets nobody through. */
+static struct dir_perm dir_perm_at(int dirfd, const char *path)
+{
+	struct stat st;
+
+	if (fstatat(dirfd, path, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    !S_ISDIR(st.st_mode))
+		return (struct dir_perm){ 0, 0, 0 };
+	return (struct dir_perm){ st.st_uid, st.st_gid, st.st_mode };
+}
+
+/* dc->above: "/", then every directory down to the source. */
+static int dirs_init(struct dirs *dc, const char *source)
+{
+	size_t n = strlen(source), i;
+	char *p = strdup(source);
+
+	dc->above = malloc((n + 2) * sizeof(*dc->above));
+	if (!p || !dc->above) {
+		free(p);
+		return -ENOMEM;
+	}
+	dc->above[dc->nabove++] = dir_perm_at(AT_FDCWD, "/");
+	for (i = 1; i <= n; i++) {
+		if (p[i] != '/' && p[i] != '\0')
+			continue;
+		if (p[i - 1] == '/')
+			continue;
+		p[i] = '\0';
+		dc->above[dc->nabove++] = dir_perm_at(AT_FDCWD, p);
+		p[i] = source[i];
+	}
+	free(p);
+	return 0;
+}
+
+/* dc->below: the directories from the source down to path's. */
+static int dirs_below(struct dirs *dc, int srcfd, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	size_t len = slash ? (size_t)(slash - path) : 0, i;
+	char *dir;
+
+	if (dc->last && strlen(dc->last) == len && !memcmp(dc->last, path, len))
+		return 0;
+	dir = strndup(path, len);
+	if (!dir || SFS_GROW(dc->below, dc->below_cap, len / 2 + 1)) {
+		free(dir);
+		return -ENOMEM;
+	}
+	free(dc->last);
+	dc->last = dir;
+	dc->nbelow = 0;
+	for (i = 1; i <= len; i++) {
+		if (dir[i] != '/' && dir[i] != '\0')
+			continue;
+		dir[i] = '\0';
+		dc->below[dc->nbelow++] = dir_perm_at(srcfd, dir);
+		dir[i] = i < len ? '/' : '\0';
+	}
+	return 0;
+}
+
+static void dirs_free(struct dirs *dc)
+{
+	free(dc->above);
+	free(dc->last);
+	free(dc->below);
+}
+
+/*
+ * mode (of a file owned by uid:gid) with the classes of users cleared
+ * that cannot search directory d.  Others pass through d's bits for
+ * others; the file's group through d's group bits when d has its group,
+ * else through its bits for others; the file's owner through d's owner
+ * bits when it owns d, else as the file's group does (an owner is most
+ * often in the group of its files).  Supplementary groups and ACLs are
+ * not read: when unsure, a class is kept out.
+ */
+static uint32_t through(uint32_t mode, uint32_t uid, uint32_t gid,
+			const struct dir_perm *d)
+{
+	bool other = d->mode & S_IXOTH;
+	bool group = d->gid == gid ? d->mode & S_IXGRP : other;
+	bool owner = d->uid == uid ? d->mode & S_IXUSR : group;
+	uint32_t keep = (owner ? 0700u : 0) | (group ? 0070u : 0) |
+			(other ? 0007u : 0);
+
+	return mode & keep;
+}
+
+/* Who the source lets read the file at path, with st its stat. */
+static void note_access(struct dirs *dc, int srcfd, const char *path,
+			const struct stat *st, struct sfs_access *acc)
+{
+	uint32_t mode = st->st_mode & 0777;
+	size_t i;
+
+	if (dirs_below(dc, srcfd, path))
+		mode = 0;
+	for (i = 0; i < dc->nabove; i++)
+		mode = through(mode, st->st_uid, st->st_gid, &dc->above[i]);
+	for (i = 0; mode && i < dc->nbelow; i++)
+		mode = through(mode, st->st_uid, st->st_gid, &dc->below[i]);
+	*acc = (struct sfs_access){ .uid = st->st_uid,
+				    .gid = st->st_gid,
+				    .mode = (uint16_t)mode,
+				    .known = true };
+}
+
 /* Note in s how path differs from the index; in unreadable (when not NULL)
- * that this process may not read it. */
-static void check_file(struct stale *s, struct stale *unreadable, int srcfd,
-		       const char *path, uint64_t size, int64_t mtime_ns)
+ * that this process may not read it; in acc who the source lets read it. */
+static void check_file(struct stale *s, struct stale *unreadable,
+		       struct dirs *dc, int srcfd, const char *path,
+		       uint64_t size, int64_t mtime_ns, struct sfs_access *acc)
 {
 	char what[96];
 	struct stat st;
@@ -78,6 +212,8 @@ static void check_file(struct stale *s, struct stale *unreadable, int srcfd,
 		rc = fstat(fd, &st) < 0 ? -errno : 0;
 		if (!rc && unreadable && S_ISREG(st.st_mode))
 			may_read = readable(fd);
+		if (!rc && S_ISREG(st.st_mode))
+			note_access(dc, srcfd, path, &st, acc);
 		close(fd);
 	}
 	if (rc < 0) {
@@ -100,9 +236,48 @@ static void check_file(struct stale *s, struct stale *unreadable, int srcfd,
 	}
 }
 
+/* note_access for the file at path, when it is a regular file. */
+static void look(struct dirs *dc, int srcfd, const char *path,
+		 struct sfs_access *acc)
+{
+	int fd = sfs_index_open_shard(srcfd, path, O_PATH);
+	struct stat st;
+
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+		note_access(dc, srcfd, path, &st, acc);
+	close(fd);
+}
+
+int sfs_index_note_access(struct sfs_index *idx)
+{
+	struct dirs dc = { 0 };
+	size_t i, j;
+	int srcfd;
+
+	if (dirs_init(&dc, idx->source)) {
+		dirs_free(&dc);
+		return -ENOMEM;
+	}
+	srcfd = open(idx->source, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	for (i = 0; srcfd >= 0 && i < idx->nshards; i++) {
+		struct sfs_shard *sh = &idx->shards[i];
+
+		look(&dc, srcfd, sh->path, &sh->access);
+		for (j = 0; j < sh->nmembers; j++)
+			look(&dc, srcfd, sh->members[j].path,
+			     &sh->members[j].access);
+	}
+	if (srcfd >= 0)
+		close(srcfd);
+	dirs_free(&dc);
+	return 0;
+}
+
 /* Check shards [lo, hi) of idx, which came from the index of source in
  * dir (NULL: the default), as sfs_index_check_source does. */
-static int check_shards(const struct sfs_index *idx, size_t lo, size_t hi,
+static int check_shards(struct sfs_index *idx, size_t lo, size_t hi,
 			const char *source, const char *dir, bool to_read,
 			struct sfs_error *err)
 {
@@ -110,25 +285,34 @@ static int check_shards(const struct sfs_index *idx, size_t lo, size_t hi,
 	char denied[STALE_NAMED * (PATH_MAX / 8)];
 	struct stale s = { .msg = names, .cap = sizeof(names) };
 	struct stale d = { .msg = denied, .cap = sizeof(denied) };
+	struct dirs dc = { 0 };
 	size_t i, j;
 	int srcfd;
 
 	names[0] = denied[0] = '\0';
+	if (dirs_init(&dc, idx->source)) {
+		dirs_free(&dc);
+		return sfs_errorf(err, -ENOMEM, "out of memory");
+	}
 	srcfd = open(idx->source, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (srcfd < 0)
+	if (srcfd < 0) {
+		dirs_free(&dc);
 		return sfs_errorf(err, -EIO, "%s: cannot open the source: %s",
 				  idx->source, strerror(errno));
+	}
 	for (i = lo; i < hi; i++) {
-		const struct sfs_shard *sh = &idx->shards[i];
+		struct sfs_shard *sh = &idx->shards[i];
 
-		check_file(&s, to_read ? &d : NULL, srcfd, sh->path, sh->size,
-			   sh->mtime_ns);
+		check_file(&s, to_read ? &d : NULL, &dc, srcfd, sh->path,
+			   sh->size, sh->mtime_ns, &sh->access);
 		for (j = 0; j < sh->nmembers; j++)
-			check_file(&s, to_read ? &d : NULL, srcfd,
+			check_file(&s, to_read ? &d : NULL, &dc, srcfd,
 				   sh->members[j].path, sh->members[j].size,
-				   sh->members[j].mtime_ns);
+				   sh->members[j].mtime_ns,
+				   &sh->members[j].access);
 	}
 	close(srcfd);
+	dirs_free(&dc);
 	if (!s.count && d.count)
 		return sfs_errorf(
 			err, -EACCES,
@@ -146,8 +330,8 @@ static int check_shards(const struct sfs_index *idx, size_t lo, size_t hi,
 		dir ? " --out " : "", dir ? dir : "");
 }
 
-int sfs_index_check_source(const struct sfs_index *idx, const char *dir,
-			   bool to_read, struct sfs_error *err)
+int sfs_index_check_source(struct sfs_index *idx, const char *dir, bool to_read,
+			   struct sfs_error *err)
 {
 	const struct sfs_mix *m = idx->mix;
 	size_t i;

@@ -14,6 +14,8 @@
 #include "shardfs/spill.h"
 #include "shardfs/util.h"
 
+#include "index_i.h"
+
 #define ERRORS_NAMED 5
 
 /* One shard to index: a file, or a group of files for `files`. */
@@ -107,9 +109,12 @@ static int walk_dir(struct walk *w, int srcfd, const char *rel,
 	int fd, rc = 0;
 	DIR *d;
 
-	fd = *rel ? openat(srcfd, rel,
-			   O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) :
+	/* below the source with no symlink on the way, as shards are
+	 * opened: a directory swapped for a symlink is not walked */
+	fd = *rel ? sfs_index_open_shard(srcfd, rel, O_RDONLY | O_DIRECTORY) :
 		    dup(srcfd);
+	if (fd < 0 && *rel)
+		errno = -fd;
 	if (fd < 0 || !(d = fdopendir(fd))) {
 		rc = -errno;
 		if (fd >= 0)
@@ -132,7 +137,8 @@ static int walk_dir(struct walk *w, int srcfd, const char *rel,
 					rel, de->d_name);
 			break;
 		}
-		if (fstatat(srcfd, path, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) <
+		    0) {
 			rc = sfs_errorf(err, -errno, "%s/%s: %s", o->source,
 					path, strerror(errno));
 			break;
@@ -255,6 +261,40 @@ static void item_fail(struct item *it, int rc, const struct sfs_error *e)
 	it->msg = strdup(e->msg[0] ? e->msg : strerror(-rc));
 }
 
+/*
+ * Open path below the source to read it, as the daemon opens a shard
+ * (sfs_index_open_shard: no symlink on the way, O_NONBLOCK), and only a
+ * regular file: the walk's lstat is older than the open, and a FIFO
+ * swapped in since would hang a blocking open or read for ever.  Returns
+ * the descriptor with *st filled, or -EIO with a message in e.
+ */
+static int open_regular(int srcfd, const char *path, struct stat *st,
+			struct sfs_error *e)
+{
+	int fd = sfs_index_open_shard(srcfd, path, O_RDONLY), rc;
+
+	if (fd < 0)
+		return sfs_errorf(
+			e, -EIO, "%s: cannot open: %s", path,
+			fd == -ELOOP || fd == -EXDEV ?
+				"a symlink on its path (the source changed since it was listed)" :
+				strerror(-fd));
+	if (fstat(fd, st) < 0) {
+		rc = errno;
+		close(fd);
+		return sfs_errorf(e, -EIO, "%s: cannot stat: %s", path,
+				  strerror(rc));
+	}
+	if (!S_ISREG(st->st_mode)) {
+		close(fd);
+		return sfs_errorf(
+			e, -EIO,
+			"%s: not a regular file (the source changed since it was listed)",
+			path);
+	}
+	return fd;
+}
+
 /* Hash the item's file (open as fd) and its members into it->digest. */
 static int hash_item(struct job *j, struct item *it, int fd,
 		     struct sfs_digest *d, struct sfs_error *e)
@@ -266,12 +306,11 @@ static int hash_item(struct job *j, struct item *it, int fd,
 		return sfs_errorf(e, -ENOMEM, "out of memory");
 	rc = sfs_digest_fd(d, fd, it->size, it->path, e);
 	for (m = 0; !rc && m < it->nmembers; m++) {
-		int mfd = openat(j->srcfd, it->members[m].path,
-				 O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		struct stat st;
+		int mfd = open_regular(j->srcfd, it->members[m].path, &st, e);
 
 		if (mfd < 0)
-			return sfs_errorf(e, -EIO, "%s: %s",
-					  it->members[m].path, strerror(errno));
+			return mfd;
 		rc = sfs_digest_fd(d, mfd, it->members[m].size,
 				   it->members[m].path, e);
 		close(mfd);
@@ -387,10 +426,9 @@ static void build_one(struct job *j, size_t i, struct sfs_digest *d)
 			goto out_fatal;
 		return;
 	}
-	fd = openat(j->srcfd, it->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st) < 0) {
-		rc = sfs_errorf(&e, -EIO, "%s: cannot open: %s", it->path,
-				strerror(errno));
+	fd = open_regular(j->srcfd, it->path, &st, &e);
+	if (fd < 0) {
+		rc = fd;
 		goto out_fail;
 	}
 	/* The file may have changed since the walk: trust what is open. */
@@ -695,6 +733,8 @@ int sfs_indexer_build(const struct sfs_indexer_opts *o,
 		goto out_free;
 	}
 	rc = assemble(&w, prev, idx, o->hash, &j.spill, rep, err);
+	if (!rc && sfs_index_note_access(idx))
+		rc = sfs_errorf(err, -ENOMEM, "out of memory");
 	if (rc)
 		goto out_free;
 	*out = idx;

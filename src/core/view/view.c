@@ -16,6 +16,10 @@
 #include "shardfs/view.h"
 
 #define SEQ_MIN_WIDTH 6
+/* the longest name of the view, as its statfs says (f_namemax) */
+#define NAME_MAX_BYTES 255
+/* a shortened name keeps an extension of at most this many bytes */
+#define EXT_KEPT_MAX 16
 /* slices described per item of the pool */
 #define DESCRIBE_CHUNK 256
 
@@ -40,6 +44,8 @@ struct builder {
 	uint32_t *dirs; /* hash of (parent, name) -> dir node + 1 */
 	size_t dirs_cap, ndirs;
 	struct slice_desc **desc; /* per plan, per file: slices' */
+	char *name; /* scratch: the name add_file makes */
+	size_t name_cap;
 	struct sfs_error *err;
 };
 
@@ -341,6 +347,106 @@ static void describe_free(struct builder *b)
 	free(b->desc);
 }
 
+/* Append the n bytes at p to out at *at, '%' and '/' as "%25" and "%2F"
+ * when escape (room for 3 n bytes reserved). */
+static void put_path(char *out, size_t *at, const char *p, size_t n,
+		     bool escape)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (escape && (p[i] == '%' || p[i] == '/')) {
+			memcpy(out + *at, p[i] == '%' ? "%25" : "%2F", 3);
+			*at += 3;
+		} else {
+			out[(*at)++] = p[i];
+		}
+	}
+}
+
+/* Where to cut the escaped e[0..len) at most n bytes in, so that the cut
+ * falls neither inside an escape nor inside a UTF-8 character. */
+static size_t cut_at(const char *e, size_t len, size_t n)
+{
+	if (n >= len)
+		return len;
+	if (n >= 1 && e[n - 1] == '%')
+		n -= 1;
+	else if (n >= 2 && e[n - 2] == '%')
+		n -= 2;
+	while (n && ((unsigned char)e[n] & 0xc0) == 0x80)
+		n--;
+	return n;
+}
+
+/*
+ * The name of a file into b->name (docs/view.md, "The tree"): prefix, the
+ * source's name and a dot (a mixture's), the shard's path within its
+ * source up to its extension, then a slice's samples part after a dot,
+ * then the extension.  The path keeps its sub-directories with '/' and
+ * '%' escaped ("%2F", "%25"), so that en/shard-000000.tar and
+ * de/shard-000000.tar never share a name; a tree format's sub-directories
+ * are directories of the view and its name is the base alone.  A name
+ * longer than NAME_MAX_BYTES has its path cut and followed by '~' and the
+ * first 16 hex digits of the SHA-256 of the path within the source, the
+ * extension kept when it has at most EXT_KEPT_MAX bytes.
+ */
+static int make_name(struct builder *b, const char *prefix, const char *sname,
+		     const char *path, bool tree, const char *samples)
+{
+	const char *base = strrchr(path, '/'), *shown, *ext;
+	size_t fixed, at = 0, n, stem_len, ext_len, kept, room, cut;
+	unsigned char d[SFS_DIGEST_LEN];
+	char hex[SFS_DIGEST_HEX];
+	char *stem;
+
+	base = base ? base + 1 : path;
+	shown = tree ? base : path;
+	ext = strrchr(base, '.');
+	if (!ext || ext == base)
+		ext = base + strlen(base);
+	fixed = strlen(prefix) + strlen(sname) + 1 +
+		(samples ? strlen(samples) + 1 : 0);
+	n = strlen(shown);
+	/* the name, and the escaped stem past it for a cut */
+	if (n > (SIZE_MAX - fixed - 32) / 6 ||
+	    SFS_GROW(b->name, b->name_cap, fixed + 6 * n + 32))
+		return -ENOMEM;
+	at = (size_t)sprintf(b->name, "%s%s%s", prefix, sname,
+			     *sname ? "." : "");
+	fixed = at;
+	put_path(b->name, &at, shown, (size_t)(ext - shown), !tree);
+	stem_len = at - fixed;
+	if (samples)
+		at += (size_t)sprintf(b->name + at, ".%s", samples);
+	ext_len = strlen(ext);
+	kept = at;
+	put_path(b->name, &at, ext, ext_len, !tree);
+	/* what the extension takes escaped, when kept */
+	kept = ext_len <= EXT_KEPT_MAX ? at - kept : 0;
+	b->name[at] = '\0';
+	if (at <= NAME_MAX_BYTES)
+		return 0;
+	/* too long: keep the escaped stem past the name, cut it there */
+	stem = b->name + at + 1;
+	memcpy(stem, b->name + fixed, stem_len);
+	ext_len = ext_len <= EXT_KEPT_MAX ? ext_len : 0;
+	at = fixed;
+	room = NAME_MAX_BYTES - fixed - 17 -
+	       (samples ? strlen(samples) + 1 : 0) - kept;
+	cut = cut_at(stem, stem_len, room);
+	memmove(b->name + at, stem, cut);
+	at += cut;
+	sfs_digest_buf(path, strlen(path), d);
+	sfs_digest_hex(d, hex);
+	at += (size_t)sprintf(b->name + at, "~%.16s", hex);
+	if (samples)
+		at += (size_t)sprintf(b->name + at, ".%s", samples);
+	put_path(b->name, &at, ext, ext_len, !tree);
+	b->name[at] = '\0';
+	return 0;
+}
+
 /* The node(s) of one plan file in worker directory wdir. */
 static int add_file(struct builder *b, uint32_t wdir, uint32_t plan, size_t fi,
 		    const char *prefix)
@@ -353,9 +459,8 @@ static int add_file(struct builder *b, uint32_t wdir, uint32_t plan, size_t fi,
 	const struct sfs_mix_source *src =
 		mix ? &mix->sources[sfs_mix_source_of(mix, f->shard)] : NULL;
 	/* a mixture's files are named by source, then path in the source */
-	const char *sname = src ? src->name : "", *dot = src ? "." : "";
+	const char *sname = src ? src->name : "";
 	uint32_t m, node, dir;
-	char name[4096];
 	int rc;
 
 	for (m = 0; m <= sh->nmembers; m++) {
@@ -378,25 +483,21 @@ static int add_file(struct builder *b, uint32_t wdir, uint32_t plan, size_t fi,
 			p0 = slash + 1;
 		}
 		if (f->whole) {
-			snprintf(name, sizeof(name), "%s%s%s%s", prefix, sname,
-				 dot, base);
+			rc = make_name(b, prefix, sname, path, sh->format->tree,
+				       NULL);
 			kind = v->symlinks ? SFS_NODE_LINK : SFS_NODE_FILE;
 			if (v->symlinks)
 				size = strlen(v->idx->source) + 1 +
 				       strlen(full);
 		} else {
-			const struct slice_desc *d = &b->desc[plan][fi];
-			const char *ext = strrchr(base, '.');
-
-			if (!ext || ext == base)
-				ext = base + strlen(base);
-			snprintf(name, sizeof(name), "%s%s%s%.*s.%s%s", prefix,
-				 sname, dot, (int)(ext - base), base,
-				 d->samples, ext);
+			rc = make_name(b, prefix, sname, path, sh->format->tree,
+				       b->desc[plan][fi].samples);
 			kind = SFS_NODE_FILE;
-			size = d->size;
+			size = b->desc[plan][fi].size;
 		}
-		rc = add_node(b, dir, name, strlen(name), kind, &node);
+		if (!rc)
+			rc = add_node(b, dir, b->name, strlen(b->name), kind,
+				      &node);
 		if (rc)
 			return rc;
 		v->nodes[node].plan = plan;
@@ -590,6 +691,7 @@ int sfs_view_build(const struct sfs_index *idx, const struct sfs_view_opts *o,
 		rc = build_tree(&b);
 	describe_free(&b);
 	free(b.name_at);
+	free(b.name);
 	free(b.pool);
 	free(b.dirs);
 	if (rc) {
@@ -710,6 +812,21 @@ const char *sfs_view_source_path(const struct sfs_view *v,
 		&v->idx->shards[sfs_view_file(v, n)->shard];
 
 	return n->member ? sh->members[n->member - 1].path : sh->path;
+}
+
+void sfs_view_access(const struct sfs_view *v, const struct sfs_view_node *n,
+		     uint32_t *uid, uint32_t *gid, uint32_t *mode)
+{
+	const struct sfs_shard *sh =
+		&v->idx->shards[sfs_view_file(v, n)->shard];
+	const struct sfs_access *a =
+		n->member ? &sh->members[n->member - 1].access : &sh->access;
+
+	if (!a->known)
+		return;
+	*uid = a->uid;
+	*gid = a->gid;
+	*mode = a->mode;
 }
 
 void sfs_view_source(const struct sfs_view *v, const struct sfs_view_node *n,
