@@ -24,6 +24,9 @@ ssize_t sfs_pread_full(int fd, void *buf, size_t len, uint64_t off);
 /* write all len bytes, retrying EINTR and short writes: 0 or -errno. */
 int sfs_write_full(int fd, const void *buf, size_t len);
 
+/* pwrite all len bytes at off, likewise: 0 or -errno. */
+int sfs_pwrite_full(int fd, const void *buf, size_t len, uint64_t off);
+
 /*
  * Make *arrayp (a pointer to an array of elements of size bytes, possibly
  * NULL) hold at least need elements: when *cap is smaller, the array is

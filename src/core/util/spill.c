@@ -11,6 +11,7 @@
 
 #include "shardfs/digest.h"
 #include "shardfs/spill.h"
+#include "shardfs/util.h"
 
 #define STREAM_PIECE (1 << 20)
 
@@ -105,24 +106,6 @@ out_free:
 	return rc;
 }
 
-static int write_at(int fd, const void *buf, size_t len, uint64_t off)
-{
-	const char *p = buf;
-
-	while (len) {
-		ssize_t n = pwrite(fd, p, len, (off_t)off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		p += n;
-		len -= (size_t)n;
-		off += (uint64_t)n;
-	}
-	return 0;
-}
-
 int sfs_spill_put(struct sfs_spill *s, size_t rec, const uint64_t *bounds,
 		  uint64_t nbounds, const unsigned char *digests,
 		  uint64_t ndigests, struct sfs_error *err)
@@ -151,8 +134,8 @@ int sfs_spill_put(struct sfs_spill *s, size_t rec, const uint64_t *bounds,
 	/* the ranges are this record's alone: write them without the lock */
 	for (f = 0; !rc && f < NFILES; f++)
 		if (count[f])
-			rc = write_at(s->fd[f], data[f], count[f] * elem[f],
-				      r.at[f]);
+			rc = sfs_pwrite_full(s->fd[f], data[f],
+					     count[f] * elem[f], r.at[f]);
 	if (rc)
 		return sfs_errorf(
 			err, -EIO,

@@ -42,6 +42,24 @@ int sfs_write_full(int fd, const void *buf, size_t len)
 	return 0;
 }
 
+int sfs_pwrite_full(int fd, const void *buf, size_t len, uint64_t off)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = pwrite(fd, p, len, (off_t)off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		p += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
 int sfs_grow(void *arrayp, size_t *cap, size_t need, size_t size)
 {
 	void *array, *grown;
