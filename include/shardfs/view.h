@@ -129,8 +129,9 @@ const struct sfs_plan_file *sfs_view_file(const struct sfs_view *v,
 					  const struct sfs_view_node *n);
 
 /*
- * Who may read a file node: *uid, *gid and the permission bits of *mode
- * (0777 at most) that the source grants the bytes it serves (struct
+ * Who may read a file node: *uid, *gid and the read bits of *mode (0444
+ * at most: the view is read-only) that the source grants the bytes it
+ * serves (struct
  * sfs_access, index.h: the shard's, or the member's, owner, group and
  * mode as the mount's check found them, less what the directories on
  * its path keep out).  A node's bytes come from one file of the source;

@@ -52,6 +52,14 @@ int fdcache_check(int fd, const char *path, uint64_t size, int64_t mtime,
 		return sfs_errorf(err, -EIO, "%s: %s", path, strerror(errno));
 	if (!S_ISREG(st.st_mode))
 		return sfs_errorf(err, -EIO, "%s: not a regular file", path);
+	/* the same fstat tells a shard deleted, or renamed over, since it
+	 * was opened: its old bytes would still read, but the source no
+	 * longer has them */
+	if (st.st_nlink == 0)
+		return sfs_errorf(
+			err, -EIO,
+			"%s was deleted or replaced since it was opened; its files fail with EIO until it is back as indexed, or the index is rebuilt with shardfs-index",
+			path);
 	if ((uint64_t)st.st_size != size || sfs_mtime_ns(&st) != mtime)
 		return sfs_errorf(
 			err, -EIO,
@@ -135,7 +143,9 @@ struct fdcache_ent *fdcache_get(struct fdcache *c, const char *path,
 			e = c->ents[i];
 			e->refs++;
 			e->used = ++c->tick;
-			recheck = e->ahead && !ahead;
+			/* a reader sees the source as it is when it gets
+			 * the file: path must still name it */
+			recheck = !ahead;
 			e->ahead = e->ahead && ahead;
 			break;
 		}

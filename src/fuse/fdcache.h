@@ -5,7 +5,8 @@
  * same shards over and over across workers and epochs.  The cache keeps up
  * to `cap` files open, closing the least recently used one that nobody
  * holds.  Every get checks the file's size and mtime against what the
- * index recorded: a changed shard is refused, never served.
+ * index recorded, and that it still has a name: a changed, deleted or
+ * replaced shard is refused, never served.
  * Thread-safe: one mutex guards the table.
  */
 #ifndef SHARDFS_FDCACHE_H
@@ -41,7 +42,8 @@ int fdcache_init(struct fdcache *c, int srcfd, unsigned cap);
 
 /*
  * 0 when the open file fd (the source file path) still has the size and
- * mtime the index recorded; else -EIO with a message that names it and
+ * mtime the index recorded and a name (it was not deleted, nor renamed
+ * over, since it was opened); else -EIO with a message that names it and
  * says how to rebuild the index.
  */
 int fdcache_check(int fd, const char *path, uint64_t size, int64_t mtime,
@@ -57,11 +59,11 @@ void fdcache_destroy(struct fdcache *c);
  * indexed or cannot be opened (err says which), -ENOMEM.  Out of
  * descriptors, it closes a cached file nobody holds, or (not ahead) waits
  * up to 2 s for a holder to put one back.
- * ahead: the caller reads ahead of the readers.  A file opened ahead is,
- * at its first get by a reader, checked to be still the file that path
- * names (not deleted, replaced or moved since), else opened again, so
- * that a reader sees the source as it is when it opens, as without the
- * cache.
+ * ahead: the caller reads ahead of the readers.  A cached file is, at
+ * every get by a reader (not ahead), checked to be still the file that
+ * path names (not deleted, replaced or moved since: one fstatat), else
+ * opened again, so that a reader sees the source as it is when it opens,
+ * as without the cache.
  */
 struct fdcache_ent *fdcache_get(struct fdcache *c, const char *path,
 				uint64_t size, int64_t mtime_ns, bool ahead,

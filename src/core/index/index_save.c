@@ -209,15 +209,40 @@ static void table_out_free(struct table_out *to)
 }
 
 /*
+ * The tables a save committed under names that were not there before: a
+ * save that fails after them removes them again, so that a full disk
+ * leaves no table that no manifest names.  (A table already there, under
+ * its checksum's name, is an earlier manifest's: it stays.)
+ */
+struct made {
+	char names[3][64];
+	size_t n;
+};
+
+/* Remove the tables of m from dir. */
+static void made_remove(const char *dir, const struct made *m)
+{
+	char path[PATH_MAX];
+	size_t i;
+
+	for (i = 0; i < m->n; i++)
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir,
+				     m->names[i]) < sizeof(path))
+			unlink(path);
+}
+
+/*
  * Finish a table of count entries: its header, then its name after its
- * checksum, in dir.  *entry gets its manifest entry, name its file name.
+ * checksum, in dir, noted in made when new.  *entry gets its manifest
+ * entry, name its file name.
  */
 static int table_close(const char *dir, struct table_out *to, uint64_t count,
-		       json_t **entry, char name[64])
+		       json_t **entry, char name[64], struct made *made)
 {
 	unsigned char head[SFS_TABLE_HEADER] = { 0 }, sum[SFS_DIGEST_LEN];
 	const struct sfs_table_kind *k = to->k;
-	char hex[SFS_DIGEST_HEX];
+	char hex[SFS_DIGEST_HEX], dst[PATH_MAX];
+	bool fresh = false;
 	size_t i;
 	int rc;
 
@@ -243,9 +268,16 @@ static int table_close(const char *dir, struct table_out *to, uint64_t count,
 	if (rc)
 		return write_failed(&to->t, rc, to->err);
 	to->open = false;
+	if ((size_t)snprintf(dst, sizeof(dst), "%s/%s", dir, name) <
+		    sizeof(dst) &&
+	    access(dst, F_OK) < 0 && errno == ENOENT &&
+	    made->n < sizeof(made->names) / sizeof(made->names[0]))
+		fresh = true;
 	rc = temp_commit(&to->t, dir, name, to->err);
 	if (rc)
 		return rc;
+	if (fresh)
+		memcpy(made->names[made->n++], name, 64);
 	*entry = json_pack("{s:s, s:I, s:s}", "file", name, "count",
 			   (json_int_t)count, "sha256", hex);
 	return *entry ? 0 : sfs_errorf(to->err, -ENOMEM, "out of memory");
@@ -260,7 +292,8 @@ static int table_close(const char *dir, struct table_out *to, uint64_t count,
 static int save_table(const char *dir, const struct sfs_table_kind *k,
 		      const void *data, const struct sfs_spill *spill,
 		      uint64_t count, json_t **entry, char name[64],
-		      char blocks_name[64], struct sfs_error *err)
+		      char blocks_name[64], struct made *made,
+		      struct sfs_error *err)
 {
 	struct table_out to = { 0 }, bo = { 0 };
 	struct sfs_block_sums bs = { .block_bytes = SFS_INDEX_BLOCK_BYTES,
@@ -289,9 +322,9 @@ static int save_table(const char *dir, const struct sfs_table_kind *k,
 	if (!rc && to.blocks)
 		rc = table_close(dir, &bo,
 				 sfs_index_blocks_of(count, bs.block_bytes),
-				 &bentry, blocks_name);
+				 &bentry, blocks_name, made);
 	if (!rc)
-		rc = table_close(dir, &to, count, entry, name);
+		rc = table_close(dir, &to, count, entry, name, made);
 	if (!rc && bentry &&
 	    (json_object_set_new(bentry, "block_bytes",
 				 json_integer((json_int_t)bs.block_bytes)) ||
@@ -354,6 +387,7 @@ int sfs_index_save(const struct sfs_index *idx, const char *dir,
 	json_t *root = NULL, *shards, *bounds = NULL, *digests = NULL;
 	bool hashed = idx->spill ? sfs_spill_has_digests(idx->spill) :
 				   idx->digests != NULL;
+	struct made made = { 0 };
 	size_t i;
 	int rc;
 
@@ -373,11 +407,11 @@ int sfs_index_save(const struct sfs_index *idx, const char *dir,
 		goto out_free;
 	}
 	rc = save_table(idir, &sfs_bounds_kind, idx->bounds, idx->spill,
-			idx->nbounds, &bounds, tname, bname, err);
+			idx->nbounds, &bounds, tname, bname, &made, err);
 	if (!rc && hashed)
 		rc = save_table(idir, &sfs_digests_kind, idx->digests,
 				idx->spill, idx->nsamples, &digests, dname,
-				NULL, err);
+				NULL, &made, err);
 	if (rc)
 		goto out_free;
 
@@ -417,6 +451,8 @@ int sfs_index_save(const struct sfs_index *idx, const char *dir,
 out_nomem:
 	sfs_errorf(err, rc, "out of memory writing the index");
 out_free:
+	if (rc)
+		made_remove(idir, &made);
 	free(text);
 	json_decref(root);
 	json_decref(bounds);

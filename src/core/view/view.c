@@ -826,7 +826,8 @@ void sfs_view_access(const struct sfs_view *v, const struct sfs_view_node *n,
 		return;
 	*uid = a->uid;
 	*gid = a->gid;
-	*mode = a->mode;
+	/* the view is read-only: its read bits only */
+	*mode = a->mode & 0444;
 }
 
 void sfs_view_source(const struct sfs_view *v, const struct sfs_view_node *n,
