@@ -41,26 +41,23 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Path]:
     return make
 
 
-class Mounted:
-    def __init__(self, proc: "subprocess.Popen[bytes]", path: Path,
-                 log: Path) -> None:
-        self.proc, self.path, self.log = proc, path, log
+class Mounter:
+    """Mounts made by the daemon in the foreground, unmounted by path by
+    close(), which fails unless every daemon exited 0."""
 
+    def __init__(self, where: Path) -> None:
+        self.where = where
+        self.mounted: List[Tuple["subprocess.Popen[bytes]", Path, Path]] = []
 
-@pytest.fixture
-def mount(tmp_path: Path) -> Iterator[Callable[..., Path]]:
-    """mount(src, opts) -> the mount point: the daemon in the foreground
-    until the test ends; then unmounted by path, and it must exit 0."""
-    mounted: List[Mounted] = []
-
-    def do(src: Path, opts: str) -> Path:
-        mnt = tmp_path / ("mnt%d" % len(mounted))
+    def __call__(self, src: Path, opts: str) -> Path:
+        n = len(self.mounted)
+        mnt = self.where / ("mnt%d" % n)
         mnt.mkdir()
-        log = tmp_path / ("daemon%d.log" % len(mounted))
+        log = self.where / ("daemon%d.log" % n)
         with open(log, "wb") as err:
             proc = subprocess.Popen(["shardfs", str(src), str(mnt), "-f",
                                      "-o", opts], stderr=err)
-        mounted.append(Mounted(proc, mnt, log))
+        self.mounted.append((proc, mnt, log))
         deadline = time.monotonic() + 30
         while not os.path.ismount(mnt):
             if proc.poll() is not None or time.monotonic() > deadline:
@@ -69,21 +66,44 @@ def mount(tmp_path: Path) -> Iterator[Callable[..., Path]]:
             time.sleep(0.02)
         return mnt
 
-    yield do
-    errors = []
-    for m in reversed(mounted):
-        if os.path.ismount(m.path):
-            if subprocess.run(["fusermount3", "-u", str(m.path)]).returncode:
-                subprocess.run(["umount", "-l", str(m.path)])
-        try:
-            rc = m.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            m.proc.kill()
-            rc = m.proc.wait()
-        if rc != 0:
-            errors.append("daemon on %s exited %d:\n%s"
-                          % (m.path, rc, m.log.read_text()))
-    assert not errors, "\n".join(errors)
+    def close(self) -> None:
+        errors = []
+        for proc, mnt, log in reversed(self.mounted):
+            if os.path.ismount(mnt):
+                if subprocess.run(["fusermount3", "-u", str(mnt)]).returncode:
+                    subprocess.run(["umount", "-l", str(mnt)])
+            try:
+                rc = proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                rc = proc.wait()
+            if rc != 0:
+                errors.append("daemon on %s exited %d:\n%s"
+                              % (mnt, rc, log.read_text()))
+        self.mounted = []
+        assert not errors, "\n".join(errors)
+
+
+@pytest.fixture
+def mount(tmp_path: Path) -> Iterator[Mounter]:
+    """mount(src, opts) -> the mount point: the daemon in the foreground
+    until the test ends; then unmounted by path, and it must exit 0."""
+    m = Mounter(tmp_path)
+    try:
+        yield m
+    finally:
+        m.close()
+
+
+@pytest.fixture(scope="module")
+def module_mount(tmp_path_factory: pytest.TempPathFactory
+                 ) -> Iterator[Mounter]:
+    """mount(), for the tests of a module."""
+    m = Mounter(tmp_path_factory.mktemp("mounts"))
+    try:
+        yield m
+    finally:
+        m.close()
 
 
 @pytest.fixture

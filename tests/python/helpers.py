@@ -39,3 +39,36 @@ def planned_samples(p: Dict[str, Any], rank: int, worker: int
                 yield f["shard"], i
 
 
+
+DOC = Path(__file__).resolve().parent.parent.parent / "docs" / "loaders.md"
+
+
+def recipe(name: str) -> Any:
+    """The ```python block of docs/loaders.md whose first line is
+    `# recipe: NAME`, run in a fresh module (the code a user copies)."""
+    import re
+    import types
+    text = DOC.read_text()
+    code = [body for found, body in
+            re.findall(r"```python\n# recipe: (\w+)\n(.*?)```", text, re.S)
+            if found == name]
+    if len(code) != 1:
+        raise LookupError("docs/loaders.md has %d recipes named %s"
+                          % (len(code), name))
+    module = types.ModuleType("recipe_" + name)
+    module.__file__ = str(DOC)
+    exec(compile(code[0], "%s (recipe %s)" % (DOC, name), "exec"),
+         module.__dict__)
+    return module
+
+
+def sql_recipe(name: str) -> str:
+    """The ```sql block of docs/loaders.md whose first line is
+    `-- recipe: NAME`."""
+    import re
+    found = re.findall(r"```sql\n-- recipe: %s\n(.*?)```" % re.escape(name),
+                       DOC.read_text(), re.S)
+    if len(found) != 1:
+        raise LookupError("docs/loaders.md has %d SQL recipes named %s"
+                          % (len(found), name))
+    return found[0]
