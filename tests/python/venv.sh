@@ -2,7 +2,7 @@
 # venv.sh REQUIREMENTS: print the path of a virtual environment that holds
 # exactly REQUIREMENTS (every package pinned with ==), built from Debian's
 # /usr/bin/python3 with its site packages visible (python3-torch 1.13,
-# numpy) under /var/cache/shardfs-test/, keyed by a hash of the file, so
+# numpy; not when the file has the line "# venv: isolated") under /var/cache/shardfs-test/, keyed by a hash of the file, so
 # that a second run installs nothing.  Wheels are cached in
 # /var/cache/shardfs-test/pip.  A failed install is an error (exit 2),
 # never a skip; the half-built environment is removed.
@@ -18,7 +18,10 @@ if [ ! -e "$venv/.complete" ]; then
 	rm -rf "$venv"
 	start=$(date +%s)
 	echo "venv.sh: building $venv from $req" >&2
-	if ! /usr/bin/python3 -m venv --system-site-packages "$venv" >&2 ||
+	site=--system-site-packages
+	# "# venv: isolated": without Debian's packages (other numpy, no torch)
+	grep -qx "# venv: isolated" "$req" && site=
+	if ! /usr/bin/python3 -m venv $site "$venv" >&2 ||
 		! PIP_CACHE_DIR=$cache/pip PIP_DISABLE_PIP_VERSION_CHECK=1 \
 			"$venv/bin/pip" install -q --no-deps -r "$req" >&2 ||
 		! "$venv/bin/python" - "$req" <<-'PY' >&2; then
