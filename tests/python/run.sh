@@ -23,9 +23,11 @@ cleanup() {
 trap cleanup EXIT
 venv=$(bash "$TESTS/python/venv.sh" "$TESTS/python/requirements.txt") || exit 2
 start=$(date +%s)
-# the package from the tree, every run (no build isolation: offline)
+# the package from the tree, every run (no build isolation: offline),
+# built from a copy so that the tree gets no build/ or egg-info
+cp -r "$TESTS/../python" "$T/package"
 "$venv/bin/pip" install -q --no-deps --no-build-isolation --force-reinstall \
-	"$TESTS/../python" >"$T/pip.log" 2>&1 || { cat "$T/pip.log" >&2; exit 2; }
+	"$T/package" >"$T/pip.log" 2>&1 || { cat "$T/pip.log" >&2; exit 2; }
 export PATH="$BUILD:$PATH" SHARDFS_TESTS=$TESTS SHARDFS_TMP=$T \
 	PYTHONPATH=$TESTS/python
 cd "$T" || exit 2
