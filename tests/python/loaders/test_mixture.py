@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -49,6 +51,17 @@ def source_keys(d: Path, shard: str, cache: dict) -> list:
     return cache[shard]
 
 
+RANK_JOB = """
+import json, sys
+from helpers import recipe
+hf_mixture = recipe("mixture_datasets").hf_mixture
+# rank from RANK, as a launcher (torchrun) sets it; each worker in turn
+print(json.dumps([[(s, row["key"]) for s, row in hf_mixture(sys.argv[1],
+                                                              worker=w)]
+                  for w in range(2)]))
+"""
+
+
 def test_mixture_through_datasets(mixture, mount, tmp_path) -> None:
     offline(tmp_path)
     mnt = mount(mixture / "mix.json", OPTS)
@@ -57,16 +70,24 @@ def test_mixture_through_datasets(mixture, mount, tmp_path) -> None:
     allocated = {s["name"]: s["allocated"]
                  for s in status["mixture"]["sources"]}
     assert allocated == {"text": 150, "tab": 50}
-    hf_mixture = recipe("mixture_datasets").hf_mixture
+    # the two ranks' processes at once, as a job's ranks read
+    ranks = [subprocess.Popen([sys.executable, "-c", RANK_JOB, str(mnt)],
+                              env=dict(os.environ, RANK=str(r),
+                                       WORLD_SIZE="2"),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for r in range(2)]
+    results = [r.communicate(timeout=300) for r in ranks]
+    assert [r.returncode for r in ranks] == [0, 0], results
     total: Counter = Counter()
     cache: dict = {}
-    for r in range(2):
+    for r, (out, _) in enumerate(results):
+        per_worker = json.loads(out)
         for w in range(2):
-            got = list(hf_mixture(mnt, r, w))
+            got = [tuple(x) for x in per_worker[w]]
             want = [(shard.split("/")[0],
                      source_keys(mixture, shard, cache)[i])
                     for shard, i in planned_samples(p, r, w)]
-            assert [(s, row["key"]) for s, row in got] == want
+            assert got == want, (r, w)
             assert len(got) == p["per_reader"]
             total.update(s for s, _ in got)
     assert dict(total) == allocated
