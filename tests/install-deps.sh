@@ -12,7 +12,9 @@ packages=(build-essential cmake pkg-config libfuse3-dev fuse3 libarchive-dev
 	fio time
 	# WebDataset's dependencies (tests/e2e/test_webdataset.sh; WebDataset
 	# itself is not in Debian)
-	python3-braceexpand python3-numpy python3-yaml)
+	python3-braceexpand python3-numpy python3-yaml
+	# the Python suites' virtual environment (tests/python/venv.sh)
+	python3-venv)
 missing=()
 for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||

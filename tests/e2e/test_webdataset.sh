@@ -1,33 +1,43 @@
 #!/usr/bin/env bash
-# The WebDataset recipe of docs/loaders.md against a real WebDataset, which
-# Debian does not ship: WEBDATASET_SRC names a checkout of
-# github.com/webdataset/webdataset (any tag); without it the script says it
-# did not run.  Not a ctest: CI cannot fetch WebDataset.
+# The WebDataset and wids recipes of docs/loaders.md against the real
+# WebDataset: by default the pinned PyPI releases of
+# tests/python/requirements.txt (webdataset 1.0.2, wids 0.1.11), installed
+# into the cached environment of tests/python/venv.sh (the ctest
+# python_webdataset; an install that fails is a failure); or, with
+# WEBDATASET_SRC naming a checkout of github.com/webdataset/webdataset
+# (any tag), that checkout with Debian's python3.
 #
 # DDP jobs over gloo read the mounts through the recipe (world 2 and 4,
 # 2 workers, uneven data, pad and drop, .tgz and .tar.gz shards, two
 # epochs under one pipeline and DataLoader) and are checked like
 # test_e2e.sh's; an epoch stopped at world=4 is resumed at world=2; a
-# DataLoader with other workers than the mount is refused.  With a
-# checkout that still holds wids (0.2.x), the wids recipe reads every rank
-# with cache_dir, and wids in place is refused by the read-only view.
-if [ -z "${WEBDATASET_SRC:-}" ]; then
-	echo "not run: set WEBDATASET_SRC to a checkout of https://github.com/webdataset/webdataset (docs/loaders.md, WebDataset)"
-	exit 0
-fi
+# DataLoader with other workers than the mount is refused.  Where wids
+# imports (PyPI's wids, or a 0.2.x checkout), the wids recipe reads every
+# rank with cache_dir, and wids in place is refused by the read-only view.
 . "$(dirname "$0")/lib.sh"
 
-if [ -d "$WEBDATASET_SRC/src/webdataset" ]; then
-	export PYTHONPATH=$WEBDATASET_SRC/src
+if [ -n "${WEBDATASET_SRC:-}" ]; then
+	if [ -d "$WEBDATASET_SRC/src/webdataset" ]; then
+		export PYTHONPATH=$WEBDATASET_SRC/src
+	else
+		export PYTHONPATH=$WEBDATASET_SRC
+	fi
+	where="from $PYTHONPATH"
 else
-	export PYTHONPATH=$WEBDATASET_SRC
+	venv=$(bash "$TESTS/python/venv.sh" "$TESTS/python/requirements.txt") || {
+		bad "could not install tests/python/requirements.txt (WebDataset from PyPI)"
+		finish
+		exit
+	}
+	PY=$venv/bin/python
+	where="from PyPI ($venv)"
 fi
 version=$($PY -c 'import webdataset; print(getattr(webdataset, "__version__", "(no __version__)"))') || {
-	bad "WEBDATASET_SRC=$WEBDATASET_SRC: webdataset does not import with $PY (it needs Debian's python3-braceexpand, python3-numpy, python3-yaml)"
+	bad "webdataset ($where) does not import with $PY (it needs Debian's python3-braceexpand, python3-numpy, python3-yaml)"
 	finish
 	exit
 }
-echo "WebDataset $version from $PYTHONPATH"
+echo "WebDataset $version $where"
 
 e2e_data
 DDP_ARGS="--recipe webdataset"
@@ -56,13 +66,14 @@ PY
 done
 unmount_view "$T/mnt-guard"
 
-if [ -d "$WEBDATASET_SRC/wids" ]; then
+if $PY -c "import wids" 2>/dev/null; then
+	echo "wids $($PY -c 'from importlib.metadata import version; print(version("wids"))' 2>/dev/null || echo "from $where")"
 	mount_view "$T/uneven" "$T/mnt-wids" "world=3,workers=1,batch=4,epoch=2"
 	run "wids with cache_dir" $PY "$E/wids_check.py" cache "$T/uneven" "$T/mnt-wids" "$T/wids-cache"
 	expect_eq "wids in place is refused by the read-only view" "$($PY "$E/wids_check.py" inplace "$T/uneven" "$T/mnt-wids" "$T/wids-list" 2>&1 | tail -1)" \
 		"OSError: [Errno 30] Read-only file system: '$T/mnt-wids/0/0/$(ls "$T/mnt-wids/0/0" | head -1).lock'"
 	unmount_view "$T/mnt-wids"
 else
-	echo "wids: not in this checkout (WebDataset 0.3 moved it out of the repository), not run"
+	bad "wids does not import ($where): WebDataset 0.3 moved it out of the repository; PyPI's wids is in tests/python/requirements.txt"
 fi
 finish

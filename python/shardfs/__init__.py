@@ -1,0 +1,32 @@
+"""shardfs: the Python front end of a mounted shardfs view.
+
+    import shardfs
+    m = shardfs.Mount("/mnt/data")
+    m.check_job()                    # world, workers, batch, rank
+    m.set_epoch(3)                   # returns once epoch 3 is served
+    files = m.files()                # this reader's files, in order
+
+Only the standard library is imported here.  The integrations import
+their framework when used: `shardfs.ShardfsDataset` (PyTorch, also
+`shardfs.pytorch`), `shardfs.ShardfsEpoch` (Lightning, also
+`shardfs.lightning`).  The plan is the daemon's; nothing here computes one.
+"""
+from typing import Any
+
+from ._mount import (Mount, MountMismatch, ShardfsError, job_rank, job_world,
+                     resume_start)
+from .samples import samples
+
+__all__ = ["Mount", "MountMismatch", "ShardfsError", "job_rank", "job_world",
+           "resume_start", "samples", "ShardfsDataset", "ShardfsEpoch"]
+__version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ShardfsDataset":
+        from .pytorch import ShardfsDataset
+        return ShardfsDataset
+    if name == "ShardfsEpoch":
+        from .lightning import ShardfsEpoch
+        return ShardfsEpoch
+    raise AttributeError("module 'shardfs' has no attribute %r" % name)

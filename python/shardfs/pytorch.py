@@ -1,0 +1,64 @@
+"""PyTorch: an IterableDataset over the current DataLoader worker's files.
+
+Importing this module imports torch.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Iterator, Optional, Union
+
+from torch.utils.data import IterableDataset, get_worker_info
+
+from ._mount import Mount
+from .samples import PathLike, reader_for
+
+
+class ShardfsDataset(IterableDataset):
+    """The samples of one rank of a shardfs mount, read by each DataLoader
+    worker from `MNT/<rank>/<worker>/` in the plan's order.
+
+    `mount` is a Mount or its path; `rank` defaults to the job's
+    (torch.distributed, else RANK, else 0).  `samples(path)` reads one
+    file's samples (default: by extension, shardfs.samples); `transform`
+    maps each sample.  `batch_size`, when given, is checked against the
+    mount's `batch`.  Each iteration starts with Mount.check_job (world,
+    num_workers, batch, rank: MountMismatch on any difference) and lists
+    the worker's directory then, so an epoch switched before the
+    iterator starts is the one read.  Do not wrap it in a
+    DistributedSampler, and give the DataLoader num_workers = the mount's
+    `workers` (0 for a workers=1 mount)."""
+
+    def __init__(self, mount: Union[Mount, PathLike],
+                 rank: Optional[int] = None,
+                 samples: Optional[Callable[[PathLike], Iterator[Any]]] = None,
+                 transform: Optional[Callable[[Any], Any]] = None,
+                 batch_size: Optional[int] = None) -> None:
+        super().__init__()
+        self.mount = mount if isinstance(mount, Mount) else Mount(mount)
+        self.rank = rank
+        self.samples = samples
+        self.transform = transform
+        self.batch_size = batch_size
+
+    def __iter__(self) -> Iterator[Any]:
+        info = get_worker_info()
+        mount = Mount(self.mount.path)  # this epoch's status
+        mount.check_job(workers=info.num_workers if info else 1,
+                        batch=self.batch_size, rank=self.rank)
+        for path in mount.files(self.rank, info.id if info else 0):
+            read = self.samples or reader_for(path)
+            for sample in read(path):
+                yield self.transform(sample) if self.transform else sample
+
+    def __len__(self) -> int:
+        """Samples of this rank per epoch: per_reader x workers (what
+        len(DataLoader) needs with batch_size=None is the caller's)."""
+        return self.mount.per_reader * self.mount.workers
+
+
+def worker_files(mount: Union[Mount, PathLike], rank: Optional[int] = None
+                 ) -> list:
+    """The current DataLoader worker's files (os.fspath strings), for a
+    loader that takes a file list (WebDataset, pyarrow...)."""
+    m = mount if isinstance(mount, Mount) else Mount(mount)
+    return [os.fspath(p) for p in m.files(rank)]

@@ -1,0 +1,50 @@
+"""One rank of a DDP job (gloo, CPU) reading a shardfs mount through
+shardfs.ShardfsDataset: python ddp_job.py MNT OUT EPOCHS NUM_WORKERS BATCH,
+with RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT set by the caller
+(test_ddp.py).  Each epoch: the mount's epoch switched (every rank its own
+mount), then every batch all-reduced, as a training step is; the lines
+read are written to OUT/rank<r>-epoch<e>.json as they came, batch by batch.
+A MountMismatch ends the rank with its message on stderr and status 3."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader
+
+import shardfs
+
+
+def main() -> int:
+    mnt, out, epochs, workers, batch = sys.argv[1:6]
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    mount = shardfs.Mount(mnt)
+    ds = shardfs.ShardfsDataset(mount, batch_size=int(batch))
+    loader = DataLoader(ds, batch_size=int(batch), num_workers=int(workers))
+    try:
+        for epoch in [int(e) for e in epochs.split(",")]:
+            mount.set_epoch(epoch)
+            dist.barrier()
+            batches = []
+            for b in loader:
+                t = torch.ones(1)
+                dist.all_reduce(t)  # a step: every rank must take it
+                batches.append([line.decode() for line in b])
+            with open(os.path.join(out, "rank%d-epoch%d.json"
+                                   % (rank, epoch)), "w") as f:
+                json.dump(batches, f)
+    except shardfs.MountMismatch as e:
+        # a DataLoader worker's exception comes back as the same type,
+        # its message prefixed with the worker's traceback
+        print("rank %d: MountMismatch: %s" % (rank, e), file=sys.stderr)
+        return 3
+    dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,93 @@
+"""A Lightning job: python lightning_job.py MNT OUT EPOCHS WORKERS BATCH
+[STRATEGY].  Trainer(strategy="ddp", accelerator="cpu", devices=2), an
+IterableDataset over the Parquet views (shardfs.ShardfsDataset, rows read
+with pyarrow), the epoch switched by shardfs's Lightning callback.  Every
+training step records the keys of its batch; each rank writes
+OUT/rank<r>-epoch<e>.json.  Lightning's ddp launcher starts rank 1 by
+running this file again."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import torch
+
+# Debian's python3-torch 1.13.1 calls itself "1.13.0a0", a pre-release that
+# Lightning's version checks read as older than 1.13 (and then look for
+# torch._UntypedStorage, gone in 1.13): tell them the release it is
+if str(torch.__version__).startswith("1.13.0a0"):
+    torch.__version__ = "1.13.1"  # type: ignore[assignment]
+
+import pytorch_lightning as pl  # noqa: E402
+
+if torch.__version__ == "1.13.1":
+    # and its torch.distributed._shard does not import under Python 3.11
+    # (a dataclass with a mutable default), which LightningModule imports
+    # only to register ShardedTensor state-dict hooks: none here
+    pl.LightningModule._register_sharded_tensor_state_dict_hooks_if_available \
+        = lambda self: None
+from torch.utils.data import DataLoader  # noqa: E402
+
+import shardfs  # noqa: E402
+from shardfs.lightning import ShardfsEpoch  # noqa: E402
+
+
+def row(sample):
+    """A Parquet row -> (key, a feature): bytes and nulls do not collate."""
+    data = sample["data"]
+    return sample["key"], float(len(data) if data is not None else -1)
+
+
+class Model(pl.LightningModule):
+    def __init__(self, out: str) -> None:
+        super().__init__()
+        self.layer = torch.nn.Linear(1, 1)
+        self.out = out
+        self.keys: list = []
+        self.served = -1
+
+    def on_train_epoch_start(self) -> None:
+        # after the callbacks' hook: the epoch the callback made the mount
+        # serve (at the epoch's end, on a shared mount, another rank may
+        # already have switched to the next)
+        self.served = shardfs.Mount(MNT).epoch
+
+    def training_step(self, batch, batch_idx):
+        keys, x = batch
+        self.keys.append(list(keys))
+        y = self.layer(x.float().view(-1, 1) / 1000.0)
+        return (y ** 2).mean()
+
+    def on_train_epoch_end(self) -> None:
+        with open(os.path.join(self.out, "rank%d-epoch%d.json"
+                               % (self.global_rank, self.current_epoch)),
+                  "w") as f:
+            json.dump({"epoch_served": self.served,
+                       "batches": self.keys}, f)
+        self.keys = []
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.01)
+
+
+MNT = sys.argv[1]
+
+
+def main() -> None:
+    mnt, out, epochs, workers, batch = sys.argv[1:6]
+    strategy = sys.argv[6] if len(sys.argv) > 6 else "ddp"
+    ds = shardfs.ShardfsDataset(mnt, transform=row, batch_size=int(batch))
+    loader = DataLoader(ds, batch_size=int(batch), num_workers=int(workers))
+    trainer = pl.Trainer(strategy=strategy, accelerator="cpu", devices=2,
+                         max_epochs=int(epochs),
+                         use_distributed_sampler=False,
+                         callbacks=[ShardfsEpoch(mnt)], logger=False,
+                         enable_checkpointing=False,
+                         enable_progress_bar=False,
+                         enable_model_summary=False)
+    trainer.fit(Model(out), loader)
+
+
+if __name__ == "__main__":
+    main()
