@@ -1,4 +1,3 @@
-#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -15,11 +14,9 @@
 #include "shardfs/util.h"
 #include "shardfs/view.h"
 
+#include "view_i.h"
+
 #define SEQ_MIN_WIDTH 6
-/* the longest name of the view, as its statfs says (f_namemax) */
-#define NAME_MAX_BYTES 255
-/* a shortened name keeps an extension of at most this many bytes */
-#define EXT_KEPT_MAX 16
 /* slices described per item of the pool */
 #define DESCRIBE_CHUNK 256
 
@@ -138,55 +135,6 @@ static int subdir(struct builder *b, uint32_t parent, const char *name,
 	return 0;
 }
 
-static int digits(uint64_t n)
-{
-	int d = 1;
-
-	while (n >= 10) {
-		n /= 10;
-		d++;
-	}
-	return d;
-}
-
-/*
- * What a slice's name says of its samples, so that a name identifies its
- * bytes wherever it appears (another epoch, another mount): one run of
- * samples a..b is "a-b"; any other list of runs (samples shuffled inside a
- * unit, padding that wraps) is "r" and the first 16 hex digits of the
- * SHA-256 of the runs, each as (first, count) in little-endian u64s.
- */
-static int runs_name(struct sfs_digest *dg, const struct sfs_run *r,
-		     size_t nruns, char *out, size_t len)
-{
-	unsigned char d[SFS_DIGEST_LEN], le[64 * 16];
-	char hex[2 * SFS_DIGEST_LEN + 1];
-	size_t i, at = 0;
-
-	if (nruns == 1) {
-		snprintf(out, len, "%llu-%llu", (unsigned long long)r->first,
-			 (unsigned long long)(r->first + r->count - 1));
-		return 0;
-	}
-	/* 64 runs per update (one-sample runs are the common case); the
-	 * digest re-initialises itself at final, for the next name */
-	for (i = 0; i < nruns; i++) {
-		uint64_t v[2] = { htole64(r[i].first), htole64(r[i].count) };
-
-		memcpy(le + at, v, sizeof(v));
-		at += 16;
-		if ((at == sizeof(le) || i + 1 == nruns) &&
-		    sfs_digest_update(dg, le, at))
-			return -ENOMEM;
-		at = at == sizeof(le) ? 0 : at;
-	}
-	if (sfs_digest_final(dg, d))
-		return -ENOMEM;
-	sfs_digest_hex(d, hex);
-	snprintf(out, len, "r%.16s", hex);
-	return 0;
-}
-
 /*
  * Open shard sh of the source to read it: it must still be the file the
  * index describes.  Returns the descriptor or -errno (message in err).
@@ -269,7 +217,8 @@ static int describe_one(const struct sfs_view *v, int srcfd,
 
 	if (f->whole)
 		return 0;
-	rc = runs_name(dg, r, f->nruns, d->samples, sizeof(d->samples));
+	rc = sfs_view_runs_name(dg, r, f->nruns, d->samples,
+				sizeof(d->samples));
 	if (rc)
 		return sfs_errorf(err, rc, "out of memory");
 	return slice_size(v->idx, srcfd, &v->idx->shards[f->shard], r, f->nruns,
@@ -347,106 +296,6 @@ static void describe_free(struct builder *b)
 	free(b->desc);
 }
 
-/* Append the n bytes at p to out at *at, '%' and '/' as "%25" and "%2F"
- * when escape (room for 3 n bytes reserved). */
-static void put_path(char *out, size_t *at, const char *p, size_t n,
-		     bool escape)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		if (escape && (p[i] == '%' || p[i] == '/')) {
-			memcpy(out + *at, p[i] == '%' ? "%25" : "%2F", 3);
-			*at += 3;
-		} else {
-			out[(*at)++] = p[i];
-		}
-	}
-}
-
-/* Where to cut the escaped e[0..len) at most n bytes in, so that the cut
- * falls neither inside an escape nor inside a UTF-8 character. */
-static size_t cut_at(const char *e, size_t len, size_t n)
-{
-	if (n >= len)
-		return len;
-	if (n >= 1 && e[n - 1] == '%')
-		n -= 1;
-	else if (n >= 2 && e[n - 2] == '%')
-		n -= 2;
-	while (n && ((unsigned char)e[n] & 0xc0) == 0x80)
-		n--;
-	return n;
-}
-
-/*
- * The name of a file into b->name (docs/view.md, "The tree"): prefix, the
- * source's name and a dot (a mixture's), the shard's path within its
- * source up to its extension, then a slice's samples part after a dot,
- * then the extension.  The path keeps its sub-directories with '/' and
- * '%' escaped ("%2F", "%25"), so that en/shard-000000.tar and
- * de/shard-000000.tar never share a name; a tree format's sub-directories
- * are directories of the view and its name is the base alone.  A name
- * longer than NAME_MAX_BYTES has its path cut and followed by '~' and the
- * first 16 hex digits of the SHA-256 of the path within the source, the
- * extension kept when it has at most EXT_KEPT_MAX bytes.
- */
-static int make_name(struct builder *b, const char *prefix, const char *sname,
-		     const char *path, bool tree, const char *samples)
-{
-	const char *base = strrchr(path, '/'), *shown, *ext;
-	size_t fixed, at = 0, n, stem_len, ext_len, kept, room, cut;
-	unsigned char d[SFS_DIGEST_LEN];
-	char hex[SFS_DIGEST_HEX];
-	char *stem;
-
-	base = base ? base + 1 : path;
-	shown = tree ? base : path;
-	ext = strrchr(base, '.');
-	if (!ext || ext == base)
-		ext = base + strlen(base);
-	fixed = strlen(prefix) + strlen(sname) + 1 +
-		(samples ? strlen(samples) + 1 : 0);
-	n = strlen(shown);
-	/* the name, and the escaped stem past it for a cut */
-	if (n > (SIZE_MAX - fixed - 32) / 6 ||
-	    SFS_GROW(b->name, b->name_cap, fixed + 6 * n + 32))
-		return -ENOMEM;
-	at = (size_t)sprintf(b->name, "%s%s%s", prefix, sname,
-			     *sname ? "." : "");
-	fixed = at;
-	put_path(b->name, &at, shown, (size_t)(ext - shown), !tree);
-	stem_len = at - fixed;
-	if (samples)
-		at += (size_t)sprintf(b->name + at, ".%s", samples);
-	ext_len = strlen(ext);
-	kept = at;
-	put_path(b->name, &at, ext, ext_len, !tree);
-	/* what the extension takes escaped, when kept */
-	kept = ext_len <= EXT_KEPT_MAX ? at - kept : 0;
-	b->name[at] = '\0';
-	if (at <= NAME_MAX_BYTES)
-		return 0;
-	/* too long: keep the escaped stem past the name, cut it there */
-	stem = b->name + at + 1;
-	memcpy(stem, b->name + fixed, stem_len);
-	ext_len = ext_len <= EXT_KEPT_MAX ? ext_len : 0;
-	at = fixed;
-	room = NAME_MAX_BYTES - fixed - 17 -
-	       (samples ? strlen(samples) + 1 : 0) - kept;
-	cut = cut_at(stem, stem_len, room);
-	memmove(b->name + at, stem, cut);
-	at += cut;
-	sfs_digest_buf(path, strlen(path), d);
-	sfs_digest_hex(d, hex);
-	at += (size_t)sprintf(b->name + at, "~%.16s", hex);
-	if (samples)
-		at += (size_t)sprintf(b->name + at, ".%s", samples);
-	put_path(b->name, &at, ext, ext_len, !tree);
-	b->name[at] = '\0';
-	return 0;
-}
-
 /* The node(s) of one plan file in worker directory wdir. */
 static int add_file(struct builder *b, uint32_t wdir, uint32_t plan, size_t fi,
 		    const char *prefix)
@@ -483,15 +332,17 @@ static int add_file(struct builder *b, uint32_t wdir, uint32_t plan, size_t fi,
 			p0 = slash + 1;
 		}
 		if (f->whole) {
-			rc = make_name(b, prefix, sname, path, sh->format->tree,
-				       NULL);
+			rc = sfs_view_file_name(&b->name, &b->name_cap, prefix,
+						sname, path, sh->format->tree,
+						NULL);
 			kind = v->symlinks ? SFS_NODE_LINK : SFS_NODE_FILE;
 			if (v->symlinks)
 				size = strlen(v->idx->source) + 1 +
 				       strlen(full);
 		} else {
-			rc = make_name(b, prefix, sname, path, sh->format->tree,
-				       b->desc[plan][fi].samples);
+			rc = sfs_view_file_name(&b->name, &b->name_cap, prefix,
+						sname, path, sh->format->tree,
+						b->desc[plan][fi].samples);
 			kind = SFS_NODE_FILE;
 			size = b->desc[plan][fi].size;
 		}
@@ -508,45 +359,10 @@ static int add_file(struct builder *b, uint32_t wdir, uint32_t plan, size_t fi,
 	return 0;
 }
 
-/*
- * The start of a file's name: its sequence number in the reader's order,
- * zero-padded to the width of the largest (at least SEQ_MIN_WIDTH), after
- * its epoch (padded alike) when a directory holds several epochs.
- * sfs_view_name_seq reads it back.
- */
-static int name_prefix(char *out, size_t len, bool with_epoch, uint64_t epoch,
-		       int epoch_width, size_t seq, int seq_width)
-{
-	int n = with_epoch ?
-			snprintf(out, len, "%0*llu-%0*zu-", epoch_width,
-				 (unsigned long long)epoch, seq_width, seq) :
-			snprintf(out, len, "%0*zu-", seq_width, seq);
-
-	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
-}
-
-size_t sfs_view_name_seq(const char *name, bool with_epoch, uint64_t *seq)
-{
-	const char *p = name;
-	size_t n;
-
-	if (with_epoch) {
-		n = strspn(p, "0123456789");
-		if (!n || p[n] != '-')
-			return 0;
-		p += n + 1;
-	}
-	n = strspn(p, "0123456789");
-	if (!n || n > 19 || p[n] != '-')
-		return 0;
-	*seq = strtoull(p, NULL, 10);
-	return (size_t)(p - name) + n + 1;
-}
-
 static int add_reader(struct builder *b, uint32_t wdir, size_t reader)
 {
 	struct sfs_view *v = b->v;
-	int ew = digits(v->epoch + v->nplans - 1);
+	int ew = sfs_view_digits(v->epoch + v->nplans - 1);
 	char prefix[64];
 	uint32_t e;
 	size_t i;
@@ -554,13 +370,14 @@ static int add_reader(struct builder *b, uint32_t wdir, size_t reader)
 
 	for (e = 0; e < v->nplans; e++) {
 		const struct sfs_plan_reader *r = &v->plans[e]->readers[reader];
-		int sw = digits(r->nfiles ? r->nfiles - 1 : 0);
+		int sw = sfs_view_digits(r->nfiles ? r->nfiles - 1 : 0);
 
 		if (sw < SEQ_MIN_WIDTH)
 			sw = SEQ_MIN_WIDTH;
 		for (i = 0; i < r->nfiles; i++) {
-			rc = name_prefix(prefix, sizeof(prefix), v->nplans > 1,
-					 v->epoch + e, ew, i, sw);
+			rc = sfs_view_name_prefix(prefix, sizeof(prefix),
+						  v->nplans > 1, v->epoch + e,
+						  ew, i, sw);
 			if (rc)
 				return rc;
 			rc = add_file(b, wdir, e, r->file_at + i, prefix);
