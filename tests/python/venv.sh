@@ -3,8 +3,9 @@
 # exactly REQUIREMENTS (every package pinned with ==), built from Debian's
 # /usr/bin/python3 with its site packages visible (python3-torch 1.13,
 # numpy; not when the file has the line "# venv: isolated") under /var/cache/shardfs-test/, keyed by a hash of the file, so
-# that a second run installs nothing.  Wheels are cached in
-# /var/cache/shardfs-test/pip.  A failed install is an error (exit 2),
+# that a second run installs nothing.  Wheels are kept in
+# /var/cache/shardfs-test/wheels: an environment built again (another
+# requirements file, a new Python) installs offline from them.  A failed install is an error (exit 2),
 # never a skip; the half-built environment is removed.
 set -euo pipefail
 req=$1
@@ -14,6 +15,16 @@ venv=$cache/venv-$(basename "$req" .txt)-$key
 mkdir -p "$cache"
 exec 9>"$venv.lock"
 flock 9
+# install VENV REQ: from the wheels kept in $cache/wheels, offline; what
+# is not there yet is downloaded into it first
+install() {
+	local pip=("$1/bin/pip" --disable-pip-version-check)
+	"${pip[@]}" install -q --no-deps --no-index --find-links "$cache/wheels" \
+		-r "$2" 2> /dev/null && return 0
+	"${pip[@]}" download -q --no-deps -d "$cache/wheels" -r "$2" &&
+		"${pip[@]}" install -q --no-deps --no-index \
+			--find-links "$cache/wheels" -r "$2"
+}
 if [ ! -e "$venv/.complete" ]; then
 	rm -rf "$venv"
 	start=$(date +%s)
@@ -22,8 +33,7 @@ if [ ! -e "$venv/.complete" ]; then
 	# "# venv: isolated": without Debian's packages (other numpy, no torch)
 	grep -qx "# venv: isolated" "$req" && site=
 	if ! /usr/bin/python3 -m venv $site "$venv" >&2 ||
-		! PIP_CACHE_DIR=$cache/pip PIP_DISABLE_PIP_VERSION_CHECK=1 \
-			"$venv/bin/pip" install -q --no-deps -r "$req" >&2 ||
+		! install "$venv" "$req" >&2 ||
 		! "$venv/bin/python" - "$req" <<-'PY' >&2; then
 			# pip check, for the packages of REQUIREMENTS only (Debian's own
 			# have their own gaps: pygobject wants pycairo)
