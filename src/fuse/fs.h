@@ -51,6 +51,10 @@ struct view_ref {
 	uint64_t lookups; /* fs.lock: the sum of held[] */
 	uint64_t *held; /* fs.lock: the kernel's lookup count per node */
 	time_t built; /* st_mtime of its nodes */
+	/* fs.lock: let go, past FS_OLD_VIEWS old views (views.c): its
+	 * inodes answer EIO, its contents (v, held, texts: NULL) are freed
+	 * once no request holds it */
+	bool revoked;
 	/* its control texts, built at the first ask (fs.text_lock): its
 	 * plan.json, and its status but the counters (NULL with
 	 * status_uncut: the status is built whole each time) */
@@ -71,8 +75,9 @@ enum handle_kind { H_CONTROL, H_DIR };
 struct handle {
 	enum handle_kind kind;
 	struct handle *prev, *next; /* fs->handles (fs->lock) */
-	struct view_ref *vr; /* H_DIR */
+	struct view_ref *vr; /* H_DIR; NULL: the control directory */
 	uint32_t node; /* H_DIR */
+	bool revoked; /* H_DIR, fs.lock: vr was let go, unreferenced */
 	char *buf; /* H_CONTROL: a snapshot */
 	size_t len;
 };
@@ -180,6 +185,13 @@ struct fs {
 	atomic_int forgetting; /* invalidations still running aside */
 };
 
+/*
+ * Old views (epochs no longer served) kept alive for the kernel: a file or
+ * a directory open in each.  Past this many the oldest are let go: their
+ * inodes answer EIO (docs/view.md, "Epoch switches").
+ */
+#define FS_OLD_VIEWS 4
+
 /* View content never changes under an inode number: cache it for long. */
 #define VIEW_TIMEOUT 86400.0
 
@@ -229,6 +241,14 @@ struct view_ref *view_get(struct fs *fs, fuse_ino_t ino, uint32_t *node);
 
 /* Drop a reference taken by view_get; the view may be freed. */
 void view_unref(struct fs *fs, struct view_ref *vr);
+
+/* ino names an inode of a view that was let go (FS_OLD_VIEWS): its
+ * requests answer EIO, where those of a view gone answer ESTALE. */
+bool view_revoked(struct fs *fs, fuse_ino_t ino);
+
+/* The view of an open directory, with a reference taken; NULL for the
+ * control directory or a view let go since the open. */
+struct view_ref *handle_view(struct fs *fs, struct handle *h);
 
 /* The kernel was given an entry for a node (lookup, readdirplus). */
 void view_looked_up_locked(struct view_ref *vr, uint32_t node);

@@ -17,6 +17,13 @@
 
 #define XATTR_MAX 65536
 
+/* The error for an inode no view answers for: EIO when its view was let
+ * go (FS_OLD_VIEWS), ESTALE when it is gone. */
+static int gone(struct fs *fs, fuse_ino_t ino)
+{
+	return view_revoked(fs, ino) ? EIO : ESTALE;
+}
+
 static void node_stat(struct fs *fs, const struct view_ref *vr, uint32_t node,
 		      struct stat *st)
 {
@@ -80,7 +87,7 @@ static void fs_getattr(fuse_req_t req, fuse_ino_t ino,
 	}
 	vr = view_get(fs, ino, &node);
 	if (!vr) {
-		fuse_reply_err(req, ESTALE);
+		fuse_reply_err(req, gone(fs, ino));
 		return;
 	}
 	node_stat(fs, vr, node, &st);
@@ -119,7 +126,7 @@ static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	vr = view_get(fs, parent, &node);
 	if (!vr) {
-		fuse_reply_err(req, ESTALE);
+		fuse_reply_err(req, gone(fs, parent));
 		return;
 	}
 	child = sfs_view_lookup(vr->v, node, name);
@@ -180,7 +187,7 @@ static void fs_readlink(fuse_req_t req, fuse_ino_t ino)
 	char *target;
 
 	if (!vr) {
-		fuse_reply_err(req, control_is(ino) ? EINVAL : ESTALE);
+		fuse_reply_err(req, control_is(ino) ? EINVAL : gone(fs, ino));
 		return;
 	}
 	if (ino == FS_INO_ROOT || vr->v->nodes[node].kind != SFS_NODE_LINK) {
@@ -220,7 +227,7 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino,
 		/* a listing shows the epoch it was opened in, whole */
 		h->vr = view_get(fs, ino, &h->node);
 		if (!h->vr || h->vr->v->nodes[h->node].kind != SFS_NODE_DIR) {
-			fuse_reply_err(req, h->vr ? ENOTDIR : ESTALE);
+			fuse_reply_err(req, h->vr ? ENOTDIR : gone(fs, ino));
 			handle_free(fs, h);
 			return;
 		}
@@ -285,17 +292,25 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 {
 	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
 	struct fs *fs = fs_of(req);
-	char *buf = malloc(size);
+	struct view_ref *vr = handle_view(fs, h);
+	char *buf;
 	size_t used = 0;
 	uint32_t from = 0, to = 0; /* children given whole: lookups */
 	struct stat st;
 	off_t i;
 
+	if (h->vr && !vr) { /* its view was let go (FS_OLD_VIEWS) */
+		fuse_reply_err(req, EIO);
+		return;
+	}
+	buf = malloc(size);
 	if (!buf) {
+		if (vr)
+			view_unref(fs, vr);
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	if (!h->vr) { /* the control directory */
+	if (!vr) { /* the control directory */
 		const char *name;
 		fuse_ino_t ctl = FS_INO_CTL;
 
@@ -310,7 +325,7 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 				break;
 		}
 	} else {
-		const struct sfs_view *v = h->vr->v;
+		const struct sfs_view *v = vr->v;
 		const struct sfs_view_node *d = &v->nodes[h->node];
 		/* ".", "..", [".shardfs" at the root,] then the children */
 		off_t extra = h->node == 0 ? 3 : 2;
@@ -321,7 +336,7 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 
 			if (i < 2) {
 				name = i ? ".." : ".";
-				node_stat(fs, h->vr, h->node, &st);
+				node_stat(fs, vr, h->node, &st);
 			} else if (i < extra) {
 				name = ".shardfs";
 				control_stat(fs, FS_INO_CTL, &st);
@@ -331,7 +346,7 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 							 (uint32_t)(i - extra)];
 
 				name = v->nodes[c].name;
-				node_stat(fs, h->vr, c, &st);
+				node_stat(fs, vr, c, &st);
 			}
 			if (!add_entry(req, buf, size, &used, name, &st, i + 1,
 				       plus, timeout))
@@ -340,12 +355,14 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 		if (plus && i > extra) {
 			from = (uint32_t)((off > extra ? off : extra) - extra);
 			to = (uint32_t)(i - extra);
-			children_given(fs, h->vr, h->node, from, to, true);
+			children_given(fs, vr, h->node, from, to, true);
 		}
 	}
 	(void)ino;
 	if (fuse_reply_buf(req, buf, used) && from < to)
-		children_given(fs, h->vr, h->node, from, to, false);
+		children_given(fs, vr, h->node, from, to, false);
+	if (vr)
+		view_unref(fs, vr);
 	free(buf);
 }
 

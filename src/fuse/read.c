@@ -50,7 +50,8 @@ static struct view_ref *file_view(fuse_req_t req, struct fs *fs, fuse_ino_t ino,
 	enum sfs_node_kind kind;
 
 	if (!vr) {
-		fuse_reply_err(req, ESTALE);
+		/* its view let go (FS_OLD_VIEWS), or gone */
+		fuse_reply_err(req, view_revoked(fs, ino) ? EIO : ESTALE);
 		return NULL;
 	}
 	kind = vr->v->nodes[*node].kind;

@@ -6,17 +6,41 @@
  * guarded by fs.lock; one switch at a time runs under fs.switch_lock.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <syslog.h>
 #include <unistd.h>
 
 #include "fs.h"
 #include "shardfs/util.h"
 
+/* What a view holds but its place in the list: its nodes, their lookup
+ * counts, its slices and its control texts. */
+static void view_drop_contents_locked(struct fs *fs, struct view_ref *vr)
+{
+	files_forget_view_locked(fs, vr);
+	sfs_view_free(vr->v);
+	vr->v = NULL;
+	free(vr->held);
+	vr->held = NULL;
+	free(vr->plan_json);
+	vr->plan_json = NULL;
+	free(vr->status_head);
+	vr->status_head = NULL;
+}
+
+/*
+ * Free a view no one holds or names; a view let go (revoked) loses its
+ * contents as soon as no request holds it, and keeps only its place while
+ * the kernel still holds some of its inodes.
+ */
 static void view_free_unused_locked(struct fs *fs, struct view_ref *vr)
 {
 	struct view_ref **p;
 
+	if (vr->revoked && !vr->refs && vr->v)
+		view_drop_contents_locked(fs, vr);
 	if (vr->refs || vr->lookups)
 		return;
 	for (p = &fs->views; *p; p = &(*p)->next)
@@ -24,11 +48,7 @@ static void view_free_unused_locked(struct fs *fs, struct view_ref *vr)
 			*p = vr->next;
 			break;
 		}
-	files_forget_view_locked(fs, vr);
-	sfs_view_free(vr->v);
-	free(vr->held);
-	free(vr->plan_json);
-	free(vr->status_head);
+	view_drop_contents_locked(fs, vr);
 	free(vr);
 }
 
@@ -47,7 +67,9 @@ void view_unref(struct fs *fs, struct view_ref *vr)
 
 /*
  * The live view and node an inode number names, or NULL: root and the
- * control inodes name none.
+ * control inodes name none.  A view let go is found too (the kernel's
+ * forgets must find it); its node is not checked once its contents are
+ * gone.
  */
 static struct view_ref *view_find_locked(struct fs *fs, fuse_ino_t ino,
 					 uint32_t *node)
@@ -59,7 +81,7 @@ static struct view_ref *view_find_locked(struct fs *fs, fuse_ino_t ino,
 	for (vr = fs->views; vr && vr->gen != ino >> 32; vr = vr->next)
 		;
 	*node = (uint32_t)ino;
-	return vr && *node < vr->v->nnodes ? vr : NULL;
+	return vr && (!vr->v || *node < vr->v->nnodes) ? vr : NULL;
 }
 
 /*
@@ -77,10 +99,25 @@ struct view_ref *view_get(struct fs *fs, fuse_ino_t ino, uint32_t *node)
 	} else {
 		vr = view_find_locked(fs, ino, node);
 	}
+	if (vr && vr->revoked)
+		vr = NULL;
 	if (vr)
 		vr->refs++;
 	pthread_mutex_unlock(&fs->lock);
 	return vr;
+}
+
+bool view_revoked(struct fs *fs, fuse_ino_t ino)
+{
+	struct view_ref *vr;
+	uint32_t node;
+	bool revoked;
+
+	pthread_mutex_lock(&fs->lock);
+	vr = view_find_locked(fs, ino, &node);
+	revoked = vr && vr->revoked;
+	pthread_mutex_unlock(&fs->lock);
+	return revoked;
 }
 
 /* The kernel was given an entry for a node (lookup, readdirplus). */
@@ -94,9 +131,13 @@ void view_looked_up_locked(struct view_ref *vr, uint32_t node)
 void view_forgot_locked(struct fs *fs, struct view_ref *vr, uint32_t node,
 			uint64_t n)
 {
-	if (n > vr->held[node])
-		n = vr->held[node];
-	vr->held[node] -= n;
+	/* a view let go keeps only the sum of its counts */
+	uint64_t held = vr->held ? vr->held[node] : vr->lookups;
+
+	if (n > held)
+		n = held;
+	if (vr->held)
+		vr->held[node] -= n;
 	vr->lookups -= n;
 	view_free_unused_locked(fs, vr);
 }
@@ -154,7 +195,8 @@ static void invalidate_held(struct fs *fs, const struct view_ref *replaced)
 
 	pthread_mutex_lock(&fs->lock);
 	for (vr = fs->views; vr; vr = vr->next) {
-		if (vr == fs->current || vr == replaced || !vr->lookups)
+		if (vr == fs->current || vr == replaced || !vr->lookups ||
+		    vr->revoked)
 			continue;
 		if (SFS_GROW(views, views_cap, nviews + 1))
 			break;
@@ -174,6 +216,82 @@ static void invalidate_held(struct fs *fs, const struct view_ref *replaced)
 	pthread_mutex_unlock(&fs->lock);
 	free(names);
 	free(views);
+}
+
+/* The views let go by one bound_old_views: what to log and what pages
+ * the kernel must drop. */
+struct let_go {
+	uint64_t *epochs;
+	size_t nepochs, epochs_cap;
+	fuse_ino_t *inos; /* their files the kernel holds */
+	size_t ninos, inos_cap;
+};
+
+/* Let vr go: see bound_old_views. */
+static void let_go_locked(struct fs *fs, struct view_ref *vr, struct let_go *g)
+{
+	struct handle *h;
+	uint32_t node;
+
+	if (!SFS_GROW(g->epochs, g->epochs_cap, g->nepochs + 1))
+		g->epochs[g->nepochs++] = vr->v->epoch;
+	for (node = 1; node < vr->v->nnodes; node++)
+		if (vr->held[node] &&
+		    vr->v->nodes[node].kind == SFS_NODE_FILE &&
+		    !SFS_GROW(g->inos, g->inos_cap, g->ninos + 1))
+			g->inos[g->ninos++] = node_ino(vr, node);
+	vr->revoked = true;
+	/* an open directory's reference goes now; a listing under way holds
+	 * one of its own (handle_view) */
+	for (h = fs->handles; h; h = h->next)
+		if (h->kind == H_DIR && h->vr == vr && !h->revoked) {
+			h->revoked = true;
+			vr->refs--;
+		}
+	view_free_unused_locked(fs, vr);
+}
+
+/*
+ * Old views live while the kernel holds any of their inodes, and whoever
+ * can open the mount can hold one of each epoch (a file left open): past
+ * FS_OLD_VIEWS old views, the oldest are let go.  Their memory is freed
+ * once no request is in progress in them, their inodes answer EIO from
+ * then on (the kernel is told to drop their pages, so that an open file
+ * reads no cached bytes either), and each is logged once.  What is left
+ * of one is its place in the list and its lookup count, until the kernel
+ * forgets its last inode.
+ */
+static void bound_old_views(struct fs *fs)
+{
+	struct let_go g = { 0 };
+	struct view_ref *vr, *oldest;
+	size_t old, i;
+
+	pthread_mutex_lock(&fs->lock);
+	for (;;) {
+		old = 0;
+		oldest = NULL;
+		for (vr = fs->views; vr; vr = vr->next) {
+			if (vr == fs->current || vr->revoked)
+				continue;
+			old++;
+			if (!oldest || vr->gen < oldest->gen)
+				oldest = vr;
+		}
+		if (old <= FS_OLD_VIEWS)
+			break;
+		let_go_locked(fs, oldest, &g);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	for (i = 0; i < g.nepochs; i++)
+		fs_log(fs, LOG_WARNING,
+		       "epoch %" PRIu64
+		       ": let go of its view: more than %d older epochs were held open (a file or directory in each); its files still open now fail with EIO",
+		       g.epochs[i], FS_OLD_VIEWS);
+	for (i = 0; fs->se && i < g.ninos; i++)
+		fuse_lowlevel_notify_inval_inode(fs->se, g.inos[i], 0, 0);
+	free(g.epochs);
+	free(g.inos);
 }
 
 /* A view that stopped being current, and the kernel still to be told. */
@@ -210,6 +328,7 @@ static void *forget_old(void *arg)
 	view_unref_locked(fs, f->old);
 	view_unref_locked(fs, f->old);
 	pthread_mutex_unlock(&fs->lock);
+	bound_old_views(fs);
 	free(f);
 	atomic_fetch_sub(&fs->forgetting, 1);
 	return NULL;
@@ -390,6 +509,7 @@ int fs_switch_epoch(struct fs *fs, uint64_t epoch, struct sfs_error *err)
 			view_unref_locked(fs, old);
 			view_unref_locked(fs, old);
 			pthread_mutex_unlock(&fs->lock);
+			bound_old_views(fs);
 		}
 	}
 out:
@@ -421,6 +541,21 @@ void fs_release_views(struct fs *fs)
 	pthread_mutex_unlock(&fs->lock);
 }
 
+struct view_ref *handle_view(struct fs *fs, struct handle *h)
+{
+	struct view_ref *vr = NULL;
+
+	pthread_mutex_lock(&fs->lock);
+	/* (a view let go between an opendir's view_get and its handle's
+	 * vr being set keeps its contents until the closedir) */
+	if (h->vr && !h->revoked && !h->vr->revoked) {
+		vr = h->vr;
+		vr->refs++;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return vr;
+}
+
 /* A new handle, on the list of open ones (freed at exit if the kernel
  * never releases it); NULL without memory. */
 struct handle *handle_new(struct fs *fs, enum handle_kind kind)
@@ -450,14 +585,15 @@ void handle_free(struct fs *fs, struct handle *h)
 		fs->handles = h->next;
 	if (h->next)
 		h->next->prev = h->prev;
+	if (h->vr && !h->revoked)
+		view_unref_locked(fs, h->vr);
 	pthread_mutex_unlock(&fs->lock);
-	if (h->vr)
-		view_unref(fs, h->vr);
 	free(h->buf);
 	free(h);
 }
 
-/* Views alive: the current one and old ones still open or remembered. */
+/* Views alive: the current one and old ones still open or remembered
+ * (not those let go). */
 size_t live_views(struct fs *fs)
 {
 	const struct view_ref *vr;
@@ -465,7 +601,7 @@ size_t live_views(struct fs *fs)
 
 	pthread_mutex_lock(&fs->lock);
 	for (vr = fs->views; vr; vr = vr->next)
-		n++;
+		n += !vr->revoked;
 	pthread_mutex_unlock(&fs->lock);
 	return n;
 }

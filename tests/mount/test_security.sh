@@ -67,4 +67,105 @@ expect_eq "index= that is there: status says it" \
 	"$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["index"])' "$M/.shardfs/status")" "$T/idx"
 unmount_view "$M"
 
+# --- old epochs held open: at most FS_OLD_VIEWS (4) old views kept ---
+# a file (symlinks=0: served by the daemon) and a directory held open in
+# each of 6 epochs, then a switch: the 2 oldest are let go
+mount_view "$T/tar" "$M" world=2,symlinks=0 || bad "mount for old epochs"
+mount_view "$T/tar" "$T/m5" world=2,symlinks=0,epoch=5 || bad "mount of epoch 5"
+out=$(python3 - "$M" "$T/m5" <<'PY'
+import errno, json, os, sys
+mnt, m5 = sys.argv[1:3]
+held = []
+for e in range(6):
+    with open(mnt + "/.shardfs/epoch", "w") as f:
+        f.write("%d\n" % e)
+    d = mnt + "/0/0"
+    name = sorted(os.listdir(d))[0]
+    fd = os.open(os.path.join(d, name), os.O_RDONLY)
+    # its pages cached (they must go too); the newest compared with
+    # another mount of its epoch, the others with what they read now
+    first = os.pread(fd, 1 << 20, 0)
+    if e == 5:
+        with open(os.path.join(m5, "0/0", name), "rb") as f:
+            first = f.read()
+    held.append((e, name, fd, os.open(d, os.O_RDONLY | os.O_DIRECTORY), first))
+with open(mnt + "/.shardfs/epoch", "w") as f:
+    f.write("6\n")
+for e, name, fd, dfd, want in held:
+    try:
+        data = os.pread(fd, 1 << 20, 0)
+        print(e, "reads", "the bytes of its epoch" if data == want else "OTHER BYTES")
+    except OSError as x:
+        print(e, "reads", errno.errorcode[x.errno])
+    try:
+        print(e, "lists", "its file" if name in os.listdir(dfd) else "OTHER FILES")
+    except OSError as x:
+        print(e, "lists", errno.errorcode[x.errno])
+print("views", json.load(open(mnt + "/.shardfs/status"))["counters"]["views"])
+PY
+)
+expect_eq "old epochs past the bound: EIO, the others read" "$out" "0 reads EIO
+0 lists EIO
+1 reads EIO
+1 lists EIO
+2 reads the bytes of its epoch
+2 lists its file
+3 reads the bytes of its epoch
+3 lists its file
+4 reads the bytes of its epoch
+4 lists its file
+5 reads the bytes of its epoch
+5 lists its file
+views 5"
+expect_eq "old epochs past the bound: one line each" \
+	"$(grep -c 'let go of its view' "${daemon_log[$M]}"):$(grep -c '^shardfs: epoch 0: let go of its view: more than 4 older epochs were held open (a file or directory in each); its files still open now fail with EIO$' "${daemon_log[$M]}")" "2:1"
+unmount_view "$T/m5"
+unmount_view "$M"
+
+# --- control files cost a reader no rebuild: built once per view, and
+# plan.json's first build does not hold up reads.  Compared with the
+# daemon's own time for a build, so that the machine's speed cancels out ---
+shardfs-mkdata "$T/big" --format tfrecord --shards 400 --samples 200 --size 10-20 --seed 52 >/dev/null
+shardfs-index "$T/big" --quiet
+mount_view "$T/big" "$M" world=1024,workers=16,epochs=4,symlinks=0 || bad "mount at world=1024"
+out=$(python3 - "$M" <<'PY'
+import os, sys, threading, time
+mnt = sys.argv[1]
+status = mnt + "/.shardfs/status"
+t = time.monotonic()
+os.stat(status)  # builds the status of this view
+first = time.monotonic() - t
+t = time.monotonic()
+for _ in range(50):
+    os.stat(status)
+rest = time.monotonic() - t
+print("50 stats of status", "cost less than 10 first ones" if rest < 10 * first
+      else "cost %.0f ms, the first %.0f ms" % (1000 * rest, 1000 * first))
+files = [os.path.join(mnt, str(r), "0", f) for r in range(64)
+         for f in sorted(os.listdir(os.path.join(mnt, str(r), "0")))]
+built = []
+def build():
+    t = time.monotonic()
+    os.stat(mnt + "/.shardfs/plan.json")
+    built.append(time.monotonic() - t)
+th = threading.Thread(target=build)
+th.start()
+waits = []
+for f in files:
+    if built:
+        break
+    t = time.monotonic()
+    with open(f, "rb") as r:
+        r.read()
+    waits.append(time.monotonic() - t)
+th.join()
+print("reads during plan.json's first build", "wait less than half of it"
+      if max(waits, default=0) < built[0] / 2 else "waited %.0f ms of its %.0f ms" %
+      (1000 * max(waits, default=0), 1000 * built[0]))
+PY
+)
+expect_eq "control files built once per view" "$out" "50 stats of status cost less than 10 first ones
+reads during plan.json's first build wait less than half of it"
+unmount_view "$M"
+
 finish
