@@ -51,6 +51,17 @@ struct sfs_status_in {
  */
 char *sfs_status_json(const struct sfs_status_in *in);
 
+/*
+ * The same text in two parts, for a daemon that asks often: everything
+ * but the counters (in->counters is not read; it depends only on the
+ * view, so it can be kept with it), and that head joined with counters
+ * into what sfs_status_json gives.  Heap strings (caller frees), or NULL
+ * without memory.
+ */
+char *sfs_status_json_head(const struct sfs_status_in *in);
+char *sfs_status_json_join(const char *head,
+			   const struct sfs_status_counters *c);
+
 /* What a reader of a status learns: what the auditor needs. */
 struct sfs_status {
 	char *source; /* heap */

@@ -273,46 +273,10 @@ static void counters_now(struct fs *fs, struct sfs_status_counters *c)
 }
 
 /*
- * The end of the status, its counters, as sfs_status_json writes them
- * (the last member of its object: one level of indent, then the newline
- * it ends with), or NULL without memory.
- */
-static char *counters_tail(const struct sfs_status_counters *c)
-{
-	json_t *root = json_pack(
-		"{s:{s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I}}",
-		"counters", "opens", (json_int_t)c->opens, "reads",
-		(json_int_t)c->reads, "bytes", (json_int_t)c->bytes, "errors",
-		(json_int_t)c->errors, "epoch_switches",
-		(json_int_t)c->epoch_switches, "switches_ahead",
-		(json_int_t)c->switches_ahead, "ahead",
-		c->ahead_built ? json_integer((json_int_t)c->ahead_epoch) :
-				 json_null(),
-		"views", (json_int_t)c->views, "prefetch_files",
-		(json_int_t)c->prefetch_files, "prefetch_bytes",
-		(json_int_t)c->prefetch_bytes, "prefetch_errors",
-		(json_int_t)c->prefetch_errors, "prefetch_dropped",
-		(json_int_t)c->prefetch_dropped);
-	char *text, *tail = NULL;
-
-	if (!root)
-		return NULL;
-	text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
-	json_decref(root);
-	/* "{\n \"counters\": {...}\n}": what follows the previous member */
-	if (text && text[0] == '{' && asprintf(&tail, "%s\n", text + 1) < 0)
-		tail = NULL;
-	free(text);
-	return tail;
-}
-
-/*
  * The status now.  All of it but the counters is the current view's and
  * costs a walk of every reader (1.6 MB, tens of ms, at world=1024,
- * workers=16): it is built once per view, kept with it, and only the
- * counters are written at each ask.  Should the core's status ever not
- * end in the counters as counters_tail writes them, the view keeps
- * nothing and every ask builds the whole text (right, only slower).
+ * workers=16): it is built once per view and kept with it; only the
+ * counters are written at each ask.
  */
 static char *status_json(struct fs *fs)
 {
@@ -322,34 +286,22 @@ static char *status_json(struct fs *fs)
 		.options = &fs->vopts.options,
 		.mount = &fs->mount,
 	};
+	struct sfs_status_counters counters;
 	struct view_ref *vr;
-	char *text = NULL, *tail;
-	size_t n, t;
+	char *text = NULL;
 
-	counters_now(fs, &in.counters);
-	tail = counters_tail(&in.counters);
+	counters_now(fs, &counters);
 	vr = view_get(fs, FS_INO_ROOT, &(uint32_t){ 0 });
-	if (!vr || !tail)
-		goto out;
+	if (!vr)
+		return NULL;
 	in.plan = vr->v->plans[0];
 	pthread_mutex_lock(&fs->text_lock);
-	if (vr->status_head) {
-		if (asprintf(&text, "%s%s", vr->status_head, tail) < 0)
-			text = NULL;
-	} else {
-		text = sfs_status_json(&in);
-		n = text ? strlen(text) : 0;
-		t = strlen(tail);
-		if (text && !vr->status_uncut && n >= t &&
-		    !strcmp(text + n - t, tail))
-			vr->status_head = strndup(text, n - t);
-		vr->status_uncut = text && !vr->status_head;
-	}
+	if (!vr->status_head)
+		vr->status_head = sfs_status_json_head(&in);
+	if (vr->status_head)
+		text = sfs_status_json_join(vr->status_head, &counters);
 	pthread_mutex_unlock(&fs->text_lock);
-out:
-	if (vr)
-		view_unref(fs, vr);
-	free(tail);
+	view_unref(fs, vr);
 	return text;
 }
 

@@ -56,11 +56,10 @@ struct view_ref {
 	 * once no request holds it */
 	bool revoked;
 	/* its control texts, built at the first ask (fs.text_lock): its
-	 * plan.json, and its status but the counters (NULL with
-	 * status_uncut: the status is built whole each time) */
+	 * plan.json, and its status but the counters
+	 * (sfs_status_json_head) */
 	char *plan_json;
 	char *status_head;
-	bool status_uncut;
 	struct view_ref *next; /* fs.views, fs.lock */
 };
 

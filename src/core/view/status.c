@@ -60,19 +60,32 @@ static json_t *options_json(const struct sfs_status_in *in)
 	return opts;
 }
 
-char *sfs_status_json(const struct sfs_status_in *in)
+/*
+ * json_dumps of o with the indent every status text has, or NULL; its
+ * last two bytes are the "\n}" that close the object.
+ */
+static char *dump(json_t *o)
+{
+	char *text;
+
+	if (!o)
+		return NULL;
+	text = json_dumps(o, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+	json_decref(o);
+	return text;
+}
+
+char *sfs_status_json_head(const struct sfs_status_in *in)
 {
 	const struct sfs_plan *p = in->plan;
-	const struct sfs_status_counters *c = &in->counters;
 	uint64_t bytes = 0;
-	json_t *root;
 	char *text;
-	size_t len, cap, i;
+	size_t i, len;
 
 	for (i = 0; i < in->idx->nshards; i++)
 		bytes += in->idx->shards[i].size;
-	root = json_pack(
-		"{s:s, s:s?, s:o, s:o, s:{s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I, s:o}, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I}}",
+	text = dump(json_pack(
+		"{s:s, s:s?, s:o, s:o, s:{s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I, s:o}}",
 		"source", in->idx->mix ? in->idx->mix->file : in->idx->source,
 		"index", in->index_dir, "options", options_json(in), "mixture",
 		sfs_plan_mixture_json(p, in->idx), "index_summary", "shards",
@@ -82,31 +95,61 @@ char *sfs_status_json(const struct sfs_status_in *in)
 		(json_int_t)p->padding, "dropped", (json_int_t)p->dropped,
 		"units", (json_int_t)p->nunits, "remaining",
 		(json_int_t)p->remaining, "readers",
-		readers_json(p, in->options), "counters", "opens",
-		(json_int_t)c->opens, "reads", (json_int_t)c->reads, "bytes",
-		(json_int_t)c->bytes, "errors", (json_int_t)c->errors,
-		"epoch_switches", (json_int_t)c->epoch_switches,
-		"switches_ahead", (json_int_t)c->switches_ahead, "ahead",
+		readers_json(p, in->options)));
+	if (!text)
+		return NULL;
+	len = strlen(text);
+	if (len >= 2)
+		text[len - 2] = '\0';
+	return text;
+}
+
+char *sfs_status_json_join(const char *head,
+			   const struct sfs_status_counters *c)
+{
+	char *counters, *text;
+	size_t hlen, clen;
+
+	counters = dump(json_pack(
+		"{s:{s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I}}",
+		"counters", "opens", (json_int_t)c->opens, "reads",
+		(json_int_t)c->reads, "bytes", (json_int_t)c->bytes, "errors",
+		(json_int_t)c->errors, "epoch_switches",
+		(json_int_t)c->epoch_switches, "switches_ahead",
+		(json_int_t)c->switches_ahead, "ahead",
 		c->ahead_built ? json_integer((json_int_t)c->ahead_epoch) :
 				 json_null(),
 		"views", (json_int_t)c->views, "prefetch_files",
 		(json_int_t)c->prefetch_files, "prefetch_bytes",
 		(json_int_t)c->prefetch_bytes, "prefetch_errors",
 		(json_int_t)c->prefetch_errors, "prefetch_dropped",
-		(json_int_t)c->prefetch_dropped);
-	if (!root)
+		(json_int_t)c->prefetch_dropped));
+	if (!counters)
 		return NULL;
-	text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
-	json_decref(root);
-	if (!text)
-		return NULL;
-	len = strlen(text);
-	cap = len + 1;
-	if (sfs_grow(&text, &cap, len + 2, 1)) {
-		free(text);
-		return NULL;
+	/* the counters are the object's last member: head's members, a
+	 * comma, then the counters' object without its "{" */
+	hlen = strlen(head);
+	clen = strlen(counters + 1);
+	text = malloc(hlen + 1 + clen + 2);
+	if (text) {
+		memcpy(text, head, hlen);
+		text[hlen] = ',';
+		memcpy(text + hlen + 1, counters + 1, clen);
+		memcpy(text + hlen + 1 + clen, "\n", 2);
 	}
-	return strcat(text, "\n");
+	free(counters);
+	return text;
+}
+
+char *sfs_status_json(const struct sfs_status_in *in)
+{
+	char *head = sfs_status_json_head(in), *text;
+
+	if (!head)
+		return NULL;
+	text = sfs_status_json_join(head, &in->counters);
+	free(head);
+	return text;
 }
 
 static char *str_dup(json_t *o, const char *key)
