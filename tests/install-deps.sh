@@ -10,7 +10,9 @@ packages=(build-essential cmake pkg-config libfuse3-dev fuse3 libarchive-dev
 	python3-torch python3-torchvision valgrind
 	# WebDataset's dependencies (tests/e2e/test_webdataset.sh; WebDataset
 	# itself is not in Debian)
-	python3-braceexpand python3-numpy python3-yaml)
+	python3-braceexpand python3-numpy python3-yaml
+	# the venv pylance is installed into (tests/lance/venv.sh)
+	python3-venv)
 missing=()
 for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
