@@ -491,7 +491,10 @@ static int arrow_batch(struct fb *b, size_t blk, struct values *vals)
 		return fb_fail(
 			b, nodes,
 			"the column has nulls, or another length than its batch");
-	if (rows > b->r->limit || rows > SFS_LANCE_DELETION_MAX / 4)
+	/* values are distinct rows of the fragment: no more of them, in all
+	 * batches, than it holds (nor than a deletion file may) */
+	if (rows > b->r->limit - vals->n ||
+	    rows > SFS_LANCE_DELETION_MAX / 4 - vals->n)
 		return fb_fail(b, nodes,
 			       "the batch holds more rows than its fragment");
 	rc = fb_vector(b, hdr, 2, 16, &bufs, &nb);
@@ -565,7 +568,7 @@ static int arrow_parse(const unsigned char *buf, size_t len, struct runs *r)
 	}
 	if (rc == -ENOMEM)
 		rc = sfs_errorf(r->err, -ENOMEM, "%s: out of memory", r->path);
-	if (!rc) {
+	if (!rc && vals.n) {
 		qsort(vals.v, vals.n, sizeof(*vals.v), cmp_u32);
 		for (i = 0; !rc && i < vals.n; i++)
 			rc = runs_add(r, vals.v[i], 1, 0);
