@@ -105,6 +105,14 @@ got=$(shardfs-index "$b" --quiet 2>&1)
 expect_eq "missing deletion file: refused" "$(sed -E 's/byte [0-9]+/byte N/' <<<"$got")" \
 	"shardfs-index: 1 shard could not be indexed: $m: byte N: fragment 5's deletion file $del is missing: the dataset is incomplete (copied in part, or cleaned up under this version); copy it whole, or index its newest version; fix or remove it, or run shardfs-index --skip-bad to index the rest"
 mv "$T/moved" "$b/$del"
+# fragment 1's deletion file (4 rows) replaced by fragment 2's (1 row)
+one=$(cd "$b" && ls _deletions/1-6-*.arrow)
+cp "$b/$one" "$T/saved"
+cp "$b"/_deletions/2-*.arrow "$b/$one"
+got=$(shardfs-index "$b" --quiet 2>&1)
+expect_eq "replaced deletion file: refused" "$(sed -E 's/byte [0-9]+/byte N/' <<<"$got")" \
+	"shardfs-index: 1 shard could not be indexed: $m: byte N: fragment 1's deletion file $one marks 1 row deleted, the manifest says 4: one of them was replaced; copy the dataset again; fix or remove it, or run shardfs-index --skip-bad to index the rest"
+cp "$T/saved" "$b/$one"
 size=$(stat -c %s "$b/$m")
 head -c $((size - 1)) "$b/$m" > "$T/cut" && cat "$T/cut" > "$b/$m"
 got=$(shardfs-index "$b" --quiet 2>&1)

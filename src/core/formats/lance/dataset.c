@@ -175,10 +175,10 @@ static int read_deletion(int dirfd, const char *root, const char *mpath,
 	    *deleted != fr->deletion.num_deleted)
 		rc = sfs_errorf(
 			err, -EINVAL,
-			"%s: byte %llu: fragment %llu's deletion file %s marks %llu rows, the manifest says %llu: one of them was replaced; copy the dataset again",
+			"%s: byte %llu: fragment %llu's deletion file %s marks %llu row%s deleted, the manifest says %llu: one of them was replaced; copy the dataset again",
 			mpath, (unsigned long long)fr->deletion.at,
 			(unsigned long long)fr->id, path,
-			(unsigned long long)*deleted,
+			(unsigned long long)*deleted, *deleted == 1 ? "" : "s",
 			(unsigned long long)fr->deletion.num_deleted);
 	free(buf);
 out:
