@@ -115,8 +115,8 @@ void sfs_lance_manifest_free(struct sfs_lance_manifest *m);
  * scheme: V1 "{N}.manifest", V2 "{2^64 - 1 - N:020}.manifest" (20 digits);
  * other names are ignored.  Returns 1 with *name (heap, caller frees) and
  * *version, 0 when rel has no _versions/ directory (not a Lance dataset),
- * or a negative errno with a message: -EINVAL for a _versions/ without a
- * manifest, -EIO.
+ * also when _versions/ holds no manifest (a directory of that name in
+ * something else), or a negative errno with a message: -EIO.
  */
 int sfs_lance_latest(int dirfd, const char *rel, char **name, uint64_t *version,
 		     struct sfs_error *err);

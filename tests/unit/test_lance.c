@@ -707,10 +707,8 @@ static void test_lance_not_a_dataset(void **state)
 	free(write_at(dir, "_versions/latest_version_hint.json", "{}", 2));
 	free(write_at(dir, "_versions/x.manifest", "", 0));
 	free(write_at(dir, "_versions/123456789012345678901.manifest", "", 0));
-	assert_int_equal(sfs_lance_latest(dirfd, "", &name, &v, &err), -EINVAL);
-	assert_string_equal(
-		err.msg,
-		"_versions: no manifest ({N}.manifest) in this Lance dataset's versions directory: the dataset was never committed, or its versions were removed; write it again");
+	/* a _versions/ of something else: not a dataset */
+	assert_int_equal(sfs_lance_latest(dirfd, "", &name, &v, &err), 0);
 	p = write_at(dir, "_versions/2.manifest", "", 0);
 	free(p);
 	p = write_at(dir, "_versions/10.manifest", "", 0);

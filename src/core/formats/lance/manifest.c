@@ -461,11 +461,9 @@ int sfs_lance_latest(int dirfd, const char *rel, char **name, uint64_t *version,
 		}
 	}
 	closedir(d);
+	/* a directory that happens to be called _versions is not a dataset */
 	if (!found)
-		return sfs_errorf(
-			err, -EINVAL,
-			"%s: no manifest ({N}.manifest) in this Lance dataset's versions directory: the dataset was never committed, or its versions were removed; write it again",
-			path);
+		return 0;
 	*name = found;
 	*version = best;
 	return 1;
