@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "shardfs/error.h"
+#include "shardfs/format.h"
 
 /* The directory of a dataset that holds its manifests. */
 #define SFS_LANCE_VERSIONS "_versions"
@@ -172,5 +173,42 @@ void sfs_lance_free(struct sfs_lance_dataset *ds);
 int sfs_lance_live_runs(int dirfd, const struct sfs_lance_dataset *ds, size_t f,
 			sfs_lance_deleted_fn fn, void *arg,
 			struct sfs_error *err);
+
+/* A file of a reader's Lance dataset (sfs_lance_view_build). */
+struct sfs_lance_file {
+	char *path; /* in the reader's dataset: "_versions/1.manifest", ... */
+	unsigned char *bytes; /* its bytes, len of them; NULL for a data file */
+	size_t len;
+	char *source; /* a data file: the source's, relative to dirfd */
+};
+
+/* A reader's Lance dataset: its files, and the rows it holds. */
+struct sfs_lance_view {
+	struct sfs_lance_file *files;
+	size_t nfiles;
+	uint64_t rows;
+};
+
+/*
+ * The files of a Lance dataset holding exactly the live rows runs[0 ..
+ * nruns) of ds (numbered as its samples: live rows in fragment order), in
+ * that order, its data not copied: "_versions/1.manifest" (synthesized),
+ * "_deletions/<n>-1-<n>.bin" (synthesized Roaring bitmaps, one per
+ * fragment that needs one) and "data/<name>" for each data file used, to
+ * be shown as the source's file.  Each run, cut at fragment ends, is one
+ * fragment of the new manifest, numbered from 0 in run order, whose
+ * deletion file deletes every row of its data files but the run's.  The
+ * manifest is the source's without its fragments, transaction, index
+ * section, branch and stable row ids; everything else (schema, data
+ * format, config) copied.  Returns 0 and a new view, -EINVAL for a run
+ * past the dataset's rows, the errors of reading ds's files again through
+ * dirfd (they may have changed), -ENOMEM.
+ */
+int sfs_lance_view_build(int dirfd, const struct sfs_lance_dataset *ds,
+			 const struct sfs_run *runs, size_t nruns,
+			 struct sfs_lance_view **out, struct sfs_error *err);
+
+/* Free a view.  NULL is a no-op. */
+void sfs_lance_view_free(struct sfs_lance_view *v);
 
 #endif

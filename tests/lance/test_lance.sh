@@ -119,6 +119,22 @@ got=$(shardfs-index "$b" --quiet 2>&1)
 expect_eq "truncated manifest: refused" "$got" \
 	"shardfs-index: 1 shard could not be indexed: $m: byte $((size - 5)): no \"LANC\" magic at the end: not a Lance manifest, or truncated; restore it from the dataset's writer; fix or remove it, or run shardfs-index --skip-bad to index the rest"
 
+# readers' Lance datasets (sfs_lance_view_build, written by lance-view
+# until the daemon serves them) read by pylance as exactly their rows
+for ds in frags big stable; do
+	# shuffle=samples makes a fragment a row: 12 000 a reader of big
+	samples=shuffle=samples
+	[ $ds = big ] && samples=shuffle=units
+	for opts in world=2,workers=2 world=3,workers=5,block=100,$samples,epoch=3 \
+		world=7,block=5000,epoch=1,seed=9,remainder=drop; do
+		got=$(shardfs-plan "$T/src/$ds.lance" -o "$opts" --json |
+			"$lance_py" "$TESTS/lance/check_views.py" "$BUILD/tests/lance-view" \
+				"$T/src/$ds.lance" "$T/views/$ds-$opts")
+		expect_eq "$ds: $opts: pylance reads every reader's dataset as its rows" \
+			"$(grep -vc ': ok$' <<<"$got")" 0
+	done
+done
+
 # the daemon refuses to serve a Lance source (views are not built yet)
 mkdir -p "$T/mnt"
 got=$(timeout 60 shardfs "$T/src/frags.lance" "$T/mnt" -o world=2,workers=2 2>&1)

@@ -882,6 +882,80 @@ static void test_lance_pylance_deletions(void **state)
 	buf_free(&b);
 }
 
+/* ---- readers' datasets ---- */
+
+static void test_lance_view_reads_back(void **state)
+{
+	/* live rows 430..439 (fragment 2), then 0..2 (fragments 0 and 1),
+	 * then 1000..1731 (fragment 5: its bitmap), then 430 again */
+	static const struct sfs_run runs[] = {
+		{ 430, 10 }, { 0, 3 }, { 1000, 732 }, { 430, 1 }
+	};
+	struct sfs_error err = { 0 };
+	int dirfd = fixtures();
+	struct sfs_lance_dataset *d = open_newest(dirfd, "frags.lance", 7);
+	struct sfs_lance_view *v;
+	struct sfs_lance_manifest *m;
+	const struct sfs_lance_file *man = NULL;
+	uint64_t live = 0, n;
+	size_t i, k, ndata = 0;
+
+	(void)state;
+	if (sfs_lance_view_build(dirfd, d, runs, 4, &v, &err))
+		fail_msg("%s", err.msg);
+	assert_int_equal(v->rows, 10 + 3 + 732 + 1);
+	for (i = 0; i < v->nfiles; i++) {
+		if (!strcmp(v->files[i].path, "_versions/1.manifest"))
+			man = &v->files[i];
+		if (v->files[i].source) {
+			assert_null(v->files[i].bytes);
+			assert_memory_equal(v->files[i].path, "data/", 5);
+			assert_memory_equal(v->files[i].source, "frags.lance/",
+					    12);
+			assert_string_equal(v->files[i].source + 12,
+					    v->files[i].path);
+			ndata++;
+		}
+	}
+	assert_non_null(man);
+	assert_int_equal(ndata, 4); /* fragments 0, 1, 2 and 5's */
+	assert_int_equal(sfs_lance_manifest_parse(man->bytes, man->len, "v", &m,
+						  &err),
+			 0);
+	assert_int_equal(m->version, 1);
+	/* fragment 0 has 1 live row, 1 296, 2 299, 3 100, 4 36, 5 1000 */
+	assert_int_equal(m->nfragments, 1 + 2 + 1 + 1);
+	for (i = 0; i < m->nfragments; i++) {
+		const struct sfs_lance_fragment *f = &m->fragments[i];
+		char *path = sfs_lance_deletion_path(f);
+
+		assert_int_equal(f->id, i);
+		if (!f->deletion.present) {
+			live += f->physical_rows;
+			free(path);
+			continue;
+		}
+		for (k = 0; k < v->nfiles; k++)
+			if (!strcmp(v->files[k].path, path))
+				break;
+		assert_true(k < v->nfiles);
+		assert_int_equal(sfs_lance_deletion_parse(
+					 v->files[k].bytes, v->files[k].len,
+					 (int)f->deletion.type, path,
+					 f->physical_rows, NULL, NULL, &n,
+					 &err),
+				 0);
+		assert_int_equal(n, f->deletion.num_deleted);
+		live += f->physical_rows - n;
+		free(path);
+	}
+	assert_int_equal(live, v->rows);
+	sfs_lance_manifest_free(m);
+	sfs_lance_view_free(v);
+	sfs_lance_free(d);
+	close(dirfd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -900,6 +974,7 @@ int main(void)
 		cmocka_unit_test(test_lance_not_a_dataset),
 		cmocka_unit_test(test_lance_roaring),
 		cmocka_unit_test(test_lance_pylance_deletions),
+		cmocka_unit_test(test_lance_view_reads_back),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
