@@ -394,6 +394,42 @@ static int read_manifest_file(int dirfd, const struct sfs_lance_dataset *ds,
 	return 0;
 }
 
+/*
+ * The manifest read again must be the one ds was opened from (decoded, so
+ * that its framing is checked before the copies below trust it): the same
+ * fragments, rows and deletion files.  Returns 0, -ESTALE, or the
+ * decoder's errors.
+ */
+static int same_manifest(const unsigned char *buf, size_t len,
+			 const struct sfs_lance_dataset *ds,
+			 struct sfs_error *err)
+{
+	struct sfs_lance_manifest *m;
+	size_t f;
+	int rc = sfs_lance_manifest_parse(buf, len, ds->manifest_path, &m, err);
+
+	if (rc)
+		return rc;
+	rc = m->nfragments == ds->m->nfragments ? 0 : -ESTALE;
+	for (f = 0; !rc && f < m->nfragments; f++) {
+		const struct sfs_lance_fragment *a = &m->fragments[f];
+		const struct sfs_lance_fragment *b = &ds->m->fragments[f];
+
+		if (a->id != b->id || a->physical_rows != b->physical_rows ||
+		    a->nfiles != b->nfiles ||
+		    a->deletion.present != b->deletion.present ||
+		    a->deletion.id != b->deletion.id)
+			rc = -ESTALE;
+	}
+	sfs_lance_manifest_free(m);
+	if (rc)
+		return sfs_errorf(
+			err, rc,
+			"%s: the manifest changed since it was read: rebuild the index with shardfs-index",
+			ds->manifest_path);
+	return 0;
+}
+
 int sfs_lance_view_build(int dirfd, const struct sfs_lance_dataset *ds,
 			 const struct sfs_run *runs, size_t nruns,
 			 struct sfs_lance_view **out, struct sfs_error *err)
@@ -427,6 +463,8 @@ int sfs_lance_view_build(int dirfd, const struct sfs_lance_dataset *ds,
 		first[f + 1] = first[f] + ds->m->fragments[f].physical_rows -
 			       ds->m->fragments[f].deleted;
 	rc = read_manifest_file(dirfd, ds, &src, &len, err);
+	if (!rc)
+		rc = same_manifest(src, len, ds, err);
 	if (!rc)
 		rc = copy_manifest_fields(src, len, ds->manifest_path, &man,
 					  &rflags, &wflags, err);
