@@ -37,7 +37,7 @@ int main(int argc, char **argv)
 	struct sfs_lance_dataset *ds = NULL;
 	struct sfs_lance_view *v = NULL;
 	struct sfs_run *runs;
-	char src[PATH_MAX], *name, *mpath;
+	char src[PATH_MAX], *name = NULL, *mpath = NULL;
 	uint64_t version;
 	size_t i;
 	int dirfd, rc;
@@ -92,6 +92,8 @@ int main(int argc, char **argv)
 	printf("%llu\n", (unsigned long long)v->rows);
 	sfs_lance_view_free(v);
 	sfs_lance_free(ds);
+	free(name);
+	free(mpath);
 	free(runs);
 	close(dirfd);
 	return 0;
