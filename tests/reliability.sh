@@ -34,7 +34,7 @@ result() { [ "$1" = 0 ] && echo "held" || echo "**FAILED** ($1 of the checks)"; 
 	echo
 	echo "| harness | input | time | runs | result |"
 	echo "|---|---|---|---|---|"
-	for f in scan index options reports mixture parquet parquet_page lance_manifest lance_deletion; do
+	for f in scan index options reports mixture parquet parquet_page lance_manifest lance_deletion lance_view; do
 		line=$(grep "^fuzz_$f:" "$out/fuzz")
 		runs=$(sed -nE 's/.*#([0-9]+).*DONE.*/\1/p' <<<"$line")
 		case $f in
@@ -47,6 +47,7 @@ result() { [ "$1" = 0 ] && echo "held" || echo "**FAILED** ($1 of the checks)"; 
 		parquet_page) what="Parquet files read down to their pages (every row digested), every row group cut to its middle third: the slice's row digests must be the source's" ;;
 		lance_manifest) what="Lance manifest files (the bounded protobuf reader), what is accepted checked against the decoder's promises" ;;
 		lance_deletion) what="Lance deletion files, Arrow IPC (raw and ZSTD) and Roaring: the deleted runs must rise, stay in the fragment and add up" ;;
+		lance_view) what="readers' Lance datasets for any runs of a pylance dataset, read back: their live rows must be the runs' rows, in order" ;;
 		esac
 		if grep -q "DONE" <<<"$line"; then r="no crash, leak or sanitizer report"; else r="**FAILED**: see build-fuzz/crashes/"; fi
 		echo "| fuzz_$f | $what | ${fuzz_secs} s | ${runs:-?} | $r |"
