@@ -704,6 +704,10 @@ static void test_lance_not_a_dataset(void **state)
 
 	(void)state;
 	assert_int_equal(sfs_lance_latest(dirfd, "", &name, &v, &err), 0);
+	/* a symlink called _versions: not a dataset either */
+	assert_int_equal(symlinkat("/tmp", dirfd, "_versions"), 0);
+	assert_int_equal(sfs_lance_latest(dirfd, "", &name, &v, &err), 0);
+	assert_int_equal(unlinkat(dirfd, "_versions", 0), 0);
 	free(write_at(dir, "_versions/latest_version_hint.json", "{}", 2));
 	free(write_at(dir, "_versions/x.manifest", "", 0));
 	free(write_at(dir, "_versions/123456789012345678901.manifest", "", 0));

@@ -434,13 +434,14 @@ int sfs_lance_latest(int dirfd, const char *rel, char **name, uint64_t *version,
 			     SFS_LANCE_VERSIONS) >= sizeof(path))
 		return sfs_errorf(err, -ENAMETOOLONG, "%s: path too long", rel);
 	fd = sfs_index_open_shard(dirfd, path, O_RDONLY | O_DIRECTORY);
-	if (fd == -ENOENT || fd == -ENOTDIR)
+	/* no _versions/, or a symlink of that name (the walk skips those) */
+	if (fd == -ENOENT || fd == -ENOTDIR || fd == -ELOOP || fd == -EXDEV)
 		return 0;
 	if (fd < 0 || !(d = fdopendir(fd))) {
 		rc = fd < 0 ? fd : -errno;
 		if (fd >= 0)
 			close(fd);
-		return sfs_errorf(err, rc == -ELOOP ? -EINVAL : -EIO,
+		return sfs_errorf(err, -EIO,
 				  "%s: cannot read the directory: %s", path,
 				  strerror(-rc));
 	}
