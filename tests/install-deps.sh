@@ -13,7 +13,7 @@ packages=(build-essential cmake pkg-config libfuse3-dev fuse3 libarchive-dev
 	# WebDataset's dependencies (tests/e2e/test_webdataset.sh; WebDataset
 	# itself is not in Debian)
 	python3-braceexpand python3-numpy python3-yaml
-	# the Python suites' virtual environment (tests/python/venv.sh)
+	# the Python suites' virtual environments (tests/python/venv.sh)
 	python3-venv)
 missing=()
 for p in "${packages[@]}"; do

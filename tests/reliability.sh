@@ -34,7 +34,7 @@ result() { [ "$1" = 0 ] && echo "held" || echo "**FAILED** ($1 of the checks)"; 
 	echo
 	echo "| harness | input | time | runs | result |"
 	echo "|---|---|---|---|---|"
-	for f in scan index options reports mixture parquet parquet_page; do
+	for f in scan index options reports mixture parquet parquet_page lance_manifest lance_deletion lance_view; do
 		line=$(grep "^fuzz_$f:" "$out/fuzz")
 		runs=$(sed -nE 's/.*#([0-9]+).*DONE.*/\1/p' <<<"$line")
 		case $f in
@@ -45,6 +45,9 @@ result() { [ "$1" = 0 ] && echo "held" || echo "**FAILED** ($1 of the checks)"; 
 		mixture) what="mixture files beside three indexed sources, accepted ones planned" ;;
 		parquet) what="Parquet footers, read, rewritten for a slice and read back" ;;
 		parquet_page) what="Parquet files read down to their pages (every row digested), every row group cut to its middle third: the slice's row digests must be the source's" ;;
+		lance_manifest) what="Lance manifest files (the bounded protobuf reader), what is accepted checked against the decoder's promises" ;;
+		lance_deletion) what="Lance deletion files, Arrow IPC (raw and ZSTD) and Roaring: the deleted runs must rise, stay in the fragment and add up" ;;
+		lance_view) what="readers' Lance datasets for any runs of a pylance dataset, read back: their live rows must be the runs' rows, in order" ;;
 		esac
 		if grep -q "DONE" <<<"$line"; then r="no crash, leak or sanitizer report"; else r="**FAILED**: see build-fuzz/crashes/"; fi
 		echo "| fuzz_$f | $what | ${fuzz_secs} s | ${runs:-?} | $r |"
@@ -79,6 +82,8 @@ result() { [ "$1" = 0 ] && echo "held" || echo "**FAILED** ($1 of the checks)"; 
 	echo "  readers now require the first data page where the footer says); a v2"
 	echo "  page whose \`num_rows\` contradicts the rows its repetition levels"
 	echo "  begin (found by CI's 60 s run; tests/mount/test_parquet.sh has it)."
+	echo "- fuzz_lance_deletion: an Arrow deletion file without record batches"
+	echo "  handed qsort a NULL array (UBSan; tests/fuzz/corpus/lance_deletion/)."
 	echo "- A shard truncated under an open file gave short reads, no EIO."
 	echo "- RLIMIT_NOFILE: the fd cache kept every descriptor; later opens failed."
 	echo "- A relative mount point stayed mounted after SIGTERM."

@@ -59,6 +59,10 @@ struct sfs_scan_in {
 	 * samples does) to digest_fn in the same pass, and sets digested */
 	sfs_sample_fn digest_fn;
 	void *digest_arg;
+	/* the directory path is relative to, for a driver whose shard stands
+	 * for a directory (dataset); others leave it 0 and such a driver
+	 * fails with a message */
+	int dirfd;
 };
 
 /* What a scan learns.  bounds is heap memory the caller takes. */
@@ -111,6 +115,23 @@ struct sfs_format_ops {
 	 * in sfs_scan_in.declared), not found in the bytes.
 	 */
 	bool declared;
+	/*
+	 * Views of this format are not built yet: the daemon refuses to mount
+	 * a source holding such shards, with this sentence.  NULL: served.
+	 */
+	const char *no_view;
+
+	/*
+	 * A directory that is one shard (a dataset: Lance): called by the
+	 * indexer's walk for each directory, rel below dirfd ("" for the
+	 * source itself).  Returns 1 and a heap path (relative to dirfd,
+	 * inside rel) of the file that stands for the dataset in the index,
+	 * whose scan reads the rest through sfs_scan_in.dirfd; 0 when rel is
+	 * not one; a negative errno with a message.  The walk does not look
+	 * inside a dataset.  NULL: the format has no such directories.
+	 */
+	int (*dataset)(int dirfd, const char *rel, char **shard,
+		       struct sfs_error *err);
 
 	/*
 	 * Fill out (zeroed by the caller).  Returns 0, or a negative errno
@@ -189,6 +210,15 @@ const struct sfs_format_ops *sfs_format_detect(const char *filename);
  * the first dot of its basename ("a/b/x.jpg" -> 3, "a/b/x" -> 5).
  */
 size_t sfs_format_key_len(const char *path);
+
+/*
+ * Whether directory rel below dirfd is a dataset of a driver (ops, or any
+ * driver when ops is NULL): 1 with *found and *shard as the driver's
+ * dataset op gives them, 0, or its negative errno.
+ */
+int sfs_format_dataset(const struct sfs_format_ops *ops, int dirfd,
+		       const char *rel, const struct sfs_format_ops **found,
+		       char **shard, struct sfs_error *err);
 
 /* The i-th driver of the format table, or NULL past the last. */
 const struct sfs_format_ops *sfs_format_at(size_t i);

@@ -314,6 +314,12 @@ static int load_index(struct fs *fs, const char *src, struct sfs_error *err)
 		rc = sfs_index_check_source(fs->idx, fs->mount.index_dir, true,
 					    err);
 	}
+	for (size_t i = 0; !rc && i < fs->idx->nshards; i++)
+		if (fs->idx->shards[i].format->no_view)
+			rc = sfs_errorf(err, -EOPNOTSUPP, "%s/%s: %s",
+					fs->idx->source,
+					fs->idx->shards[i].path,
+					fs->idx->shards[i].format->no_view);
 	if (rc)
 		return rc;
 	/* the views read some shards (Parquet) to size their slices */

@@ -11,6 +11,7 @@
 static const struct sfs_format_ops *const formats[] = {
 	&sfs_format_tar,   &sfs_format_jsonl,	&sfs_format_tfrecord,
 	&sfs_format_files, &sfs_format_parquet, &sfs_format_opaque,
+	&sfs_format_lance,
 };
 
 #define NFORMATS (sizeof(formats) / sizeof(formats[0]))
@@ -49,6 +50,26 @@ const struct sfs_format_ops *sfs_format_detect(const char *filename)
 const struct sfs_format_ops *sfs_format_at(size_t i)
 {
 	return i < NFORMATS ? formats[i] : NULL;
+}
+
+int sfs_format_dataset(const struct sfs_format_ops *ops, int dirfd,
+		       const char *rel, const struct sfs_format_ops **found,
+		       char **shard, struct sfs_error *err)
+{
+	size_t i;
+	int rc;
+
+	*shard = NULL;
+	for (i = 0; i < NFORMATS; i++) {
+		if (!formats[i]->dataset || (ops && ops != formats[i]))
+			continue;
+		rc = formats[i]->dataset(dirfd, rel, shard, err);
+		if (rc) {
+			*found = formats[i];
+			return rc;
+		}
+	}
+	return 0;
 }
 
 size_t sfs_format_key_len(const char *path)

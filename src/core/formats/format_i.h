@@ -14,6 +14,7 @@ extern const struct sfs_format_ops sfs_format_tfrecord;
 extern const struct sfs_format_ops sfs_format_files;
 extern const struct sfs_format_ops sfs_format_parquet;
 extern const struct sfs_format_ops sfs_format_opaque;
+extern const struct sfs_format_ops sfs_format_lance;
 
 /* Append a boundary to out->bounds, growing it.  Returns 0 or -ENOMEM. */
 int sfs_bounds_push(struct sfs_scan *out, size_t *cap, uint64_t off);

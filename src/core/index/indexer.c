@@ -231,7 +231,8 @@ static void build_one(struct job *j, size_t i, struct sfs_digest *d)
 {
 	struct item *it = &((struct item *)j->ctx)[i];
 	struct sfs_scan_in in = { .path = it->path,
-				  .declared = j->o->declared };
+				  .declared = j->o->declared,
+				  .dirfd = j->srcfd };
 	struct sfs_error e = { 0 };
 	struct stat st;
 	int fd, rc;
@@ -570,7 +571,9 @@ static int verify_shard(struct job *j, const struct sfs_index *idx,
 			const struct sfs_shard *sh, struct sfs_digest *d,
 			struct sfs_error *e)
 {
-	struct sfs_scan_in in = { .path = sh->path, .declared = sh->nsamples };
+	struct sfs_scan_in in = { .path = sh->path,
+				  .declared = sh->nsamples,
+				  .dirfd = j->srcfd };
 	struct sfs_scan scan;
 	struct item it = { .path = sh->path,
 			   .size = sh->size,

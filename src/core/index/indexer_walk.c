@@ -57,13 +57,37 @@ static int walk_add(struct walk *w, const char *path, const struct stat *st,
 	return 0;
 }
 
+/* A directory that is one dataset (format.h, dataset) is one item:
+ * returns 1 then, 0 for any other directory, or a negative errno. */
+static int walk_dataset(struct walk *w, int srcfd, const char *rel,
+			const struct sfs_indexer_opts *o, struct sfs_error *err)
+{
+	const struct sfs_format_ops *ops = NULL;
+	struct stat st;
+	char *shard;
+	int rc = sfs_format_dataset(o->format, srcfd, rel, &ops, &shard, err);
+
+	if (rc <= 0)
+		return rc;
+	if (fstatat(srcfd, shard, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		rc = sfs_errorf(err, -errno, "%s/%s: %s", o->source, shard,
+				strerror(errno));
+	else if (walk_add(w, shard, &st, ops))
+		rc = sfs_errorf(err, -ENOMEM, "out of memory");
+	free(shard);
+	return rc ? rc : 1;
+}
+
 static int walk_dir(struct walk *w, int srcfd, const char *rel,
 		    const struct sfs_indexer_opts *o, struct sfs_error *err)
 {
 	char path[PATH_MAX];
 	struct dirent *de;
-	int fd, rc = 0;
+	int fd, rc = walk_dataset(w, srcfd, rel, o, err);
 	DIR *d;
+
+	if (rc)
+		return rc < 0 ? rc : 0;
 
 	/* below the source with no symlink on the way, as shards are
 	 * opened: a directory swapped for a symlink is not walked */
@@ -106,6 +130,8 @@ static int walk_dir(struct walk *w, int srcfd, const char *rel,
 			continue;
 		}
 		ops = o->format ? o->format : sfs_format_detect(de->d_name);
+		if (ops && ops->dataset)
+			ops = NULL; /* its shards are directories */
 		if (!S_ISREG(st.st_mode) || !ops) {
 			w->ignored++;
 			continue;

@@ -1,0 +1,214 @@
+/*
+ * Lance datasets: a directory of data files (data/<name>.lance), one manifest
+ * per version (_versions/<name>.manifest, protobuf `Manifest`), and deletion
+ * files (_deletions/<name>.arrow or .bin) that mark rows of a fragment deleted.
+ * docs/formats.md describes what is read and what is refused.
+ *
+ * Nothing here trusts the dataset: the manifest and the deletion files are
+ * decoded with a bound on every length and count (lance_i.h), nothing is
+ * sized from a count read from a file, and every error names the file,
+ * the byte offset, what is wrong and what to do.  A dataset is read through
+ * a directory descriptor with every path resolved beneath it (no symlinks,
+ * no "..").
+ *
+ * A dataset's samples are its live rows: the rows of every fragment, in the
+ * manifest's fragment order, less the rows its deletion file marks.
+ */
+#ifndef SHARDFS_LANCE_H
+#define SHARDFS_LANCE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shardfs/error.h"
+#include "shardfs/format.h"
+
+/* The directory of a dataset that holds its manifests. */
+#define SFS_LANCE_VERSIONS "_versions"
+
+/* Reader feature flags (Manifest.reader_feature_flags) this reader knows. */
+#define SFS_LANCE_FLAG_DELETION_FILES 1u
+#define SFS_LANCE_FLAG_STABLE_ROW_IDS 2u
+#define SFS_LANCE_FLAG_V2_FORMAT 4u /* deprecated, means nothing */
+#define SFS_LANCE_FLAG_TABLE_CONFIG 8u
+#define SFS_LANCE_FLAG_BASE_PATHS 16u /* refused: files outside the dataset */
+#define SFS_LANCE_FLAG_NO_TXN_FILE 32u
+#define SFS_LANCE_FLAGS_READ                                             \
+	(SFS_LANCE_FLAG_DELETION_FILES | SFS_LANCE_FLAG_STABLE_ROW_IDS | \
+	 SFS_LANCE_FLAG_V2_FORMAT | SFS_LANCE_FLAG_TABLE_CONFIG |        \
+	 SFS_LANCE_FLAG_NO_TXN_FILE)
+
+/* A fragment holds at most 2^32 rows: a row's address is (fragment, u32). */
+#define SFS_LANCE_ROWS_MAX ((uint64_t)1 << 32)
+
+/* Files read whole are refused above these sizes. */
+#define SFS_LANCE_MANIFEST_MAX ((uint64_t)256 << 20)
+#define SFS_LANCE_DELETION_MAX ((uint64_t)256 << 20)
+
+enum sfs_lance_deletion_type {
+	SFS_LANCE_DELETION_ARROW =
+		0, /* .arrow: Arrow IPC file, one u32 array */
+	SFS_LANCE_DELETION_BITMAP = 1, /* .bin: portable Roaring bitmap */
+};
+
+struct sfs_lance_deletion {
+	bool present;
+	uint32_t type; /* enum sfs_lance_deletion_type */
+	uint64_t read_version, id;
+	uint64_t num_deleted; /* as the manifest says; 0 may mean unknown */
+	uint64_t at; /* manifest byte where the DeletionFile message is */
+};
+
+struct sfs_lance_data_file {
+	char *path; /* relative to the dataset's data/ */
+	int32_t *fields; /* field ids of its columns */
+	size_t nfields;
+	uint64_t size; /* file_size_bytes; 0: unknown */
+	uint64_t at; /* manifest byte where the DataFile message is */
+};
+
+struct sfs_lance_fragment {
+	uint64_t id;
+	uint64_t physical_rows; /* rows in the data files, deleted ones too */
+	struct sfs_lance_data_file *files;
+	size_t nfiles;
+	struct sfs_lance_deletion deletion;
+	uint64_t deleted; /* rows the deletion file marks (sfs_lance_open) */
+	uint64_t at; /* manifest byte where the DataFragment message is */
+};
+
+struct sfs_lance_manifest {
+	uint64_t version;
+	uint64_t reader_flags, writer_flags;
+	struct sfs_lance_fragment *fragments; /* in the manifest's order */
+	size_t nfragments;
+};
+
+/* A dataset opened at one version: its manifest and its live rows. */
+struct sfs_lance_dataset {
+	char *manifest_path; /* relative to the directory it was opened in */
+	struct sfs_lance_manifest *m;
+	uint64_t rows; /* live rows: physical less deleted, every fragment */
+};
+
+/*
+ * Decode a manifest file: its len bytes (the whole file), named path in
+ * messages.  The file is [...][u32 length][Manifest][...][u64 position of
+ * that length][u16 major][u16 minor]["LANC"]; the message is decoded field
+ * by field, unknown fields skipped.  Checks: the magic and the position,
+ * no reader feature flag but SFS_LANCE_FLAGS_READ, no data or deletion
+ * file outside the dataset (base_id), every data file path relative and
+ * without "..", every fragment's physical_rows given and at most
+ * SFS_LANCE_ROWS_MAX.  Returns 0 and a new manifest in *out, -EINVAL
+ * ("<path>: byte <offset>: <what>; <fix>") or -ENOMEM.
+ */
+int sfs_lance_manifest_parse(const unsigned char *buf, size_t len,
+			     const char *path, struct sfs_lance_manifest **out,
+			     struct sfs_error *err);
+
+/* Free a manifest.  NULL is a no-op. */
+void sfs_lance_manifest_free(struct sfs_lance_manifest *m);
+
+/*
+ * The name (in _versions/) of the newest manifest of the dataset whose
+ * directory is rel below dirfd ("" for dirfd itself), under either naming
+ * scheme: V1 "{N}.manifest", V2 "{2^64 - 1 - N:020}.manifest" (20 digits);
+ * other names are ignored.  Returns 1 with *name (heap, caller frees) and
+ * *version, 0 when rel has no _versions/ directory (not a Lance dataset),
+ * also when _versions/ holds no manifest (a directory of that name in
+ * something else), or a negative errno with a message: -EIO.
+ */
+int sfs_lance_latest(int dirfd, const char *rel, char **name, uint64_t *version,
+		     struct sfs_error *err);
+
+/* Called for each run of deleted rows [first, first + count), in order. */
+typedef int (*sfs_lance_deleted_fn)(void *arg, uint64_t first, uint64_t count);
+
+/*
+ * Decode a deletion file of type type (its len bytes, named path): an
+ * Arrow IPC file of one uint32 or int32 array of row offsets, or a
+ * portable Roaring bitmap (CRoaring's format, with or without run
+ * containers).  Every offset must be below physical_rows and appear once.
+ * Sets *deleted to the number of rows marked, and calls fn (when not
+ * NULL) with the deleted runs in increasing order.  Returns 0, -EINVAL
+ * with "<path>: byte <offset>: <what>", -ENOMEM, or fn's nonzero result.
+ */
+int sfs_lance_deletion_parse(const unsigned char *buf, size_t len, int type,
+			     const char *path, uint64_t physical_rows,
+			     sfs_lance_deleted_fn fn, void *arg,
+			     uint64_t *deleted, struct sfs_error *err);
+
+/*
+ * The path of a fragment's deletion file, relative to the dataset:
+ * "_deletions/{fragment}-{read_version}-{id}.{arrow|bin}".  Returns a heap
+ * string or NULL.
+ */
+char *sfs_lance_deletion_path(const struct sfs_lance_fragment *f);
+
+/*
+ * Open the dataset whose manifest is manifest_path (relative to dirfd,
+ * "<dataset>/_versions/<name>.manifest"): decode it, check that every data
+ * file is a regular file beneath the dataset (of file_size_bytes when the
+ * manifest gives it), read every deletion file and count the live rows.
+ * When fd >= 0 the manifest is read from it (open on manifest_path).
+ * Errors as the parsers', and -EINVAL for a data or deletion file that is
+ * missing or not what the manifest says (the message names it, the
+ * manifest byte that refers to it and the fix), -EIO.  Returns 0 and a new
+ * dataset in *out.
+ */
+int sfs_lance_open(int dirfd, const char *manifest_path, int fd,
+		   struct sfs_lance_dataset **out, struct sfs_error *err);
+
+/* Free a dataset.  NULL is a no-op. */
+void sfs_lance_free(struct sfs_lance_dataset *ds);
+
+/*
+ * The live rows of fragment f (of a dataset opened with sfs_lance_open),
+ * in order, as runs [first, first + count) of physical row offsets: the
+ * complement of its deletion file's runs.  Reads the deletion file again
+ * through dirfd.  Returns 0, fn's nonzero result, or the errors of
+ * sfs_lance_open.
+ */
+int sfs_lance_live_runs(int dirfd, const struct sfs_lance_dataset *ds, size_t f,
+			sfs_lance_deleted_fn fn, void *arg,
+			struct sfs_error *err);
+
+/* A file of a reader's Lance dataset (sfs_lance_view_build). */
+struct sfs_lance_file {
+	char *path; /* in the reader's dataset: "_versions/1.manifest", ... */
+	unsigned char *bytes; /* its bytes, len of them; NULL for a data file */
+	size_t len;
+	char *source; /* a data file: the source's, relative to dirfd */
+};
+
+/* A reader's Lance dataset: its files, and the rows it holds. */
+struct sfs_lance_view {
+	struct sfs_lance_file *files;
+	size_t nfiles;
+	uint64_t rows;
+};
+
+/*
+ * The files of a Lance dataset holding exactly the live rows runs[0 ..
+ * nruns) of ds (numbered as its samples: live rows in fragment order), in
+ * that order, its data not copied: "_versions/1.manifest" (synthesized),
+ * "_deletions/<n>-1-<n>.bin" (synthesized Roaring bitmaps, one per
+ * fragment that needs one) and "data/<name>" for each data file used, to
+ * be shown as the source's file.  Each run, cut at fragment ends, is one
+ * fragment of the new manifest, numbered from 0 in run order, whose
+ * deletion file deletes every row of its data files but the run's.  The
+ * manifest is the source's without its fragments, transaction, index
+ * section, branch and stable row ids; everything else (schema, data
+ * format, config) copied.  Returns 0 and a new view, -EINVAL for a run
+ * past the dataset's rows, the errors of reading ds's files again through
+ * dirfd (they may have changed), -ENOMEM.
+ */
+int sfs_lance_view_build(int dirfd, const struct sfs_lance_dataset *ds,
+			 const struct sfs_run *runs, size_t nruns,
+			 struct sfs_lance_view **out, struct sfs_error *err);
+
+/* Free a view.  NULL is a no-op. */
+void sfs_lance_view_free(struct sfs_lance_view *v);
+
+#endif

@@ -1,0 +1,285 @@
+/*
+ * A Lance dataset at one version: its manifest decoded, its data files
+ * checked, its deletion files read and its live rows counted.  Every file
+ * is opened beneath the directory given (sfs_index_open_shard: no symlink,
+ * no "..").
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "shardfs/index.h"
+#include "shardfs/lance.h"
+#include "shardfs/util.h"
+
+void sfs_lance_free(struct sfs_lance_dataset *ds)
+{
+	if (!ds)
+		return;
+	free(ds->manifest_path);
+	sfs_lance_manifest_free(ds->m);
+	free(ds);
+}
+
+/* The dataset's directory: manifest_path less "/_versions/<name>". */
+static char *dataset_root(const char *manifest_path)
+{
+	const char *slash = strrchr(manifest_path, '/');
+	size_t n;
+
+	if (!slash)
+		return NULL;
+	n = (size_t)(slash - manifest_path);
+	if (n < strlen(SFS_LANCE_VERSIONS) ||
+	    strncmp(slash - strlen(SFS_LANCE_VERSIONS), SFS_LANCE_VERSIONS,
+		    strlen(SFS_LANCE_VERSIONS)))
+		return NULL;
+	n -= strlen(SFS_LANCE_VERSIONS);
+	if (n && manifest_path[n - 1] != '/')
+		return NULL;
+	return strndup(manifest_path, n ? n - 1 : 0);
+}
+
+/* Read the whole regular file fd (named path) of at most max bytes. */
+static int read_whole(int fd, const char *path, uint64_t max,
+		      unsigned char **buf, size_t *len, struct sfs_error *err)
+{
+	struct stat st;
+	ssize_t got;
+
+	*buf = NULL;
+	*len = 0;
+	if (fstat(fd, &st) < 0)
+		return sfs_errorf(err, -EIO, "%s: %s", path, strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return sfs_errorf(err, -EINVAL, "%s: not a regular file", path);
+	if ((uint64_t)st.st_size > max)
+		return sfs_errorf(
+			err, -EINVAL,
+			"%s: %llu bytes, more than the %llu this reader takes: not a file Lance writes this large",
+			path, (unsigned long long)st.st_size,
+			(unsigned long long)max);
+	*buf = malloc((size_t)st.st_size + 1);
+	if (!*buf)
+		return sfs_errorf(err, -ENOMEM, "%s: out of memory", path);
+	got = sfs_pread_full(fd, *buf, (size_t)st.st_size, 0);
+	if (got != st.st_size) {
+		free(*buf);
+		*buf = NULL;
+		return sfs_errorf(err, -EIO, "%s: read failed at byte %lld: %s",
+				  path, got < 0 ? 0LL : (long long)got,
+				  got < 0 ? strerror((int)-got) :
+					    "the file shrank while read");
+	}
+	*len = (size_t)st.st_size;
+	return 0;
+}
+
+/* root joined with rel ("" root: rel). */
+static char *join(const char *root, const char *rel)
+{
+	char *p;
+
+	if (asprintf(&p, "%s%s%s", root, *root ? "/" : "", rel) < 0)
+		return NULL;
+	return p;
+}
+
+static int check_data_file(int dirfd, const char *root, const char *mpath,
+			   const struct sfs_lance_fragment *fr,
+			   const struct sfs_lance_data_file *df,
+			   struct sfs_error *err)
+{
+	char *rel, *path;
+	struct stat st;
+	int fd, rc = 0;
+
+	if (asprintf(&rel, "data/%s", df->path) < 0)
+		return sfs_errorf(err, -ENOMEM, "out of memory");
+	path = join(root, rel);
+	free(rel);
+	if (!path)
+		return sfs_errorf(err, -ENOMEM, "out of memory");
+	fd = sfs_index_open_shard(dirfd, path, O_PATH);
+	if (fd < 0) {
+		rc = sfs_errorf(
+			err, -EINVAL,
+			"%s: byte %llu: fragment %llu's data file %s %s: the dataset is incomplete (copied in part, or cleaned up under this version); copy it whole, or index its newest version",
+			mpath, (unsigned long long)df->at,
+			(unsigned long long)fr->id, path,
+			fd == -ENOENT ? "is missing" :
+			fd == -ELOOP || fd == -EXDEV ?
+					"is a symlink or leaves the dataset" :
+					strerror(-fd));
+		goto out;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		rc = sfs_errorf(
+			err, -EINVAL,
+			"%s: byte %llu: fragment %llu's data file %s is not a regular file; copy the dataset whole",
+			mpath, (unsigned long long)df->at,
+			(unsigned long long)fr->id, path);
+	else if (df->size && (uint64_t)st.st_size != df->size)
+		rc = sfs_errorf(
+			err, -EINVAL,
+			"%s: byte %llu: fragment %llu's data file %s holds %llu bytes, the manifest says %llu: it was changed or cut short; copy the dataset again",
+			mpath, (unsigned long long)df->at,
+			(unsigned long long)fr->id, path,
+			(unsigned long long)st.st_size,
+			(unsigned long long)df->size);
+	close(fd);
+out:
+	free(path);
+	return rc;
+}
+
+/* Read fragment fr's deletion file and count (and pass to fn) its runs. */
+static int read_deletion(int dirfd, const char *root, const char *mpath,
+			 const struct sfs_lance_fragment *fr,
+			 sfs_lance_deleted_fn fn, void *arg, uint64_t *deleted,
+			 struct sfs_error *err)
+{
+	char *rel = sfs_lance_deletion_path(fr), *path;
+	unsigned char *buf = NULL;
+	size_t len;
+	int fd, rc;
+
+	path = rel ? join(root, rel) : NULL;
+	free(rel);
+	if (!path)
+		return sfs_errorf(err, -ENOMEM, "out of memory");
+	fd = sfs_index_open_shard(dirfd, path, O_RDONLY);
+	if (fd < 0) {
+		rc = sfs_errorf(
+			err, -EINVAL,
+			"%s: byte %llu: fragment %llu's deletion file %s %s: the dataset is incomplete (copied in part, or cleaned up under this version); copy it whole, or index its newest version",
+			mpath, (unsigned long long)fr->deletion.at,
+			(unsigned long long)fr->id, path,
+			fd == -ENOENT ? "is missing" :
+			fd == -ELOOP || fd == -EXDEV ?
+					"is a symlink or leaves the dataset" :
+					strerror(-fd));
+		goto out;
+	}
+	rc = read_whole(fd, path, SFS_LANCE_DELETION_MAX, &buf, &len, err);
+	close(fd);
+	if (!rc)
+		rc = sfs_lance_deletion_parse(buf, len, (int)fr->deletion.type,
+					      path, fr->physical_rows, fn, arg,
+					      deleted, err);
+	if (!rc && fr->deletion.num_deleted &&
+	    *deleted != fr->deletion.num_deleted)
+		rc = sfs_errorf(
+			err, -EINVAL,
+			"%s: byte %llu: fragment %llu's deletion file %s marks %llu row%s deleted, the manifest says %llu: one of them was replaced; copy the dataset again",
+			mpath, (unsigned long long)fr->deletion.at,
+			(unsigned long long)fr->id, path,
+			(unsigned long long)*deleted, *deleted == 1 ? "" : "s",
+			(unsigned long long)fr->deletion.num_deleted);
+	free(buf);
+out:
+	free(path);
+	return rc;
+}
+
+int sfs_lance_open(int dirfd, const char *manifest_path, int fd,
+		   struct sfs_lance_dataset **out, struct sfs_error *err)
+{
+	struct sfs_lance_dataset *ds;
+	unsigned char *buf = NULL;
+	char *root = dataset_root(manifest_path);
+	size_t len, i, k;
+	int own = -1, rc;
+
+	*out = NULL;
+	if (!root)
+		return sfs_errorf(
+			err, -EINVAL,
+			"%s: not a manifest of a Lance dataset (<dataset>/%s/<version>.manifest)",
+			manifest_path, SFS_LANCE_VERSIONS);
+	ds = calloc(1, sizeof(*ds));
+	if (!ds || !(ds->manifest_path = strdup(manifest_path))) {
+		rc = sfs_errorf(err, -ENOMEM, "out of memory");
+		goto out;
+	}
+	if (fd < 0) {
+		own = sfs_index_open_shard(dirfd, manifest_path, O_RDONLY);
+		if (own < 0) {
+			rc = sfs_errorf(err, -EIO, "%s: cannot open: %s",
+					manifest_path, strerror(-own));
+			goto out;
+		}
+		fd = own;
+	}
+	rc = read_whole(fd, manifest_path, SFS_LANCE_MANIFEST_MAX, &buf, &len,
+			err);
+	if (!rc)
+		rc = sfs_lance_manifest_parse(buf, len, manifest_path, &ds->m,
+					      err);
+	for (i = 0; !rc && i < ds->m->nfragments; i++) {
+		struct sfs_lance_fragment *fr = &ds->m->fragments[i];
+
+		for (k = 0; !rc && k < fr->nfiles; k++)
+			rc = check_data_file(dirfd, root, manifest_path, fr,
+					     &fr->files[k], err);
+		if (!rc && fr->deletion.present)
+			rc = read_deletion(dirfd, root, manifest_path, fr, NULL,
+					   NULL, &fr->deleted, err);
+		if (!rc)
+			ds->rows += fr->physical_rows - fr->deleted;
+	}
+	if (!rc) {
+		*out = ds;
+		ds = NULL;
+	}
+out:
+	if (own >= 0)
+		close(own);
+	free(buf);
+	free(root);
+	sfs_lance_free(ds);
+	return rc;
+}
+
+/* Turns deleted runs into the live runs between them. */
+struct live {
+	uint64_t next; /* first row not yet reported */
+	sfs_lance_deleted_fn fn;
+	void *arg;
+};
+
+static int live_gap(void *arg, uint64_t first, uint64_t count)
+{
+	struct live *l = arg;
+	int rc = 0;
+
+	if (first > l->next)
+		rc = l->fn(l->arg, l->next, first - l->next);
+	l->next = first + count;
+	return rc;
+}
+
+int sfs_lance_live_runs(int dirfd, const struct sfs_lance_dataset *ds, size_t f,
+			sfs_lance_deleted_fn fn, void *arg,
+			struct sfs_error *err)
+{
+	const struct sfs_lance_fragment *fr = &ds->m->fragments[f];
+	struct live l = { .fn = fn, .arg = arg };
+	char *root = dataset_root(ds->manifest_path);
+	uint64_t deleted;
+	int rc = 0;
+
+	if (!root)
+		return sfs_errorf(err, -ENOMEM, "out of memory");
+	if (fr->deletion.present)
+		rc = read_deletion(dirfd, root, ds->manifest_path, fr, live_gap,
+				   &l, &deleted, err);
+	if (!rc && l.next < fr->physical_rows)
+		rc = fn(arg, l.next, fr->physical_rows - l.next);
+	free(root);
+	return rc;
+}

@@ -1,0 +1,163 @@
+/*
+ * Lance datasets as shards: a directory holding _versions/ is one shard
+ * (format.h, dataset), which the index knows by the manifest of the
+ * version it counted, "<dataset>/_versions/<name>.manifest": an immutable
+ * file (Lance writes a new one per version), so a dataset that moves on is
+ * a new shard to a refresh, and one cleaned up under the index is a
+ * missing shard to the stale check.  Its samples are its live rows in the
+ * manifest's fragment order; the plan cuts it anywhere (lay_out), into
+ * runs that a view will turn into fragments.
+ *
+ * A row's digest (for the auditor) is the SHA-256 of its address, not of
+ * its values: "lance-row", NUL, each data file path of its fragment (as
+ * the manifest names it, relative to data/) and a NUL, then its physical
+ * offset as a u64 little-endian.  Lance data files are immutable and named
+ * uniquely, so the address names the row's bytes; a reader's dataset,
+ * whose fragments point at the same files, gives the same digests.
+ *
+ * Views are not built yet (no_view, lay_out): a mount of a Lance source is
+ * refused rather than served as files.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "formats/format_i.h"
+#include "shardfs/digest.h"
+#include "shardfs/index.h"
+#include "shardfs/lance.h"
+
+#define NO_VIEW                                                           \
+	"Lance views are not built yet: a reader's directory will be a "  \
+	"Lance dataset of its rows (docs/formats.md); shardfs-index and " \
+	"shardfs-plan count and plan Lance datasets today, mount them "   \
+	"with a later shardfs"
+
+static int lance_dataset(int dirfd, const char *rel, char **shard,
+			 struct sfs_error *err)
+{
+	uint64_t version;
+	char *name;
+	int rc = sfs_lance_latest(dirfd, rel, &name, &version, err);
+
+	if (rc <= 0)
+		return rc;
+	if (asprintf(shard, "%s%s%s/%s", rel, *rel ? "/" : "",
+		     SFS_LANCE_VERSIONS, name) < 0) {
+		*shard = NULL;
+		rc = sfs_errorf(err, -ENOMEM, "out of memory");
+	}
+	free(name);
+	return rc;
+}
+
+/* Hands every live row's digest to the scan's digest_fn. */
+struct row_digests {
+	const struct sfs_scan_in *in;
+	const struct sfs_lance_fragment *fr;
+	struct sfs_digest *d;
+	uint64_t sample;
+};
+
+static int digest_run(void *arg, uint64_t first, uint64_t count)
+{
+	struct row_digests *rd = arg;
+	unsigned char digest[SFS_DIGEST_LEN], le[8];
+	uint64_t row;
+	size_t k;
+	int i, rc;
+
+	for (row = first; row < first + count; row++) {
+		sfs_digest_update(rd->d, "lance-row", 10);
+		for (k = 0; k < rd->fr->nfiles; k++)
+			sfs_digest_update(rd->d, rd->fr->files[k].path,
+					  strlen(rd->fr->files[k].path) + 1);
+		for (i = 0; i < 8; i++)
+			le[i] = (unsigned char)(row >> 8 * i);
+		sfs_digest_update(rd->d, le, 8);
+		if (sfs_digest_final(rd->d, digest))
+			return -EIO;
+		rc = rd->in->digest_fn(rd->in->digest_arg, rd->sample++,
+				       digest);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int lance_scan(const struct sfs_scan_in *in, struct sfs_scan *out,
+		      struct sfs_error *err)
+{
+	struct row_digests rd = { .in = in };
+	struct sfs_lance_dataset *ds;
+	struct stat st;
+	size_t f;
+	int rc;
+
+	if (fstat(in->dirfd, &st) < 0 || !S_ISDIR(st.st_mode))
+		return sfs_errorf(
+			err, -EINVAL,
+			"%s: a Lance manifest read without its dataset's directory: index the directory that holds the dataset",
+			in->path);
+	rc = sfs_lance_open(in->dirfd, in->path, in->fd, &ds, err);
+	if (rc)
+		return rc;
+	out->nsamples = ds->rows;
+	if (in->digest_fn) {
+		rd.d = sfs_digest_new();
+		if (!rd.d)
+			rc = sfs_errorf(err, -ENOMEM, "out of memory");
+		for (f = 0; !rc && f < ds->m->nfragments; f++) {
+			rd.fr = &ds->m->fragments[f];
+			rc = sfs_lance_live_runs(in->dirfd, ds, f, digest_run,
+						 &rd, err);
+		}
+		if (!rc && rd.sample != ds->rows)
+			rc = sfs_errorf(
+				err, -EIO,
+				"%s: the deletion files changed while read",
+				in->path);
+		else if (rc && !err->msg[0])
+			rc = sfs_errorf(err, rc, "%s: %s", in->path,
+					strerror(-rc));
+		sfs_digest_free(rd.d);
+		out->digested = !rc;
+	}
+	sfs_lance_free(ds);
+	return rc;
+}
+
+static int lance_lay_out(int fd, const struct sfs_shard *sh,
+			 const struct sfs_run *runs, size_t nruns,
+			 sfs_extent_fn add, void *arg, struct sfs_error *err)
+{
+	(void)fd;
+	(void)runs;
+	(void)nruns;
+	(void)add;
+	(void)arg;
+	return sfs_errorf(err, -EOPNOTSUPP, "%s: %s", sh->path, NO_VIEW);
+}
+
+static int lance_samples(int fd, const char *path, sfs_sample_fn fn, void *arg,
+			 struct sfs_error *err)
+{
+	(void)fd;
+	(void)fn;
+	(void)arg;
+	return sfs_errorf(
+		err, -EOPNOTSUPP,
+		"%s: a Lance dataset's rows are read by the index (shardfs-index), not from a file; %s",
+		path, NO_VIEW);
+}
+
+const struct sfs_format_ops sfs_format_lance = {
+	.name = "lance",
+	.no_view = NO_VIEW,
+	.dataset = lance_dataset,
+	.scan = lance_scan,
+	.lay_out = lance_lay_out,
+	.samples = lance_samples,
+};

@@ -1,0 +1,94 @@
+/*
+ * Internals of the Lance driver, shared by its files only: a bounded reader
+ * of the protobuf wire format (protobuf.c), used by the manifest reader
+ * (manifest.c).
+ *
+ * The reader never reads past buf + len: every varint is at most 10 bytes
+ * and must fit its type, every length is checked against the bytes left
+ * before it is used, nested messages are read through a reader of their
+ * own bytes at most SFS_PB_DEPTH_MAX deep, and nothing is sized from a
+ * count read from the file (repeated fields grow with what was decoded).
+ * Groups (wire types 3 and 4, which proto3 never writes) and the invalid
+ * wire types 6 and 7 are refused.  Its first error is left in err as
+ * "<path>: byte <file offset>: <message>: <what>"; the reader is then
+ * spent.
+ */
+#ifndef SHARDFS_LANCE_I_H
+#define SHARDFS_LANCE_I_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shardfs/error.h"
+
+#define SFS_PB_DEPTH_MAX 16
+
+/* Wire types. */
+enum {
+	SFS_PB_VARINT = 0,
+	SFS_PB_I64 = 1,
+	SFS_PB_LEN = 2,
+	SFS_PB_SGROUP = 3,
+	SFS_PB_EGROUP = 4,
+	SFS_PB_I32 = 5,
+};
+
+struct sfs_pb_reader {
+	const unsigned char *buf; /* the message's bytes */
+	size_t len, pos;
+	uint64_t base; /* file offset of buf[0], for messages */
+	const char *path; /* the file, for messages */
+	const char *what; /* the message being read ("DataFragment") */
+	struct sfs_error *err;
+	unsigned depth; /* 0 for the outermost message */
+};
+
+/* A field's key: its number, its wire type, where it begins (buf offset). */
+struct sfs_pb_field {
+	uint32_t number;
+	int wire;
+	size_t at;
+};
+
+/* A reader of the len bytes at buf (file offset base) holding message what. */
+void sfs_pb_init(struct sfs_pb_reader *r, const unsigned char *buf, size_t len,
+		 uint64_t base, const char *path, const char *what,
+		 struct sfs_error *err);
+
+/* Fail r at buf offset at with a message: returns -EINVAL. */
+int sfs_pb_fail(struct sfs_pb_reader *r, size_t at, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/*
+ * The next field's key.  Returns 1 and fills f, 0 at the end of the
+ * message, or -EINVAL (a key past the end, field number 0 or above
+ * 2^29 - 1, a group or an invalid wire type).
+ */
+int sfs_pb_next(struct sfs_pb_reader *r, struct sfs_pb_field *f);
+
+/*
+ * Check that field f (named name in the message) has wire type wire:
+ * returns 0 or -EINVAL.
+ */
+int sfs_pb_expect(struct sfs_pb_reader *r, const struct sfs_pb_field *f,
+		  int wire, const char *name);
+
+/* Values.  Each checks its bytes and that the value fits its type. */
+int sfs_pb_varint(struct sfs_pb_reader *r, uint64_t *v);
+int sfs_pb_uint32(struct sfs_pb_reader *r, uint32_t *v);
+/* an int32: negative values are 10-byte varints, sign-extended */
+int sfs_pb_int32(struct sfs_pb_reader *r, int32_t *v);
+int sfs_pb_bytes(struct sfs_pb_reader *r, const unsigned char **p, size_t *len);
+
+/*
+ * A length-delimited field read as a message named what: sub reads its
+ * bytes, one level deeper (at most SFS_PB_DEPTH_MAX), and r moves past
+ * them.  Returns 0 or -EINVAL.
+ */
+int sfs_pb_message(struct sfs_pb_reader *r, const char *what,
+		   struct sfs_pb_reader *sub);
+
+/* Skip the value of field f by its wire type.  Returns 0 or -EINVAL. */
+int sfs_pb_skip(struct sfs_pb_reader *r, const struct sfs_pb_field *f);
+
+#endif

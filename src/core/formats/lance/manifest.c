@@ -1,0 +1,471 @@
+/*
+ * Lance manifests: finding a dataset's newest one and decoding it.
+ *
+ * A manifest file (written by Lance; checked against pylance 14.0.2, see
+ * tests/lance/) is: other sections (the transaction, the index section),
+ * the manifest as a u32 little-endian length and that many bytes of
+ * protobuf `Manifest`, then a 16-byte footer: the u64 position of that
+ * length, u16 major and u16 minor version, "LANC".  Of the Manifest we
+ * read version (3), fragments (2), reader_feature_flags (9) and
+ * writer_feature_flags (10); of a DataFragment id (1), files (2),
+ * deletion_file (3) and physical_rows (4); of a DataFile path (1), fields
+ * (2), file_size_bytes (6) and base_id (7); of a DeletionFile file_type
+ * (1), read_version (2), id (3), num_deleted_rows (4) and base_id (7).
+ * Every other field is skipped by its wire type.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "formats/format_i.h"
+#include "formats/lance/lance_i.h"
+#include "shardfs/index.h"
+#include "shardfs/lance.h"
+#include "shardfs/util.h"
+
+#define FOOTER_LEN 16
+#define MAGIC "LANC"
+#define REWRITE_FIX                                   \
+	"rewrite the dataset with a current pylance " \
+	"(lance.write_dataset(lance.dataset(old).to_table(), new))"
+
+static void data_file_clear(struct sfs_lance_data_file *df)
+{
+	free(df->path);
+	free(df->fields);
+}
+
+static void fragment_clear(struct sfs_lance_fragment *f)
+{
+	size_t i;
+
+	for (i = 0; i < f->nfiles; i++)
+		data_file_clear(&f->files[i]);
+	free(f->files);
+}
+
+void sfs_lance_manifest_free(struct sfs_lance_manifest *m)
+{
+	size_t i;
+
+	if (!m)
+		return;
+	for (i = 0; i < m->nfragments; i++)
+		fragment_clear(&m->fragments[i]);
+	free(m->fragments);
+	free(m);
+}
+
+static int nomem(struct sfs_pb_reader *r)
+{
+	return sfs_errorf(r->err, -ENOMEM, "%s: out of memory", r->path);
+}
+
+/* A packed (or single, unpacked) int32 of DataFile.fields. */
+static int read_field_ids(struct sfs_pb_reader *r, const struct sfs_pb_field *f,
+			  struct sfs_lance_data_file *df, size_t *cap)
+{
+	struct sfs_pb_reader packed;
+	int32_t v;
+	int rc;
+
+	if (f->wire == SFS_PB_VARINT) {
+		rc = sfs_pb_int32(r, &v);
+		if (rc)
+			return rc;
+		if (SFS_GROW(df->fields, *cap, df->nfields + 1))
+			return nomem(r);
+		df->fields[df->nfields++] = v;
+		return 0;
+	}
+	rc = sfs_pb_expect(r, f, SFS_PB_LEN, "fields");
+	if (!rc)
+		rc = sfs_pb_message(r, "DataFile.fields", &packed);
+	while (!rc && packed.pos < packed.len) {
+		rc = sfs_pb_int32(&packed, &v);
+		if (rc)
+			break;
+		if (SFS_GROW(df->fields, *cap, df->nfields + 1))
+			return nomem(r);
+		df->fields[df->nfields++] = v;
+	}
+	return rc;
+}
+
+static int read_data_file(struct sfs_pb_reader *r,
+			  struct sfs_lance_data_file *df)
+{
+	struct sfs_pb_field f;
+	const unsigned char *p;
+	size_t n, cap = 0;
+	uint32_t base_id;
+	int rc;
+
+	df->at = r->base;
+	while ((rc = sfs_pb_next(r, &f)) > 0) {
+		switch (f.number) {
+		case 1:
+			rc = sfs_pb_expect(r, &f, SFS_PB_LEN, "path");
+			if (!rc)
+				rc = sfs_pb_bytes(r, &p, &n);
+			if (rc)
+				return rc;
+			if (df->path)
+				return sfs_pb_fail(r, f.at,
+						   "the path is given twice");
+			if (memchr(p, 0, n))
+				return sfs_pb_fail(r, f.at,
+						   "the path holds a NUL byte");
+			df->path = strndup((const char *)p, n);
+			if (!df->path)
+				return nomem(r);
+			break;
+		case 2:
+			rc = read_field_ids(r, &f, df, &cap);
+			break;
+		case 6:
+			rc = sfs_pb_expect(r, &f, SFS_PB_VARINT,
+					   "file_size_bytes");
+			if (!rc)
+				rc = sfs_pb_varint(r, &df->size);
+			break;
+		case 7:
+			rc = sfs_pb_expect(r, &f, SFS_PB_VARINT, "base_id");
+			if (!rc)
+				rc = sfs_pb_uint32(r, &base_id);
+			if (!rc)
+				return sfs_pb_fail(
+					r, f.at,
+					"the data file lives in another base path (base_id %u: a shallow clone or imported files): only data files inside the dataset are read; "
+					"deep-copy the dataset first",
+					base_id);
+			break;
+		default:
+			rc = sfs_pb_skip(r, &f);
+		}
+		if (rc)
+			return rc;
+	}
+	if (rc)
+		return rc;
+	if (!df->path || !sfs_index_path_ok(df->path))
+		return sfs_pb_fail(
+			r, 0,
+			"a data file path is missing, absolute or holds \"..\" (\"%s\"); the manifest is damaged: "
+			"restore it, or write the dataset again",
+			df->path ? df->path : "");
+	return 0;
+}
+
+static int read_deletion(struct sfs_pb_reader *r, struct sfs_lance_deletion *d)
+{
+	struct sfs_pb_field f;
+	uint64_t v;
+	int rc;
+
+	d->present = true;
+	d->at = r->base;
+	while ((rc = sfs_pb_next(r, &f)) > 0) {
+		if (f.number == 1 || f.number == 2 || f.number == 3 ||
+		    f.number == 4 || f.number == 7) {
+			rc = sfs_pb_expect(r, &f, SFS_PB_VARINT,
+					   "DeletionFile");
+			if (!rc)
+				rc = sfs_pb_varint(r, &v);
+			if (rc)
+				return rc;
+		} else {
+			rc = sfs_pb_skip(r, &f);
+			if (rc)
+				return rc;
+			continue;
+		}
+		switch (f.number) {
+		case 1:
+			if (v != SFS_LANCE_DELETION_ARROW &&
+			    v != SFS_LANCE_DELETION_BITMAP)
+				return sfs_pb_fail(
+					r, f.at,
+					"deletion file type %llu is unknown (0 ARROW_ARRAY and 1 BITMAP are read): "
+					"the dataset is newer than this shardfs",
+					(unsigned long long)v);
+			d->type = (uint32_t)v;
+			break;
+		case 2:
+			d->read_version = v;
+			break;
+		case 3:
+			d->id = v;
+			break;
+		case 4:
+			d->num_deleted = v;
+			break;
+		case 7:
+			return sfs_pb_fail(
+				r, f.at,
+				"the deletion file lives in another base path (base_id %llu): only files inside the dataset are read; "
+				"deep-copy the dataset first",
+				(unsigned long long)v);
+		}
+	}
+	return rc;
+}
+
+static int read_fragment(struct sfs_pb_reader *r, struct sfs_lance_fragment *fr)
+{
+	struct sfs_pb_reader sub;
+	struct sfs_pb_field f;
+	size_t cap = 0;
+	int rc;
+
+	fr->at = r->base;
+	while ((rc = sfs_pb_next(r, &f)) > 0) {
+		switch (f.number) {
+		case 1:
+			rc = sfs_pb_expect(r, &f, SFS_PB_VARINT, "id");
+			if (!rc)
+				rc = sfs_pb_varint(r, &fr->id);
+			break;
+		case 2:
+			rc = sfs_pb_expect(r, &f, SFS_PB_LEN, "files");
+			if (!rc)
+				rc = sfs_pb_message(r, "DataFile", &sub);
+			if (rc)
+				break;
+			if (SFS_GROW(fr->files, cap, fr->nfiles + 1))
+				return nomem(r);
+			memset(&fr->files[fr->nfiles], 0, sizeof(*fr->files));
+			rc = read_data_file(&sub, &fr->files[fr->nfiles++]);
+			break;
+		case 3:
+			rc = sfs_pb_expect(r, &f, SFS_PB_LEN, "deletion_file");
+			if (!rc)
+				rc = sfs_pb_message(r, "DeletionFile", &sub);
+			if (!rc)
+				rc = read_deletion(&sub, &fr->deletion);
+			break;
+		case 4:
+			rc = sfs_pb_expect(r, &f, SFS_PB_VARINT,
+					   "physical_rows");
+			if (!rc)
+				rc = sfs_pb_varint(r, &fr->physical_rows);
+			break;
+		default:
+			rc = sfs_pb_skip(r, &f);
+		}
+		if (rc)
+			return rc;
+	}
+	if (rc)
+		return rc;
+	if (!fr->nfiles)
+		return sfs_pb_fail(
+			r, 0,
+			"fragment %llu has no data file; the manifest is damaged: restore it, or " REWRITE_FIX,
+			(unsigned long long)fr->id);
+	if (!fr->physical_rows)
+		return sfs_pb_fail(
+			r, 0,
+			"fragment %llu does not say how many rows it holds (physical_rows; Lance before 0.8 did not write it), "
+			"so they cannot be counted without reading its data: " REWRITE_FIX,
+			(unsigned long long)fr->id);
+	if (fr->physical_rows > SFS_LANCE_ROWS_MAX)
+		return sfs_pb_fail(
+			r, 0,
+			"fragment %llu claims %llu rows, more than the 2^32 a fragment can address; the manifest is damaged",
+			(unsigned long long)fr->id,
+			(unsigned long long)fr->physical_rows);
+	if (fr->deletion.present &&
+	    fr->deletion.num_deleted > fr->physical_rows)
+		return sfs_pb_fail(
+			r, fr->deletion.at - r->base,
+			"fragment %llu has %llu rows but its deletion file claims %llu deleted; the manifest is damaged",
+			(unsigned long long)fr->id,
+			(unsigned long long)fr->physical_rows,
+			(unsigned long long)fr->deletion.num_deleted);
+	return 0;
+}
+
+static int read_manifest(struct sfs_pb_reader *r, struct sfs_lance_manifest *m)
+{
+	struct sfs_pb_reader sub;
+	struct sfs_pb_field f;
+	size_t cap = 0, flags_at = 0;
+	int rc;
+
+	while ((rc = sfs_pb_next(r, &f)) > 0) {
+		switch (f.number) {
+		case 2:
+			rc = sfs_pb_expect(r, &f, SFS_PB_LEN, "fragments");
+			if (!rc)
+				rc = sfs_pb_message(r, "DataFragment", &sub);
+			if (rc)
+				break;
+			if (SFS_GROW(m->fragments, cap, m->nfragments + 1))
+				return nomem(r);
+			memset(&m->fragments[m->nfragments], 0,
+			       sizeof(*m->fragments));
+			rc = read_fragment(&sub,
+					   &m->fragments[m->nfragments++]);
+			break;
+		case 3:
+			rc = sfs_pb_expect(r, &f, SFS_PB_VARINT, "version");
+			if (!rc)
+				rc = sfs_pb_varint(r, &m->version);
+			break;
+		case 9:
+			flags_at = f.at;
+			rc = sfs_pb_expect(r, &f, SFS_PB_VARINT,
+					   "reader_feature_flags");
+			if (!rc)
+				rc = sfs_pb_varint(r, &m->reader_flags);
+			break;
+		case 10:
+			rc = sfs_pb_expect(r, &f, SFS_PB_VARINT,
+					   "writer_feature_flags");
+			if (!rc)
+				rc = sfs_pb_varint(r, &m->writer_flags);
+			break;
+		default:
+			rc = sfs_pb_skip(r, &f);
+		}
+		if (rc)
+			return rc;
+	}
+	if (rc)
+		return rc;
+	if (m->reader_flags & SFS_LANCE_FLAG_BASE_PATHS)
+		return sfs_pb_fail(
+			r, flags_at,
+			"reader feature flag 16 (base paths: files outside the dataset directory, a shallow clone) is set: "
+			"only datasets whose files are all inside their directory are read; deep-copy the dataset first");
+	if (m->reader_flags & ~(uint64_t)SFS_LANCE_FLAGS_READ)
+		return sfs_pb_fail(
+			r, flags_at,
+			"reader feature flags 0x%llx are set that this shardfs does not know (it reads 0x%x): "
+			"the dataset needs a newer reader; upgrade shardfs, or write the dataset with the Lance version shardfs was tested with (docs/formats.md)",
+			(unsigned long long)(m->reader_flags &
+					     ~(uint64_t)SFS_LANCE_FLAGS_READ),
+			SFS_LANCE_FLAGS_READ);
+	return 0;
+}
+
+int sfs_lance_manifest_parse(const unsigned char *buf, size_t len,
+			     const char *path, struct sfs_lance_manifest **out,
+			     struct sfs_error *err)
+{
+	struct sfs_lance_manifest *m;
+	struct sfs_pb_reader r;
+	uint64_t pos;
+	uint32_t mlen;
+	int rc;
+
+	*out = NULL;
+	if (len < FOOTER_LEN || memcmp(buf + len - 4, MAGIC, 4))
+		return sfs_errorf(
+			err, -EINVAL,
+			"%s: byte %zu: no \"LANC\" magic at the end: not a Lance manifest, or truncated; restore it from the dataset's writer",
+			path, len < 4 ? (size_t)0 : len - 4);
+	pos = sfs_le64(buf + len - FOOTER_LEN);
+	if (pos > len - FOOTER_LEN || len - FOOTER_LEN - pos < 4)
+		return sfs_errorf(
+			err, -EINVAL,
+			"%s: byte %zu: the manifest position %llu is past the footer (byte %zu): the manifest is damaged or truncated",
+			path, len - FOOTER_LEN, (unsigned long long)pos,
+			len - FOOTER_LEN);
+	mlen = sfs_le32(buf + pos);
+	if (mlen > len - FOOTER_LEN - pos - 4)
+		return sfs_errorf(
+			err, -EINVAL,
+			"%s: byte %llu: the manifest's length %u runs past the footer (%llu bytes left): the manifest is damaged or truncated",
+			path, (unsigned long long)pos, mlen,
+			(unsigned long long)(len - FOOTER_LEN - pos - 4));
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return sfs_errorf(err, -ENOMEM, "%s: out of memory", path);
+	sfs_pb_init(&r, buf + pos + 4, mlen, pos + 4, path, "Manifest", err);
+	rc = read_manifest(&r, m);
+	if (rc) {
+		sfs_lance_manifest_free(m);
+		return rc;
+	}
+	*out = m;
+	return 0;
+}
+
+/* The version a manifest name stands for: 1 and *version, or 0 when the
+ * name is not one of a manifest. */
+static int manifest_version(const char *name, uint64_t *version)
+{
+	size_t n = strlen(name), digits = n - strlen(".manifest"), i;
+	uint64_t v = 0;
+
+	if (n <= strlen(".manifest") || strcmp(name + digits, ".manifest") ||
+	    digits > 20)
+		return 0;
+	for (i = 0; i < digits; i++) {
+		unsigned d = (unsigned)(name[i] - '0');
+
+		if (name[i] < '0' || name[i] > '9' || v > (UINT64_MAX - d) / 10)
+			return 0;
+		v = v * 10 + d;
+	}
+	/* V2 names count down from 2^64 - 1 so that they list newest first */
+	*version = digits == 20 ? UINT64_MAX - v : v;
+	return 1;
+}
+
+int sfs_lance_latest(int dirfd, const char *rel, char **name, uint64_t *version,
+		     struct sfs_error *err)
+{
+	char path[4096];
+	struct dirent *de;
+	uint64_t v, best = 0;
+	char *found = NULL;
+	int fd, rc;
+	DIR *d;
+
+	*name = NULL;
+	if ((size_t)snprintf(path, sizeof(path), "%s%s%s", rel, *rel ? "/" : "",
+			     SFS_LANCE_VERSIONS) >= sizeof(path))
+		return sfs_errorf(err, -ENAMETOOLONG, "%s: path too long", rel);
+	fd = sfs_index_open_shard(dirfd, path, O_RDONLY | O_DIRECTORY);
+	/* no _versions/, or a symlink of that name (the walk skips those) */
+	if (fd == -ENOENT || fd == -ENOTDIR || fd == -ELOOP || fd == -EXDEV)
+		return 0;
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		rc = fd < 0 ? fd : -errno;
+		if (fd >= 0)
+			close(fd);
+		return sfs_errorf(err, -EIO,
+				  "%s: cannot read the directory: %s", path,
+				  strerror(-rc));
+	}
+	while ((de = readdir(d))) {
+		if (!manifest_version(de->d_name, &v))
+			continue;
+		/* the same version under both names: either is the same
+		 * manifest (Lance writes V2 names when it migrates) */
+		if (!found || v > best) {
+			free(found);
+			found = strdup(de->d_name);
+			if (!found) {
+				closedir(d);
+				return sfs_errorf(err, -ENOMEM,
+						  "out of memory");
+			}
+			best = v;
+		}
+	}
+	closedir(d);
+	/* a directory that happens to be called _versions is not a dataset */
+	if (!found)
+		return 0;
+	*name = found;
+	*version = best;
+	return 1;
+}

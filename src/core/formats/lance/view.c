@@ -1,0 +1,597 @@
+/*
+ * A reader's Lance dataset: the files that make a Lance dataset of exactly
+ * some live rows of a source dataset, in a given order, without copying
+ * data (lance.h, sfs_lance_view_build).
+ *
+ * Every run of the reader's rows is cut at fragment ends; each piece
+ * becomes a fragment of the new manifest, numbered from 0 in run order,
+ * whose data files are the source fragment's (the same paths below data/:
+ * the view shows the source's files there) and whose deletion file, a
+ * Roaring bitmap written here, deletes every row of those files but the
+ * piece's.  The manifest keeps of the source's only the fields it knows
+ * to be the same for the view, byte for byte: the schema and its
+ * metadata, the timestamp, the writer, the data format, the config and
+ * the table metadata; its fragments are the pieces, its version 1, its
+ * feature flags the source's less stable row ids (the new fragments have
+ * no row id sequences) and with deletion files.  Every other field is left
+ * out: some are positions in the source's manifest file (the transaction,
+ * the index section), others things the view has not (a branch, base
+ * paths, tags).  Of a source fragment, its data files are copied byte for
+ * byte.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "formats/format_i.h"
+#include "formats/lance/lance_i.h"
+#include "shardfs/index.h"
+#include "shardfs/lance.h"
+#include "shardfs/util.h"
+
+/* ---- output ---- */
+
+struct out {
+	unsigned char *p;
+	size_t len, cap;
+	int oom;
+};
+
+static void put(struct out *o, const void *data, size_t n)
+{
+	if (o->oom || !n)
+		return;
+	if (n > SIZE_MAX - o->len || sfs_grow(&o->p, &o->cap, o->len + n, 1)) {
+		o->oom = 1;
+		return;
+	}
+	memcpy(o->p + o->len, data, n);
+	o->len += n;
+}
+
+static void put_varint(struct out *o, uint64_t v)
+{
+	unsigned char b[10];
+	size_t n = 0;
+
+	while (v >= 0x80) {
+		b[n++] = (unsigned char)(v | 0x80);
+		v >>= 7;
+	}
+	b[n++] = (unsigned char)v;
+	put(o, b, n);
+}
+
+static void put_le(struct out *o, uint64_t v, unsigned n)
+{
+	unsigned char b[8];
+	unsigned i;
+
+	for (i = 0; i < n; i++)
+		b[i] = (unsigned char)(v >> 8 * i);
+	put(o, b, n);
+}
+
+static void put_vfield(struct out *o, unsigned field, uint64_t v)
+{
+	put_varint(o, (uint64_t)field << 3 | SFS_PB_VARINT);
+	put_varint(o, v);
+}
+
+static void put_lfield(struct out *o, unsigned field, const void *p, size_t n)
+{
+	put_varint(o, (uint64_t)field << 3 | SFS_PB_LEN);
+	put_varint(o, n);
+	put(o, p, n);
+}
+
+/* ---- the rows of a piece ---- */
+
+struct span {
+	uint64_t first, count;
+};
+
+struct spans {
+	struct span *s;
+	size_t n, cap;
+};
+
+static int spans_add(void *arg, uint64_t first, uint64_t count)
+{
+	struct spans *sp = arg;
+
+	if (SFS_GROW(sp->s, sp->cap, sp->n + 1))
+		return -ENOMEM;
+	sp->s[sp->n++] = (struct span){ first, count };
+	return 0;
+}
+
+/*
+ * The physical runs of live rows [lo, hi) (counted among the fragment's
+ * live rows) of a fragment whose live rows are the runs live: into sel.
+ */
+static int select_live(const struct spans *live, uint64_t lo, uint64_t hi,
+		       struct spans *sel)
+{
+	uint64_t seen = 0;
+	size_t i;
+	int rc = 0;
+
+	sel->n = 0;
+	for (i = 0; !rc && i < live->n && seen < hi; i++) {
+		uint64_t a = seen, b = seen + live->s[i].count;
+		uint64_t from = a > lo ? a : lo, to = b < hi ? b : hi;
+
+		if (from < to)
+			rc = spans_add(sel, live->s[i].first + (from - a),
+				       to - from);
+		seen = b;
+	}
+	return rc;
+}
+
+/*
+ * A portable Roaring bitmap (no run containers, as Lance writes them) of
+ * every row of [0, rows) outside the sorted runs keep: the piece's
+ * deletion file.  Sets *deleted.  Returns 0 or -ENOMEM.
+ */
+static int write_bitmap(const struct spans *keep, uint64_t rows, struct out *o,
+			uint64_t *deleted)
+{
+	uint64_t nkeys = (rows + 65535) >> 16, k, r;
+	unsigned char *bits = malloc(8192);
+	uint32_t *card = calloc(nkeys + 1, sizeof(*card));
+	struct out body = { 0 };
+	uint32_t n = 0, *offs = NULL;
+	size_t i = 0, c, base;
+	int rc = 0;
+
+	*deleted = 0;
+	if (!bits || !card) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	/* first pass: how many rows each container deletes */
+	for (k = 0; k < nkeys; k++) {
+		uint64_t lo = k << 16,
+			 hi = lo + 65536 < rows ? lo + 65536 : rows;
+		uint64_t kept = 0;
+
+		for (c = i; c < keep->n && keep->s[c].first < hi; c++) {
+			uint64_t a = keep->s[c].first > lo ? keep->s[c].first :
+							     lo;
+			uint64_t b = keep->s[c].first + keep->s[c].count;
+
+			b = b < hi ? b : hi;
+			if (a < b)
+				kept += b - a;
+		}
+		card[k] = (uint32_t)(hi - lo - kept);
+		n += card[k] != 0;
+		*deleted += card[k];
+		while (i < keep->n && keep->s[i].first + keep->s[i].count <= hi)
+			i++;
+	}
+	base = o->len;
+	put_le(o, 12346, 4);
+	put_le(o, n, 4);
+	for (k = 0; k < nkeys; k++) {
+		if (!card[k])
+			continue;
+		put_le(o, k, 2);
+		put_le(o, card[k] - 1, 2);
+	}
+	offs = calloc(n + 1, sizeof(*offs));
+	if (!offs) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	i = 0;
+	for (k = 0, c = 0; k < nkeys; k++) {
+		uint64_t lo = k << 16,
+			 hi = lo + 65536 < rows ? lo + 65536 : rows;
+		size_t j;
+
+		if (!card[k]) {
+			while (i < keep->n &&
+			       keep->s[i].first + keep->s[i].count <= hi)
+				i++;
+			continue;
+		}
+		/* the container's bits: set for rows in [lo, hi), cleared for
+		 * the kept ones */
+		memset(bits, 0, 8192);
+		for (r = lo; r < hi; r++)
+			bits[(r - lo) >> 3] |= (unsigned char)(1 << (r & 7));
+		for (j = i; j < keep->n && keep->s[j].first < hi; j++) {
+			uint64_t a = keep->s[j].first > lo ? keep->s[j].first :
+							     lo;
+			uint64_t b = keep->s[j].first + keep->s[j].count;
+
+			for (b = b < hi ? b : hi; a < b; a++)
+				bits[(a - lo) >> 3] &=
+					(unsigned char)~(1 << (a & 7));
+		}
+		while (i < keep->n && keep->s[i].first + keep->s[i].count <= hi)
+			i++;
+		offs[c++] = (uint32_t)body.len;
+		if (card[k] > 4096) {
+			put(&body, bits, 8192);
+			continue;
+		}
+		for (r = 0; r < 65536; r++)
+			if (bits[r >> 3] >> (r & 7) & 1)
+				put_le(&body, r, 2);
+	}
+	/* offsets count from the start of the bitmap: past its cookie and
+	 * count, n keys and cardinalities, n offsets */
+	for (c = 0; c < n; c++)
+		put_le(o, base + 8 + 8 * (uint64_t)n + offs[c], 4);
+	put(o, body.p, body.len);
+	rc = o->oom || body.oom ? -ENOMEM : 0;
+out:
+	free(offs);
+	free(body.p);
+	free(card);
+	free(bits);
+	return rc;
+}
+
+/* ---- the view ---- */
+
+void sfs_lance_view_free(struct sfs_lance_view *v)
+{
+	size_t i;
+
+	if (!v)
+		return;
+	for (i = 0; i < v->nfiles; i++) {
+		free(v->files[i].path);
+		free(v->files[i].bytes);
+		free(v->files[i].source);
+	}
+	free(v->files);
+	free(v);
+}
+
+static int add_file(struct sfs_lance_view *v, size_t *cap, char *path,
+		    struct out *bytes, char *source)
+{
+	if (!path || (bytes && bytes->oom) ||
+	    SFS_GROW(v->files, *cap, v->nfiles + 1)) {
+		free(path);
+		free(source);
+		if (bytes)
+			free(bytes->p);
+		return -ENOMEM;
+	}
+	v->files[v->nfiles++] = (struct sfs_lance_file){
+		.path = path,
+		.bytes = bytes ? bytes->p : NULL,
+		.len = bytes ? bytes->len : 0,
+		.source = source,
+	};
+	return 0;
+}
+
+/* The raw DataFile fields (2) of source fragment number f, in order,
+ * appended to frag. */
+static int copy_data_files(const unsigned char *buf, size_t len,
+			   const char *path, size_t f, struct out *frag,
+			   struct sfs_error *err)
+{
+	struct sfs_pb_reader r, m, fr;
+	struct sfs_pb_field fl;
+	uint64_t pos = sfs_le64(buf + len - 16);
+	size_t seen = 0;
+	int rc;
+
+	sfs_pb_init(&r, buf + pos + 4, sfs_le32(buf + pos), pos + 4, path,
+		    "Manifest", err);
+	while ((rc = sfs_pb_next(&r, &fl)) > 0) {
+		if (fl.number != 2 || seen++ != f) {
+			rc = sfs_pb_skip(&r, &fl);
+			if (rc)
+				return rc;
+			continue;
+		}
+		rc = sfs_pb_message(&r, "DataFragment", &m);
+		while (!rc && (rc = sfs_pb_next(&m, &fl)) > 0) {
+			if (fl.number == 2) {
+				size_t start = fl.at;
+
+				rc = sfs_pb_message(&m, "DataFile", &fr);
+				if (!rc)
+					put(frag, m.buf + start, m.pos - start);
+			} else {
+				rc = sfs_pb_skip(&m, &fl);
+			}
+		}
+		return rc;
+	}
+	return rc ? rc : -EINVAL;
+}
+
+/* The source Manifest's fields a view keeps, byte for byte. */
+static int copy_manifest_fields(const unsigned char *buf, size_t len,
+				const char *path, struct out *o,
+				uint64_t *reader_flags, uint64_t *writer_flags,
+				struct sfs_error *err)
+{
+	struct sfs_pb_reader r;
+	struct sfs_pb_field f;
+	uint64_t pos = sfs_le64(buf + len - 16), v;
+	int rc;
+
+	sfs_pb_init(&r, buf + pos + 4, sfs_le32(buf + pos), pos + 4, path,
+		    "Manifest", err);
+	while ((rc = sfs_pb_next(&r, &f)) > 0) {
+		size_t start = f.at;
+
+		switch (f.number) {
+		case 9:
+		case 10:
+			rc = sfs_pb_varint(&r, &v);
+			*(f.number == 9 ? reader_flags : writer_flags) = v;
+			continue;
+		case 1: /* fields: the schema */
+		case 5: /* schema_metadata */
+		case 7: /* timestamp */
+		case 13: /* writer_version */
+		case 15: /* data_format */
+		case 16: /* config */
+		case 19: /* table_metadata */
+			rc = sfs_pb_skip(&r, &f);
+			if (!rc)
+				put(o, r.buf + start, r.pos - start);
+			break;
+		default:
+			/* the fragments and version are the view's own; the
+			 * rest may be positions in the source's manifest file
+			 * (the transaction, 21 or 23 by Lance's version; the
+			 * index section) or things the view has not */
+			rc = sfs_pb_skip(&r, &f);
+		}
+		if (rc)
+			return rc;
+	}
+	return rc;
+}
+
+/* Read the manifest of ds again, whole. */
+static int read_manifest_file(int dirfd, const struct sfs_lance_dataset *ds,
+			      unsigned char **buf, size_t *len,
+			      struct sfs_error *err)
+{
+	struct stat st;
+	ssize_t got;
+	int fd = sfs_index_open_shard(dirfd, ds->manifest_path, O_RDONLY);
+
+	*buf = NULL;
+	if (fd < 0)
+		return sfs_errorf(err, -EIO, "%s: cannot open: %s",
+				  ds->manifest_path, strerror(-fd));
+	if (fstat(fd, &st) < 0 ||
+	    (uint64_t)st.st_size > SFS_LANCE_MANIFEST_MAX ||
+	    !(*buf = malloc((size_t)st.st_size + 1))) {
+		close(fd);
+		return sfs_errorf(err, -EIO, "%s: cannot read it",
+				  ds->manifest_path);
+	}
+	got = sfs_pread_full(fd, *buf, (size_t)st.st_size, 0);
+	close(fd);
+	*len = (size_t)st.st_size;
+	if (got != st.st_size) {
+		free(*buf);
+		*buf = NULL;
+		return sfs_errorf(err, -EIO, "%s: cannot read it",
+				  ds->manifest_path);
+	}
+	return 0;
+}
+
+/*
+ * The manifest read again must be the one ds was opened from (decoded, so
+ * that its framing is checked before the copies below trust it): the same
+ * fragments, rows and deletion files.  Returns 0, -ESTALE, or the
+ * decoder's errors.
+ */
+static int same_manifest(const unsigned char *buf, size_t len,
+			 const struct sfs_lance_dataset *ds,
+			 struct sfs_error *err)
+{
+	struct sfs_lance_manifest *m;
+	size_t f;
+	int rc = sfs_lance_manifest_parse(buf, len, ds->manifest_path, &m, err);
+
+	if (rc)
+		return rc;
+	rc = m->nfragments == ds->m->nfragments ? 0 : -ESTALE;
+	for (f = 0; !rc && f < m->nfragments; f++) {
+		const struct sfs_lance_fragment *a = &m->fragments[f];
+		const struct sfs_lance_fragment *b = &ds->m->fragments[f];
+
+		if (a->id != b->id || a->physical_rows != b->physical_rows ||
+		    a->nfiles != b->nfiles ||
+		    a->deletion.present != b->deletion.present ||
+		    a->deletion.id != b->deletion.id)
+			rc = -ESTALE;
+	}
+	sfs_lance_manifest_free(m);
+	if (rc)
+		return sfs_errorf(
+			err, rc,
+			"%s: the manifest changed since it was read: rebuild the index with shardfs-index",
+			ds->manifest_path);
+	return 0;
+}
+
+int sfs_lance_view_build(int dirfd, const struct sfs_lance_dataset *ds,
+			 const struct sfs_run *runs, size_t nruns,
+			 struct sfs_lance_view **out, struct sfs_error *err)
+{
+	struct sfs_lance_view *v = calloc(1, sizeof(*v));
+	struct spans live = { 0 }, sel = { 0 };
+	struct out man = { 0 }, file = { 0 };
+	uint64_t *first = NULL, rflags = 0, wflags = 0, nfrag = 0;
+	unsigned char *used = NULL;
+	unsigned char *src = NULL;
+	size_t len = 0, cap = 0, f, i, k, live_of = SIZE_MAX;
+	char *root = NULL, *slash;
+	int rc;
+
+	*out = NULL;
+	if (!v || !(first = calloc(ds->m->nfragments + 1, sizeof(*first))) ||
+	    !(used = calloc(ds->m->nfragments + 1, 1)) ||
+	    !(root = strdup(ds->manifest_path))) {
+		rc = sfs_errorf(err, -ENOMEM, "out of memory");
+		goto out;
+	}
+	/* the dataset's directory: the manifest path less _versions/<name> */
+	slash = strrchr(root, '/');
+	*slash = '\0';
+	slash = strrchr(root, '/');
+	if (slash)
+		*slash = '\0';
+	else
+		*root = '\0';
+	for (f = 0; f < ds->m->nfragments; f++)
+		first[f + 1] = first[f] + ds->m->fragments[f].physical_rows -
+			       ds->m->fragments[f].deleted;
+	rc = read_manifest_file(dirfd, ds, &src, &len, err);
+	if (!rc)
+		rc = same_manifest(src, len, ds, err);
+	if (!rc)
+		rc = copy_manifest_fields(src, len, ds->manifest_path, &man,
+					  &rflags, &wflags, err);
+	for (i = 0; !rc && i < nruns; i++) {
+		uint64_t a = runs[i].first, e = a + runs[i].count;
+
+		if (e < a || e > ds->rows) {
+			rc = sfs_errorf(err, -EINVAL,
+					"%s: rows %llu..%llu are past its %llu",
+					ds->manifest_path,
+					(unsigned long long)a,
+					(unsigned long long)e,
+					(unsigned long long)ds->rows);
+			break;
+		}
+		for (f = 0; f < ds->m->nfragments && first[f + 1] <= a; f++)
+			;
+		while (!rc && a < e) {
+			const struct sfs_lance_fragment *fr =
+				&ds->m->fragments[f];
+			uint64_t hi = e < first[f + 1] ? e : first[f + 1];
+			uint64_t deleted = 0;
+			struct out frag = { 0 };
+			char *path;
+
+			if (hi == a) { /* a fragment without live rows */
+				f++;
+				continue;
+			}
+			used[f] = 1;
+			if (live_of != f) {
+				live.n = 0;
+				rc = sfs_lance_live_runs(dirfd, ds, f,
+							 spans_add, &live, err);
+				live_of = f;
+			}
+			if (!rc)
+				rc = select_live(&live, a - first[f],
+						 hi - first[f], &sel);
+			file.len = 0;
+			if (!rc)
+				rc = write_bitmap(&sel, fr->physical_rows,
+						  &file, &deleted);
+			put_vfield(&frag, 1, nfrag);
+			if (!rc)
+				rc = copy_data_files(src, len,
+						     ds->manifest_path, f,
+						     &frag, err);
+			if (!rc && deleted) {
+				struct out del = { 0 };
+
+				put_vfield(&del, 1, SFS_LANCE_DELETION_BITMAP);
+				put_vfield(&del, 2, 1);
+				put_vfield(&del, 3, nfrag);
+				put_vfield(&del, 4, deleted);
+				put_lfield(&frag, 3, del.p, del.len);
+				free(del.p);
+				path = NULL;
+				if (asprintf(&path,
+					     "_deletions/%llu-1-%llu.bin",
+					     (unsigned long long)nfrag,
+					     (unsigned long long)nfrag) < 0)
+					path = NULL;
+				rc = add_file(v, &cap, path, &file, NULL);
+				memset(&file, 0, sizeof(file));
+			}
+			put_vfield(&frag, 4, fr->physical_rows);
+			put_lfield(&man, 2, frag.p, frag.len);
+			free(frag.p);
+			v->rows += hi - a;
+			nfrag++;
+			a = hi;
+			f++;
+		}
+	}
+	free(file.p);
+	if (rc == -ENOMEM && !err->msg[0])
+		rc = sfs_errorf(err, rc, "out of memory");
+	if (rc)
+		goto out;
+	/* the data files of the fragments used, each once */
+	for (f = 0; !rc && f < ds->m->nfragments; f++) {
+		if (!used[f])
+			continue;
+		for (k = 0; !rc && k < ds->m->fragments[f].nfiles; k++) {
+			const char *name = ds->m->fragments[f].files[k].path;
+			char *p = NULL, *s = NULL;
+
+			if (asprintf(&p, "data/%s", name) < 0 ||
+			    asprintf(&s, "%s%sdata/%s", root, *root ? "/" : "",
+				     name) < 0)
+				rc = -ENOMEM;
+			else
+				rc = add_file(v, &cap, p, NULL, s);
+		}
+	}
+	rflags &= ~(uint64_t)SFS_LANCE_FLAG_STABLE_ROW_IDS;
+	wflags &= ~(uint64_t)SFS_LANCE_FLAG_STABLE_ROW_IDS;
+	put_vfield(&man, 3, 1);
+	put_vfield(&man, 9, rflags | SFS_LANCE_FLAG_DELETION_FILES);
+	put_vfield(&man, 10, wflags | SFS_LANCE_FLAG_DELETION_FILES);
+	if (nfrag)
+		put_vfield(&man, 11, nfrag - 1);
+	/* the file: the length, the manifest, the footer */
+	memset(&file, 0, sizeof(file));
+	put_le(&file, man.len, 4);
+	put(&file, man.p, man.len);
+	put_le(&file, 0, 8);
+	put(&file, src + len - 8, 8); /* the source's versions and LANC */
+	if (!rc)
+		rc = add_file(v, &cap, strdup("_versions/1.manifest"), &file,
+			      NULL);
+	else
+		free(file.p);
+	if (rc)
+		rc = sfs_errorf(err, rc, "out of memory");
+out:
+	free(man.p);
+	free(live.s);
+	free(sel.s);
+	free(src);
+	free(first);
+	free(used);
+	free(root);
+	if (rc)
+		sfs_lance_view_free(v);
+	else
+		*out = v;
+	return rc;
+}

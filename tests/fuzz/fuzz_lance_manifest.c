@@ -1,0 +1,55 @@
+/*
+ * libFuzzer harness: any bytes, read as a Lance manifest file (the bounded
+ * protobuf reader under the manifest decoder).  A read may refuse the
+ * bytes, never crash.  When it accepts them, what it returns must keep its
+ * promises: every fragment has a data file with a safe relative path and
+ * at most 2^32 rows, no more rows deleted than it holds, and a deletion
+ * file path that names it.  Seeds: every version of the datasets pylance
+ * wrote in tests/lance/fixtures.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shardfs/index.h"
+#include "shardfs/lance.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct sfs_error err = { 0 };
+	struct sfs_lance_manifest *m = NULL;
+	size_t i, k;
+
+	if (sfs_lance_manifest_parse(data, size, "fuzz", &m, &err)) {
+		if (m || !err.msg[0] || strncmp(err.msg, "fuzz: ", 6))
+			abort(); /* a refusal names the file and leaves no
+				  * manifest */
+		return 0;
+	}
+	for (i = 0; i < m->nfragments; i++) {
+		const struct sfs_lance_fragment *f = &m->fragments[i];
+		char *del, want[80];
+
+		if (!f->nfiles || !f->physical_rows ||
+		    f->physical_rows > SFS_LANCE_ROWS_MAX ||
+		    f->deletion.num_deleted > f->physical_rows)
+			abort();
+		for (k = 0; k < f->nfiles; k++)
+			if (!sfs_index_path_ok(f->files[k].path))
+				abort();
+		if (!f->deletion.present)
+			continue;
+		del = sfs_lance_deletion_path(f);
+		snprintf(want, sizeof(want), "_deletions/%" PRIu64 "-", f->id);
+		if (!del || strncmp(del, want, strlen(want)))
+			abort();
+		free(del);
+	}
+	if (m->reader_flags & ~(uint64_t)SFS_LANCE_FLAGS_READ)
+		abort();
+	sfs_lance_manifest_free(m);
+	return 0;
+}

@@ -1,0 +1,985 @@
+/*
+ * Lance: the bounded protobuf reader on bytes built here (an encoder of the
+ * test's own), manifests built here and refused with exact messages, the
+ * datasets pylance 14.0.2 wrote (tests/lance/fixtures, made by
+ * tests/lance/make_datasets.py) counted as pylance counts them, and
+ * deletion files of both kinds, written by pylance and built here.
+ */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "formats/lance/lance_i.h"
+#include "helpers.h"
+#include "shardfs/lance.h"
+
+#ifndef LANCE_FIXTURES
+#error "LANCE_FIXTURES names tests/lance/fixtures"
+#endif
+
+/* ---- a protobuf encoder of the test's own ---- */
+
+static void byte(struct buf *b, unsigned v)
+{
+	unsigned char c = (unsigned char)v;
+
+	buf_put(b, &c, 1);
+}
+
+static void varint(struct buf *b, uint64_t v)
+{
+	while (v >= 0x80) {
+		byte(b, (unsigned)(v & 0x7f) | 0x80);
+		v >>= 7;
+	}
+	byte(b, (unsigned)v);
+}
+
+static void key(struct buf *b, unsigned field, unsigned wire)
+{
+	varint(b, (uint64_t)field << 3 | wire);
+}
+
+static void vfield(struct buf *b, unsigned field, uint64_t v)
+{
+	key(b, field, 0);
+	varint(b, v);
+}
+
+static void lfield(struct buf *b, unsigned field, const void *p, size_t n)
+{
+	key(b, field, 2);
+	varint(b, n);
+	buf_put(b, p, n);
+}
+
+/* A field holding message m (consumed). */
+static void mfield(struct buf *b, unsigned field, struct buf *m)
+{
+	lfield(b, field, m->p, m->len);
+	buf_free(m);
+}
+
+static void le(struct buf *b, uint64_t v, unsigned n)
+{
+	unsigned i;
+
+	for (i = 0; i < n; i++)
+		byte(b, (unsigned)(v >> 8 * i));
+}
+
+/* A manifest file: 7 bytes of another section, then the manifest m
+ * (consumed) framed and footed as Lance does. */
+static struct buf manifest_file(struct buf *m)
+{
+	struct buf f = { 0 };
+	uint64_t pos;
+
+	buf_put(&f, "\x03\0\0\0\x08\x01\x00", 7);
+	pos = f.len;
+	le(&f, m->len, 4);
+	buf_put(&f, m->p, m->len);
+	le(&f, pos, 8);
+	le(&f, 0, 2);
+	le(&f, 2, 2);
+	buf_put(&f, "LANC", 4);
+	buf_free(m);
+	return f;
+}
+
+static void reader(struct sfs_pb_reader *r, const struct buf *b,
+		   struct sfs_error *err)
+{
+	sfs_pb_init(r, b->p, b->len, 100, "t.manifest", "Test", err);
+}
+
+/* ---- the protobuf reader ---- */
+
+static void test_lance_pb_varints(void **state)
+{
+	struct sfs_error err = { 0 };
+	struct sfs_pb_reader r;
+	struct buf b = { 0 };
+	uint64_t v;
+	int32_t i;
+	uint32_t u;
+
+	(void)state;
+	varint(&b, 0);
+	varint(&b, 300);
+	varint(&b, UINT64_MAX);
+	varint(&b, (uint64_t)-1); /* int32 -1, sign-extended */
+	varint(&b, UINT32_MAX);
+	reader(&r, &b, &err);
+	assert_int_equal(sfs_pb_varint(&r, &v), 0);
+	assert_int_equal(v, 0);
+	assert_int_equal(sfs_pb_varint(&r, &v), 0);
+	assert_int_equal(v, 300);
+	assert_int_equal(sfs_pb_varint(&r, &v), 0);
+	assert_true(v == UINT64_MAX);
+	assert_int_equal(sfs_pb_int32(&r, &i), 0);
+	assert_int_equal(i, -1);
+	assert_int_equal(sfs_pb_uint32(&r, &u), 0);
+	assert_true(u == UINT32_MAX);
+	assert_int_equal(r.pos, r.len);
+	buf_free(&b);
+}
+
+static void test_lance_pb_bad_varints(void **state)
+{
+	struct sfs_error err = { 0 };
+	struct sfs_pb_reader r;
+	struct buf b = { 0 };
+	uint64_t v;
+	int32_t i;
+	uint32_t u;
+
+	(void)state;
+	buf_put(&b, "\x80\x80", 2);
+	reader(&r, &b, &err);
+	assert_int_equal(sfs_pb_varint(&r, &v), -EINVAL);
+	assert_string_equal(
+		err.msg,
+		"t.manifest: byte 100: Test: varint runs past the end of the message (2 bytes)");
+	buf_free(&b);
+
+	/* 10 continuation bytes: an 11th would be needed */
+	buf_put(&b, "\x80\x80\x80\x80\x80\x80\x80\x80\x80\x80\x00", 11);
+	reader(&r, &b, &err);
+	assert_int_equal(sfs_pb_varint(&r, &v), -EINVAL);
+	assert_string_equal(
+		err.msg,
+		"t.manifest: byte 100: Test: varint longer than 10 bytes");
+	buf_free(&b);
+
+	/* a 10th byte above 1 overflows 64 bits */
+	buf_put(&b, "\xff\xff\xff\xff\xff\xff\xff\xff\xff\x02", 10);
+	reader(&r, &b, &err);
+	assert_int_equal(sfs_pb_varint(&r, &v), -EINVAL);
+	assert_string_equal(
+		err.msg,
+		"t.manifest: byte 100: Test: varint does not fit in 64 bits");
+	buf_free(&b);
+
+	varint(&b, 5);
+	varint(&b, (uint64_t)1 << 31);
+	varint(&b, (uint64_t)1 << 32);
+	reader(&r, &b, &err);
+	r.pos = 1;
+	assert_int_equal(sfs_pb_int32(&r, &i), -EINVAL);
+	assert_string_equal(
+		err.msg,
+		"t.manifest: byte 101: Test: int32 value 2147483648 does not fit");
+	assert_int_equal(sfs_pb_uint32(&r, &u), -EINVAL);
+	assert_string_equal(
+		err.msg,
+		"t.manifest: byte 106: Test: uint32 value 4294967296 does not fit");
+	buf_free(&b);
+}
+
+static void test_lance_pb_lengths(void **state)
+{
+	struct sfs_error err = { 0 };
+	struct sfs_pb_reader r, sub;
+	struct sfs_pb_field f;
+	struct buf b = { 0 };
+	const unsigned char *p;
+	size_t n;
+
+	(void)state;
+	key(&b, 1, 2);
+	varint(&b, 5);
+	buf_put(&b, "ab", 2);
+	reader(&r, &b, &err);
+	assert_int_equal(sfs_pb_next(&r, &f), 1);
+	assert_int_equal(f.number, 1);
+	assert_int_equal(f.wire, SFS_PB_LEN);
+	assert_int_equal(sfs_pb_bytes(&r, &p, &n), -EINVAL);
+	assert_string_equal(
+		err.msg,
+		"t.manifest: byte 101: Test: length 5 runs past the end of the message (2 bytes left)");
+	/* as a message, the same */
+	r.pos = 1;
+	assert_int_equal(sfs_pb_message(&r, "Sub", &sub), -EINVAL);
+	buf_free(&b);
+
+	/* a length of 2^64 - 1 */
+	key(&b, 1, 2);
+	varint(&b, UINT64_MAX);
+	reader(&r, &b, &err);
+	assert_int_equal(sfs_pb_next(&r, &f), 1);
+	assert_int_equal(sfs_pb_bytes(&r, &p, &n), -EINVAL);
+	assert_string_equal(
+		err.msg,
+		"t.manifest: byte 101: Test: length 18446744073709551615 runs past the end of the message (0 bytes left)");
+	buf_free(&b);
+
+	/* a fixed64 cut short */
+	key(&b, 3, 1);
+	buf_put(&b, "1234567", 7);
+	reader(&r, &b, &err);
+	assert_int_equal(sfs_pb_next(&r, &f), 1);
+	assert_int_equal(sfs_pb_skip(&r, &f), -EINVAL);
+	assert_string_equal(
+		err.msg,
+		"t.manifest: byte 101: Test: field 3 needs 8 bytes, the message has 7 left");
+	buf_free(&b);
+}
+
+static void test_lance_pb_nesting(void **state)
+{
+	struct sfs_error err = { 0 };
+	struct sfs_pb_reader r[SFS_PB_DEPTH_MAX + 2];
+	struct sfs_pb_field f;
+	struct buf b = { 0 }, inner;
+	int d, rc = 0;
+
+	(void)state;
+	/* 20 messages, each the field 1 of the one around it */
+	vfield(&b, 2, 7);
+	for (d = 0; d < 20; d++) {
+		inner = b;
+		memset(&b, 0, sizeof(b));
+		mfield(&b, 1, &inner);
+	}
+	reader(&r[0], &b, &err);
+	for (d = 0; d <= SFS_PB_DEPTH_MAX; d++) {
+		assert_int_equal(sfs_pb_next(&r[d], &f), 1);
+		assert_int_equal(f.number, 1);
+		rc = sfs_pb_message(&r[d], "Nested", &r[d + 1]);
+		if (rc)
+			break;
+		assert_int_equal(r[d + 1].depth, d + 1);
+	}
+	assert_int_equal(d, SFS_PB_DEPTH_MAX);
+	assert_int_equal(rc, -EINVAL);
+	assert_string_equal(
+		err.msg,
+		"t.manifest: byte 133: Nested: messages nest deeper than 16");
+	buf_free(&b);
+}
+
+static void test_lance_pb_unknown_fields(void **state)
+{
+	struct sfs_error err = { 0 };
+	struct sfs_pb_reader r;
+	struct sfs_pb_field f;
+	struct buf b = { 0 };
+	uint64_t v = 0;
+	int rc, seen = 0;
+
+	(void)state;
+	vfield(&b, 5, 1234567);
+	key(&b, 6, 1);
+	buf_put(&b, "12345678", 8);
+	lfield(&b, 7, "hello", 5);
+	key(&b, 8, 5);
+	buf_put(&b, "1234", 4);
+	vfield(&b, 536870911, 1); /* the highest field number */
+	vfield(&b, 1, 42);
+	reader(&r, &b, &err);
+	while ((rc = sfs_pb_next(&r, &f)) > 0) {
+		if (f.number == 1) {
+			assert_int_equal(sfs_pb_varint(&r, &v), 0);
+			continue;
+		}
+		assert_int_equal(sfs_pb_skip(&r, &f), 0);
+		seen++;
+	}
+	assert_int_equal(rc, 0);
+	assert_int_equal(seen, 5);
+	assert_int_equal(v, 42);
+	buf_free(&b);
+}
+
+static void test_lance_pb_bad_keys(void **state)
+{
+	static const struct {
+		uint64_t key;
+		const char *msg;
+	} cases[] = {
+		{ 1 << 3 | 3,
+		  "t.manifest: byte 100: Test: field 1 is a group (wire type 3), which proto3 never writes" },
+		{ 2 << 3 | 4,
+		  "t.manifest: byte 100: Test: field 2 is a group (wire type 4), which proto3 never writes" },
+		{ 3 << 3 | 6,
+		  "t.manifest: byte 100: Test: field 3 has invalid wire type 6" },
+		{ 4 << 3 | 7,
+		  "t.manifest: byte 100: Test: field 4 has invalid wire type 7" },
+		{ 0 << 3 | 0,
+		  "t.manifest: byte 100: Test: field number 0 is invalid" },
+		{ (uint64_t)1 << 32,
+		  "t.manifest: byte 100: Test: field number 536870912 is invalid" },
+	};
+	struct sfs_error err = { 0 };
+	struct sfs_pb_reader r;
+	struct sfs_pb_field f;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct buf b = { 0 };
+
+		varint(&b, cases[i].key);
+		reader(&r, &b, &err);
+		assert_int_equal(sfs_pb_next(&r, &f), -EINVAL);
+		assert_string_equal(err.msg, cases[i].msg);
+		buf_free(&b);
+	}
+}
+
+/* ---- manifests built here ---- */
+
+static struct buf data_file(const char *path, bool packed)
+{
+	struct buf df = { 0 }, ids = { 0 };
+
+	lfield(&df, 1, path, strlen(path));
+	if (packed) {
+		varint(&ids, 0);
+		varint(&ids, 1);
+		varint(&ids, (uint64_t)-2); /* tombstoned */
+		mfield(&df, 2, &ids);
+	} else {
+		vfield(&df, 2, 4);
+	}
+	vfield(&df, 4, 2);
+	vfield(&df, 6, 123);
+	return df;
+}
+
+/* A manifest of two fragments; extra (consumed, may be empty) is appended
+ * to the second fragment, flags set as reader_feature_flags. */
+static struct buf two_fragments(struct buf *extra, uint64_t flags)
+{
+	struct buf m = { 0 }, fr = { 0 }, df, del = { 0 };
+
+	lfield(&m, 1, "\x0a\x02id", 4); /* a schema field, skipped */
+	vfield(&fr, 1, 0);
+	df = data_file("a.lance", true);
+	mfield(&fr, 2, &df);
+	vfield(&fr, 4, 10);
+	mfield(&m, 2, &fr);
+	vfield(&fr, 1, 7);
+	df = data_file("sub/b.lance", false);
+	mfield(&fr, 2, &df);
+	vfield(&del, 1, 1);
+	vfield(&del, 2, 3);
+	vfield(&del, 3, 99);
+	vfield(&del, 4, 4);
+	vfield(&del, 9, 1); /* unknown */
+	mfield(&fr, 3, &del);
+	vfield(&fr, 4, 20);
+	lfield(&fr, 5, "rowids", 6); /* inline row ids, skipped */
+	if (extra && extra->len)
+		buf_put(&fr, extra->p, extra->len);
+	if (extra)
+		buf_free(extra);
+	mfield(&m, 2, &fr);
+	vfield(&m, 3, 5);
+	if (flags)
+		vfield(&m, 9, flags);
+	vfield(&m, 10, 1);
+	lfield(&m, 13, "\x0a\x05lance", 7); /* writer version, skipped */
+	return m;
+}
+
+static void test_lance_manifest_fields(void **state)
+{
+	struct sfs_error err = { 0 };
+	struct sfs_lance_manifest *m;
+	struct buf mb = two_fragments(NULL, 3);
+	struct buf f = manifest_file(&mb);
+	const struct sfs_lance_fragment *fr;
+
+	(void)state;
+	assert_int_equal(sfs_lance_manifest_parse(f.p, f.len, "t.manifest", &m,
+						  &err),
+			 0);
+	assert_int_equal(m->version, 5);
+	assert_int_equal(m->reader_flags, 3);
+	assert_int_equal(m->writer_flags, 1);
+	assert_int_equal(m->nfragments, 2);
+	fr = &m->fragments[0];
+	assert_int_equal(fr->id, 0);
+	assert_int_equal(fr->physical_rows, 10);
+	assert_false(fr->deletion.present);
+	assert_int_equal(fr->nfiles, 1);
+	assert_string_equal(fr->files[0].path, "a.lance");
+	assert_int_equal(fr->files[0].nfields, 3);
+	assert_int_equal(fr->files[0].fields[1], 1);
+	assert_int_equal(fr->files[0].fields[2], -2);
+	assert_int_equal(fr->files[0].size, 123);
+	fr = &m->fragments[1];
+	assert_int_equal(fr->id, 7);
+	assert_int_equal(fr->physical_rows, 20);
+	assert_string_equal(fr->files[0].path, "sub/b.lance");
+	assert_int_equal(fr->files[0].nfields, 1);
+	assert_int_equal(fr->files[0].fields[0], 4);
+	assert_true(fr->deletion.present);
+	assert_int_equal(fr->deletion.type, SFS_LANCE_DELETION_BITMAP);
+	assert_int_equal(fr->deletion.read_version, 3);
+	assert_int_equal(fr->deletion.id, 99);
+	assert_int_equal(fr->deletion.num_deleted, 4);
+	{
+		char *p = sfs_lance_deletion_path(fr);
+
+		assert_string_equal(p, "_deletions/7-3-99.bin");
+		free(p);
+	}
+	sfs_lance_manifest_free(m);
+	buf_free(&f);
+}
+
+/* Parse a manifest of two fragments with extra and flags; expect msg
+ * (a printf template of the file's length, when it holds %zu). */
+static void refused(struct buf extra, uint64_t flags, const char *msg)
+{
+	struct sfs_error err = { 0 };
+	struct sfs_lance_manifest *m = NULL;
+	struct buf mb = two_fragments(&extra, flags);
+	struct buf f = manifest_file(&mb);
+
+	assert_int_equal(sfs_lance_manifest_parse(f.p, f.len, "t.manifest", &m,
+						  &err),
+			 -EINVAL);
+	assert_null(m);
+	assert_string_equal(err.msg, msg);
+	buf_free(&f);
+}
+
+static void test_lance_manifest_refused(void **state)
+{
+	struct buf e = { 0 }, df;
+
+	(void)state;
+	refused(e, 64 | 1,
+		"t.manifest: byte 101: Manifest: reader feature flags 0x40 are set that this shardfs does not know (it reads 0x2f): the dataset needs a newer reader; upgrade shardfs, or write the dataset with the Lance version shardfs was tested with (docs/formats.md)");
+	refused(e, 16,
+		"t.manifest: byte 101: Manifest: reader feature flag 16 (base paths: files outside the dataset directory, a shallow clone) is set: only datasets whose files are all inside their directory are read; deep-copy the dataset first");
+	/* a second data file, in another base */
+	df = data_file("c.lance", false);
+	vfield(&df, 7, 2);
+	mfield(&e, 2, &df);
+	refused(e, 0,
+		"t.manifest: byte 116: DataFile: the data file lives in another base path (base_id 2: a shallow clone or imported files): only data files inside the dataset are read; deep-copy the dataset first");
+	memset(&e, 0, sizeof(e));
+	df = data_file("../c.lance", false);
+	mfield(&e, 2, &df);
+	refused(e, 0,
+		"t.manifest: byte 101: DataFile: a data file path is missing, absolute or holds \"..\" (\"../c.lance\"); the manifest is damaged: restore it, or write the dataset again");
+	memset(&e, 0, sizeof(e));
+	vfield(&e, 4, 0); /* physical_rows 0 after 20: as if never given */
+	refused(e, 0,
+		"t.manifest: byte 54: DataFragment: fragment 7 does not say how many rows it holds (physical_rows; Lance before 0.8 did not write it), so they cannot be counted without reading its data: rewrite the dataset with a current pylance (lance.write_dataset(lance.dataset(old).to_table(), new))");
+	memset(&e, 0, sizeof(e));
+	vfield(&e, 4, ((uint64_t)1 << 32) + 1);
+	refused(e, 0,
+		"t.manifest: byte 54: DataFragment: fragment 7 claims 4294967297 rows, more than the 2^32 a fragment can address; the manifest is damaged");
+	memset(&e, 0, sizeof(e));
+	vfield(&e, 4, 3); /* fewer rows than the 4 deleted */
+	refused(e, 0,
+		"t.manifest: byte 79: DataFragment: fragment 7 has 3 rows but its deletion file claims 4 deleted; the manifest is damaged");
+	memset(&e, 0, sizeof(e));
+	lfield(&e, 3, "\x08\x02", 2); /* a deletion file of type 2 */
+	refused(e, 0,
+		"t.manifest: byte 101: DeletionFile: deletion file type 2 is unknown (0 ARROW_ARRAY and 1 BITMAP are read): the dataset is newer than this shardfs");
+	memset(&e, 0, sizeof(e));
+	lfield(&e, 3, "\x38\x01", 2); /* a deletion file in base 1 */
+	refused(e, 0,
+		"t.manifest: byte 101: DeletionFile: the deletion file lives in another base path (base_id 1): only files inside the dataset are read; deep-copy the dataset first");
+	memset(&e, 0, sizeof(e));
+	vfield(&e, 4, 1); /* physical_rows as a wrong wire type */
+	e.p[0] = 4 << 3 | 5;
+	refused(e, 0,
+		"t.manifest: byte 99: DataFragment: field 4 (physical_rows) has wire type 5, expected 0");
+}
+
+static void test_lance_manifest_framing(void **state)
+{
+	struct sfs_error err = { 0 };
+	struct sfs_lance_manifest *m = NULL;
+	struct buf mb = two_fragments(NULL, 0);
+	struct buf f = manifest_file(&mb);
+
+	(void)state;
+	/* no magic */
+	assert_int_equal(sfs_lance_manifest_parse(f.p, f.len - 1, "t.manifest",
+						  &m, &err),
+			 -EINVAL);
+	assert_string_equal(
+		err.msg,
+		"t.manifest: byte 123: no \"LANC\" magic at the end: not a Lance manifest, or truncated; restore it from the dataset's writer");
+	/* the position past the footer */
+	f.p[f.len - 16] = 0xff;
+	assert_int_equal(sfs_lance_manifest_parse(f.p, f.len, "t.manifest", &m,
+						  &err),
+			 -EINVAL);
+	assert_string_equal(
+		err.msg,
+		"t.manifest: byte 112: the manifest position 255 is past the footer (byte 112): the manifest is damaged or truncated");
+	/* the length past the footer */
+	f.p[f.len - 16] = 7;
+	f.p[8] = 0xff;
+	assert_int_equal(sfs_lance_manifest_parse(f.p, f.len, "t.manifest", &m,
+						  &err),
+			 -EINVAL);
+	assert_string_equal(
+		err.msg,
+		"t.manifest: byte 7: the manifest's length 65381 runs past the footer (101 bytes left): the manifest is damaged or truncated");
+	/* too short for a footer */
+	assert_int_equal(sfs_lance_manifest_parse(f.p, 3, "t.manifest", &m,
+						  &err),
+			 -EINVAL);
+	assert_string_equal(
+		err.msg,
+		"t.manifest: byte 0: no \"LANC\" magic at the end: not a Lance manifest, or truncated; restore it from the dataset's writer");
+	assert_null(m);
+	buf_free(&f);
+}
+
+/* ---- the datasets pylance wrote ---- */
+
+struct collect {
+	uint64_t runs[16][2];
+	size_t n;
+};
+
+static int collect_run(void *arg, uint64_t first, uint64_t count)
+{
+	struct collect *c = arg;
+
+	assert_true(c->n < 16);
+	c->runs[c->n][0] = first;
+	c->runs[c->n][1] = count;
+	c->n++;
+	return 0;
+}
+
+static int fixtures(void)
+{
+	int fd = open(LANCE_FIXTURES, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	assert_true(fd >= 0);
+	return fd;
+}
+
+/* Open dataset ds of the fixtures at its newest version. */
+static struct sfs_lance_dataset *open_newest(int dirfd, const char *ds,
+					     uint64_t want_version)
+{
+	struct sfs_error err = { 0 };
+	struct sfs_lance_dataset *d = NULL;
+	uint64_t version;
+	char *name, *path;
+
+	assert_int_equal(sfs_lance_latest(dirfd, ds, &name, &version, &err), 1);
+	assert_int_equal(version, want_version);
+	assert_true(asprintf(&path, "%s/_versions/%s", ds, name) > 0);
+	if (sfs_lance_open(dirfd, path, -1, &d, &err))
+		fail_msg("%s", err.msg);
+	free(name);
+	free(path);
+	return d;
+}
+
+static void test_lance_pylance_frags(void **state)
+{
+	/* tests/lance/fixtures/expected.json, as pylance reported it */
+	static const uint64_t want[][4] = {
+		/* id, physical_rows, deleted, type (2: none) */
+		{ 0, 1, 0, 2 },	  { 1, 300, 4, SFS_LANCE_DELETION_ARROW },
+		{ 2, 300, 1, 0 }, { 3, 100, 0, 2 },
+		{ 4, 37, 1, 0 },  { 5, 6000, 5000, SFS_LANCE_DELETION_BITMAP },
+	};
+	struct sfs_error err = { 0 };
+	struct collect c = { 0 };
+	int dirfd = fixtures();
+	struct sfs_lance_dataset *d = open_newest(dirfd, "frags.lance", 7);
+	size_t i;
+
+	(void)state;
+	assert_int_equal(d->rows, 1732);
+	assert_int_equal(d->m->nfragments, 6);
+	assert_int_equal(d->m->reader_flags, SFS_LANCE_FLAG_DELETION_FILES);
+	for (i = 0; i < 6; i++) {
+		const struct sfs_lance_fragment *fr = &d->m->fragments[i];
+
+		assert_int_equal(fr->id, want[i][0]);
+		assert_int_equal(fr->physical_rows, want[i][1]);
+		assert_int_equal(fr->deleted, want[i][2]);
+		assert_int_equal(fr->deletion.present, want[i][3] != 2);
+		if (want[i][3] != 2)
+			assert_int_equal(fr->deletion.type, want[i][3]);
+		assert_int_equal(fr->nfiles, 1);
+		assert_int_equal(fr->files[0].nfields, 2);
+	}
+	/* fragment 1 holds ids 1..300; ids 3, 5, 7 and 250 are deleted */
+	assert_int_equal(
+		sfs_lance_live_runs(dirfd, d, 1, collect_run, &c, &err), 0);
+	assert_int_equal(c.n, 5);
+	assert_int_equal(c.runs[0][0], 0);
+	assert_int_equal(c.runs[0][1], 2);
+	assert_int_equal(c.runs[1][0], 3);
+	assert_int_equal(c.runs[1][1], 1);
+	assert_int_equal(c.runs[2][0], 5);
+	assert_int_equal(c.runs[2][1], 1);
+	assert_int_equal(c.runs[3][0], 7);
+	assert_int_equal(c.runs[3][1], 242);
+	assert_int_equal(c.runs[4][0], 250);
+	assert_int_equal(c.runs[4][1], 50);
+	/* fragment 5 holds ids 738..6737; 1000..5999 are deleted (a bitmap) */
+	c.n = 0;
+	assert_int_equal(
+		sfs_lance_live_runs(dirfd, d, 5, collect_run, &c, &err), 0);
+	assert_int_equal(c.n, 2);
+	assert_int_equal(c.runs[0][0], 0);
+	assert_int_equal(c.runs[0][1], 262);
+	assert_int_equal(c.runs[1][0], 5262);
+	assert_int_equal(c.runs[1][1], 738);
+	/* a fragment without deletions is one run */
+	c.n = 0;
+	assert_int_equal(
+		sfs_lance_live_runs(dirfd, d, 3, collect_run, &c, &err), 0);
+	assert_int_equal(c.n, 1);
+	assert_int_equal(c.runs[0][1], 100);
+	sfs_lance_free(d);
+	close(dirfd);
+}
+
+static void test_lance_pylance_v1_and_stable(void **state)
+{
+	int dirfd = fixtures();
+	struct sfs_lance_dataset *d = open_newest(dirfd, "v1.lance", 3);
+
+	(void)state;
+	assert_string_equal(d->manifest_path, "v1.lance/_versions/3.manifest");
+	assert_int_equal(d->rows, 69);
+	assert_int_equal(d->m->nfragments, 2);
+	assert_int_equal(d->m->fragments[1].physical_rows, 20);
+	assert_int_equal(d->m->fragments[1].deleted, 1);
+	sfs_lance_free(d);
+	d = open_newest(dirfd, "stable.lance", 2);
+	assert_int_equal(d->rows, 37);
+	assert_int_equal(d->m->reader_flags,
+			 SFS_LANCE_FLAG_DELETION_FILES |
+				 SFS_LANCE_FLAG_STABLE_ROW_IDS);
+	sfs_lance_free(d);
+	close(dirfd);
+}
+
+static void test_lance_pylance_every_version(void **state)
+{
+	/* frags.lance's versions 1..7: rows after each write */
+	static const uint64_t rows[] = { 1, 701, 738, 6738, 6733, 1733, 1732 };
+	struct sfs_error err = { 0 };
+	int dirfd = fixtures();
+	uint64_t v;
+
+	(void)state;
+	for (v = 1; v <= 7; v++) {
+		struct sfs_lance_dataset *d;
+		char *path;
+
+		assert_true(asprintf(&path,
+				     "frags.lance/_versions/%020llu.manifest",
+				     (unsigned long long)(UINT64_MAX - v)) > 0);
+		if (sfs_lance_open(dirfd, path, -1, &d, &err))
+			fail_msg("%s", err.msg);
+		assert_int_equal(d->m->version, v);
+		assert_int_equal(d->rows, rows[v - 1]);
+		sfs_lance_free(d);
+		free(path);
+	}
+	close(dirfd);
+}
+
+static void test_lance_not_a_dataset(void **state)
+{
+	struct sfs_error err = { 0 };
+	char *dir = tmpdir_new(), *name = NULL, *p;
+	uint64_t v;
+	int dirfd = open(dir, O_RDONLY | O_DIRECTORY);
+
+	(void)state;
+	assert_int_equal(sfs_lance_latest(dirfd, "", &name, &v, &err), 0);
+	/* a symlink called _versions: not a dataset either */
+	assert_int_equal(symlinkat("/tmp", dirfd, "_versions"), 0);
+	assert_int_equal(sfs_lance_latest(dirfd, "", &name, &v, &err), 0);
+	assert_int_equal(unlinkat(dirfd, "_versions", 0), 0);
+	free(write_at(dir, "_versions/latest_version_hint.json", "{}", 2));
+	free(write_at(dir, "_versions/x.manifest", "", 0));
+	free(write_at(dir, "_versions/123456789012345678901.manifest", "", 0));
+	/* a _versions/ of something else: not a dataset */
+	assert_int_equal(sfs_lance_latest(dirfd, "", &name, &v, &err), 0);
+	p = write_at(dir, "_versions/2.manifest", "", 0);
+	free(p);
+	p = write_at(dir, "_versions/10.manifest", "", 0);
+	free(p);
+	p = write_at(dir, "_versions/18446744073709551613.manifest", "", 0);
+	free(p);
+	assert_int_equal(sfs_lance_latest(dirfd, "", &name, &v, &err), 1);
+	assert_int_equal(v, 10);
+	assert_string_equal(name, "10.manifest");
+	free(name);
+	close(dirfd);
+	tmpdir_remove(dir);
+}
+
+/* ---- deletion files ---- */
+
+static int deletion(const struct buf *b, int type, uint64_t rows,
+		    struct collect *c, uint64_t *deleted, struct sfs_error *err)
+{
+	c->n = 0;
+	return sfs_lance_deletion_parse(b->p, b->len, type, "d.bin", rows,
+					collect_run, c, deleted, err);
+}
+
+static void u16(struct buf *b, unsigned v)
+{
+	le(b, v, 2);
+}
+
+static void test_lance_roaring(void **state)
+{
+	struct sfs_error err = { 0 };
+	struct collect c;
+	struct buf b = { 0 };
+	uint64_t n;
+	unsigned k;
+
+	(void)state;
+	/* no runs: key 0 holds 1 2 3 10, key 1 holds 5 */
+	le(&b, 12346, 4);
+	le(&b, 2, 4);
+	u16(&b, 0), u16(&b, 3), u16(&b, 1), u16(&b, 0);
+	le(&b, 24, 4), le(&b, 32, 4);
+	u16(&b, 1), u16(&b, 2), u16(&b, 3), u16(&b, 10);
+	u16(&b, 5);
+	assert_int_equal(deletion(&b, 1, 70000, &c, &n, &err), 0);
+	assert_int_equal(n, 5);
+	assert_int_equal(c.n, 3);
+	assert_int_equal(c.runs[0][0], 1);
+	assert_int_equal(c.runs[0][1], 3);
+	assert_int_equal(c.runs[1][0], 10);
+	assert_int_equal(c.runs[2][0], 65541);
+	/* past the fragment */
+	assert_int_equal(deletion(&b, 1, 65541, &c, &n, &err), -EINVAL);
+	assert_string_equal(
+		err.msg,
+		"d.bin: byte 32: deleted row 65541 is past the fragment's 65541 rows; the deletion file belongs to another fragment or is damaged");
+	/* a value given twice */
+	b.p[30] = 3;
+	assert_int_equal(deletion(&b, 1, 70000, &c, &n, &err), -EINVAL);
+	assert_string_equal(
+		err.msg,
+		"d.bin: byte 30: row 3 is deleted twice or out of order; the deletion file is damaged: restore it");
+	b.p[30] = 10;
+	/* a byte too many */
+	byte(&b, 0);
+	assert_int_equal(deletion(&b, 1, 70000, &c, &n, &err), -EINVAL);
+	assert_string_equal(
+		err.msg,
+		"d.bin: byte 34: bytes follow the last container; the deletion file is damaged or not a Roaring bitmap: restore it");
+	/* cut short */
+	b.len -= 4;
+	assert_int_equal(deletion(&b, 1, 70000, &c, &n, &err), -EINVAL);
+	assert_string_equal(
+		err.msg,
+		"d.bin: byte 24: an array container is cut; the deletion file is damaged or not a Roaring bitmap: restore it");
+	/* keys that do not rise */
+	b.len += 3;
+	b.p[12] = 0;
+	assert_int_equal(deletion(&b, 1, 70000, &c, &n, &err), -EINVAL);
+	assert_string_equal(
+		err.msg,
+		"d.bin: byte 12: container keys do not rise; the deletion file is damaged or not a Roaring bitmap: restore it");
+	buf_free(&b);
+
+	/* runs: container 0 a run container [100, 150) [200, 201), container
+	 * 1 an array holding 0 (no offsets below 4 containers) */
+	le(&b, 12347 | 1 << 16, 4);
+	byte(&b, 1);
+	u16(&b, 0), u16(&b, 50), u16(&b, 1), u16(&b, 0);
+	u16(&b, 2), u16(&b, 100), u16(&b, 49), u16(&b, 200), u16(&b, 0);
+	u16(&b, 0);
+	assert_int_equal(deletion(&b, 1, 1 << 20, &c, &n, &err), 0);
+	assert_int_equal(n, 52);
+	assert_int_equal(c.n, 3);
+	assert_int_equal(c.runs[0][0], 100);
+	assert_int_equal(c.runs[0][1], 50);
+	assert_int_equal(c.runs[1][0], 200);
+	assert_int_equal(c.runs[2][0], 65536);
+	/* a header cardinality the runs contradict */
+	b.p[7] = 60;
+	assert_int_equal(deletion(&b, 1, 1 << 20, &c, &n, &err), -EINVAL);
+	assert_string_equal(
+		err.msg,
+		"d.bin: byte 7: a container holds another number of values than its header says; the deletion file is damaged or not a Roaring bitmap: restore it");
+	buf_free(&b);
+
+	/* a bitset container: every row from 0 to 4999 but 17 */
+	le(&b, 12346, 4);
+	le(&b, 1, 4);
+	u16(&b, 0), u16(&b, 4998);
+	le(&b, 16, 4);
+	for (k = 0; k < 8192; k++)
+		byte(&b, k < 625 ? 0xff : 0);
+	b.p[16 + 2] &= (unsigned char)~(1 << 1);
+	assert_int_equal(deletion(&b, 1, 5000, &c, &n, &err), 0);
+	assert_int_equal(n, 4999);
+	assert_int_equal(c.n, 2);
+	assert_int_equal(c.runs[0][1], 17);
+	assert_int_equal(c.runs[1][0], 18);
+	assert_int_equal(c.runs[1][1], 4982);
+	buf_free(&b);
+
+	le(&b, 12345, 4);
+	le(&b, 0, 4);
+	assert_int_equal(deletion(&b, 1, 10, &c, &n, &err), -EINVAL);
+	assert_string_equal(
+		err.msg,
+		"d.bin: byte 0: unknown cookie; the deletion file is damaged or not a Roaring bitmap: restore it");
+	buf_free(&b);
+}
+
+static void test_lance_pylance_deletions(void **state)
+{
+	struct sfs_error err = { 0 };
+	struct collect c;
+	struct buf b;
+	uint64_t n;
+
+	(void)state;
+	/* ids 0..999 of 20 000, an Arrow array of ZSTD-compressed values */
+	b = read_all(LANCE_FIXTURES "/deletions/first-1000-of-20000.arrow");
+	assert_int_equal(deletion(&b, 0, 20000, &c, &n, &err), 0);
+	assert_int_equal(n, 1000);
+	assert_int_equal(c.n, 1);
+	assert_int_equal(c.runs[0][0], 0);
+	assert_int_equal(c.runs[0][1], 1000);
+	assert_int_equal(deletion(&b, 0, 999, &c, &n, &err), -EINVAL);
+	assert_string_equal(
+		err.msg,
+		"d.bin: byte 280: the batch holds more rows than its fragment; the deletion file is damaged or not the Arrow IPC file Lance writes: restore it");
+	/* damaged ZSTD */
+	b.p[0x1d0] ^= 0x55;
+	assert_int_equal(deletion(&b, 0, 20000, &c, &n, &err), -EINVAL);
+	assert_string_equal(
+		err.msg,
+		"d.bin: byte 456: the ZSTD values do not decompress to their stated length; the deletion file is damaged or not the Arrow IPC file Lance writes: restore it");
+	b.p[0x1d0] ^= 0x55;
+	b.len--;
+	assert_int_equal(deletion(&b, 0, 20000, &c, &n, &err), -EINVAL);
+	assert_string_equal(
+		err.msg,
+		"d.bin: byte 0: no ARROW1 magic at both ends; the deletion file is damaged or not the Arrow IPC file Lance writes: restore it");
+	buf_free(&b);
+	/* every third row of 20 000, a Roaring bitset */
+	b = read_all(LANCE_FIXTURES "/deletions/every-3rd-of-20000.bin");
+	assert_int_equal(sfs_lance_deletion_parse(b.p, b.len, 1, "d.bin", 20000,
+						  NULL, NULL, &n, &err),
+			 0);
+	assert_int_equal(n, 6667);
+	buf_free(&b);
+}
+
+/* ---- readers' datasets ---- */
+
+static void test_lance_view_reads_back(void **state)
+{
+	/* live rows 430..439 (fragment 2), then 0..2 (fragments 0 and 1),
+	 * then 1000..1731 (fragment 5: its bitmap), then 430 again */
+	static const struct sfs_run runs[] = {
+		{ 430, 10 }, { 0, 3 }, { 1000, 732 }, { 430, 1 }
+	};
+	struct sfs_error err = { 0 };
+	int dirfd = fixtures();
+	struct sfs_lance_dataset *d = open_newest(dirfd, "frags.lance", 7);
+	struct sfs_lance_view *v;
+	struct sfs_lance_manifest *m;
+	const struct sfs_lance_file *man = NULL;
+	uint64_t live = 0, n;
+	size_t i, k, ndata = 0;
+
+	(void)state;
+	if (sfs_lance_view_build(dirfd, d, runs, 4, &v, &err))
+		fail_msg("%s", err.msg);
+	assert_int_equal(v->rows, 10 + 3 + 732 + 1);
+	for (i = 0; i < v->nfiles; i++) {
+		if (!strcmp(v->files[i].path, "_versions/1.manifest"))
+			man = &v->files[i];
+		if (v->files[i].source) {
+			assert_null(v->files[i].bytes);
+			assert_memory_equal(v->files[i].path, "data/", 5);
+			assert_memory_equal(v->files[i].source, "frags.lance/",
+					    12);
+			assert_string_equal(v->files[i].source + 12,
+					    v->files[i].path);
+			ndata++;
+		}
+	}
+	assert_non_null(man);
+	assert_int_equal(ndata, 4); /* fragments 0, 1, 2 and 5's */
+	assert_int_equal(sfs_lance_manifest_parse(man->bytes, man->len, "v", &m,
+						  &err),
+			 0);
+	assert_int_equal(m->version, 1);
+	/* fragment 0 has 1 live row, 1 296, 2 299, 3 100, 4 36, 5 1000 */
+	assert_int_equal(m->nfragments, 1 + 2 + 1 + 1);
+	for (i = 0; i < m->nfragments; i++) {
+		const struct sfs_lance_fragment *f = &m->fragments[i];
+		char *path = sfs_lance_deletion_path(f);
+
+		assert_int_equal(f->id, i);
+		if (!f->deletion.present) {
+			live += f->physical_rows;
+			free(path);
+			continue;
+		}
+		for (k = 0; k < v->nfiles; k++)
+			if (!strcmp(v->files[k].path, path))
+				break;
+		assert_true(k < v->nfiles);
+		assert_int_equal(sfs_lance_deletion_parse(
+					 v->files[k].bytes, v->files[k].len,
+					 (int)f->deletion.type, path,
+					 f->physical_rows, NULL, NULL, &n,
+					 &err),
+				 0);
+		assert_int_equal(n, f->deletion.num_deleted);
+		live += f->physical_rows - n;
+		free(path);
+	}
+	assert_int_equal(live, v->rows);
+	sfs_lance_manifest_free(m);
+	sfs_lance_view_free(v);
+	sfs_lance_free(d);
+	close(dirfd);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_lance_pb_varints),
+		cmocka_unit_test(test_lance_pb_bad_varints),
+		cmocka_unit_test(test_lance_pb_lengths),
+		cmocka_unit_test(test_lance_pb_nesting),
+		cmocka_unit_test(test_lance_pb_unknown_fields),
+		cmocka_unit_test(test_lance_pb_bad_keys),
+		cmocka_unit_test(test_lance_manifest_fields),
+		cmocka_unit_test(test_lance_manifest_refused),
+		cmocka_unit_test(test_lance_manifest_framing),
+		cmocka_unit_test(test_lance_pylance_frags),
+		cmocka_unit_test(test_lance_pylance_v1_and_stable),
+		cmocka_unit_test(test_lance_pylance_every_version),
+		cmocka_unit_test(test_lance_not_a_dataset),
+		cmocka_unit_test(test_lance_roaring),
+		cmocka_unit_test(test_lance_pylance_deletions),
+		cmocka_unit_test(test_lance_view_reads_back),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
