@@ -41,6 +41,15 @@
 
 /* The largest footer read: bigger ones are refused (a memory bound). */
 #define SFS_PARQUET_FOOTER_MAX (64u << 20)
+/*
+ * The most a footer may decode to (the structs below, not counting the
+ * footer's own copy): larger ones are refused with -EFBIG.  A chunk takes
+ * about 200 bytes decoded: real footers, whose chunks carry statistics
+ * (~90 bytes each in the file), decode to ~2.5 times their size and stay
+ * under it up to SFS_PARQUET_FOOTER_MAX; footers of bare minimal chunks
+ * (~35 bytes each) up to ~1.2 million chunks, 40 MB.
+ */
+#define SFS_PARQUET_DECODED_MAX (256u << 20)
 
 /* Bytes borrowed from the footer copy of a struct sfs_parquet_meta. */
 struct sfs_parquet_bytes {
@@ -117,6 +126,14 @@ struct sfs_parquet_meta {
 	size_t nkey_values;
 	struct sfs_parquet_key_value *key_values;
 	struct sfs_parquet_bytes created_by; /* .p NULL when absent */
+	/* what the row groups' chunks and the chunks' encodings and paths
+	 * point into: one array each, in footer order */
+	struct sfs_parquet_chunk *chunk_pool;
+	size_t nchunk_pool;
+	int32_t *encoding_pool;
+	size_t nencoding_pool;
+	struct sfs_parquet_bytes *path_pool;
+	size_t npath_pool;
 };
 
 /*
