@@ -19,10 +19,12 @@
  * [sfs_parquet_chunk_start, + total_compressed_size) lie within
  * [4, data_end), data_end being where the footer begins, hold its first
  * data page and its dictionary page, and are no other chunk's.  Memory
- * grows with what is decoded, never with a count read from the file: real
- * footers take about 6 times their size (4.4 MB with 50000 chunks: 26 MB),
- * a hostile one of nothing but minimal schema elements about 20 times
- * (15 MB: 290 MB; so over 1 GiB near SFS_PARQUET_FOOTER_MAX).
+ * grows with what is decoded, never with a count read from the file, and
+ * is capped: the chunks of all row groups, their encodings and their
+ * paths are one array each (chunk_pool, ...), about 2.5 times a real
+ * footer's size, 7 times the most compact one's (a 14.7 MB footer of
+ * 400 000 row groups: ~100 MB), and what is decoded past
+ * SFS_PARQUET_DECODED_MAX is refused.
  * Encrypted files (a "PARE" footer, or a plaintext footer with an
  * encryption algorithm) are refused.
  *
@@ -142,7 +144,8 @@ struct sfs_parquet_meta {
  * *out (free with sfs_parquet_meta_free), or: -EINVAL for a file that is
  * not Parquet or whose footer is malformed or inconsistent, the message
  * naming the file, the byte offset and what is wrong; -ENOTSUP for an
- * encrypted file; -EFBIG for a footer over SFS_PARQUET_FOOTER_MAX; -EIO
+ * encrypted file; -EFBIG for a footer over SFS_PARQUET_FOOTER_MAX or one
+ * that decodes to more than SFS_PARQUET_DECODED_MAX; -EIO
  * or another -errno when reading fails; -ENOMEM.  *out is untouched on
  * failure.
  */
