@@ -19,10 +19,12 @@
  * [sfs_parquet_chunk_start, + total_compressed_size) lie within
  * [4, data_end), data_end being where the footer begins, hold its first
  * data page and its dictionary page, and are no other chunk's.  Memory
- * grows with what is decoded, never with a count read from the file: real
- * footers take about 6 times their size (4.4 MB with 50000 chunks: 26 MB),
- * a hostile one of nothing but minimal schema elements about 20 times
- * (15 MB: 290 MB; so over 1 GiB near SFS_PARQUET_FOOTER_MAX).
+ * grows with what is decoded, never with a count read from the file, and
+ * is capped: the chunks of all row groups, their encodings and their
+ * paths are one array each (chunk_pool, ...), about 2.5 times a real
+ * footer's size, 7 times the most compact one's (a 14.7 MB footer of
+ * 400 000 row groups: ~100 MB), and what is decoded past
+ * SFS_PARQUET_DECODED_MAX is refused.
  * Encrypted files (a "PARE" footer, or a plaintext footer with an
  * encryption algorithm) are refused.
  *
@@ -41,6 +43,15 @@
 
 /* The largest footer read: bigger ones are refused (a memory bound). */
 #define SFS_PARQUET_FOOTER_MAX (64u << 20)
+/*
+ * The most a footer may decode to (the structs below, not counting the
+ * footer's own copy): larger ones are refused with -EFBIG.  A chunk takes
+ * about 200 bytes decoded: real footers, whose chunks carry statistics
+ * (~90 bytes each in the file), decode to ~2.5 times their size and stay
+ * under it up to SFS_PARQUET_FOOTER_MAX; footers of bare minimal chunks
+ * (~35 bytes each) up to ~1.2 million chunks, 40 MB.
+ */
+#define SFS_PARQUET_DECODED_MAX (256u << 20)
 
 /* Bytes borrowed from the footer copy of a struct sfs_parquet_meta. */
 struct sfs_parquet_bytes {
@@ -117,6 +128,14 @@ struct sfs_parquet_meta {
 	size_t nkey_values;
 	struct sfs_parquet_key_value *key_values;
 	struct sfs_parquet_bytes created_by; /* .p NULL when absent */
+	/* what the row groups' chunks and the chunks' encodings and paths
+	 * point into: one array each, in footer order */
+	struct sfs_parquet_chunk *chunk_pool;
+	size_t nchunk_pool;
+	int32_t *encoding_pool;
+	size_t nencoding_pool;
+	struct sfs_parquet_bytes *path_pool;
+	size_t npath_pool;
 };
 
 /*
@@ -125,7 +144,8 @@ struct sfs_parquet_meta {
  * *out (free with sfs_parquet_meta_free), or: -EINVAL for a file that is
  * not Parquet or whose footer is malformed or inconsistent, the message
  * naming the file, the byte offset and what is wrong; -ENOTSUP for an
- * encrypted file; -EFBIG for a footer over SFS_PARQUET_FOOTER_MAX; -EIO
+ * encrypted file; -EFBIG for a footer over SFS_PARQUET_FOOTER_MAX or one
+ * that decodes to more than SFS_PARQUET_DECODED_MAX; -EIO
  * or another -errno when reading fails; -ENOMEM.  *out is untouched on
  * failure.
  */

@@ -2,10 +2,17 @@
  * The slices of data files, by inode number.  With no_open the kernel
  * sends no OPEN, so a read names only its inode: the first read of a file
  * in a view builds its slice and opens its source, and the entry is kept
- * for the reads that follow, at most files.cap of them (the least recently
- * used one that no read holds goes first).  Entries go with their view.
- * An entry holds its source open: when the daemon runs out of descriptors,
- * the entries no read holds give theirs back and the open is tried again.
+ * for the reads that follow, at most files.cap of them holding at most
+ * FILES_MEM_MAX bytes (the least recently used one that no read holds
+ * goes first).  Entries go with their view.  An entry holds its source
+ * open: when the daemon runs out of descriptors, the entries no read
+ * holds give theirs back and the open is tried again.
+ *
+ * A slice is built once: the reads of a file that come while its first
+ * read builds it wait for that build, and at most FILES_BUILDS slices are
+ * built at once, however many request threads read.  A build may decode
+ * much (a Parquet cut decodes whole pages; parquet.h bounds each), so
+ * this bounds the daemon's memory by a few builds, not by its threads.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -13,6 +20,13 @@
 #include <syslog.h>
 
 #include "fs.h"
+
+/* Slices built at once (each may decode hundreds of MiB: see above). */
+#define FILES_BUILDS 2
+/* Bytes the kept slices may hold (their extents and their own bytes, a
+ * Parquet footer or re-encoded pages): past it, the least recently used
+ * ones go, however few entries there are. */
+#define FILES_MEM_MAX ((size_t)256 << 20)
 
 int files_init(struct files *t, size_t cap)
 {
@@ -22,6 +36,10 @@ int files_init(struct files *t, size_t cap)
 	t->buckets = calloc(t->nbuckets, sizeof(*t->buckets));
 	if (!t->buckets)
 		return -ENOMEM;
+	if (pthread_cond_init(&t->done, NULL)) {
+		free(t->buckets);
+		return -ENOMEM;
+	}
 	return -pthread_mutex_init(&t->lock, NULL);
 }
 
@@ -29,6 +47,7 @@ void files_destroy(struct files *t)
 {
 	free(t->buckets);
 	free(t->failed_msg);
+	pthread_cond_destroy(&t->done);
 	pthread_mutex_destroy(&t->lock);
 }
 
@@ -54,6 +73,7 @@ static void unlink_locked(struct files *t, struct file_ent *f)
 		;
 	*p = f->next;
 	t->n--;
+	t->mem -= f->mem;
 }
 
 /* The least recently used entry no read holds, taken out; or NULL. */
@@ -111,21 +131,27 @@ static void log_failure(struct fs *fs, fuse_ino_t ino, const char *msg)
 		fs_log(fs, LOG_ERR, "%s", msg);
 }
 
-/* A new entry for node of vr: its source open, its slice built. */
+/* The bytes slice s holds in memory. */
+static size_t slice_mem(const struct sfs_slice *s)
+{
+	size_t mem = sizeof(*s) + s->nextents * sizeof(s->extents[0]), i;
+
+	for (i = 0; i < s->nextents; i++)
+		if (s->extents[i].owned)
+			mem += (size_t)s->extents[i].len;
+	return mem;
+}
+
+/* Open f's source and build its slice (node of vr). */
 static int build(struct fs *fs, struct view_ref *vr, uint32_t node,
-		 struct file_ent **out, struct sfs_error *err)
+		 struct file_ent *f, struct sfs_error *err)
 {
 	const struct sfs_view_node *n = &vr->v->nodes[node];
-	struct file_ent *f = calloc(1, sizeof(*f));
 	const char *path;
 	uint64_t size;
 	int64_t mtime;
 	int rc;
 
-	if (!f)
-		return sfs_errorf(err, -ENOMEM, "out of memory");
-	f->ino = node_ino(vr, node);
-	f->vr = vr;
 	sfs_view_source(vr->v, n, &path, &size, &mtime);
 	f->src_size = size;
 	f->src_mtime = mtime;
@@ -135,13 +161,44 @@ static int build(struct fs *fs, struct view_ref *vr, uint32_t node,
 				     err);
 	if (!rc)
 		rc = sfs_view_slice(vr->v, n, f->src->fd, &f->slice, err);
-	if (rc) {
-		ent_free(fs, f);
-		return rc;
+	return rc;
+}
+
+/* The entry of ino, held; or NULL. */
+static struct file_ent *find_locked(struct files *t, fuse_ino_t ino)
+{
+	struct file_ent *f;
+
+	for (f = *bucket(t, ino); f && f->ino != ino; f = f->next)
+		;
+	if (f) {
+		f->refs++;
+		f->used = ++t->tick;
 	}
-	f->refs = 1;
-	*out = f;
-	return 0;
+	return f;
+}
+
+/* Take out the least recently used entries no read holds while the table
+ * holds more than it may (one more entry to come when room); on *gone. */
+static void trim_locked(struct files *t, bool room, struct file_ent **gone)
+{
+	struct file_ent *f;
+
+	while ((t->n + room > t->cap || t->mem > FILES_MEM_MAX) &&
+	       (f = evict_locked(t))) {
+		f->next = *gone;
+		*gone = f;
+	}
+}
+
+static void free_list(struct fs *fs, struct file_ent *gone)
+{
+	struct file_ent *f;
+
+	while ((f = gone)) {
+		gone = f->next;
+		ent_free(fs, f);
+	}
 }
 
 int files_get(struct fs *fs, struct view_ref *vr, uint32_t node,
@@ -150,53 +207,75 @@ int files_get(struct fs *fs, struct view_ref *vr, uint32_t node,
 	struct files *t = &fs->files;
 	fuse_ino_t ino = node_ino(vr, node);
 	struct sfs_error err = { 0 };
-	struct file_ent *f, *mine = NULL, *old = NULL;
+	struct file_ent *f, *gone = NULL;
 	int rc;
 
 	*built = false;
 	pthread_mutex_lock(&t->lock);
-	for (f = *bucket(t, ino); f && f->ino != ino; f = f->next)
-		;
+	f = find_locked(t, ino);
 	if (f) {
-		f->refs++;
-		f->used = ++t->tick;
-	}
-	pthread_mutex_unlock(&t->lock);
-	if (f) {
+		/* its first read builds it: wait for that build */
+		while (f->building)
+			pthread_cond_wait(&t->done, &t->lock);
+		rc = f->rc;
+		if (rc && !--f->refs)
+			gone = f; /* out of the table: the last one frees it */
+		pthread_mutex_unlock(&t->lock);
+		free_list(fs, gone);
+		if (rc)
+			return rc;
 		*out = f;
 		return 0;
 	}
-	rc = build(fs, vr, node, &mine, &err);
+	f = calloc(1, sizeof(*f));
+	if (!f) {
+		pthread_mutex_unlock(&t->lock);
+		return -ENOMEM;
+	}
+	f->ino = ino;
+	f->vr = vr;
+	f->refs = 1;
+	f->building = true;
+	/* (only more reads at once than cap could hold every entry, and
+	 * leave none to evict) */
+	trim_locked(t, true, &gone);
+	f->used = ++t->tick;
+	f->next = *bucket(t, ino);
+	*bucket(t, ino) = f;
+	t->n++;
+	while (t->builds >= FILES_BUILDS)
+		pthread_cond_wait(&t->done, &t->lock);
+	t->builds++;
+	pthread_mutex_unlock(&t->lock);
+	free_list(fs, gone);
+	gone = NULL;
+
+	rc = build(fs, vr, node, f, &err);
+	if (rc)
+		rc = rc == -ENOMEM ? -ENOMEM : -EIO;
+
+	pthread_mutex_lock(&t->lock);
+	t->builds--;
+	f->building = false;
+	if (rc) {
+		unlink_locked(t, f);
+		f->rc = rc;
+		if (!--f->refs)
+			gone = f;
+	} else {
+		f->mem = slice_mem(f->slice);
+		t->mem += f->mem;
+		trim_locked(t, false, &gone);
+	}
+	pthread_cond_broadcast(&t->done);
+	pthread_mutex_unlock(&t->lock);
+	free_list(fs, gone);
 	if (rc) {
 		atomic_fetch_add(&fs->errors, 1);
 		log_failure(fs, ino, err.msg);
-		return rc == -ENOMEM ? -ENOMEM : -EIO;
+		return rc;
 	}
-	pthread_mutex_lock(&t->lock);
-	/* another read of the file may have built it meanwhile */
-	for (f = *bucket(t, ino); f && f->ino != ino; f = f->next)
-		;
-	if (f) {
-		f->refs++;
-		f->used = ++t->tick;
-	} else {
-		/* (only more reads at once than cap could hold every entry,
-		 * and leave none to evict) */
-		if (t->n >= t->cap)
-			old = evict_locked(t);
-		mine->used = ++t->tick;
-		mine->next = *bucket(t, ino);
-		*bucket(t, ino) = mine;
-		t->n++;
-		f = mine;
-		mine = NULL;
-		*built = true;
-	}
-	pthread_mutex_unlock(&t->lock);
-	if (mine)
-		ent_free(fs, mine);
-	if (old)
-		ent_free(fs, old);
+	*built = true;
 	*out = f;
 	return 0;
 }
@@ -223,6 +302,7 @@ void files_forget_view_locked(struct fs *fs, struct view_ref *vr)
 			}
 			*p = f->next;
 			t->n--;
+			t->mem -= f->mem;
 			f->next = gone;
 			gone = f;
 		}

@@ -117,14 +117,21 @@ struct file_ent {
 	atomic_bool logged; /* a changed source was reported */
 	unsigned refs; /* files.lock */
 	uint64_t used; /* files.lock: tick of the last get */
+	bool building; /* files.lock: its first get builds it */
+	int rc; /* files.lock: the build failed (it is out of the table) */
+	size_t mem; /* files.lock: bytes its slice holds */
 	struct file_ent *next; /* files.buckets, files.lock */
 };
 
-/* The data files whose slices are kept, at most cap of them. */
+/* The data files whose slices are kept: at most cap of them, holding at
+ * most FILES_MEM_MAX bytes (files.c). */
 struct files {
 	pthread_mutex_t lock; /* guards everything below and the entries */
+	pthread_cond_t done; /* a build ended */
 	struct file_ent **buckets; /* by inode number */
 	size_t nbuckets, n, cap;
+	size_t mem; /* bytes the entries' slices hold */
+	unsigned builds; /* slices being built */
 	uint64_t tick;
 	fuse_ino_t failed_ino; /* the last file that could not be read, */
 	char *failed_msg; /* and why: logged once, not per read */
@@ -300,7 +307,8 @@ void files_destroy(struct files *t);
  * The entry of node of vr (inode ino), its slice built and its source
  * opened at the first get; vr must be referenced by the caller, who
  * releases the entry with files_put before dropping vr.  *built tells that
- * this get built it (the reader reached the file).  Returns 0, or -EIO
+ * this get built it (the reader reached the file); gets that come while
+ * another builds it wait for that build.  Returns 0, or -EIO
  * (the source cannot be read as indexed: logged once per file and cause,
  * counted in fs.errors) or -ENOMEM.
  */

@@ -25,9 +25,12 @@
 
 #define FD_CACHE 256
 #define MAX_THREADS 64
-/* data files whose slices are kept (each holds its source open: fewer
- * than FD_CACHE, so that the prefetcher's files find room there) */
-#define FILES_CACHED 128
+/* data files whose slices are kept: enough that readers cycling through
+ * many slices do not rebuild them (a Parquet slice costs a footer decode;
+ * files.c also bounds their bytes).  Each holds its source open, shared
+ * with the other slices of its shard; out of descriptors, unused entries
+ * give theirs back (files.c) */
+#define FILES_CACHED 1024
 
 static const char *prog = "shardfs";
 

@@ -790,6 +790,49 @@ static void test_parquet_inconsistent(void **state)
 		"x.parquet: footer at byte 145: row group 0 has 1 columns but the schema has 2 leaves");
 }
 
+/*
+ * A footer of nothing but minimal schema elements (4 bytes each, 56
+ * decoded): refused once what it decodes to passes SFS_PARQUET_DECODED_MAX,
+ * at the element that passes it, long before SFS_PARQUET_FOOTER_MAX.
+ */
+static void test_parquet_decoded_budget(void **state)
+{
+	size_t over =
+		SFS_PARQUET_DECODED_MAX / sizeof(struct sfs_parquet_schema);
+	size_t n = over + 1000, i, at = 0;
+	struct enc e = { 0 };
+	struct buf file = { 0 };
+	char msg[SFS_ERROR_MAX];
+
+	(void)state;
+	e.depth = -1;
+	sbegin(&e);
+	f_i32(&e, 1, 1);
+	f_list(&e, 2, 12, n);
+	for (i = 0; i < n; i++) {
+		if (i == over)
+			at = e.b.len;
+		sbegin(&e);
+		f_bin(&e, 4, i ? "a" : "root");
+		if (!i)
+			f_i32(&e, 5, (int64_t)n - 1);
+		send(&e);
+	}
+	f_i64(&e, 3, 0);
+	f_list(&e, 4, 12, 0);
+	send(&e);
+	assert_true(e.b.len < SFS_PARQUET_FOOTER_MAX);
+	buf_put(&file, "PAR1", 4);
+	put_tail(&file, &e.b);
+	snprintf(
+		msg, sizeof(msg),
+		"x.parquet: footer at byte %zu: its %zu-byte footer decodes to more than the %u MiB shardfs decodes per footer (0 row groups, 0 column chunks so far): rewrite the file with fewer, larger row groups (e.g. pyarrow's row_group_size)",
+		4 + at, e.b.len, SFS_PARQUET_DECODED_MAX >> 20);
+	expect(&file, -EFBIG, msg);
+	buf_free(&file);
+	buf_free(&e.b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -800,6 +843,7 @@ int main(void)
 		cmocka_unit_test(test_parquet_not_parquet),
 		cmocka_unit_test(test_parquet_thrift_errors),
 		cmocka_unit_test(test_parquet_inconsistent),
+		cmocka_unit_test(test_parquet_decoded_budget),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -101,6 +101,7 @@ int sfs_pq_col_open(struct sfs_pq_column *c, int fd,
 	c->rg = rg;
 	c->lf = *lf;
 	c->err = err;
+	c->held = &c->own;
 	c->pos = (uint64_t)sfs_parquet_chunk_start(ch);
 	c->end = c->pos + (uint64_t)ch->total_compressed_size;
 	for (i = 0; i < ch->npath && n + 1 < sizeof(c->name); i++) {
@@ -135,6 +136,9 @@ static void page_clear(struct sfs_pq_page *p)
 
 void sfs_pq_col_close(struct sfs_pq_column *c)
 {
+	if (c->held)
+		*c->held -= c->pg_bytes + c->dict_bytes;
+	c->pg_bytes = c->dict_bytes = 0;
 	page_clear(&c->pg);
 	free(c->dict);
 	free(c->dict_raw);
@@ -340,6 +344,30 @@ out:
 	return rc;
 }
 
+/*
+ * The page whose header is h, of n entries, is about to be decoded: count
+ * what it takes into *c->held and *bytes, or fail past the budget.
+ */
+static int budget(struct sfs_pq_column *c, const struct sfs_pq_page_header *h,
+		  uint32_t n, uint64_t *bytes)
+{
+	uint64_t need = (uint64_t)(uint32_t)h->csize +
+			(uint64_t)(uint32_t)h->usize +
+			(uint64_t)n * SFS_PQ_ENTRY_BYTES;
+
+	if (*c->held + need > SFS_PQ_DECODED_MAX)
+		return sfs_pq_col_fail(
+			c, h->at,
+			"%u values in %d bytes (%d compressed) decode to %llu MiB%s: over the %u MiB shardfs decodes at once; rewrite the file with smaller pages (e.g. pyarrow's data_page_size)",
+			n, (int)h->usize, (int)h->csize,
+			(unsigned long long)((*c->held + need) >> 20),
+			*c->held ? " with the other columns' pages" : "",
+			SFS_PQ_DECODED_MAX >> 20);
+	*c->held += need;
+	*bytes = need;
+	return 0;
+}
+
 /* Read the dictionary page whose header is h. */
 static int load_dictionary(struct sfs_pq_column *c,
 			   const struct sfs_pq_page_header *h)
@@ -356,7 +384,9 @@ static int load_dictionary(struct sfs_pq_column *c,
 	if ((uint32_t)h->num_values > SFS_PQ_ENTRIES_MAX)
 		return sfs_pq_col_fail(c, h->at, "a dictionary of %d values",
 				       (int)h->num_values);
-	rc = page_raw(c, h, &c->dict_raw);
+	rc = budget(c, h, (uint32_t)h->num_values, &c->dict_bytes);
+	if (!rc)
+		rc = page_raw(c, h, &c->dict_raw);
 	if (rc)
 		return rc;
 	c->ndict = (uint32_t)h->num_values;
@@ -386,13 +416,17 @@ int sfs_pq_decode_page(struct sfs_pq_column *c,
 	int rc;
 
 	page_clear(pg);
+	*c->held -= c->pg_bytes;
+	c->pg_bytes = 0;
 	pg->h = *h;
 	if (n > SFS_PQ_ENTRIES_MAX)
 		return sfs_pq_col_fail(
 			c, h->at,
 			"a page of %u values, over the %u shardfs reads", n,
 			SFS_PQ_ENTRIES_MAX);
-	rc = page_raw(c, h, &pg->raw);
+	rc = budget(c, h, n, &c->pg_bytes);
+	if (!rc)
+		rc = page_raw(c, h, &pg->raw);
 	if (rc)
 		return rc;
 	pg->n = n;
@@ -562,7 +596,7 @@ int sfs_parquet_rows(int fd, const struct sfs_parquet_meta *m,
 		calloc(m->nleaves ? m->nleaves : 1, sizeof(*cols));
 	struct sfs_digest *d = sfs_digest_new();
 	unsigned char digest[SFS_DIGEST_LEN];
-	uint64_t row = 0;
+	uint64_t row = 0, held = 0;
 	size_t g, k, opened = 0;
 	int64_t r;
 	int rc;
@@ -573,9 +607,12 @@ int sfs_parquet_rows(int fd, const struct sfs_parquet_meta *m,
 	}
 	rc = sfs_pq_leaves(m, lf, err);
 	for (g = 0; !rc && g < m->nrow_groups; g++) {
-		for (k = 0; !rc && k < m->nleaves; k++, opened = k)
+		/* one page of every column at once: one budget */
+		for (k = 0; !rc && k < m->nleaves; k++, opened = k) {
 			rc = sfs_pq_col_open(&cols[k], fd, m, g, k, &lf[k],
 					     err);
+			cols[k].held = &held;
+		}
 		for (r = 0; !rc && r < m->row_groups[g].num_rows; r++) {
 			for (k = 0; !rc && k < m->nleaves; k++) {
 				rc = hash_row(&cols[k], d);

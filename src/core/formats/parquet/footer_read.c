@@ -205,8 +205,35 @@ static int read_list_of(struct sfs_thrift_reader *r, const struct where *w,
 /*
  * Arrays are sized by what was decoded, never by a count read from the
  * file: a count only bounds the loop, the array grows (SFS_GROW) as
- * elements arrive.
+ * elements arrive.  The chunks of every row group, their encodings and
+ * their paths go to one array each (m->chunk_pool, ...), in footer order,
+ * and the row groups' and chunks' pointers are set into them once the
+ * footer is read: a small array per chunk would cost malloc's overhead
+ * and SFS_GROW's first 8 elements each, 50 times the footer's bytes.
+ * What they hold is added up as it is decoded and refused past
+ * SFS_PARQUET_DECODED_MAX.
  */
+
+/* The pools being filled and what the decoded structures take. */
+struct pools {
+	size_t chunks_cap, encodings_cap, paths_cap;
+	size_t rg_cap;
+	uint64_t bytes;
+};
+
+/* n more bytes of decoded structures: refused past the budget. */
+static int spend(struct sfs_thrift_reader *r, struct sfs_parquet_meta *m,
+		 struct pools *p, size_t n)
+{
+	p->bytes += n;
+	if (p->bytes <= SFS_PARQUET_DECODED_MAX)
+		return 0;
+	return sfs_errorf(
+		r->err, -EFBIG,
+		"%s: footer at byte %llu: its %zu-byte footer decodes to more than the %u MiB shardfs decodes per footer (%zu row groups, %zu column chunks so far): rewrite the file with fewer, larger row groups (e.g. pyarrow's row_group_size)",
+		r->path, (unsigned long long)(r->base + r->pos), r->len,
+		SFS_PARQUET_DECODED_MAX >> 20, m->nrow_groups, m->nchunk_pool);
+}
 
 static int read_bytes(struct sfs_thrift_reader *r, struct sfs_parquet_bytes *b)
 {
@@ -273,7 +300,8 @@ static int read_schema_element(struct sfs_thrift_reader *r, size_t i,
 	return check_required(r, at, schema_fields, &w, &seen, 1u << 4);
 }
 
-static int read_schema(struct sfs_thrift_reader *r, struct sfs_parquet_meta *m)
+static int read_schema(struct sfs_thrift_reader *r, struct sfs_parquet_meta *m,
+		       struct pools *p)
 {
 	struct where w = { .what = "FileMetaData" };
 	size_t n, i, cap = 0;
@@ -283,7 +311,9 @@ static int read_schema(struct sfs_thrift_reader *r, struct sfs_parquet_meta *m)
 	for (i = 0; !rc && i < n; i++) {
 		if (SFS_GROW(m->schema, cap, i + 1))
 			return sfs_pq_footer_nomem(r);
-		rc = read_schema_element(r, i, &m->schema[i]);
+		rc = spend(r, m, p, sizeof(*m->schema));
+		if (!rc)
+			rc = read_schema_element(r, i, &m->schema[i]);
 		if (!rc)
 			m->nschema = i + 1;
 	}
@@ -324,7 +354,7 @@ static int read_key_value(struct sfs_thrift_reader *r, size_t i,
 }
 
 static int read_key_values(struct sfs_thrift_reader *r,
-			   struct sfs_parquet_meta *m)
+			   struct sfs_parquet_meta *m, struct pools *p)
 {
 	struct where w = { .what = "FileMetaData" };
 	size_t n, i, cap = 0;
@@ -334,7 +364,9 @@ static int read_key_values(struct sfs_thrift_reader *r,
 	for (i = 0; !rc && i < n; i++) {
 		if (SFS_GROW(m->key_values, cap, i + 1))
 			return sfs_pq_footer_nomem(r);
-		rc = read_key_value(r, i, &m->key_values[i]);
+		rc = spend(r, m, p, sizeof(*m->key_values));
+		if (!rc)
+			rc = read_key_value(r, i, &m->key_values[i]);
 		if (!rc)
 			m->nkey_values = i + 1;
 	}
@@ -342,35 +374,49 @@ static int read_key_values(struct sfs_thrift_reader *r,
 }
 
 static int read_encodings(struct sfs_thrift_reader *r, const struct where *w,
+			  struct sfs_parquet_meta *m, struct pools *p,
 			  struct sfs_parquet_chunk *c)
 {
-	size_t n, i, cap = 0;
+	size_t n, i;
 	int rc;
 
 	rc = read_list_of(r, w, "encodings", SFS_TC_I32, &n);
 	for (i = 0; !rc && i < n; i++) {
-		if (SFS_GROW(c->encodings, cap, i + 1))
+		size_t k = m->nencoding_pool;
+
+		if (SFS_GROW(m->encoding_pool, p->encodings_cap, k + 1))
 			return sfs_pq_footer_nomem(r);
-		rc = sfs_thrift_read_i32(r, &c->encodings[i]);
+		rc = spend(r, m, p, sizeof(*m->encoding_pool));
 		if (!rc)
+			rc = sfs_thrift_read_i32(r, &m->encoding_pool[k]);
+		if (!rc) {
+			m->nencoding_pool = k + 1;
 			c->nencodings = i + 1;
+		}
 	}
 	return rc;
 }
 
 static int read_path(struct sfs_thrift_reader *r, const struct where *w,
+		     struct sfs_parquet_meta *m, struct pools *p,
 		     struct sfs_parquet_chunk *c)
 {
-	size_t n, i, cap = 0;
+	size_t n, i;
 	int rc;
 
 	rc = read_list_of(r, w, "path_in_schema", SFS_TC_BINARY, &n);
 	for (i = 0; !rc && i < n; i++) {
-		if (SFS_GROW(c->path_in_schema, cap, i + 1))
+		size_t k = m->npath_pool;
+
+		if (SFS_GROW(m->path_pool, p->paths_cap, k + 1))
 			return sfs_pq_footer_nomem(r);
-		rc = read_bytes(r, &c->path_in_schema[i]);
+		rc = spend(r, m, p, sizeof(*m->path_pool));
 		if (!rc)
+			rc = read_bytes(r, &m->path_pool[k]);
+		if (!rc) {
+			m->npath_pool = k + 1;
 			c->npath = i + 1;
+		}
 	}
 	return rc;
 }
@@ -398,6 +444,7 @@ static int read_i32_field(struct sfs_thrift_reader *r, const struct where *w,
 }
 
 static int read_column_meta(struct sfs_thrift_reader *r, const struct where *w,
+			    struct sfs_parquet_meta *m, struct pools *p,
 			    struct sfs_parquet_chunk *c)
 {
 	struct sfs_thrift_field f;
@@ -420,10 +467,10 @@ static int read_column_meta(struct sfs_thrift_reader *r, const struct where *w,
 			rc = sfs_thrift_read_i32(r, &c->type);
 			break;
 		case 2:
-			rc = read_encodings(r, w, c);
+			rc = read_encodings(r, w, m, p, c);
 			break;
 		case 3:
-			rc = read_path(r, w, c);
+			rc = read_path(r, w, m, p, c);
 			break;
 		case 4:
 			rc = sfs_thrift_read_i32(r, &c->codec);
@@ -473,7 +520,8 @@ static int read_column_meta(struct sfs_thrift_reader *r, const struct where *w,
 				      1u << 6 | 1u << 7 | 1u << 9);
 }
 
-static int read_chunk(struct sfs_thrift_reader *r, size_t rg, size_t col,
+static int read_chunk(struct sfs_thrift_reader *r, struct sfs_parquet_meta *m,
+		      struct pools *p, size_t rg, size_t col,
 		      struct sfs_parquet_chunk *c)
 {
 	struct sfs_thrift_field f;
@@ -517,7 +565,7 @@ static int read_chunk(struct sfs_thrift_reader *r, size_t rg, size_t col,
 			rc = read_i64_field(r, &w, &f, d, &c->file_offset);
 			break;
 		case 3:
-			rc = read_column_meta(r, &w, c);
+			rc = read_column_meta(r, &w, m, p, c);
 			break;
 		case 4:
 			rc = read_i64_field(r, &w, &f, d,
@@ -546,24 +594,14 @@ static int read_chunk(struct sfs_thrift_reader *r, size_t rg, size_t col,
 	return check_required(r, c->at, chunk_fields, &w, &seen, 1u << 3);
 }
 
-static void free_chunks(struct sfs_parquet_row_group *g)
-{
-	size_t i;
-
-	for (i = 0; i < g->nchunks; i++) {
-		free(g->chunks[i].encodings);
-		free(g->chunks[i].path_in_schema);
-	}
-	free(g->chunks);
-}
-
-static int read_row_group(struct sfs_thrift_reader *r, size_t i,
+static int read_row_group(struct sfs_thrift_reader *r,
+			  struct sfs_parquet_meta *m, struct pools *p, size_t i,
 			  struct sfs_parquet_row_group *g)
 {
 	struct sfs_thrift_field f;
 	struct seen seen = { 0 };
 	struct where w = { "row group", i, 0, 1 };
-	size_t n, j, cap = 0;
+	size_t n, j, k;
 	int last = 0, rc;
 
 	memset(g, 0, sizeof(*g));
@@ -582,14 +620,19 @@ static int read_row_group(struct sfs_thrift_reader *r, size_t i,
 		case 1:
 			rc = read_list_of(r, &w, "columns", SFS_TC_STRUCT, &n);
 			for (j = 0; !rc && j < n; j++) {
-				if (SFS_GROW(g->chunks, cap, j + 1)) {
+				k = m->nchunk_pool;
+				if (SFS_GROW(m->chunk_pool, p->chunks_cap,
+					     k + 1)) {
 					rc = sfs_pq_footer_nomem(r);
 					break;
 				}
-				/* counted even when it fails: it may own
-				 * arrays to free */
-				rc = read_chunk(r, i, j, &g->chunks[j]);
+				rc = spend(r, m, p, sizeof(*m->chunk_pool));
+				if (rc)
+					break;
+				m->nchunk_pool = k + 1;
 				g->nchunks = j + 1;
+				rc = read_chunk(r, m, p, i, j,
+						&m->chunk_pool[k]);
 			}
 			break;
 		case 2:
@@ -611,24 +654,49 @@ static int read_row_group(struct sfs_thrift_reader *r, size_t i,
 }
 
 static int read_row_groups(struct sfs_thrift_reader *r,
-			   struct sfs_parquet_meta *m)
+			   struct sfs_parquet_meta *m, struct pools *p)
 {
 	struct where w = { .what = "FileMetaData" };
-	size_t n, i, cap = 0;
+	size_t n, i;
 	int rc;
 
 	rc = read_list_of(r, &w, "row_groups", SFS_TC_STRUCT, &n);
 	for (i = 0; !rc && i < n; i++) {
-		if (SFS_GROW(m->row_groups, cap, i + 1))
+		if (SFS_GROW(m->row_groups, p->rg_cap, i + 1))
 			return sfs_pq_footer_nomem(r);
-		rc = read_row_group(r, i, &m->row_groups[i]);
+		rc = spend(r, m, p, sizeof(*m->row_groups));
+		if (rc)
+			break;
+		rc = read_row_group(r, m, p, i, &m->row_groups[i]);
 		m->nrow_groups = i + 1;
 	}
 	return rc;
 }
 
+/* Point the row groups and chunks into the pools, filled in their order. */
+static void point_into_pools(struct sfs_parquet_meta *m)
+{
+	size_t g, j, k = 0, e = 0, q = 0;
+
+	for (g = 0; g < m->nrow_groups; g++) {
+		struct sfs_parquet_row_group *rg = &m->row_groups[g];
+
+		rg->chunks = m->chunk_pool + k;
+		for (j = 0; j < rg->nchunks; j++) {
+			struct sfs_parquet_chunk *c = &rg->chunks[j];
+
+			c->encodings = c->nencodings ? m->encoding_pool + e :
+						       NULL;
+			c->path_in_schema = c->npath ? m->path_pool + q : NULL;
+			e += c->nencodings;
+			q += c->npath;
+		}
+		k += rg->nchunks;
+	}
+}
+
 static int read_file_meta(struct sfs_thrift_reader *r,
-			  struct sfs_parquet_meta *m)
+			  struct sfs_parquet_meta *m, struct pools *p)
 {
 	struct where w = { .what = "FileMetaData" };
 	struct sfs_thrift_field f;
@@ -657,16 +725,16 @@ static int read_file_meta(struct sfs_thrift_reader *r,
 			rc = sfs_thrift_read_i32(r, &m->version);
 			break;
 		case 2:
-			rc = read_schema(r, m);
+			rc = read_schema(r, m, p);
 			break;
 		case 3:
 			rc = read_i64_field(r, &w, &f, d, &m->num_rows);
 			break;
 		case 4:
-			rc = read_row_groups(r, m);
+			rc = read_row_groups(r, m, p);
 			break;
 		case 5:
-			rc = read_key_values(r, m);
+			rc = read_key_values(r, m, p);
 			break;
 		case 6:
 			rc = read_bytes(r, &m->created_by);
@@ -694,12 +762,11 @@ static int read_exact(int fd, void *buf, size_t len, uint64_t off)
 
 void sfs_parquet_meta_free(struct sfs_parquet_meta *m)
 {
-	size_t i;
-
 	if (!m)
 		return;
-	for (i = 0; i < m->nrow_groups; i++)
-		free_chunks(&m->row_groups[i]);
+	free(m->chunk_pool);
+	free(m->encoding_pool);
+	free(m->path_pool);
 	free(m->row_groups);
 	free(m->schema);
 	free(m->key_values);
@@ -713,6 +780,7 @@ int sfs_parquet_footer_read(int fd, const char *path, uint64_t size,
 			    struct sfs_error *err)
 {
 	struct sfs_thrift_reader r = { 0 };
+	struct pools pools = { 0 };
 	struct sfs_parquet_meta *m;
 	unsigned char head[4], tail[8];
 	uint32_t flen;
@@ -788,9 +856,11 @@ int sfs_parquet_footer_read(int fd, const char *path, uint64_t size,
 	r.base = m->data_end;
 	r.path = path;
 	r.err = err;
-	rc = read_file_meta(&r, m);
-	if (!rc)
+	rc = read_file_meta(&r, m, &pools);
+	if (!rc) {
+		point_into_pools(m);
 		rc = sfs_pq_meta_check(&r, m);
+	}
 	if (rc)
 		goto out_free;
 	*out = m;

@@ -176,6 +176,17 @@ int sfs_pq_meta_check(struct sfs_thrift_reader *r, struct sfs_parquet_meta *m);
 
 #define SFS_PQ_PAGE_MAX (256u << 20) /* bytes of a page, compressed or not */
 #define SFS_PQ_ENTRIES_MAX (16u << 20) /* levels of a page */
+/*
+ * What the pages a reader holds at once may decode to (a cut holds one
+ * column's, a row digest one page of every column): the compressed and
+ * the uncompressed bytes, and per entry its two levels, its value and its
+ * dictionary index (SFS_PQ_ENTRY_BYTES).  A page read as a 1 MiB page of
+ * 20 000 rows (pyarrow's, arrow-rs', parquet-mr's defaults) takes ~2 MiB;
+ * the largest page the caps above let through, 256 MiB of 16 Mi values,
+ * would take 704 MiB, and a 64 KiB gzip page 512 MiB: refused.
+ */
+#define SFS_PQ_DECODED_MAX (512u << 20)
+#define SFS_PQ_ENTRY_BYTES 28
 
 enum {
 	SFS_PQ_PAGE_DATA = 0,
@@ -266,6 +277,11 @@ struct sfs_pq_column {
 	uint64_t pre_usize; /* uncompressed bytes of the pages before it */
 	uint32_t at, vat; /* next entry, next value of pg */
 	struct sfs_error *err;
+	/* bytes decoded for pg and the dictionary, counted in *held: the
+	 * column's own, or the caller's counter for columns read together
+	 * (set after sfs_pq_col_open), capped at SFS_PQ_DECODED_MAX */
+	uint64_t pg_bytes, dict_bytes, own;
+	uint64_t *held;
 };
 
 /* A cursor over bytes being decoded: p[pos .. len) are left. */

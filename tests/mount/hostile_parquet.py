@@ -1,0 +1,126 @@
+"""Hostile but valid Parquet files, for tests/mount/test_hostile.sh and the
+fuzz seeds (issue 30, finding 2).
+
+  hostile_parquet.py rowgroups OUT N   N row groups of one INT32 row each:
+                                       a footer of ~37 bytes per row group
+  hostile_parquet.py bomb OUT MIB      one INT32 column, one GZIP data page
+                                       of MIB MiB of zeros (MIB * 256 Ki rows)
+
+Both are well-formed: every reader takes them; only their shape is hostile.
+"""
+
+import struct
+import sys
+import zlib
+
+I32, I64, BINARY, LIST, STRUCT = 5, 6, 8, 9, 12
+
+
+def varint(v: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if v:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def zigzag(v: int) -> bytes:
+    return varint((v << 1) ^ (v >> 63))
+
+
+class Struct:
+    """A Thrift compact struct, fields added in id order."""
+
+    def __init__(self) -> None:
+        self.out = bytearray()
+        self.last = 0
+
+    def field(self, fid: int, ftype: int) -> None:
+        delta = fid - self.last
+        assert 0 < delta <= 15
+        self.out.append(delta << 4 | ftype)
+        self.last = fid
+
+    def int(self, fid: int, ftype: int, v: int) -> "Struct":
+        self.field(fid, ftype)
+        self.out += zigzag(v)
+        return self
+
+    def binary(self, fid: int, v: bytes) -> "Struct":
+        self.field(fid, BINARY)
+        self.out += varint(len(v)) + v
+        return self
+
+    def list(self, fid: int, etype: int, elems: list) -> "Struct":
+        self.field(fid, LIST)
+        n = len(elems)
+        self.out += bytes([n << 4 | etype]) if n < 15 else bytes([0xF0 | etype]) + varint(n)
+        for e in elems:
+            self.out += e
+        return self
+
+    def struct(self, fid: int, s: "Struct") -> "Struct":
+        self.field(fid, STRUCT)
+        self.out += s.done()
+        return self
+
+    def done(self) -> bytes:
+        return bytes(self.out) + b"\0"
+
+
+def page_header(usize: int, csize: int, nvalues: int) -> bytes:
+    dph = Struct().int(1, I32, nvalues).int(2, I32, 0).int(3, I32, 3).int(4, I32, 3)
+    return Struct().int(1, I32, 0).int(2, I32, usize).int(3, I32, csize).struct(5, dph).done()
+
+
+def chunk(codec: int, nvalues: int, size: int, usize: int, at: int) -> bytes:
+    meta = (Struct().int(1, I32, 1).list(2, I32, [zigzag(0)])
+            .list(3, BINARY, [varint(1) + b"v"]).int(4, I32, codec)
+            .int(5, I64, nvalues).int(6, I64, usize).int(7, I64, size)
+            .int(9, I64, at))
+    return Struct().int(2, I64, at).struct(3, meta).done()
+
+
+def footer(rgs: list, rows: int) -> bytes:
+    schema = [Struct().binary(4, b"schema").int(5, I32, 1).done(),
+              Struct().int(1, I32, 1).int(3, I32, 0).binary(4, b"v").done()]
+    return (Struct().int(1, I32, 1).list(2, STRUCT, schema).int(3, I64, rows)
+            .list(4, STRUCT, rgs).done())
+
+
+def write(path: str, data: bytes, meta: bytes) -> None:
+    with open(path, "wb") as f:
+        f.write(b"PAR1" + data + meta + struct.pack("<I", len(meta)) + b"PAR1")
+
+
+def rowgroups(path: str, n: int) -> None:
+    data = bytearray()
+    rgs = []
+    for i in range(n):
+        page = page_header(4, 4, 1) + struct.pack("<i", i)
+        at = 4 + len(data)
+        data += page
+        rg = Struct()
+        rg.list(1, STRUCT, [chunk(0, 1, len(page), len(page), at)])
+        rgs.append(rg.int(2, I64, len(page)).int(3, I64, 1).done())
+    write(path, bytes(data), footer(rgs, n))
+
+
+def bomb(path: str, mib: int) -> None:
+    usize = mib << 20
+    body = zlib.compressobj(9, zlib.DEFLATED, 31)
+    gz = body.compress(bytes(usize)) + body.flush()
+    rows = usize // 4
+    page = page_header(usize, len(gz), rows) + gz
+    rg = Struct()
+    rg.list(1, STRUCT, [chunk(2, rows, len(page), usize + len(page) - len(gz), 4)])
+    write(path, page, footer([rg.int(2, I64, usize).int(3, I64, rows).done()], rows))
+
+
+if __name__ == "__main__":
+    kind, out, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    {"rowgroups": rowgroups, "bomb": bomb}[kind](out, n)
