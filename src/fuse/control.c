@@ -18,8 +18,6 @@
 #include <syslog.h>
 #include <time.h>
 
-#include <jansson.h>
-
 #include "fs.h"
 #include "shardfs/options.h"
 #include "shardfs/status.h"

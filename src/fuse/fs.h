@@ -42,7 +42,10 @@
  * of the view's inodes (its lookup count: every entry given minus every
  * forget; an open file holds its inode).  It is freed when both are zero,
  * so a request never names an inode the daemon has let go; the slices kept
- * of its files (files.c) go with it.
+ * of its files (files.c) go with it.  A view let go past FS_OLD_VIEWS
+ * (revoked) keeps only this struct: its contents go with its last request
+ * reference, whatever the kernel still remembers, and its inodes answer
+ * EIO.
  */
 struct view_ref {
 	struct sfs_view *v;

@@ -131,10 +131,11 @@ static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	child = sfs_view_lookup(vr->v, node, name);
 	if (child < 0) {
+		/* read before the reference goes: a view let go is freed
+		 * with its last one */
+		rc = vr->v->nodes[node].kind == SFS_NODE_DIR ? ENOENT : ENOTDIR;
 		view_unref(fs, vr);
-		fuse_reply_err(req, vr->v->nodes[node].kind == SFS_NODE_DIR ?
-					    ENOENT :
-					    ENOTDIR);
+		fuse_reply_err(req, rc);
 		return;
 	}
 	/* a symlink's reader reads the source itself: what it reaches

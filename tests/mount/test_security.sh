@@ -168,4 +168,49 @@ expect_eq "control files built once per view" "$out" "50 stats of status cost le
 reads during plan.json's first build wait less than half of it"
 unmount_view "$M"
 
+# Lookups of a missing name in views as they are let go, 300 switches with
+# a directory held open in each: a failed lookup once read its view after
+# giving its reference back, and a view let go is freed with its last one
+# (the daemon died of it within ~270 switches)
+O="world=1,workers=1,shuffle=none,symlinks=0,prefetch=0,ahead=0"
+mount_view "$T/tar" "$M" "$O" || bad "mount for the lookup race"
+out=$(timeout 120 python3 - "$M" <<'PY'
+import os, sys, threading, time
+mnt = sys.argv[1]
+stop, target, errors = threading.Event(), [None], []
+def lookups():
+    while not stop.is_set():
+        fd = target[0]
+        if fd is None:
+            continue
+        try:
+            os.stat("no-such-name", dir_fd=fd)
+        except FileNotFoundError:
+            pass
+        except OSError as e:
+            if e.errno != 5:  # EIO: a view let go
+                errors.append(e.errno)
+                stop.set()
+threads = [threading.Thread(target=lookups) for _ in range(3)]
+for t in threads:
+    t.start()
+fds = {}
+for e in range(300):
+    if stop.is_set():
+        break
+    with open(mnt + "/.shardfs/epoch", "w") as f:
+        f.write("%d\n" % e)
+    fds[e] = os.open(mnt + "/0/0", os.O_RDONLY | os.O_DIRECTORY)
+    target[0] = fds.get(e - 4)  # the view the next switch lets go
+    time.sleep(0.005)
+stop.set()
+for t in threads:
+    t.join()
+print("lookups answered", "ENOENT or EIO" if not errors else errors[:3])
+PY
+)
+expect_eq "lookups in views being let go" "$out" "lookups answered ENOENT or EIO"
+expect_eq "the daemon lives on" "$(cat "$M/.shardfs/epoch" 2>&1)" "299"
+unmount_view "$M"
+
 finish
