@@ -31,7 +31,7 @@ echo "== benchmarks, once each on tiny data (tests/bench/*.sh for real figures)"
 bash tests/bench/smoke.sh
 
 echo "== fuzzing, a short bounded run (tests/fuzz/run.sh SECONDS for longer)"
-bash tests/fuzz/run.sh "${SHARDFS_FUZZ_SECONDS:-60}"
+bash tests/fuzz/run.sh "${SHARDFS_FUZZ_SECONDS:-40}"
 
 echo "== the README's main job"
 bash tests/demo.sh
