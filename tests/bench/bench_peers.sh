@@ -34,7 +34,7 @@ runs=${3:-$(bench_size 3 1)}
 cold_runs=${COLD_RUNS:-$(bench_size 1 0)}
 resume=$(bench_size 1 0)
 bin=$top/build
-cmake -S "$top" -B "$bin" -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build "$bin" -j "$(nproc)" >/dev/null
+cmake -S "$top" -B "$bin" >/dev/null && cmake --build "$bin" -j "$(nproc)" >/dev/null
 D=$top/tests/bench/peers/peers.py
 req=$top/tests/bench/peers/requirements.txt
 venv=/var/cache/shardfs-test/venv-peers-$(sha256sum "$req" | cut -c1-12)
