@@ -7,12 +7,21 @@
 # /var/cache/shardfs-test/wheels: an environment built again (another
 # requirements file, a new Python) installs offline from them.  A failed install is an error (exit 2),
 # never a skip; the half-built environment is removed.
+# venv.sh --built REQUIREMENTS: print the path only if that environment is
+# already built (exit 1 otherwise): for runs that must not install.
 set -euo pipefail
+built_only=
+[ "$1" = --built ] && { built_only=1; shift; }
 req=$1
 cache=/var/cache/shardfs-test
 key=$(cat "$req" <(/usr/bin/python3 -VV) | sha256sum | cut -c1-16)
 venv=$cache/venv-$(basename "$req" .txt)-$key
 mkdir -p "$cache"
+if [ -n "$built_only" ]; then
+	[ -e "$venv/.complete" ] && echo "$venv"
+	[ -e "$venv/.complete" ]
+	exit
+fi
 exec 9>"$venv.lock"
 flock 9
 # install VENV REQ: from the wheels kept in $cache/wheels, offline; what
