@@ -423,9 +423,13 @@ static uint64_t ticks_before(const struct builder *b, size_t t, size_t s,
 
 	if (!at)
 		return 0;
-	/* (2j + 1) a_t < 2 a_s a_t <= N^2 / 2: 128 bits hold it */
+	/* (2j + 1) a_t < 2 a_s a_t <= N^2 / 2: 128 bits hold it; 64 bits
+	 * mostly do, and their division is several times faster */
 	x = ((unsigned __int128)j * 2 + 1) * at;
-	m = t < s ? x / as : (x - 1) / as;
+	if (x >> 64 == 0)
+		m = t < s ? (uint64_t)x / as : ((uint64_t)x - 1) / as;
+	else
+		m = t < s ? x / as : (x - 1) / as;
 	m = (m + 1) / 2;
 	return m < at ? (uint64_t)m : at;
 }
@@ -527,6 +531,42 @@ static size_t strat_piece(const struct builder *b, size_t s, uint64_t j)
 	return lo;
 }
 
+/*
+ * j[t] = the samples of source t before position g.  Only the largest
+ * source m is searched: from its first tick at or after g (position P),
+ * every other source's count is one division, and the P - g ticks between
+ * are taken back latest first; between two ticks of m there is at most
+ * one of any other source, so that is fewer than S.
+ */
+static void seek(const struct builder *b, uint64_t *j, uint64_t g)
+{
+	size_t S = b->nsources, m = 0, t, late;
+	uint64_t jm, P;
+
+	for (t = 1; t < S; t++)
+		if (alloc_of(b, t) > alloc_of(b, m))
+			m = t;
+	jm = sfs_plan_strat_taken(b, m, g);
+	if (jm < alloc_of(b, m)) {
+		P = tick_position(b, m, jm);
+		for (t = 0; t < S; t++)
+			j[t] = t == m ? jm : ticks_before(b, t, m, jm);
+	} else {
+		P = b->plan->total;
+		for (t = 0; t < S; t++)
+			j[t] = alloc_of(b, t);
+	}
+	for (; P > g; P--) {
+		late = S;
+		for (t = 0; t < S; t++)
+			if (t != m && j[t] &&
+			    (late == S ||
+			     tick_before(b, late, j[late] - 1, t, j[t] - 1)))
+				late = t;
+		j[late]--;
+	}
+}
+
 const struct seg *sfs_plan_order_at(const struct builder *b,
 				    struct cursor *c, uint64_t g, uint64_t *a,
 				    uint64_t *len)
@@ -545,8 +585,7 @@ const struct seg *sfs_plan_order_at(const struct builder *b,
 	if (c->valid && g >= c->g && g - c->g <= c->run) {
 		c->j[c->s] += g - c->g;
 	} else {
-		for (t = 0; t < S; t++)
-			c->j[t] = sfs_plan_strat_taken(b, t, g);
+		seek(b, c->j, g);
 	}
 	/* the source at g: the earliest next tick; it runs on until the
 	 * next tick of any other source */
