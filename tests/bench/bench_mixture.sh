@@ -81,8 +81,8 @@ for src in single mix.json strat.json; do
 	done
 	for d in $builds; do
 		f=$B/runs-$(echo "$d" | tr / _)
-		echo "$src ($d): mount to ready $(cut -d' ' -f1 "$f" | median)s," \
+		echo "$src: mount to ready $(cut -d' ' -f1 "$f" | median)s," \
 			"epoch switch $(cut -d' ' -f2 "$f" | median)s," \
-			"daemon peak RSS $(cut -d' ' -f3 "$f" | median) KB"
+			"daemon peak RSS $(cut -d' ' -f3 "$f" | median) KB ($d)"
 	done
 done
