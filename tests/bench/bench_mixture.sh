@@ -4,15 +4,19 @@
 # single source of the same samples and shards:
 #   - the plan of every reader (world=64 x workers=8): time and heap, with
 #     shuffle=units and shuffle=samples, random and stratified batching
-#   - the daemon for rank 0: mount to ready and epoch switch
-# Usage: tests/bench/bench_mixture.sh [SAMPLES [RUNS]]   (as root: it mounts)
+#   - the daemon for rank 0: mount to ready, epoch switch and peak RSS, for
+#     the single source, random and stratified batching
+# Usage: [BIN=BUILD] tests/bench/bench_mixture.sh [SAMPLES [RUNS]]   (as root:
+# it mounts; BIN: the build directory, default build/)
+# OLD=DIR also times the daemon of another build (DIR/shardfs, e.g. a
+# Release build of the commit before), alternating old and new run by run.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/tests/bench/lib.sh"
 need /usr/bin/time python3
 total=${1:-10000000}
 runs=${2:-5}
-bin=$top/build
+bin=${BIN:-$top/build}
 cmake -S "$top" -B "$bin" >/dev/null && cmake --build "$bin" -j "$(nproc)" >/dev/null
 B=${BENCH_DIR:-/tmp/shardfs-bench}/mixture-$total
 mkdir -p "$B"
@@ -54,15 +58,31 @@ m=$B/mnt
 cleanup() { mountpoint -q "$m" && fusermount3 -u "$m"; return 0; }
 trap cleanup EXIT
 mkdir -p "$m"
-mnt() { "$bin/shardfs" "$1" "$m" -o "rank=0,world=64,workers=8,block=1000$2"; }
+mnt() { "$1/shardfs" "$2" "$m" -o "rank=0,world=64,workers=8,block=1000"; }
 switch_to() { echo "$1" > "$m/.shardfs/epoch"; }
-echo
-echo "== the daemon for rank 0 of 64 x 8"
-for src in single mix.json; do
-	ready=$(for r in $(seq "$runs"); do timed mnt "$B/$src" ""; fusermount3 -u "$m"; done | median)
-	mnt "$B/$src" ""
+# one run of the daemon in build $1 on $2: mount to ready, the median of
+# RUNS epoch switches, its peak RSS after them
+daemon_run() {
+	local ready sw rss
+	ready=$(timed mnt "$1" "$2")
 	sw=$(for e in $(seq "$runs"); do timed switch_to "$e"; done | median)
-	rss=$(awk '/VmHWM/ {print $2}' "/proc/$(pgrep -n -f "shardfs $B/$src $m")/status")
+	rss=$(awk '/VmHWM/ {print $2}' "/proc/$(pgrep -n -f "shardfs $2 $m")/status")
 	fusermount3 -u "$m"
-	echo "$src: mount to ready ${ready}s, epoch switch ${sw}s, daemon peak RSS ${rss} KB"
+	echo "$ready $sw $rss"
+}
+echo
+echo "== the daemon for rank 0 of 64 x 8 (medians of $runs runs: ready s, switch s, peak RSS KB)"
+builds=$bin
+[ -n "${OLD:-}" ] && builds="$OLD $bin"
+for src in single mix.json strat.json; do
+	for d in $builds; do : > "$B/runs-$(echo "$d" | tr / _)"; done
+	for r in $(seq "$runs"); do
+		for d in $builds; do daemon_run "$d" "$B/$src" >> "$B/runs-$(echo "$d" | tr / _)"; done
+	done
+	for d in $builds; do
+		f=$B/runs-$(echo "$d" | tr / _)
+		echo "$src: mount to ready $(cut -d' ' -f1 "$f" | median)s," \
+			"epoch switch $(cut -d' ' -f2 "$f" | median)s," \
+			"daemon peak RSS $(cut -d' ' -f3 "$f" | median) KB ($d)"
+	done
 done

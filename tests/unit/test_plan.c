@@ -929,6 +929,141 @@ static void test_plan_refusals(void **state)
 	sfs_index_free(mixed);
 }
 
+/*
+ * A stratified mixture of S sources, source s the shards of counts
+ * [first[s], first[s + 1]) and weight w[s] (0: none of it), epoch_size N:
+ * with shuffle=none the epoch order is computed here from docs/plan.md
+ * alone (the Sainte-Lague merge, slot by slot, of the sources' streams,
+ * stream position p of source s its sample p mod n_s), and every reader's
+ * samples and every source's skipped and padding counts must be its.
+ */
+static void check_stratified(const uint64_t *counts, const size_t *first,
+			     const uint64_t *w, size_t S, uint64_t N)
+{
+	static const uint64_t epochs[] = { 0, 1, 3 }, blocks[] = { 0, 1, 3 };
+	static const uint64_t batches[] = { 1, 5 };
+	struct sfs_index *idx = mkindex(counts, first[S], NULL);
+	struct sfs_mix *m = calloc(1, sizeof(*m));
+	struct sfs_error err = { 0 };
+	uint64_t n[8] = { 0 }, base[8] = { 0 }, a[8], j[8], skipped[8];
+	uint64_t padding[8], *want, *got, ngot, pads, q, k;
+	size_t s, t, e, bl, bt, st;
+
+	assert_true(S <= 8);
+	m->kind = SFS_MIX_PROPORTION;
+	m->sampling = SFS_MIX_BALANCED;
+	m->batching = SFS_MIX_STRATIFIED;
+	m->epoch_size = N;
+	m->nsources = S;
+	m->sources = calloc(S, sizeof(*m->sources));
+	for (s = 0; s < S; s++) {
+		struct sfs_mix_source *src = &m->sources[s];
+		char name[8];
+
+		snprintf(name, sizeof(name), "m%zu", s);
+		src->name = strdup(name);
+		src->path = strdup(name);
+		src->weight = w[s] * SFS_MIX_SCALE;
+		src->shard_lo = first[s];
+		src->shard_hi = first[s + 1];
+		base[s] = gid(idx, first[s], 0);
+		for (k = first[s]; k < first[s + 1]; k++)
+			n[s] += counts[k];
+		src->nsamples = n[s];
+	}
+	idx->mix = m;
+	want = malloc((N + 1) * sizeof(*want));
+	for (e = 0; e < 3; e++)
+		for (bl = 0; bl < 3; bl++)
+			for (bt = 0; bt < 2; bt++)
+				for (st = 0; st < 4; st++) {
+		uint64_t starts[] = { 0, 1, N / 2, N - 1 };
+		struct sfs_plan_opts o;
+		struct sfs_plan *p;
+
+		if (starts[st] >= N)
+			continue;
+		opts_init(&o);
+		o.shuffle = SFS_SHUFFLE_NONE;
+		o.epoch = epochs[e];
+		o.block = blocks[bl];
+		o.batch = batches[bt];
+		o.start = starts[st];
+		if (sfs_plan_build(idx, &o, &p, &err))
+			fail_msg("%s", err.msg);
+		/* the order, from the allocation (step 0, not this test's) */
+		for (s = 0; s < S; s++) {
+			a[s] = p->sources[s].allocated;
+			j[s] = skipped[s] = padding[s] = 0;
+		}
+		for (q = 0; q < N; q++) {
+			size_t best = S;
+
+			for (t = 0; t < S; t++)
+				if (j[t] < a[t] &&
+				    (best == S ||
+				     (2 * j[t] + 1) * a[best] <
+					     (2 * j[best] + 1) * a[t]))
+					best = t;
+			assert_true(best < S);
+			want[q] = base[best] + (o.epoch * a[best] + j[best]) %
+						       n[best];
+			j[best]++;
+			if (q < o.start)
+				skipped[best]++;
+		}
+		got = flatten(p, idx, &ngot, &pads);
+		assert_int_equal(ngot, p->per_reader);
+		assert_int_equal(p->per_reader % o.batch, 0);
+		for (k = 0; k < ngot; k++) {
+			uint64_t g = o.start + k % (N - o.start);
+
+			assert_int_equal(got[k], want[g]);
+			for (s = 0; k >= N - o.start && s < S; s++)
+				if (want[g] >= base[s] &&
+				    want[g] < base[s] + n[s])
+					padding[s]++;
+		}
+		for (s = 0; s < S; s++) {
+			assert_int_equal(p->sources[s].skipped, skipped[s]);
+			assert_int_equal(p->sources[s].padding, padding[s]);
+			assert_int_equal(p->sources[s].dropped, 0);
+		}
+		free(got);
+		sfs_plan_free(p);
+				}
+	free(want);
+	sfs_index_free(idx);
+}
+
+/* The stratified order computed without laying it out is the slot by slot
+ * one: uneven sources, several passes, a source with no share, one
+ * source, an epoch shorter than a batch. */
+static void test_plan_stratified_is_the_merge(void **state)
+{
+	static const uint64_t counts[] = { 7, 5, 3, 11, 2, 1, 4, 6, 9, 1 };
+	static const size_t five[] = { 0, 2, 3, 5, 6, 10 };
+	static const size_t three[] = { 0, 3, 4, 10 };
+	static const size_t two[] = { 0, 1, 10 };
+	static const size_t one[] = { 0, 10 };
+	static const uint64_t w5[] = { 7, 2, 5, 1, 3 }, w5z[] = { 7, 0, 5, 0, 3 };
+	static const uint64_t w3[] = { 3, 2, 1 }, w3e[] = { 1, 1, 1 };
+	static const uint64_t w2[] = { 1, 1000 }, w2b[] = { 5, 3 };
+	static const uint64_t w1[] = { 1 };
+
+	(void)state;
+	check_stratified(counts, five, w5, 5, 49);
+	check_stratified(counts, five, w5, 5, 200); /* passes over each */
+	check_stratified(counts, five, w5z, 5, 37); /* two take nothing */
+	check_stratified(counts, three, w3, 3, 49);
+	check_stratified(counts, three, w3e, 3, 31); /* ties */
+	check_stratified(counts, three, w3, 3, 3); /* shorter than a batch */
+	check_stratified(counts, two, w2, 2, 10); /* 0 of the first */
+	check_stratified(counts, two, w2b, 2, 2);
+	check_stratified(counts, two, w2b, 2, 1);
+	check_stratified(counts, one, w1, 1, 23);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -947,6 +1082,7 @@ int main(void)
 		cmocka_unit_test(test_plan_interleaved_resumes_elastically),
 		cmocka_unit_test(test_plan_whole_shards_are_whole),
 		cmocka_unit_test(test_plan_refusals),
+		cmocka_unit_test(test_plan_stratified_is_the_merge),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -229,6 +229,13 @@ static void count_sources(struct builder *b, uint64_t from, uint64_t to,
 
 	if (from >= to)
 		return;
+	if (b->seg_lo) {
+		for (i = 0; i < b->nsources; i++)
+			*(uint64_t *)((char *)&b->plan->sources[i] + field) +=
+				sfs_plan_strat_taken(b, i, to) -
+				sfs_plan_strat_taken(b, i, from);
+		return;
+	}
 	for (i = sfs_plan_find_seg(b, from); i < b->nsegs && b->cum[i] < to;
 	     i++) {
 		uint64_t x = from > b->cum[i] ? from : b->cum[i];
@@ -356,6 +363,7 @@ out_free:
 	free(b.pass0);
 	free(b.segs);
 	free(b.cum);
+	free(b.seg_lo);
 	sfs_plan_outs_free(&b);
 	sfs_plan_free(b.plan);
 	return rc;

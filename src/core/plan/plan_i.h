@@ -72,6 +72,11 @@ struct builder {
 	 * the order, the samples of segs[i] */
 	uint64_t *cum;
 	size_t cum_cap; /* at least segs_cap + 1 once there are segments */
+	/* a stratified mixture's: source s's pieces are segs[seg_lo[s] ..
+	 * seg_lo[s + 1]), in stream order, cum[i] the samples of its stream
+	 * before piece i; the order is computed from them (sfs_plan_order_at).
+	 * NULL: segs and cum are the order */
+	size_t *seg_lo;
 	uint64_t maxunit; /* the most samples a permuted unit has */
 	struct out *outs; /* partition's groups of readers */
 	size_t nouts;
@@ -121,6 +126,36 @@ int sfs_plan_allocate(struct builder *b);
  * each begins (b->cum).  Returns 0, -ENOMEM, -ECANCELED or -EINVAL with a
  * message in b->err. */
 int sfs_plan_order_epoch(struct builder *b);
+
+/*
+ * A reader's place in the epoch order, so that reading on where the last
+ * piece ended costs no search: for a stratified order, the samples each
+ * source gave before position g, and that positions g .. g + run are all
+ * source s's.  One per thread.
+ */
+struct cursor {
+	bool valid;
+	uint64_t g;
+	uint64_t *j; /* per source; NULL when the order is b->segs */
+	size_t s;
+	uint64_t run;
+};
+
+/* Set up c for b's order.  Returns 0 or -ENOMEM. */
+int sfs_plan_cursor_init(const struct builder *b, struct cursor *c);
+
+/* Free what c holds; c stays valid to free again. */
+void sfs_plan_cursor_free(struct cursor *c);
+
+/* The piece of the epoch order at position g (< N): *a its positions
+ * before g, *len the positions from g on that continue it (at least 1).
+ * c moves to g. */
+const struct seg *sfs_plan_order_at(const struct builder *b,
+				    struct cursor *c, uint64_t g, uint64_t *a,
+				    uint64_t *len);
+
+/* A stratified order: source s's samples among its first q positions. */
+uint64_t sfs_plan_strat_taken(const struct builder *b, size_t s, uint64_t q);
 
 /* ---- 5. partition and 6. files (plan_partition.c) ---- */
 

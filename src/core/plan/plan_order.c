@@ -18,9 +18,6 @@
 
 #include "plan_i.h"
 
-/* slots of a stratified order between two looks at the cancel flag */
-#define STRATIFY_STEP 65536
-
 /* ---- 2. epoch order: a mixture's allocation (Mixtures' 0.) ---- */
 
 /*
@@ -134,8 +131,7 @@ out:
 /*
  * Room for n more segments (and cum's entry past them) in one allocation
  * of the exact size: a stream's size is known, and doubling (sfs_grow) would
- * leave up to the streams before it unused; stratify's pieces, one by one,
- * grow by push_seg.
+ * leave up to the streams before it unused; nothing grows them one by one.
  */
 static int reserve_segs(struct builder *b, size_t n)
 {
@@ -156,18 +152,6 @@ static int reserve_segs(struct builder *b, size_t n)
 		return -ENOMEM;
 	b->cum = nc;
 	b->cum_cap = ncap + 1;
-	return 0;
-}
-
-static int push_seg(struct builder *b, uint64_t unit, uint64_t pass,
-		    uint64_t first, uint64_t count)
-{
-	if (SFS_GROW(b->segs, b->segs_cap, b->nsegs + 1) ||
-	    SFS_GROW(b->cum, b->cum_cap, b->nsegs + 2))
-		return -ENOMEM;
-	b->segs[b->nsegs] =
-		(struct seg){ (uint32_t)unit, (uint32_t)pass, first };
-	b->cum[b->nsegs++] = count;
 	return 0;
 }
 
@@ -403,73 +387,239 @@ static int stream(struct builder *b, size_t s, unsigned __int128 lo,
 }
 
 /*
- * Stratified: slot after slot, the source whose next sample j has the
- * smallest (2j + 1) / (2 a), ties to the earlier source, gives it; so any
- * stretch of the order holds each source in proportion to a, give or take
- * one sample.
+ * Stratified: position after position, the source whose next sample j has
+ * the smallest (2j + 1) / (2 a), ties to the earlier source, gives it; so
+ * any stretch of the order holds each source in proportion to a, give or
+ * take one sample.  That is the merge of every source's ticks, tick j of
+ * source s at (2j + 1) / (2 a_s), ordered by value and then source; so
+ * where a tick lands, and how many ticks of a source come before a
+ * position, is arithmetic: the order is never laid out sample by sample
+ * (nearly every sample would be a segment of its own), its readers find
+ * their positions from the sources' streams (strat_* and the cursor).
  */
-static int stratify(struct builder *b, const size_t *seg_lo)
+
+static uint64_t alloc_of(const struct builder *b, size_t s)
 {
-	struct seg *from = b->segs;
-	uint64_t *count = b->cum;
-	size_t S = b->nsources, s, t;
-	size_t *cur = calloc(S + 1, sizeof(*cur));
-	uint64_t *j = calloc(S + 1, sizeof(*j)),
-		 *off = calloc(S + 1, sizeof(*off));
-	uint64_t q, N = b->plan->total;
-	size_t last = SIZE_MAX;
-	int rc = 0;
+	return b->plan->sources[s].allocated;
+}
 
-	b->segs = NULL;
-	b->cum = NULL;
-	b->nsegs = b->segs_cap = b->cum_cap = 0;
-	if (!cur || !j || !off) {
-		rc = -ENOMEM;
-		goto out;
+/* Whether tick (s, i) comes before tick (t, k). */
+static bool tick_before(const struct builder *b, size_t s, uint64_t i,
+			size_t t, uint64_t k)
+{
+	unsigned __int128 x = ((unsigned __int128)i * 2 + 1) * alloc_of(b, t);
+	unsigned __int128 y = ((unsigned __int128)k * 2 + 1) * alloc_of(b, s);
+
+	return x < y || (x == y && s < t);
+}
+
+/* How many ticks of source t (t != s) come before tick (s, j): the odd
+ * m = 2i + 1 with m a_s < (2j + 1) a_t, or <= when t is earlier. */
+static uint64_t ticks_before(const struct builder *b, size_t t, size_t s,
+			     uint64_t j)
+{
+	uint64_t at = alloc_of(b, t), as = alloc_of(b, s);
+	unsigned __int128 x, m;
+
+	if (!at)
+		return 0;
+	/* (2j + 1) a_t < 2 a_s a_t <= N^2 / 2: 128 bits hold it; 64 bits
+	 * mostly do, and their division is several times faster */
+	x = ((unsigned __int128)j * 2 + 1) * at;
+	if (x >> 64 == 0)
+		m = t < s ? (uint64_t)x / as : ((uint64_t)x - 1) / as;
+	else
+		m = t < s ? x / as : (x - 1) / as;
+	m = (m + 1) / 2;
+	return m < at ? (uint64_t)m : at;
+}
+
+/* The position of tick (s, j) in the stratified order. */
+static uint64_t tick_position(const struct builder *b, size_t s, uint64_t j)
+{
+	uint64_t q = j;
+	size_t t;
+
+	for (t = 0; t < b->nsources; t++)
+		if (t != s)
+			q += ticks_before(b, t, s, j);
+	return q;
+}
+
+/* Whether source s has taken j samples or fewer before position q:
+ * tick j is at q or later (there is no tick a_s). */
+static bool taken_by(const struct builder *b, size_t s, uint64_t j,
+		     uint64_t q)
+{
+	return j == alloc_of(b, s) || tick_position(b, s, j) >= q;
+}
+
+uint64_t sfs_plan_strat_taken(const struct builder *b, size_t s, uint64_t q)
+{
+	uint64_t a = alloc_of(b, s), N = b->plan->total, lo, hi, e, p, step;
+
+	if (!a || q == 0)
+		return 0;
+	if (q >= N)
+		return a;
+	/* the answer is within a few of q a_s / N: gallop from there to a
+	 * bracket [lo, hi] of it, then halve */
+	e = (uint64_t)((unsigned __int128)q * a / N);
+	if (taken_by(b, s, e, q)) {
+		hi = e;
+		lo = 0;
+		for (step = 1; lo < hi; step *= 2) {
+			p = hi - lo > step ? hi - step : lo;
+			if (!taken_by(b, s, p, q)) {
+				lo = p + 1;
+				break;
+			}
+			hi = p;
+		}
+	} else {
+		lo = e + 1;
+		hi = a;
+		for (step = 1; lo < hi; step *= 2) {
+			p = hi - lo > step ? lo + step - 1 : hi;
+			if (p == hi)
+				break;
+			if (taken_by(b, s, p, q)) {
+				hi = p;
+				break;
+			}
+			lo = p + 1;
+		}
 	}
-	for (s = 0; s < S; s++)
-		cur[s] = seg_lo[s];
-	for (q = 0; q < N && !rc; q++) {
-		size_t best = S;
-		struct seg *sg, *prev;
-
-		if (q % STRATIFY_STEP == 0 && sfs_plan_cancelled(b)) {
-			rc = -ECANCELED;
-			break;
-		}
-		for (t = 0; t < S; t++) {
-			uint64_t at = b->plan->sources[t].allocated;
-
-			if (j[t] >= at)
-				continue;
-			if (best == S ||
-			    (unsigned __int128)(2 * j[t] + 1) *
-					    b->plan->sources[best].allocated <
-				    (unsigned __int128)(2 * j[best] + 1) * at)
-				best = t;
-		}
-		sg = &from[cur[best]];
-		prev = last == best ? &b->segs[b->nsegs - 1] : NULL;
-		if (prev && prev->unit == sg->unit && prev->pass == sg->pass &&
-		    prev->first + b->cum[b->nsegs - 1] == sg->first + off[best])
-			b->cum[b->nsegs - 1]++;
+	while (lo < hi) {
+		p = lo + (hi - lo) / 2;
+		if (taken_by(b, s, p, q))
+			hi = p;
 		else
-			rc = push_seg(b, sg->unit, sg->pass,
-				      sg->first + off[best], 1);
-		last = best;
-		j[best]++;
-		if (++off[best] == count[cur[best]]) {
-			off[best] = 0;
-			cur[best]++;
+			lo = p + 1;
+	}
+	return lo;
+}
+
+int sfs_plan_cursor_init(const struct builder *b, struct cursor *c)
+{
+	*c = (struct cursor){ 0 };
+	if (!b->seg_lo)
+		return 0;
+	c->j = calloc(b->nsources + 1, sizeof(*c->j));
+	return c->j ? 0 : -ENOMEM;
+}
+
+void sfs_plan_cursor_free(struct cursor *c)
+{
+	free(c->j);
+	c->j = NULL;
+}
+
+/* Source s's piece holding its stream position j. */
+static size_t strat_piece(const struct builder *b, size_t s, uint64_t j)
+{
+	size_t lo = b->seg_lo[s], hi = b->seg_lo[s + 1];
+
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (b->cum[mid] <= j)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * j[t] = the samples of source t before position g.  Only the largest
+ * source m is searched: from its first tick at or after g (position P),
+ * every other source's count is one division, and the P - g ticks between
+ * are taken back latest first; between two ticks of m there is at most
+ * one of any other source, so that is fewer than S.
+ */
+static void seek(const struct builder *b, uint64_t *j, uint64_t g)
+{
+	size_t S = b->nsources, m = 0, t, late;
+	uint64_t jm, P;
+
+	for (t = 1; t < S; t++)
+		if (alloc_of(b, t) > alloc_of(b, m))
+			m = t;
+	jm = sfs_plan_strat_taken(b, m, g);
+	if (jm < alloc_of(b, m)) {
+		P = tick_position(b, m, jm);
+		for (t = 0; t < S; t++)
+			j[t] = t == m ? jm : ticks_before(b, t, m, jm);
+	} else {
+		P = b->plan->total;
+		for (t = 0; t < S; t++)
+			j[t] = alloc_of(b, t);
+	}
+	for (; P > g; P--) {
+		late = S;
+		for (t = 0; t < S; t++)
+			if (t != m && j[t] &&
+			    (late == S ||
+			     tick_before(b, late, j[late] - 1, t, j[t] - 1)))
+				late = t;
+		j[late]--;
+	}
+}
+
+const struct seg *sfs_plan_order_at(const struct builder *b,
+				    struct cursor *c, uint64_t g, uint64_t *a,
+				    uint64_t *len)
+{
+	size_t S = b->nsources, s = S, s2 = S, t, k;
+	uint64_t as, end, run;
+	unsigned __int128 y, m;
+
+	if (!b->seg_lo) {
+		k = sfs_plan_find_seg(b, g);
+		*a = g - b->cum[k];
+		*len = b->cum[k + 1] - g;
+		return &b->segs[k];
+	}
+	/* positions c->g .. g - 1 are all source c->s's: step; else seek */
+	if (c->valid && g >= c->g && g - c->g <= c->run) {
+		c->j[c->s] += g - c->g;
+	} else {
+		seek(b, c->j, g);
+	}
+	/* the source at g: the earliest next tick; it runs on until the
+	 * next tick of any other source */
+	for (t = 0; t < S; t++) {
+		if (c->j[t] >= alloc_of(b, t))
+			continue;
+		if (s == S || tick_before(b, t, c->j[t], s, c->j[s])) {
+			s2 = s;
+			s = t;
+		} else if (s2 == S ||
+			   tick_before(b, t, c->j[t], s2, c->j[s2])) {
+			s2 = t;
 		}
 	}
-out:
-	free(from);
-	free(count);
-	free(cur);
-	free(j);
-	free(off);
-	return rc;
+	as = alloc_of(b, s);
+	if (s2 == S) {
+		run = as - c->j[s];
+	} else {
+		/* ticks i of s before tick (s2, j2): odd m = 2i + 1 with
+		 * m a_s2 < (2 j2 + 1) a_s, or <= when s is earlier */
+		y = ((unsigned __int128)c->j[s2] * 2 + 1) * as;
+		m = s < s2 ? y / alloc_of(b, s2) : (y - 1) / alloc_of(b, s2);
+		m = (m + 1) / 2;
+		run = (m < as ? (uint64_t)m : as) - c->j[s];
+	}
+	c->valid = true;
+	c->g = g;
+	c->s = s;
+	c->run = run;
+	k = strat_piece(b, s, c->j[s]);
+	end = k + 1 < b->seg_lo[s + 1] ? b->cum[k + 1] : as;
+	*a = c->j[s] - b->cum[k];
+	*len = end - c->j[s] < run ? end - c->j[s] : run;
+	return &b->segs[k];
 }
 
 /* Steps 1 and 2: the epoch order as pieces of units, and where each
@@ -502,7 +652,18 @@ int sfs_plan_order_epoch(struct builder *b)
 	if (sfs_plan_cancelled(b)) {
 		rc = -ECANCELED;
 	} else if (S > 1 && m->batching == SFS_MIX_STRATIFIED) {
-		rc = stratify(b, seg_lo);
+		/* each source's pieces stay where its stream put them; their
+		 * counts become positions in the source's stream */
+		for (s = 0; s < S; s++) {
+			for (i = seg_lo[s], sum = 0; i < seg_lo[s + 1]; i++) {
+				uint64_t c = b->cum[i];
+
+				b->cum[i] = sum;
+				sum += c;
+			}
+		}
+		b->seg_lo = seg_lo;
+		return 0;
 	} else if (S > 1 && o->shuffle != SFS_SHUFFLE_NONE) {
 		/* Fisher-Yates of the segments in place: the same draws as
 		 * permuting their numbers (docs/plan.md) and then gathering */

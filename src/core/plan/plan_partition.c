@@ -39,6 +39,7 @@ struct out {
 	struct sfs_run *runs;
 	size_t nruns, runs_cap;
 	uint64_t *perm; /* scratch: a unit's sample permutation */
+	struct cursor cur; /* where the last file's positions ended */
 	int rc;
 	struct sfs_error err;
 };
@@ -155,9 +156,9 @@ static int read_positions(const struct builder *b, struct out *out, size_t t,
 	int rc;
 
 	while (q < end) {
-		uint64_t rpos = q % n, g = b->o->start + rpos;
-		size_t i = sfs_plan_find_seg(b, g);
-		uint64_t a = g - b->cum[i], len = b->cum[i + 1] - g;
+		uint64_t rpos = q % n, g = b->o->start + rpos, a, len;
+		const struct seg *sg = sfs_plan_order_at(b, &out->cur, g, &a,
+							 &len);
 
 		if (sfs_plan_cancelled(b))
 			return -ECANCELED;
@@ -165,7 +166,7 @@ static int read_positions(const struct builder *b, struct out *out, size_t t,
 			len = end - q;
 		if (len > n - rpos)
 			len = n - rpos;
-		rc = add_file(b, out, &b->segs[i], a, len, q >= n, t);
+		rc = add_file(b, out, sg, a, len, q >= n, t);
 		if (rc)
 			return rc;
 		if (q >= n)
@@ -227,7 +228,7 @@ static void partition_group(struct sfs_pool *p, size_t i, struct sfs_digest *d)
 
 	(void)d;
 	out->perm = malloc((b->maxunit + 1) * sizeof(*out->perm));
-	if (!out->perm)
+	if (!out->perm || sfs_plan_cursor_init(b, &out->cur))
 		out->rc = -ENOMEM;
 	for (t = out->lo; t < out->hi && !out->rc; t++) {
 		struct sfs_plan_reader *r = &b->plan->readers[t];
@@ -245,6 +246,7 @@ static void partition_group(struct sfs_pool *p, size_t i, struct sfs_digest *d)
 	}
 	free(out->perm);
 	out->perm = NULL;
+	sfs_plan_cursor_free(&out->cur);
 }
 
 /* Append group out's files to the plan's (the first group's array becomes
