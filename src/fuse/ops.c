@@ -449,12 +449,16 @@ static int xattr_value(struct fs *fs, const struct view_ref *vr, uint32_t node,
 	if (!strcmp(name, SFS_XATTR_SOURCE)) {
 		rc = asprintf(&s, "%s/%s", fs->idx->source,
 			      sfs_view_source_path(v, n));
+	} else if (!strcmp(name, SFS_XATTR_EPOCH)) {
+		rc = asprintf(&s, "%" PRIu64, p->opts.epoch);
+	} else if (n->dataset) {
+		/* a file of a reader's dataset holds no samples of its own:
+		 * its manifest names them */
+		return -ENODATA;
 	} else if (!strcmp(name, SFS_XATTR_SAMPLES)) {
 		rc = asprintf(&s, "%" PRIu64, f->nsamples);
 	} else if (!strcmp(name, SFS_XATTR_PADDING)) {
 		rc = asprintf(&s, "%" PRIu64, f->npadding);
-	} else if (!strcmp(name, SFS_XATTR_EPOCH)) {
-		rc = asprintf(&s, "%" PRIu64, p->opts.epoch);
 	} else if (!strcmp(name, SFS_XATTR_RANGE)) {
 		s = malloc(XATTR_MAX + 32);
 		for (i = 0; s && i < f->nruns && len < XATTR_MAX; i++) {
