@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Lance datasets written by pylance (tests/lance/requirements.txt:
+# fragments of 1 to 50 000 rows, appends, deletions of both kinds,
+# strings, nulls, lists, fixed-size vectors) mounted for real: every
+# reader directory holds one Lance dataset, named like the source, that
+# lance.dataset() opens as exactly the reader's rows in plan order, under
+# a grid of plan options (tests/lance/check_mount.py says what is
+# checked); an epoch switch gives the next epoch's rows under new names;
+# the recipe of docs/loaders.md runs on a mount; shardfs-check view
+# refuses a Lance mount with a message.  Arguments: BUILD TESTS.
+. "$(dirname "$0")/lib.sh"
+venv=$(bash "$TESTS/python/venv.sh" "$TESTS/lance/requirements.txt") || {
+	bad "install pylance"
+	finish
+	exit
+}
+py=$venv/bin/python
+tvenv=$(bash "$TESTS/python/venv.sh" "$TESTS/lance/requirements-torch.txt") || {
+	bad "install pylance beside Debian's torch"
+	finish
+	exit
+}
+tpy=$tvenv/bin/python
+
+"$py" "$TESTS/lance/make_datasets.py" "$T/src" --big --rich > "$T/expected.json" ||
+	{ bad "make_datasets.py"; finish; exit; }
+for ds in frags big; do
+	shardfs-index "$T/src/$ds.lance" --quiet || bad "$ds: shardfs-index"
+done
+
+# check DATASET OPTIONS [--copies]: mount, check every reader, unmount
+check() {
+	local m=$T/mnt got
+	mount_view "$T/src/$1.lance" "$m" "$2" || { bad "$1: $2: mount"; return; }
+	got=$("$py" "$TESTS/lance/check_mount.py" "$T/src/$1.lance" "$m" "$1.lance" ${3:-} 2>&1)
+	expect_eq "$1: $2: every reader's dataset is its rows (and the union the source's)" \
+		"$(grep -vc ': ok$' <<<"$got")" 0 || printf '%s\n' "$got" >&2
+	unmount_view "$m"
+}
+
+for opts in world=2,workers=2 \
+	world=2,workers=3,remainder=drop \
+	world=3,workers=2,batch=7,start=100 \
+	world=2,workers=2,block=50,shuffle=samples,seed=3,epoch=2 \
+	world=4,workers=2,partition=interleaved,batch=4,block=100,shuffle=units,seed=5 \
+	world=4,workers=1,replicas=2,block=300 \
+	world=1,workers=1; do
+	check frags "$opts"
+done
+check frags world=2,workers=2,block=200,shuffle=units,symlinks=0 --copies
+for opts in world=3,workers=2 world=2,workers=4,block=5000,seed=9,remainder=drop \
+	world=5,workers=1,partition=interleaved,batch=64,block=1000; do
+	check big "$opts"
+done
+
+# an epoch switch: the next epoch's rows, under new names for new bytes
+m=$T/mnt
+if mount_view "$T/src/frags.lance" "$m" world=2,workers=2,block=100,seed=1; then
+	d=$m/1/1/frags.lance
+	before=$(cd "$d" && ls _versions _deletions | sort)
+	echo 1 > "$m/.shardfs/epoch"
+	after=$(cd "$d" && ls _versions _deletions | sort)
+	got=$("$py" "$TESTS/lance/check_mount.py" "$T/src/frags.lance" "$m" frags.lance 2>&1)
+	expect_eq "epoch 1: every reader's dataset is its rows" \
+		"$(grep -vc ': ok$' <<<"$got")" 0 || printf '%s\n' "$got" >&2
+	expect_eq "epoch 1: the manifest has a new name" \
+		"$(comm -12 <(grep manifest <<<"$before") <(grep manifest <<<"$after"))" ""
+	expect_eq "epoch 1: plan.json is epoch 1's" \
+		"$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["options"]["epoch"])' "$m/.shardfs/plan.json")" 1
+	# the loaders.md recipe, as written there, through PyTorch's DataLoader
+	sed -n '/^# recipe: lance$/,/^```$/p' "$TESTS/../docs/loaders.md" | sed '$d' > "$T/recipe.py"
+	expect_eq "the recipe is in docs/loaders.md" "$(grep -c 'lance.dataset' "$T/recipe.py")" 1
+	got=$("$tpy" "$TESTS/lance/torch_recipe.py" "$T/recipe.py" "$m" "$T/src/frags.lance" frags.lance 2>&1)
+	expect_eq "the recipe: every rank's rows, in order, equal steps" "$(tail -1 <<<"$got")" \
+		"ok: 4 readers, $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["per_reader"])' "$m/.shardfs/plan.json") rows each" ||
+		printf '%s\n' "$got" >&2
+	got=$(shardfs-check view "$m" 2>&1)
+	expect_eq "shardfs-check view refuses a Lance mount" "$?:$got" \
+		"2:shardfs-check: $T/src/frags.lance: the source holds lance datasets ($(cd "$T/src/frags.lance" && ls _versions/*.manifest | head -1)), whose views the auditor cannot check yet: each reader's directory is a dataset of its own, not files of samples; read them with the dataset's library (docs/check.md)"
+	unmount_view "$m"
+fi
+
+finish
