@@ -3,7 +3,8 @@
 Usage: check_mount.py SRC MNT NAME [--copies]
 
 SRC is the source dataset, MNT the mount, NAME the dataset directory each
-reader has (MNT/<rank>/<worker>/NAME).  The plan is MNT/.shardfs/plan.json.
+reader has (MNT/<rank>/<worker>/NAME; with epochs=N, <epoch>-NAME for
+each epoch, plan.json then holding N plans).  The plan is MNT/.shardfs/plan.json.
 For every reader of the plan, lance.dataset(reader_dir) must give:
 count_rows() == the reader's samples == the plan's per_reader; to_table()
 equal, column by column, to the source's live rows the reader's runs name,
@@ -54,16 +55,9 @@ def check_reader(lance, pa, src, mnt, rank, r, name, want, per_reader,
     return got if ok else None
 
 
-def main() -> int:
-    import lance
-    import pyarrow as pa
-
-    src, mnt, name = sys.argv[1:4]
-    copies = "--copies" in sys.argv[4:]
-    with open(os.path.join(mnt, ".shardfs", "plan.json")) as f:
-        plan = json.load(f)
-    whole = lance.dataset(src).to_table()
-    live = set(whole.column("id").to_pylist())
+def check_plan(lance, pa, src, mnt, plan, whole, live, name, copies):
+    """Check every reader of one epoch's plan, and their union: the
+    number of mismatches."""
     bad = 0
     served: collections.Counter = collections.Counter()
     reps = plan["options"].get("replicas", 1)
@@ -84,10 +78,33 @@ def main() -> int:
                 and len(distinct) == plan["remaining"] - plan["dropped"]
                 and total == plan["remaining"] - plan["dropped"]
                 + plan["padding"])
-    print(f"union: {len(distinct)} distinct of {len(live)} live, {total} "
-          f"served, padding {plan['padding']}, dropped {plan['dropped']}: "
+    print(f"epoch {plan['options']['epoch']}: union: {len(distinct)} "
+          f"distinct of {len(live)} live, {total} served, padding "
+          f"{plan['padding']}, dropped {plan['dropped']}: "
           f"{'ok' if union_ok else 'MISMATCH'}")
-    bad += not union_ok
+    return bad + (not union_ok)
+
+
+def main() -> int:
+    import lance
+    import pyarrow as pa
+
+    src, mnt, name = sys.argv[1:4]
+    copies = "--copies" in sys.argv[4:]
+    with open(os.path.join(mnt, ".shardfs", "plan.json")) as f:
+        plans = json.load(f)
+    whole = lance.dataset(src).to_table()
+    live = set(whole.column("id").to_pylist())
+    bad = 0
+    if isinstance(plans, list):  # epochs=N: "<epoch>-<name>" each
+        width = len(str(plans[-1]["options"]["epoch"]))
+        for plan in plans:
+            bad += check_plan(lance, pa, src, mnt, plan, whole, live,
+                              "%0*d-%s" % (width, plan["options"]["epoch"],
+                                           name), copies)
+    else:
+        bad += check_plan(lance, pa, src, mnt, plans, whole, live, name,
+                          copies)
     return 1 if bad else 0
 
 

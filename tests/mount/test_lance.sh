@@ -44,6 +44,7 @@ for opts in world=2,workers=2 \
 	world=2,workers=2,block=50,shuffle=samples,seed=3,epoch=2 \
 	world=4,workers=2,partition=interleaved,batch=4,block=100,shuffle=units,seed=5 \
 	world=4,workers=1,replicas=2,block=300 \
+	world=2,workers=2,epochs=3,epoch=8,block=100 \
 	world=1,workers=1; do
 	check frags "$opts"
 done
