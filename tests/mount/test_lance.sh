@@ -6,8 +6,9 @@
 # lance.dataset() opens as exactly the reader's rows in plan order, under
 # a grid of plan options (tests/lance/check_mount.py says what is
 # checked); an epoch switch gives the next epoch's rows under new names;
-# the recipe of docs/loaders.md runs on a mount; shardfs-check view
-# refuses a Lance mount with a message.  Arguments: BUILD TESTS.
+# the recipe of docs/loaders.md runs through PyTorch's DataLoader and a
+# DDP job on a mount; shardfs-check view refuses a Lance mount with a
+# message.  Arguments: BUILD TESTS.
 . "$(dirname "$0")/lib.sh"
 venv=$(bash "$TESTS/python/venv.sh" "$TESTS/lance/requirements.txt") || {
 	bad "install pylance"
@@ -78,6 +79,19 @@ if mount_view "$T/src/frags.lance" "$m" world=2,workers=2,block=100,seed=1; then
 	got=$(shardfs-check view "$m" 2>&1)
 	expect_eq "shardfs-check view refuses a Lance mount" "$?:$got" \
 		"2:shardfs-check: $T/src/frags.lance: the source holds lance datasets ($(cd "$T/src/frags.lance" && ls _versions/*.manifest | head -1)), whose views the auditor cannot check yet: each reader's directory is a dataset of its own, not files of samples; read them with the dataset's library (docs/check.md)"
+	unmount_view "$m"
+fi
+
+# a DDP job (gloo, 2 ranks sharing a mount, DataLoader num_workers=2)
+# through the recipe, over two epochs: equal steps, full batches, every
+# live row once plus the plan's padding (tests/lance/ddp_lance.py)
+if mount_view "$T/src/frags.lance" "$m" world=2,workers=2,batch=8,block=100,seed=4; then
+	mkdir -p "$T/ddp"
+	got=$("$tpy" "$TESTS/lance/ddp_lance.py" "$T/recipe.py" "$m" "$T/src/frags.lance" \
+		frags.lance 0,1 "$T/ddp" 2>&1)
+	expect_eq "DDP over Lance views: equal steps, exact union" "$(tail -1 <<<"$got")" \
+		"ok: 2 ranks, 2 epochs, 110 steps each, every live row once plus the padding" ||
+		printf '%s\n' "$got" >&2
 	unmount_view "$m"
 fi
 
