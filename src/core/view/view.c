@@ -702,7 +702,9 @@ int sfs_view_check_shards(const struct sfs_view *v, int srcfd,
 			const struct sfs_shard *sh = &idx->shards[f->shard];
 			int fd;
 
-			if (f->whole || !sh->format->lay_out ||
+			/* a dataset's view reads its shard even when whole */
+			if ((f->whole && !sh->format->dataset_view) ||
+			    !sh->format->lay_out ||
 			    seen[f->shard / 8] & 1 << f->shard % 8)
 				continue;
 			seen[f->shard / 8] |= 1 << f->shard % 8;
