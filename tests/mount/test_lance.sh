@@ -82,6 +82,34 @@ if mount_view "$T/src/frags.lance" "$m" world=2,workers=2,block=100,seed=1; then
 	unmount_view "$m"
 fi
 
+# a source holding two datasets and a JSONL file: each reader has one
+# dataset directory per dataset it reads (named by its path), beside the
+# JSONL slices, and its rows over all of them are per_reader
+mkdir -p "$T/mixed/sub"
+cp -r "$T/src/frags.lance" "$T/mixed/sub/"
+cp -r "$T/src/stable.lance" "$T/mixed/"
+rm -rf "$T"/mixed/*.lance/.shardfs "$T"/mixed/sub/*.lance/.shardfs
+seq 0 99 | sed 's/.*/{"n": &}/' > "$T/mixed/lines.jsonl"
+shardfs-index "$T/mixed" --quiet || bad "mixed: shardfs-index"
+if mount_view "$T/mixed" "$m" world=2,workers=2,block=10,seed=2; then
+	got=$("$py" -c '
+import glob, json, os, sys
+import lance
+m = sys.argv[1]
+per = json.load(open(m + "/.shardfs/plan.json"))["per_reader"]
+for d in sorted(glob.glob(m + "/*/*")):
+    n = sum(lance.dataset(x).count_rows() for x in glob.glob(d + "/*.lance"))
+    n += sum(sum(1 for _ in open(f)) for f in glob.glob(d + "/*.jsonl"))
+    names = sorted(os.path.basename(x) for x in glob.glob(d + "/*.lance"))
+    print(d[len(m):], n == per, names)' "$m" 2>&1)
+	expect_eq "mixed: every reader's rows over its datasets and lines are per_reader" \
+		"$(grep -c ' True ' <<<"$got")" 4 || printf '%s\n' "$got" >&2
+	expect_eq "mixed: datasets named by their paths" \
+		"$(grep -o "'[^']*'" <<<"$got" | sort -u | tr '\n' ' ')" \
+		"'stable.lance' 'sub%2Ffrags.lance' "
+	unmount_view "$m"
+fi
+
 # a DDP job (gloo, 2 ranks sharing a mount, DataLoader num_workers=2)
 # through the recipe, over two epochs: equal steps, full batches, every
 # live row once plus the plan's padding (tests/lance/ddp_lance.py)
