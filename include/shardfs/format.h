@@ -89,6 +89,7 @@ struct sfs_dataset_file {
 /* A reader's dataset: its files (directories implied by their paths) and
  * the rows it holds. */
 struct sfs_dataset_view {
+	char *root; /* the dataset's directory, relative to dirfd ("": dirfd) */
 	struct sfs_dataset_file *files;
 	size_t nfiles;
 	uint64_t rows;

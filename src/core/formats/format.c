@@ -157,5 +157,6 @@ void sfs_dataset_view_free(struct sfs_dataset_view *v)
 		free(v->files[i].source);
 	}
 	free(v->files);
+	free(v->root);
 	free(v);
 }

@@ -361,14 +361,13 @@ static int add_file(struct builder *b, uint32_t wdir, uint32_t plan, size_t fi,
 }
 
 /*
- * The name of a reader's dataset of shard sh into b->name: the dataset's
- * path within its source (the shard less its last two components, as
- * "<dataset>/_versions/<name>"), escaped as a shard's, or when the source
- * is the dataset, the source's base name; after prefix and a mixture's
- * source name.
+ * The name of a reader's dataset dv of shard sh into b->name: the
+ * dataset's path within its source, escaped as a shard's, or when the
+ * source is the dataset, the source's base name; after prefix and a
+ * mixture's source name.
  */
 static int dataset_name(struct builder *b, const struct sfs_shard *sh,
-			const char *prefix)
+			const struct sfs_dataset_view *dv, const char *prefix)
 {
 	const struct sfs_index *idx = b->v->idx;
 	const struct sfs_mix *mix = idx->mix;
@@ -376,24 +375,16 @@ static int dataset_name(struct builder *b, const struct sfs_shard *sh,
 		mix ? &mix->sources[sfs_mix_source_of(
 			      mix, (size_t)(sh - idx->shards))] :
 		      NULL;
-	size_t plen = src ? src->prefix_len : 0, len = strlen(sh->path), k;
+	size_t plen = src ? src->prefix_len : 0, len = strlen(dv->root);
+	const char *dir = len ? dv->root : idx->source, *end, *base;
 	char *root;
 	int rc;
 
-	for (k = 0; k < 2 && len; k++) {
-		while (len && sh->path[len - 1] != '/')
-			len--;
-		if (len)
-			len--; /* the '/' */
-	}
 	if (len > plen) {
-		root = strndup(sh->path + plen, len - plen);
+		root = strndup(dv->root + plen, len - plen);
 	} else {
 		/* the dataset is its source: its directory's name */
-		const char *dir = len ? sh->path : idx->source;
-		const char *end = len ? sh->path + len : dir + strlen(dir);
-		const char *base;
-
+		end = dir + strlen(dir);
 		while (end > dir && end[-1] == '/')
 			end--;
 		for (base = end; base > dir && base[-1] != '/'; base--)
@@ -460,7 +451,7 @@ static int add_dataset(struct builder *b, uint32_t wdir, uint32_t plan,
 		return -ENOMEM;
 	}
 	v->datasets[v->ndatasets++] = dv;
-	rc = dataset_name(b, sh, prefix);
+	rc = dataset_name(b, sh, dv, prefix);
 	if (!rc)
 		rc = subdir(b, wdir, b->name, strlen(b->name), &ddir);
 	for (k = 0; !rc && k < dv->nfiles; k++) {

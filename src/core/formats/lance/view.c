@@ -13,8 +13,9 @@
  * metadata, the timestamp, the writer, the data format, the config and
  * the table metadata; its fragments are the pieces, its version a number
  * naming the rest of its bytes (so is each deletion file's id: a name of
- * the view identifies its bytes, docs/view.md), its feature flags the source's less stable row ids (the new fragments have
- * no row id sequences) and with deletion files.  Every other field is left
+ * the view identifies its bytes, docs/view.md), its feature flags the
+ * source's less stable row ids (the new fragments have no row id
+ * sequences) and with deletion files.  Every other field is left
  * out: some are positions in the source's manifest file (the transaction,
  * the index section), others things the view has not (a branch, base
  * paths, tags).  Of a source fragment, its data files are copied byte for
@@ -592,9 +593,13 @@ int sfs_lance_view_build(int dirfd, const struct sfs_lance_dataset *ds,
 			const char *name = ds->m->fragments[f].files[k].path;
 			char *p = NULL, *s = NULL;
 
-			if (asprintf(&p, "data/%s", name) < 0 ||
-			    asprintf(&s, "%s%sdata/%s", root, *root ? "/" : "",
+			if (asprintf(&p, "data/%s", name) < 0) {
+				rc = -ENOMEM;
+				continue;
+			}
+			if (asprintf(&s, "%s%sdata/%s", root, *root ? "/" : "",
 				     name) < 0) {
+				free(p);
 				rc = -ENOMEM;
 				continue;
 			}
@@ -638,6 +643,10 @@ int sfs_lance_view_build(int dirfd, const struct sfs_lance_dataset *ds,
 	}
 	if (rc)
 		rc = sfs_errorf(err, rc, "out of memory");
+	if (!rc) { /* the view's: where the dataset is */
+		v->root = root;
+		root = NULL;
+	}
 out:
 	free(mname);
 	free(man.p);
