@@ -50,6 +50,7 @@ for opts in world=2,workers=2 \
 	check frags "$opts"
 done
 check frags world=2,workers=2,block=200,shuffle=units,symlinks=0 --copies
+check frags world=3,workers=1,block=100,symlinks=0,no_open=0,prefetch=0 --copies
 for opts in world=3,workers=2 world=2,workers=4,block=5000,seed=9,remainder=drop \
 	world=5,workers=1,partition=interleaved,batch=64,block=1000; do
 	check big "$opts"
