@@ -533,16 +533,24 @@ static void fs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	static const char names[] = SFS_XATTR_SOURCE
 		"\0" SFS_XATTR_SAMPLES "\0" SFS_XATTR_RANGE
 		"\0" SFS_XATTR_PADDING "\0" SFS_XATTR_EPOCH;
+	/* a file of a reader's dataset: no samples of its own */
+	static const char dataset_names[] = SFS_XATTR_SOURCE
+		"\0" SFS_XATTR_EPOCH;
 	struct fs *fs = fs_of(req);
 	struct view_ref *vr;
 	uint32_t node;
-	bool file;
+	bool file, dataset = false;
 
 	vr = control_is(ino) ? NULL : view_get(fs, ino, &node);
 	file = vr && vr->v->nodes[node].kind != SFS_NODE_DIR;
+	if (file)
+		dataset = vr->v->nodes[node].dataset != 0;
 	if (vr)
 		view_unref(fs, vr);
-	reply_xattr(req, names, file ? sizeof(names) : 0, size);
+	if (dataset)
+		reply_xattr(req, dataset_names, sizeof(dataset_names), size);
+	else
+		reply_xattr(req, names, file ? sizeof(names) : 0, size);
 }
 
 static void fs_init(void *userdata, struct fuse_conn_info *conn)
