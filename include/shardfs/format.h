@@ -75,6 +75,29 @@ struct sfs_scan {
 	bool digested; /* digest_fn had every sample */
 };
 
+/* A file of a reader's dataset (dataset_view): synthesized bytes, or a file
+ * of the source shown as it is. */
+struct sfs_dataset_file {
+	char *path; /* in the reader's dataset: "_versions/1.manifest", ... */
+	unsigned char *bytes; /* its bytes, len of them; NULL for a data file */
+	size_t len;
+	char *source; /* a data file: the source's, relative to dirfd */
+	uint64_t size; /* a data file: its size and mtime, found by the */
+	int64_t mtime_ns; /* build, which a read must find again */
+};
+
+/* A reader's dataset: its files (directories implied by their paths) and
+ * the rows it holds. */
+struct sfs_dataset_view {
+	char *root; /* the dataset's directory, relative to dirfd ("": dirfd) */
+	struct sfs_dataset_file *files;
+	size_t nfiles;
+	uint64_t rows;
+};
+
+/* Free a dataset view.  NULL is a no-op. */
+void sfs_dataset_view_free(struct sfs_dataset_view *v);
+
 /*
  * What mkdata asks a driver to write: deterministic synthetic shards, every
  * size, count and byte drawn from the plan's PRNG keyed by seed (format_i.h has
@@ -171,6 +194,20 @@ struct sfs_format_ops {
 	int (*lay_out)(int fd, const struct sfs_shard *sh,
 		       const struct sfs_run *runs, size_t nruns,
 		       sfs_extent_fn add, void *arg, struct sfs_error *err);
+	/*
+	 * A shard that stands for a dataset (dataset) is shown to a reader as
+	 * a dataset of its own, never as slices: the files of the dataset
+	 * holding exactly samples runs[0 .. nruns) of sh, in that order.  fd
+	 * is sh's file (checked to be as indexed), open for reading, dirfd
+	 * the directory sh->path is relative to.  Returns 0 and a new view
+	 * in *out, or a negative errno with a message naming sh->path (a
+	 * dataset that changed since it was indexed: -ESTALE).  NULL: the
+	 * format's views are slices.
+	 */
+	int (*dataset_view)(int dirfd, const struct sfs_shard *sh, int fd,
+			    const struct sfs_run *runs, size_t nruns,
+			    struct sfs_dataset_view **out,
+			    struct sfs_error *err);
 
 	/*
 	 * Read the whole of fd (a shard, or a slice of one, as a loader would:

@@ -174,28 +174,15 @@ int sfs_lance_live_runs(int dirfd, const struct sfs_lance_dataset *ds, size_t f,
 			sfs_lance_deleted_fn fn, void *arg,
 			struct sfs_error *err);
 
-/* A file of a reader's Lance dataset (sfs_lance_view_build). */
-struct sfs_lance_file {
-	char *path; /* in the reader's dataset: "_versions/1.manifest", ... */
-	unsigned char *bytes; /* its bytes, len of them; NULL for a data file */
-	size_t len;
-	char *source; /* a data file: the source's, relative to dirfd */
-};
-
-/* A reader's Lance dataset: its files, and the rows it holds. */
-struct sfs_lance_view {
-	struct sfs_lance_file *files;
-	size_t nfiles;
-	uint64_t rows;
-};
-
 /*
  * The files of a Lance dataset holding exactly the live rows runs[0 ..
  * nruns) of ds (numbered as its samples: live rows in fragment order), in
- * that order, its data not copied: "_versions/1.manifest" (synthesized),
- * "_deletions/<n>-1-<n>.bin" (synthesized Roaring bitmaps, one per
- * fragment that needs one) and "data/<name>" for each data file used, to
- * be shown as the source's file.  Each run, cut at fragment ends, is one
+ * that order, its data not copied: "_versions/<v>.manifest"
+ * (synthesized), "_deletions/<n>-1-<id>.bin" (synthesized Roaring bitmaps,
+ * one per fragment that needs one) and "data/<name>" for each data file
+ * used, to be shown as the source's file (its size and mtime as found
+ * now).  <v> (below 10^18) and <id> are the first 8 bytes of the SHA-256
+ * of the file's other bytes: a name identifies its bytes.  Each run, cut at fragment ends, is one
  * fragment of the new manifest, numbered from 0 in run order, whose
  * deletion file deletes every row of its data files but the run's.  The
  * manifest is the source's without its fragments, transaction, index
@@ -206,9 +193,6 @@ struct sfs_lance_view {
  */
 int sfs_lance_view_build(int dirfd, const struct sfs_lance_dataset *ds,
 			 const struct sfs_run *runs, size_t nruns,
-			 struct sfs_lance_view **out, struct sfs_error *err);
-
-/* Free a view.  NULL is a no-op. */
-void sfs_lance_view_free(struct sfs_lance_view *v);
+			 struct sfs_dataset_view **out, struct sfs_error *err);
 
 #endif

@@ -66,6 +66,13 @@ void sfs_slice_span(const struct sfs_run *runs, size_t nruns, uint64_t *first,
 int sfs_slice_whole(uint64_t size, struct sfs_slice **out,
 		    struct sfs_error *err);
 
+/*
+ * A slice that is the len bytes at mem (borrowed: they must outlive the
+ * slice), no shard's: a file a view synthesizes whole.  0 or -ENOMEM.
+ */
+int sfs_slice_mem(const void *mem, uint64_t len, struct sfs_slice **out,
+		  struct sfs_error *err);
+
 /* Free s.  NULL is a no-op. */
 void sfs_slice_free(struct sfs_slice *s);
 

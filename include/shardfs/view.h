@@ -11,6 +11,10 @@
  *         <seq>-<stem>.r<hash><ext>  a slice of any other list of samples
  *                                    (hash: of its runs, docs/view.md)
  *         <dir>/<seq>-<file>         `files` datasets keep sub-directories
+ *         <dataset>/...              a shard that stands for a dataset
+ *                                    (Lance): the reader's dataset of its
+ *                                    samples of it, named by the dataset's
+ *                                    path (format.h, dataset_view)
  *
  * Names start with a zero-padded sequence number, so that sorted order,
  * directory order and the plan's order are one.  With epochs > 1 a worker
@@ -60,6 +64,11 @@ struct sfs_view_node {
 	uint32_t plan; /* which of view->plans */
 	size_t file; /* in that plan's files */
 	uint32_t member; /* files datasets: 0 the shard, i members[i-1] */
+	/* a file of a reader's dataset: 1 + which of view->datasets (0:
+	 * none), and which of its files; plan and file name the reader's
+	 * first plan file of that shard */
+	uint32_t dataset;
+	uint32_t dfile;
 	uint64_t size; /* bytes; links: length of the target */
 };
 
@@ -85,6 +94,8 @@ struct sfs_view {
 	uint32_t nnodes;
 	uint32_t *children; /* node numbers, grouped per dir */
 	char *names; /* every name, NUL-separated */
+	struct sfs_dataset_view **datasets; /* readers' datasets */
+	uint32_t ndatasets;
 };
 
 /*
@@ -144,21 +155,27 @@ void sfs_view_access(const struct sfs_view *v, const struct sfs_view_node *n,
 
 /*
  * The source path of a file or link node (relative to the source): the
- * shard, or a member of a `files` sample.
+ * shard, or a member of a `files` sample; of a file of a reader's
+ * dataset, the source file it shows, or for a file the view synthesizes,
+ * the shard.
  */
 const char *sfs_view_source_path(const struct sfs_view *v,
 				 const struct sfs_view_node *n);
 
 /*
  * Where a file or link node's bytes come from: the source file's path
- * (relative to the source; static, the index's), and the size and mtime
- * the index recorded for it, which the file must still have.
+ * (relative to the source; the index's or the view's), and the size and
+ * mtime the index recorded for it (for a source file a reader's dataset
+ * shows, what the build found), which the file must still have.  A file
+ * the view synthesizes names its shard: it is served while the shard is
+ * as indexed.
  */
 void sfs_view_source(const struct sfs_view *v, const struct sfs_view_node *n,
 		     const char **path, uint64_t *size, int64_t *mtime_ns);
 
 /*
- * The bytes a file node serves: a slice of its shard, or the whole shard.
+ * The bytes a file node serves: a slice of its shard, the whole shard, a
+ * whole file of a reader's dataset, or the bytes the view synthesized.
  * fd is the source file (sfs_view_source), open for reading.  Returns 0
  * and a new slice (sfs_slice_free) or the errors of sfs_slice_build.
  */

@@ -450,12 +450,16 @@ static int xattr_value(struct fs *fs, const struct view_ref *vr, uint32_t node,
 	if (!strcmp(name, SFS_XATTR_SOURCE)) {
 		rc = asprintf(&s, "%s/%s", fs->idx->source,
 			      sfs_view_source_path(v, n));
+	} else if (!strcmp(name, SFS_XATTR_EPOCH)) {
+		rc = asprintf(&s, "%" PRIu64, p->opts.epoch);
+	} else if (n->dataset) {
+		/* a file of a reader's dataset holds no samples of its own:
+		 * its manifest names them */
+		return -ENODATA;
 	} else if (!strcmp(name, SFS_XATTR_SAMPLES)) {
 		rc = asprintf(&s, "%" PRIu64, f->nsamples);
 	} else if (!strcmp(name, SFS_XATTR_PADDING)) {
 		rc = asprintf(&s, "%" PRIu64, f->npadding);
-	} else if (!strcmp(name, SFS_XATTR_EPOCH)) {
-		rc = asprintf(&s, "%" PRIu64, p->opts.epoch);
 	} else if (!strcmp(name, SFS_XATTR_RANGE)) {
 		s = malloc(XATTR_MAX + 32);
 		for (i = 0; s && i < f->nruns && len < XATTR_MAX; i++) {
@@ -530,16 +534,24 @@ static void fs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	static const char names[] = SFS_XATTR_SOURCE
 		"\0" SFS_XATTR_SAMPLES "\0" SFS_XATTR_RANGE
 		"\0" SFS_XATTR_PADDING "\0" SFS_XATTR_EPOCH;
+	/* a file of a reader's dataset: no samples of its own */
+	static const char dataset_names[] = SFS_XATTR_SOURCE
+		"\0" SFS_XATTR_EPOCH;
 	struct fs *fs = fs_of(req);
 	struct view_ref *vr;
 	uint32_t node;
-	bool file;
+	bool file, dataset = false;
 
 	vr = control_is(ino) ? NULL : view_get(fs, ino, &node);
 	file = vr && vr->v->nodes[node].kind != SFS_NODE_DIR;
+	if (file)
+		dataset = vr->v->nodes[node].dataset != 0;
 	if (vr)
 		view_unref(fs, vr);
-	reply_xattr(req, names, file ? sizeof(names) : 0, size);
+	if (dataset)
+		reply_xattr(req, dataset_names, sizeof(dataset_names), size);
+	else
+		reply_xattr(req, names, file ? sizeof(names) : 0, size);
 }
 
 static void fs_init(void *userdata, struct fuse_conn_info *conn)

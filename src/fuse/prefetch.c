@@ -383,7 +383,9 @@ void prefetch_after(struct prefetch *p, const struct view_ref *vr,
 	uint32_t plan, files, max_files;
 	size_t f, end, t;
 
-	if (!p || node == 0 || n->kind == SFS_NODE_DIR)
+	/* a reader's dataset is read as its reader's library chooses, not
+	 * in plan order: nothing to read ahead */
+	if (!p || node == 0 || n->kind == SFS_NODE_DIR || n->dataset)
 		return;
 	plan = n->plan;
 	f = n->file;

@@ -1,6 +1,6 @@
 """Write the Lance datasets the Lance tests read, with pylance.
 
-Usage: make_datasets.py OUT [--big]
+Usage: make_datasets.py OUT [--big] [--rich]
 
 Writes under OUT, deterministically but for Lance's random file names:
   frags.lance   V2 version names; fragments of 1, 300, 300, 100 and 37
@@ -12,7 +12,9 @@ Writes under OUT, deterministically but for Lance's random file names:
                 rows, 20 appended, 1 deleted
   stable.lance  stable row ids (reader feature flag 2), 40 rows, 3 deleted
 and, with --big, big.lance: 200 000 rows in fragments of 1 to 50 000,
-deletes of both kinds.  Prints a JSON object: for each dataset its
+deletes of both kinds.  Rows hold an int32 id (0, 1, ... in write
+order) and a string key; with --rich, frags.lance and big.lance also a
+nullable string, a list of ints and a fixed-size vector of floats.  Prints a JSON object: for each dataset its
 version, count_rows() and, per fragment, id, physical_rows, deleted rows
 and the deletion file's type.
 """
@@ -23,15 +25,26 @@ import sys
 from pathlib import Path
 
 
-def table(first: int, n: int):
+def table(first: int, n: int, rich: bool = False):
+    """Rows first..first+n-1: an id and a key; rich adds a nullable
+    string (every 7th row null), a list of 0 to 2 ints and a fixed-size
+    vector of 4 floats, each a function of the id."""
     import pyarrow as pa
 
-    return pa.table(
-        {
-            "id": pa.array(range(first, first + n), pa.int32()),
-            "key": [f"k{i:06d}" for i in range(first, first + n)],
-        }
-    )
+    ids = range(first, first + n)
+    cols = {
+        "id": pa.array(ids, pa.int32()),
+        "key": [f"k{i:06d}" for i in ids],
+    }
+    if rich:
+        cols["note"] = pa.array(
+            [None if i % 7 == 3 else "x" * (i % 13) for i in ids], pa.string())
+        cols["tags"] = pa.array([[i, i + 1][: i % 3] for i in ids],
+                                pa.list_(pa.int32()))
+        cols["vec"] = pa.FixedSizeListArray.from_arrays(
+            pa.array([float(i) + k / 4 for i in ids for k in range(4)],
+                     pa.float32()), 4)
+    return pa.table(cols)
 
 
 def summary(path: Path) -> dict:
@@ -53,15 +66,16 @@ def summary(path: Path) -> dict:
     return {"version": ds.version, "rows": ds.count_rows(), "fragments": frags}
 
 
-def write(out: Path, big: bool) -> dict:
+def write(out: Path, big: bool, rich: bool) -> dict:
     import lance
 
     made = {}
     p = out / "frags.lance"
-    lance.write_dataset(table(0, 1), p)
-    lance.write_dataset(table(1, 700), p, mode="append", max_rows_per_file=300)
-    lance.write_dataset(table(701, 37), p, mode="append")
-    lance.write_dataset(table(738, 6000), p, mode="append")
+    lance.write_dataset(table(0, 1, rich), p)
+    lance.write_dataset(table(1, 700, rich), p, mode="append",
+                        max_rows_per_file=300)
+    lance.write_dataset(table(701, 37, rich), p, mode="append")
+    lance.write_dataset(table(738, 6000, rich), p, mode="append")
     ds = lance.dataset(p)
     ds.delete("id IN (3, 5, 250, 400, 720)")
     ds = lance.dataset(p)
@@ -86,7 +100,7 @@ def write(out: Path, big: bool) -> dict:
         first = 0
         for n in (1, 50000, 17, 30000, 4999, 50000, 33, 64983):
             mode = "create" if first == 0 else "append"
-            lance.write_dataset(table(first, n), p, mode=mode)
+            lance.write_dataset(table(first, n, rich), p, mode=mode)
             first += n
         ds = lance.dataset(p)
         ds.delete("id % 1000 = 7")
@@ -99,7 +113,8 @@ def write(out: Path, big: bool) -> dict:
 def main() -> int:
     out = Path(sys.argv[1])
     out.mkdir(parents=True, exist_ok=True)
-    print(json.dumps(write(out, "--big" in sys.argv[2:]), indent=1))
+    print(json.dumps(write(out, "--big" in sys.argv[2:],
+                           "--rich" in sys.argv[2:]), indent=1))
     return 0
 
 

@@ -4,7 +4,7 @@
 # rows exactly as lance.dataset(p).count_rows(); the plan gives every
 # reader its equal share of them; a refresh follows a new version; a
 # dataset with a file missing, or a damaged manifest, is refused with the
-# file, the byte and the fix; a mount is refused until Lance views exist.
+# file, the byte and the fix (mounts: tests/mount/test_lance.sh).
 # Arguments: BUILD TESTS.
 . "$(dirname "${BASH_SOURCE[0]}")/../cli/lib.sh"
 venv=$(bash "$TESTS/python/venv.sh" "$TESTS/lance/requirements.txt") || exit 1
@@ -120,7 +120,7 @@ expect_eq "truncated manifest: refused" "$got" \
 	"shardfs-index: 1 shard could not be indexed: $m: byte $((size - 5)): no \"LANC\" magic at the end: not a Lance manifest, or truncated; restore it from the dataset's writer; fix or remove it, or run shardfs-index --skip-bad to index the rest"
 
 # readers' Lance datasets (sfs_lance_view_build, written by lance-view
-# until the daemon serves them) read by pylance as exactly their rows
+# as files; the daemon serves the same) read by pylance as their rows
 for ds in frags big stable; do
 	# shuffle=samples makes a fragment a row: 12 000 a reader of big
 	samples=shuffle=samples
@@ -134,18 +134,6 @@ for ds in frags big stable; do
 			"$(grep -vc ': ok$' <<<"$got")" 0
 	done
 done
-
-# the daemon refuses to serve a Lance source (views are not built yet)
-mkdir -p "$T/mnt"
-got=$(timeout 60 shardfs "$T/src/frags.lance" "$T/mnt" -o world=2,workers=2 2>&1)
-rc=$?
-expect_eq "mount: refused (status)" "$rc" 1
-expect_eq "mount: refused (message)" "$got" \
-	"shardfs: $T/src/frags.lance/$m: Lance views are not built yet: a reader's directory will be a Lance dataset of its rows (docs/formats.md); shardfs-index and shardfs-plan count and plan Lance datasets today, mount them with a later shardfs"
-if mountpoint -q "$T/mnt"; then
-	bad "mount: something is mounted on $T/mnt"
-	fusermount3 -u "$T/mnt" || umount -l "$T/mnt"
-fi
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -3,8 +3,8 @@
  * Lance dataset a reader of DATASET's newest version would see holding
  * its live rows FIRST..FIRST+COUNT-1, run after run
  * (sfs_lance_view_build): the synthesized files as files, the data files
- * as symlinks to DATASET's.  For tests/lance/test_view.sh, until the
- * daemon serves these views.
+ * as symlinks to DATASET's.  For tests/lance/test_lance.sh: the builder
+ * alone, without a mount (tests/mount/test_lance.sh mounts).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,7 +35,7 @@ int main(int argc, char **argv)
 {
 	struct sfs_error err = { 0 };
 	struct sfs_lance_dataset *ds = NULL;
-	struct sfs_lance_view *v = NULL;
+	struct sfs_dataset_view *v = NULL;
 	struct sfs_run *runs;
 	char src[PATH_MAX], *name = NULL, *mpath = NULL;
 	uint64_t version;
@@ -69,7 +69,7 @@ int main(int argc, char **argv)
 	}
 	mkdir(argv[2], 0755);
 	for (i = 0; i < v->nfiles; i++) {
-		const struct sfs_lance_file *f = &v->files[i];
+		const struct sfs_dataset_file *f = &v->files[i];
 		char *out, *target;
 		int fd;
 
@@ -90,7 +90,7 @@ int main(int argc, char **argv)
 		free(out);
 	}
 	printf("%llu\n", (unsigned long long)v->rows);
-	sfs_lance_view_free(v);
+	sfs_dataset_view_free(v);
 	sfs_lance_free(ds);
 	free(name);
 	free(mpath);

@@ -617,6 +617,25 @@ static int record(struct sfs_audit *au, struct vmount *mounts,
 	return rc;
 }
 
+/*
+ * A reader's directory of a dataset shard (Lance) is a dataset of its own,
+ * which this auditor does not read: a verdict on its files would be wrong.
+ */
+static int refuse_datasets(const struct sfs_index *idx, const char *source,
+			   struct sfs_error *err)
+{
+	size_t i;
+
+	for (i = 0; i < idx->nshards; i++)
+		if (idx->shards[i].format->dataset_view)
+			return sfs_errorf(
+				err, -EOPNOTSUPP,
+				"%s: the source holds %s datasets (%s), whose views the auditor cannot check yet: each reader's directory is a dataset of its own, not files of samples; read them with the dataset's library (docs/check.md)",
+				source, idx->shards[i].format->name,
+				idx->shards[i].path);
+	return 0;
+}
+
 int sfs_observe_views(const char *const *paths, size_t nm,
 		      const struct sfs_observe_opts *o,
 		      struct sfs_observation *out, struct sfs_error *err)
@@ -647,6 +666,8 @@ int sfs_observe_views(const char *const *paths, size_t nm,
 	if (!rc)
 		rc = sfs_source_load(mounts[0].source, mounts[0].index,
 				     &out->idx, err);
+	if (!rc)
+		rc = refuse_datasets(out->idx, mounts[0].source, err);
 	if (!rc)
 		rc = sfs_index_check_bounds(out->idx, err);
 	if (!rc)

@@ -144,3 +144,19 @@ int sfs_bounds_push(struct sfs_scan *out, size_t *cap, uint64_t off)
 	out->bounds[out->nsamples] = off;
 	return 0;
 }
+
+void sfs_dataset_view_free(struct sfs_dataset_view *v)
+{
+	size_t i;
+
+	if (!v)
+		return;
+	for (i = 0; i < v->nfiles; i++) {
+		free(v->files[i].path);
+		free(v->files[i].bytes);
+		free(v->files[i].source);
+	}
+	free(v->files);
+	free(v->root);
+	free(v);
+}

@@ -194,6 +194,20 @@ int sfs_slice_whole(uint64_t size, struct sfs_slice **out,
 	return 0;
 }
 
+int sfs_slice_mem(const void *mem, uint64_t len, struct sfs_slice **out,
+		  struct sfs_error *err)
+{
+	struct layout l = { 0 };
+
+	l.s = calloc(1, sizeof(*l.s));
+	if (!l.s || add(&l, 0, len, mem, false)) {
+		sfs_slice_free(l.s);
+		return sfs_errorf(err, -ENOMEM, "out of memory");
+	}
+	*out = l.s;
+	return 0;
+}
+
 void sfs_slice_free(struct sfs_slice *s)
 {
 	size_t i;

@@ -41,6 +41,7 @@ struct builder {
 	uint32_t *dirs; /* hash of (parent, name) -> dir node + 1 */
 	size_t dirs_cap, ndirs;
 	struct slice_desc **desc; /* per plan, per file: slices' */
+	size_t datasets_cap; /* of v->datasets */
 	char *name; /* scratch: the name add_file makes */
 	size_t name_cap;
 	struct sfs_error *err;
@@ -215,7 +216,7 @@ static int describe_one(const struct sfs_view *v, int srcfd,
 	const struct sfs_run *r = sfs_plan_file_runs(p, f);
 	int rc;
 
-	if (f->whole)
+	if (f->whole || v->idx->shards[f->shard].format->dataset_view)
 		return 0;
 	rc = sfs_view_runs_name(dg, r, f->nruns, d->samples,
 				sizeof(d->samples));
@@ -359,6 +360,140 @@ static int add_file(struct builder *b, uint32_t wdir, uint32_t plan, size_t fi,
 	return 0;
 }
 
+/*
+ * The name of a reader's dataset dv of shard sh into b->name: the
+ * dataset's path within its source, escaped as a shard's, or when the
+ * source is the dataset, the source's base name; after prefix and a
+ * mixture's source name.
+ */
+static int dataset_name(struct builder *b, const struct sfs_shard *sh,
+			const struct sfs_dataset_view *dv, const char *prefix)
+{
+	const struct sfs_index *idx = b->v->idx;
+	const struct sfs_mix *mix = idx->mix;
+	const struct sfs_mix_source *src =
+		mix ? &mix->sources[sfs_mix_source_of(
+			      mix, (size_t)(sh - idx->shards))] :
+		      NULL;
+	size_t plen = src ? src->prefix_len : 0, len = strlen(dv->root);
+	const char *dir = len ? dv->root : idx->source, *end, *base;
+	char *root;
+	int rc;
+
+	if (len > plen) {
+		root = strndup(dv->root + plen, len - plen);
+	} else {
+		/* the dataset is its source: its directory's name */
+		end = dir + strlen(dir);
+		while (end > dir && end[-1] == '/')
+			end--;
+		for (base = end; base > dir && base[-1] != '/'; base--)
+			;
+		root = strndup(base, (size_t)(end - base));
+	}
+	if (!root)
+		return -ENOMEM;
+	rc = sfs_view_file_name(&b->name, &b->name_cap, prefix,
+				src ? src->name : "", *root ? root : "dataset",
+				false, NULL);
+	free(root);
+	return rc;
+}
+
+/*
+ * The reader's dataset of the shard of its i-th file (format.h,
+ * dataset_view), in worker directory wdir: every run of the reader's
+ * files of that shard, in order, in one dataset.
+ */
+static int add_dataset(struct builder *b, uint32_t wdir, uint32_t plan,
+		       const struct sfs_plan_reader *r, size_t i,
+		       const char *prefix)
+{
+	struct sfs_view *v = b->v;
+	const struct sfs_plan *p = v->plans[plan];
+	size_t shard = p->files[r->file_at + i].shard, j, n = 0, cap = 0, k;
+	const struct sfs_shard *sh = &v->idx->shards[shard];
+	struct sfs_dataset_view *dv = NULL;
+	struct sfs_run *runs = NULL;
+	uint32_t ddir, dir, node;
+	int fd, rc = 0;
+
+	for (j = i; !rc && j < r->nfiles; j++) {
+		const struct sfs_plan_file *f = &p->files[r->file_at + j];
+
+		if (f->shard != shard)
+			continue;
+		if (SFS_GROW(runs, cap, n + f->nruns + 1))
+			rc = -ENOMEM;
+		else
+			memcpy(runs + n, sfs_plan_file_runs(p, f),
+			       f->nruns * sizeof(*runs));
+		n += f->nruns;
+	}
+	if (rc) {
+		free(runs);
+		return rc;
+	}
+	fd = open_shard(b->o->srcfd, sh, b->err);
+	if (fd < 0) {
+		free(runs);
+		return fd;
+	}
+	rc = sh->format->dataset_view(b->o->srcfd, sh, fd, runs, n, &dv,
+				      b->err);
+	close(fd);
+	free(runs);
+	if (rc)
+		return rc;
+	if (v->ndatasets == UINT32_MAX - 1 ||
+	    SFS_GROW(v->datasets, b->datasets_cap, (size_t)v->ndatasets + 1)) {
+		sfs_dataset_view_free(dv);
+		return -ENOMEM;
+	}
+	v->datasets[v->ndatasets++] = dv;
+	rc = dataset_name(b, sh, dv, prefix);
+	if (!rc)
+		rc = subdir(b, wdir, b->name, strlen(b->name), &ddir);
+	for (k = 0; !rc && k < dv->nfiles; k++) {
+		const struct sfs_dataset_file *df = &dv->files[k];
+		const char *p0 = df->path, *slash;
+		bool link = df->source && v->symlinks;
+
+		dir = ddir;
+		while (!rc && (slash = strchr(p0, '/'))) {
+			rc = subdir(b, dir, p0, (size_t)(slash - p0), &dir);
+			p0 = slash + 1;
+		}
+		if (!rc)
+			rc = add_node(b, dir, p0, strlen(p0),
+				      link ? SFS_NODE_LINK : SFS_NODE_FILE,
+				      &node);
+		if (rc)
+			break;
+		v->nodes[node].plan = plan;
+		v->nodes[node].file = r->file_at + i;
+		v->nodes[node].dataset = v->ndatasets;
+		v->nodes[node].dfile = (uint32_t)k;
+		v->nodes[node].size =
+			link ? strlen(v->idx->source) + 1 + strlen(df->source) :
+			df->source ? df->size :
+				     df->len;
+	}
+	return rc;
+}
+
+/* Whether the reader's i-th file is of a shard an earlier one is of. */
+static bool shard_seen(const struct sfs_plan *p,
+		       const struct sfs_plan_reader *r, size_t i)
+{
+	size_t shard = p->files[r->file_at + i].shard, j;
+
+	for (j = 0; j < i; j++)
+		if (p->files[r->file_at + j].shard == shard)
+			return true;
+	return false;
+}
+
 static int add_reader(struct builder *b, uint32_t wdir, size_t reader)
 {
 	struct sfs_view *v = b->v;
@@ -375,6 +510,25 @@ static int add_reader(struct builder *b, uint32_t wdir, size_t reader)
 		if (sw < SEQ_MIN_WIDTH)
 			sw = SEQ_MIN_WIDTH;
 		for (i = 0; i < r->nfiles; i++) {
+			const struct sfs_plan_file *f =
+				&v->plans[e]->files[r->file_at + i];
+
+			if (v->idx->shards[f->shard].format->dataset_view) {
+				/* one dataset a shard, named by it and, with
+				 * several epochs, its epoch */
+				if (shard_seen(v->plans[e], r, i))
+					continue;
+				prefix[0] = '\0';
+				if (v->nplans > 1)
+					snprintf(prefix, sizeof(prefix),
+						 "%0*llu-", ew,
+						 (unsigned long long)(v->epoch +
+								      e));
+				rc = add_dataset(b, wdir, e, r, i, prefix);
+				if (rc)
+					return rc;
+				continue;
+			}
 			rc = sfs_view_name_prefix(prefix, sizeof(prefix),
 						  v->nplans > 1, v->epoch + e,
 						  ew, i, sw);
@@ -539,7 +693,9 @@ int sfs_view_check_shards(const struct sfs_view *v, int srcfd,
 			const struct sfs_shard *sh = &idx->shards[f->shard];
 			int fd;
 
-			if (f->whole || !sh->format->lay_out ||
+			/* a dataset's view reads its shard even when whole */
+			if ((f->whole && !sh->format->dataset_view) ||
+			    !sh->format->lay_out ||
 			    seen[f->shard / 8] & 1 << f->shard % 8)
 				continue;
 			seen[f->shard / 8] |= 1 << f->shard % 8;
@@ -565,6 +721,9 @@ void sfs_view_free(struct sfs_view *v)
 	free(v->nodes);
 	free(v->children);
 	free(v->names);
+	for (e = 0; e < v->ndatasets; e++)
+		sfs_dataset_view_free(v->datasets[e]);
+	free(v->datasets);
 	free(v);
 }
 
@@ -628,6 +787,12 @@ const char *sfs_view_source_path(const struct sfs_view *v,
 	const struct sfs_shard *sh =
 		&v->idx->shards[sfs_view_file(v, n)->shard];
 
+	if (n->dataset) {
+		const struct sfs_dataset_file *df =
+			&v->datasets[n->dataset - 1]->files[n->dfile];
+
+		return df->source ? df->source : sh->path;
+	}
 	return n->member ? sh->members[n->member - 1].path : sh->path;
 }
 
@@ -658,6 +823,16 @@ void sfs_view_source(const struct sfs_view *v, const struct sfs_view_node *n,
 	*path = m ? m->path : sh->path;
 	*size = m ? m->size : sh->size;
 	*mtime_ns = m ? m->mtime_ns : sh->mtime_ns;
+	if (n->dataset) {
+		const struct sfs_dataset_file *df =
+			&v->datasets[n->dataset - 1]->files[n->dfile];
+
+		if (df->source) {
+			*path = df->source;
+			*size = df->size;
+			*mtime_ns = df->mtime_ns;
+		}
+	}
 }
 
 int sfs_view_slice(const struct sfs_view *v, const struct sfs_view_node *n,
@@ -666,6 +841,13 @@ int sfs_view_slice(const struct sfs_view *v, const struct sfs_view_node *n,
 	const struct sfs_plan_file *f = sfs_view_file(v, n);
 	const struct sfs_plan *p = v->plans[n->plan];
 
+	if (n->dataset) {
+		const struct sfs_dataset_file *df =
+			&v->datasets[n->dataset - 1]->files[n->dfile];
+
+		return df->source ? sfs_slice_whole(df->size, out, err) :
+				    sfs_slice_mem(df->bytes, df->len, out, err);
+	}
 	if (f->whole || n->member)
 		return sfs_slice_whole(n->size, out, err);
 	return sfs_slice_build(v->idx, &v->idx->shards[f->shard], fd,

@@ -15,8 +15,9 @@
  * uniquely, so the address names the row's bytes; a reader's dataset,
  * whose fragments point at the same files, gives the same digests.
  *
- * Views are not built yet (no_view, lay_out): a mount of a Lance source is
- * refused rather than served as files.
+ * A reader sees a dataset of its own (dataset_view, sfs_lance_view_build):
+ * never a slice, so lay_out only declares that a dataset may be cut
+ * anywhere, and refuses to lay one out.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -29,11 +30,9 @@
 #include "shardfs/index.h"
 #include "shardfs/lance.h"
 
-#define NO_VIEW                                                           \
-	"Lance views are not built yet: a reader's directory will be a "  \
-	"Lance dataset of its rows (docs/formats.md); shardfs-index and " \
-	"shardfs-plan count and plan Lance datasets today, mount them "   \
-	"with a later shardfs"
+#define NO_SLICE                                                         \
+	"a Lance dataset is shown to a reader as a dataset of its own, " \
+	"never as a slice of bytes"
 
 static int lance_dataset(int dirfd, const char *rel, char **shard,
 			 struct sfs_error *err)
@@ -138,7 +137,29 @@ static int lance_lay_out(int fd, const struct sfs_shard *sh,
 	(void)nruns;
 	(void)add;
 	(void)arg;
-	return sfs_errorf(err, -EOPNOTSUPP, "%s: %s", sh->path, NO_VIEW);
+	return sfs_errorf(err, -EOPNOTSUPP, "%s: %s", sh->path, NO_SLICE);
+}
+
+static int lance_dataset_view(int dirfd, const struct sfs_shard *sh, int fd,
+			      const struct sfs_run *runs, size_t nruns,
+			      struct sfs_dataset_view **out,
+			      struct sfs_error *err)
+{
+	struct sfs_lance_dataset *ds;
+	int rc = sfs_lance_open(dirfd, sh->path, fd, &ds, err);
+
+	if (rc)
+		return rc;
+	if (ds->rows != sh->nsamples)
+		rc = sfs_errorf(
+			err, -ESTALE,
+			"%s: holds %llu live rows, the index says %llu: rebuild the index with shardfs-index",
+			sh->path, (unsigned long long)ds->rows,
+			(unsigned long long)sh->nsamples);
+	else
+		rc = sfs_lance_view_build(dirfd, ds, runs, nruns, out, err);
+	sfs_lance_free(ds);
+	return rc;
 }
 
 static int lance_samples(int fd, const char *path, sfs_sample_fn fn, void *arg,
@@ -150,14 +171,14 @@ static int lance_samples(int fd, const char *path, sfs_sample_fn fn, void *arg,
 	return sfs_errorf(
 		err, -EOPNOTSUPP,
 		"%s: a Lance dataset's rows are read by the index (shardfs-index), not from a file; %s",
-		path, NO_VIEW);
+		path, NO_SLICE);
 }
 
 const struct sfs_format_ops sfs_format_lance = {
 	.name = "lance",
-	.no_view = NO_VIEW,
 	.dataset = lance_dataset,
 	.scan = lance_scan,
 	.lay_out = lance_lay_out,
+	.dataset_view = lance_dataset_view,
 	.samples = lance_samples,
 };

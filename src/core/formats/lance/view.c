@@ -11,9 +11,11 @@
  * piece's.  The manifest keeps of the source's only the fields it knows
  * to be the same for the view, byte for byte: the schema and its
  * metadata, the timestamp, the writer, the data format, the config and
- * the table metadata; its fragments are the pieces, its version 1, its
- * feature flags the source's less stable row ids (the new fragments have
- * no row id sequences) and with deletion files.  Every other field is left
+ * the table metadata; its fragments are the pieces, its version a number
+ * naming the rest of its bytes (so is each deletion file's id: a name of
+ * the view identifies its bytes, docs/view.md), its feature flags the
+ * source's less stable row ids (the new fragments have no row id
+ * sequences) and with deletion files.  Every other field is left
  * out: some are positions in the source's manifest file (the transaction,
  * the index section), others things the view has not (a branch, base
  * paths, tags).  Of a source fragment, its data files are copied byte for
@@ -29,6 +31,7 @@
 
 #include "formats/format_i.h"
 #include "formats/lance/lance_i.h"
+#include "shardfs/digest.h"
 #include "shardfs/index.h"
 #include "shardfs/lance.h"
 #include "shardfs/util.h"
@@ -243,22 +246,30 @@ out:
 
 /* ---- the view ---- */
 
-void sfs_lance_view_free(struct sfs_lance_view *v)
+/*
+ * A number that names n bytes: the first 8 bytes of their SHA-256, below
+ * limit, never 0.  The view's file names carry it, so that a name
+ * identifies its bytes (docs/view.md): a deletion file's id, the
+ * manifest's version.  Returns 0 or -ENOMEM.
+ */
+static int name_of(const void *p, size_t n, uint64_t limit, uint64_t *out)
 {
-	size_t i;
+	unsigned char d[SFS_DIGEST_LEN];
+	struct sfs_digest *dg = sfs_digest_new();
 
-	if (!v)
-		return;
-	for (i = 0; i < v->nfiles; i++) {
-		free(v->files[i].path);
-		free(v->files[i].bytes);
-		free(v->files[i].source);
+	if (!dg)
+		return -ENOMEM;
+	sfs_digest_update(dg, p, n);
+	if (sfs_digest_final(dg, d)) {
+		sfs_digest_free(dg);
+		return -ENOMEM;
 	}
-	free(v->files);
-	free(v);
+	sfs_digest_free(dg);
+	*out = sfs_le64(d) % (limit - 1) + 1;
+	return 0;
 }
 
-static int add_file(struct sfs_lance_view *v, size_t *cap, char *path,
+static int add_file(struct sfs_dataset_view *v, size_t *cap, char *path,
 		    struct out *bytes, char *source)
 {
 	if (!path || (bytes && bytes->oom) ||
@@ -269,7 +280,7 @@ static int add_file(struct sfs_lance_view *v, size_t *cap, char *path,
 			free(bytes->p);
 		return -ENOMEM;
 	}
-	v->files[v->nfiles++] = (struct sfs_lance_file){
+	v->files[v->nfiles++] = (struct sfs_dataset_file){
 		.path = path,
 		.bytes = bytes ? bytes->p : NULL,
 		.len = bytes ? bytes->len : 0,
@@ -430,18 +441,43 @@ static int same_manifest(const unsigned char *buf, size_t len,
 	return 0;
 }
 
+/* A data file's size and mtime now: a view serves it only as it is. */
+static int stat_data_file(int dirfd, struct sfs_dataset_file *f,
+			  struct sfs_error *err)
+{
+	struct stat st;
+	int fd = sfs_index_open_shard(dirfd, f->source, O_PATH);
+
+	if (fd < 0)
+		return sfs_errorf(
+			err, -ESTALE,
+			"%s: cannot open: %s: the dataset changed since it was indexed; rebuild the index with shardfs-index",
+			f->source, strerror(-fd));
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return sfs_errorf(
+			err, -ESTALE,
+			"%s: not a regular file: the dataset changed since it was indexed; rebuild the index with shardfs-index",
+			f->source);
+	}
+	close(fd);
+	f->size = (uint64_t)st.st_size;
+	f->mtime_ns = sfs_mtime_ns(&st);
+	return 0;
+}
+
 int sfs_lance_view_build(int dirfd, const struct sfs_lance_dataset *ds,
 			 const struct sfs_run *runs, size_t nruns,
-			 struct sfs_lance_view **out, struct sfs_error *err)
+			 struct sfs_dataset_view **out, struct sfs_error *err)
 {
-	struct sfs_lance_view *v = calloc(1, sizeof(*v));
+	struct sfs_dataset_view *v = calloc(1, sizeof(*v));
 	struct spans live = { 0 }, sel = { 0 };
 	struct out man = { 0 }, file = { 0 };
-	uint64_t *first = NULL, rflags = 0, wflags = 0, nfrag = 0;
+	uint64_t *first = NULL, rflags = 0, wflags = 0, nfrag = 0, version = 0;
 	unsigned char *used = NULL;
 	unsigned char *src = NULL;
 	size_t len = 0, cap = 0, f, i, k, live_of = SIZE_MAX;
-	char *root = NULL, *slash;
+	char *root = NULL, *slash, *mname = NULL;
 	int rc;
 
 	*out = NULL;
@@ -486,7 +522,7 @@ int sfs_lance_view_build(int dirfd, const struct sfs_lance_dataset *ds,
 			const struct sfs_lance_fragment *fr =
 				&ds->m->fragments[f];
 			uint64_t hi = e < first[f + 1] ? e : first[f + 1];
-			uint64_t deleted = 0;
+			uint64_t deleted = 0, id = 0;
 			struct out frag = { 0 };
 			char *path;
 
@@ -513,12 +549,16 @@ int sfs_lance_view_build(int dirfd, const struct sfs_lance_dataset *ds,
 				rc = copy_data_files(src, len,
 						     ds->manifest_path, f,
 						     &frag, err);
+			if (!rc && deleted)
+				rc = file.oom ? -ENOMEM :
+						name_of(file.p, file.len,
+							UINT64_MAX, &id);
 			if (!rc && deleted) {
 				struct out del = { 0 };
 
 				put_vfield(&del, 1, SFS_LANCE_DELETION_BITMAP);
 				put_vfield(&del, 2, 1);
-				put_vfield(&del, 3, nfrag);
+				put_vfield(&del, 3, id);
 				put_vfield(&del, 4, deleted);
 				put_lfield(&frag, 3, del.p, del.len);
 				free(del.p);
@@ -526,7 +566,7 @@ int sfs_lance_view_build(int dirfd, const struct sfs_lance_dataset *ds,
 				if (asprintf(&path,
 					     "_deletions/%llu-1-%llu.bin",
 					     (unsigned long long)nfrag,
-					     (unsigned long long)nfrag) < 0)
+					     (unsigned long long)id) < 0)
 					path = NULL;
 				rc = add_file(v, &cap, path, &file, NULL);
 				memset(&file, 0, sizeof(file));
@@ -553,35 +593,62 @@ int sfs_lance_view_build(int dirfd, const struct sfs_lance_dataset *ds,
 			const char *name = ds->m->fragments[f].files[k].path;
 			char *p = NULL, *s = NULL;
 
-			if (asprintf(&p, "data/%s", name) < 0 ||
-			    asprintf(&s, "%s%sdata/%s", root, *root ? "/" : "",
-				     name) < 0)
+			if (asprintf(&p, "data/%s", name) < 0) {
 				rc = -ENOMEM;
-			else
-				rc = add_file(v, &cap, p, NULL, s);
+				continue;
+			}
+			if (asprintf(&s, "%s%sdata/%s", root, *root ? "/" : "",
+				     name) < 0) {
+				free(p);
+				rc = -ENOMEM;
+				continue;
+			}
+			rc = add_file(v, &cap, p, NULL, s);
+			if (!rc)
+				rc = stat_data_file(
+					dirfd, &v->files[v->nfiles - 1], err);
 		}
 	}
+	if (rc == -ENOMEM)
+		rc = sfs_errorf(err, rc, "out of memory");
+	if (rc)
+		goto out;
 	rflags &= ~(uint64_t)SFS_LANCE_FLAG_STABLE_ROW_IDS;
 	wflags &= ~(uint64_t)SFS_LANCE_FLAG_STABLE_ROW_IDS;
-	put_vfield(&man, 3, 1);
 	put_vfield(&man, 9, rflags | SFS_LANCE_FLAG_DELETION_FILES);
 	put_vfield(&man, 10, wflags | SFS_LANCE_FLAG_DELETION_FILES);
 	if (nfrag)
 		put_vfield(&man, 11, nfrag - 1);
+	/* its version names the rest of its bytes; below 10^18, so that the
+	 * name "{version}.manifest" is one of Lance's V1 names (a V2 name
+	 * has 20 digits) */
+	rc = man.oom ?
+		     -ENOMEM :
+		     name_of(man.p, man.len, 1000000000000000000ULL, &version);
+	put_vfield(&man, 3, version);
 	/* the file: the length, the manifest, the footer */
 	memset(&file, 0, sizeof(file));
 	put_le(&file, man.len, 4);
 	put(&file, man.p, man.len);
 	put_le(&file, 0, 8);
 	put(&file, src + len - 8, 8); /* the source's versions and LANC */
-	if (!rc)
-		rc = add_file(v, &cap, strdup("_versions/1.manifest"), &file,
-			      NULL);
-	else
+	if (!rc && asprintf(&mname, "_versions/%llu.manifest",
+			    (unsigned long long)version) < 0)
+		rc = -ENOMEM;
+	if (!rc) {
+		rc = add_file(v, &cap, mname, &file, NULL);
+		mname = NULL;
+	} else {
 		free(file.p);
+	}
 	if (rc)
 		rc = sfs_errorf(err, rc, "out of memory");
+	if (!rc) { /* the view's: where the dataset is */
+		v->root = root;
+		root = NULL;
+	}
 out:
+	free(mname);
 	free(man.p);
 	free(live.s);
 	free(sel.s);
@@ -590,7 +657,7 @@ out:
 	free(used);
 	free(root);
 	if (rc)
-		sfs_lance_view_free(v);
+		sfs_dataset_view_free(v);
 	else
 		*out = v;
 	return rc;
