@@ -977,60 +977,80 @@ static void check_stratified(const uint64_t *counts, const size_t *first,
 		for (bl = 0; bl < 3; bl++)
 			for (bt = 0; bt < 2; bt++)
 				for (st = 0; st < 4; st++) {
-		uint64_t starts[] = { 0, 1, N / 2, N - 1 };
-		struct sfs_plan_opts o;
-		struct sfs_plan *p;
+					uint64_t starts[] = { 0, 1, N / 2,
+							      N - 1 };
+					struct sfs_plan_opts o;
+					struct sfs_plan *p;
 
-		if (starts[st] >= N)
-			continue;
-		opts_init(&o);
-		o.shuffle = SFS_SHUFFLE_NONE;
-		o.epoch = epochs[e];
-		o.block = blocks[bl];
-		o.batch = batches[bt];
-		o.start = starts[st];
-		if (sfs_plan_build(idx, &o, &p, &err))
-			fail_msg("%s", err.msg);
-		/* the order, from the allocation (step 0, not this test's) */
-		for (s = 0; s < S; s++) {
-			a[s] = p->sources[s].allocated;
-			j[s] = skipped[s] = padding[s] = 0;
-		}
-		for (q = 0; q < N; q++) {
-			size_t best = S;
+					if (starts[st] >= N)
+						continue;
+					opts_init(&o);
+					o.shuffle = SFS_SHUFFLE_NONE;
+					o.epoch = epochs[e];
+					o.block = blocks[bl];
+					o.batch = batches[bt];
+					o.start = starts[st];
+					if (sfs_plan_build(idx, &o, &p, &err))
+						fail_msg("%s", err.msg);
+					/* the order, from the allocation (step 0, not this test's) */
+					for (s = 0; s < S; s++) {
+						a[s] = p->sources[s].allocated;
+						j[s] = skipped[s] = padding[s] =
+							0;
+					}
+					for (q = 0; q < N; q++) {
+						size_t best = S;
 
-			for (t = 0; t < S; t++)
-				if (j[t] < a[t] &&
-				    (best == S ||
-				     (2 * j[t] + 1) * a[best] <
-					     (2 * j[best] + 1) * a[t]))
-					best = t;
-			assert_true(best < S);
-			want[q] = base[best] + (o.epoch * a[best] + j[best]) %
-						       n[best];
-			j[best]++;
-			if (q < o.start)
-				skipped[best]++;
-		}
-		got = flatten(p, idx, &ngot, &pads);
-		assert_int_equal(ngot, p->per_reader);
-		assert_int_equal(p->per_reader % o.batch, 0);
-		for (k = 0; k < ngot; k++) {
-			uint64_t g = o.start + k % (N - o.start);
+						for (t = 0; t < S; t++)
+							if (j[t] < a[t] &&
+							    (best == S ||
+							     (2 * j[t] +
+							      1) * a[best] <
+								     (2 * j[best] +
+								      1) * a[t]))
+								best = t;
+						assert_true(best < S);
+						want[q] = base[best] +
+							  (o.epoch * a[best] +
+							   j[best]) %
+								  n[best];
+						j[best]++;
+						if (q < o.start)
+							skipped[best]++;
+					}
+					got = flatten(p, idx, &ngot, &pads);
+					assert_int_equal(ngot, p->per_reader);
+					assert_int_equal(
+						p->per_reader % o.batch, 0);
+					for (k = 0; k < ngot; k++) {
+						uint64_t g = o.start +
+							     k % (N - o.start);
 
-			assert_int_equal(got[k], want[g]);
-			for (s = 0; k >= N - o.start && s < S; s++)
-				if (want[g] >= base[s] &&
-				    want[g] < base[s] + n[s])
-					padding[s]++;
-		}
-		for (s = 0; s < S; s++) {
-			assert_int_equal(p->sources[s].skipped, skipped[s]);
-			assert_int_equal(p->sources[s].padding, padding[s]);
-			assert_int_equal(p->sources[s].dropped, 0);
-		}
-		free(got);
-		sfs_plan_free(p);
+						assert_int_equal(got[k],
+								 want[g]);
+						for (s = 0;
+						     k >= N - o.start && s < S;
+						     s++)
+							if (want[g] >=
+								    base[s] &&
+							    want[g] <
+								    base[s] +
+									    n[s])
+								padding[s]++;
+					}
+					for (s = 0; s < S; s++) {
+						assert_int_equal(
+							p->sources[s].skipped,
+							skipped[s]);
+						assert_int_equal(
+							p->sources[s].padding,
+							padding[s]);
+						assert_int_equal(
+							p->sources[s].dropped,
+							0);
+					}
+					free(got);
+					sfs_plan_free(p);
 				}
 	free(want);
 	sfs_index_free(idx);
@@ -1046,7 +1066,8 @@ static void test_plan_stratified_is_the_merge(void **state)
 	static const size_t three[] = { 0, 3, 4, 10 };
 	static const size_t two[] = { 0, 1, 10 };
 	static const size_t one[] = { 0, 10 };
-	static const uint64_t w5[] = { 7, 2, 5, 1, 3 }, w5z[] = { 7, 0, 5, 0, 3 };
+	static const uint64_t w5[] = { 7, 2, 5, 1, 3 },
+			      w5z[] = { 7, 0, 5, 0, 3 };
 	static const uint64_t w3[] = { 3, 2, 1 }, w3e[] = { 1, 1, 1 };
 	static const uint64_t w2[] = { 1, 1000 }, w2b[] = { 5, 3 };
 	static const uint64_t w1[] = { 1 };

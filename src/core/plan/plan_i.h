@@ -150,9 +150,8 @@ void sfs_plan_cursor_free(struct cursor *c);
 /* The piece of the epoch order at position g (< N): *a its positions
  * before g, *len the positions from g on that continue it (at least 1).
  * c moves to g. */
-const struct seg *sfs_plan_order_at(const struct builder *b,
-				    struct cursor *c, uint64_t g, uint64_t *a,
-				    uint64_t *len);
+const struct seg *sfs_plan_order_at(const struct builder *b, struct cursor *c,
+				    uint64_t g, uint64_t *a, uint64_t *len);
 
 /* A stratified order: source s's samples among its first q positions. */
 uint64_t sfs_plan_strat_taken(const struct builder *b, size_t s, uint64_t q);

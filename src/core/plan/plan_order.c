@@ -404,8 +404,8 @@ static uint64_t alloc_of(const struct builder *b, size_t s)
 }
 
 /* Whether tick (s, i) comes before tick (t, k). */
-static bool tick_before(const struct builder *b, size_t s, uint64_t i,
-			size_t t, uint64_t k)
+static bool tick_before(const struct builder *b, size_t s, uint64_t i, size_t t,
+			uint64_t k)
 {
 	unsigned __int128 x = ((unsigned __int128)i * 2 + 1) * alloc_of(b, t);
 	unsigned __int128 y = ((unsigned __int128)k * 2 + 1) * alloc_of(b, s);
@@ -448,8 +448,7 @@ static uint64_t tick_position(const struct builder *b, size_t s, uint64_t j)
 
 /* Whether source s has taken j samples or fewer before position q:
  * tick j is at q or later (there is no tick a_s). */
-static bool taken_by(const struct builder *b, size_t s, uint64_t j,
-		     uint64_t q)
+static bool taken_by(const struct builder *b, size_t s, uint64_t j, uint64_t q)
 {
 	return j == alloc_of(b, s) || tick_position(b, s, j) >= q;
 }
@@ -567,9 +566,8 @@ static void seek(const struct builder *b, uint64_t *j, uint64_t g)
 	}
 }
 
-const struct seg *sfs_plan_order_at(const struct builder *b,
-				    struct cursor *c, uint64_t g, uint64_t *a,
-				    uint64_t *len)
+const struct seg *sfs_plan_order_at(const struct builder *b, struct cursor *c,
+				    uint64_t g, uint64_t *a, uint64_t *len)
 {
 	size_t S = b->nsources, s = S, s2 = S, t, k;
 	uint64_t as, end, run;

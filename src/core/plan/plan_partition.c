@@ -157,8 +157,8 @@ static int read_positions(const struct builder *b, struct out *out, size_t t,
 
 	while (q < end) {
 		uint64_t rpos = q % n, g = b->o->start + rpos, a, len;
-		const struct seg *sg = sfs_plan_order_at(b, &out->cur, g, &a,
-							 &len);
+		const struct seg *sg =
+			sfs_plan_order_at(b, &out->cur, g, &a, &len);
 
 		if (sfs_plan_cancelled(b))
 			return -ECANCELED;
