@@ -28,27 +28,8 @@ struct slice_desc {
 	char samples[48];
 };
 
-/* Growing state while nodes are added; names are offsets into pool until
- * the pool stops moving. */
-struct builder {
-	struct sfs_view *v;
-	const struct sfs_view_opts *o;
-	size_t nodes_cap; /* of v->nodes */
-	size_t *name_at; /* per node, offset of its name in pool */
-	size_t name_at_cap;
-	char *pool;
-	size_t pool_len, pool_cap;
-	uint32_t *dirs; /* hash of (parent, name) -> dir node + 1 */
-	size_t dirs_cap, ndirs;
-	struct slice_desc **desc; /* per plan, per file: slices' */
-	size_t datasets_cap; /* of v->datasets */
-	char *name; /* scratch: the name add_file makes */
-	size_t name_cap;
-	struct sfs_error *err;
-};
-
-static int add_node(struct builder *b, uint32_t parent, const char *name,
-		    size_t name_len, enum sfs_node_kind kind, uint32_t *out)
+int sfs_view_add_node(struct builder *b, uint32_t parent, const char *name,
+		      size_t name_len, enum sfs_node_kind kind, uint32_t *out)
 {
 	struct sfs_view *v = b->v;
 	struct sfs_view_node *n;
@@ -108,9 +89,8 @@ static int dirs_grow(struct builder *b)
 	return 0;
 }
 
-/* The sub-directory name of parent, created when missing. */
-static int subdir(struct builder *b, uint32_t parent, const char *name,
-		  size_t len, uint32_t *out)
+int sfs_view_subdir(struct builder *b, uint32_t parent, const char *name,
+		    size_t len, uint32_t *out)
 {
 	size_t k;
 	int rc;
@@ -128,7 +108,7 @@ static int subdir(struct builder *b, uint32_t parent, const char *name,
 			return 0;
 		}
 	}
-	rc = add_node(b, parent, name, len, SFS_NODE_DIR, out);
+	rc = sfs_view_add_node(b, parent, name, len, SFS_NODE_DIR, out);
 	if (rc)
 		return rc;
 	b->dirs[k] = *out + 1;
@@ -136,12 +116,8 @@ static int subdir(struct builder *b, uint32_t parent, const char *name,
 	return 0;
 }
 
-/*
- * Open shard sh of the source to read it: it must still be the file the
- * index describes.  Returns the descriptor or -errno (message in err).
- */
-static int open_shard(int srcfd, const struct sfs_shard *sh,
-		      struct sfs_error *err)
+int sfs_view_open_shard(int srcfd, const struct sfs_shard *sh,
+			struct sfs_error *err)
 {
 	struct stat st;
 	int fd = sfs_index_open_shard(srcfd, sh->path, O_RDONLY);
@@ -173,7 +149,7 @@ static int slice_size(const struct sfs_index *idx, int srcfd,
 
 	if (!sh->format->lay_out)
 		return sfs_slice_size(idx, sh, -1, r, nruns, size, err);
-	fd = open_shard(srcfd, sh, err);
+	fd = sfs_view_open_shard(srcfd, sh, err);
 	if (fd < 0)
 		return fd;
 	rc = sfs_slice_size(idx, sh, fd, r, nruns, size, err);
@@ -327,7 +303,8 @@ static int add_file(struct builder *b, uint32_t wdir, uint32_t plan, size_t fi,
 		while (sh->format->tree && p0 < base) {
 			const char *slash = strchr(p0, '/');
 
-			rc = subdir(b, dir, p0, (size_t)(slash - p0), &dir);
+			rc = sfs_view_subdir(b, dir, p0, (size_t)(slash - p0),
+					     &dir);
 			if (rc)
 				return rc;
 			p0 = slash + 1;
@@ -348,8 +325,8 @@ static int add_file(struct builder *b, uint32_t wdir, uint32_t plan, size_t fi,
 			size = b->desc[plan][fi].size;
 		}
 		if (!rc)
-			rc = add_node(b, dir, b->name, strlen(b->name), kind,
-				      &node);
+			rc = sfs_view_add_node(b, dir, b->name, strlen(b->name),
+					       kind, &node);
 		if (rc)
 			return rc;
 		v->nodes[node].plan = plan;
@@ -358,128 +335,6 @@ static int add_file(struct builder *b, uint32_t wdir, uint32_t plan, size_t fi,
 		v->nodes[node].size = size;
 	}
 	return 0;
-}
-
-/*
- * The name of a reader's dataset dv of shard sh into b->name: the
- * dataset's path within its source, escaped as a shard's, or when the
- * source is the dataset, the source's base name; after prefix and a
- * mixture's source name.
- */
-static int dataset_name(struct builder *b, const struct sfs_shard *sh,
-			const struct sfs_dataset_view *dv, const char *prefix)
-{
-	const struct sfs_index *idx = b->v->idx;
-	const struct sfs_mix *mix = idx->mix;
-	const struct sfs_mix_source *src =
-		mix ? &mix->sources[sfs_mix_source_of(
-			      mix, (size_t)(sh - idx->shards))] :
-		      NULL;
-	size_t plen = src ? src->prefix_len : 0, len = strlen(dv->root);
-	const char *dir = len ? dv->root : idx->source, *end, *base;
-	char *root;
-	int rc;
-
-	if (len > plen) {
-		root = strndup(dv->root + plen, len - plen);
-	} else {
-		/* the dataset is its source: its directory's name */
-		end = dir + strlen(dir);
-		while (end > dir && end[-1] == '/')
-			end--;
-		for (base = end; base > dir && base[-1] != '/'; base--)
-			;
-		root = strndup(base, (size_t)(end - base));
-	}
-	if (!root)
-		return -ENOMEM;
-	rc = sfs_view_file_name(&b->name, &b->name_cap, prefix,
-				src ? src->name : "", *root ? root : "dataset",
-				false, NULL);
-	free(root);
-	return rc;
-}
-
-/*
- * The reader's dataset of the shard of its i-th file (format.h,
- * dataset_view), in worker directory wdir: every run of the reader's
- * files of that shard, in order, in one dataset.
- */
-static int add_dataset(struct builder *b, uint32_t wdir, uint32_t plan,
-		       const struct sfs_plan_reader *r, size_t i,
-		       const char *prefix)
-{
-	struct sfs_view *v = b->v;
-	const struct sfs_plan *p = v->plans[plan];
-	size_t shard = p->files[r->file_at + i].shard, j, n = 0, cap = 0, k;
-	const struct sfs_shard *sh = &v->idx->shards[shard];
-	struct sfs_dataset_view *dv = NULL;
-	struct sfs_run *runs = NULL;
-	uint32_t ddir, dir, node;
-	int fd, rc = 0;
-
-	for (j = i; !rc && j < r->nfiles; j++) {
-		const struct sfs_plan_file *f = &p->files[r->file_at + j];
-
-		if (f->shard != shard)
-			continue;
-		if (SFS_GROW(runs, cap, n + f->nruns + 1))
-			rc = -ENOMEM;
-		else
-			memcpy(runs + n, sfs_plan_file_runs(p, f),
-			       f->nruns * sizeof(*runs));
-		n += f->nruns;
-	}
-	if (rc) {
-		free(runs);
-		return rc;
-	}
-	fd = open_shard(b->o->srcfd, sh, b->err);
-	if (fd < 0) {
-		free(runs);
-		return fd;
-	}
-	rc = sh->format->dataset_view(b->o->srcfd, sh, fd, runs, n, &dv,
-				      b->err);
-	close(fd);
-	free(runs);
-	if (rc)
-		return rc;
-	if (v->ndatasets == UINT32_MAX - 1 ||
-	    SFS_GROW(v->datasets, b->datasets_cap, (size_t)v->ndatasets + 1)) {
-		sfs_dataset_view_free(dv);
-		return -ENOMEM;
-	}
-	v->datasets[v->ndatasets++] = dv;
-	rc = dataset_name(b, sh, dv, prefix);
-	if (!rc)
-		rc = subdir(b, wdir, b->name, strlen(b->name), &ddir);
-	for (k = 0; !rc && k < dv->nfiles; k++) {
-		const struct sfs_dataset_file *df = &dv->files[k];
-		const char *p0 = df->path, *slash;
-		bool link = df->source && v->symlinks;
-
-		dir = ddir;
-		while (!rc && (slash = strchr(p0, '/'))) {
-			rc = subdir(b, dir, p0, (size_t)(slash - p0), &dir);
-			p0 = slash + 1;
-		}
-		if (!rc)
-			rc = add_node(b, dir, p0, strlen(p0),
-				      link ? SFS_NODE_LINK : SFS_NODE_FILE,
-				      &node);
-		if (rc)
-			break;
-		v->nodes[node].plan = plan;
-		v->nodes[node].file = r->file_at + i;
-		v->nodes[node].dataset = v->ndatasets;
-		v->nodes[node].dfile = (uint32_t)k;
-		v->nodes[node].size =
-			link ? strlen(v->idx->source) + 1 + strlen(df->source) :
-			df->source ? df->size :
-				     df->len;
-	}
-	return rc;
 }
 
 /* Whether the reader's i-th file is of a shard an earlier one is of. */
@@ -524,7 +379,8 @@ static int add_reader(struct builder *b, uint32_t wdir, size_t reader)
 						 "%0*llu-", ew,
 						 (unsigned long long)(v->epoch +
 								      e));
-				rc = add_dataset(b, wdir, e, r, i, prefix);
+				rc = sfs_view_add_dataset(b, wdir, e, r, i,
+							  prefix);
 				if (rc)
 					return rc;
 				continue;
@@ -606,15 +462,16 @@ static int build_tree(struct builder *b)
 	char name[16];
 	int rc;
 
-	rc = add_node(b, 0, "", 0, SFS_NODE_DIR, &root);
+	rc = sfs_view_add_node(b, 0, "", 0, SFS_NODE_DIR, &root);
 	for (k = 0; !rc && k < (opts->nranks ? opts->nranks : world); k++) {
 		r = opts->nranks ? opts->ranks[k] : k;
 		snprintf(name, sizeof(name), "%u", r);
-		rc = add_node(b, root, name, strlen(name), SFS_NODE_DIR, &rdir);
+		rc = sfs_view_add_node(b, root, name, strlen(name),
+				       SFS_NODE_DIR, &rdir);
 		for (w = 0; !rc && w < workers; w++) {
 			snprintf(name, sizeof(name), "%u", w);
-			rc = add_node(b, rdir, name, strlen(name), SFS_NODE_DIR,
-				      &wdir);
+			rc = sfs_view_add_node(b, rdir, name, strlen(name),
+					       SFS_NODE_DIR, &wdir);
 			if (!rc)
 				rc = add_reader(b, wdir,
 						sfs_plan_reader_id(
@@ -699,7 +556,7 @@ int sfs_view_check_shards(const struct sfs_view *v, int srcfd,
 			    seen[f->shard / 8] & 1 << f->shard % 8)
 				continue;
 			seen[f->shard / 8] |= 1 << f->shard % 8;
-			fd = open_shard(srcfd, sh, err);
+			fd = sfs_view_open_shard(srcfd, sh, err);
 			if (fd < 0)
 				rc = fd;
 			else

@@ -1,6 +1,7 @@
 /*
- * Shared by the files of the view: view.c builds the tree, view_name.c
- * makes its names.  Not public.
+ * Shared by the files of the view: view.c builds the tree,
+ * view_dataset.c puts a reader's datasets (format.h, dataset_view) in it,
+ * view_name.c makes its names.  Not public.
  */
 #ifndef SHARDFS_VIEW_I_H
 #define SHARDFS_VIEW_I_H
@@ -10,7 +11,66 @@
 #include <stdint.h>
 
 #include "shardfs/digest.h"
+#include "shardfs/error.h"
+#include "shardfs/index.h"
 #include "shardfs/plan.h"
+#include "shardfs/view.h"
+
+/* What view.c finds out of a slice before the tree is built. */
+struct slice_desc;
+
+/* Growing state while nodes are added; names are offsets into pool until
+ * the pool stops moving. */
+struct builder {
+	struct sfs_view *v;
+	const struct sfs_view_opts *o;
+	size_t nodes_cap; /* of v->nodes */
+	size_t *name_at; /* per node, offset of its name in pool */
+	size_t name_at_cap;
+	char *pool;
+	size_t pool_len, pool_cap;
+	uint32_t *dirs; /* hash of (parent, name) -> dir node + 1 */
+	size_t dirs_cap, ndirs;
+	struct slice_desc **desc; /* per plan, per file: slices' */
+	size_t datasets_cap; /* of v->datasets */
+	char *name; /* scratch: the name of a file or a dataset */
+	size_t name_cap;
+	struct sfs_error *err;
+};
+
+/*
+ * Add a node of kind, named name (name_len bytes, copied), under parent
+ * into *out; its other fields zero.  Returns 0, -EOVERFLOW (too many
+ * nodes) or -ENOMEM.
+ */
+int sfs_view_add_node(struct builder *b, uint32_t parent, const char *name,
+		      size_t name_len, enum sfs_node_kind kind, uint32_t *out);
+
+/*
+ * The sub-directory of parent named name (len bytes) into *out, created
+ * when missing.  Returns 0, -EOVERFLOW or -ENOMEM.
+ */
+int sfs_view_subdir(struct builder *b, uint32_t parent, const char *name,
+		    size_t len, uint32_t *out);
+
+/*
+ * Open shard sh of the source (srcfd, borrowed) to read it: it must still
+ * be the file the index describes.  Returns the descriptor (the caller's
+ * to close) or -errno, with its message in err.
+ */
+int sfs_view_open_shard(int srcfd, const struct sfs_shard *sh,
+			struct sfs_error *err);
+
+/*
+ * The dataset of reader r of plan for the shard of the reader's i-th file
+ * (format.h, dataset_view), in worker directory wdir, named after prefix:
+ * every run of the reader's files of that shard, in order, in one dataset,
+ * which b->v then owns.  Returns 0 or -errno (message in b->err for the
+ * driver's and the shard's errors).
+ */
+int sfs_view_add_dataset(struct builder *b, uint32_t wdir, uint32_t plan,
+			 const struct sfs_plan_reader *r, size_t i,
+			 const char *prefix);
 
 /* The decimal digits of n. */
 int sfs_view_digits(uint64_t n);
