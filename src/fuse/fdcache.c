@@ -43,31 +43,41 @@ void fdcache_destroy(struct fdcache *c)
 	pthread_mutex_destroy(&c->lock);
 }
 
-int fdcache_check(int fd, const char *path, uint64_t size, int64_t mtime,
-		  struct sfs_error *err)
+/* st, fstat of the open file path, is still the file as indexed; linked:
+ * it had a name when it was opened (see fdcache_ent.linked). */
+static int check_stat(const struct stat *st, const char *path, bool linked,
+		      uint64_t size, int64_t mtime, struct sfs_error *err)
 {
-	struct stat st;
-
-	if (fstat(fd, &st) < 0)
-		return sfs_errorf(err, -EIO, "%s: %s", path, strerror(errno));
-	if (!S_ISREG(st.st_mode))
+	if (!S_ISREG(st->st_mode))
 		return sfs_errorf(err, -EIO, "%s: not a regular file", path);
 	/* the same fstat tells a shard deleted, or renamed over, since it
 	 * was opened: its old bytes would still read, but the source no
-	 * longer has them */
-	if (st.st_nlink == 0)
+	 * longer has them.  Only a change from a name to none counts: some
+	 * file systems (FUSE ones) report no links at all. */
+	if (linked && st->st_nlink == 0)
 		return sfs_errorf(
 			err, -EIO,
 			"%s was deleted or replaced since it was opened; its files fail with EIO until it is back as indexed, or the index is rebuilt with shardfs-index",
 			path);
-	if ((uint64_t)st.st_size != size || sfs_mtime_ns(&st) != mtime)
+	if ((uint64_t)st->st_size != size || sfs_mtime_ns(st) != mtime)
 		return sfs_errorf(
 			err, -EIO,
 			"%s changed since it was indexed (size %llu, the index says %llu%s); its files fail with EIO until the index is rebuilt with shardfs-index",
-			path, (unsigned long long)st.st_size,
+			path, (unsigned long long)st->st_size,
 			(unsigned long long)size,
-			sfs_mtime_ns(&st) != mtime ? ", and a new mtime" : "");
+			sfs_mtime_ns(st) != mtime ? ", and a new mtime" : "");
 	return 0;
+}
+
+int fdcache_check(const struct fdcache_ent *e, uint64_t size, int64_t mtime,
+		  struct sfs_error *err)
+{
+	struct stat st;
+
+	if (fstat(e->fd, &st) < 0)
+		return sfs_errorf(err, -EIO, "%s: %s", e->path,
+				  strerror(errno));
+	return check_stat(&st, e->path, e->linked, size, mtime, err);
 }
 
 /* Make room for one more entry: close the least recently used free one. */
@@ -108,6 +118,13 @@ static void uncache_locked(struct fdcache *c, struct fdcache_ent *e)
 		}
 }
 
+void fdcache_drop(struct fdcache *c, struct fdcache_ent *e)
+{
+	pthread_mutex_lock(&c->lock);
+	uncache_locked(c, e);
+	pthread_mutex_unlock(&c->lock);
+}
+
 /*
  * Wait (lock held) until some holder puts an entry back, then make room:
  * true when an entry could be closed or one was closed by its put.  Gives
@@ -129,11 +146,14 @@ static bool wait_freed(struct fdcache *c)
 }
 
 struct fdcache_ent *fdcache_get(struct fdcache *c, const char *path,
-				uint64_t size, int64_t mtime_ns, bool ahead,
+				uint64_t size, int64_t mtime_ns, unsigned flags,
 				int *rc, struct sfs_error *err)
 {
+	bool ahead = flags & FDCACHE_AHEAD;
+	bool wait = !ahead && !(flags & FDCACHE_NOWAIT);
 	struct fdcache_ent *e = NULL;
 	bool recheck = false;
+	struct stat st;
 	unsigned i;
 	int fd;
 
@@ -159,9 +179,12 @@ struct fdcache_ent *fdcache_get(struct fdcache *c, const char *path,
 		e = NULL;
 	}
 	if (e) {
-		*rc = fdcache_check(e->fd, path, size, mtime_ns, err);
+		*rc = fdcache_check(e, size, mtime_ns, err);
 		if (!*rc)
 			return e;
+		/* deleted or changed (a new file may even have the old one's
+		 * inode number): the next get opens path again */
+		fdcache_drop(c, e);
 		fdcache_put(c, e);
 		return NULL;
 	}
@@ -177,8 +200,14 @@ struct fdcache_ent *fdcache_get(struct fdcache *c, const char *path,
 		 * every descriptor is held, since reads ahead hold theirs
 		 * only for a chunk */
 		pthread_mutex_lock(&c->lock);
-		evicted = evict(c) || (!ahead && wait_freed(c));
+		evicted = evict(c) || (wait && wait_freed(c));
 		pthread_mutex_unlock(&c->lock);
+		if (!evicted && (flags & FDCACHE_NOWAIT)) {
+			*rc = sfs_errorf(err, -EMFILE,
+					 "%s: cannot open: too many open files",
+					 path);
+			return NULL;
+		}
 		if (!evicted) {
 			struct rlimit rl = { 0 };
 
@@ -198,7 +227,10 @@ struct fdcache_ent *fdcache_get(struct fdcache *c, const char *path,
 				strerror(-fd));
 		return NULL;
 	}
-	*rc = fdcache_check(fd, path, size, mtime_ns, err);
+	if (fstat(fd, &st) < 0)
+		*rc = sfs_errorf(err, -EIO, "%s: %s", path, strerror(errno));
+	else
+		*rc = check_stat(&st, path, false, size, mtime_ns, err);
 	if (!*rc) {
 		e = calloc(1, sizeof(*e));
 		if (e)
@@ -214,6 +246,7 @@ struct fdcache_ent *fdcache_get(struct fdcache *c, const char *path,
 		return NULL;
 	}
 	e->fd = fd;
+	e->linked = st.st_nlink != 0;
 	e->refs = 1;
 	e->ahead = ahead;
 	pthread_mutex_lock(&c->lock);
@@ -226,10 +259,13 @@ struct fdcache_ent *fdcache_get(struct fdcache *c, const char *path,
 	return e;
 }
 
-void fdcache_put(struct fdcache *c, struct fdcache_ent *e)
+bool fdcache_put(struct fdcache *c, struct fdcache_ent *e)
 {
+	bool last;
+
 	pthread_mutex_lock(&c->lock);
-	if (--e->refs == 0) {
+	last = --e->refs == 0;
+	if (last) {
 		/* closed before the waiters wake, so their open finds the
 		 * descriptor free */
 		if (!e->cached)
@@ -238,4 +274,5 @@ void fdcache_put(struct fdcache *c, struct fdcache_ent *e)
 		pthread_cond_broadcast(&c->freed);
 	}
 	pthread_mutex_unlock(&c->lock);
+	return last;
 }

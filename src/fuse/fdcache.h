@@ -5,8 +5,8 @@
  * same shards over and over across workers and epochs.  The cache keeps up
  * to `cap` files open, closing the least recently used one that nobody
  * holds.  Every get checks the file's size and mtime against what the
- * index recorded, and that it still has a name: a changed, deleted or
- * replaced shard is refused, never served.
+ * index recorded, and that it still has a name (when it had one at open):
+ * a changed, deleted or replaced shard is refused, never served.
  * Thread-safe: one mutex guards the table.
  */
 #ifndef SHARDFS_FDCACHE_H
@@ -25,6 +25,15 @@ struct fdcache_ent {
 	uint64_t used; /* tick of the last get */
 	bool cached; /* in the table; else closed on last put */
 	bool ahead; /* opened ahead of its readers (by the prefetcher) */
+	bool linked; /* it had a name (st_nlink) when opened: only then does
+		      * none now mean deleted, since some file systems (FUSE
+		      * ones) report no links at all */
+};
+
+/* fdcache_get flags */
+enum {
+	FDCACHE_AHEAD = 1, /* read ahead of the readers: see fdcache_get */
+	FDCACHE_NOWAIT = 2, /* out of descriptors, fail with -EMFILE at once */
 };
 
 struct fdcache {
@@ -41,12 +50,12 @@ struct fdcache {
 int fdcache_init(struct fdcache *c, int srcfd, unsigned cap);
 
 /*
- * 0 when the open file fd (the source file path) still has the size and
- * mtime the index recorded and a name (it was not deleted, nor renamed
- * over, since it was opened); else -EIO with a message that names it and
- * says how to rebuild the index.
+ * 0 when e's open file still has the size and mtime the index recorded
+ * and, if it had a name when opened, still has one (it was not deleted,
+ * nor renamed over, since); else -EIO with a message that names it and
+ * says what to do.
  */
-int fdcache_check(int fd, const char *path, uint64_t size, int64_t mtime,
+int fdcache_check(const struct fdcache_ent *e, uint64_t size, int64_t mtime,
 		  struct sfs_error *err);
 
 /* Close every cached file.  Entries still held are closed too. */
@@ -57,18 +66,27 @@ void fdcache_destroy(struct fdcache *c);
  * and mtime_ns.  Returns the entry (release it with fdcache_put), or NULL
  * with errno-style code in *rc: -EIO when the file changed since it was
  * indexed or cannot be opened (err says which), -ENOMEM.  Out of
- * descriptors, it closes a cached file nobody holds, or (not ahead) waits
- * up to 2 s for a holder to put one back.
- * ahead: the caller reads ahead of the readers.  A cached file is, at
+ * descriptors, it closes a cached file nobody holds, or (flags without
+ * FDCACHE_AHEAD nor FDCACHE_NOWAIT) waits up to 2 s for a holder to put
+ * one back; with FDCACHE_NOWAIT it fails at once with -EMFILE instead, so
+ * that the caller can give back descriptors it holds and try again.
+ * FDCACHE_AHEAD: the caller reads ahead of the readers.  A cached file is, at
  * every get by a reader (not ahead), checked to be still the file that
  * path names (not deleted, replaced or moved since: one fstatat), else
  * opened again, so that a reader sees the source as it is when it opens,
  * as without the cache.
  */
 struct fdcache_ent *fdcache_get(struct fdcache *c, const char *path,
-				uint64_t size, int64_t mtime_ns, bool ahead,
+				uint64_t size, int64_t mtime_ns, unsigned flags,
 				int *rc, struct sfs_error *err);
 
-void fdcache_put(struct fdcache *c, struct fdcache_ent *e);
+/* Release e (got by fdcache_get); closed when out of the table and this
+ * was its last holder.  Returns true when it was the last holder: its
+ * descriptor is closed, or may be closed by the next get that needs one. */
+bool fdcache_put(struct fdcache *c, struct fdcache_ent *e);
+
+/* Take e (held by the caller) out of the table: the next get of its path
+ * opens the file again, and e is closed on its last put. */
+void fdcache_drop(struct fdcache *c, struct fdcache_ent *e);
 
 #endif

@@ -4,9 +4,11 @@
  * in a view builds its slice and opens its source, and the entry is kept
  * for the reads that follow, at most files.cap of them holding at most
  * FILES_MEM_MAX bytes (the least recently used one that no read holds
- * goes first).  Entries go with their view.  An entry holds its source
- * open: when the daemon runs out of descriptors, the entries no read
- * holds give theirs back and the open is tried again.
+ * goes first).  Entries go with their view, or when a read finds their
+ * source deleted or changed (files_fail: the next read builds the entry
+ * again and opens the source as it is then).  An entry holds its source
+ * open: when the daemon runs out of descriptors, the least recently used
+ * entries no read holds give theirs back and the open is tried again.
  *
  * A slice is built once: the reads of a file that come while its first
  * read builds it wait for that build, and at most FILES_BUILDS slices are
@@ -27,6 +29,10 @@
  * Parquet footer or re-encoded pages): past it, the least recently used
  * ones go, however few entries there are. */
 #define FILES_MEM_MAX ((size_t)256 << 20)
+/* Descriptors the idle entries give back when the daemon is out of them:
+ * a few, so that the builds that follow find some free, not all, so that
+ * the files being read keep theirs. */
+#define FILES_GIVE_BACK 4
 
 int files_init(struct files *t, size_t cap)
 {
@@ -91,21 +97,23 @@ static struct file_ent *evict_locked(struct files *t)
 	return victim;
 }
 
-/* Give back every entry no read holds; returns how many. */
-static size_t drop_unused(struct fs *fs)
+/* Give back the least recently used entries no read holds until max
+ * descriptors are free (entries of one shard share one) or none is left;
+ * returns how many descriptors were freed. */
+static size_t drop_unused(struct fs *fs, size_t max)
 {
-	struct file_ent *f, *gone = NULL;
+	struct file_ent *f;
 	size_t n = 0;
 
-	pthread_mutex_lock(&fs->files.lock);
-	while ((f = evict_locked(&fs->files))) {
-		f->next = gone;
-		gone = f;
-		n++;
-	}
-	pthread_mutex_unlock(&fs->files.lock);
-	while ((f = gone)) {
-		gone = f->next;
+	while (n < max) {
+		pthread_mutex_lock(&fs->files.lock);
+		f = evict_locked(&fs->files);
+		pthread_mutex_unlock(&fs->files.lock);
+		if (!f)
+			break;
+		if (f->src && fdcache_put(&fs->fds, f->src))
+			n++;
+		f->src = NULL;
 		ent_free(fs, f);
 	}
 	return n;
@@ -155,10 +163,19 @@ static int build(struct fs *fs, struct view_ref *vr, uint32_t node,
 	sfs_view_source(vr->v, n, &path, &size, &mtime);
 	f->src_size = size;
 	f->src_mtime = mtime;
-	f->src = fdcache_get(&fs->fds, path, size, mtime, false, &rc, err);
-	if (rc && drop_unused(fs))
-		f->src = fdcache_get(&fs->fds, path, size, mtime, false, &rc,
-				     err);
+	/* out of descriptors, the idle entries give theirs back before any
+	 * wait: they would never put them back on their own */
+	f->src = fdcache_get(&fs->fds, path, size, mtime, FDCACHE_NOWAIT, &rc,
+			     err);
+	if (rc == -EMFILE) {
+		drop_unused(fs, FILES_GIVE_BACK);
+		f->src = fdcache_get(&fs->fds, path, size, mtime, 0, &rc, err);
+		/* every descriptor was held through the wait: those that
+		 * reads held then may be idle now */
+		if (rc && drop_unused(fs, SIZE_MAX))
+			f->src = fdcache_get(&fs->fds, path, size, mtime, 0,
+					     &rc, err);
+	}
 	if (!rc)
 		rc = sfs_view_slice(vr->v, n, f->src->fd, &f->slice, err);
 	return rc;
@@ -243,12 +260,17 @@ int files_get(struct fs *fs, struct view_ref *vr, uint32_t node,
 	f->next = *bucket(t, ino);
 	*bucket(t, ino) = f;
 	t->n++;
+	if (gone) {
+		/* their sources go back now, not after the wait below */
+		pthread_mutex_unlock(&t->lock);
+		free_list(fs, gone);
+		gone = NULL;
+		pthread_mutex_lock(&t->lock);
+	}
 	while (t->builds >= FILES_BUILDS)
 		pthread_cond_wait(&t->done, &t->lock);
 	t->builds++;
 	pthread_mutex_unlock(&t->lock);
-	free_list(fs, gone);
-	gone = NULL;
 
 	rc = build(fs, vr, node, f, &err);
 	if (rc)
@@ -282,9 +304,35 @@ int files_get(struct fs *fs, struct view_ref *vr, uint32_t node,
 
 void files_put(struct fs *fs, struct file_ent *f)
 {
-	pthread_mutex_lock(&fs->files.lock);
-	f->refs--;
-	pthread_mutex_unlock(&fs->files.lock);
+	struct files *t = &fs->files;
+	struct file_ent *gone = NULL;
+
+	pthread_mutex_lock(&t->lock);
+	if (!--f->refs && f->out) {
+		f->next = gone;
+		gone = f;
+	}
+	/* more entries than the table may hold (every one was held when the
+	 * last build ended) go as soon as they are let go, not at the next
+	 * build */
+	trim_locked(t, false, &gone);
+	pthread_mutex_unlock(&t->lock);
+	free_list(fs, gone);
+}
+
+void files_fail(struct fs *fs, struct file_ent *f, const char *msg)
+{
+	struct files *t = &fs->files;
+
+	atomic_fetch_add(&fs->errors, 1);
+	log_failure(fs, f->ino, msg);
+	pthread_mutex_lock(&t->lock);
+	if (!f->out) {
+		unlink_locked(t, f);
+		f->out = true;
+	}
+	pthread_mutex_unlock(&t->lock);
+	fdcache_drop(&fs->fds, f->src);
 }
 
 void files_forget_view_locked(struct fs *fs, struct view_ref *vr)

@@ -117,11 +117,12 @@ struct file_ent {
 	struct fdcache_ent *src;
 	uint64_t src_size; /* the source as indexed */
 	int64_t src_mtime;
-	atomic_bool logged; /* a changed source was reported */
 	unsigned refs; /* files.lock */
 	uint64_t used; /* files.lock: tick of the last get */
 	bool building; /* files.lock: its first get builds it */
 	int rc; /* files.lock: the build failed (it is out of the table) */
+	bool out; /* files.lock: out of the table (files_drop), freed by
+		   * its last files_put */
 	size_t mem; /* files.lock: bytes its slice holds */
 	struct file_ent *next; /* files.buckets, files.lock */
 };
@@ -319,6 +320,16 @@ int files_get(struct fs *fs, struct view_ref *vr, uint32_t node,
 	      struct file_ent **out, bool *built);
 
 void files_put(struct fs *fs, struct file_ent *f);
+
+/*
+ * A read of f (held by the caller) found its source deleted or changed
+ * (msg says how): count and log it (once per file and cause, as
+ * files_get), and take f out of the table and its source out of the
+ * descriptor cache, so that the next read of its file builds it again and
+ * opens the source as it is then (EIO while it is gone or changed, its
+ * bytes once it is back as indexed).  f is freed by its last files_put.
+ */
+void files_fail(struct fs *fs, struct file_ent *f, const char *msg);
 
 /* vr is being freed: drop its entries (none is in use then). */
 void files_forget_view_locked(struct fs *fs, struct view_ref *vr);

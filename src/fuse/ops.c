@@ -226,12 +226,21 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino,
 	}
 	if (ino != FS_INO_CTL) {
 		/* a listing shows the epoch it was opened in, whole */
-		h->vr = view_get(fs, ino, &h->node);
-		if (!h->vr || h->vr->v->nodes[h->node].kind != SFS_NODE_DIR) {
-			fuse_reply_err(req, h->vr ? ENOTDIR : gone(fs, ino));
+		uint32_t node;
+		struct view_ref *vr = view_get(fs, ino, &node);
+
+		if (!vr || vr->v->nodes[node].kind != SFS_NODE_DIR) {
+			fuse_reply_err(req, vr ? ENOTDIR : gone(fs, ino));
+			if (vr)
+				view_unref(fs, vr);
 			handle_free(fs, h);
 			return;
 		}
+		/* the handle is on fs.handles: let_go_locked reads its vr */
+		pthread_mutex_lock(&fs->lock);
+		h->vr = vr;
+		h->node = node;
+		pthread_mutex_unlock(&fs->lock);
 	}
 	fi->fh = (uintptr_t)h;
 	if (fuse_reply_open(req, fi) == -ENOENT)

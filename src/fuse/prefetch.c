@@ -178,8 +178,8 @@ static int read_chunk(struct prefetch *p, const struct job *j, char *buf)
 	bool again;
 	int rc;
 
-	e = fdcache_get(&p->fs->fds, j->path, j->size, j->mtime, true, &rc,
-			&err);
+	e = fdcache_get(&p->fs->fds, j->path, j->size, j->mtime, FDCACHE_AHEAD,
+			&rc, &err);
 	if (e && !p->copy) {
 		/* a local file system reads ahead on its own: no copy */
 		rc = -posix_fadvise(e->fd, (off_t)at, (off_t)j->len,

@@ -172,12 +172,11 @@ static void read_slice(fuse_req_t req, struct fs *fs, struct file_ent *f,
 	bool owned = false;
 
 	/* A shard truncated or rewritten under an open file would splice
-	 * short or other bytes: check before every read. */
-	if (fdcache_check(f->src->fd, f->src->path, f->src_size, f->src_mtime,
-			  &err)) {
-		atomic_fetch_add(&fs->errors, 1);
-		if (!atomic_exchange(&f->logged, true))
-			fs_log(fs, LOG_ERR, "%s", err.msg);
+	 * short or other bytes: check before every read.  The entry goes,
+	 * so that the next read opens the source again: a shard put back as
+	 * indexed reads again. */
+	if (fdcache_check(f->src, f->src_size, f->src_mtime, &err)) {
+		files_fail(fs, f, err.msg);
 		fuse_reply_err(req, EIO);
 		return;
 	}

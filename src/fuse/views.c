@@ -489,27 +489,37 @@ int fs_switch_epoch(struct fs *fs, uint64_t epoch, struct sfs_error *err)
 		atomic_fetch_add(&fs->switches_ahead, 1);
 	if (old) {
 		struct forget *f = calloc(1, sizeof(*f));
+		/* A single-threaded session cannot serve the lookups (nor
+		 * the reads) the kernel may wait on while it invalidates: do
+		 * it aside, never in this handler. */
+		bool aside = fs->single && fs->se;
 		pthread_t tid;
 
 		if (f) {
 			f->fs = fs;
 			f->old = old;
-		}
-		/* A single-threaded session cannot serve the lookups the
-		 * kernel may wait on while it invalidates: do it aside. */
-		if (f)
 			atomic_fetch_add(&fs->forgetting, 1);
-		if (f && fs->single && fs->se &&
-		    !fs_thread_start(&tid, forget_old, f)) {
+		}
+		if (f && aside && !fs_thread_start(&tid, forget_old, f)) {
 			pthread_detach(tid);
-		} else if (f) {
+		} else if (f && !aside) {
 			forget_old(f);
 		} else {
+			if (f) {
+				free(f);
+				atomic_fetch_sub(&fs->forgetting, 1);
+			}
 			pthread_mutex_lock(&fs->lock);
 			view_unref_locked(fs, old);
 			view_unref_locked(fs, old);
 			pthread_mutex_unlock(&fs->lock);
-			bound_old_views(fs);
+			if (aside)
+				fs_log(fs, LOG_WARNING,
+				       "epoch %" PRIu64
+				       ": out of memory or threads: the kernel is not told that the names of the epoch before are stale (they go when their entry timeout ends), and old views are let go at the next switch",
+				       epoch);
+			else
+				bound_old_views(fs);
 		}
 	}
 out:

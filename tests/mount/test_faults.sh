@@ -188,6 +188,33 @@ PY
 	unmount_view "$M"
 done
 
+section "RLIMIT_NOFILE=40, 60 shards: no read waits"
+# --- out of descriptors, the least recently used idle slices give theirs
+# back before any wait, since they never would on their own: no read waits
+# the 2 s a reader out of descriptors may wait for one that another read
+# holds.  (Not at RLIMIT_NOFILE=12: libfuse's pipes, two descriptors per
+# request thread, may take the last ones there, and nothing gives those
+# back.) ---
+shardfs-mkdata "$T/many" --shards 60 --samples 4 --seed 1 >/dev/null
+shardfs-index "$T/many" --quiet || bad "index many"
+for no in 1 0; do
+	DAEMON_WRAP="prlimit --nofile=40" mount_view "$T/many" "$M" "world=1,workers=1,shuffle=none,symlinks=0,no_open=$no" ||
+		bad "mount nofile=40"
+	expect_eq "nofile=40, no_open=$no: 60 files of 60 shards read, none takes 0.5 s" "$($PY - "$M" <<'PY'
+import glob, sys, time
+paths = sorted(glob.glob(sys.argv[1] + "/0/0/*"))
+slow = 0
+for path in paths:
+    t = time.monotonic()
+    with open(path, "rb") as f:
+        f.read()
+    slow += time.monotonic() - t >= 0.5
+print("%d read, %d slow" % (len(paths), slow))
+PY
+)" "60 read, 0 slow"
+	unmount_view "$M"
+done
+
 # --- other users: reads with allow_other; the epoch is the owner's ---
 section "other users, allow_other, the epoch control file"
 chmod 711 "$T"
