@@ -349,11 +349,16 @@ class Mount:
         checked), its batch size (when given) and its rank (given, else the
         job's) one this mount serves.  The message names every difference,
         both values and the fix."""
-        problems: List[str] = []
         if world is None:
             world, where = job_world()
         else:
             where = "given"
+        self._check_job(world, where, workers, batch, rank)
+
+    def _check_job(self, world: int, where: str, workers: Optional[int],
+                   batch: Optional[int], rank: Optional[int]) -> None:
+        """check_job with the world size found (`where` says where)."""
+        problems: List[str] = []
         if world != self.world:
             problems.append(
                 "the mount %s is planned for world=%d but the job has "
@@ -377,11 +382,9 @@ class Mount:
                 "the mount %s is planned for batch=%d but the loader's batch "
                 "size is %d: give the loader batch_size=%d, or remount with "
                 "batch=%d" % (self.path, self.batch, batch, self.batch, batch))
-        if not problems:
-            r = job_rank() if rank is None else rank
-            try:
-                self._rank(r)
-            except MountMismatch as e:
-                problems.append(str(e))
+        try:
+            self._rank(job_rank() if rank is None else rank)
+        except MountMismatch as e:
+            problems.append(str(e))
         if problems:
             raise MountMismatch("\n".join(problems))

@@ -74,4 +74,71 @@ expect_eq "the owner and group are the shard's" \
 	"$(stat_of "$(ls -d "$M"/0/0/000001-*)")" "444 65534:65534"
 unmount_view "$M"
 
+# Membership is not read, so a class whose members may be in a
+# directory's class or not must pass both.  Real users and groups:
+# alice owns the shards but is in neither group, bob is in G and G2,
+# carol in G2 alone.
+for g in sfs_perm_g sfs_perm_g2; do
+	getent group $g >/dev/null || groupadd $g || bad "groupadd $g"
+done
+for u in sfs_perm_alice sfs_perm_bob sfs_perm_carol; do
+	getent passwd $u >/dev/null ||
+		useradd -M -N -g nogroup -s /usr/sbin/nologin $u ||
+		bad "useradd $u"
+done
+usermod -G "" sfs_perm_alice
+usermod -G sfs_perm_g,sfs_perm_g2 sfs_perm_bob
+usermod -G sfs_perm_g2 sfs_perm_carol
+# as USER CMD...: run as USER with the groups /etc/group gives it
+as() {
+	local u=$1
+	shift
+	setpriv --reuid="$u" --regid="$(id -g "$u")" --init-groups "$@"
+}
+alice=$(id -u sfs_perm_alice)
+G=$(getent group sfs_perm_g | cut -d: -f3)
+# a/ is 750 root:G, its shard alice:G 640: alice, an other to a/, cannot
+# search it; b/ is 705 root:G2, its shard alice:G 644: bob and carol, of
+# G2, cannot search it
+S=$T/src2
+mkdir -p "$S/a" "$S/b"
+shardfs-mkdata "$S/a" --shards 1 --samples 40 --seed 3 >/dev/null
+shardfs-mkdata "$S/b" --shards 1 --samples 40 --seed 4 >/dev/null
+chmod 755 "$S"
+chown root:sfs_perm_g "$S/a"
+chmod 750 "$S/a"
+chown root:sfs_perm_g2 "$S/b"
+chmod 705 "$S/b"
+chown sfs_perm_alice:sfs_perm_g "$S/a/shard-000000.tar" "$S/b/shard-000000.tar"
+chmod 640 "$S/a/shard-000000.tar"
+chmod 644 "$S/b/shard-000000.tar"
+shardfs-index "$S" --quiet || bad "index $S"
+expect_run "the source refuses alice a/'s shard" 1 \
+	"cat: $S/a/shard-000000.tar: Permission denied" -- \
+	as sfs_perm_alice cat "$S/a/shard-000000.tar"
+expect_run "the source refuses bob b/'s shard" 1 \
+	"cat: $S/b/shard-000000.tar: Permission denied" -- \
+	as sfs_perm_bob cat "$S/b/shard-000000.tar"
+expect_run "the source refuses carol b/'s shard" 1 \
+	"cat: $S/b/shard-000000.tar: Permission denied" -- \
+	as sfs_perm_carol cat "$S/b/shard-000000.tar"
+mount_view "$S" "$M" "$O" || bad "mount $S $O"
+a=$M/0/0/000000-a%2Fshard-000000.tar
+b=$M/0/0/000001-b%2Fshard-000000.tar
+# the owner does not own a/: it passes only if a/ lets both its group
+# and others search; a/'s group (the file's) does
+expect_eq "a/'s shard is 040 alice:G" "$(stat_of "$a")" "40 $alice:$G"
+expect_run "the view refuses alice a/'s shard" 1 \
+	"cat: $a: Permission denied" -- as sfs_perm_alice cat "$a"
+expect_eq "bob, of G, reads a/'s shard" \
+	"$(as sfs_perm_bob cat "$a" | cmp - "$S/a/shard-000000.tar" && echo same)" same
+# b/'s group is not the file's: the file's group passes only if b/ lets
+# both its group and others search, others only if b/'s group may
+expect_eq "b/'s shard is 000 alice:G" "$(stat_of "$b")" "0 $alice:$G"
+expect_run "the view refuses bob b/'s shard" 1 \
+	"cat: $b: Permission denied" -- as sfs_perm_bob cat "$b"
+expect_run "the view refuses carol b/'s shard" 1 \
+	"cat: $b: Permission denied" -- as sfs_perm_carol cat "$b"
+unmount_view "$M"
+
 finish

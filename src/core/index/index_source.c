@@ -159,19 +159,30 @@ static void dirs_free(struct dirs *dc)
 
 /*
  * mode (of a file owned by uid:gid) with the classes of users cleared
- * that cannot search directory d.  Others pass through d's bits for
- * others; the file's group through d's group bits when d has its group,
- * else through its bits for others; the file's owner through d's owner
- * bits when it owns d, else as the file's group does (an owner is most
- * often in the group of its files).  Supplementary groups and ACLs are
- * not read: when unsure, a class is kept out.
+ * that cannot search directory d.  Supplementary groups and ACLs are not
+ * read, so whether a user is in d's group is known only when d's group
+ * is the file's, and whether d's owner is of the file's group or among
+ * its others not at all: when unsure, a class is kept out, so it passes
+ * d only when each class of d its users may fall in lets them search.
+ *
+ *   owner: d's owner bits when it owns d, else d's group and others' bits
+ *          (it may be in d's group or not);
+ *   group: d's owner bits unless the file's owner owns d (d's owner may
+ *          be of the group), and d's group bits, with others' bits too
+ *          when d's group is not the file's (a member may be in it or not);
+ *   other: d's owner bits unless the file's owner owns d, d's group bits
+ *          unless d's group is the file's (no other is then in it), and
+ *          d's others' bits.
  */
 static uint32_t through(uint32_t mode, uint32_t uid, uint32_t gid,
 			const struct dir_perm *d)
 {
-	bool other = d->mode & S_IXOTH;
-	bool group = d->gid == gid ? d->mode & S_IXGRP : other;
-	bool owner = d->uid == uid ? d->mode & S_IXUSR : group;
+	bool usr = d->mode & S_IXUSR, grp = d->mode & S_IXGRP,
+	     oth = d->mode & S_IXOTH;
+	bool by_owner = d->uid == uid || usr; /* d's owner, if not uid */
+	bool owner = d->uid == uid ? usr : grp && oth;
+	bool group = by_owner && grp && (d->gid == gid || oth);
+	bool other = by_owner && (d->gid == gid || grp) && oth;
 	uint32_t keep = (owner ? 0700u : 0) | (group ? 0070u : 0) |
 			(other ? 0007u : 0);
 

@@ -1,9 +1,12 @@
 """One rank of a DDP job (gloo, CPU) reading a shardfs mount through
-shardfs.ShardfsDataset: python ddp_job.py MNT OUT EPOCHS NUM_WORKERS BATCH,
-with RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT set by the caller
-(test_ddp.py).  Each epoch: the mount's epoch switched (every rank its own
-mount), then every batch all-reduced, as a training step is; the lines
-read are written to OUT/rank<r>-epoch<e>.json as they came, batch by batch.
+shardfs.ShardfsDataset: python ddp_job.py MNT OUT EPOCHS NUM_WORKERS BATCH
+[CONTEXT RANK WORLD], with MASTER_ADDR, MASTER_PORT set by the caller
+(test_ddp.py), and RANK, WORLD_SIZE unless given: given, they go to
+init_process_group, as torch.multiprocessing.spawn's jobs give them, and
+the DataLoader's workers start by the multiprocessing context CONTEXT.
+Each epoch: the mount's epoch switched (every rank its own mount), then
+every batch all-reduced, as a training step is; the lines read are
+written to OUT/rank<r>-epoch<e>.json as they came, batch by batch.
 A MountMismatch ends the rank with its message on stderr and status 3."""
 from __future__ import annotations
 
@@ -20,11 +23,18 @@ import shardfs
 
 def main() -> int:
     mnt, out, epochs, workers, batch = sys.argv[1:6]
-    dist.init_process_group("gloo")
+    context = None
+    if len(sys.argv) > 6:
+        context = sys.argv[6]
+        dist.init_process_group("gloo", rank=int(sys.argv[7]),
+                                world_size=int(sys.argv[8]))
+    else:
+        dist.init_process_group("gloo")
     rank = dist.get_rank()
     mount = shardfs.Mount(mnt)
     ds = shardfs.ShardfsDataset(mount, batch_size=int(batch))
-    loader = DataLoader(ds, batch_size=int(batch), num_workers=int(workers))
+    loader = DataLoader(ds, batch_size=int(batch), num_workers=int(workers),
+                        multiprocessing_context=context)
     try:
         for epoch in [int(e) for e in epochs.split(",")]:
             mount.set_epoch(epoch)

@@ -1,6 +1,7 @@
 """DDP jobs (gloo, CPU, Debian's torch 1.13) reading mounts through
 shardfs.ShardfsDataset: a job that matches its mounts reads exactly the
-plan of every epoch, every rank the same number of steps; a job whose
+plan of every epoch, every rank the same number of steps, its DataLoader
+workers forked, spawned or started by a forkserver; a job whose
 world or num_workers differ from the mount's fails at start, on every
 rank, with MountMismatch's message."""
 from __future__ import annotations
@@ -11,7 +12,9 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
-from typing import List, Tuple
+from typing import List, Optional, Tuple
+
+import pytest
 
 from helpers import plan, planned_samples
 
@@ -25,17 +28,24 @@ def free_port() -> int:
 
 
 def launch(world: int, mounts: List[Path], out: Path, epochs: str,
-           workers: int, batch: int) -> List[Tuple[int, str]]:
-    """Run the job's ranks; (exit status, stderr) of each."""
+           workers: int, batch: int, context: Optional[str] = None
+           ) -> List[Tuple[int, str]]:
+    """Run the job's ranks; (exit status, stderr) of each.  With a
+    multiprocessing context, the ranks' DataLoader workers start by it,
+    and each rank is given its rank and world size as
+    torch.multiprocessing.spawn gives them: not in RANK, WORLD_SIZE."""
     port = free_port()
     procs = []
     for r in range(world):
         env = dict(os.environ, RANK=str(r), WORLD_SIZE=str(world),
                    MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+        args = [str(mounts[r]), str(out), epochs, str(workers), str(batch)]
+        if context:
+            del env["RANK"], env["WORLD_SIZE"]
+            args += [context, str(r), str(world)]
         procs.append(subprocess.Popen(
-            [sys.executable, str(JOB), str(mounts[r]), str(out), epochs,
-             str(workers), str(batch)], env=env, stderr=subprocess.PIPE,
-            text=True))
+            [sys.executable, str(JOB)] + args, env=env,
+            stderr=subprocess.PIPE, text=True))
     results = []
     for p in procs:
         try:
@@ -53,11 +63,15 @@ def lines(src: Path, shard: str) -> List[str]:
     return [ln + "\n" for ln in text.splitlines()]
 
 
-def test_ddp_reads_the_plan(data, mount, tmp_path) -> None:
+# spawn and forkserver (Linux's default from Python 3.14): workers with
+# no process group, and here no RANK or WORLD_SIZE either, read the rank
+# and world of the rank that started them
+@pytest.mark.parametrize("context", [None, "spawn", "forkserver"])
+def test_ddp_reads_the_plan(context, data, mount, tmp_path) -> None:
     src = data("jsonl", 9, "4-40", seed=2)
     opts = "world=2,workers=2,batch=4,block=11"
     mounts = [mount(src, "rank=%d,%s" % (r, opts)) for r in range(2)]
-    results = launch(2, mounts, tmp_path, "0,1", 2, 4)
+    results = launch(2, mounts, tmp_path, "0,1", 2, 4, context)
     assert [rc for rc, _ in results] == [0, 0], results
     cache: dict = {}
     for epoch in (0, 1):

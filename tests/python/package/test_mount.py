@@ -190,6 +190,19 @@ def test_check_job_messages(data, mount, monkeypatch) -> None:
         "rank 0 is not served by the mount %s (it serves rank=2-3): read "
         "rank 0's view on the mount of its node, or mount one with rank=0"
         % mnt)
+    # every difference, the rank's too
+    monkeypatch.setenv("WORLD_SIZE", "8")
+    with pytest.raises(shardfs.MountMismatch) as e:
+        m.check_job(workers=3)
+    assert str(e.value) == "\n".join([
+        "the mount %s is planned for world=4 but the job has world=8 "
+        "(WORLD_SIZE): remount with world=8, or run 4 ranks" % mnt,
+        "the mount %s is planned for workers=2 but the DataLoader has "
+        "num_workers=3: give the DataLoader num_workers=2 (0 reads a "
+        "workers=1 mount), or remount with workers=3" % mnt,
+        "rank 0 is not served by the mount %s (it serves rank=2-3): read "
+        "rank 0's view on the mount of its node, or mount one with rank=0"
+        % mnt])
     monkeypatch.delenv("WORLD_SIZE")
     with pytest.raises(shardfs.MountMismatch) as e:
         m.check_job(rank=2)
@@ -224,6 +237,40 @@ def test_dataset_reads_the_plan(data, mount, monkeypatch) -> None:
             "DataLoader has num_workers=3: give the DataLoader num_workers=2 "
             "(0 reads a workers=1 mount), or remount with workers=3"
             % mnt) in str(e.value)
+
+
+@pytest.mark.parametrize("context", ["spawn", "forkserver"])
+def test_dataset_workers_read_the_job_of_the_main_process(
+        context, data, mount, monkeypatch) -> None:
+    """A worker started by spawn or forkserver has no process group: it
+    reads the rank and world of the process that started it
+    (torch.distributed's: rank 0 of 1), not the RANK and WORLD_SIZE it
+    would find alone (here 1 of 2, which torch.distributed's win over)."""
+    import torch.distributed as dist
+    from torch.utils.data import DataLoader
+
+    src = data("jsonl", 7, "5-40")
+    opts = "world=1,workers=2,batch=3,remainder=drop"
+    mnt = mount(src, opts)
+    p = plan(src, opts)
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "1")
+    ds = shardfs.ShardfsDataset(mnt, batch_size=3)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % port,
+                            rank=0, world_size=1)
+    try:
+        batches = list(DataLoader(ds, batch_size=3, num_workers=2,
+                                  multiprocessing_context=context))
+    finally:
+        dist.destroy_process_group()
+    per_worker: List[List[bytes]] = [[], []]
+    for i, b in enumerate(batches):
+        per_worker[i % 2].extend(b)
+    for w in range(2):
+        assert per_worker[w] == expected_lines(src, p, 0, w)
 
 
 @pytest.mark.parametrize("fmt", ["tar", "tfrecord", "parquet", "jsonl"])
