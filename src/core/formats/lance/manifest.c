@@ -106,7 +106,7 @@ static int grow(struct sfs_pb_reader *r, struct decoded *d, void *arrayp,
 	if (need <= *cap)
 		return 0;
 	want = *cap ? 2 * *cap : 8;
-	if (want < need || want > SFS_LANCE_DECODED_MAX / size)
+	if (want < need)
 		want = need;
 	if (want > SFS_LANCE_DECODED_MAX / size)
 		return spend(r, d, UINT64_MAX);
