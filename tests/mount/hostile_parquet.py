@@ -5,8 +5,12 @@ fuzz seeds (issue 30, finding 2).
                                        a footer of ~37 bytes per row group
   hostile_parquet.py bomb OUT MIB      one INT32 column, one GZIP data page
                                        of MIB MiB of zeros (MIB * 256 Ki rows)
+  hostile_parquet.py dba OUT N         one BYTE_ARRAY column, one GZIP data
+                                       page of N DELTA_BYTE_ARRAY values of
+                                       1 MiB, each the one before (a ~2 KB
+                                       file of N MiB of values)
 
-Both are well-formed: every reader takes them; only their shape is hostile.
+All are well-formed: every reader takes them; only their shape is hostile.
 """
 
 import struct
@@ -72,22 +76,23 @@ class Struct:
         return bytes(self.out) + b"\0"
 
 
-def page_header(usize: int, csize: int, nvalues: int) -> bytes:
-    dph = Struct().int(1, I32, nvalues).int(2, I32, 0).int(3, I32, 3).int(4, I32, 3)
+def page_header(usize: int, csize: int, nvalues: int, enc: int = 0) -> bytes:
+    dph = Struct().int(1, I32, nvalues).int(2, I32, enc).int(3, I32, 3).int(4, I32, 3)
     return Struct().int(1, I32, 0).int(2, I32, usize).int(3, I32, csize).struct(5, dph).done()
 
 
-def chunk(codec: int, nvalues: int, size: int, usize: int, at: int) -> bytes:
-    meta = (Struct().int(1, I32, 1).list(2, I32, [zigzag(0)])
+def chunk(codec: int, nvalues: int, size: int, usize: int, at: int,
+          ptype: int = 1, enc: int = 0) -> bytes:
+    meta = (Struct().int(1, I32, ptype).list(2, I32, [zigzag(enc)])
             .list(3, BINARY, [varint(1) + b"v"]).int(4, I32, codec)
             .int(5, I64, nvalues).int(6, I64, usize).int(7, I64, size)
             .int(9, I64, at))
     return Struct().int(2, I64, at).struct(3, meta).done()
 
 
-def footer(rgs: list, rows: int) -> bytes:
+def footer(rgs: list, rows: int, ptype: int = 1) -> bytes:
     schema = [Struct().binary(4, b"schema").int(5, I32, 1).done(),
-              Struct().int(1, I32, 1).int(3, I32, 0).binary(4, b"v").done()]
+              Struct().int(1, I32, ptype).int(3, I32, 0).binary(4, b"v").done()]
     return (Struct().int(1, I32, 1).list(2, STRUCT, schema).int(3, I64, rows)
             .list(4, STRUCT, rgs).done())
 
@@ -121,6 +126,38 @@ def bomb(path: str, mib: int) -> None:
     write(path, page, footer([rg.int(2, I64, usize).int(3, I64, rows).done()], rows))
 
 
+def delta_binary_packed(values: list) -> bytes:
+    """DELTA_BINARY_PACKED: blocks of 128 values, 4 miniblocks of 32."""
+    out = varint(128) + varint(4) + varint(len(values))
+    out += zigzag(values[0] if values else 0)
+    deltas = [b - a for a, b in zip(values, values[1:])]
+    for at in range(0, len(deltas), 128):
+        block = deltas[at:at + 128]
+        low = min(block)
+        out += zigzag(low)
+        minis = [[d - low for d in block[m:m + 32]] for m in range(0, 128, 32)]
+        widths = [max(mini).bit_length() if mini else 0 for mini in minis]
+        out += bytes(widths)
+        for mini, w in zip(minis, widths):
+            bits = sum(v << (i * w) for i, v in enumerate(mini))
+            out += bits.to_bytes(32 * w // 8, "little")
+    return out
+
+
+def dba(path: str, n: int) -> None:
+    mib = 1 << 20
+    values = (delta_binary_packed([0] + [mib] * (n - 1))
+              + delta_binary_packed([mib] + [0] * (n - 1)) + bytes(range(256)) * 4096)
+    body = zlib.compressobj(9, zlib.DEFLATED, 31)
+    gz = body.compress(values) + body.flush()
+    page = page_header(len(values), len(gz), n, enc=7) + gz
+    rg = Struct()
+    rg.list(1, STRUCT, [chunk(2, n, len(page), len(values) + len(page) - len(gz), 4,
+                              ptype=6, enc=7)])
+    write(path, page, footer([rg.int(2, I64, len(values)).int(3, I64, n).done()], n,
+                             ptype=6))
+
+
 if __name__ == "__main__":
     kind, out, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    {"rowgroups": rowgroups, "bomb": bomb}[kind](out, n)
+    {"rowgroups": rowgroups, "bomb": bomb, "dba": dba}[kind](out, n)

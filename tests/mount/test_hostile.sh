@@ -10,6 +10,8 @@
 #   - a 64 MiB gzip page (a 64 KB file) decodes to more than shardfs
 #     decodes at once: refused, naming the file, the page, the limit and
 #     the fix;
+#   - a 4 KB file of 1500 DELTA_BYTE_ARRAY values of 1 MiB, each the one
+#     before (1.5 GB in shardfs-index before): refused, within 100 MB;
 #   - cycling through 300 slices of one file reads from kept slices, not
 #     from a footer decoded per read.
 # The files come from tests/mount/hostile_parquet.py.  Memory bounds are
@@ -94,6 +96,31 @@ expect_run "a page decoding to 512 MiB is refused" 2 \
 	"shardfs-index: 1 shard could not be indexed: bomb.parquet: row group 0 column v: page at byte 4: 16777216 values in 67108864 bytes (65250 compressed) decode to 512 MiB: over the 512 MiB shardfs decodes at once; rewrite the file with smaller pages (e.g. pyarrow's data_page_size); fix or remove it, or run shardfs-index --skip-bad to index the rest" \
 	-- shardfs-index "$T/b64" --quiet
 expect_below "shardfs-index refusing the 64 MiB page" "$(peak_kb shardfs-index "$T/b64" --quiet)" 100
+
+# ---- DELTA_BYTE_ARRAY: 1500 values of 1 MiB built from 1 MiB ----
+mkdir "$T/dba"
+python3 "$GEN" dba "$T/dba/dba.parquet" 1500 || bad "write the DELTA_BYTE_ARRAY page"
+expect_run "a page whose DELTA_BYTE_ARRAY values build 1500 MiB is refused" 2 \
+	"shardfs-index: 1 shard could not be indexed: dba.parquet: row group 0 column v: page at byte 4: 1500 values in encoding DELTA_BYTE_ARRAY build 1500 MiB from 1049133 bytes: over the 256 MiB shardfs builds for a page; rewrite the file with smaller pages or another encoding (e.g. pyarrow's data_page_size or column_encoding); fix or remove it, or run shardfs-index --skip-bad to index the rest" \
+	-- shardfs-index "$T/dba" --quiet
+expect_below "shardfs-index refusing the DELTA_BYTE_ARRAY page" "$(peak_kb shardfs-index "$T/dba" --quiet)" 100
+# 100 such values (100 MiB) are read; a cut through the page re-encodes
+# it PLAIN: a valid slice of the rows
+mkdir "$T/dba100"
+python3 "$GEN" dba "$T/dba100/dba.parquet" 100 || bad "write 100 DELTA_BYTE_ARRAY values"
+shardfs-index "$T/dba100" --quiet || bad "index 100 DELTA_BYTE_ARRAY values"
+if mount_view "$T/dba100" "$M" world=1,workers=1,block=30,shuffle=none; then
+	mapfile -t files < <(find "$M" -name '*.parquet' | sort)
+	expect_eq "100 values in 30-row blocks: 4 slices" "${#files[@]}" 4
+	first_reads "${files[1]}" "${files[2]}"
+	expect_below "the daemon after cutting two slices of the DELTA_BYTE_ARRAY page" "$(hwm "$M")" 800
+	out=$(shardfs-check view "$M")
+	expect_eq "DELTA_BYTE_ARRAY cut: the auditor passes" "$?:$(echo "$out" | tail -1)" "$PASS" ||
+		echo "$out" >&2
+	unmount_view "$M"
+else
+	bad "mount 100 DELTA_BYTE_ARRAY values"
+fi
 
 # ---- 300 slices cycled: kept, not rebuilt per read ----
 mkdir "$T/rg20"

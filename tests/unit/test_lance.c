@@ -432,6 +432,70 @@ static void test_lance_manifest_fields(void **state)
 	buf_free(&f);
 }
 
+/*
+ * A manifest of many minimal fragments (9 bytes each: a data file "a", one
+ * row) decodes to ~450 bytes each: 1 048 577 of them (9 MiB) pass
+ * SFS_LANCE_DECODED_MAX when the fragments' array would double, and are
+ * refused there; 100 000 real fragments (a 50-byte path, 100 field ids)
+ * pass.
+ */
+static void test_lance_manifest_decoded_budget(void **state)
+{
+	struct sfs_error err = { 0 };
+	struct sfs_lance_manifest *m = NULL;
+	struct buf mb = { 0 }, fr = { 0 }, df = { 0 }, ids = { 0 }, f;
+	unsigned char one[9];
+	size_t i;
+
+	(void)state;
+	lfield(&df, 1, "a", 1);
+	mfield(&fr, 2, &df);
+	vfield(&fr, 4, 1);
+	mfield(&mb, 2, &fr);
+	assert_int_equal(mb.len, 9);
+	memcpy(one, mb.p, 9);
+	for (i = 1; i < 1048577; i++)
+		buf_put(&mb, one, 9);
+	vfield(&mb, 3, 1);
+	f = manifest_file(&mb);
+	assert_int_equal(sfs_lance_manifest_parse(f.p, f.len, "t.manifest", &m,
+						  &err),
+			 -EFBIG);
+	assert_null(m);
+	/* the 1 048 577th fragment's bytes: 11 + 9 * 1048576 + 2 */
+	assert_string_equal(
+		err.msg,
+		"t.manifest: byte 9437197: the manifest decodes to more than the 512 MiB shardfs decodes (1048576 fragments so far): "
+		"compact the dataset into fewer, larger fragments (lance.dataset(uri).optimize.compact_files())");
+	buf_free(&f);
+
+	for (i = 0; i < 100; i++)
+		varint(&ids, i);
+	for (i = 0; i < 100000; i++) {
+		char path[64];
+
+		snprintf(path, sizeof(path),
+			 "%08zx-0000-4000-8000-000000000000.lance", i);
+		vfield(&fr, 1, i);
+		lfield(&df, 1, path, strlen(path));
+		lfield(&df, 2, ids.p, ids.len);
+		vfield(&df, 6, 1 << 20);
+		mfield(&fr, 2, &df);
+		vfield(&fr, 4, 1000);
+		mfield(&mb, 2, &fr);
+	}
+	buf_free(&ids);
+	vfield(&mb, 3, 1);
+	f = manifest_file(&mb);
+	assert_int_equal(sfs_lance_manifest_parse(f.p, f.len, "t.manifest", &m,
+						  &err),
+			 0);
+	assert_int_equal(m->nfragments, 100000);
+	assert_int_equal(m->fragments[99999].files[0].nfields, 100);
+	sfs_lance_manifest_free(m);
+	buf_free(&f);
+}
+
 /* Parse a manifest of two fragments with extra and flags; expect msg
  * (a printf template of the file's length, when it holds %zu). */
 static void refused(struct buf extra, uint64_t flags, const char *msg)
@@ -986,6 +1050,7 @@ int main(void)
 		cmocka_unit_test(test_lance_roaring),
 		cmocka_unit_test(test_lance_pylance_deletions),
 		cmocka_unit_test(test_lance_view_reads_back),
+		cmocka_unit_test(test_lance_manifest_decoded_budget),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -792,19 +792,26 @@ static void test_parquet_inconsistent(void **state)
 
 /*
  * A footer of nothing but minimal schema elements (4 bytes each, 56
- * decoded): refused once what it decodes to passes SFS_PARQUET_DECODED_MAX,
- * at the element that passes it, long before SFS_PARQUET_FOOTER_MAX.
+ * decoded): refused once what it decodes to would pass
+ * SFS_PARQUET_DECODED_MAX, counting the array's capacity (doubled from 8,
+ * and malloc's header) before it grows, at the element that would double
+ * it past the limit, long before SFS_PARQUET_FOOTER_MAX.
  */
 static void test_parquet_decoded_budget(void **state)
 {
-	size_t over =
-		SFS_PARQUET_DECODED_MAX / sizeof(struct sfs_parquet_schema);
-	size_t n = over + 1000, i, at = 0;
+	size_t size = sizeof(struct sfs_parquet_schema), over = 8;
+	size_t n, i, at = 0;
 	struct enc e = { 0 };
 	struct buf file = { 0 };
 	char msg[SFS_ERROR_MAX];
 
 	(void)state;
+	while (2 * over * size + 16 <= SFS_PARQUET_DECODED_MAX)
+		over *= 2;
+	/* 4 Mi elements of 56 bytes: 224 MiB, the next doubling 448 MiB;
+	 * counting elements refused only at 4.79 Mi */
+	assert_int_equal(over, 4u << 20);
+	n = over + 1000;
 	e.depth = -1;
 	sbegin(&e);
 	f_i32(&e, 1, 1);

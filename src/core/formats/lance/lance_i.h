@@ -23,6 +23,17 @@
 
 #define SFS_PB_DEPTH_MAX 16
 
+/*
+ * The most a manifest may decode to (manifest.c: fragments, data files,
+ * paths, field ids, counted as allocated, slack and malloc's header
+ * included): more is refused with -EFBIG.  A 9-byte fragment decodes to
+ * ~500 bytes, so a 24 MiB manifest of minimal fragments took 1.36 GB; a
+ * real fragment (one data file, a 50-byte path, 100 field ids) takes
+ * ~1.1 KB, and one of 1000 columns ~4.6 KB: 100 000 of those, 460 MB,
+ * pass.
+ */
+#define SFS_LANCE_DECODED_MAX ((uint64_t)512 << 20)
+
 /* Wire types. */
 enum {
 	SFS_PB_VARINT = 0,

@@ -65,9 +65,62 @@ static int nomem(struct sfs_pb_reader *r)
 	return sfs_errorf(r->err, -ENOMEM, "%s: out of memory", r->path);
 }
 
+/*
+ * What a manifest has decoded to so far.  Every allocation is charged
+ * before it is made, with its slack (an array's capacity, not its
+ * count) and malloc's header, and refused past SFS_LANCE_DECODED_MAX: a
+ * small message decodes to much more (a 9-byte fragment: its 88-byte
+ * slot, 8 data-file slots, a path).
+ */
+struct decoded {
+	uint64_t bytes;
+	size_t nfragments;
+};
+
+#define MALLOC_HEADER 16
+
+static int spend(struct sfs_pb_reader *r, struct decoded *d, uint64_t n)
+{
+	if (n <= SFS_LANCE_DECODED_MAX - d->bytes) {
+		d->bytes += n;
+		return 0;
+	}
+	return sfs_errorf(
+		r->err, -EFBIG,
+		"%s: byte %llu: the manifest decodes to more than the %llu MiB shardfs decodes (%zu fragments so far): "
+		"compact the dataset into fewer, larger fragments (lance.dataset(uri).optimize.compact_files())",
+		r->path, (unsigned long long)(r->base + r->pos),
+		(unsigned long long)(SFS_LANCE_DECODED_MAX >> 20),
+		d->nfragments);
+}
+
+/* Room for need elements of size bytes in *arrayp (capacity *cap): the
+ * capacity it grows to (double, at least 8, as sfs_grow gives when asked
+ * for it) is charged first.  0, -EFBIG or -ENOMEM. */
+static int grow(struct sfs_pb_reader *r, struct decoded *d, void *arrayp,
+		size_t *cap, size_t need, size_t size)
+{
+	size_t want;
+	int rc;
+
+	if (need <= *cap)
+		return 0;
+	want = *cap ? 2 * *cap : 8;
+	if (want < need)
+		want = need;
+	if (want > SFS_LANCE_DECODED_MAX / size)
+		return spend(r, d, UINT64_MAX);
+	rc = spend(r, d,
+		   (uint64_t)(want - *cap) * size + (*cap ? 0 : MALLOC_HEADER));
+	if (rc)
+		return rc;
+	return sfs_grow(arrayp, cap, want, size) ? nomem(r) : 0;
+}
+
 /* A packed (or single, unpacked) int32 of DataFile.fields. */
 static int read_field_ids(struct sfs_pb_reader *r, const struct sfs_pb_field *f,
-			  struct sfs_lance_data_file *df, size_t *cap)
+			  struct sfs_lance_data_file *df, size_t *cap,
+			  struct decoded *d)
 {
 	struct sfs_pb_reader packed;
 	int32_t v;
@@ -77,8 +130,10 @@ static int read_field_ids(struct sfs_pb_reader *r, const struct sfs_pb_field *f,
 		rc = sfs_pb_int32(r, &v);
 		if (rc)
 			return rc;
-		if (SFS_GROW(df->fields, *cap, df->nfields + 1))
-			return nomem(r);
+		rc = grow(r, d, &df->fields, cap, df->nfields + 1,
+			  sizeof(*df->fields));
+		if (rc)
+			return rc;
 		df->fields[df->nfields++] = v;
 		return 0;
 	}
@@ -89,15 +144,17 @@ static int read_field_ids(struct sfs_pb_reader *r, const struct sfs_pb_field *f,
 		rc = sfs_pb_int32(&packed, &v);
 		if (rc)
 			break;
-		if (SFS_GROW(df->fields, *cap, df->nfields + 1))
-			return nomem(r);
+		rc = grow(&packed, d, &df->fields, cap, df->nfields + 1,
+			  sizeof(*df->fields));
+		if (rc)
+			break;
 		df->fields[df->nfields++] = v;
 	}
 	return rc;
 }
 
 static int read_data_file(struct sfs_pb_reader *r,
-			  struct sfs_lance_data_file *df)
+			  struct sfs_lance_data_file *df, struct decoded *d)
 {
 	struct sfs_pb_field f;
 	const unsigned char *p;
@@ -120,12 +177,15 @@ static int read_data_file(struct sfs_pb_reader *r,
 			if (memchr(p, 0, n))
 				return sfs_pb_fail(r, f.at,
 						   "the path holds a NUL byte");
+			rc = spend(r, d, (uint64_t)n + 1 + MALLOC_HEADER);
+			if (rc)
+				return rc;
 			df->path = strndup((const char *)p, n);
 			if (!df->path)
 				return nomem(r);
 			break;
 		case 2:
-			rc = read_field_ids(r, &f, df, &cap);
+			rc = read_field_ids(r, &f, df, &cap, d);
 			break;
 		case 6:
 			rc = sfs_pb_expect(r, &f, SFS_PB_VARINT,
@@ -215,7 +275,8 @@ static int read_deletion(struct sfs_pb_reader *r, struct sfs_lance_deletion *d)
 	return rc;
 }
 
-static int read_fragment(struct sfs_pb_reader *r, struct sfs_lance_fragment *fr)
+static int read_fragment(struct sfs_pb_reader *r, struct sfs_lance_fragment *fr,
+			 struct decoded *d)
 {
 	struct sfs_pb_reader sub;
 	struct sfs_pb_field f;
@@ -236,10 +297,12 @@ static int read_fragment(struct sfs_pb_reader *r, struct sfs_lance_fragment *fr)
 				rc = sfs_pb_message(r, "DataFile", &sub);
 			if (rc)
 				break;
-			if (SFS_GROW(fr->files, cap, fr->nfiles + 1))
-				return nomem(r);
+			rc = grow(&sub, d, &fr->files, &cap, fr->nfiles + 1,
+				  sizeof(*fr->files));
+			if (rc)
+				return rc;
 			memset(&fr->files[fr->nfiles], 0, sizeof(*fr->files));
-			rc = read_data_file(&sub, &fr->files[fr->nfiles++]);
+			rc = read_data_file(&sub, &fr->files[fr->nfiles++], d);
 			break;
 		case 3:
 			rc = sfs_pb_expect(r, &f, SFS_PB_LEN, "deletion_file");
@@ -292,6 +355,7 @@ static int read_fragment(struct sfs_pb_reader *r, struct sfs_lance_fragment *fr)
 
 static int read_manifest(struct sfs_pb_reader *r, struct sfs_lance_manifest *m)
 {
+	struct decoded d = { 0 };
 	struct sfs_pb_reader sub;
 	struct sfs_pb_field f;
 	size_t cap = 0, flags_at = 0;
@@ -305,12 +369,15 @@ static int read_manifest(struct sfs_pb_reader *r, struct sfs_lance_manifest *m)
 				rc = sfs_pb_message(r, "DataFragment", &sub);
 			if (rc)
 				break;
-			if (SFS_GROW(m->fragments, cap, m->nfragments + 1))
-				return nomem(r);
+			d.nfragments = m->nfragments;
+			rc = grow(&sub, &d, &m->fragments, &cap,
+				  m->nfragments + 1, sizeof(*m->fragments));
+			if (rc)
+				return rc;
 			memset(&m->fragments[m->nfragments], 0,
 			       sizeof(*m->fragments));
-			rc = read_fragment(&sub,
-					   &m->fragments[m->nfragments++]);
+			rc = read_fragment(&sub, &m->fragments[m->nfragments++],
+					   &d);
 			break;
 		case 3:
 			rc = sfs_pb_expect(r, &f, SFS_PB_VARINT, "version");

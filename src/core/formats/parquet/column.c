@@ -368,6 +368,34 @@ static int budget(struct sfs_pq_column *c, const struct sfs_pq_page_header *h,
 	return 0;
 }
 
+/*
+ * The values of the page whose header is h would build c->pg.want bytes,
+ * over what it may: left of the budget, or a page's worth.
+ */
+static int built_too_much(struct sfs_pq_column *c,
+			  const struct sfs_pq_page_header *h, uint64_t left)
+{
+	const struct sfs_pq_page *pg = &c->pg;
+	const char *enc = sfs_pq_encoding_name(h->encoding);
+	uint64_t held = *c->held - pg->arena.cap;
+
+	if (left >= SFS_PQ_PAGE_MAX)
+		return sfs_pq_col_fail(
+			c, h->at,
+			"%u values in encoding %s build %llu MiB from %d bytes: over the %u MiB shardfs builds for a page; rewrite the file with smaller pages or another encoding (e.g. pyarrow's data_page_size or column_encoding)",
+			pg->nvals, enc, (unsigned long long)(pg->want >> 20),
+			(int)h->usize, SFS_PQ_PAGE_MAX >> 20);
+	return sfs_pq_col_fail(
+		c, h->at,
+		"%u values in encoding %s build %llu MiB from %d bytes, %llu MiB with the page's own%s: over the %u MiB shardfs decodes at once; rewrite the file with smaller pages or another encoding (e.g. pyarrow's data_page_size or column_encoding)",
+		pg->nvals, enc, (unsigned long long)(pg->want >> 20),
+		(int)h->usize, (unsigned long long)((held + pg->want) >> 20),
+		held > c->pg_bytes + c->dict_bytes - pg->arena.cap ?
+			" and the other columns' pages" :
+			"",
+		SFS_PQ_DECODED_MAX >> 20);
+}
+
 /* Read the dictionary page whose header is h. */
 static int load_dictionary(struct sfs_pq_column *c,
 			   const struct sfs_pq_page_header *h)
@@ -413,6 +441,7 @@ int sfs_pq_decode_page(struct sfs_pq_column *c,
 	struct sfs_pq_bytes b;
 	uint32_t n = (uint32_t)h->num_values, i, starts;
 	bool v1 = h->type == SFS_PQ_PAGE_DATA;
+	uint64_t left;
 	int rc;
 
 	page_clear(pg);
@@ -474,8 +503,17 @@ int sfs_pq_decode_page(struct sfs_pq_column *c,
 	pg->vals = malloc((pg->nvals ? pg->nvals : 1) * sizeof(*pg->vals));
 	if (!pg->vals)
 		return sfs_pq_col_nomem(c);
+	/* what the values build is held with the page: at most a page's
+	 * worth (so that a cut's PLAIN page of them stays a page), and in
+	 * what is left of the budget */
+	left = SFS_PQ_DECODED_MAX - *c->held;
+	pg->room = left < SFS_PQ_PAGE_MAX ? left : SFS_PQ_PAGE_MAX;
 	rc = sfs_pq_values_decode(pg, &c->lf, c->dict, c->ndict, &b,
 				  h->encoding, pg->nvals);
+	*c->held += pg->arena.cap;
+	c->pg_bytes += pg->arena.cap;
+	if (rc == -EFBIG)
+		return built_too_much(c, h, left);
 	if (rc == -ENOENT)
 		return sfs_pq_col_fail(
 			c, h->at,

@@ -3,6 +3,7 @@
  * rows copied and the pages a cut falls inside decoded and re-encoded.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "formats/parquet/parquet_i.h"
@@ -144,6 +145,14 @@ static int reencode(struct sfs_pq_column *c, uint32_t e0, uint32_t e1,
 			sfs_pq_codec_name(c->ch->codec));
 	else if (rc)
 		rc = sfs_pq_col_nomem(c);
+	/* a page header says its sizes in i32: values built by a page's
+	 * decoding are capped (SFS_PQ_PAGE_MAX) well under, but a cut page
+	 * written PLAIN is bigger than what it was decoded from */
+	if (!rc && (*usize > INT32_MAX || body.len > INT32_MAX))
+		rc = sfs_pq_col_fail(
+			c, pg->h.at,
+			"the cut page would be %lld bytes (%zu compressed), over the 2 GiB a page header can say; rewrite the file with smaller pages or another encoding",
+			(long long)*usize, body.len);
 	if (rc)
 		goto out;
 	sfs_thrift_put_int(out, &last, 1, SFS_TC_I32, pg->h.type);

@@ -301,12 +301,67 @@ int sfs_pq_plain_decode(struct sfs_pq_bytes *b, const struct sfs_pq_leaf *lf,
 	return 0;
 }
 
-/* DELTA_BINARY_PACKED: n values (or, with n NULL, the header's count) as
- * u64 into out (heap, *count of them). */
-static int delta_decode(struct sfs_pq_bytes *b, uint64_t **out, uint64_t *count)
+const char *sfs_pq_encoding_name(int32_t enc)
 {
-	uint64_t block, nmini, total, per, done = 0, *v = NULL, i;
+	static const char *const names[] = {
+		"PLAIN",
+		"unknown",
+		"PLAIN_DICTIONARY",
+		"RLE",
+		"BIT_PACKED",
+		"DELTA_BINARY_PACKED",
+		"DELTA_LENGTH_BYTE_ARRAY",
+		"DELTA_BYTE_ARRAY",
+		"RLE_DICTIONARY",
+		"BYTE_STREAM_SPLIT",
+	};
+
+	return enc >= 0 && enc < 10 ? names[enc] : "unknown";
+}
+
+/*
+ * n more bytes built for pg: charged against what its reader left it
+ * (pg->room) before they are allocated.  0, or -EFBIG with pg->want.
+ */
+static int charge(struct sfs_pq_page *pg, uint64_t n)
+{
+	if (n > pg->room) {
+		pg->want = n;
+		return -EFBIG;
+	}
+	pg->room -= n;
+	return 0;
+}
+
+/* n bytes at the end of pg's arena into *t, its growth charged first:
+ * 0, -EFBIG or -ENOMEM.  The arena's capacity stays charged (the page
+ * reader counts it in its budget until the page goes). */
+static int arena_take(struct sfs_pq_page *pg, size_t n, unsigned char **t)
+{
+	size_t cap = sfs_thrift_cap_after(&pg->arena, n);
+	int rc = charge(pg, cap == SIZE_MAX ? UINT64_MAX :
+					      (uint64_t)(cap - pg->arena.cap));
+
+	if (rc)
+		return rc;
+	*t = sfs_thrift_take(&pg->arena, n);
+	return *t ? 0 : -ENOMEM;
+}
+
+/*
+ * DELTA_BINARY_PACKED: the header's count of values into *count, the
+ * first want of them (at most) as u64 into *out (heap, charged to pg
+ * while decoding: the caller gives the bytes back with release()).  The
+ * values past want are walked, not stored: a DELTA_BYTE_ARRAY page's
+ * second stream begins after them, and a header may count up to
+ * SFS_PQ_ENTRIES_MAX values in a few bytes.
+ */
+static int delta_decode(struct sfs_pq_bytes *b, uint64_t want, uint64_t **out,
+			uint64_t *count, struct sfs_pq_page *pg)
+{
+	uint64_t block, nmini, total, per, done = 0, *v = NULL, i, keep;
 	int64_t first;
+	int rc;
 
 	*out = NULL;
 	if (get_uvarint(b, &block) || get_uvarint(b, &nmini) ||
@@ -316,11 +371,19 @@ static int delta_decode(struct sfs_pq_bytes *b, uint64_t **out, uint64_t *count)
 	    (block / nmini) % 32 || total > SFS_PQ_ENTRIES_MAX)
 		return -1;
 	per = block / nmini;
-	v = malloc((total ? total : 1) * sizeof(*v));
-	if (!v)
+	keep = total < want ? total : want;
+	rc = charge(pg, keep * sizeof(*v));
+	if (rc)
+		return rc;
+	v = malloc((keep ? keep : 1) * sizeof(*v));
+	if (!v) {
+		pg->room += keep * sizeof(*v);
 		return -ENOMEM;
+	}
+	if (keep)
+		v[0] = (uint64_t)first;
 	if (total)
-		v[done++] = (uint64_t)first;
+		done = 1;
 	while (done < total) {
 		int64_t min;
 		const unsigned char *widths;
@@ -335,7 +398,7 @@ static int delta_decode(struct sfs_pq_bytes *b, uint64_t **out, uint64_t *count)
 
 			if (w > 64 || bytes > b->len - b->pos)
 				goto bad;
-			for (k = 0; k < per && done < total; k++) {
+			for (k = 0; k < per && done < keep; k++) {
 				uint64_t bit = k * w, d = 0;
 				unsigned j;
 
@@ -347,6 +410,8 @@ static int delta_decode(struct sfs_pq_bytes *b, uint64_t **out, uint64_t *count)
 				v[done] = v[done - 1] + (uint64_t)min + d;
 				done++;
 			}
+			/* the rest of the miniblock: not kept */
+			done += per - k < total - done ? per - k : total - done;
 			b->pos += (size_t)bytes;
 		}
 	}
@@ -355,7 +420,17 @@ static int delta_decode(struct sfs_pq_bytes *b, uint64_t **out, uint64_t *count)
 	return 0;
 bad:
 	free(v);
+	pg->room += keep * sizeof(*v);
 	return -1;
+}
+
+/* Free what delta_decode gave (n values kept) and give its bytes back. */
+static void release(struct sfs_pq_page *pg, uint64_t *v, uint64_t n)
+{
+	if (!v)
+		return;
+	free(v);
+	pg->room += n * sizeof(*v);
 }
 
 /* n values of the page's encoding from b into pg (see parquet_i.h). */
@@ -396,12 +471,12 @@ int sfs_pq_values_decode(struct sfs_pq_page *pg, const struct sfs_pq_leaf *lf,
 
 		if (lf->type != SFS_PQ_T_BOOLEAN || take_prefixed(b, &rb))
 			return -1;
+		rc = arena_take(pg, n, &t);
+		if (rc)
+			return rc;
 		bits = malloc((n ? n : 1) * sizeof(*bits));
-		t = sfs_thrift_take(&pg->arena, n);
-		if (!bits || !t) {
-			free(bits);
+		if (!bits)
 			return -ENOMEM;
-		}
 		if (hybrid_decode(&rb, 1, bits, n, 1)) {
 			free(bits);
 			return -1;
@@ -424,15 +499,12 @@ int sfs_pq_values_decode(struct sfs_pq_page *pg, const struct sfs_pq_leaf *lf,
 
 		if (lf->type != SFS_PQ_T_INT32 && lf->type != SFS_PQ_T_INT64)
 			return -1;
-		rc = delta_decode(b, &d, &cnt);
+		rc = delta_decode(b, n, &d, &cnt, pg);
+		if (!rc && cnt >= n)
+			rc = arena_take(pg, (size_t)n * w, &t);
 		if (rc || cnt < n) {
-			free(d);
+			release(pg, d, cnt < n ? cnt : n);
 			return rc ? rc : -1;
-		}
-		t = sfs_thrift_take(&pg->arena, (size_t)n * w);
-		if (!t) {
-			free(d);
-			return -ENOMEM;
 		}
 		for (i = 0; i < n; i++) {
 			unsigned k;
@@ -446,68 +518,80 @@ int sfs_pq_values_decode(struct sfs_pq_page *pg, const struct sfs_pq_leaf *lf,
 				w
 			};
 		}
-		free(d);
+		release(pg, d, n);
 		fix_arena(v, n, &pg->arena);
 		return 0;
 	}
 	case SFS_PQ_ENC_DELTA_LENGTH_BYTE_ARRAY:
 		if (lf->type != SFS_PQ_T_BYTE_ARRAY)
 			return -1;
-		rc = delta_decode(b, &d, &cnt);
+		rc = delta_decode(b, n, &d, &cnt, pg);
 		if (rc || cnt < n) {
-			free(d);
+			release(pg, d, cnt < n ? cnt : n);
 			return rc ? rc : -1;
 		}
 		for (i = 0; i < n; i++) {
 			if (d[i] > b->len - b->pos) {
-				free(d);
+				release(pg, d, n);
 				return -1;
 			}
 			v[i] = (struct sfs_pq_value){ b->p + b->pos,
 						      (uint32_t)d[i] };
 			b->pos += (size_t)d[i];
 		}
-		free(d);
+		release(pg, d, n);
 		return 0;
 	case SFS_PQ_ENC_DELTA_BYTE_ARRAY: {
-		size_t prev_at = 0, prev_len = 0;
+		/* each value is a prefix of the one before and a suffix: a
+		 * page of n values may build n times its longest, so what they
+		 * build is added up (and charged) before it is built */
+		uint64_t prev_len = 0, built = 0, suffixes = 0;
+		size_t at = 0;
+		unsigned char *t = NULL;
 
 		if (lf->type != SFS_PQ_T_BYTE_ARRAY &&
 		    lf->type != SFS_PQ_T_FLBA)
 			return -1;
-		rc = delta_decode(b, &d, &cnt);
+		rc = delta_decode(b, n, &d, &cnt, pg);
 		if (!rc)
-			rc = delta_decode(b, &d2, &cnt2);
-		if (rc || cnt < n || cnt2 < n)
+			rc = delta_decode(b, n, &d2, &cnt2, pg);
+		if (rc || cnt < n || cnt2 < n) {
+			rc = rc ? rc : -1;
 			goto dba_out;
+		}
 		for (i = 0; i < n; i++) {
-			unsigned char *t;
-
-			if (d[i] > prev_len || d2[i] > b->len - b->pos ||
+			if (d[i] > prev_len ||
+			    d2[i] > b->len - b->pos - suffixes ||
 			    d[i] + d2[i] > UINT32_MAX) {
 				rc = -1;
 				goto dba_out;
 			}
-			t = sfs_thrift_take(&pg->arena, (size_t)(d[i] + d2[i]));
-			if (!t) {
-				rc = -ENOMEM;
-				goto dba_out;
-			}
-			memcpy(t, pg->arena.p + prev_at, (size_t)d[i]);
-			memcpy(t + d[i], b->p + b->pos, (size_t)d2[i]);
-			b->pos += (size_t)d2[i];
-			prev_at = (size_t)(t - pg->arena.p);
-			prev_len = (size_t)(d[i] + d2[i]);
-			v[i] = (struct sfs_pq_value){
-				(const unsigned char *)(uintptr_t)prev_at,
-				(uint32_t)prev_len
-			};
+			suffixes += d2[i];
+			prev_len = d[i] + d2[i];
+			built += prev_len;
 		}
-		fix_arena(v, n, &pg->arena);
+		/* n <= 2^24 values of < 2^32 bytes: built fits a u64 */
+		rc = built > SIZE_MAX ? charge(pg, UINT64_MAX) :
+					arena_take(pg, (size_t)built, &t);
+		if (rc == -EFBIG)
+			pg->want = built;
+		if (rc)
+			goto dba_out;
+		for (i = 0, prev_len = 0; i < n; i++) {
+			/* the previous value ends at t + at */
+			memcpy(t + at, t + at - prev_len, (size_t)d[i]);
+			memcpy(t + at + d[i], b->p + b->pos, (size_t)d2[i]);
+			b->pos += (size_t)d2[i];
+			v[i] = (struct sfs_pq_value){
+				t + at, (uint32_t)(d[i] + d2[i])
+			};
+			prev_len = d[i] + d2[i];
+			at += (size_t)prev_len;
+		}
 dba_out:
-		free(d);
-		free(d2);
-		return rc || cnt < n || cnt2 < n ? (rc ? rc : -1) : 0;
+		release(pg, d, cnt < n ? cnt : n);
+		release(pg, d2, cnt2 < n ? cnt2 : n);
+		return rc;
 	}
 	case SFS_PQ_ENC_BYTE_STREAM_SPLIT: {
 		unsigned char *t;
@@ -515,9 +599,9 @@ dba_out:
 
 		if (!w || (uint64_t)n * w > b->len - b->pos)
 			return -1;
-		t = sfs_thrift_take(&pg->arena, (size_t)n * w);
-		if (!t)
-			return -ENOMEM;
+		rc = arena_take(pg, (size_t)n * w, &t);
+		if (rc)
+			return rc;
 		for (i = 0; i < n; i++) {
 			for (k = 0; k < w; k++)
 				t[i * w + k] = b->p[b->pos + (size_t)k * n + i];

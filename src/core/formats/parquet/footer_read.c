@@ -210,7 +210,8 @@ static int read_list_of(struct sfs_thrift_reader *r, const struct where *w,
  * and the row groups' and chunks' pointers are set into them once the
  * footer is read: a small array per chunk would cost malloc's overhead
  * and SFS_GROW's first 8 elements each, 50 times the footer's bytes.
- * What they hold is added up as it is decoded and refused past
+ * What they take is charged as they grow, before they grow: their
+ * capacity (up to twice what they hold) and malloc's header, refused past
  * SFS_PARQUET_DECODED_MAX.
  */
 
@@ -233,6 +234,33 @@ static int spend(struct sfs_thrift_reader *r, struct sfs_parquet_meta *m,
 		"%s: footer at byte %llu: its %zu-byte footer decodes to more than the %u MiB shardfs decodes per footer (%zu row groups, %zu column chunks so far): rewrite the file with fewer, larger row groups (e.g. pyarrow's row_group_size)",
 		r->path, (unsigned long long)(r->base + r->pos), r->len,
 		SFS_PARQUET_DECODED_MAX >> 20, m->nrow_groups, m->nchunk_pool);
+}
+
+#define MALLOC_HEADER 16
+
+/*
+ * Room for need elements of size bytes in *arrayp (capacity *cap): the
+ * capacity it grows to (double, at least 8: what sfs_grow gives when
+ * asked for it) is charged before it is allocated.  0, -EFBIG or -ENOMEM.
+ */
+static int pool_grow(struct sfs_thrift_reader *r, struct sfs_parquet_meta *m,
+		     struct pools *p, void *arrayp, size_t *cap, size_t need,
+		     size_t size)
+{
+	size_t want;
+	int rc;
+
+	if (need <= *cap)
+		return 0;
+	want = *cap ? 2 * *cap : 8;
+	if (want < need)
+		want = need;
+	if (want > SFS_PARQUET_DECODED_MAX / size)
+		return spend(r, m, p, SFS_PARQUET_DECODED_MAX + (size_t)1);
+	rc = spend(r, m, p, (want - *cap) * size + (*cap ? 0 : MALLOC_HEADER));
+	if (rc)
+		return rc;
+	return sfs_grow(arrayp, cap, want, size) ? sfs_pq_footer_nomem(r) : 0;
 }
 
 static int read_bytes(struct sfs_thrift_reader *r, struct sfs_parquet_bytes *b)
@@ -309,9 +337,8 @@ static int read_schema(struct sfs_thrift_reader *r, struct sfs_parquet_meta *m,
 
 	rc = read_list_of(r, &w, "schema", SFS_TC_STRUCT, &n);
 	for (i = 0; !rc && i < n; i++) {
-		if (SFS_GROW(m->schema, cap, i + 1))
-			return sfs_pq_footer_nomem(r);
-		rc = spend(r, m, p, sizeof(*m->schema));
+		rc = pool_grow(r, m, p, &m->schema, &cap, i + 1,
+			       sizeof(*m->schema));
 		if (!rc)
 			rc = read_schema_element(r, i, &m->schema[i]);
 		if (!rc)
@@ -362,9 +389,8 @@ static int read_key_values(struct sfs_thrift_reader *r,
 
 	rc = read_list_of(r, &w, "key_value_metadata", SFS_TC_STRUCT, &n);
 	for (i = 0; !rc && i < n; i++) {
-		if (SFS_GROW(m->key_values, cap, i + 1))
-			return sfs_pq_footer_nomem(r);
-		rc = spend(r, m, p, sizeof(*m->key_values));
+		rc = pool_grow(r, m, p, &m->key_values, &cap, i + 1,
+			       sizeof(*m->key_values));
 		if (!rc)
 			rc = read_key_value(r, i, &m->key_values[i]);
 		if (!rc)
@@ -384,9 +410,8 @@ static int read_encodings(struct sfs_thrift_reader *r, const struct where *w,
 	for (i = 0; !rc && i < n; i++) {
 		size_t k = m->nencoding_pool;
 
-		if (SFS_GROW(m->encoding_pool, p->encodings_cap, k + 1))
-			return sfs_pq_footer_nomem(r);
-		rc = spend(r, m, p, sizeof(*m->encoding_pool));
+		rc = pool_grow(r, m, p, &m->encoding_pool, &p->encodings_cap,
+			       k + 1, sizeof(*m->encoding_pool));
 		if (!rc)
 			rc = sfs_thrift_read_i32(r, &m->encoding_pool[k]);
 		if (!rc) {
@@ -408,9 +433,8 @@ static int read_path(struct sfs_thrift_reader *r, const struct where *w,
 	for (i = 0; !rc && i < n; i++) {
 		size_t k = m->npath_pool;
 
-		if (SFS_GROW(m->path_pool, p->paths_cap, k + 1))
-			return sfs_pq_footer_nomem(r);
-		rc = spend(r, m, p, sizeof(*m->path_pool));
+		rc = pool_grow(r, m, p, &m->path_pool, &p->paths_cap, k + 1,
+			       sizeof(*m->path_pool));
 		if (!rc)
 			rc = read_bytes(r, &m->path_pool[k]);
 		if (!rc) {
@@ -621,12 +645,9 @@ static int read_row_group(struct sfs_thrift_reader *r,
 			rc = read_list_of(r, &w, "columns", SFS_TC_STRUCT, &n);
 			for (j = 0; !rc && j < n; j++) {
 				k = m->nchunk_pool;
-				if (SFS_GROW(m->chunk_pool, p->chunks_cap,
-					     k + 1)) {
-					rc = sfs_pq_footer_nomem(r);
-					break;
-				}
-				rc = spend(r, m, p, sizeof(*m->chunk_pool));
+				rc = pool_grow(r, m, p, &m->chunk_pool,
+					       &p->chunks_cap, k + 1,
+					       sizeof(*m->chunk_pool));
 				if (rc)
 					break;
 				m->nchunk_pool = k + 1;
@@ -662,9 +683,8 @@ static int read_row_groups(struct sfs_thrift_reader *r,
 
 	rc = read_list_of(r, &w, "row_groups", SFS_TC_STRUCT, &n);
 	for (i = 0; !rc && i < n; i++) {
-		if (SFS_GROW(m->row_groups, p->rg_cap, i + 1))
-			return sfs_pq_footer_nomem(r);
-		rc = spend(r, m, p, sizeof(*m->row_groups));
+		rc = pool_grow(r, m, p, &m->row_groups, &p->rg_cap, i + 1,
+			       sizeof(*m->row_groups));
 		if (rc)
 			break;
 		rc = read_row_group(r, m, p, i, &m->row_groups[i]);

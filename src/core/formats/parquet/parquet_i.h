@@ -133,6 +133,9 @@ void sfs_thrift_put(struct sfs_thrift_out *o, const void *data, size_t n);
 /* Room for n more bytes (n may be 0) at the end of o: where they go, or
  * NULL once o is failed.  The buffer may move at the next take or put. */
 unsigned char *sfs_thrift_take(struct sfs_thrift_out *o, size_t n);
+/* The capacity o has after a take of n (SIZE_MAX on overflow): what a
+ * caller charging memory counts before it takes. */
+size_t sfs_thrift_cap_after(const struct sfs_thrift_out *o, size_t n);
 void sfs_thrift_put_varint(struct sfs_thrift_out *o, uint64_t v);
 /* A field header after the field last_id (updated); bool fields carry
  * their value in type (SFS_TC_TRUE or SFS_TC_FALSE). */
@@ -256,6 +259,10 @@ struct sfs_pq_page {
 	unsigned bit_width; /* of idx */
 	unsigned char *raw; /* the uncompressed page (levels and values) */
 	struct sfs_thrift_out arena; /* values built while decoding */
+	/* what decoding may still build (the arena's capacity, DELTA_*
+	 * lengths), set by the page reader from its budget; after -EFBIG,
+	 * want is what it would have built */
+	uint64_t room, want;
 };
 
 /* One column chunk being read. */
@@ -330,12 +337,18 @@ int sfs_pq_plain_decode(struct sfs_pq_bytes *b, const struct sfs_pq_leaf *lf,
 			struct sfs_pq_value *v, uint32_t n,
 			struct sfs_thrift_out *arena);
 
+/* The name of an encoding for messages ("DELTA_BYTE_ARRAY"; "unknown"). */
+const char *sfs_pq_encoding_name(int32_t enc);
+
 /*
  * n values of leaf lf in encoding enc from b into pg->vals (dictionary
  * indexes into pg->idx, values built into pg->arena); dict holds the
- * chunk's ndict dictionary values, NULL when it has none.  Returns 0, -1
- * (malformed), -ENOMEM, -ENOENT (dictionary-encoded, but no dict) or
- * -ENOTSUP (an encoding not read); the caller says which in its message.
+ * chunk's ndict dictionary values, NULL when it has none.  What is built
+ * (the arena's capacity, DELTA_* lengths while they are decoded) is
+ * charged against pg->room before it is allocated.  Returns 0, -1
+ * (malformed), -ENOMEM, -EFBIG (over pg->room; pg->want says by how
+ * much), -ENOENT (dictionary-encoded, but no dict) or -ENOTSUP (an
+ * encoding not read); the caller says which in its message.
  */
 int sfs_pq_values_decode(struct sfs_pq_page *pg, const struct sfs_pq_leaf *lf,
 			 const struct sfs_pq_value *dict, uint32_t ndict,

@@ -399,6 +399,23 @@ unsigned char *sfs_thrift_take(struct sfs_thrift_out *o, size_t n)
 	return o->p + at;
 }
 
+size_t sfs_thrift_cap_after(const struct sfs_thrift_out *o, size_t n)
+{
+	size_t need;
+
+	if (n > SIZE_MAX - o->len)
+		return SIZE_MAX;
+	need = o->len + n;
+	if (need <= o->cap)
+		return o->cap;
+	/* as sfs_thrift_take asks, and sfs_grow gives: at least double */
+	if (!o->cap)
+		return need < 4096 ? 4096 : need;
+	return o->cap > SIZE_MAX / 2 ? SIZE_MAX :
+	       2 * o->cap > need     ? 2 * o->cap :
+				       need;
+}
+
 void sfs_thrift_put(struct sfs_thrift_out *o, const void *data, size_t n)
 {
 	unsigned char *p;
