@@ -100,8 +100,11 @@ struct sfs_lance_dataset {
  * no reader feature flag but SFS_LANCE_FLAGS_READ, no data or deletion
  * file outside the dataset (base_id), every data file path relative and
  * without "..", every fragment's physical_rows given and at most
- * SFS_LANCE_ROWS_MAX.  Returns 0 and a new manifest in *out, -EINVAL
- * ("<path>: byte <offset>: <what>; <fix>") or -ENOMEM.
+ * SFS_LANCE_ROWS_MAX; what it decodes to (its arrays at the size they
+ * grow to, and its paths) at most SFS_LANCE_DECODED_MAX, charged before
+ * each allocation.  Returns 0 and a new manifest in *out, -EINVAL
+ * ("<path>: byte <offset>: <what>; <fix>"), -EFBIG past that budget, or
+ * -ENOMEM.
  */
 int sfs_lance_manifest_parse(const unsigned char *buf, size_t len,
 			     const char *path, struct sfs_lance_manifest **out,

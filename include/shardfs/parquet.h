@@ -23,7 +23,8 @@
  * is capped: the chunks of all row groups, their encodings and their
  * paths are one array each (chunk_pool, ...), about 2.5 times a real
  * footer's size, 7 times the most compact one's (a 14.7 MB footer of
- * 400 000 row groups: ~100 MB), and what is decoded past
+ * 400 000 row groups: ~100 MB); the capacity an array grows to is
+ * charged before it grows, and a footer whose arrays would pass
  * SFS_PARQUET_DECODED_MAX is refused.
  * Encrypted files (a "PARE" footer, or a plaintext footer with an
  * encryption algorithm) are refused.
