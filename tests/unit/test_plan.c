@@ -958,7 +958,7 @@ static void check_stratified(const uint64_t *counts, const size_t *first,
 	m->sources = calloc(S, sizeof(*m->sources));
 	for (s = 0; s < S; s++) {
 		struct sfs_mix_source *src = &m->sources[s];
-		char name[8];
+		char name[24];
 
 		snprintf(name, sizeof(name), "m%zu", s);
 		src->name = strdup(name);
