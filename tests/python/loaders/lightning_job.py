@@ -78,7 +78,11 @@ def main() -> None:
     mnt, out, epochs, workers, batch = sys.argv[1:6]
     strategy = sys.argv[6] if len(sys.argv) > 6 else "ddp"
     ds = shardfs.ShardfsDataset(mnt, transform=row, batch_size=int(batch))
-    loader = DataLoader(ds, batch_size=int(batch), num_workers=int(workers))
+    # workers started by a fork server, not forked from a rank: a rank has
+    # gloo's threads, and CPython 3.11's fork can deadlock in its child
+    # (PyOS_AfterFork_Child waiting for a lock one of them held; seen here)
+    loader = DataLoader(ds, batch_size=int(batch), num_workers=int(workers),
+                        multiprocessing_context="forkserver")
     trainer = pl.Trainer(strategy=strategy, accelerator="cpu", devices=2,
                          max_epochs=int(epochs),
                          use_distributed_sampler=False,
