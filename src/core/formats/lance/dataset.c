@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "formats/lance/lance_i.h"
 #include "shardfs/index.h"
 #include "shardfs/lance.h"
 #include "shardfs/util.h"
@@ -44,9 +45,9 @@ static char *dataset_root(const char *manifest_path)
 	return strndup(manifest_path, n ? n - 1 : 0);
 }
 
-/* Read the whole regular file fd (named path) of at most max bytes. */
-static int read_whole(int fd, const char *path, uint64_t max,
-		      unsigned char **buf, size_t *len, struct sfs_error *err)
+int sfs_lance_read_whole(int fd, const char *path, uint64_t max,
+			 unsigned char **buf, size_t *len,
+			 struct sfs_error *err)
 {
 	struct stat st;
 	ssize_t got;
@@ -165,7 +166,8 @@ static int read_deletion(int dirfd, const char *root, const char *mpath,
 					strerror(-fd));
 		goto out;
 	}
-	rc = read_whole(fd, path, SFS_LANCE_DELETION_MAX, &buf, &len, err);
+	rc = sfs_lance_read_whole(fd, path, SFS_LANCE_DELETION_MAX, &buf, &len,
+				  err);
 	close(fd);
 	if (!rc)
 		rc = sfs_lance_deletion_parse(buf, len, (int)fr->deletion.type,
@@ -215,8 +217,8 @@ int sfs_lance_open(int dirfd, const char *manifest_path, int fd,
 		}
 		fd = own;
 	}
-	rc = read_whole(fd, manifest_path, SFS_LANCE_MANIFEST_MAX, &buf, &len,
-			err);
+	rc = sfs_lance_read_whole(fd, manifest_path, SFS_LANCE_MANIFEST_MAX,
+				  &buf, &len, err);
 	if (!rc)
 		rc = sfs_lance_manifest_parse(buf, len, manifest_path, &ds->m,
 					      err);

@@ -102,4 +102,14 @@ int sfs_pb_message(struct sfs_pb_reader *r, const char *what,
 /* Skip the value of field f by its wire type.  Returns 0 or -EINVAL. */
 int sfs_pb_skip(struct sfs_pb_reader *r, const struct sfs_pb_field *f);
 
+/*
+ * The whole regular file fd (named path in messages), of at most max
+ * bytes, into *buf (malloc'd, one byte to spare) and *len: dataset.c's,
+ * for manifests and deletion files; view.c reads a manifest again with
+ * it.  Returns 0, -EINVAL (not regular, too large), -EIO or -ENOMEM.
+ */
+int sfs_lance_read_whole(int fd, const char *path, uint64_t max,
+			 unsigned char **buf, size_t *len,
+			 struct sfs_error *err);
+
 #endif

@@ -378,31 +378,16 @@ static int read_manifest_file(int dirfd, const struct sfs_lance_dataset *ds,
 			      unsigned char **buf, size_t *len,
 			      struct sfs_error *err)
 {
-	struct stat st;
-	ssize_t got;
-	int fd = sfs_index_open_shard(dirfd, ds->manifest_path, O_RDONLY);
+	int fd = sfs_index_open_shard(dirfd, ds->manifest_path, O_RDONLY), rc;
 
 	*buf = NULL;
 	if (fd < 0)
 		return sfs_errorf(err, -EIO, "%s: cannot open: %s",
 				  ds->manifest_path, strerror(-fd));
-	if (fstat(fd, &st) < 0 ||
-	    (uint64_t)st.st_size > SFS_LANCE_MANIFEST_MAX ||
-	    !(*buf = malloc((size_t)st.st_size + 1))) {
-		close(fd);
-		return sfs_errorf(err, -EIO, "%s: cannot read it",
-				  ds->manifest_path);
-	}
-	got = sfs_pread_full(fd, *buf, (size_t)st.st_size, 0);
+	rc = sfs_lance_read_whole(fd, ds->manifest_path, SFS_LANCE_MANIFEST_MAX,
+				  buf, len, err);
 	close(fd);
-	*len = (size_t)st.st_size;
-	if (got != st.st_size) {
-		free(*buf);
-		*buf = NULL;
-		return sfs_errorf(err, -EIO, "%s: cannot read it",
-				  ds->manifest_path);
-	}
-	return 0;
+	return rc;
 }
 
 /*
