@@ -4,12 +4,18 @@ IterableDataset over the Parquet views (shardfs.ShardfsDataset, rows read
 with pyarrow), the epoch switched by shardfs's Lightning callback.  Every
 training step records the keys of its batch; each rank writes
 OUT/rank<r>-epoch<e>.json.  Lightning's ddp launcher starts rank 1 by
-running this file again."""
+running this file again.  Each rank writes what it did and how it ended
+to OUT/rank<r>.log (its traceback, or a fatal signal's stacks), so that
+a failed job says what every rank said, not only what came last on the
+shared stderr."""
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
 import sys
+import time
+import traceback
 
 import torch
 
@@ -52,6 +58,8 @@ class Model(pl.LightningModule):
         # serve (at the epoch's end, on a shared mount, another rank may
         # already have switched to the next)
         self.served = shardfs.Mount(MNT).epoch
+        self.say("epoch %d starts, the mount serves epoch %d"
+                 % (self.current_epoch, self.served))
 
     def training_step(self, batch, batch_idx):
         keys, x = batch
@@ -65,7 +73,14 @@ class Model(pl.LightningModule):
                   "w") as f:
             json.dump({"epoch_served": self.served,
                        "batches": self.keys}, f)
+        self.say("epoch %d ends after %d batches"
+                 % (self.current_epoch, len(self.keys)))
         self.keys = []
+
+    def say(self, what: str) -> None:
+        with open(os.path.join(self.out, "rank%d.log" % self.global_rank),
+                  "a") as log:
+            say(log, what)
 
     def configure_optimizers(self):
         return torch.optim.SGD(self.parameters(), lr=0.01)
@@ -74,8 +89,33 @@ class Model(pl.LightningModule):
 MNT = sys.argv[1]
 
 
+def rank_log(out: str):
+    """OUT/rank<r>.log of this rank, line-buffered, with faulthandler's
+    stacks on a fatal signal.  Lightning's launcher sets LOCAL_RANK in the
+    ranks it starts (one node: the global rank); the first rank has none."""
+    rank = int(os.environ.get("LOCAL_RANK", "0"))
+    log = open(os.path.join(out, "rank%d.log" % rank), "a", buffering=1)
+    faulthandler.enable(file=log, all_threads=True)
+    return log
+
+
+def say(log, what: str) -> None:
+    log.write("%.3f pid %d: %s\n" % (time.time(), os.getpid(), what))
+
+
 def main() -> None:
     mnt, out, epochs, workers, batch = sys.argv[1:6]
+    log = rank_log(out)
+    say(log, "started")
+    try:
+        fit(mnt, out, epochs, workers, batch)
+    except BaseException:
+        say(log, "failed:\n" + traceback.format_exc())
+        raise
+    say(log, "fit returned")
+
+
+def fit(mnt: str, out: str, epochs: str, workers: str, batch: str) -> None:
     strategy = sys.argv[6] if len(sys.argv) > 6 else "ddp"
     ds = shardfs.ShardfsDataset(mnt, transform=row, batch_size=int(batch))
     # workers started by a fork server, not forked from a rank: a rank has

@@ -39,6 +39,25 @@ def run_job(mnt: Path, out: Path, strategy: str = "ddp"
                           text=True, timeout=600, cwd=out)
 
 
+def job_said(job: "subprocess.CompletedProcess[str]", out: Path) -> str:
+    """What a failed job said: each rank's own log (lightning_job.py
+    writes how it ended, with its traceback), then the end of the shared
+    stderr, where the ranks' lines interleave."""
+    parts = ["the job exited %d" % job.returncode]
+    for r in range(2):
+        log = out / ("rank%d.log" % r)
+        parts.append("== rank %d (%s)\n%s" % (
+            r, log, log.read_text()[-6000:] if log.exists()
+            else "wrote no log: it never started"))
+    parts.append("== the job's stderr, last 3000 characters\n"
+                 + job.stderr[-3000:])
+    daemon = out.parent / "daemon0.log"  # the mount fixture's
+    if daemon.exists():
+        parts.append("== the daemon's log (%s)\n%s"
+                     % (daemon, daemon.read_text()[-2000:]))
+    return "\n".join(parts)
+
+
 def test_lightning_ddp_reads_each_epochs_plan(data, mount, tmp_path) -> None:
     src = data("parquet", 6, "5-40", seed=7)
     opts = "world=2,workers=2,batch=4,block=9"
@@ -46,7 +65,7 @@ def test_lightning_ddp_reads_each_epochs_plan(data, mount, tmp_path) -> None:
     out = tmp_path / "out"
     out.mkdir()
     job = run_job(mnt, out)
-    assert job.returncode == 0, job.stderr[-3000:]
+    assert job.returncode == 0, job_said(job, out)
     cache: Dict[str, List[str]] = {}
     for epoch in (0, 1):
         p = plan(src, opts + ",epoch=%d" % epoch)
