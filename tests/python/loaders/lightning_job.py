@@ -110,7 +110,8 @@ def main() -> None:
     try:
         fit(mnt, out, epochs, workers, batch)
     except BaseException:
-        say(log, "failed:\n" + traceback.format_exc())
+        # the innermost frames: Lightning's loops are 30 deep
+        say(log, "failed:\n" + traceback.format_exc(limit=-8))
         raise
     say(log, "fit returned")
 
