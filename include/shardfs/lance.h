@@ -198,4 +198,38 @@ int sfs_lance_view_build(int dirfd, const struct sfs_lance_dataset *ds,
 			 const struct sfs_run *runs, size_t nruns,
 			 struct sfs_dataset_view **out, struct sfs_error *err);
 
+/*
+ * The dataset directory of a manifest path "<dataset>/_versions/<name>"
+ * ("" for "_versions/<name>"): a heap string, or NULL when the path is not
+ * of that form (or without memory).
+ */
+char *sfs_lance_root(const char *manifest_path);
+
+/* What sfs_lance_view_read hands on, in the manifest's order. */
+struct sfs_lance_view_reader {
+	/* before the rows of fragment f (its number in the manifest), with
+	 * the number of its live rows; NULL: not called */
+	int (*fragment)(void *arg, size_t f, uint64_t live);
+	/* each data file of that fragment: its path below the dataset's
+	 * data/ and the size the manifest gives (0: none); NULL: not called */
+	int (*data_file)(void *arg, const char *path, uint64_t size);
+	/* each live row: its number among the dataset's rows and its
+	 * digest, the one the index gives the source row it names */
+	sfs_sample_fn row;
+	void *arg;
+};
+
+/*
+ * Read back the Lance dataset in directory dirfd (named path in messages;
+ * a reader's dataset of a view, for the auditor) as Lance would: its
+ * newest manifest, every fragment's deletion file (with the checks of
+ * sfs_lance_open), every live row.  The data files are not opened: they
+ * are the caller's to check against the source.  Returns 0, a callback's
+ * nonzero result, -EINVAL for a directory without a manifest, or the
+ * errors of sfs_lance_open.
+ */
+int sfs_lance_view_read(int dirfd, const char *path,
+			const struct sfs_lance_view_reader *rd,
+			struct sfs_error *err);
+
 #endif

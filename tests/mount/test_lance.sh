@@ -7,8 +7,10 @@
 # a grid of plan options (tests/lance/check_mount.py says what is
 # checked); an epoch switch gives the next epoch's rows under new names;
 # the recipe of docs/loaders.md runs through PyTorch's DataLoader and a
-# DDP job on a mount; shardfs-check view refuses a Lance mount with a
-# message.  Arguments: BUILD TESTS.
+# DDP job on a mount; shardfs-check view proves every Lance mount of the
+# grid (every reader's rows are its plan's, its data files the source's)
+# and fails, with its exact findings, on a copy of a view whose deletion
+# file or data file was tampered with.  Arguments: BUILD TESTS.
 . "$(dirname "$0")/lib.sh"
 venv=$(bash "$TESTS/python/venv.sh" "$TESTS/lance/requirements.txt") || {
 	bad "install pylance"
@@ -36,6 +38,13 @@ check() {
 	got=$("$py" "$TESTS/lance/check_mount.py" "$T/src/$1.lance" "$m" "$1.lance" ${3:-} 2>&1)
 	expect_eq "$1: $2: every reader's dataset is its rows (and the union the source's)" \
 		"$(grep -vc ': ok$' <<<"$got")" 0 || printf '%s\n' "$got" >&2
+	# the auditor checks one epoch per mount (epochs=1)
+	if [[ $2 != *epochs=* ]]; then
+		got=$(shardfs-check view ${CHECK_FLAGS:-} "$m" 2>&1)
+		expect_eq "$1: $2: shardfs-check view passes" "$?:$(tail -1 <<<"$got")" \
+			"0:PASS: disjoint, nothing missing, equal counts, every sample's bytes and order as planned" ||
+			printf '%s\n' "$got" >&2
+	fi
 	unmount_view "$m"
 }
 
@@ -49,7 +58,7 @@ for opts in world=2,workers=2 \
 	world=1,workers=1; do
 	check frags "$opts"
 done
-check frags world=2,workers=2,block=200,shuffle=units,symlinks=0 --copies
+CHECK_FLAGS=--verify check frags world=2,workers=2,block=200,shuffle=units,symlinks=0 --copies
 check frags world=3,workers=1,block=100,symlinks=0,no_open=0,prefetch=0 --copies
 for opts in world=3,workers=2 world=2,workers=4,block=5000,seed=9,remainder=drop \
 	world=5,workers=1,partition=interleaved,batch=64,block=1000; do
@@ -78,9 +87,66 @@ if mount_view "$T/src/frags.lance" "$m" world=2,workers=2,block=100,seed=1; then
 		"ok: 4 readers, $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["per_reader"])' "$m/.shardfs/plan.json") rows each" ||
 		printf '%s\n' "$got" >&2
 	got=$(shardfs-check view "$m" 2>&1)
-	expect_eq "shardfs-check view refuses a Lance mount" "$?:$got" \
-		"2:shardfs-check: $T/src/frags.lance: the source holds lance datasets ($(cd "$T/src/frags.lance" && ls _versions/*.manifest | head -1)), whose views the auditor cannot check yet: each reader's directory is a dataset of its own, not files of samples; read them with the dataset's library (docs/check.md)"
+	expect_eq "shardfs-check view of epoch 1 passes" "$?:$(tail -1 <<<"$got")" \
+		"0:PASS: disjoint, nothing missing, equal counts, every sample's bytes and order as planned"
 	unmount_view "$m"
+fi
+
+# shardfs-check view against tampered views: copies of a mount of the
+# fixture dataset (tests/lance/fixtures, fixed names and rows) with one
+# reader's deletion file changed (still valid, as many rows deleted, one
+# other row live), a data file's symlink pointing elsewhere, a status
+# whose plan is not the one served; each fails with its exact findings
+mkdir -p "$T/fx" "$T/elsewhere"
+cp -r "$TESTS/lance/fixtures/frags.lance" "$T/fx/"
+shardfs-index "$T/fx/frags.lance" --quiet || bad "fixture: shardfs-index"
+if mount_view "$T/fx/frags.lance" "$m" world=2,workers=2; then
+	for c in good deletion link plan; do cp -a "$m" "$T/copy-$c"; done
+	unmount_view "$m"
+	fx=$T/fx/frags.lance
+	man=_versions/18446744073709551608.manifest
+	pass="view: 4 of 4 readers, 433 samples each (1732 remaining, 0 padded, 0 dropped)
+PASS: disjoint, nothing missing, equal counts, every sample's bytes and order as planned"
+	got=$(shardfs-check view "$T/copy-good" 2>&1)
+	expect_eq "a copy of a view passes" "$?:$got" "0:$pass"
+	expect_eq "tamper: a deletion file's rows move" \
+		"$(python3 "$TESTS/lance/tamper_deletion.py" "$T"/copy-deletion/1/0/frags.lance/_deletions/*.bin)" \
+		"row 133 live, row 134 deleted"
+	got=$(shardfs-check view "$T/copy-deletion" 2>&1)
+	expect_eq "a changed deletion file: a row of another reader read, a row missing" "$?:$got" \
+		"1:view: 4 of 4 readers, 433 samples each (1732 remaining, 0 padded, 0 dropped)
+FAIL: 3 findings: 1 bytes 1 overlap 1 missing
+  bytes: rank 1 worker 0 ($T/copy-deletion), frags.lance, fragment 0, sample 0: read $man:865, the plan says $man:866
+  overlap: $man:865 is read 2 times (rank 0 worker 1 on $T/copy-deletion, rank 1 worker 0 on $T/copy-deletion), the plan reads it 1 time
+  missing: $man:866 is read 0 times, the plan reads it 1 (rank 1 worker 0 should)"
+	f=01000001110011011010101070480240c8999dc205b38d415b.lance
+	cp "$fx/data/$f" "$T/elsewhere/"
+	ln -sfn "$T/elsewhere/$f" "$T/copy-link/1/1/frags.lance/data/$f"
+	got=$(shardfs-check view "$T/copy-link" 2>&1)
+	expect_eq "a data file that is not the source's" "$?:$got" \
+		"1:view: 4 of 4 readers, 433 samples each (1732 remaining, 0 padded, 0 dropped)
+FAIL: 1 finding: 1 bytes
+  bytes: rank 1 worker 1: frags.lance/data/$f is a symlink to $T/elsewhere/$f, not to the source's $fx/data/$f"
+	sed -i 's/"start": 0,/"start": 433,/' "$T/copy-plan/.shardfs/status"
+	got=$(shardfs-check view "$T/copy-plan" 2>&1)
+	expect_eq "a view of another plan than its status says" "$?:$(sed -n 2,4p <<<"$got")" \
+		"1:FAIL: 442 findings: 4 count 4 bytes 433 overlap 1 missing
+  count: rank 0 worker 0 ($T/copy-plan) read 433 samples, the plan gives every reader 325
+  bytes: rank 0 worker 0 ($T/copy-plan), frags.lance, fragment 0, sample 0: read $man:0, the plan says $man:433"
+fi
+
+# with symlinks=0 the data files are the mount's: --verify hashes them
+if mount_view "$T/fx/frags.lance" "$m" world=2,workers=2,symlinks=0; then
+	cp -a "$m" "$T/copy-bytes"
+	unmount_view "$m"
+	f=01000001110011011010101070480240c8999dc205b38d415b.lance
+	printf 'X' | dd of="$T/copy-bytes/1/1/frags.lance/data/$f" bs=1 seek=100 conv=notrunc status=none
+	got=$(shardfs-check view "$T/copy-bytes" 2>&1)
+	expect_eq "a data file of the source's size passes without --verify" "$?:$got" "0:$pass"
+	got=$(shardfs-check view --verify "$T/copy-bytes" 2>&1)
+	expect_eq "--verify: a data file whose bytes are not the source's" "$?:$(sed -n 2,3p <<<"$got")" \
+		"1:FAIL: 1 finding: 1 bytes
+  bytes: rank 1 worker 1: frags.lance/data/$f: its bytes are not the source's $fx/data/$f (SHA-256)"
 fi
 
 # a source holding two datasets and a JSONL file: each reader has one

@@ -3,8 +3,12 @@
  * of every view listed in name order, every file read through its format
  * driver's samples op, every sample hashed and mapped back to the source
  * sample with that digest (the index's digests, or the source hashed here
- * when the index has none).  The result is an audit (include/shardfs/
- * audit.h) for the judge, and the findings made on the way.
+ * when the index has none).  A reader's dataset directory (a Lance
+ * dataset of the reader's rows) is read back as its format's library
+ * would read it, every live row digested as the index digests the source
+ * row it names, and its data files checked to be the source's.  The
+ * result is an audit (include/shardfs/audit.h) for the judge, and the
+ * findings made on the way.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -17,6 +21,8 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "shardfs/digest.h"
+#include "shardfs/lance.h"
 #include "shardfs/mixture.h"
 #include "shardfs/observe.h"
 #include "shardfs/plan.h"
@@ -34,8 +40,34 @@ struct vmount {
 	struct sfs_plan *plan;
 };
 
+/* A data file a reader's dataset shows as the source's, as found there. */
+struct dfile {
+	char *path; /* below the dataset's data/, as its manifest names it */
+	uint64_t declared; /* the manifest's size, 0: none */
+	size_t fragment; /* the first fragment naming it */
+	int type; /* S_IFLNK, S_IFREG, or 0: missing or another kind */
+	char *target; /* a symlink's */
+	uint64_t size; /* a regular file's */
+	bool hashed; /* --verify: digest is its SHA-256 */
+	unsigned char digest[SFS_DIGEST_LEN];
+};
+
+/* Where a fragment's rows start among a dataset job's digests. */
+struct dfrag {
+	size_t f, first;
+};
+
+enum job_kind {
+	JOB_FILE, /* a view file (or files sample): its format's samples */
+	JOB_SCAN, /* a source dataset: its driver's scan hands the digests */
+	JOB_DATASET, /* a reader's dataset directory, read back */
+};
+
 /* One file to read, or (files datasets) one sample of several files. */
 struct job {
+	enum job_kind kind;
+	const struct sfs_index *idx; /* JOB_SCAN: the shard's index */
+	size_t shard; /* JOB_SCAN */
 	size_t reader; /* in the audit */
 	char *name; /* as reported */
 	char **paths; /* the file(s), in name order */
@@ -45,6 +77,10 @@ struct job {
 	size_t ndigests, digests_cap;
 	uint64_t bytes;
 	char *error;
+	struct dfile *dfiles; /* JOB_DATASET: its data files */
+	size_t ndfiles, dfiles_cap;
+	struct dfrag *frags; /* JOB_DATASET: its fragments */
+	size_t nfrags, frags_cap;
 };
 
 /* The jobs of one pass over the pool (pool.arg). */
@@ -66,7 +102,166 @@ static int collect(void *arg, uint64_t sample, const unsigned char d[32])
 	return 0;
 }
 
-static void run_job(struct job *j, struct sfs_digest *d)
+/*
+ * Readers of a reader's dataset directory, by the format whose shards a
+ * view shows as datasets of their own (format.h, dataset_view): its rows
+ * as the digests the index gives their source rows, its data files, and
+ * the dataset directory of a shard of that format.
+ */
+static const struct dataset_reader {
+	const char *format;
+	int (*read)(int dirfd, const char *path,
+		    const struct sfs_lance_view_reader *rd,
+		    struct sfs_error *err);
+	char *(*root)(const char *shard_path);
+} dataset_readers[] = {
+	{ "lance", sfs_lance_view_read, sfs_lance_root },
+};
+
+static const struct dataset_reader *
+dataset_reader(const struct sfs_format_ops *ops)
+{
+	size_t i;
+
+	for (i = 0;
+	     ops && i < sizeof(dataset_readers) / sizeof(dataset_readers[0]);
+	     i++)
+		if (!strcmp(dataset_readers[i].format, ops->name))
+			return &dataset_readers[i];
+	return NULL;
+}
+
+static int dataset_fragment(void *arg, size_t f, uint64_t live)
+{
+	struct job *j = arg;
+
+	(void)live;
+	if (SFS_GROW(j->frags, j->frags_cap, j->nfrags + 1))
+		return -ENOMEM;
+	j->frags[j->nfrags++] = (struct dfrag){ f, j->ndigests };
+	return 0;
+}
+
+static int dataset_data_file(void *arg, const char *path, uint64_t size)
+{
+	struct job *j = arg;
+	size_t i;
+
+	for (i = 0; i < j->ndfiles; i++)
+		if (!strcmp(j->dfiles[i].path, path))
+			return 0;
+	if (SFS_GROW(j->dfiles, j->dfiles_cap, j->ndfiles + 1))
+		return -ENOMEM;
+	memset(&j->dfiles[j->ndfiles], 0, sizeof(j->dfiles[0]));
+	j->dfiles[j->ndfiles].path = strdup(path);
+	j->dfiles[j->ndfiles].declared = size;
+	j->dfiles[j->ndfiles].fragment = j->nfrags ? j->frags[j->nfrags - 1].f :
+						     0;
+	return j->dfiles[j->ndfiles++].path ? 0 : -ENOMEM;
+}
+
+/* How a data file of the reader's dataset dir is shown: a symlink (its
+ * target) or a regular file (its size; with verify, its SHA-256). */
+static void look_at_data_file(int dirfd, struct dfile *df, bool verify,
+			      struct sfs_digest *d)
+{
+	char rel[PATH_MAX], target[PATH_MAX];
+	struct sfs_error err = { 0 };
+	struct stat st;
+	ssize_t n;
+	int fd;
+
+	if ((size_t)snprintf(rel, sizeof(rel), "data/%s", df->path) >=
+		    sizeof(rel) ||
+	    fstatat(dirfd, rel, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return;
+	if (S_ISLNK(st.st_mode)) {
+		n = readlinkat(dirfd, rel, target, sizeof(target) - 1);
+		if (n < 0)
+			return;
+		target[n] = '\0';
+		df->target = strdup(target);
+		df->type = df->target ? S_IFLNK : 0;
+		return;
+	}
+	if (!S_ISREG(st.st_mode))
+		return;
+	df->type = S_IFREG;
+	df->size = (uint64_t)st.st_size;
+	if (!verify)
+		return;
+	fd = openat(dirfd, rel, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return;
+	df->hashed = !sfs_digest_fd(d, fd, df->size, rel, &err) &&
+		     !sfs_digest_final(d, df->digest);
+	close(fd);
+}
+
+/* A reader's dataset directory: its rows' digests, fragments, data files. */
+static int run_dataset(struct job *j, bool verify, struct sfs_digest *d,
+		       struct sfs_error *err)
+{
+	const struct dataset_reader *dr = dataset_reader(j->ops);
+	struct sfs_lance_view_reader rd = {
+		.fragment = dataset_fragment,
+		.data_file = dataset_data_file,
+		.row = collect,
+		.arg = j,
+	};
+	int dirfd, rc;
+	size_t i;
+
+	dirfd = open(j->paths[0], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0)
+		return sfs_errorf(err, -EIO, "%s: %s", j->paths[0],
+				  strerror(errno));
+	rc = dr->read(dirfd, j->name, &rd, err);
+	for (i = 0; !rc && i < j->ndfiles; i++)
+		look_at_data_file(dirfd, &j->dfiles[i], verify, d);
+	close(dirfd);
+	return rc;
+}
+
+/* A source dataset (an index without digests): its driver's scan. */
+static int run_scan(struct job *j, struct sfs_error *err)
+{
+	const struct sfs_shard *sh = &j->idx->shards[j->shard];
+	struct sfs_scan_in in = { .path = sh->path,
+				  .digest_fn = collect,
+				  .digest_arg = j };
+	struct sfs_scan out = { 0 };
+	struct stat st;
+	int rc;
+
+	in.dirfd = open(j->idx->source, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (in.dirfd < 0)
+		return sfs_errorf(err, -EIO, "%s: %s", j->idx->source,
+				  strerror(errno));
+	in.fd = sfs_index_open_shard(in.dirfd, sh->path, O_RDONLY);
+	if (in.fd < 0) {
+		rc = sfs_errorf(err, -EIO, "%s: cannot open: %s", sh->path,
+				strerror(-in.fd));
+		goto out;
+	}
+	if (fstat(in.fd, &st) < 0) {
+		rc = sfs_errorf(err, -EIO, "%s: %s", sh->path, strerror(errno));
+		goto out_close;
+	}
+	in.size = (uint64_t)st.st_size;
+	rc = sh->format->scan(&in, &out, err);
+	free(out.bounds);
+	if (!rc && !out.digested)
+		rc = sfs_errorf(err, -EIO, "%s: its rows were not digested",
+				sh->path);
+out_close:
+	close(in.fd);
+out:
+	close(in.dirfd);
+	return rc;
+}
+
+static void run_job(struct job *j, bool verify, struct sfs_digest *d)
 {
 	struct sfs_error err = { 0 };
 	unsigned char out[SFS_DIGEST_LEN];
@@ -74,6 +269,13 @@ static void run_job(struct job *j, struct sfs_digest *d)
 	size_t i;
 	int fd, rc = 0;
 
+	if (j->kind != JOB_FILE) {
+		rc = j->kind == JOB_SCAN ? run_scan(j, &err) :
+					   run_dataset(j, verify, d, &err);
+		if (rc)
+			j->error = strdup(err.msg[0] ? err.msg : strerror(-rc));
+		return;
+	}
 	for (i = 0; !rc && i < j->npaths; i++) {
 		fd = open(j->paths[i], O_RDONLY | O_CLOEXEC);
 		if (fd < 0 || fstat(fd, &st) < 0) {
@@ -104,7 +306,7 @@ static void pass_work(struct sfs_pool *p, size_t i, struct sfs_digest *d)
 {
 	struct pass *ps = p->arg;
 
-	run_job(&ps->jobs[i], d);
+	run_job(&ps->jobs[i], ps->o->verify, d);
 	atomic_fetch_add(&p->bytes, ps->jobs[i].bytes);
 }
 
@@ -137,6 +339,12 @@ static void jobs_free(struct job *jobs, size_t n)
 		free(jobs[i].name);
 		free(jobs[i].digests);
 		free(jobs[i].error);
+		for (k = 0; k < jobs[i].ndfiles; k++) {
+			free(jobs[i].dfiles[k].path);
+			free(jobs[i].dfiles[k].target);
+		}
+		free(jobs[i].dfiles);
+		free(jobs[i].frags);
 	}
 	free(jobs);
 }
@@ -388,6 +596,11 @@ static int source_map_build(struct source_map *sm, const struct sfs_index *idx,
 
 		p.jobs[i].reader = i;
 		p.jobs[i].ops = sh->nmembers ? NULL : sh->format;
+		if (sh->format->dataset_view) { /* rows, not bytes: scanned */
+			p.jobs[i].kind = JOB_SCAN;
+			p.jobs[i].idx = idx;
+			p.jobs[i].shard = i;
+		}
 		snprintf(path, sizeof(path), "%s/%s", idx->source, sh->path);
 		rc = job_add_path(&p.jobs[i], path);
 		for (k = 0; !rc && k < sh->nmembers; k++) {
@@ -489,6 +702,17 @@ static struct sfs_audit_sample lookup(const struct source_map *sm,
 	return out;
 }
 
+/* The format of the index's shards that views show as datasets, or NULL. */
+static const struct sfs_format_ops *dataset_ops(const struct sfs_index *idx)
+{
+	size_t i;
+
+	for (i = 0; i < idx->nshards; i++)
+		if (idx->shards[i].format->dataset_view)
+			return idx->shards[i].format;
+	return NULL;
+}
+
 /* List the readers of every mount: the audit's readers and the jobs. */
 static int enumerate(struct vmount *mounts, size_t nm,
 		     const struct sfs_index *idx, struct sfs_audit *au,
@@ -496,6 +720,7 @@ static int enumerate(struct vmount *mounts, size_t nm,
 		     struct sfs_error *err)
 {
 	bool files = idx->nshards && idx->shards[0].format->tree;
+	const struct sfs_format_ops *dops = dataset_ops(idx);
 	size_t m, i, w, k, nranks, nworkers, first;
 	char path[PATH_MAX];
 	int rc = 0;
@@ -545,10 +770,21 @@ static int enumerate(struct vmount *mounts, size_t nm,
 				names = list_dir(dir, &nn);
 				for (k = 0; !rc && k < nn; k++) {
 					char fp[PATH_MAX];
+					struct stat st;
 
 					rc = join(fp, sizeof(fp), dir,
 						  names[k]);
-					if (!rc)
+					if (!rc && dops && !lstat(fp, &st) &&
+					    S_ISDIR(st.st_mode)) {
+						/* a reader's dataset */
+						rc = add_job(jobs, njobs, cap,
+							     au->nreaders - 1,
+							     names[k], dops);
+						if (!rc)
+							(*jobs)[*njobs - 1]
+								.kind =
+								JOB_DATASET;
+					} else if (!rc)
 						rc = add_job(
 							jobs, njobs, cap,
 							au->nreaders - 1,
@@ -571,20 +807,151 @@ static int enumerate(struct vmount *mounts, size_t nm,
 	return rc;
 }
 
+/* The SHA-256 of source data files, each hashed once (--verify). */
+struct src_hashes {
+	char **paths;
+	unsigned char (*digests)[SFS_DIGEST_LEN];
+	size_t n, cap, digests_cap;
+};
+
+static void src_hashes_free(struct src_hashes *h)
+{
+	size_t i;
+
+	for (i = 0; i < h->n; i++)
+		free(h->paths[i]);
+	free(h->paths);
+	free(h->digests);
+}
+
+/* path's SHA-256 into out: 0, or -errno (the file cannot be read). */
+static int src_hash(struct src_hashes *h, const char *path, uint64_t size,
+		    unsigned char *out)
+{
+	struct sfs_error err = { 0 };
+	struct sfs_digest *d;
+	size_t i;
+	int fd, rc;
+
+	for (i = 0; i < h->n; i++)
+		if (!strcmp(h->paths[i], path)) {
+			memcpy(out, h->digests[i], SFS_DIGEST_LEN);
+			return 0;
+		}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	d = sfs_digest_new();
+	rc = d ? sfs_digest_fd(d, fd, size, path, &err) : -ENOMEM;
+	if (!rc)
+		rc = sfs_digest_final(d, out);
+	sfs_digest_free(d);
+	close(fd);
+	if (rc)
+		return rc;
+	if (SFS_GROW(h->paths, h->cap, h->n + 1) ||
+	    SFS_GROW(h->digests, h->digests_cap, h->n + 1))
+		return -ENOMEM;
+	h->paths[h->n] = strdup(path);
+	if (!h->paths[h->n])
+		return -ENOMEM;
+	memcpy(h->digests[h->n++], out, SFS_DIGEST_LEN);
+	return 0;
+}
+
+/*
+ * The data files of a reader's dataset whose rows are shard s's must be
+ * s's: a symlink to the source's file, or a file of its size (with
+ * --verify, of its SHA-256), of the size the view's manifest says.
+ */
+static int check_data_files(const struct job *j,
+			    const struct sfs_audit_reader *r,
+			    const struct sfs_index *idx, size_t s, bool verify,
+			    struct src_hashes *h, size_t max_findings,
+			    struct sfs_verdict *v)
+{
+	const struct dataset_reader *dr = dataset_reader(j->ops);
+	char *root = dr ? dr->root(idx->shards[s].path) : NULL;
+	unsigned char digest[SFS_DIGEST_LEN];
+	char src[PATH_MAX];
+	struct stat st;
+	size_t i;
+	int rc = 0, n;
+
+	if (!root)
+		return dr ? -ENOMEM : 0;
+	for (i = 0; !rc && i < j->ndfiles; i++) {
+		const struct dfile *df = &j->dfiles[i];
+
+		n = snprintf(src, sizeof(src), "%s/%s%sdata/%s", idx->source,
+			     root, *root ? "/" : "", df->path);
+		if (n < 0 || (size_t)n >= sizeof(src) || stat(src, &st) < 0)
+			rc = sfs_verdict_add(
+				v, max_findings, SFS_FIND_BYTES,
+				"rank %u worker %u: %s/data/%s (fragment %zu's) is no data file of the source's dataset %s: %s",
+				r->rank, r->worker, j->name, df->path,
+				df->fragment, idx->shards[s].path,
+				n < 0 || (size_t)n >= sizeof(src) ?
+					"path too long" :
+					strerror(errno));
+		else if (df->declared && df->declared != (uint64_t)st.st_size)
+			rc = sfs_verdict_add(
+				v, max_findings, SFS_FIND_BYTES,
+				"rank %u worker %u: %s: fragment %zu's data file %s is %llu bytes by its manifest, the source's %s holds %llu",
+				r->rank, r->worker, j->name, df->fragment,
+				df->path, (unsigned long long)df->declared, src,
+				(unsigned long long)st.st_size);
+		else if (!df->type)
+			rc = sfs_verdict_add(
+				v, max_findings, SFS_FIND_BYTES,
+				"rank %u worker %u: %s/data/%s (fragment %zu's) is missing or neither a symlink nor a regular file",
+				r->rank, r->worker, j->name, df->path,
+				df->fragment);
+		else if (df->type == S_IFLNK && strcmp(df->target, src))
+			rc = sfs_verdict_add(
+				v, max_findings, SFS_FIND_BYTES,
+				"rank %u worker %u: %s/data/%s is a symlink to %s, not to the source's %s",
+				r->rank, r->worker, j->name, df->path,
+				df->target, src);
+		else if (df->type == S_IFREG &&
+			 df->size != (uint64_t)st.st_size)
+			rc = sfs_verdict_add(
+				v, max_findings, SFS_FIND_BYTES,
+				"rank %u worker %u: %s/data/%s holds %llu bytes, the source's %s %llu",
+				r->rank, r->worker, j->name, df->path,
+				(unsigned long long)df->size, src,
+				(unsigned long long)st.st_size);
+		else if (df->type == S_IFREG && verify &&
+			 (!df->hashed ||
+			  src_hash(h, src, (uint64_t)st.st_size, digest) ||
+			  memcmp(digest, df->digest, SFS_DIGEST_LEN)))
+			rc = sfs_verdict_add(
+				v, max_findings, SFS_FIND_BYTES,
+				"rank %u worker %u: %s/data/%s: its bytes are not the source's %s (SHA-256)",
+				r->rank, r->worker, j->name, df->path, src);
+	}
+	free(root);
+	return rc;
+}
+
 /* Turn what the jobs read into the audit's samples. */
 static int record(struct sfs_audit *au, struct vmount *mounts,
 		  const struct sfs_index *idx, const struct source_map *sm,
-		  struct job *jobs, size_t njobs, size_t max_findings,
-		  struct sfs_verdict *v)
+		  struct job *jobs, size_t njobs,
+		  const struct sfs_observe_opts *o, struct sfs_verdict *v)
 {
 	struct sfs_audit_sample *want = NULL;
-	size_t i, k, nwant = 0, pos = 0, cur = SIZE_MAX;
+	struct src_hashes h = { 0 };
+	size_t i, k, f, nwant = 0, pos = 0, cur = SIZE_MAX;
+	size_t max_findings = o->max_findings;
+	char name[PATH_MAX];
 	int rc = 0;
 
 	for (i = 0; !rc && i < njobs; i++) {
 		struct job *j = &jobs[i];
 		struct sfs_audit_reader *r = &au->readers[j->reader];
 		const struct sfs_plan *p = mounts[r->mount].plan;
+		uint64_t shard = SFS_AUDIT_UNKNOWN;
 
 		if (j->reader != cur) {
 			free(want);
@@ -599,41 +966,39 @@ static int record(struct sfs_audit *au, struct vmount *mounts,
 							   r->worker),
 					&nwant);
 		}
-		rc = sfs_audit_add_file(r, j->name);
+		/* a dataset's rows are named by fragment, a file's by it */
+		if (j->kind != JOB_DATASET || !j->nfrags)
+			rc = sfs_audit_add_file(r, j->name);
 		if (!rc && j->error)
 			rc = sfs_verdict_add(
 				v, max_findings, SFS_FIND_BYTES,
 				"rank %u worker %u: %s cannot be read: %s",
 				r->rank, r->worker, j->name, j->error);
-		for (k = 0; !rc && k < j->ndigests; k++, pos++) {
-			struct sfs_audit_sample s =
-				lookup(sm, idx, j->digests[k],
-				       pos < nwant ? &want[pos] : NULL);
+		for (k = 0, f = 0; !rc && k < j->ndigests; k++, pos++) {
+			struct sfs_audit_sample s;
 
-			rc = sfs_audit_add_sample(r, s.shard, s.sample);
+			for (; !rc && j->kind == JOB_DATASET && f < j->nfrags &&
+			       j->frags[f].first == k;
+			     f++) {
+				snprintf(name, sizeof(name), "%s, fragment %zu",
+					 j->name, j->frags[f].f);
+				rc = sfs_audit_add_file(r, name);
+			}
+			s = lookup(sm, idx, j->digests[k],
+				   pos < nwant ? &want[pos] : NULL);
+			if (shard == SFS_AUDIT_UNKNOWN)
+				shard = s.shard;
+			if (!rc)
+				rc = sfs_audit_add_sample(r, s.shard, s.sample);
 		}
+		if (!rc && j->kind == JOB_DATASET && !j->error &&
+		    shard != SFS_AUDIT_UNKNOWN)
+			rc = check_data_files(j, r, idx, (size_t)shard,
+					      o->verify, &h, max_findings, v);
 	}
 	free(want);
+	src_hashes_free(&h);
 	return rc;
-}
-
-/*
- * A reader's directory of a dataset shard (Lance) is a dataset of its own,
- * which this auditor does not read: a verdict on its files would be wrong.
- */
-static int refuse_datasets(const struct sfs_index *idx, const char *source,
-			   struct sfs_error *err)
-{
-	size_t i;
-
-	for (i = 0; i < idx->nshards; i++)
-		if (idx->shards[i].format->dataset_view)
-			return sfs_errorf(
-				err, -EOPNOTSUPP,
-				"%s: the source holds %s datasets (%s), whose views the auditor cannot check yet: each reader's directory is a dataset of its own, not files of samples; read them with the dataset's library (docs/check.md)",
-				source, idx->shards[i].format->name,
-				idx->shards[i].path);
-	return 0;
 }
 
 int sfs_observe_views(const char *const *paths, size_t nm,
@@ -667,8 +1032,6 @@ int sfs_observe_views(const char *const *paths, size_t nm,
 		rc = sfs_source_load(mounts[0].source, mounts[0].index,
 				     &out->idx, err);
 	if (!rc)
-		rc = refuse_datasets(out->idx, mounts[0].source, err);
-	if (!rc)
 		rc = sfs_index_check_bounds(out->idx, err);
 	if (!rc)
 		rc = sfs_index_check_digests(out->idx, err);
@@ -691,8 +1054,8 @@ int sfs_observe_views(const char *const *paths, size_t nm,
 	if (rc)
 		goto out;
 	pass_run(&p, njobs);
-	rc = record(&out->audit, mounts, out->idx, &sm, p.jobs, njobs,
-		    o->max_findings, &out->found);
+	rc = record(&out->audit, mounts, out->idx, &sm, p.jobs, njobs, o,
+		    &out->found);
 	if (rc)
 		sfs_errorf(err, rc, "out of memory");
 out:
