@@ -114,14 +114,23 @@ int sfs_lance_manifest_parse(const unsigned char *buf, size_t len,
 void sfs_lance_manifest_free(struct sfs_lance_manifest *m);
 
 /*
- * The name (in _versions/) of the newest manifest of the dataset whose
- * directory is rel below dirfd ("" for dirfd itself), under either naming
- * scheme: V1 "{N}.manifest", V2 "{2^64 - 1 - N:020}.manifest" (20 digits);
- * other names are ignored.  Returns 1 with *name (heap, caller frees) and
- * *version, 0 when rel has no _versions/ directory (not a Lance dataset),
- * also when _versions/ holds no manifest (a directory of that name in
- * something else), or a negative errno with a message: -EIO.
+ * The name (in _versions/) of a manifest of the dataset whose directory
+ * is rel below dirfd ("" for dirfd itself): of version want, or when want
+ * is 0 of the newest.  A version N has a name under either scheme: V1
+ * "{N}.manifest" (decimal, no padding: the older scheme, which Lance
+ * still reads), V2 "{2^64 - 1 - N:020}.manifest" (20 digits, so that
+ * names list newest first; pylance 14.0.2's default); a name of 20 digits
+ * is read as V2.  Other names (latest_version_hint.json,
+ * temporary files) are ignored.  Returns 1 with *name (heap, caller frees)
+ * and *version; 0 when rel has no _versions/ directory (not a Lance
+ * dataset), also when _versions/ holds no manifest (a directory of that
+ * name in something else); -ENOENT when want is not one of the versions
+ * there (the message lists those: "1-5, 7"); -EIO, -ENOMEM.
  */
+int sfs_lance_find(int dirfd, const char *rel, uint64_t want, char **name,
+		   uint64_t *version, struct sfs_error *err);
+
+/* sfs_lance_find of the newest version. */
 int sfs_lance_latest(int dirfd, const char *rel, char **name, uint64_t *version,
 		     struct sfs_error *err);
 

@@ -149,6 +149,20 @@ if mount_view "$T/fx/frags.lance" "$m" world=2,workers=2,symlinks=0; then
   bytes: rank 1 worker 1: frags.lance/data/$f: its bytes are not the source's $fx/data/$f (SHA-256)"
 fi
 
+# shardfs-index --dataset-version 3: the mount serves version 3 (738
+# live rows), which the auditor proves and pylance reads
+shardfs-index "$T/fx/frags.lance" --dataset-version 3 --quiet || bad "fixture: --dataset-version 3"
+if mount_view "$T/fx/frags.lance" "$m" world=2,workers=2; then
+	got=$(shardfs-check view "$m" 2>&1)
+	expect_eq "version 3 mounted: shardfs-check view passes" "$?:$got" \
+		"0:view: 4 of 4 readers, 185 samples each (738 remaining, 2 padded, 0 dropped)
+PASS: disjoint, nothing missing, equal counts, every sample's bytes and order as planned"
+	expect_eq "version 3: pylance reads 185 rows in each reader's dataset" \
+		"$("$py" -c 'import glob, sys, lance; print(sorted({lance.dataset(d).count_rows() for d in glob.glob(sys.argv[1] + "/*/*/frags.lance")}))' "$m")" \
+		"[185]"
+	unmount_view "$m"
+fi
+
 # a source holding two datasets and a JSONL file: each reader has one
 # dataset directory per dataset it reads (named by its path), beside the
 # JSONL slices, and its rows over all of them are per_reader

@@ -759,6 +759,71 @@ static void test_lance_pylance_every_version(void **state)
 	close(dirfd);
 }
 
+static void test_lance_find_version(void **state)
+{
+	struct sfs_error err = { 0 };
+	const struct sfs_format_ops *found = NULL;
+	char *dir = tmpdir_new(), *name = NULL, *shard = NULL, want[64];
+	int dirfd = fixtures(), tmpfd;
+	uint64_t v, got;
+
+	(void)state;
+	/* V2 names: 2^64 - 1 - N, 20 digits */
+	for (v = 1; v <= 7; v++) {
+		assert_int_equal(sfs_lance_find(dirfd, "frags.lance", v, &name,
+						&got, &err),
+				 1);
+		snprintf(want, sizeof(want), "%020llu.manifest",
+			 (unsigned long long)(UINT64_MAX - v));
+		assert_string_equal(name, want);
+		assert_int_equal(got, v);
+		free(name);
+	}
+	/* V1 names: N */
+	assert_int_equal(
+		sfs_lance_find(dirfd, "v1.lance", 2, &name, &got, &err), 1);
+	assert_string_equal(name, "2.manifest");
+	free(name);
+	/* through the driver, as shardfs-index --dataset-version asks */
+	assert_int_equal(sfs_format_dataset(NULL, dirfd, "frags.lance", 3,
+					    &found, &shard, &err),
+			 1);
+	assert_string_equal(found->name, "lance");
+	assert_string_equal(
+		shard, "frags.lance/_versions/18446744073709551612.manifest");
+	free(shard);
+	/* a version the dataset has not: the versions it has */
+	assert_int_equal(sfs_lance_find(dirfd, "frags.lance", 9, &name, &got,
+					&err),
+			 -ENOENT);
+	assert_null(name);
+	assert_string_equal(
+		err.msg,
+		"frags.lance/_versions: the dataset has no version 9 (no 9.manifest, no 18446744073709551606.manifest); its versions are 1-7: index one of those (shardfs-index --dataset-version N), or leave the option out for the newest");
+	sfs_error_clear(&err);
+	/* both schemes in one directory, gaps listed as ranges */
+	tmpfd = open(dir, O_RDONLY | O_DIRECTORY);
+	free(write_at(dir, "_versions/2.manifest", "", 0));
+	free(write_at(dir, "_versions/3.manifest", "", 0));
+	free(write_at(dir, "_versions/18446744073709551611.manifest", "", 0));
+	free(write_at(dir, "_versions/10.manifest", "", 0));
+	free(write_at(dir, "_versions/latest_version_hint.json", "{}", 2));
+	assert_int_equal(sfs_lance_find(tmpfd, "", 4, &name, &got, &err), 1);
+	assert_string_equal(name, "18446744073709551611.manifest");
+	free(name);
+	assert_int_equal(sfs_lance_find(tmpfd, "", 5, &name, &got, &err),
+			 -ENOENT);
+	assert_string_equal(
+		err.msg,
+		"_versions: the dataset has no version 5 (no 5.manifest, no 18446744073709551610.manifest); its versions are 2-4, 10: index one of those (shardfs-index --dataset-version N), or leave the option out for the newest");
+	/* no manifest at all: not a dataset, whatever the version */
+	free(write_at(dir, "e/_versions/latest_version_hint.json", "{}", 2));
+	assert_int_equal(sfs_lance_find(tmpfd, "e", 5, &name, &got, &err), 0);
+	close(tmpfd);
+	close(dirfd);
+	tmpdir_remove(dir);
+}
+
 static void test_lance_not_a_dataset(void **state)
 {
 	struct sfs_error err = { 0 };
@@ -1046,6 +1111,7 @@ int main(void)
 		cmocka_unit_test(test_lance_pylance_frags),
 		cmocka_unit_test(test_lance_pylance_v1_and_stable),
 		cmocka_unit_test(test_lance_pylance_every_version),
+		cmocka_unit_test(test_lance_find_version),
 		cmocka_unit_test(test_lance_not_a_dataset),
 		cmocka_unit_test(test_lance_roaring),
 		cmocka_unit_test(test_lance_pylance_deletions),

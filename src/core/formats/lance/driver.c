@@ -35,12 +35,12 @@
 	"a Lance dataset is shown to a reader as a dataset of its own, " \
 	"never as a slice of bytes"
 
-static int lance_dataset(int dirfd, const char *rel, char **shard,
-			 struct sfs_error *err)
+static int lance_dataset(int dirfd, const char *rel, uint64_t want,
+			 char **shard, struct sfs_error *err)
 {
 	uint64_t version;
 	char *name;
-	int rc = sfs_lance_latest(dirfd, rel, &name, &version, err);
+	int rc = sfs_lance_find(dirfd, rel, want, &name, &version, err);
 
 	if (rc <= 0)
 		return rc;
