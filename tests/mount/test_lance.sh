@@ -191,6 +191,42 @@ for d in sorted(glob.glob(m + "/*/*")):
 	unmount_view "$m"
 fi
 
+# a mixture whose sources are Lance datasets (and one of Lance and JSONL):
+# each reader holds one dataset per source it reads, named after the
+# source (MNT/<r>/<w>/<source>.<dataset>), beside its JSONL slices;
+# shardfs-check view proves it (every row once, each source's allocation,
+# each dataset in the plan's order) and pylance counts per_reader rows
+shardfs-index "$T/src/v1.lance" --quiet || bad "v1: shardfs-index"
+mkdir -p "$T/src/lines"
+seq 0 199 | sed 's/.*/{"n": &}/' > "$T/src/lines/l.jsonl"
+shardfs-index "$T/src/lines" --quiet || bad "lines: shardfs-index"
+printf '%s\n' '{"sources": [{"path": "frags.lance", "proportion": 3},
+  {"path": "v1.lance", "proportion": 1}], "epoch_size": 400}' > "$T/src/mix.json"
+printf '%s\n' '{"sources": [{"path": "frags.lance", "proportion": 1},
+  {"path": "lines", "proportion": 1}], "epoch_size": 300}' > "$T/src/mix2.json"
+for mo in mix.json:world=2,workers=2 mix.json:world=2,workers=2,block=10,seed=1 \
+	mix.json:world=3,workers=1,block=50,shuffle=samples,seed=4 \
+	mix2.json:world=2,workers=2,block=10,seed=2; do
+	mix=${mo%%:*} opts=${mo#*:}
+	mount_view "$T/src/$mix" "$m" "$opts" || { bad "$mo: mount"; continue; }
+	got=$(shardfs-check view "$m" 2>&1)
+	expect_eq "$mo: shardfs-check view passes" "$?:$(tail -1 <<<"$got")" \
+		"0:PASS: disjoint, nothing missing, equal counts, every sample's bytes and order as planned" ||
+		printf '%s\n' "$got" >&2
+	got=$("$py" -c '
+import glob, json, sys
+import lance
+m = sys.argv[1]
+per = json.load(open(m + "/.shardfs/plan.json"))["per_reader"]
+for d in sorted(glob.glob(m + "/[0-9]*/[0-9]*")):
+    n = sum(lance.dataset(x).count_rows() for x in glob.glob(d + "/*.lance"))
+    n += sum(sum(1 for _ in open(f)) for f in glob.glob(d + "/*.jsonl"))
+    print(d[len(m):], n, per, "ok" if n == per else "WRONG")' "$m" 2>&1)
+	expect_eq "$mo: pylance counts per_reader rows in every reader" \
+		"$(grep -vc ' ok$' <<<"$got")" 0 || printf '%s\n' "$got" >&2
+	unmount_view "$m"
+done
+
 # a DDP job (gloo, 2 ranks sharing a mount, DataLoader num_workers=2)
 # through the recipe, over two epochs: equal steps, full batches, every
 # live row once plus the plan's padding (tests/lance/ddp_lance.py)
