@@ -135,6 +135,22 @@ FAIL: 1 finding: 1 bytes
   bytes: rank 0 worker 0 ($T/copy-plan), frags.lance, fragment 0, sample 0: read $man:0, the plan says $man:433"
 fi
 
+# one mount per rank, as on two nodes: each emits its report, and the
+# merged reports are judged as one audit
+for r in 0 1; do
+	mount_view "$T/src/frags.lance" "$T/rank$r" world=2,workers=2,rank=$r,block=100,seed=3 ||
+		bad "rank $r: mount"
+	shardfs-check view --emit "$T/report-$r.json" "$T/rank$r" >/dev/null ||
+		bad "rank $r: --emit"
+done
+got=$(shardfs-check merge "$T/report-0.json" "$T/report-1.json" 2>&1)
+expect_eq "the reports of two ranks' Lance mounts merge into a pass" "$?:$(tail -1 <<<"$got")" \
+	"0:PASS: disjoint, nothing missing, equal counts, every sample's bytes and order as planned"
+got=$(shardfs-check merge "$T/report-0.json" 2>&1)
+expect_eq "rank 0's report alone: rank 1 is missing" "$?:$(sed -n 3p <<<"$got")" \
+	"1:  coverage: rank 1 is shown by no mount"
+for r in 0 1; do unmount_view "$T/rank$r"; done
+
 # with symlinks=0 the data files are the mount's: --verify hashes them
 if mount_view "$T/fx/frags.lance" "$m" world=2,workers=2,symlinks=0; then
 	cp -a "$m" "$T/copy-bytes"
