@@ -148,13 +148,15 @@ struct sfs_format_ops {
 	 * A directory that is one shard (a dataset: Lance): called by the
 	 * indexer's walk for each directory, rel below dirfd ("" for the
 	 * source itself).  Returns 1 and a heap path (relative to dirfd,
-	 * inside rel) of the file that stands for the dataset in the index,
-	 * whose scan reads the rest through sfs_scan_in.dirfd; 0 when rel is
-	 * not one; a negative errno with a message.  The walk does not look
-	 * inside a dataset.  NULL: the format has no such directories.
+	 * inside rel) of the file that stands for the dataset in the index
+	 * at version (0: its newest), whose scan reads the rest through
+	 * sfs_scan_in.dirfd; 0 when rel is not one; a negative errno with a
+	 * message (a version the dataset has not: -ENOENT).  The walk does
+	 * not look inside a dataset.  NULL: the format has no such
+	 * directories.
 	 */
-	int (*dataset)(int dirfd, const char *rel, char **shard,
-		       struct sfs_error *err);
+	int (*dataset)(int dirfd, const char *rel, uint64_t version,
+		       char **shard, struct sfs_error *err);
 
 	/*
 	 * Fill out (zeroed by the caller).  Returns 0, or a negative errno
@@ -251,11 +253,13 @@ size_t sfs_format_key_len(const char *path);
 /*
  * Whether directory rel below dirfd is a dataset of a driver (ops, or any
  * driver when ops is NULL): 1 with *found and *shard as the driver's
- * dataset op gives them, 0, or its negative errno.
+ * dataset op gives them at version (0: the newest), 0, or its negative
+ * errno.
  */
 int sfs_format_dataset(const struct sfs_format_ops *ops, int dirfd,
-		       const char *rel, const struct sfs_format_ops **found,
-		       char **shard, struct sfs_error *err);
+		       const char *rel, uint64_t version,
+		       const struct sfs_format_ops **found, char **shard,
+		       struct sfs_error *err);
 
 /* The i-th driver of the format table, or NULL past the last. */
 const struct sfs_format_ops *sfs_format_at(size_t i);

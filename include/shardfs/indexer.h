@@ -34,6 +34,9 @@ struct sfs_indexer_opts {
 	bool hash; /* compute SHA-256 */
 	bool skip_bad; /* index the rest, report */
 	uint64_t declared; /* opaque: samples per shard */
+	/* a dataset (format.h, dataset: Lance) is indexed at this version,
+	 * 0: its newest (shardfs-index --dataset-version) */
+	uint64_t version;
 	/* index only part `part` of `nparts` (0 < nparts): the shards at
 	 * positions part, part + nparts, ... of the sorted list; nparts 0:
 	 * every shard */

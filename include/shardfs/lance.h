@@ -114,14 +114,23 @@ int sfs_lance_manifest_parse(const unsigned char *buf, size_t len,
 void sfs_lance_manifest_free(struct sfs_lance_manifest *m);
 
 /*
- * The name (in _versions/) of the newest manifest of the dataset whose
- * directory is rel below dirfd ("" for dirfd itself), under either naming
- * scheme: V1 "{N}.manifest", V2 "{2^64 - 1 - N:020}.manifest" (20 digits);
- * other names are ignored.  Returns 1 with *name (heap, caller frees) and
- * *version, 0 when rel has no _versions/ directory (not a Lance dataset),
- * also when _versions/ holds no manifest (a directory of that name in
- * something else), or a negative errno with a message: -EIO.
+ * The name (in _versions/) of a manifest of the dataset whose directory
+ * is rel below dirfd ("" for dirfd itself): of version want, or when want
+ * is 0 of the newest.  A version N has a name under either scheme: V1
+ * "{N}.manifest" (decimal, no padding: the older scheme, which Lance
+ * still reads), V2 "{2^64 - 1 - N:020}.manifest" (20 digits, so that
+ * names list newest first; pylance 14.0.2's default); a name of 20 digits
+ * is read as V2.  Other names (latest_version_hint.json,
+ * temporary files) are ignored.  Returns 1 with *name (heap, caller frees)
+ * and *version; 0 when rel has no _versions/ directory (not a Lance
+ * dataset), also when _versions/ holds no manifest (a directory of that
+ * name in something else); -ENOENT when want is not one of the versions
+ * there (the message lists those: "1-5, 7"); -EIO, -ENOMEM.
  */
+int sfs_lance_find(int dirfd, const char *rel, uint64_t want, char **name,
+		   uint64_t *version, struct sfs_error *err);
+
+/* sfs_lance_find of the newest version. */
 int sfs_lance_latest(int dirfd, const char *rel, char **name, uint64_t *version,
 		     struct sfs_error *err);
 
@@ -197,5 +206,39 @@ int sfs_lance_live_runs(int dirfd, const struct sfs_lance_dataset *ds, size_t f,
 int sfs_lance_view_build(int dirfd, const struct sfs_lance_dataset *ds,
 			 const struct sfs_run *runs, size_t nruns,
 			 struct sfs_dataset_view **out, struct sfs_error *err);
+
+/*
+ * The dataset directory of a manifest path "<dataset>/_versions/<name>"
+ * ("" for "_versions/<name>"): a heap string, or NULL when the path is not
+ * of that form (or without memory).
+ */
+char *sfs_lance_root(const char *manifest_path);
+
+/* What sfs_lance_view_read hands on, in the manifest's order. */
+struct sfs_lance_view_reader {
+	/* before the rows of fragment f (its number in the manifest), with
+	 * the number of its live rows; NULL: not called */
+	int (*fragment)(void *arg, size_t f, uint64_t live);
+	/* each data file of that fragment: its path below the dataset's
+	 * data/ and the size the manifest gives (0: none); NULL: not called */
+	int (*data_file)(void *arg, const char *path, uint64_t size);
+	/* each live row: its number among the dataset's rows and its
+	 * digest, the one the index gives the source row it names */
+	sfs_sample_fn row;
+	void *arg;
+};
+
+/*
+ * Read back the Lance dataset in directory dirfd (named path in messages;
+ * a reader's dataset of a view, for the auditor) as Lance would: its
+ * newest manifest, every fragment's deletion file (with the checks of
+ * sfs_lance_open), every live row.  The data files are not opened: they
+ * are the caller's to check against the source.  Returns 0, a callback's
+ * nonzero result, -EINVAL for a directory without a manifest, or the
+ * errors of sfs_lance_open.
+ */
+int sfs_lance_view_read(int dirfd, const char *path,
+			const struct sfs_lance_view_reader *rd,
+			struct sfs_error *err);
 
 #endif

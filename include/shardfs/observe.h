@@ -2,8 +2,9 @@
  * Observing mounted views as a loader reads them, for the auditor: every
  * worker directory of every view listed in name order, every file read
  * through its format driver (tar members, jsonl lines, TFRecord records,
- * files), every sample hashed and mapped back to the source sample with
- * that digest.  The views' own status (MNT/.shardfs/status) says what they
+ * files; a reader's Lance dataset by its manifest and deletion files),
+ * every sample hashed and mapped back to the source sample with that
+ * digest.  The views' own status (MNT/.shardfs/status) says what they
  * serve; the views must serve one source and index, one epoch each.
  */
 #ifndef SHARDFS_OBSERVE_H
@@ -20,6 +21,9 @@
 struct sfs_observe_opts {
 	unsigned jobs; /* threads, 0: one per CPU */
 	size_t max_findings; /* messages kept per verdict */
+	/* also hash a reader's dataset's data files served as files (not
+	 * symlinks) against the source's (shardfs-check --verify) */
+	bool verify;
 	/* progress of each pass ("hashing source shards", "reading view
 	 * files"), from the calling thread; NULL for none */
 	void (*progress)(const char *what, const struct sfs_pool *p, bool final,

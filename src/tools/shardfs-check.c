@@ -331,6 +331,7 @@ static int check_view(struct args *a, char **paths, size_t nm)
 	struct sfs_observe_opts o = {
 		.jobs = a->jobs,
 		.max_findings = MAX_FINDINGS,
+		.verify = a->verify,
 		.progress = isatty(2) ? observe_progress : NULL,
 	};
 	struct sfs_observation ob;

@@ -47,6 +47,10 @@ static void usage(FILE *f)
 		"                         A Lance dataset (a directory holding\n"
 		"                         _versions/) anywhere in SRC is one shard of\n"
 		"                         its live rows, at its newest version\n"
+		"  --dataset-version N    index version N of each Lance dataset instead\n"
+		"                         of its newest (the mount serves what the\n"
+		"                         index read; a re-run without it moves on to\n"
+		"                         the newest)\n"
 		"  --samples-per-shard N  samples in each opaque shard (default 1)\n"
 		"  --skip-bad             index the good shards, list the bad ones\n"
 		"  --part I/N             index part I (0..N-1) of N only: shards I, I+N,\n"
@@ -290,6 +294,16 @@ static int build(struct sfs_indexer_opts *o, const char *out, bool quiet)
 		return CLI_ERROR;
 	}
 	print_problems(&rep, "skipped");
+	for (i = 0; o->version && i < idx->nshards; i++)
+		if (idx->shards[i].format->dataset)
+			break;
+	if (o->version && i == idx->nshards) {
+		fprintf(stderr,
+			"%s: --dataset-version %llu: %s holds no dataset (a Lance dataset is a directory holding _versions/); leave the option out, or index the dataset's directory\n",
+			prog, (unsigned long long)o->version, o->source);
+		rc = CLI_ERROR;
+		goto out_free;
+	}
 	rc = sfs_index_save(idx, out, &err);
 	if (rc) {
 		cli_fail(prog, err.msg);
@@ -325,6 +339,7 @@ int main(int argc, char **argv)
 		OPT_FORMAT,
 		OPT_SAMPLES,
 		OPT_SKIP_BAD,
+		OPT_DATASET_VERSION,
 		OPT_QUIET,
 		OPT_PART,
 		OPT_MERGE,
@@ -339,6 +354,8 @@ int main(int argc, char **argv)
 		{ "format", required_argument, NULL, OPT_FORMAT },
 		{ "samples-per-shard", required_argument, NULL, OPT_SAMPLES },
 		{ "skip-bad", no_argument, NULL, OPT_SKIP_BAD },
+		{ "dataset-version", required_argument, NULL,
+		  OPT_DATASET_VERSION },
 		{ "quiet", no_argument, NULL, OPT_QUIET },
 		{ "part", required_argument, NULL, OPT_PART },
 		{ "merge", no_argument, NULL, OPT_MERGE },
@@ -392,6 +409,14 @@ int main(int argc, char **argv)
 			break;
 		case OPT_SKIP_BAD:
 			o.skip_bad = true;
+			break;
+		case OPT_DATASET_VERSION:
+			if (sfs_options_number("dataset-version", optarg, 1,
+					       UINT64_MAX - 1, &o.version,
+					       &err)) {
+				cli_fail(prog, err.msg);
+				return CLI_ERROR;
+			}
 			break;
 		case OPT_QUIET:
 			quiet = true;

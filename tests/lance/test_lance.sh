@@ -2,7 +2,8 @@
 # Lance datasets written by pylance (tests/lance/requirements.txt) through
 # shardfs-index and shardfs-plan: the index counts every dataset's live
 # rows exactly as lance.dataset(p).count_rows(); the plan gives every
-# reader its equal share of them; a refresh follows a new version; a
+# reader its equal share of them; a refresh follows a new version;
+# --dataset-version N indexes an older one (both naming schemes); a
 # dataset with a file missing, or a damaged manifest, is refused with the
 # file, the byte and the fix (mounts: tests/mount/test_lance.sh).
 # Arguments: BUILD TESTS.
@@ -118,6 +119,40 @@ head -c $((size - 1)) "$b/$m" > "$T/cut" && cat "$T/cut" > "$b/$m"
 got=$(shardfs-index "$b" --quiet 2>&1)
 expect_eq "truncated manifest: refused" "$got" \
 	"shardfs-index: 1 shard could not be indexed: $m: byte $((size - 5)): no \"LANC\" magic at the end: not a Lance manifest, or truncated; restore it from the dataset's writer; fix or remove it, or run shardfs-index --skip-bad to index the rest"
+
+# --dataset-version N: each version of frags (V2 names) and of v1 (V1
+# names) indexed counts what lance.dataset(d, version=N) counts; a version
+# that does not exist is refused with those that do; a re-run without the
+# option indexes the newest again
+for ds in frags v1; do
+	d=$T/src/$ds.lance
+	nv=$(rows "len(lance.dataset('$d').versions())")
+	for v in $(seq 1 "$nv"); do
+		shardfs-index "$d" --dataset-version "$v" --out "$T/ix-$ds-$v" --quiet ||
+			bad "$ds: --dataset-version $v"
+		expect_eq "$ds: version $v: indexed as pylance counts it" \
+			"$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1] + "/manifest.json"))["shards"][0]["samples"])' "$T/ix-$ds-$v")" \
+			"$(rows "lance.dataset('$d', version=$v).count_rows()")"
+	done
+done
+expect_eq "frags has 7 versions" "$(ls "$T"/ix-frags-* -d | wc -l)" 7
+expect_run "a version that does not exist" 2 \
+	"shardfs-index: _versions: the dataset has no version 8 (no 8.manifest, no 18446744073709551607.manifest); its versions are 1-7: index one of those (shardfs-index --dataset-version N), or leave the option out for the newest" \
+	-- shardfs-index "$T/src/frags.lance" --dataset-version 8 --out "$T/ix-none" --quiet
+nv=$(rows "len(lance.dataset('$T/src/v1.lance').versions())")
+expect_eq "v1 has V1 names only" "$(ls "$T/src/v1.lance/_versions" | grep -c '^[0-9]\{20\}')" 0
+expect_run "v1 names: a version that does not exist" 2 \
+	"shardfs-index: _versions: the dataset has no version $((nv + 1)) (no $((nv + 1)).manifest, no $(python3 -c "print('%020d' % (2**64 - 1 - $nv - 1))").manifest); its versions are 1-$nv: index one of those (shardfs-index --dataset-version N), or leave the option out for the newest" \
+	-- shardfs-index "$T/src/v1.lance" --dataset-version $((nv + 1)) --out "$T/ix-none" --quiet
+mkdir -p "$T/nods" && echo '{}' > "$T/nods/a.jsonl"
+expect_run "--dataset-version of a source without a dataset" 2 \
+	"shardfs-index: --dataset-version 2: $T/nods holds no dataset (a Lance dataset is a directory holding _versions/); leave the option out, or index the dataset's directory" \
+	-- shardfs-index "$T/nods" --dataset-version 2 --quiet
+cp -r "$T/src/frags.lance" "$T/again.lance" && rm -rf "$T/again.lance/.shardfs"
+shardfs-index "$T/again.lance" --dataset-version 3 --quiet
+shardfs-index "$T/again.lance" --quiet
+expect_eq "a re-run without --dataset-version indexes the newest" "$(indexed "$T/again.lance")" \
+	"_versions/18446744073709551608.manifest=1732"
 
 # readers' Lance datasets (sfs_lance_view_build, written by lance-view
 # as files; the daemon serves the same) read by pylance as their rows

@@ -7,8 +7,10 @@
 # a grid of plan options (tests/lance/check_mount.py says what is
 # checked); an epoch switch gives the next epoch's rows under new names;
 # the recipe of docs/loaders.md runs through PyTorch's DataLoader and a
-# DDP job on a mount; shardfs-check view refuses a Lance mount with a
-# message.  Arguments: BUILD TESTS.
+# DDP job on a mount; shardfs-check view proves every Lance mount of the
+# grid (every reader's rows are its plan's, its data files the source's)
+# and fails, with its exact findings, on a copy of a view whose deletion
+# file or data file was tampered with.  Arguments: BUILD TESTS.
 . "$(dirname "$0")/lib.sh"
 venv=$(bash "$TESTS/python/venv.sh" "$TESTS/lance/requirements.txt") || {
 	bad "install pylance"
@@ -36,6 +38,13 @@ check() {
 	got=$("$py" "$TESTS/lance/check_mount.py" "$T/src/$1.lance" "$m" "$1.lance" ${3:-} 2>&1)
 	expect_eq "$1: $2: every reader's dataset is its rows (and the union the source's)" \
 		"$(grep -vc ': ok$' <<<"$got")" 0 || printf '%s\n' "$got" >&2
+	# the auditor checks one epoch per mount (epochs=1)
+	if [[ $2 != *epochs=* ]]; then
+		got=$(shardfs-check view ${CHECK_FLAGS:-} "$m" 2>&1)
+		expect_eq "$1: $2: shardfs-check view passes" "$?:$(tail -1 <<<"$got")" \
+			"0:PASS: disjoint, nothing missing, equal counts, every sample's bytes and order as planned" ||
+			printf '%s\n' "$got" >&2
+	fi
 	unmount_view "$m"
 }
 
@@ -49,7 +58,7 @@ for opts in world=2,workers=2 \
 	world=1,workers=1; do
 	check frags "$opts"
 done
-check frags world=2,workers=2,block=200,shuffle=units,symlinks=0 --copies
+CHECK_FLAGS=--verify check frags world=2,workers=2,block=200,shuffle=units,symlinks=0 --copies
 check frags world=3,workers=1,block=100,symlinks=0,no_open=0,prefetch=0 --copies
 for opts in world=3,workers=2 world=2,workers=4,block=5000,seed=9,remainder=drop \
 	world=5,workers=1,partition=interleaved,batch=64,block=1000; do
@@ -78,8 +87,95 @@ if mount_view "$T/src/frags.lance" "$m" world=2,workers=2,block=100,seed=1; then
 		"ok: 4 readers, $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["per_reader"])' "$m/.shardfs/plan.json") rows each" ||
 		printf '%s\n' "$got" >&2
 	got=$(shardfs-check view "$m" 2>&1)
-	expect_eq "shardfs-check view refuses a Lance mount" "$?:$got" \
-		"2:shardfs-check: $T/src/frags.lance: the source holds lance datasets ($(cd "$T/src/frags.lance" && ls _versions/*.manifest | head -1)), whose views the auditor cannot check yet: each reader's directory is a dataset of its own, not files of samples; read them with the dataset's library (docs/check.md)"
+	expect_eq "shardfs-check view of epoch 1 passes" "$?:$(tail -1 <<<"$got")" \
+		"0:PASS: disjoint, nothing missing, equal counts, every sample's bytes and order as planned"
+	unmount_view "$m"
+fi
+
+# shardfs-check view against tampered views: copies of a mount of the
+# fixture dataset (tests/lance/fixtures, fixed names and rows) with one
+# reader's deletion file changed (still valid, as many rows deleted, one
+# other row live), a data file's symlink pointing elsewhere, a status
+# whose plan is not the one served; each fails with its exact findings
+mkdir -p "$T/fx" "$T/elsewhere"
+cp -r "$TESTS/lance/fixtures/frags.lance" "$T/fx/"
+shardfs-index "$T/fx/frags.lance" --quiet || bad "fixture: shardfs-index"
+if mount_view "$T/fx/frags.lance" "$m" world=2,workers=2; then
+	for c in good deletion link plan; do cp -a "$m" "$T/copy-$c"; done
+	unmount_view "$m"
+	fx=$T/fx/frags.lance
+	man=_versions/18446744073709551608.manifest
+	pass="view: 4 of 4 readers, 433 samples each (1732 remaining, 0 padded, 0 dropped)
+PASS: disjoint, nothing missing, equal counts, every sample's bytes and order as planned"
+	got=$(shardfs-check view "$T/copy-good" 2>&1)
+	expect_eq "a copy of a view passes" "$?:$got" "0:$pass"
+	expect_eq "tamper: a deletion file's rows move" \
+		"$(python3 "$TESTS/lance/tamper_deletion.py" "$T"/copy-deletion/1/0/frags.lance/_deletions/*.bin)" \
+		"row 133 live, row 134 deleted"
+	got=$(shardfs-check view "$T/copy-deletion" 2>&1)
+	expect_eq "a changed deletion file: a row of another reader read, a row missing" "$?:$got" \
+		"1:view: 4 of 4 readers, 433 samples each (1732 remaining, 0 padded, 0 dropped)
+FAIL: 3 findings: 1 bytes 1 overlap 1 missing
+  bytes: rank 1 worker 0 ($T/copy-deletion), frags.lance, fragment 0, sample 0: read $man:865, the plan says $man:866
+  overlap: $man:865 is read 2 times (rank 0 worker 1 on $T/copy-deletion, rank 1 worker 0 on $T/copy-deletion), the plan reads it 1 time
+  missing: $man:866 is read 0 times, the plan reads it 1 (rank 1 worker 0 should)"
+	f=01000001110011011010101070480240c8999dc205b38d415b.lance
+	cp "$fx/data/$f" "$T/elsewhere/"
+	ln -sfn "$T/elsewhere/$f" "$T/copy-link/1/1/frags.lance/data/$f"
+	got=$(shardfs-check view "$T/copy-link" 2>&1)
+	expect_eq "a data file that is not the source's" "$?:$got" \
+		"1:view: 4 of 4 readers, 433 samples each (1732 remaining, 0 padded, 0 dropped)
+FAIL: 1 finding: 1 bytes
+  bytes: rank 1 worker 1: frags.lance/data/$f is a symlink to $T/elsewhere/$f, not to the source's $fx/data/$f"
+	sed -i 's/"start": 0,/"start": 433,/' "$T/copy-plan/.shardfs/status"
+	got=$(shardfs-check view "$T/copy-plan" 2>&1)
+	expect_eq "a view of another plan than its status says" "$?:$(sed -n 2,4p <<<"$got")" \
+		"1:FAIL: 442 findings: 4 count 4 bytes 433 overlap 1 missing
+  count: rank 0 worker 0 ($T/copy-plan) read 433 samples, the plan gives every reader 325
+  bytes: rank 0 worker 0 ($T/copy-plan), frags.lance, fragment 0, sample 0: read $man:0, the plan says $man:433"
+fi
+
+# one mount per rank, as on two nodes: each emits its report, and the
+# merged reports are judged as one audit
+for r in 0 1; do
+	mount_view "$T/src/frags.lance" "$T/rank$r" world=2,workers=2,rank=$r,block=100,seed=3 ||
+		bad "rank $r: mount"
+	shardfs-check view --emit "$T/report-$r.json" "$T/rank$r" >/dev/null ||
+		bad "rank $r: --emit"
+done
+got=$(shardfs-check merge "$T/report-0.json" "$T/report-1.json" 2>&1)
+expect_eq "the reports of two ranks' Lance mounts merge into a pass" "$?:$(tail -1 <<<"$got")" \
+	"0:PASS: disjoint, nothing missing, equal counts, every sample's bytes and order as planned"
+got=$(shardfs-check merge "$T/report-0.json" 2>&1)
+expect_eq "rank 0's report alone: rank 1 is missing" "$?:$(sed -n 3p <<<"$got")" \
+	"1:  coverage: rank 1 is shown by no mount"
+for r in 0 1; do unmount_view "$T/rank$r"; done
+
+# with symlinks=0 the data files are the mount's: --verify hashes them
+if mount_view "$T/fx/frags.lance" "$m" world=2,workers=2,symlinks=0; then
+	cp -a "$m" "$T/copy-bytes"
+	unmount_view "$m"
+	f=01000001110011011010101070480240c8999dc205b38d415b.lance
+	printf 'X' | dd of="$T/copy-bytes/1/1/frags.lance/data/$f" bs=1 seek=100 conv=notrunc status=none
+	got=$(shardfs-check view "$T/copy-bytes" 2>&1)
+	expect_eq "a data file of the source's size passes without --verify" "$?:$got" "0:$pass"
+	got=$(shardfs-check view --verify "$T/copy-bytes" 2>&1)
+	expect_eq "--verify: a data file whose bytes are not the source's" "$?:$(sed -n 2,3p <<<"$got")" \
+		"1:FAIL: 1 finding: 1 bytes
+  bytes: rank 1 worker 1: frags.lance/data/$f: its bytes are not the source's $fx/data/$f (SHA-256)"
+fi
+
+# shardfs-index --dataset-version 3: the mount serves version 3 (738
+# live rows), which the auditor proves and pylance reads
+shardfs-index "$T/fx/frags.lance" --dataset-version 3 --quiet || bad "fixture: --dataset-version 3"
+if mount_view "$T/fx/frags.lance" "$m" world=2,workers=2; then
+	got=$(shardfs-check view "$m" 2>&1)
+	expect_eq "version 3 mounted: shardfs-check view passes" "$?:$got" \
+		"0:view: 4 of 4 readers, 185 samples each (738 remaining, 2 padded, 0 dropped)
+PASS: disjoint, nothing missing, equal counts, every sample's bytes and order as planned"
+	expect_eq "version 3: pylance reads 185 rows in each reader's dataset" \
+		"$("$py" -c 'import glob, sys, lance; print(sorted({lance.dataset(d).count_rows() for d in glob.glob(sys.argv[1] + "/*/*/frags.lance")}))' "$m")" \
+		"[185]"
 	unmount_view "$m"
 fi
 
@@ -110,6 +206,53 @@ for d in sorted(glob.glob(m + "/*/*")):
 		"'stable.lance' 'sub%2Ffrags.lance' "
 	unmount_view "$m"
 fi
+
+# an index without digests (--no-hash): the auditor digests the source's
+# rows itself (the driver's scan) and still proves the view
+shardfs-index "$T/fx/frags.lance" --no-hash --out "$T/nohash" --quiet || bad "--no-hash index"
+if mount_view "$T/fx/frags.lance" "$m" index=$T/nohash,world=3,workers=1,block=100,symlinks=0; then
+	got=$(shardfs-check view --verify "$m" 2>&1)
+	expect_eq "an index without digests: shardfs-check view --verify passes" "$?:$got" \
+		"0:view: 3 of 3 readers, 578 samples each (1732 remaining, 2 padded, 0 dropped)
+PASS: disjoint, nothing missing, equal counts, every sample's bytes and order as planned"
+	unmount_view "$m"
+fi
+
+# a mixture whose sources are Lance datasets (and one of Lance and JSONL):
+# each reader holds one dataset per source it reads, named after the
+# source (MNT/<r>/<w>/<source>.<dataset>), beside its JSONL slices;
+# shardfs-check view proves it (every row once, each source's allocation,
+# each dataset in the plan's order) and pylance counts per_reader rows
+shardfs-index "$T/src/v1.lance" --quiet || bad "v1: shardfs-index"
+mkdir -p "$T/src/lines"
+seq 0 199 | sed 's/.*/{"n": &}/' > "$T/src/lines/l.jsonl"
+shardfs-index "$T/src/lines" --quiet || bad "lines: shardfs-index"
+printf '%s\n' '{"sources": [{"path": "frags.lance", "proportion": 3},
+  {"path": "v1.lance", "proportion": 1}], "epoch_size": 400}' > "$T/src/mix.json"
+printf '%s\n' '{"sources": [{"path": "frags.lance", "proportion": 1},
+  {"path": "lines", "proportion": 1}], "epoch_size": 300}' > "$T/src/mix2.json"
+for mo in mix.json:world=2,workers=2 mix.json:world=2,workers=2,block=10,seed=1 \
+	mix.json:world=3,workers=1,block=50,shuffle=samples,seed=4 \
+	mix2.json:world=2,workers=2,block=10,seed=2; do
+	mix=${mo%%:*} opts=${mo#*:}
+	mount_view "$T/src/$mix" "$m" "$opts" || { bad "$mo: mount"; continue; }
+	got=$(shardfs-check view "$m" 2>&1)
+	expect_eq "$mo: shardfs-check view passes" "$?:$(tail -1 <<<"$got")" \
+		"0:PASS: disjoint, nothing missing, equal counts, every sample's bytes and order as planned" ||
+		printf '%s\n' "$got" >&2
+	got=$("$py" -c '
+import glob, json, sys
+import lance
+m = sys.argv[1]
+per = json.load(open(m + "/.shardfs/plan.json"))["per_reader"]
+for d in sorted(glob.glob(m + "/[0-9]*/[0-9]*")):
+    n = sum(lance.dataset(x).count_rows() for x in glob.glob(d + "/*.lance"))
+    n += sum(sum(1 for _ in open(f)) for f in glob.glob(d + "/*.jsonl"))
+    print(d[len(m):], n, per, "ok" if n == per else "WRONG")' "$m" 2>&1)
+	expect_eq "$mo: pylance counts per_reader rows in every reader" \
+		"$(grep -vc ' ok$' <<<"$got")" 0 || printf '%s\n' "$got" >&2
+	unmount_view "$m"
+done
 
 # a DDP job (gloo, 2 ranks sharing a mount, DataLoader num_workers=2)
 # through the recipe, over two epochs: equal steps, full batches, every

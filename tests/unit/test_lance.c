@@ -13,6 +13,7 @@
 #include "formats/lance/lance_i.h"
 #include "helpers.h"
 #include "shardfs/lance.h"
+#include "shardfs/util.h"
 
 #ifndef LANCE_FIXTURES
 #error "LANCE_FIXTURES names tests/lance/fixtures"
@@ -759,6 +760,71 @@ static void test_lance_pylance_every_version(void **state)
 	close(dirfd);
 }
 
+static void test_lance_find_version(void **state)
+{
+	struct sfs_error err = { 0 };
+	const struct sfs_format_ops *found = NULL;
+	char *dir = tmpdir_new(), *name = NULL, *shard = NULL, want[64];
+	int dirfd = fixtures(), tmpfd;
+	uint64_t v, got;
+
+	(void)state;
+	/* V2 names: 2^64 - 1 - N, 20 digits */
+	for (v = 1; v <= 7; v++) {
+		assert_int_equal(sfs_lance_find(dirfd, "frags.lance", v, &name,
+						&got, &err),
+				 1);
+		snprintf(want, sizeof(want), "%020llu.manifest",
+			 (unsigned long long)(UINT64_MAX - v));
+		assert_string_equal(name, want);
+		assert_int_equal(got, v);
+		free(name);
+	}
+	/* V1 names: N */
+	assert_int_equal(
+		sfs_lance_find(dirfd, "v1.lance", 2, &name, &got, &err), 1);
+	assert_string_equal(name, "2.manifest");
+	free(name);
+	/* through the driver, as shardfs-index --dataset-version asks */
+	assert_int_equal(sfs_format_dataset(NULL, dirfd, "frags.lance", 3,
+					    &found, &shard, &err),
+			 1);
+	assert_string_equal(found->name, "lance");
+	assert_string_equal(
+		shard, "frags.lance/_versions/18446744073709551612.manifest");
+	free(shard);
+	/* a version the dataset has not: the versions it has */
+	assert_int_equal(sfs_lance_find(dirfd, "frags.lance", 9, &name, &got,
+					&err),
+			 -ENOENT);
+	assert_null(name);
+	assert_string_equal(
+		err.msg,
+		"frags.lance/_versions: the dataset has no version 9 (no 9.manifest, no 18446744073709551606.manifest); its versions are 1-7: index one of those (shardfs-index --dataset-version N), or leave the option out for the newest");
+	sfs_error_clear(&err);
+	/* both schemes in one directory, gaps listed as ranges */
+	tmpfd = open(dir, O_RDONLY | O_DIRECTORY);
+	free(write_at(dir, "_versions/2.manifest", "", 0));
+	free(write_at(dir, "_versions/3.manifest", "", 0));
+	free(write_at(dir, "_versions/18446744073709551611.manifest", "", 0));
+	free(write_at(dir, "_versions/10.manifest", "", 0));
+	free(write_at(dir, "_versions/latest_version_hint.json", "{}", 2));
+	assert_int_equal(sfs_lance_find(tmpfd, "", 4, &name, &got, &err), 1);
+	assert_string_equal(name, "18446744073709551611.manifest");
+	free(name);
+	assert_int_equal(sfs_lance_find(tmpfd, "", 5, &name, &got, &err),
+			 -ENOENT);
+	assert_string_equal(
+		err.msg,
+		"_versions: the dataset has no version 5 (no 5.manifest, no 18446744073709551610.manifest); its versions are 2-4, 10: index one of those (shardfs-index --dataset-version N), or leave the option out for the newest");
+	/* no manifest at all: not a dataset, whatever the version */
+	free(write_at(dir, "e/_versions/latest_version_hint.json", "{}", 2));
+	assert_int_equal(sfs_lance_find(tmpfd, "e", 5, &name, &got, &err), 0);
+	close(tmpfd);
+	close(dirfd);
+	tmpdir_remove(dir);
+}
+
 static void test_lance_not_a_dataset(void **state)
 {
 	struct sfs_error err = { 0 };
@@ -1031,6 +1097,124 @@ static void test_lance_view_reads_back(void **state)
 	close(dirfd);
 }
 
+/* Row digests, fragments and data files as sfs_lance_view_read hands
+ * them on. */
+struct rows_seen {
+	unsigned char (*d)[SFS_DIGEST_LEN];
+	size_t n, cap;
+	size_t frags, files;
+};
+
+static int seen_row(void *arg, uint64_t sample, const unsigned char d[32])
+{
+	struct rows_seen *rs = arg;
+
+	assert_int_equal(sample, rs->n);
+	if (SFS_GROW(rs->d, rs->cap, rs->n + 1))
+		return -ENOMEM;
+	memcpy(rs->d[rs->n++], d, SFS_DIGEST_LEN);
+	return 0;
+}
+
+static int seen_fragment(void *arg, size_t f, uint64_t live)
+{
+	struct rows_seen *rs = arg;
+
+	assert_int_equal(f, rs->frags);
+	assert_true(live > 0);
+	rs->frags++;
+	return 0;
+}
+
+static int seen_data_file(void *arg, const char *path, uint64_t size)
+{
+	struct rows_seen *rs = arg;
+
+	assert_true(strlen(path) > 6 && !strchr(path, '/'));
+	assert_true(size > 0);
+	rs->files++;
+	return 0;
+}
+
+static void test_lance_view_read_rows(void **state)
+{
+	/* as test_lance_view_reads_back: rows of fragments 2, 0, 1, 5, 2 */
+	static const struct sfs_run runs[] = {
+		{ 430, 10 }, { 0, 3 }, { 1000, 732 }, { 430, 1 }
+	};
+	struct sfs_error err = { 0 };
+	int dirfd = fixtures(), vfd;
+	struct sfs_lance_dataset *d = open_newest(dirfd, "frags.lance", 7);
+	struct rows_seen src = { 0 }, got = { 0 };
+	struct sfs_lance_view_reader rd = { seen_fragment, seen_data_file,
+					    seen_row, &got };
+	struct sfs_dataset_view *v;
+	char *dir = tmpdir_new(), *p, *target, *slash, *bin = NULL;
+	size_t i, k, at = 0;
+
+	(void)state;
+	/* the source's rows, all 1732, by the driver's digest */
+	assert_int_equal(
+		sfs_lance_row_digests(dirfd, d, NULL, seen_row, &src, &err), 0);
+	assert_int_equal(src.n, 1732);
+	/* the view's files in a directory, data files as symlinks */
+	if (sfs_lance_view_build(dirfd, d, runs, 4, &v, &err))
+		fail_msg("%s", err.msg);
+	for (i = 0; i < v->nfiles; i++) {
+		const struct sfs_dataset_file *f = &v->files[i];
+
+		if (!f->source) {
+			free(write_at(dir, f->path, f->bytes, f->len));
+			if (!strncmp(f->path, "_deletions/", 11) && !bin)
+				bin = f->path;
+			continue;
+		}
+		p = write_at(dir, f->path, "", 0);
+		assert_int_equal(unlink(p), 0);
+		assert_true(asprintf(&target, "%s/%s", LANCE_FIXTURES,
+				     f->source) > 0);
+		assert_int_equal(symlink(target, p), 0);
+		free(target);
+		free(p);
+	}
+	vfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(vfd >= 0);
+	if (sfs_lance_view_read(vfd, "v.lance", &rd, &err))
+		fail_msg("%s", err.msg);
+	/* every row is the source row the run names, in run order */
+	assert_int_equal(got.n, 10 + 3 + 732 + 1);
+	assert_int_equal(got.frags, 5);
+	assert_int_equal(got.files, 5); /* fragment 2's twice */
+	for (i = 0; i < 4; i++)
+		for (k = 0; k < runs[i].count; k++, at++)
+			assert_memory_equal(got.d[at], src.d[runs[i].first + k],
+					    SFS_DIGEST_LEN);
+	/* a deletion file that deletes another number of rows than the
+	 * manifest says: refused, naming it */
+	assert_non_null(bin);
+	p = write_at(dir, bin, "", 0);
+	free(p);
+	got.n = got.frags = got.files = 0;
+	assert_int_equal(sfs_lance_view_read(vfd, "v.lance", &rd, &err),
+			 -EINVAL);
+	slash = strstr(err.msg, bin);
+	assert_non_null(slash);
+	sfs_error_clear(&err);
+	/* a directory without a manifest */
+	assert_int_equal(sfs_lance_view_read(dirfd, "fixtures", &rd, &err),
+			 -EINVAL);
+	assert_string_equal(
+		err.msg,
+		"fixtures: no _versions/<version>.manifest: not a Lance dataset (a reader's dataset directory of a view holds one manifest); audit a mounted view");
+	close(vfd);
+	free(src.d);
+	free(got.d);
+	sfs_dataset_view_free(v);
+	sfs_lance_free(d);
+	close(dirfd);
+	tmpdir_remove(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1046,10 +1230,12 @@ int main(void)
 		cmocka_unit_test(test_lance_pylance_frags),
 		cmocka_unit_test(test_lance_pylance_v1_and_stable),
 		cmocka_unit_test(test_lance_pylance_every_version),
+		cmocka_unit_test(test_lance_find_version),
 		cmocka_unit_test(test_lance_not_a_dataset),
 		cmocka_unit_test(test_lance_roaring),
 		cmocka_unit_test(test_lance_pylance_deletions),
 		cmocka_unit_test(test_lance_view_reads_back),
+		cmocka_unit_test(test_lance_view_read_rows),
 		cmocka_unit_test(test_lance_manifest_decoded_budget),
 	};
 

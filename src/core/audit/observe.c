@@ -3,8 +3,12 @@
  * of every view listed in name order, every file read through its format
  * driver's samples op, every sample hashed and mapped back to the source
  * sample with that digest (the index's digests, or the source hashed here
- * when the index has none).  The result is an audit (include/shardfs/
- * audit.h) for the judge, and the findings made on the way.
+ * when the index has none).  A reader's dataset directory (a Lance
+ * dataset of the reader's rows) is read back as its format's library
+ * would read it, every live row digested as the index digests the source
+ * row it names, and its data files checked to be the source's.  The
+ * result is an audit (include/shardfs/audit.h) for the judge, and the
+ * findings made on the way.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -25,6 +29,8 @@
 #include "shardfs/util.h"
 #include "shardfs/view.h"
 
+#include "observe_i.h"
+
 /* One mounted view, as its .shardfs/status describes it. */
 struct vmount {
 	const char *path;
@@ -32,19 +38,6 @@ struct vmount {
 	char *source;
 	char *index; /* NULL: SRC/.shardfs */
 	struct sfs_plan *plan;
-};
-
-/* One file to read, or (files datasets) one sample of several files. */
-struct job {
-	size_t reader; /* in the audit */
-	char *name; /* as reported */
-	char **paths; /* the file(s), in name order */
-	size_t npaths, paths_cap;
-	const struct sfs_format_ops *ops;
-	unsigned char (*digests)[SFS_DIGEST_LEN];
-	size_t ndigests, digests_cap;
-	uint64_t bytes;
-	char *error;
 };
 
 /* The jobs of one pass over the pool (pool.arg). */
@@ -55,18 +48,7 @@ struct pass {
 	const struct sfs_observe_opts *o;
 };
 
-static int collect(void *arg, uint64_t sample, const unsigned char d[32])
-{
-	struct job *j = arg;
-
-	(void)sample;
-	if (SFS_GROW(j->digests, j->digests_cap, j->ndigests + 1))
-		return -ENOMEM;
-	memcpy(j->digests[j->ndigests++], d, SFS_DIGEST_LEN);
-	return 0;
-}
-
-static void run_job(struct job *j, struct sfs_digest *d)
+static void run_job(struct job *j, bool verify, struct sfs_digest *d)
 {
 	struct sfs_error err = { 0 };
 	unsigned char out[SFS_DIGEST_LEN];
@@ -74,6 +56,14 @@ static void run_job(struct job *j, struct sfs_digest *d)
 	size_t i;
 	int fd, rc = 0;
 
+	if (j->kind != JOB_FILE) {
+		rc = j->kind == JOB_SCAN ?
+			     sfs_observe_dataset_scan(j, &err) :
+			     sfs_observe_dataset_read(j, verify, d, &err);
+		if (rc)
+			j->error = strdup(err.msg[0] ? err.msg : strerror(-rc));
+		return;
+	}
 	for (i = 0; !rc && i < j->npaths; i++) {
 		fd = open(j->paths[i], O_RDONLY | O_CLOEXEC);
 		if (fd < 0 || fstat(fd, &st) < 0) {
@@ -85,7 +75,8 @@ static void run_job(struct job *j, struct sfs_digest *d)
 		}
 		j->bytes += (uint64_t)st.st_size;
 		if (j->npaths == 1 && j->ops)
-			rc = j->ops->samples(fd, j->paths[i], collect, j, &err);
+			rc = j->ops->samples(fd, j->paths[i],
+					     sfs_observe_collect, j, &err);
 		else /* a sample of several files: one digest over all */
 			rc = sfs_digest_fd(d, fd, (uint64_t)st.st_size,
 					   j->paths[i], &err);
@@ -94,7 +85,7 @@ static void run_job(struct job *j, struct sfs_digest *d)
 	if (!rc && !(j->npaths == 1 && j->ops)) {
 		rc = sfs_digest_final(d, out);
 		if (!rc)
-			rc = collect(j, 0, out);
+			rc = sfs_observe_collect(j, 0, out);
 	}
 	if (rc)
 		j->error = strdup(err.msg[0] ? err.msg : strerror(-rc));
@@ -104,7 +95,7 @@ static void pass_work(struct sfs_pool *p, size_t i, struct sfs_digest *d)
 {
 	struct pass *ps = p->arg;
 
-	run_job(&ps->jobs[i], d);
+	run_job(&ps->jobs[i], ps->o->verify, d);
 	atomic_fetch_add(&p->bytes, ps->jobs[i].bytes);
 }
 
@@ -137,6 +128,12 @@ static void jobs_free(struct job *jobs, size_t n)
 		free(jobs[i].name);
 		free(jobs[i].digests);
 		free(jobs[i].error);
+		for (k = 0; k < jobs[i].ndfiles; k++) {
+			free(jobs[i].dfiles[k].path);
+			free(jobs[i].dfiles[k].target);
+		}
+		free(jobs[i].dfiles);
+		free(jobs[i].frags);
 	}
 	free(jobs);
 }
@@ -388,6 +385,11 @@ static int source_map_build(struct source_map *sm, const struct sfs_index *idx,
 
 		p.jobs[i].reader = i;
 		p.jobs[i].ops = sh->nmembers ? NULL : sh->format;
+		if (sh->format->dataset_view) { /* rows, not bytes: scanned */
+			p.jobs[i].kind = JOB_SCAN;
+			p.jobs[i].idx = idx;
+			p.jobs[i].shard = i;
+		}
 		snprintf(path, sizeof(path), "%s/%s", idx->source, sh->path);
 		rc = job_add_path(&p.jobs[i], path);
 		for (k = 0; !rc && k < sh->nmembers; k++) {
@@ -489,6 +491,17 @@ static struct sfs_audit_sample lookup(const struct source_map *sm,
 	return out;
 }
 
+/* The format of the index's shards that views show as datasets, or NULL. */
+static const struct sfs_format_ops *dataset_ops(const struct sfs_index *idx)
+{
+	size_t i;
+
+	for (i = 0; i < idx->nshards; i++)
+		if (idx->shards[i].format->dataset_view)
+			return idx->shards[i].format;
+	return NULL;
+}
+
 /* List the readers of every mount: the audit's readers and the jobs. */
 static int enumerate(struct vmount *mounts, size_t nm,
 		     const struct sfs_index *idx, struct sfs_audit *au,
@@ -496,6 +509,7 @@ static int enumerate(struct vmount *mounts, size_t nm,
 		     struct sfs_error *err)
 {
 	bool files = idx->nshards && idx->shards[0].format->tree;
+	const struct sfs_format_ops *dops = dataset_ops(idx);
 	size_t m, i, w, k, nranks, nworkers, first;
 	char path[PATH_MAX];
 	int rc = 0;
@@ -545,10 +559,21 @@ static int enumerate(struct vmount *mounts, size_t nm,
 				names = list_dir(dir, &nn);
 				for (k = 0; !rc && k < nn; k++) {
 					char fp[PATH_MAX];
+					struct stat st;
 
 					rc = join(fp, sizeof(fp), dir,
 						  names[k]);
-					if (!rc)
+					if (!rc && dops && !lstat(fp, &st) &&
+					    S_ISDIR(st.st_mode)) {
+						/* a reader's dataset */
+						rc = add_job(jobs, njobs, cap,
+							     au->nreaders - 1,
+							     names[k], dops);
+						if (!rc)
+							(*jobs)[*njobs - 1]
+								.kind =
+								JOB_DATASET;
+					} else if (!rc)
 						rc = add_job(
 							jobs, njobs, cap,
 							au->nreaders - 1,
@@ -574,17 +599,21 @@ static int enumerate(struct vmount *mounts, size_t nm,
 /* Turn what the jobs read into the audit's samples. */
 static int record(struct sfs_audit *au, struct vmount *mounts,
 		  const struct sfs_index *idx, const struct source_map *sm,
-		  struct job *jobs, size_t njobs, size_t max_findings,
-		  struct sfs_verdict *v)
+		  struct job *jobs, size_t njobs,
+		  const struct sfs_observe_opts *o, struct sfs_verdict *v)
 {
 	struct sfs_audit_sample *want = NULL;
-	size_t i, k, nwant = 0, pos = 0, cur = SIZE_MAX;
+	struct sfs_observe_hashes h = { 0 };
+	size_t i, k, f, nwant = 0, pos = 0, cur = SIZE_MAX;
+	size_t max_findings = o->max_findings;
+	char name[PATH_MAX];
 	int rc = 0;
 
 	for (i = 0; !rc && i < njobs; i++) {
 		struct job *j = &jobs[i];
 		struct sfs_audit_reader *r = &au->readers[j->reader];
 		const struct sfs_plan *p = mounts[r->mount].plan;
+		uint64_t shard = SFS_AUDIT_UNKNOWN;
 
 		if (j->reader != cur) {
 			free(want);
@@ -599,41 +628,41 @@ static int record(struct sfs_audit *au, struct vmount *mounts,
 							   r->worker),
 					&nwant);
 		}
-		rc = sfs_audit_add_file(r, j->name);
+		/* a dataset's rows are named by fragment, a file's by it */
+		if (j->kind != JOB_DATASET || !j->nfrags)
+			rc = sfs_audit_add_file(r, j->name);
 		if (!rc && j->error)
 			rc = sfs_verdict_add(
 				v, max_findings, SFS_FIND_BYTES,
 				"rank %u worker %u: %s cannot be read: %s",
 				r->rank, r->worker, j->name, j->error);
-		for (k = 0; !rc && k < j->ndigests; k++, pos++) {
-			struct sfs_audit_sample s =
-				lookup(sm, idx, j->digests[k],
-				       pos < nwant ? &want[pos] : NULL);
+		for (k = 0, f = 0; !rc && k < j->ndigests; k++, pos++) {
+			struct sfs_audit_sample s;
 
-			rc = sfs_audit_add_sample(r, s.shard, s.sample);
+			for (; !rc && j->kind == JOB_DATASET && f < j->nfrags &&
+			       j->frags[f].first == k;
+			     f++) {
+				snprintf(name, sizeof(name), "%s, fragment %zu",
+					 j->name, j->frags[f].f);
+				rc = sfs_audit_add_file(r, name);
+			}
+			s = lookup(sm, idx, j->digests[k],
+				   pos < nwant ? &want[pos] : NULL);
+			if (shard == SFS_AUDIT_UNKNOWN)
+				shard = s.shard;
+			if (!rc)
+				rc = sfs_audit_add_sample(r, s.shard, s.sample);
 		}
+		if (!rc && j->kind == JOB_DATASET && !j->error &&
+		    shard != SFS_AUDIT_UNKNOWN)
+			rc = sfs_observe_data_files_check(j, r, idx,
+							  (size_t)shard,
+							  o->verify, &h,
+							  max_findings, v);
 	}
 	free(want);
+	sfs_observe_hashes_free(&h);
 	return rc;
-}
-
-/*
- * A reader's directory of a dataset shard (Lance) is a dataset of its own,
- * which this auditor does not read: a verdict on its files would be wrong.
- */
-static int refuse_datasets(const struct sfs_index *idx, const char *source,
-			   struct sfs_error *err)
-{
-	size_t i;
-
-	for (i = 0; i < idx->nshards; i++)
-		if (idx->shards[i].format->dataset_view)
-			return sfs_errorf(
-				err, -EOPNOTSUPP,
-				"%s: the source holds %s datasets (%s), whose views the auditor cannot check yet: each reader's directory is a dataset of its own, not files of samples; read them with the dataset's library (docs/check.md)",
-				source, idx->shards[i].format->name,
-				idx->shards[i].path);
-	return 0;
 }
 
 int sfs_observe_views(const char *const *paths, size_t nm,
@@ -667,8 +696,6 @@ int sfs_observe_views(const char *const *paths, size_t nm,
 		rc = sfs_source_load(mounts[0].source, mounts[0].index,
 				     &out->idx, err);
 	if (!rc)
-		rc = refuse_datasets(out->idx, mounts[0].source, err);
-	if (!rc)
 		rc = sfs_index_check_bounds(out->idx, err);
 	if (!rc)
 		rc = sfs_index_check_digests(out->idx, err);
@@ -691,8 +718,8 @@ int sfs_observe_views(const char *const *paths, size_t nm,
 	if (rc)
 		goto out;
 	pass_run(&p, njobs);
-	rc = record(&out->audit, mounts, out->idx, &sm, p.jobs, njobs,
-		    o->max_findings, &out->found);
+	rc = record(&out->audit, mounts, out->idx, &sm, p.jobs, njobs, o,
+		    &out->found);
 	if (rc)
 		sfs_errorf(err, rc, "out of memory");
 out:

@@ -53,8 +53,9 @@ const struct sfs_format_ops *sfs_format_at(size_t i)
 }
 
 int sfs_format_dataset(const struct sfs_format_ops *ops, int dirfd,
-		       const char *rel, const struct sfs_format_ops **found,
-		       char **shard, struct sfs_error *err)
+		       const char *rel, uint64_t version,
+		       const struct sfs_format_ops **found, char **shard,
+		       struct sfs_error *err)
 {
 	size_t i;
 	int rc;
@@ -63,7 +64,7 @@ int sfs_format_dataset(const struct sfs_format_ops *ops, int dirfd,
 	for (i = 0; i < NFORMATS; i++) {
 		if (!formats[i]->dataset || (ops && ops != formats[i]))
 			continue;
-		rc = formats[i]->dataset(dirfd, rel, shard, err);
+		rc = formats[i]->dataset(dirfd, rel, version, shard, err);
 		if (rc) {
 			*found = formats[i];
 			return rc;

@@ -65,7 +65,8 @@ static int walk_dataset(struct walk *w, int srcfd, const char *rel,
 	const struct sfs_format_ops *ops = NULL;
 	struct stat st;
 	char *shard;
-	int rc = sfs_format_dataset(o->format, srcfd, rel, &ops, &shard, err);
+	int rc = sfs_format_dataset(o->format, srcfd, rel, o->version, &ops,
+				    &shard, err);
 
 	if (rc <= 0)
 		return rc;

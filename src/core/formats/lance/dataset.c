@@ -26,17 +26,16 @@ void sfs_lance_free(struct sfs_lance_dataset *ds)
 	free(ds);
 }
 
-/* The dataset's directory: manifest_path less "/_versions/<name>". */
-static char *dataset_root(const char *manifest_path)
+char *sfs_lance_root(const char *manifest_path)
 {
-	const char *slash = strrchr(manifest_path, '/');
+	const char *v = strrchr(manifest_path, '/');
 	size_t n;
 
-	if (!slash)
+	if (!v)
 		return NULL;
-	n = (size_t)(slash - manifest_path);
+	n = (size_t)(v - manifest_path);
 	if (n < strlen(SFS_LANCE_VERSIONS) ||
-	    strncmp(slash - strlen(SFS_LANCE_VERSIONS), SFS_LANCE_VERSIONS,
+	    strncmp(v - strlen(SFS_LANCE_VERSIONS), SFS_LANCE_VERSIONS,
 		    strlen(SFS_LANCE_VERSIONS)))
 		return NULL;
 	n -= strlen(SFS_LANCE_VERSIONS);
@@ -188,12 +187,13 @@ out:
 	return rc;
 }
 
-int sfs_lance_open(int dirfd, const char *manifest_path, int fd,
-		   struct sfs_lance_dataset **out, struct sfs_error *err)
+int sfs_lance_open_at(int dirfd, const char *manifest_path, int fd,
+		      bool check_data, struct sfs_lance_dataset **out,
+		      struct sfs_error *err)
 {
 	struct sfs_lance_dataset *ds;
 	unsigned char *buf = NULL;
-	char *root = dataset_root(manifest_path);
+	char *root = sfs_lance_root(manifest_path);
 	size_t len, i, k;
 	int own = -1, rc;
 
@@ -225,7 +225,7 @@ int sfs_lance_open(int dirfd, const char *manifest_path, int fd,
 	for (i = 0; !rc && i < ds->m->nfragments; i++) {
 		struct sfs_lance_fragment *fr = &ds->m->fragments[i];
 
-		for (k = 0; !rc && k < fr->nfiles; k++)
+		for (k = 0; check_data && !rc && k < fr->nfiles; k++)
 			rc = check_data_file(dirfd, root, manifest_path, fr,
 					     &fr->files[k], err);
 		if (!rc && fr->deletion.present)
@@ -245,6 +245,12 @@ out:
 	free(root);
 	sfs_lance_free(ds);
 	return rc;
+}
+
+int sfs_lance_open(int dirfd, const char *manifest_path, int fd,
+		   struct sfs_lance_dataset **out, struct sfs_error *err)
+{
+	return sfs_lance_open_at(dirfd, manifest_path, fd, true, out, err);
 }
 
 /* Turns deleted runs into the live runs between them. */
@@ -271,7 +277,7 @@ int sfs_lance_live_runs(int dirfd, const struct sfs_lance_dataset *ds, size_t f,
 {
 	const struct sfs_lance_fragment *fr = &ds->m->fragments[f];
 	struct live l = { .fn = fn, .arg = arg };
-	char *root = dataset_root(ds->manifest_path);
+	char *root = sfs_lance_root(ds->manifest_path);
 	uint64_t deleted;
 	int rc = 0;
 

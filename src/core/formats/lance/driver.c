@@ -26,6 +26,7 @@
 #include <sys/stat.h>
 
 #include "formats/format_i.h"
+#include "formats/lance/lance_i.h"
 #include "shardfs/digest.h"
 #include "shardfs/index.h"
 #include "shardfs/lance.h"
@@ -34,12 +35,12 @@
 	"a Lance dataset is shown to a reader as a dataset of its own, " \
 	"never as a slice of bytes"
 
-static int lance_dataset(int dirfd, const char *rel, char **shard,
-			 struct sfs_error *err)
+static int lance_dataset(int dirfd, const char *rel, uint64_t want,
+			 char **shard, struct sfs_error *err)
 {
 	uint64_t version;
 	char *name;
-	int rc = sfs_lance_latest(dirfd, rel, &name, &version, err);
+	int rc = sfs_lance_find(dirfd, rel, want, &name, &version, err);
 
 	if (rc <= 0)
 		return rc;
@@ -52,47 +53,11 @@ static int lance_dataset(int dirfd, const char *rel, char **shard,
 	return rc;
 }
 
-/* Hands every live row's digest to the scan's digest_fn. */
-struct row_digests {
-	const struct sfs_scan_in *in;
-	const struct sfs_lance_fragment *fr;
-	struct sfs_digest *d;
-	uint64_t sample;
-};
-
-static int digest_run(void *arg, uint64_t first, uint64_t count)
-{
-	struct row_digests *rd = arg;
-	unsigned char digest[SFS_DIGEST_LEN], le[8];
-	uint64_t row;
-	size_t k;
-	int i, rc;
-
-	for (row = first; row < first + count; row++) {
-		sfs_digest_update(rd->d, "lance-row", 10);
-		for (k = 0; k < rd->fr->nfiles; k++)
-			sfs_digest_update(rd->d, rd->fr->files[k].path,
-					  strlen(rd->fr->files[k].path) + 1);
-		for (i = 0; i < 8; i++)
-			le[i] = (unsigned char)(row >> 8 * i);
-		sfs_digest_update(rd->d, le, 8);
-		if (sfs_digest_final(rd->d, digest))
-			return -EIO;
-		rc = rd->in->digest_fn(rd->in->digest_arg, rd->sample++,
-				       digest);
-		if (rc)
-			return rc;
-	}
-	return 0;
-}
-
 static int lance_scan(const struct sfs_scan_in *in, struct sfs_scan *out,
 		      struct sfs_error *err)
 {
-	struct row_digests rd = { .in = in };
 	struct sfs_lance_dataset *ds;
 	struct stat st;
-	size_t f;
 	int rc;
 
 	if (fstat(in->dirfd, &st) < 0 || !S_ISDIR(st.st_mode))
@@ -105,23 +70,11 @@ static int lance_scan(const struct sfs_scan_in *in, struct sfs_scan *out,
 		return rc;
 	out->nsamples = ds->rows;
 	if (in->digest_fn) {
-		rd.d = sfs_digest_new();
-		if (!rd.d)
-			rc = sfs_errorf(err, -ENOMEM, "out of memory");
-		for (f = 0; !rc && f < ds->m->nfragments; f++) {
-			rd.fr = &ds->m->fragments[f];
-			rc = sfs_lance_live_runs(in->dirfd, ds, f, digest_run,
-						 &rd, err);
-		}
-		if (!rc && rd.sample != ds->rows)
-			rc = sfs_errorf(
-				err, -EIO,
-				"%s: the deletion files changed while read",
-				in->path);
-		else if (rc && !err->msg[0])
+		rc = sfs_lance_row_digests(in->dirfd, ds, NULL, in->digest_fn,
+					   in->digest_arg, err);
+		if (rc && !err->msg[0])
 			rc = sfs_errorf(err, rc, "%s: %s", in->path,
 					strerror(-rc));
-		sfs_digest_free(rd.d);
 		out->digested = !rc;
 	}
 	sfs_lance_free(ds);

@@ -16,10 +16,12 @@
 #ifndef SHARDFS_LANCE_I_H
 #define SHARDFS_LANCE_I_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "shardfs/error.h"
+#include "shardfs/format.h"
 
 #define SFS_PB_DEPTH_MAX 16
 
@@ -111,5 +113,28 @@ int sfs_pb_skip(struct sfs_pb_reader *r, const struct sfs_pb_field *f);
 int sfs_lance_read_whole(int fd, const char *path, uint64_t max,
 			 unsigned char **buf, size_t *len,
 			 struct sfs_error *err);
+
+/*
+ * sfs_lance_open, with check_data false: the data files are not looked at
+ * (the auditor reads a reader's dataset, whose data files are symlinks to
+ * the source's, and checks them against the source itself).
+ */
+struct sfs_lance_dataset;
+int sfs_lance_open_at(int dirfd, const char *manifest_path, int fd,
+		      bool check_data, struct sfs_lance_dataset **out,
+		      struct sfs_error *err);
+
+/*
+ * Hand the digest of every live row of ds (driver.c says what a row's
+ * digest is), in fragment order, to fn with its sample number (from 0);
+ * when frag is not NULL, call it before each fragment's rows with the
+ * fragment's number in the manifest.  Reads the deletion files again
+ * through dirfd.  Returns 0, fn's or frag's nonzero result, -EIO when the
+ * deletion files no longer count ds->rows, or the errors of
+ * sfs_lance_live_runs.
+ */
+int sfs_lance_row_digests(int dirfd, const struct sfs_lance_dataset *ds,
+			  int (*frag)(void *arg, size_t f), sfs_sample_fn fn,
+			  void *arg, struct sfs_error *err);
 
 #endif

@@ -486,12 +486,51 @@ static int manifest_version(const char *name, uint64_t *version)
 	return 1;
 }
 
-int sfs_lance_latest(int dirfd, const char *rel, char **name, uint64_t *version,
-		     struct sfs_error *err)
+static int u64_cmp(const void *a, const void *b)
 {
-	char path[4096];
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The versions vs[0 .. n) (sorted, repeats allowed) as "1-5, 7, 9-12",
+ * ranges past the first 16 left out ("..."), into buf.
+ */
+static void list_versions(const uint64_t *vs, size_t n, char *buf, size_t len)
+{
+	size_t i = 0, j, ranges = 0, at = 0;
+	int k;
+
+	buf[0] = '\0';
+	while (i < n && at < len) {
+		for (j = i; j + 1 < n && vs[j + 1] <= vs[j] + 1; j++)
+			;
+		if (ranges++ == 16) {
+			snprintf(buf + at, len - at, ", ...");
+			return;
+		}
+		k = vs[j] == vs[i] ?
+			    snprintf(buf + at, len - at, "%s%llu",
+				     at ? ", " : "",
+				     (unsigned long long)vs[i]) :
+			    snprintf(buf + at, len - at, "%s%llu-%llu",
+				     at ? ", " : "", (unsigned long long)vs[i],
+				     (unsigned long long)vs[j]);
+		if (k < 0)
+			return;
+		at += (size_t)k;
+		i = j + 1;
+	}
+}
+
+int sfs_lance_find(int dirfd, const char *rel, uint64_t want, char **name,
+		   uint64_t *version, struct sfs_error *err)
+{
+	char path[4096], have[512];
 	struct dirent *de;
-	uint64_t v, best = 0;
+	uint64_t v, best = 0, *vs = NULL;
+	size_t nvs = 0, vs_cap = 0;
 	char *found = NULL;
 	int fd, rc;
 	DIR *d;
@@ -512,27 +551,57 @@ int sfs_lance_latest(int dirfd, const char *rel, char **name, uint64_t *version,
 				  "%s: cannot read the directory: %s", path,
 				  strerror(-rc));
 	}
-	while ((de = readdir(d))) {
+	rc = 0;
+	while (!rc && (de = readdir(d))) {
 		if (!manifest_version(de->d_name, &v))
 			continue;
+		/* every version, for the message when want is not one */
+		if (want && SFS_GROW(vs, vs_cap, nvs + 1)) {
+			rc = -ENOMEM;
+			break;
+		}
+		if (want)
+			vs[nvs++] = v;
 		/* the same version under both names: either is the same
 		 * manifest (Lance writes V2 names when it migrates) */
-		if (!found || v > best) {
+		if (want ? v == want && !found : !found || v > best) {
 			free(found);
 			found = strdup(de->d_name);
-			if (!found) {
-				closedir(d);
-				return sfs_errorf(err, -ENOMEM,
-						  "out of memory");
-			}
+			if (!found)
+				rc = -ENOMEM;
 			best = v;
 		}
 	}
 	closedir(d);
+	if (rc) {
+		free(found);
+		free(vs);
+		return sfs_errorf(err, rc, "out of memory");
+	}
 	/* a directory that happens to be called _versions is not a dataset */
-	if (!found)
+	if (!found && (!want || !nvs)) {
+		free(vs);
 		return 0;
+	}
+	if (!found) {
+		qsort(vs, nvs, sizeof(*vs), u64_cmp);
+		list_versions(vs, nvs, have, sizeof(have));
+		free(vs);
+		return sfs_errorf(
+			err, -ENOENT,
+			"%s: the dataset has no version %llu (no %llu.manifest, no %020llu.manifest); its versions are %s: index one of those (shardfs-index --dataset-version N), or leave the option out for the newest",
+			path, (unsigned long long)want,
+			(unsigned long long)want,
+			(unsigned long long)(UINT64_MAX - want), have);
+	}
+	free(vs);
 	*name = found;
 	*version = best;
 	return 1;
+}
+
+int sfs_lance_latest(int dirfd, const char *rel, char **name, uint64_t *version,
+		     struct sfs_error *err)
+{
+	return sfs_lance_find(dirfd, rel, 0, name, version, err);
 }
