@@ -6,7 +6,10 @@
 #          deleted (a deletion file in every tenth fragment); nodel: the
 #          same without deletions;
 #   scan:  ROWS rows (id, key, a 128-float vector) in fragments of
-#          ROWS/8, rows id % 100 in (7, 42) deleted.
+#          ROWS/8; scandel: DROWS rows so, then the rows
+#          id % 100 in (7, 42) deleted (a deletion file in every
+#          fragment).  pylance's take() is slow on a dataset with
+#          deletions (docs/benchmarks.md): DROWS is kept small.
 # Measured:
 #   - indexing: shardfs-index (--no-hash and hashing) against pylance's
 #     own lance.dataset(d).count_rows(): the whole process each (with
@@ -25,7 +28,8 @@
 #     Warm page cache; the rows of each way are checked to be the plan's.
 # Every figure is the median of RUNS (the full world=64,workers=8 mount
 # of frags: once).
-# Usage: tests/bench/bench_lance.sh [FRAGS [ROWS [RUNS]]]   (as root: it mounts)
+# Usage: tests/bench/bench_lance.sh [FRAGS [ROWS [DROWS [RUNS]]]]
+#        (as root: it mounts; defaults 10000 400000 40000 5)
 #        tests/bench/bench_lance.sh --smoke   (tiny: 200 fragments,
 #        4000 rows, one run; what tests/bench/smoke.sh runs)
 # The build directory is $BENCH_BUILD (default: the tree's build/, built
@@ -37,7 +41,8 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 need python3 fusermount3 mountpoint
 frags=${1:-$(bench_size 10000 200)}
 rows=${2:-$(bench_size 400000 4000)}
-runs=${3:-$(bench_size 5 1)}
+drows=${3:-$(bench_size 40000 4000)}
+runs=${4:-$(bench_size 5 1)}
 batch=$(bench_size 100 10)
 bin=${BENCH_BUILD:-$top/build}
 if [ -z "${BENCH_BUILD:-}" ]; then
@@ -67,7 +72,8 @@ made() {
 }
 made frags-$frags "$PY" "$drv" write-frags "$B/frags-$frags" "$frags" 10 1
 made nodel-$frags "$PY" "$drv" write-frags "$B/nodel-$frags" "$frags" 10 0
-made scan-$rows "$PY" "$drv" write-scan "$B/scan-$rows" "$rows" 128 $((rows / 8))
+made scan-$rows "$PY" "$drv" write-scan "$B/scan-$rows" "$rows" 128 $((rows / 8)) 0
+made scandel-$drows "$PY" "$drv" write-scan "$B/scandel-$drows" "$drows" 128 $((drows / 8)) 1
 
 # med CMD...: median wall seconds of $runs runs of CMD, three decimals
 med() {
@@ -82,7 +88,7 @@ echo "== indexing (warm page cache; medians of $runs)"
 start=$(med "$bin/shardfs-index" --version)
 imp=$(med "$PY" -c "import lance")
 echo "process start: shardfs-index --version ${start}s; python3 -c 'import lance' ${imp}s"
-for ds in frags-$frags scan-$rows; do
+for ds in frags-$frags scan-$rows scandel-$drows; do
 	d=$B/$ds
 	ix() { rm -rf "$B/ix" && "$bin/shardfs-index" "$d" --out "$B/ix" --quiet "$@"; }
 	nohash=$(med ix --no-hash)
@@ -126,23 +132,26 @@ echo "pylance opens the source (count_rows, $(field "$src" rows) rows): $(field 
 	"reader 3/1's dataset of world=8,workers=2 ($(field "$view" rows) rows) through the mount: $(field "$view" median)s" \
 	"(time ratio view / source $(ratio "$(field "$view" median)" "$(field "$src" median)"))"
 
-echo
-echo "== rank 1 of world=4 reads its rows, scan-$rows ($(du -sh "$B/scan-$rows" | cut -f1); medians of $runs, warm)"
-d=$B/scan-$rows
-live=$("$PY" -c "import lance; print(lance.dataset('$d').count_rows())")
-[ $((live % (4 * batch))) -eq 0 ] ||
-	{ echo "$live live rows: not a multiple of 4 x $batch, so ShardedBatchSampler's ranks would differ from an equal plan" >&2; exit 1; }
-# scan OPTIONS LABEL [--sampler]: mount, read rank 1's rows three ways
+# scan DATASET OPTIONS LABEL [--sampler]: mount, read rank 1's rows
+# three ways
 scan() {
-	local line
-	"$bin/shardfs" "$d" "$m" -o "$1"
-	line=$("$PY" "$drv" scan "$d" "$m/1/0/scan-$rows" "$m/.shardfs/plan.json" 1 4 "$batch" "$runs" ${3:-})
+	local d=$B/$1 line live
+	live=$("$PY" -c "import lance; print(lance.dataset('$d').count_rows())")
+	[ -z "${4:-}" ] || [ $((live % (4 * batch))) -eq 0 ] ||
+		{ echo "$1: $live live rows: not a multiple of 4 x $batch, so ShardedBatchSampler's ranks would differ from an equal plan" >&2; exit 1; }
+	"$bin/shardfs" "$d" "$m" -o "$2"
+	line=$("$PY" "$drv" scan "$d" "$m/1/0/$1" "$m/.shardfs/plan.json" 1 4 "$batch" "$runs" ${4:-})
 	fusermount3 -u "$m"
-	echo "$2: $(field "$line" rows) rows in $(field "$line" fragments) fragments:" \
+	echo "$1, $3: $(field "$line" rows) rows in $(field "$line" fragments) fragments:" \
 		"through the mount $(field "$line" view)s; take() of the same rows from the source $(field "$line" take)s" \
 		"(time ratio view / take $(ratio "$(field "$line" view)" "$(field "$line" take)"))" \
-		${3:+"; ShardedBatchSampler(1, 4, batch_size=$batch) $(field "$line" sampler)s (view / sampler $(ratio "$(field "$line" view)" "$(field "$line" sampler)"))"}
+		${4:+"; ShardedBatchSampler(1, 4, batch_size=$batch) $(field "$line" sampler)s (view / sampler $(ratio "$(field "$line" view)" "$(field "$line" sampler)"))"}
 }
-scan world=4,workers=1,partition=interleaved,batch=$batch,shuffle=none "interleaved, batch=$batch" --sampler
-scan world=4,workers=1,shuffle=none "contiguous"
-scan world=4,workers=1,shuffle=none,symlinks=0 "contiguous, symlinks=0"
+echo
+echo "== rank 1 of world=4 reads its rows (medians of $runs, warm)"
+for ds in scan-$rows scandel-$drows; do
+	echo "$ds: $(du -sh "$B/$ds" | cut -f1)"
+	scan "$ds" world=4,workers=1,partition=interleaved,batch=$batch,shuffle=none "interleaved, batch=$batch" --sampler
+	scan "$ds" world=4,workers=1,shuffle=none "contiguous"
+done
+scan "scan-$rows" world=4,workers=1,shuffle=none,symlinks=0 "contiguous, symlinks=0"

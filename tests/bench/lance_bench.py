@@ -6,9 +6,10 @@ Usage:
       string), written by one write_dataset with max_rows_per_file=ROWS;
       then, when DELETE is 1, the rows id % 100 = 7 deleted (a deletion
       file in every tenth fragment when ROWS is 10)
-  lance_bench.py write-scan OUT ROWS DIM FRAGMENT_ROWS
+  lance_bench.py write-scan OUT ROWS DIM FRAGMENT_ROWS DELETE
       ROWS rows (id int64, key string, vec: DIM float32) in fragments of
-      FRAGMENT_ROWS rows, then the rows id % 100 in (7, 42) deleted
+      FRAGMENT_ROWS rows, then, when DELETE is 1, the rows
+      id % 100 in (7, 42) deleted (a deletion file in every fragment)
   lance_bench.py count DIR RUNS
       pylance's own count of DIR's live rows in one process: the import,
       the first lance.dataset(DIR).count_rows(), and the median of RUNS
@@ -49,7 +50,8 @@ def write_frags(out: str, fragments: int, rows: int, delete: bool) -> None:
         sys.exit(f"{out}: {got} fragments written, not {fragments}")
 
 
-def write_scan(out: str, rows: int, dim: int, fragment_rows: int) -> None:
+def write_scan(out: str, rows: int, dim: int, fragment_rows: int,
+               delete: bool) -> None:
     import lance
     import numpy as np
     import pyarrow as pa
@@ -68,7 +70,8 @@ def write_scan(out: str, rows: int, dim: int, fragment_rows: int) -> None:
         lance.write_dataset(t, out, mode="append" if first else "create",
                             max_rows_per_file=fragment_rows)
         first += n
-    lance.dataset(out).delete("id % 100 IN (7, 42)")
+    if delete:
+        lance.dataset(out).delete("id % 100 IN (7, 42)")
 
 
 def count(d: str, runs: int) -> None:
@@ -143,7 +146,7 @@ def main() -> int:
     if a[0] == "write-frags":
         write_frags(a[1], int(a[2]), int(a[3]), a[4] == "1")
     elif a[0] == "write-scan":
-        write_scan(a[1], int(a[2]), int(a[3]), int(a[4]))
+        write_scan(a[1], int(a[2]), int(a[3]), int(a[4]), a[5] == "1")
     elif a[0] == "count":
         count(a[1], int(a[2]))
     elif a[0] == "scan":
