@@ -9,12 +9,15 @@ over, each pass through a directory descriptor, so it sees one epoch,
 while this process writes epoch 0, 1, ..., EPOCHS-1, 0, ... to
 MNT/.shardfs/epoch every 100 ms for SECONDS.  Once the readers are done,
 one more switch must let every old view go (status: counters.views back
-to 1 within 10 s).  SRC is a JSONL source whose
+to 1 within 10 s).  A pass that outlives FS_OLD_VIEWS (4) switches may
+find its view let go, as docs/view.md says: an EIO then is counted apart
+(revoked), any other failure is an error.  SRC is a JSONL source whose
 lines carry a unique "key": every line read must be byte for byte the
 source's line of that key, and every file must hold exactly the lines its
 name promises (<seq>-<shard>.<a>-<b>.jsonl: b - a + 1).  Prints a summary
 and exits 1 when any read failed or any byte differed.
 """
+import errno
 import json
 import multiprocessing
 import os
@@ -33,11 +36,15 @@ def source_lines(src):
     return lines
 
 
-def reader(d, lines, stop, out):
+OLD_VIEWS = 4  # src/fuse/fs.h, FS_OLD_VIEWS
+
+
+def reader(d, lines, stop, switched, out):
     os.nice(19)  # the epoch switches keep their pace on 2 cores
-    files = nbytes = passes = 0
+    files = nbytes = passes = revoked = 0
     errors = []
     while time.monotonic() < stop and len(errors) < 10:
+        began = switched.value
         try:
             dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
         except OSError as e:
@@ -69,11 +76,18 @@ def reader(d, lines, stop, out):
                 files += 1
                 nbytes += len(data)
             passes += 1
-        except (OSError, ValueError) as e:
+        except OSError as e:
+            if (e.errno == errno.EIO
+                    and switched.value - began >= OLD_VIEWS):
+                revoked += 1  # the view of this pass was let go
+            else:
+                errors.append("%s: %s (%d switches into the pass)"
+                              % (d, e, switched.value - began))
+        except ValueError as e:
             errors.append("%s: %s" % (d, e))
         finally:
             os.close(dfd)
-    out.put((passes, files, nbytes, errors))
+    out.put((passes, files, nbytes, errors, revoked))
 
 
 def views(mnt):
@@ -95,8 +109,10 @@ def main():
     lines = source_lines(src)
     stop = time.monotonic() + seconds
     out = multiprocessing.Queue()
+    switched = multiprocessing.Value("l", 0)
     procs = [multiprocessing.Process(target=reader, args=(
-        dirs[i % len(dirs)], lines, stop, out)) for i in range(nreaders)]
+        dirs[i % len(dirs)], lines, stop, switched, out))
+        for i in range(nreaders)]
     for p in procs:
         p.start()
     switches, slowest, most, due = 0, 0.0, 0, time.monotonic()
@@ -108,6 +124,7 @@ def main():
         switches += 1
         began = time.monotonic()
         switch(mnt, switches % epochs)
+        switched.value = switches
         slowest = max(slowest, time.monotonic() - began)
         most = max(most, views(mnt))
     results = [out.get(timeout=120) for _ in procs]
@@ -122,12 +139,14 @@ def main():
     files = sum(r[1] for r in results)
     nbytes = sum(r[2] for r in results)
     errors = [e for r in results for e in r[3]]
+    revoked = sum(r[4] for r in results)
     idle = sum(1 for r in results if r[0] == 0)
     print("%d readers, %d s, %d epoch switches (the slowest took %.0f ms): "
           "%d directory passes, %d files, %.1f MB read and checked against "
-          "the source, %d errors; at most %d views alive, %d after"
+          "the source, %d errors, %d passes outlived their view; at most "
+          "%d views alive, %d after"
           % (nreaders, seconds, switches, slowest * 1e3, passes, files,
-             nbytes / 1e6, len(errors), most, left))
+             nbytes / 1e6, len(errors), revoked, most, left))
     for e in errors[:10]:
         print("FAIL: " + e)
     if idle:
