@@ -55,7 +55,7 @@ static bool shard_name(const char *name)
 {
 	size_t len = strlen(name);
 
-	return name[0] != '.' && !strchr(name, '\n') &&
+	return name[0] != '.' && !strchr(name, '\n') && !strchr(name, '/') &&
 	       !(len >= 4 && !strcmp(name + len - 4, ".tmp")) &&
 	       sfs_index_path_ok(name) && len < SFS_FOLLOW_LINE_MAX - 64;
 }
@@ -301,6 +301,8 @@ int sfs_follow_open(const char *source, const char *index_dir,
 	rc = load_log(f, err);
 	if (rc)
 		goto fail;
+	if (!f->format && f->nshards)
+		f->format = sfs_format_detect(f->shards[0].path);
 	open_log(f, dir);
 	free(dir);
 	*out = f;
