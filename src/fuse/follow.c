@@ -133,8 +133,8 @@ int follow_prepare(struct fs *fs, const char *src, struct sfs_error *err)
 	w->wake[0] = w->wake[1] = -1;
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->grew, NULL);
-	rc = sfs_follow_open(src, fs->mount.index_dir, format, note, fs, &w->f,
-			     err);
+	rc = sfs_follow_open(src, fs->mount.index_dir, true, format, note, fs,
+			     &w->f, err);
 	if (rc)
 		return rc;
 	rc = sfs_follow_scan(w->f, NULL, err);

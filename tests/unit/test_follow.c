@@ -176,8 +176,9 @@ static void test_stream(void **state)
 	free(write_at(dir, "c2.jsonl.tmp", "half", 4));
 	free(write_at(dir, ".c3.jsonl", "x\n", 2));
 	snprintf(idx, sizeof(idx), "%s/.shardfs", dir);
-	assert_int_equal(
-		sfs_follow_open(dir, NULL, NULL, note, &notes, &f, &err), 0);
+	assert_int_equal(sfs_follow_open(dir, NULL, true, NULL, note, &notes,
+					 &f, &err),
+			 0);
 	assert_int_equal(sfs_follow_scan(f, &added, &err), 0);
 	assert_int_equal(added, 1);
 	assert_int_equal(f->nsamples, 3);
@@ -212,6 +213,13 @@ static void test_stream(void **state)
 	bytes = window_bytes(f, w, 1);
 	assert_string_equal(bytes, "c\nd\n"); /* c's missing '\n' added */
 	free(bytes);
+	assert_int_equal(w->readers[1].nruns, 2);
+	assert_true(w->readers[1].runs[0].shard == 0 &&
+		    w->readers[1].runs[0].first == 2 &&
+		    w->readers[1].runs[0].count == 1);
+	assert_true(w->readers[1].runs[1].shard == 1 &&
+		    w->readers[1].runs[1].first == 0 &&
+		    w->readers[1].runs[1].count == 1);
 	sfs_window_free(w);
 	/* not complete: window 1 needs samples 4..7 */
 	assert_int_equal(sfs_window_build(f, &o.plan, 4, 1, false, readers, 2,
@@ -227,14 +235,17 @@ static void test_stream(void **state)
 	bytes = window_bytes(f, w, 0);
 	assert_string_equal(bytes, "e\n");
 	free(bytes);
+	assert_true(w->readers[0].nruns == 1 &&
+		    w->readers[0].runs[0].first == 1);
 	bytes = window_bytes(f, w, 1);
 	assert_string_equal(bytes, "f\n");
 	free(bytes);
 	sfs_window_free(w);
 	sfs_follow_free(f);
 	/* a restart reads the log back, the shards' counts in order */
-	assert_int_equal(
-		sfs_follow_open(dir, NULL, NULL, note, &notes, &f, &err), 0);
+	assert_int_equal(sfs_follow_open(dir, NULL, true, NULL, note, &notes,
+					 &f, &err),
+			 0);
 	assert_int_equal(f->nshards, 2);
 	assert_int_equal(f->nsamples, 6);
 	assert_null(f->shards[1].bounds);

@@ -259,7 +259,7 @@ fail:
 	f->log_fd = -1;
 }
 
-int sfs_follow_open(const char *source, const char *index_dir,
+int sfs_follow_open(const char *source, const char *index_dir, bool write_log,
 		    const struct sfs_format_ops *format,
 		    sfs_follow_note_fn note_fn, void *note_arg,
 		    struct sfs_follow **out, struct sfs_error *err)
@@ -303,7 +303,8 @@ int sfs_follow_open(const char *source, const char *index_dir,
 		goto fail;
 	if (!f->format && f->nshards)
 		f->format = sfs_format_detect(f->shards[0].path);
-	open_log(f, dir);
+	if (write_log)
+		open_log(f, dir);
 	free(dir);
 	*out = f;
 	return 0;
