@@ -8,7 +8,24 @@
 #include <unistd.h>
 
 #include "helpers.h"
+#include "shardfs/crc32c.h"
 #include "shardfs/follow.h"
+
+/* A TFRecord file of one record holding data. */
+static void tfrecord(const char *dir, const char *name, const char *data)
+{
+	unsigned char b[64];
+	uint64_t n = strlen(data);
+	uint32_t c;
+
+	memcpy(b, &n, 8); /* little-endian, as the tests run */
+	c = sfs_crc32c_masked(b, 8);
+	memcpy(b + 8, &c, 4);
+	memcpy(b + 12, data, n);
+	c = sfs_crc32c_masked(data, n);
+	memcpy(b + 12 + n, &c, 4);
+	free(write_at(dir, name, b, 16 + n));
+}
 
 static void test_log_parse(void **state)
 {
@@ -256,6 +273,56 @@ static void test_stream(void **state)
 	tmpdir_remove(dir);
 }
 
+/* A shard that is not ready holds back those after it; a shard of another
+ * format is refused without holding anything back. */
+static void test_held_back(void **state)
+{
+	char *dir = tmpdir_new();
+	struct sfs_follow *f = NULL;
+	struct sfs_error err = { 0 };
+	struct notes notes = { 0 };
+	size_t added;
+	char *p;
+
+	(void)state;
+	/* a TFRecord whose record runs past the end: malformed */
+	free(write_at(dir, "a.tfrecord", "\x10\0\0\0\0\0\0\0\0\0\0\0", 12));
+	tfrecord(dir, "b.tfrecord", "b");
+	assert_int_equal(sfs_follow_open(dir, NULL, false,
+					 sfs_format_by_name("tfrecord"), note,
+					 &notes, &f, &err),
+			 0);
+	assert_int_equal(sfs_follow_scan(f, &added, &err), 0);
+	assert_int_equal(added, 0);
+	assert_int_equal(notes.n, 1);
+	p = strstr(notes.msg[0], "/a.tfrecord: waiting: ");
+	assert_non_null(p);
+	assert_non_null(strstr(p, "(tried again when it changes)"));
+	/* the same file again: not noted twice */
+	assert_int_equal(sfs_follow_scan(f, &added, &err), 0);
+	assert_int_equal(notes.n, 1);
+	/* once whole, both enter in order, and a .jsonl is refused */
+	tfrecord(dir, "a.tfrecord", "a");
+	free(write_at(dir, "c.jsonl", "x\n", 2));
+	assert_int_equal(sfs_follow_scan(f, &added, &err), 0);
+	assert_int_equal(added, 2);
+	assert_int_equal(notes.n, 2);
+	p = strstr(notes.msg[1], "/c.jsonl: refused: ");
+	assert_non_null(p);
+	assert_string_equal(
+		p,
+		"/c.jsonl: refused: a jsonl shard in a stream of tfrecord shards");
+	/* ... and holds nothing back; an empty shard holds no sample */
+	free(write_at(dir, "d.tfrecord", "", 0));
+	assert_int_equal(sfs_follow_scan(f, &added, &err), 0);
+	assert_int_equal(added, 1);
+	assert_string_equal(f->shards[2].path, "d.tfrecord");
+	assert_int_equal(f->shards[2].nsamples, 0);
+	assert_int_equal(f->nsamples, 2);
+	sfs_follow_free(f);
+	tmpdir_remove(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -264,6 +331,7 @@ int main(void)
 		cmocka_unit_test(test_window_option),
 		cmocka_unit_test(test_windows),
 		cmocka_unit_test(test_stream),
+		cmocka_unit_test(test_held_back),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
