@@ -43,6 +43,14 @@ struct sfs_follow_shard {
 	bool newline_missing;
 };
 
+#define SFS_FOLLOW_REFUSED_MAX 4096
+
+struct sfs_follow_refusal {
+	char *name;
+	uint64_t size;
+	int64_t mtime_ns;
+};
+
 /* Called with a line for the daemon's log (a refusal, a problem). */
 typedef void (*sfs_follow_note_fn)(void *arg, const char *msg);
 
@@ -56,11 +64,11 @@ struct sfs_follow {
 	bool ended; /* SRC/.shardfs-end seen */
 	char *log_path; /* the log; NULL when it cannot be kept */
 	int log_fd; /* open for appending, or -1 */
-	/* the last name refused (out of order, malformed, another format)
-	 * and its size and mtime: noted once, tried again when they change */
-	char *refused;
-	uint64_t refused_size;
-	int64_t refused_mtime;
+	/* the names refused (out of order, malformed, another format),
+	 * sorted, with their size and mtime: each noted once, and again
+	 * when they change; at most SFS_FOLLOW_REFUSED_MAX remembered */
+	struct sfs_follow_refusal *refused;
+	size_t nrefused, refused_cap;
 	sfs_follow_note_fn note;
 	void *note_arg;
 };

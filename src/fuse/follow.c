@@ -335,6 +335,19 @@ static void window_read(struct fw *w, struct freader *r, size_t i)
 
 /* ---- the watcher ---- */
 
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* A scan lists the whole source: after one that took t, the next waits
+ * 10 t (at most a second), so that a burst of renames into a large
+ * directory costs the watcher a tenth of a core, not a scan per rename. */
+#define SCAN_GAP_FACTOR 10
+
 static void *watch(void *arg)
 {
 	struct fw *w = arg;
@@ -358,6 +371,8 @@ static void *watch(void *arg)
 		struct pollfd p[2] = { { .fd = w->wake[0], .events = POLLIN },
 				       { .fd = ino, .events = POLLIN } };
 		struct sfs_error err = { 0 };
+		struct pollfd q = { .fd = w->wake[0], .events = POLLIN };
+		double t0 = now(), gap;
 		size_t before;
 
 		pthread_mutex_lock(&w->lock);
@@ -375,11 +390,13 @@ static void *watch(void *arg)
 				write_progress(w);
 		}
 		pthread_mutex_unlock(&w->lock);
+		gap = (now() - t0) * SCAN_GAP_FACTOR;
+		if (gap >= 0.001 &&
+		    poll(&q, 1, gap < 1 ? (int)(gap * 1000) : 1000) > 0)
+			continue; /* woken to stop */
 		if (poll(p, ino >= 0 ? 2 : 1,
 			 (int)fs->mount.follow_interval * 1000) > 0) {
 			while (ino >= 0 && read(ino, buf, sizeof(buf)) > 0)
-				;
-			while (read(w->wake[0], buf, sizeof(buf)) > 0)
 				;
 		}
 	}
@@ -867,14 +884,6 @@ static ssize_t read_window(struct fw *w, const struct sfs_window *win,
 		done += x;
 	}
 	return (ssize_t)done;
-}
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 /*

@@ -201,14 +201,16 @@ static void test_stream(void **state)
 	assert_int_equal(f->nsamples, 3);
 	assert_false(f->ended);
 	assert_string_equal(f->format->name, "jsonl");
-	/* out of order: refused once, and noted once */
+	/* out of order: refused once, and noted once, each of them */
 	free(write_at(dir, "c0.jsonl", "z\n", 2));
+	free(write_at(dir, "c00.jsonl", "z\n", 2));
 	free(write_at(dir, "c4.jsonl", "d\ne\nf\n", 6));
 	assert_int_equal(sfs_follow_scan(f, &added, &err), 0);
 	assert_int_equal(added, 1);
 	assert_int_equal(sfs_follow_scan(f, &added, &err), 0);
 	assert_int_equal(added, 0);
-	assert_int_equal(notes.n, 1);
+	assert_int_equal(notes.n, 2);
+	assert_non_null(strstr(notes.msg[1], "/c00.jsonl: refused: "));
 	p = strstr(notes.msg[0], "/c0.jsonl: refused: its name sorts before");
 	assert_non_null(p);
 	assert_string_equal(

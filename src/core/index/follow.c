@@ -314,6 +314,15 @@ fail:
 	return rc;
 }
 
+static void forget_refusals(struct sfs_follow *f)
+{
+	size_t i;
+
+	for (i = 0; i < f->nrefused; i++)
+		free(f->refused[i].name);
+	f->nrefused = 0;
+}
+
 void sfs_follow_free(struct sfs_follow *f)
 {
 	if (!f)
@@ -325,22 +334,51 @@ void sfs_follow_free(struct sfs_follow *f)
 		close(f->log_fd);
 	free(f->source);
 	free(f->log_path);
+	forget_refusals(f);
 	free(f->refused);
 	free(f);
 }
 
-/* Note a refusal of name once, while its size and mtime stay. */
+/* Note a refusal of name once, while its size and mtime stay: true when
+ * it is new (or changed), to be noted. */
 static bool refuse_once(struct sfs_follow *f, const char *name,
 			const struct stat *st)
 {
-	if (f->refused && !strcmp(f->refused, name) &&
-	    f->refused_size == (uint64_t)st->st_size &&
-	    f->refused_mtime == sfs_mtime_ns(st))
-		return false;
-	free(f->refused);
-	f->refused = strdup(name);
-	f->refused_size = (uint64_t)st->st_size;
-	f->refused_mtime = sfs_mtime_ns(st);
+	struct sfs_follow_refusal r = { .size = (uint64_t)st->st_size,
+					.mtime_ns = sfs_mtime_ns(st) };
+	size_t lo = 0, hi = f->nrefused;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(f->refused[mid].name, name);
+
+		if (!c) {
+			struct sfs_follow_refusal *old = &f->refused[mid];
+			bool same = old->size == r.size &&
+				    old->mtime_ns == r.mtime_ns;
+
+			old->size = r.size;
+			old->mtime_ns = r.mtime_ns;
+			return !same;
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (f->nrefused >= SFS_FOLLOW_REFUSED_MAX) {
+		forget_refusals(f);
+		lo = 0;
+	}
+	r.name = strdup(name);
+	if (!r.name || SFS_GROW(f->refused, f->refused_cap, f->nrefused + 1)) {
+		free(r.name);
+		return true;
+	}
+	memmove(&f->refused[lo + 1], &f->refused[lo],
+		(f->nrefused - lo) * sizeof(*f->refused));
+	f->refused[lo] = r;
+	f->nrefused++;
 	return true;
 }
 
@@ -491,55 +529,97 @@ static int by_name(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-int sfs_follow_scan(struct sfs_follow *f, size_t *added, struct sfs_error *err)
+static void free_names(char **names, size_t n)
 {
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+/*
+ * One listing of the source: the names not in the stream that could be
+ * shards, sorted, into *out (*n of them); *end when the end marker is
+ * there.  Returns 0 or -errno.
+ */
+static int list(const struct sfs_follow *f, char ***out, size_t *n, bool *end)
+{
+	const char *last = f->nshards ? f->shards[f->nshards - 1].path : NULL;
 	char **names = NULL;
-	size_t n = 0, cap = 0, i, got = 0;
-	const char *last;
+	size_t cap = 0;
 	struct dirent *de;
 	int fd = dup(f->srcfd), rc = 0;
 	DIR *d = fd < 0 ? NULL : fdopendir(fd);
 
-	if (added)
-		*added = 0;
+	*n = 0;
+	*end = false;
 	if (!d) {
+		rc = -errno;
 		if (fd >= 0)
 			close(fd);
-		return sfs_errorf(err, -errno, "%s: %s", f->source,
-				  strerror(errno));
+		return rc;
 	}
 	rewinddir(d);
-	last = f->nshards ? f->shards[f->nshards - 1].path : NULL;
 	while (!rc && (errno = 0, de = readdir(d))) {
 		char *s;
 
 		if (!strcmp(de->d_name, SFS_FOLLOW_END)) {
-			f->ended = true;
+			*end = true;
 			continue;
 		}
-		if (!shard_name(de->d_name) ||
-		    (last && !strcmp(de->d_name, last)))
-			continue;
 		/* names before the last one: refused, but only when new to
 		 * the stream (a consumed shard is still listed) */
-		if (last && strcmp(de->d_name, last) < 0 &&
-		    sfs_follow_find(f, de->d_name) >= 0)
+		if (!shard_name(de->d_name) ||
+		    (last && strcmp(de->d_name, last) <= 0 &&
+		     sfs_follow_find(f, de->d_name) >= 0))
 			continue;
 		s = strdup(de->d_name);
-		if (!s || SFS_GROW(names, cap, n + 1)) {
+		if (!s || SFS_GROW(names, cap, *n + 1)) {
 			free(s);
 			rc = -ENOMEM;
 			break;
 		}
-		names[n++] = s;
+		names[(*n)++] = s;
 	}
 	if (!rc && errno)
 		rc = -errno;
 	closedir(d);
-	if (n)
-		qsort(names, n, sizeof(*names), by_name);
-	/* the end marker counts once the shards listed with it are in */
+	if (rc) {
+		free_names(names, *n);
+		*n = 0;
+		return rc;
+	}
+	if (*n)
+		qsort(names, *n, sizeof(*names), by_name);
+	*out = names;
+	return 0;
+}
+
+/*
+ * A listing is no snapshot: a name renamed in while it runs may be missed
+ * while a later one is seen.  But a producer renames in name order, so
+ * every shard before a name one listing saw was renamed before that
+ * listing ended, and a second listing sees it.  So the names are taken
+ * from the second listing up to the last one the first saw (all of them
+ * once the first saw the end marker, written after the last shard); the
+ * rest wait for the next scan.
+ */
+int sfs_follow_scan(struct sfs_follow *f, size_t *added, struct sfs_error *err)
+{
+	char **first = NULL, **names = NULL;
+	size_t nfirst = 0, n = 0, i, got = 0;
+	bool end1, end2;
+	int rc;
+
+	if (added)
+		*added = 0;
+	rc = list(f, &first, &nfirst, &end1);
+	if (!rc && (nfirst || end1))
+		rc = list(f, &names, &n, &end2);
 	for (i = 0; !rc && i < n; i++) {
+		if (!end1 && strcmp(names[i], first[nfirst - 1]) > 0)
+			break;
 		rc = accept(f, names[i]);
 		got += rc == ACCEPTED;
 		/* a shard not ready holds back the ones after it: the
@@ -550,11 +630,11 @@ int sfs_follow_scan(struct sfs_follow *f, size_t *added, struct sfs_error *err)
 		}
 		rc = rc < 0 ? rc : 0;
 	}
-	if (f->ended && i < n)
-		f->ended = false; /* not everything before the end is in */
-	for (i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
+	/* the end counts once every shard listed with it is in */
+	if (end1 && i == n)
+		f->ended = true;
+	free_names(first, nfirst);
+	free_names(names, n);
 	if (added)
 		*added = got;
 	if (rc == -ENOMEM)
