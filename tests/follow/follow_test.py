@@ -90,6 +90,17 @@ class Producer:
             f.write("end\n")
 
 
+def readers_waiting(mnts: Sequence[str]) -> List[Tuple[int, int, int, bool]]:
+    """(rank, worker, window, waiting) of every reader in the mounts'
+    .shardfs/status."""
+    out = []
+    for m in mnts:
+        with open(os.path.join(m, ".shardfs", "status")) as f:
+            for r in json.load(f)["readers"]:
+                out.append((r["rank"], r["worker"], r["window"], r["waiting"]))
+    return out
+
+
 def expected_readers(t: L.Tally, fmt: str, chunks, start: int, n: int,
                      opts: str, tmp: str, nreaders: int, first_window: int = 0
                      ) -> Tuple[List[List[str]], List[List[List[str]]]]:
@@ -133,7 +144,8 @@ def check_coverage(t: L.Tally, what: str, got: List[List[str]],
     t.check("%s: repeats only of the last window's samples (padding)" % what,
             not bad, "repeated outside the last window: %s" % bad[:20])
     total = sum(counts) + len(earlier)
-    t.eq("%s: padding = readers x count - produced" % what,
+    t.eq("%s: padding (%d) = readers x count - produced" % (
+        what, sum(extra.values())),
          sum(extra.values()), total - len(produced))
 
 
@@ -217,6 +229,11 @@ def grow(fmt: str, src: str, tmp: str, n: int, opts: str,
                 deleted.append(name)
 
     time.sleep(0.3)  # the readers wait on an empty source
+    nr = len(dirs)
+    ok = L.wait_for(lambda: all(w for *_, w in readers_waiting(mnts)), 5)
+    t.eq("status: every reader waits for window 0", readers_waiting(mnts),
+         [(r, w, 0, True) for r in range(opt(opts, "world", 1))
+          for w in range(opt(opts, "workers", 1))][:nr])
     t.check("nothing to read before the first chunk",
             all(len(r.buf) == 0 and r.error is None for r in readers),
             "; ".join("%s: %d bytes, %r" % (r.d, len(r.buf), r.error)
@@ -551,7 +568,13 @@ def ddp(src: str, tmp: str, n: int, batch: int, mnt0: str, mnt1: str) -> int:
             text=True))
     p = Producer(src, "jsonl", 41)
     rng = random.Random(9)
-    # the job starts (imports torch, joins the group) while chunks come
+    # the source grows while the job runs: once every DataLoader worker of
+    # both ranks waits in its first read
+    ok = L.wait_for(lambda: [w for *_, w in readers_waiting([mnt0, mnt1])]
+                    == [True] * 4 or any(q.poll() is not None for q in procs),
+                    90, 0.1)
+    t.check("the job's 4 loader workers wait on the empty source", ok,
+            repr(readers_waiting([mnt0, mnt1])))
     for _ in range(30):
         time.sleep(rng.uniform(0, 0.15))
         p.write(rng.randint(1, 30))

@@ -40,6 +40,13 @@ py() {
 log_count() { grep -cF -- "$2" "${daemon_log[$1]}"; }
 section() { printf '== %s\n' "$*"; }
 
+section "window= must be a multiple of world x workers x batch"
+mkdir -p "$T/w" "$T/w-m"
+mounts+=("$T/w-m") # unmounted on exit should it mount
+expect_run "window=10 for world=2 x workers=2 is refused with the nearest values" 1 \
+	"shardfs: window=10 is not a multiple of world/replicas x workers x batch = 4: use window=8 or window=12" \
+	-- timeout 10 shardfs "$T/w" "$T/w-m" -f -o follow=1,format=jsonl,window=10,world=2,workers=2
+
 section "a. two daemons, a growing source, consumed shards deleted"
 mkdir -p "$T/a" "$T/a-tmp" "$T/a-progress"
 A="$FO,format=jsonl,window=40,world=2,workers=2,progress=$T/a-progress"
