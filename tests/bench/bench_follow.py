@@ -1,9 +1,10 @@
 """The measuring half of bench_follow.sh (which mounts):
 
-  latency DIR SRC CHUNKS WINDOW   a reader blocks in a read of
+  latency DIR SRC CHUNKS WINDOW JITTER   a reader blocks in a read of
       DIR/stream.jsonl while the producer renames a chunk of WINDOW
       samples (one window) into SRC: the time from the rename to the
-      read's return, per chunk; prints "latency_ms median p99 max n"
+      read's return, per chunk (renames JITTER s apart at most, at
+      random, so that they fall anywhere in a polling interval); prints "latency_ms median p99 max n"
   read FILE...                    reads every FILE to its end with 1 MiB
       reads: prints "read BYTES SECONDS"
   produce DIR SRC CHUNKS SAMPLES  renames CHUNKS chunks of SAMPLES lines
@@ -77,7 +78,8 @@ def pct(xs, p: float) -> float:
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
 
 
-def latency(d: str, src: str, chunks: int, window: int) -> None:
+def latency(d: str, src: str, chunks: int, window: int,
+            jitter: float) -> None:
     r = Along(os.path.join(d, "stream.jsonl"))
     r.start()
     rng = random.Random(1)
@@ -89,7 +91,7 @@ def latency(d: str, src: str, chunks: int, window: int) -> None:
         tmp = os.path.join(src, name + ".tmp")
         with open(tmp, "wb") as f:
             f.write(data)
-        time.sleep(rng.uniform(0.005, 0.02))  # not in phase with any timer
+        time.sleep(rng.uniform(0.005, jitter))  # not in phase with a timer
         t0 = time.monotonic()
         os.rename(tmp, os.path.join(src, name))
         want += len(data)
@@ -143,7 +145,7 @@ def produce(d: str, src: str, chunks: int, samples: int, window: int) -> None:
 def main() -> int:
     a = sys.argv[1:]
     if a[0] == "latency":
-        latency(a[1], a[2], int(a[3]), int(a[4]))
+        latency(a[1], a[2], int(a[3]), int(a[4]), float(a[5]))
     elif a[0] == "read":
         read(a[1:])
     elif a[0] == "produce":
