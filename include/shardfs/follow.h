@@ -67,13 +67,14 @@ struct sfs_follow {
 
 /*
  * Follow source: open it, and read the log in index_dir (NULL:
- * SRC/.shardfs) back when there is one.  format (NULL: the first shard's)
+ * SRC/.shardfs) back when there is one; with write_log, append the
+ * shards accepted to it (else the log is only read: shardfs-plan).  format (NULL: the first shard's)
  * must be one whose files concatenate.  A log that cannot be created is
  * noted (note) and the stream followed without it.  Returns 0 and the
  * stream in *out, or a negative errno: the source cannot be opened, the
  * log is damaged (its path and line), a format that cannot be followed.
  */
-int sfs_follow_open(const char *source, const char *index_dir,
+int sfs_follow_open(const char *source, const char *index_dir, bool write_log,
 		    const struct sfs_format_ops *format,
 		    sfs_follow_note_fn note, void *note_arg,
 		    struct sfs_follow **out, struct sfs_error *err);
@@ -142,9 +143,17 @@ struct sfs_wext {
 	size_t shard; /* in the stream */
 };
 
+/* Samples [first, first + count) of shard of the stream. */
+struct sfs_wrun {
+	size_t shard;
+	uint64_t first, count;
+};
+
 struct sfs_window_reader {
 	struct sfs_wext *ext;
 	size_t n;
+	struct sfs_wrun *runs; /* its samples, in order */
+	size_t nruns;
 	uint64_t size; /* bytes, without the trailer */
 	uint64_t samples;
 };

@@ -77,6 +77,7 @@ struct fw {
 	struct freader *readers;
 	size_t nreaders;
 	size_t *plan_readers;
+	size_t nreaders_all; /* world / replicas x workers */
 	uint32_t *ranks; /* shown, sorted */
 	size_t nranks;
 	size_t consumed; /* shards consumed */
@@ -132,8 +133,8 @@ int follow_prepare(struct fs *fs, const char *src, struct sfs_error *err)
 	w->wake[0] = w->wake[1] = -1;
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->grew, NULL);
-	rc = sfs_follow_open(src, fs->mount.index_dir, format, note, fs, &w->f,
-			     err);
+	rc = sfs_follow_open(src, fs->mount.index_dir, true, format, note, fs,
+			     &w->f, err);
 	if (rc)
 		return rc;
 	rc = sfs_follow_scan(w->f, NULL, err);
@@ -168,6 +169,7 @@ int follow_prepare(struct fs *fs, const char *src, struct sfs_error *err)
 		}
 	}
 	w->nranks = n;
+	w->nreaders_all = (size_t)(o->world / o->replicas) * o->workers;
 	fs->follow = w;
 	return 0;
 }
@@ -744,9 +746,14 @@ static char *status_json(struct fw *w)
 {
 	const struct sfs_follow *f = w->f;
 	json_t *readers = json_array(), *j;
+	uint64_t padding = 0, dropped = 0;
 	char *s;
 	size_t i;
 
+	for (i = 0; i < w->nwins; i++) {
+		padding += w->wins[i]->padding;
+		dropped += w->wins[i]->dropped;
+	}
 	for (i = 0; readers && i < w->nreaders; i++) {
 		const struct freader *r = &w->readers[i];
 
@@ -760,13 +767,15 @@ static char *status_json(struct fw *w)
 				  r->waiting));
 	}
 	j = json_pack(
-		"{s:s, s:{s:s, s:I, s:I, s:I, s:s?, s:b, s:I, s:I, s:b, s:s?, s:s?}, s:o}",
+		"{s:s, s:{s:s, s:I, s:I, s:I, s:s?, s:b, s:I, s:I, s:b, s:I, s:I, s:I, s:s?, s:s?}, s:o}",
 		"source", f->source, "follow", "format", f->format->name,
 		"window", (json_int_t)w->n, "shards", (json_int_t)f->nshards,
 		"samples", (json_int_t)f->nsamples, "last_shard",
 		f->nshards ? f->shards[f->nshards - 1].path : NULL, "ended",
 		f->ended, "first_window", (json_int_t)w->first, "windows",
-		(json_int_t)w->nwins, "complete", w->complete, "consumed",
+		(json_int_t)w->nwins, "complete", w->complete, "per_window",
+		(json_int_t)(w->n / w->nreaders_all), "padding",
+		(json_int_t)padding, "dropped", (json_int_t)dropped, "consumed",
 		w->consumed ? f->shards[w->consumed - 1].path : NULL, "log",
 		f->log_fd >= 0 ? f->log_path : NULL, "readers", readers);
 	s = j ? json_dumps(j, JSON_INDENT(2)) : NULL;

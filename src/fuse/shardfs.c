@@ -43,7 +43,9 @@ static void usage(FILE *f)
 		"MNT/<rank>/<worker>/ holds, in directory order, exactly what that\n"
 		"reader reads this epoch.  MNT/.shardfs/epoch switches the epoch.\n"
 		"SRC is an indexed directory, or a JSON mixture file of several\n"
-		"(docs/plan.md, \"Mixtures\").\n"
+		"(docs/plan.md, \"Mixtures\").  With follow=1, SRC is a directory a\n"
+		"producer is still writing shards into, served in windows\n"
+		"(docs/follow.md).\n"
 		"\n"
 		"Options (-o, comma-separated; defaults in brackets):\n");
 	sfs_opt_help(sfs_plan_options, f, 2);

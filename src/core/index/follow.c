@@ -55,7 +55,7 @@ static bool shard_name(const char *name)
 {
 	size_t len = strlen(name);
 
-	return name[0] != '.' && !strchr(name, '\n') &&
+	return name[0] != '.' && !strchr(name, '\n') && !strchr(name, '/') &&
 	       !(len >= 4 && !strcmp(name + len - 4, ".tmp")) &&
 	       sfs_index_path_ok(name) && len < SFS_FOLLOW_LINE_MAX - 64;
 }
@@ -259,7 +259,7 @@ fail:
 	f->log_fd = -1;
 }
 
-int sfs_follow_open(const char *source, const char *index_dir,
+int sfs_follow_open(const char *source, const char *index_dir, bool write_log,
 		    const struct sfs_format_ops *format,
 		    sfs_follow_note_fn note_fn, void *note_arg,
 		    struct sfs_follow **out, struct sfs_error *err)
@@ -301,7 +301,10 @@ int sfs_follow_open(const char *source, const char *index_dir,
 	rc = load_log(f, err);
 	if (rc)
 		goto fail;
-	open_log(f, dir);
+	if (!f->format && f->nshards)
+		f->format = sfs_format_detect(f->shards[0].path);
+	if (write_log)
+		open_log(f, dir);
 	free(dir);
 	*out = f;
 	return 0;
@@ -349,9 +352,21 @@ static int scan_shard(const struct sfs_format_ops *ops, const char *name,
 	struct sfs_scan_in in = { .fd = fd,
 				  .path = name,
 				  .size = (uint64_t)st->st_size };
-	struct sfs_scan sc;
+	struct sfs_scan sc = { 0 };
 	struct stat after;
-	int rc = sfs_format_scan(ops, &in, &sc, err);
+	int rc;
+
+	/* an empty shard holds no sample (a producer's filter left none) */
+	if (st->st_size == 0) {
+		sh->bounds = calloc(1, sizeof(*sh->bounds));
+		if (!sh->bounds)
+			return sfs_errorf(err, -ENOMEM, "out of memory");
+		sh->nsamples = sh->prefix_len = sh->size = 0;
+		sh->newline_missing = false;
+		sh->mtime_ns = sfs_mtime_ns(st);
+		return 0;
+	}
+	rc = sfs_format_scan(ops, &in, &sc, err);
 
 	if (rc) {
 		free(sc.bounds);
@@ -400,7 +415,12 @@ static int append_log(struct sfs_follow *f, const struct sfs_follow_shard *sh)
 	return 0;
 }
 
-/* Try to accept shard name: 1 accepted, 0 not (yet), -ENOMEM. */
+/* What became of a name a scan tried. */
+enum { SKIPPED, ACCEPTED, WAITING };
+
+/* Try to accept shard name: ACCEPTED; SKIPPED, not a shard or refused
+ * (noted); WAITING, a shard not ready (malformed, written to: noted),
+ * which holds back the names after it; -ENOMEM. */
 static int accept(struct sfs_follow *f, const char *name)
 {
 	const struct sfs_format_ops *ops = sfs_format_detect(name);
@@ -410,14 +430,14 @@ static int accept(struct sfs_follow *f, const char *name)
 	int fd, rc;
 
 	if (!ops)
-		return 0; /* not a shard: a README, a marker */
+		return SKIPPED; /* not a shard: a README, a marker */
 	fd = openat(f->srcfd, name,
 		    O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0)
-		return 0; /* gone again, or a symlink */
+		return SKIPPED; /* gone again, or a symlink */
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
-		return 0;
+		return SKIPPED;
 	}
 	if (f->nshards && strcmp(name, f->shards[f->nshards - 1].path) < 0) {
 		if (refuse_once(f, name, &st))
@@ -425,7 +445,7 @@ static int accept(struct sfs_follow *f, const char *name)
 			     "%s/%s: refused: its name sorts before %s, already in the stream (serving it would change what was served); name shards in the order they are written",
 			     f->source, name, f->shards[f->nshards - 1].path);
 		close(fd);
-		return 0;
+		return SKIPPED;
 	}
 	if (!f->format && !followable(ops)) {
 		if (refuse_once(f, name, &st))
@@ -433,7 +453,7 @@ static int accept(struct sfs_follow *f, const char *name)
 			     "%s/%s: refused: %s shards cannot be followed, only jsonl, tfrecord and tar",
 			     f->source, name, ops->name);
 		close(fd);
-		return 0;
+		return SKIPPED;
 	}
 	if (f->format && ops != f->format) {
 		if (refuse_once(f, name, &st))
@@ -441,7 +461,7 @@ static int accept(struct sfs_follow *f, const char *name)
 			     "%s/%s: refused: a %s shard in a stream of %s shards",
 			     f->source, name, ops->name, f->format->name);
 		close(fd);
-		return 0;
+		return SKIPPED;
 	}
 	rc = scan_shard(ops, name, fd, &st, &sh, &e);
 	close(fd);
@@ -450,7 +470,7 @@ static int accept(struct sfs_follow *f, const char *name)
 			note(f,
 			     "%s/%s: waiting: %s (tried again when it changes)",
 			     f->source, name, e.msg);
-		return rc == -ENOMEM ? rc : 0;
+		return rc == -ENOMEM ? rc : WAITING;
 	}
 	sh.path = strdup(name);
 	if (!sh.path || SFS_GROW(f->shards, f->cap, f->nshards + 1)) {
@@ -463,7 +483,7 @@ static int accept(struct sfs_follow *f, const char *name)
 	f->shards[f->nshards++] = sh;
 	f->nsamples += sh.nsamples;
 	append_log(f, &sh);
-	return 1;
+	return ACCEPTED;
 }
 
 static int by_name(const void *a, const void *b)
@@ -477,7 +497,6 @@ int sfs_follow_scan(struct sfs_follow *f, size_t *added, struct sfs_error *err)
 	size_t n = 0, cap = 0, i, got = 0;
 	const char *last;
 	struct dirent *de;
-	struct stat st;
 	int fd = dup(f->srcfd), rc = 0;
 	DIR *d = fd < 0 ? NULL : fdopendir(fd);
 
@@ -522,19 +541,14 @@ int sfs_follow_scan(struct sfs_follow *f, size_t *added, struct sfs_error *err)
 	/* the end marker counts once the shards listed with it are in */
 	for (i = 0; !rc && i < n; i++) {
 		rc = accept(f, names[i]);
-		if (rc > 0) {
-			got++;
+		got += rc == ACCEPTED;
+		/* a shard not ready holds back the ones after it: the
+		 * stream is in name order */
+		if (rc == WAITING) {
 			rc = 0;
-		} else if (!rc && f->nshards &&
-			   strcmp(names[i], f->shards[f->nshards - 1].path) >
-				   0) {
-			/* a shard not accepted yet holds back the ones
-			 * after it: the stream is in name order */
-			if (fstatat(f->srcfd, names[i], &st,
-				    AT_SYMLINK_NOFOLLOW) == 0 &&
-			    S_ISREG(st.st_mode) && sfs_format_detect(names[i]))
-				break;
+			break;
 		}
+		rc = rc < 0 ? rc : 0;
 	}
 	if (f->ended && i < n)
 		f->ended = false; /* not everything before the end is in */

@@ -122,8 +122,7 @@ const struct sfs_opt sfs_mount_options[] = {
 	  "1: SRC grows while it is read: serve it in windows\n"
 	  "(docs/follow.md)",
 	  false },
-	{ "window", SFS_OPT_U64, MOUNT(window), 1, UINT64_MAX / 2, NULL, "N",
-	  "-",
+	{ "window", SFS_OPT_U64, MOUNT(window), 1, 1ULL << 40, NULL, "N", "-",
 	  "with follow=1: samples per window, a multiple of\n"
 	  "world/replicas x workers x batch (required)",
 	  false },
@@ -138,7 +137,7 @@ const struct sfs_opt sfs_mount_options[] = {
 	  "wakes the daemon at once where the kernel delivers\n"
 	  "events; network file systems often do not)",
 	  false },
-	{ "follow_timeout", SFS_OPT_U32, MOUNT(follow_timeout), 1, 1U << 31,
+	{ "follow_timeout", SFS_OPT_U32, MOUNT(follow_timeout), 1, 31536000,
 	  NULL, "S", "600",
 	  "with follow=1: a read that waits S seconds for its\n"
 	  "window fails with EIO",

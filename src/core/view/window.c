@@ -55,8 +55,10 @@ void sfs_window_free(struct sfs_window *w)
 
 	if (!w)
 		return;
-	for (i = 0; i < w->nreaders; i++)
+	for (i = 0; i < w->nreaders; i++) {
 		free(w->readers[i].ext);
+		free(w->readers[i].runs);
+	}
 	free(w->readers);
 	free(w);
 }
@@ -96,6 +98,7 @@ static size_t shard_of(const struct sfs_follow *f, uint64_t s)
 struct widx {
 	struct sfs_index idx;
 	size_t *stream; /* a shard's number in the stream */
+	uint64_t *skip; /* its samples before the window */
 };
 
 static void widx_free(struct widx *w)
@@ -103,6 +106,7 @@ static void widx_free(struct widx *w)
 	free(w->idx.shards);
 	free(w->idx.bounds_heap);
 	free(w->stream);
+	free(w->skip);
 }
 
 static int widx_build(struct sfs_follow *f, uint64_t lo, uint64_t hi,
@@ -123,8 +127,9 @@ static int widx_build(struct sfs_follow *f, uint64_t lo, uint64_t hi,
 	n = *end - *first;
 	w->idx.shards = calloc(n ? n : 1, sizeof(*w->idx.shards));
 	w->stream = calloc(n ? n : 1, sizeof(*w->stream));
+	w->skip = calloc(n ? n : 1, sizeof(*w->skip));
 	w->idx.bounds_heap = malloc((nb ? nb : 1) * sizeof(uint64_t));
-	if (!w->idx.shards || !w->stream || !w->idx.bounds_heap)
+	if (!w->idx.shards || !w->stream || !w->skip || !w->idx.bounds_heap)
 		return sfs_errorf(err, -ENOMEM, "out of memory");
 	w->idx.source = f->source;
 	w->idx.table_fd = w->idx.blocks_fd = w->idx.digests_fd = -1;
@@ -151,6 +156,7 @@ static int widx_build(struct sfs_follow *f, uint64_t lo, uint64_t hi,
 		       (b - a + 1) * sizeof(uint64_t));
 		nb += b - a + 1;
 		w->idx.nsamples += b - a;
+		w->skip[j] = a;
 		w->stream[j++] = i;
 	}
 	w->idx.nshards = j;
@@ -224,16 +230,26 @@ static int lay_out(const struct widx *w, const struct sfs_plan *p,
 		   struct sfs_error *err)
 {
 	const struct sfs_plan_reader *pr = &p->readers[reader];
-	size_t i, cap = 0;
+	size_t i, j, cap = 0, rcap = 0;
 	int rc = 0;
 
 	for (i = 0; !rc && i < pr->nfiles; i++) {
 		const struct sfs_plan_file *pf = &p->files[pr->file_at + i];
+		const struct sfs_run *runs = sfs_plan_file_runs(p, pf);
 		struct sfs_slice *s;
 
+		for (j = 0; j < pf->nruns; j++) {
+			if (SFS_GROW(r->runs, rcap, r->nruns + 1))
+				return sfs_errorf(err, -ENOMEM,
+						  "out of memory");
+			r->runs[r->nruns++] = (struct sfs_wrun){
+				.shard = w->stream[pf->shard],
+				.first = w->skip[pf->shard] + runs[j].first,
+				.count = runs[j].count
+			};
+		}
 		rc = sfs_slice_build(&w->idx, &w->idx.shards[pf->shard], -1,
-				     sfs_plan_file_runs(p, pf), pf->nruns, &s,
-				     err);
+				     runs, pf->nruns, &s, err);
 		if (rc)
 			return rc;
 		if (append(r, &cap, s, w->stream[pf->shard], skip))
