@@ -93,7 +93,7 @@ lat_once_poll() {
 	local sp=$pid
 	mnt "$bin/shardfs" "$d/slow" "$d/m" "follow=1,format=jsonl,window=16,follow_timeout=60,follow_interval=1"
 	local p=$pid
-	$BF latency "$d/m/0/0" "$d/under" "$1" 16 1.2
+	$BF latency "$d/m/0/0" "$d/under" "$1" 16 1.0
 	umnt "$d/m" "$p"
 	umnt "$d/slow" "$sp"
 }
