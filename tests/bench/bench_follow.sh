@@ -4,12 +4,11 @@
 #     window's samples is renamed into the source; the time from the
 #     rename to the read's return (median, p99 per run).  With inotify
 #     (the source on the local disk) and with polling only: the source
-#     seen through bindfs (Debian's bindfs, a pass-through FUSE mount,
-#     kernel caches off): the producer writes to the directory under it,
-#     of which inotify on the FUSE mount sees nothing, so the daemon finds
-#     chunks only by listing every follow_interval=1 s.  (tests/bench/
-#     slowfs.c would do, but it crashes on a readdir: nullpath_ok hands
-#     its slow_readdir a NULL path.)  Skipped, and said so, without bindfs.
+#     seen through tests/bench/slowfs.c (a pass-through FUSE mount, no
+#     added latency, kernel caches off), as a network file system is: the
+#     producer writes to the directory under it, of which inotify on the
+#     FUSE mount sees nothing, so the daemon finds chunks only by listing
+#     every follow_interval=1 s.
 #   - throughput: stream.jsonl of a finished source (world=1, workers=1)
 #     against the same chunks read directly, 1 MiB reads, warm page cache.
 #   - memory: the daemon's RSS after CHUNKS chunks (10 000) renamed as
@@ -89,7 +88,7 @@ lat_once_inotify() {
 lat_once_poll() {
 	local d=$B/lat-$RANDOM
 	mkdir -p "$d/under"
-	mnt bindfs "$d/under" "$d/slow" "entry_timeout=0,attr_timeout=0,negative_timeout=0"
+	mnt "$bin/tests/slowfs" "$d/under" "$d/slow" "latency=0,timeout=0"
 	local sp=$pid
 	mnt "$bin/shardfs" "$d/slow" "$d/m" "follow=1,format=jsonl,window=16,follow_timeout=60,follow_interval=1"
 	local p=$pid
@@ -98,11 +97,7 @@ lat_once_poll() {
 	umnt "$d/slow" "$sp"
 }
 lat_mode=lat_once_inotify lat_runs "inotify (local ext4)" "$(bench_size 200 20)"
-if command -v bindfs >/dev/null; then
-	lat_mode=lat_once_poll lat_runs "polling (follow_interval=1, through bindfs)" "$(bench_size 20 3)"
-else
-	echo "polling: not measured (bindfs is not installed: apt-get install bindfs)"
-fi
+lat_mode=lat_once_poll lat_runs "polling (follow_interval=1, through slowfs)" "$(bench_size 20 3)"
 
 echo "== throughput: stream.jsonl of a finished source against the chunks read directly"
 tc=$(bench_size 100 10)
