@@ -81,6 +81,10 @@ struct fw {
 	uint32_t *ranks; /* shown, sorted */
 	size_t nranks;
 	size_t consumed; /* shards consumed */
+	/* per shard of the stream, why its bytes failed when last logged
+	 * (0: never, 1: gone, 2: changed): a cause is logged once */
+	unsigned char *failed;
+	size_t failed_cap;
 	char *build_error; /* the last failed build, logged once */
 	bool stop;
 	int wake[2];
@@ -454,6 +458,7 @@ void follow_stop(struct fs *fs)
 	free(w->plan_readers);
 	free(w->ranks);
 	free(w->build_error);
+	free(w->failed);
 	sfs_follow_free(w->f);
 	if (w->wake[0] >= 0) {
 		close(w->wake[0]);
@@ -812,6 +817,17 @@ static char *control_text_of(struct fw *w, fuse_ino_t ino)
 	return ino == INO_STATUS ? status_json(w) : consumed_text(w);
 }
 
+/* Room for n shards in w->failed, the new ones zero; with w->lock. */
+static int grow_failed(struct fw *w, size_t n)
+{
+	size_t old = w->failed_cap;
+
+	if (SFS_GROW(w->failed, w->failed_cap, n))
+		return -ENOMEM;
+	memset(w->failed + old, 0, w->failed_cap - old);
+	return 0;
+}
+
 /* Bytes [pos, pos + len) of reader r's window i (within it; with its
  * trailer) into buf, outside the lock: the extents are the window's,
  * which never changes.  Returns the count or -EIO (logged). */
@@ -859,6 +875,18 @@ static ssize_t read_window(struct fw *w, const struct sfs_window *win,
 				if (fd >= 0)
 					close(fd);
 				if (got != (ssize_t)n) {
+					unsigned char why = fd < 0 ? 1 : 2;
+					bool say;
+
+					pthread_mutex_lock(&w->lock);
+					say = !grow_failed(w, e->shard + 1) &&
+					      w->failed[e->shard] != why;
+					if (say)
+						w->failed[e->shard] = why;
+					pthread_mutex_unlock(&w->lock);
+					atomic_fetch_add(&w->fs->errors, 1);
+					if (!say)
+						return -EIO;
 					fs_log(w->fs, LOG_ERR,
 					       "%s/%s: %s before every reader read it (it entered the stream with %" PRIu64
 					       " bytes): EIO for its bytes; a shard must not change or go before it is consumed (docs/follow.md)",
@@ -866,7 +894,6 @@ static ssize_t read_window(struct fw *w, const struct sfs_window *win,
 					       fd < 0 ? "deleted" :
 							"changed or truncated",
 					       size);
-					atomic_fetch_add(&w->fs->errors, 1);
 					return -EIO;
 				}
 			}

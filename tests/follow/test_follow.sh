@@ -115,6 +115,35 @@ mount_view "$T/f" "$T/f-m2" "$R,start=60" || bad "mount f2"
 py restart2 "$T/f" "$T/f-tmp" 20 "world=2,workers=2,start=60" "$T/f-m2"
 unmount_view "$T/f-m2"
 
+section "h. a shard changed or deleted before it was consumed: EIO, never other bytes"
+mkdir -p "$T/h"
+printf 'a\nb\n' > "$T/h/c0.jsonl"
+printf 'c\nd\n' > "$T/h/c1.jsonl"
+printf 'e\nf\n' > "$T/h/c2.jsonl"
+touch "$T/h/.shardfs-end"
+mount_view "$T/h" "$T/h-m" "$FO,window=2" || bad "mount h"
+expect_eq "h: three windows" "$(ls "$T/h-m/0/0" | tr '\n' ' ')" \
+	"stream.jsonl window-00000000.jsonl window-00000001.jsonl window-00000002.jsonl "
+printf 'a\n' > "$T/h/c0.jsonl"
+rm "$T/h/c1.jsonl"
+expect_eq "h: a truncated shard's window: EIO" \
+	"$(cat "$T/h-m/0/0/window-00000000.jsonl" 2>&1 >/dev/null)" \
+	"cat: $T/h-m/0/0/window-00000000.jsonl: Input/output error"
+expect_eq "h: a deleted shard's window: EIO" \
+	"$(cat "$T/h-m/0/0/window-00000001.jsonl" 2>&1 >/dev/null)" \
+	"cat: $T/h-m/0/0/window-00000001.jsonl: Input/output error"
+expect_eq "h: the stream stops at the first of them with EIO" \
+	"$(cat "$T/h-m/0/0/stream.jsonl" 2>&1)" \
+	"cat: $T/h-m/0/0/stream.jsonl: Input/output error"
+expect_eq "h: the untouched shard's window is served" \
+	"$(cat "$T/h-m/0/0/window-00000002.jsonl")" "e
+f"
+expect_eq "h: the log says which shard and what, once each" \
+	"$(log_count "$T/h-m" "$T/h/c0.jsonl: changed or truncated before every reader read it (it entered the stream with 4 bytes): EIO for its bytes") $(log_count "$T/h-m" "$T/h/c1.jsonl: deleted before every reader read it")" \
+	"1 1"
+expect_eq "h: nothing consumed" "$(cat "$T/h-m/.shardfs/consumed")" ""
+unmount_view "$T/h-m"
+
 section "g. a PyTorch DDP job over a growing source"
 mkdir -p "$T/g" "$T/g-out"
 G="$FO,format=jsonl,window=32,world=2,workers=2,batch=4"
