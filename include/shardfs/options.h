@@ -78,7 +78,16 @@ struct sfs_mount_opts {
 	uint32_t prefetch_files; /* files read ahead of a reader */
 	uint32_t prefetch_mb; /* MiB read ahead of a reader */
 	uint32_t prefetch_threads; /* threads reading ahead */
+	bool follow; /* SRC grows: windows (follow.h) */
+	uint64_t window; /* follow: samples per window, 0: not given */
+	int format; /* follow: sfs_follow_formats[format], 0: auto */
+	uint32_t follow_interval; /* follow: seconds between listings */
+	uint32_t follow_timeout; /* follow: seconds a read may wait */
+	char *progress_dir; /* follow: progress=, heap; NULL: none */
 };
+
+/* format=: "auto", then the formats a followed source may hold. */
+extern const char *const sfs_follow_formats[];
 
 /*
  * One option of a table: how a value is parsed and checked, where it goes

@@ -193,6 +193,7 @@ struct fs {
 	atomic_uint_fast64_t opens, reads, bytes, errors, switches,
 		switches_ahead;
 	atomic_int forgetting; /* invalidations still running aside */
+	struct fw *follow; /* follow=1 (follow.c); NULL otherwise */
 };
 
 /*
@@ -369,6 +370,27 @@ void prefetch_counters(const struct prefetch *p, struct sfs_status_counters *c);
  * freeing the index or the file cache.  NULL: true.
  */
 bool prefetch_stop(struct prefetch *p);
+
+/* ---- follow.c: a source that grows (follow=1, docs/follow.md) ---- */
+
+/* The tree of a followed source, in place of fs_ops. */
+extern const struct fuse_lowlevel_ops follow_ops;
+
+/*
+ * Check the options of follow=1, open the stream of src (its log read
+ * back) and list it once; fs->follow is set.  Returns 0 or a negative
+ * errno with a message.
+ */
+int follow_prepare(struct fs *fs, const char *src, struct sfs_error *err);
+
+/* The source followed (absolute). */
+const char *follow_source(const struct fs *fs);
+
+/* Build the windows complete now and start the watcher (after the fork). */
+void follow_start(struct fs *fs);
+
+/* Stop the watcher and free the stream; NULL fs->follow is a no-op. */
+void follow_stop(struct fs *fs);
 
 /* ---- control.c: MNT/.shardfs/ ---- */
 

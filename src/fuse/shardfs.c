@@ -43,7 +43,9 @@ static void usage(FILE *f)
 		"MNT/<rank>/<worker>/ holds, in directory order, exactly what that\n"
 		"reader reads this epoch.  MNT/.shardfs/epoch switches the epoch.\n"
 		"SRC is an indexed directory, or a JSON mixture file of several\n"
-		"(docs/plan.md, \"Mixtures\").\n"
+		"(docs/plan.md, \"Mixtures\").  With follow=1, SRC is a directory a\n"
+		"producer is still writing shards into, served in windows\n"
+		"(docs/follow.md).\n"
 		"\n"
 		"Options (-o, comma-separated; defaults in brackets):\n");
 	sfs_opt_help(sfs_plan_options, f, 2);
@@ -375,8 +377,12 @@ int main(int argc, char **argv)
 	fs.no_open = fs.mount.no_open;
 	fs.vopts.epochs = fs.mount.epochs;
 	fs.vopts.symlinks = fs.mount.symlinks;
-	if (bad || load_index(&fs, a.src, &err) ||
-	    fs_switch_epoch(&fs, fs.vopts.options.plan.epoch, &err)) {
+	if (bad ||
+	    (fs.mount.follow ?
+		     follow_prepare(&fs, a.src, &err) :
+		     load_index(&fs, a.src, &err) ||
+			     fs_switch_epoch(&fs, fs.vopts.options.plan.epoch,
+					     &err))) {
 		fprintf(stderr, "%s: %s\n", prog, err.msg);
 		goto out;
 	}
@@ -387,7 +393,7 @@ int main(int argc, char **argv)
 	fs.mounted = time(NULL);
 	fs.splice_max = fs.mount.splice ? splice_limit() : 0;
 	raise_nofile();
-	if (fdcache_init(&fs.fds, fs.srcfd, FD_CACHE)) {
+	if (!fs.follow && fdcache_init(&fs.fds, fs.srcfd, FD_CACHE)) {
 		fprintf(stderr, "%s: %s: %s\n", prog, fs.idx->source,
 			strerror(errno));
 		goto out;
@@ -402,7 +408,9 @@ int main(int argc, char **argv)
 	 * parser reads it (\, and \\), so that a comma in it ends no option
 	 * (a directory "ds,allow_other" must not mount with allow_other) */
 	if (asprintf(&fsname, "fsname=%s",
-		     fs.idx->mix ? fs.idx->mix->file : fs.idx->source) < 0) {
+		     fs.follow	 ? follow_source(&fs) :
+		     fs.idx->mix ? fs.idx->mix->file :
+				   fs.idx->source) < 0) {
 		fsname = NULL;
 		goto out;
 	}
@@ -415,7 +423,8 @@ int main(int argc, char **argv)
 	    fuse_opt_add_arg(&fargs, "-o") || fuse_opt_add_arg(&fargs, base) ||
 	    (a.debug && fuse_opt_add_arg(&fargs, "-d")))
 		goto out;
-	fs.se = fuse_session_new(&fargs, &fs_ops, sizeof(fs_ops), &fs);
+	fs.se = fuse_session_new(&fargs, fs.follow ? &follow_ops : &fs_ops,
+				 sizeof(fs_ops), &fs);
 	if (!fs.se) {
 		fprintf(stderr,
 			"%s: FUSE refused the options \"%s\"; see shardfs --help\n",
@@ -435,22 +444,33 @@ int main(int argc, char **argv)
 	}
 	if (!a.foreground)
 		openlog(prog, LOG_PID, LOG_DAEMON);
-	fs_log(&fs, LOG_INFO,
-	       "serving %s on %s: %zu shards, %llu samples, epoch %llu",
-	       fs.idx->source, mnt, fs.idx->nshards,
-	       (unsigned long long)fs.idx->nsamples,
-	       (unsigned long long)fs.vopts.options.plan.epoch);
+	if (fs.follow)
+		fs_log(&fs, LOG_INFO,
+		       "following %s on %s: windows of %llu samples",
+		       follow_source(&fs), mnt,
+		       (unsigned long long)fs.mount.window);
+	else
+		fs_log(&fs, LOG_INFO,
+		       "serving %s on %s: %zu shards, %llu samples, epoch %llu",
+		       fs.idx->source, mnt, fs.idx->nshards,
+		       (unsigned long long)fs.idx->nsamples,
+		       (unsigned long long)fs.vopts.options.plan.epoch);
 	plan_readahead(&fs, mnt, fs.mount.readahead_kb);
 	if (fuse_daemonize(a.foreground))
 		goto out_unmount;
 	/* threads only after the fork of fuse_daemonize: the daemon would
 	 * not have them (and a lock one held would stay held) */
-	bad = fs.mount.prefetch ? prefetch_start(&fs, &fs.prefetch) : 0;
+	if (fs.follow)
+		follow_start(&fs);
+	bad = fs.mount.prefetch && !fs.follow ?
+		      prefetch_start(&fs, &fs.prefetch) :
+		      0;
 	if (bad)
 		fs_log(&fs, LOG_WARNING,
 		       "cannot start the prefetch threads: %s; serving without prefetch (mount with fewer prefetch_threads=)",
 		       strerror(-bad));
-	fs_ahead_start(&fs);
+	if (!fs.follow)
+		fs_ahead_start(&fs);
 	if (a.single) {
 		rc = fuse_session_loop(fs.se);
 	} else {
@@ -472,6 +492,7 @@ out_session:
 	 * a clean unmount, as asked */
 	rc = rc == 0 || rc == SIGTERM || rc == SIGINT || rc == SIGHUP ? 0 : 1;
 out:
+	follow_stop(&fs);
 	fs_release_views(&fs);
 	if (!prefetch_stop(fs.prefetch)) {
 		fs_log(&fs, LOG_WARNING,

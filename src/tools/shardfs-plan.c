@@ -1,11 +1,13 @@
 /* shardfs-plan: compute the plan of an epoch and show it. */
 #include <errno.h>
+#include <jansson.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "shardfs/follow.h"
 #include "shardfs/mixture.h"
 #include "shardfs/index.h"
 #include "shardfs/options.h"
@@ -17,6 +19,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: shardfs-plan SRC [-o OPTIONS] [--index DIR] [--json]\n"
+		"       shardfs-plan SRC --window N [-o OPTIONS] [--index DIR]\n"
 		"\n"
 		"Compute the plan for every reader (rank, worker) from the index of SRC\n"
 		"and print a summary per reader, or the whole plan as JSON.  SRC is a\n"
@@ -25,6 +28,10 @@ static void usage(FILE *f)
 		"  -o OPTIONS    comma-separated plan options (below)\n"
 		"  --index DIR   the index directory (default SRC/.shardfs)\n"
 		"  --json        print the plan as JSON (docs/plan.md)\n"
+		"  --window N    SRC grows (follow=1, docs/follow.md): print its\n"
+		"                windows of N samples as it stands, one JSON line\n"
+		"                each (the log in the index directory is read, not\n"
+		"                written)\n"
 		"  --help, --version\n"
 		"\n"
 		"Plan options (defaults in brackets):\n");
@@ -79,11 +86,94 @@ static void summary(const struct sfs_plan *plan, const struct sfs_index *idx,
 	}
 }
 
+static void note(void *arg, const char *msg)
+{
+	(void)arg;
+	fprintf(stderr, "%s: %s\n", prog, msg);
+}
+
+/* One JSON line per window of the followed source src. */
+static int windows(const char *src, const char *dir, uint64_t n,
+		   const struct sfs_plan_opts *o, struct sfs_error *err)
+{
+	size_t nreaders = (size_t)(o->world / o->replicas) * o->workers, i, j;
+	struct sfs_follow *f = NULL;
+	size_t *readers = calloc(nreaders, sizeof(*readers));
+	uint64_t first, full, k;
+	bool last;
+	int rc = readers ? 0 : sfs_errorf(err, -ENOMEM, "out of memory");
+
+	for (i = 0; i < nreaders; i++)
+		readers[i] = i;
+	if (!rc)
+		rc = sfs_follow_check_window(n, o, err);
+	if (!rc)
+		rc = sfs_follow_open(src, dir, false, NULL, note, NULL, &f,
+				     err);
+	if (!rc)
+		rc = sfs_follow_scan(f, NULL, err);
+	if (!rc && !f->format)
+		rc = sfs_errorf(err, -ENODATA, "%s holds no shard yet", src);
+	if (rc)
+		goto out;
+	sfs_follow_windows(f->nsamples, n, o->start, f->ended, &first, &full,
+			   &last);
+	for (k = first; !rc && k < first + full + last; k++) {
+		struct sfs_window *w = NULL;
+
+		rc = sfs_window_build(f, o, n, k, k == first + full, readers,
+				      nreaders, &w, err);
+		if (rc == -ENODATA) {
+			rc = 0;
+			break;
+		}
+		if (rc)
+			break;
+		printf("{\"window\": %llu, \"samples\": [%llu, %llu], \"per_reader\": %llu, \"padding\": %llu, \"dropped\": %llu, \"readers\": [",
+		       (unsigned long long)k, (unsigned long long)(k * n),
+		       (unsigned long long)w->last_sample,
+		       (unsigned long long)w->per_reader,
+		       (unsigned long long)w->padding,
+		       (unsigned long long)w->dropped);
+		for (i = 0; i < nreaders; i++) {
+			const struct sfs_window_reader *r = &w->readers[i];
+
+			printf("%s{\"rank\": %zu, \"worker\": %zu, \"bytes\": %llu, \"runs\": [",
+			       i ? ", " : "", i / o->workers * o->replicas,
+			       i % o->workers,
+			       (unsigned long long)(r->size + w->trailer_len));
+			for (j = 0; j < r->nruns; j++) {
+				json_t *p = json_string(
+					f->shards[r->runs[j].shard].path);
+				char *q = p ? json_dumps(p, JSON_ENCODE_ANY) :
+					      NULL;
+
+				printf("%s[%s, %llu, %llu]", j ? ", " : "",
+				       q ? q : "null",
+				       (unsigned long long)r->runs[j].first,
+				       (unsigned long long)r->runs[j].count);
+				free(q);
+				json_decref(p);
+			}
+			printf("]}");
+		}
+		printf("], \"ended\": %s}\n",
+		       f->ended && k + 1 == first + full + last ? "true" :
+								  "false");
+		sfs_window_free(w);
+	}
+out:
+	sfs_follow_free(f);
+	free(readers);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
-	enum { OPT_INDEX = 256, OPT_JSON, OPT_HELP, OPT_VERSION };
+	enum { OPT_INDEX = 256, OPT_JSON, OPT_WINDOW, OPT_HELP, OPT_VERSION };
 	static const struct option longopts[] = {
 		{ "index", required_argument, NULL, OPT_INDEX },
+		{ "window", required_argument, NULL, OPT_WINDOW },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ "version", no_argument, NULL, OPT_VERSION },
@@ -95,6 +185,7 @@ int main(int argc, char **argv)
 	struct sfs_plan *plan = NULL;
 	const char *dir = NULL;
 	bool json = false;
+	uint64_t window = 0;
 	int c, status = CLI_ERROR;
 
 	sfs_options_init(&opts);
@@ -112,6 +203,13 @@ int main(int argc, char **argv)
 		case OPT_JSON:
 			json = true;
 			break;
+		case OPT_WINDOW:
+			if (sfs_options_number("--window", optarg, 1,
+					       1ULL << 40, &window, &err)) {
+				cli_fail(prog, err.msg);
+				goto out;
+			}
+			break;
 		case OPT_HELP:
 			usage(stdout);
 			status = CLI_OK;
@@ -127,6 +225,14 @@ int main(int argc, char **argv)
 	}
 	if (optind != argc - 1) {
 		usage(stderr);
+		goto out;
+	}
+	if (window) {
+		if (sfs_options_check(&opts, &err) ||
+		    windows(argv[optind], dir, window, &opts.plan, &err))
+			cli_fail(prog, err.msg);
+		else
+			status = CLI_OK;
 		goto out;
 	}
 	if (sfs_options_check(&opts, &err) ||

@@ -210,19 +210,38 @@ static int slow_release(const char *path, struct fuse_file_info *fi)
 	return 0;
 }
 
+/* A directory's descriptor, held from opendir: with nullpath_ok a readdir
+ * is given no path. */
+static int slow_opendir(const char *path, struct fuse_file_info *fi)
+{
+	int fd = openat(slow.dirfd, rel(path),
+			O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	fi->fh = (uint64_t)fd;
+	return 0;
+}
+
+static int slow_releasedir(const char *path, struct fuse_file_info *fi)
+{
+	(void)path;
+	close((int)fi->fh);
+	return 0;
+}
+
 static int slow_readdir(const char *path, void *buf, fuse_fill_dir_t fill,
 			off_t off, struct fuse_file_info *fi,
 			enum fuse_readdir_flags flags)
 {
 	double t0 = begin();
-	int fd = openat(slow.dirfd, rel(path),
-			O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd = dup((int)fi->fh);
 	struct dirent *de;
 	DIR *d;
 	int rc = 0;
 
+	(void)path;
 	(void)off;
-	(void)fi;
 	(void)flags;
 	d = fd < 0 ? NULL : fdopendir(fd);
 	if (!d) {
@@ -231,6 +250,7 @@ static int slow_readdir(const char *path, void *buf, fuse_fill_dir_t fill,
 			close(fd);
 		goto out;
 	}
+	rewinddir(d);
 	while ((de = readdir(d)))
 		if (fill(buf, de->d_name, NULL, 0, 0))
 			break;
@@ -279,7 +299,9 @@ static const struct fuse_operations ops = {
 	.open = slow_open,
 	.read = slow_read,
 	.release = slow_release,
+	.opendir = slow_opendir,
 	.readdir = slow_readdir,
+	.releasedir = slow_releasedir,
 	.statfs = slow_statfs,
 	.destroy = slow_destroy,
 };

@@ -58,4 +58,21 @@ shardfs-plan "$T/tar" -o world=2,workers=2,epoch=3 --json > "$T/w2.json"
 expect_eq "replicas=2 of world=4 is the plan of world=2" \
 	"$(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))["readers"]))' "$T/r.json")" \
 	"$(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))["readers"]))' "$T/w2.json")"
+# --- a source that grows: its windows as it stands (docs/follow.md) ---
+mkdir "$T/grow"
+printf 'a\nb\nc' > "$T/grow/c1.jsonl"
+printf 'd\ne\nf\ng\n' > "$T/grow/c2.jsonl"
+printf 'x\n' > "$T/grow/c3.jsonl.tmp"
+expect_eq "plan --window: the complete windows, each reader's runs" \
+	"$(shardfs-plan "$T/grow" --window 4 -o workers=2,shuffle=none)" \
+	'{"window": 0, "samples": [0, 4], "per_reader": 2, "padding": 0, "dropped": 0, "readers": [{"rank": 0, "worker": 0, "bytes": 4, "runs": [["c1.jsonl", 0, 2]]}, {"rank": 0, "worker": 1, "bytes": 4, "runs": [["c1.jsonl", 2, 1], ["c2.jsonl", 0, 1]]}], "ended": false}'
+touch "$T/grow/.shardfs-end"
+expect_eq "plan --window: the end pads the last window from its own order" \
+	"$(shardfs-plan "$T/grow" --window 4 -o workers=2,shuffle=none | tail -1)" \
+	'{"window": 1, "samples": [4, 7], "per_reader": 2, "padding": 1, "dropped": 0, "readers": [{"rank": 0, "worker": 0, "bytes": 4, "runs": [["c2.jsonl", 1, 2]]}, {"rank": 0, "worker": 1, "bytes": 4, "runs": [["c2.jsonl", 3, 1], ["c2.jsonl", 1, 1]]}], "ended": true}'
+expect_eq "plan --window never writes the source" "$(ls -A "$T/grow")" \
+	"$(printf '.shardfs-end\nc1.jsonl\nc2.jsonl\nc3.jsonl.tmp')"
+expect_run "plan --window: a window that is not a multiple" 2 \
+	"shardfs-plan: window=5 is not a multiple of world/replicas x workers x batch = 2: use window=4 or window=6" \
+	-- shardfs-plan "$T/grow" --window 5 -o workers=2
 finish

@@ -26,6 +26,17 @@ out=$(python3 "$TESTS/mount/check_view.py" "$M" tar)
 expect_eq "mount -t shardfs: view = plan" "$?" 0 || echo "$out" >&2
 umount "$M"
 mountpoint -q "$M" && bad "umount left it mounted" || ok
+# a source that grows (follow=1) from fstab: daemonized, its streams wait
+mkdir -p "$T/grow"
+printf '%s %s fuse.shardfs follow=1,window=2,workers=2,format=jsonl,follow_timeout=5,_netdev 0 0\n' \
+	"$T/grow" "$M" > "$T/fstab"
+mount -T "$T/fstab" "$M"
+expect_eq "fstab follow=1: mounted, nothing yet" "$?:$(ls "$M/0/1" | tr '\n' ' ')" "0:stream.jsonl "
+(sleep 0.5; printf 'a\nb\nc\n' > "$T/grow/c0.jsonl.tmp"; mv "$T/grow/c0.jsonl.tmp" "$T/grow/c0.jsonl"; touch "$T/grow/.shardfs-end") &
+expect_eq "fstab follow=1: a stream read before its data came" \
+	"$(cat "$M/0/1/stream.jsonl" | tr '\n' ' ')" "b c "
+wait
+umount "$M"
 
 # mount -t fuse.shardfs (mount.fuse3 runs shardfs from PATH)
 mount -t fuse.shardfs "$T/src" "$M" -o world=3,rank=2,symlinks=0,block=3

@@ -17,7 +17,8 @@ printf '%s\n' '{"sources": [{"path": "src", "proportion": 1}, {"path": "noindex"
 
 # in_ns SHARED ENV...: run the sidecar in a new mount namespace whose
 # $T/ns is a tmpfs (shared when SHARED=1); print what a second process
-# there sees, then SIGTERM it; prints "ls: ...", "exit=N", "mounted=N"
+# there sees (and in $LS below the mount when set), then SIGTERM it;
+# prints "ls: ...", "exit=N", "mounted=N"
 in_ns() {
 	local shared=$1
 	shift
@@ -31,6 +32,7 @@ in_ns() {
 		for i in $(seq 100); do [ -f "$T/ns/ready" ] && break; kill -0 $pid 2>/dev/null || break; sleep 0.1; done
 		if [ -f "$T/ns/ready" ]; then
 			echo "ls: $(ls "$T/ns/data" | tr "\n" " ")"
+			[ -n "${LS:-}" ] && echo "ls $LS: $(ls "$T/ns/data/$LS" | tr "\n" " ")"
 			kill -TERM $pid
 		fi
 		wait $pid
@@ -63,6 +65,13 @@ exit=0
 mounted=0"
 expect_eq "a mixture file as the source" "$(in_ns 1 SHARDFS_SOURCE="$T/mix.json" RANK=1 WORLD_SIZE=2 SHARDFS_WORKERS=2 2>/dev/null)" \
 	"ls: 1 
+exit=0
+mounted=0"
+mkdir -p "$T/grow"
+printf 'a\nb\nc\nd\n' > "$T/grow/c0.jsonl"
+expect_eq "a source that grows: follow=1, no index to wait for" "$(in_ns 1 SHARDFS_SOURCE="$T/grow" RANK=1 WORLD_SIZE=2 SHARDFS_WORKERS=2 SHARDFS_INDEX_TIMEOUT=1 SHARDFS_OPTIONS=follow=1,window=4 LS=1/1 2>/dev/null)" \
+	"ls: 1 
+ls 1/1: stream.jsonl window-00000000.jsonl 
 exit=0
 mounted=0"
 expect_eq "SHARDFS_* win" "$(in_ns 1 "${src[@]}" RANK=3 WORLD_SIZE=4 SHARDFS_RANK=0 SHARDFS_WORLD=2 2>/dev/null)" \

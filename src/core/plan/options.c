@@ -15,6 +15,8 @@ static const char *const shuffle_names[] = { "none", "units", "samples", NULL };
 static const char *const remainder_names[] = { "pad", "drop", NULL };
 static const char *const partition_names[] = { "contiguous", "interleaved",
 					       NULL };
+const char *const sfs_follow_formats[] = { "auto", "jsonl", "tfrecord", "tar",
+					   NULL };
 
 #define PLAN(field) offsetof(struct sfs_options, plan.field)
 #define MOUNT(field) offsetof(struct sfs_mount_opts, field)
@@ -116,6 +118,34 @@ const struct sfs_opt sfs_mount_options[] = {
 	  "with prefetch=1: threads reading ahead, so requests\n"
 	  "to the source at once (heap: 1 MiB each)",
 	  false },
+	{ "follow", SFS_OPT_FLAG, MOUNT(follow), 0, 1, NULL, NULL, "0",
+	  "1: SRC grows while it is read: serve it in windows\n"
+	  "(docs/follow.md)",
+	  false },
+	{ "window", SFS_OPT_U64, MOUNT(window), 1, 1ULL << 40, NULL, "N", "-",
+	  "with follow=1: samples per window, a multiple of\n"
+	  "world/replicas x workers x batch (required)",
+	  false },
+	{ "format", SFS_OPT_ENUM, MOUNT(format), 0, 0, sfs_follow_formats, NULL,
+	  "auto",
+	  "with follow=1: the shards' format, needed while SRC\n"
+	  "holds none (auto: the first shard's)",
+	  false },
+	{ "follow_interval", SFS_OPT_U32, MOUNT(follow_interval), 1, 86400,
+	  NULL, "S", "2",
+	  "with follow=1: list SRC every S seconds (inotify\n"
+	  "wakes the daemon at once where the kernel delivers\n"
+	  "events; network file systems often do not)",
+	  false },
+	{ "follow_timeout", SFS_OPT_U32, MOUNT(follow_timeout), 1, 31536000,
+	  NULL, "S", "600",
+	  "with follow=1: a read that waits S seconds for its\n"
+	  "window fails with EIO",
+	  false },
+	{ "progress", SFS_OPT_PATH, MOUNT(progress_dir), 0, 0, NULL, "DIR", "-",
+	  "with follow=1: write DIR/rank-<R>.json, each rank's\n"
+	  "consumed shard, for a producer elsewhere",
+	  false },
 	{ .key = NULL },
 };
 
@@ -149,11 +179,14 @@ void sfs_mount_opts_init(struct sfs_mount_opts *m)
 	m->prefetch_files = 16;
 	m->prefetch_mb = 256;
 	m->prefetch_threads = 8;
+	m->follow_interval = 2;
+	m->follow_timeout = 600;
 }
 
 void sfs_mount_opts_clear(struct sfs_mount_opts *m)
 {
 	free(m->index_dir);
+	free(m->progress_dir);
 	sfs_mount_opts_init(m);
 }
 

@@ -1,0 +1,200 @@
+/*
+ * A source that grows (follow=1, docs/follow.md): the stream of its shards
+ * in name order, as a producer publishes them, and its windows.
+ *
+ * The stream (sfs_follow) is what the daemon has accepted: shards directly
+ * in the source, of one format whose files concatenate (jsonl, tfrecord,
+ * tar), each scanned once it has its final name, in name order.  It is
+ * kept in a log (follow.log in the index directory) so that a restart
+ * finds the shards already consumed and maybe deleted where they were.
+ *
+ * A window (sfs_window) is samples [kN, (k+1)N) of the stream planned like
+ * an epoch of its own (epoch k), laid out for some readers as extents of
+ * the shards: what a reader's window file and its part of stream.<ext>
+ * hold.  Nothing here knows FUSE.
+ */
+#ifndef SHARDFS_FOLLOW_H
+#define SHARDFS_FOLLOW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "shardfs/error.h"
+#include "shardfs/format.h"
+#include "shardfs/options.h"
+
+#define SFS_FOLLOW_LOG "follow.log"
+#define SFS_FOLLOW_END ".shardfs-end"
+/* bytes of a log line at most (a name is at most NAME_MAX) */
+#define SFS_FOLLOW_LINE_MAX 400
+
+struct sfs_follow_shard {
+	char *path; /* a name directly in the source */
+	uint64_t size;
+	int64_t mtime_ns;
+	uint64_t nsamples;
+	uint64_t first; /* its sample 0 in the stream */
+	/* nsamples + 1 boundaries once scanned by this process, NULL for
+	 * a shard known from the log only (sfs_follow_bounds scans it) */
+	uint64_t *bounds;
+	uint64_t prefix_len;
+	bool newline_missing;
+};
+
+#define SFS_FOLLOW_REFUSED_MAX 4096
+
+struct sfs_follow_refusal {
+	char *name;
+	uint64_t size;
+	int64_t mtime_ns;
+};
+
+/* Called with a line for the daemon's log (a refusal, a problem). */
+typedef void (*sfs_follow_note_fn)(void *arg, const char *msg);
+
+struct sfs_follow {
+	char *source; /* absolute */
+	int srcfd;
+	const struct sfs_format_ops *format; /* NULL until known */
+	struct sfs_follow_shard *shards;
+	size_t nshards, cap;
+	uint64_t nsamples; /* in all shards */
+	bool ended; /* SRC/.shardfs-end seen */
+	char *log_path; /* the log; NULL when it cannot be kept */
+	int log_fd; /* open for appending, or -1 */
+	/* the names refused (out of order, malformed, another format),
+	 * sorted, with their size and mtime: each noted once, and again
+	 * when they change; at most SFS_FOLLOW_REFUSED_MAX remembered */
+	struct sfs_follow_refusal *refused;
+	size_t nrefused, refused_cap;
+	sfs_follow_note_fn note;
+	void *note_arg;
+};
+
+/*
+ * Follow source: open it, and read the log in index_dir (NULL:
+ * SRC/.shardfs) back when there is one; with write_log, append the
+ * shards accepted to it (else the log is only read: shardfs-plan).  format (NULL: the first shard's)
+ * must be one whose files concatenate.  A log that cannot be created is
+ * noted (note) and the stream followed without it.  Returns 0 and the
+ * stream in *out, or a negative errno: the source cannot be opened, the
+ * log is damaged (its path and line), a format that cannot be followed.
+ */
+int sfs_follow_open(const char *source, const char *index_dir, bool write_log,
+		    const struct sfs_format_ops *format,
+		    sfs_follow_note_fn note, void *note_arg,
+		    struct sfs_follow **out, struct sfs_error *err);
+
+void sfs_follow_free(struct sfs_follow *f);
+
+/*
+ * List the source and accept, in name order, every new shard whose name
+ * sorts after the last one accepted: scanned with its driver, appended to
+ * the log.  Names starting with '.' or ending in ".tmp" are skipped; a
+ * name that sorts before the last accepted, a shard of another format or
+ * a malformed one is noted once (and tried again when it changes).  Sets
+ * ended when SRC/.shardfs-end exists.  *added (may be NULL) counts the
+ * shards accepted.  Returns 0, or -errno when the source cannot be
+ * listed (the message names it).
+ */
+int sfs_follow_scan(struct sfs_follow *f, size_t *added, struct sfs_error *err);
+
+/*
+ * The boundaries of shard i, scanning it when they are not known (a shard
+ * from the log): it must be as logged (size, mtime, samples).  Returns 0,
+ * or a negative errno with a message naming the shard.
+ */
+int sfs_follow_bounds(struct sfs_follow *f, size_t i, struct sfs_error *err);
+
+/*
+ * Parse a log (len bytes of text, named name in messages) into *out
+ * (*n entries, sorted by name, repeats of a line merged; caller frees
+ * with sfs_follow_shards_free).  A last line without its '\n' (a torn
+ * append) is left out.  Returns 0, or -EINVAL naming the line: a bad
+ * number, a bad name, one name with two different lines.
+ */
+int sfs_follow_log_parse(const char *buf, size_t len, const char *name,
+			 struct sfs_follow_shard **out, size_t *n,
+			 struct sfs_error *err);
+
+void sfs_follow_shards_free(struct sfs_follow_shard *s, size_t n);
+
+/* The position of shard name in the stream (binary search), or -1. */
+ssize_t sfs_follow_find(const struct sfs_follow *f, const char *name);
+
+/*
+ * The window option checked against the plan options: window must be a
+ * positive multiple of world / replicas * workers * batch.  Returns 0 or
+ * -EINVAL with the nearest valid values.
+ */
+int sfs_follow_check_window(uint64_t window, const struct sfs_plan_opts *o,
+			    struct sfs_error *err);
+
+/*
+ * Windows of a stream of total samples, window samples each, starting at
+ * sample start: *full complete ones (from window start / window on, the
+ * first one maybe partly skipped), and with ended a last, partial one
+ * (*last true) after them.
+ */
+void sfs_follow_windows(uint64_t total, uint64_t window, uint64_t start,
+			bool ended, uint64_t *first, uint64_t *full,
+			bool *last);
+
+/* A byte range of a shard of the stream (mem NULL) or static bytes. */
+struct sfs_wext {
+	uint64_t pos; /* in the reader's window, from its start */
+	uint64_t len;
+	uint64_t src; /* in the shard */
+	const void *mem;
+	size_t shard; /* in the stream */
+};
+
+/* Samples [first, first + count) of shard of the stream. */
+struct sfs_wrun {
+	size_t shard;
+	uint64_t first, count;
+};
+
+struct sfs_window_reader {
+	struct sfs_wext *ext;
+	size_t n;
+	struct sfs_wrun *runs; /* its samples, in order */
+	size_t nruns;
+	uint64_t size; /* bytes, without the trailer */
+	uint64_t samples;
+};
+
+struct sfs_window {
+	uint64_t k;
+	uint64_t per_reader, padding, dropped;
+	size_t first_shard, end_shard; /* the shards it reads: [first, end) */
+	uint64_t last_sample; /* one past its last sample in the stream */
+	size_t nreaders;
+	struct sfs_window_reader *readers; /* as asked, in order */
+	/* the bytes that end a window file (a tar's end-of-archive), and the
+	 * stream after its last window; static */
+	const void *trailer;
+	uint64_t trailer_len;
+};
+
+/*
+ * Lay out window k of f (window samples each; with last, the partial one
+ * at the end) for readers[0 .. nreaders) (plan reader numbers), planned
+ * with o (epoch k; start: what of the stream's first start samples lie in
+ * it).  Scans the shards whose boundaries are not known.  Returns 0 and
+ * the window in *out; -ENODATA when remainder=drop leaves nothing of a
+ * last window; a shard's errors; -ENOMEM.
+ */
+int sfs_window_build(struct sfs_follow *f, const struct sfs_plan_opts *o,
+		     uint64_t window, uint64_t k, bool last,
+		     const size_t *readers, size_t nreaders,
+		     struct sfs_window **out, struct sfs_error *err);
+
+void sfs_window_free(struct sfs_window *w);
+
+/* The extent holding byte pos of reader r's window (pos < size). */
+size_t sfs_window_find(const struct sfs_window_reader *r, uint64_t pos);
+
+#endif

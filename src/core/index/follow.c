@@ -1,0 +1,708 @@
+/*
+ * The stream of a source that grows (follow.h): its shards in name order,
+ * scanned as they appear, and the log that keeps them for a restart.
+ *
+ * The log is text, one line per shard: "<samples> <size> <mtime_ns>
+ * <name>\n", after a first line "shardfs-follow 1\n".  Each line is
+ * appended with one write (O_APPEND), so daemons over one source (one per
+ * rank) may append to one file; a load sorts the lines by name and merges
+ * repeats.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "shardfs/follow.h"
+#include "shardfs/index.h"
+#include "shardfs/util.h"
+
+#define LOG_HEAD "shardfs-follow 1\n"
+/* a log larger than this is not one (a line per shard, 10^6 shards) */
+#define LOG_MAX (SFS_FOLLOW_LINE_MAX * (size_t)1000000)
+
+static void note(struct sfs_follow *f, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void note(struct sfs_follow *f, const char *fmt, ...)
+{
+	char msg[SFS_ERROR_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (f->note)
+		f->note(f->note_arg, msg);
+}
+
+/* A format whose files concatenate: its slices are byte ranges. */
+static bool followable(const struct sfs_format_ops *ops)
+{
+	return !ops->lay_out && !ops->dataset && !ops->tree &&
+	       !ops->whole_file && !ops->declared;
+}
+
+/* A name the stream may hold: directly in the source, no '\n' (a log line
+ * each), not hidden, not temporary, not the end marker. */
+static bool shard_name(const char *name)
+{
+	size_t len = strlen(name);
+
+	return name[0] != '.' && !strchr(name, '\n') && !strchr(name, '/') &&
+	       !(len >= 4 && !strcmp(name + len - 4, ".tmp")) &&
+	       sfs_index_path_ok(name) && len < SFS_FOLLOW_LINE_MAX - 64;
+}
+
+void sfs_follow_shards_free(struct sfs_follow_shard *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; s && i < n; i++) {
+		free(s[i].path);
+		free(s[i].bounds);
+	}
+	free(s);
+}
+
+static int by_path(const void *a, const void *b)
+{
+	return strcmp(((const struct sfs_follow_shard *)a)->path,
+		      ((const struct sfs_follow_shard *)b)->path);
+}
+
+/* One number of a log line at *p, then the separator sep. */
+static bool log_number(const char **p, const char *end, char sep, uint64_t *v)
+{
+	const char *s = *p;
+	uint64_t x = 0;
+
+	if (s == end || *s < '0' || *s > '9' ||
+	    (*s == '0' && s + 1 < end && s[1] != sep))
+		return false;
+	for (; s < end && *s >= '0' && *s <= '9'; s++) {
+		if (x > (UINT64_MAX - (uint64_t)(*s - '0')) / 10)
+			return false;
+		x = x * 10 + (uint64_t)(*s - '0');
+	}
+	if (s == end || *s != sep)
+		return false;
+	*v = x;
+	*p = s + 1;
+	return true;
+}
+
+int sfs_follow_log_parse(const char *buf, size_t len, const char *name,
+			 struct sfs_follow_shard **out, size_t *n,
+			 struct sfs_error *err)
+{
+	struct sfs_follow_shard *s = NULL;
+	const char *p = buf, *end = buf + len;
+	size_t cap = 0, cnt = 0, line = 1, i, j;
+	int rc = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (len < strlen(LOG_HEAD) || memcmp(buf, LOG_HEAD, strlen(LOG_HEAD)))
+		return sfs_errorf(
+			err, -EINVAL,
+			"%s: line 1: not a shardfs follow log (it starts \"%s\"): move it away if it is not shardfs's",
+			name, "shardfs-follow 1");
+	for (p += strlen(LOG_HEAD); p < end; p++) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		uint64_t size, mtime;
+		struct sfs_follow_shard sh = { 0 };
+
+		line++;
+		if (!nl)
+			break; /* torn: the append did not finish */
+		if (nl - p > SFS_FOLLOW_LINE_MAX ||
+		    !log_number(&p, nl, ' ', &sh.nsamples) ||
+		    !log_number(&p, nl, ' ', &size) ||
+		    !log_number(&p, nl, ' ', &mtime) || mtime > INT64_MAX) {
+			rc = -EINVAL;
+			break;
+		}
+		sh.size = size;
+		sh.mtime_ns = (int64_t)mtime;
+		sh.path = strndup(p, (size_t)(nl - p));
+		if (!sh.path) {
+			rc = -ENOMEM;
+			break;
+		}
+		if (memchr(p, '\0', (size_t)(nl - p)) || !shard_name(sh.path)) {
+			free(sh.path);
+			rc = -EINVAL;
+			break;
+		}
+		if (SFS_GROW(s, cap, cnt + 1)) {
+			free(sh.path);
+			rc = -ENOMEM;
+			break;
+		}
+		s[cnt++] = sh;
+		p = nl;
+	}
+	if (rc == -ENOMEM) {
+		sfs_follow_shards_free(s, cnt);
+		return sfs_errorf(err, rc, "out of memory");
+	}
+	if (rc) {
+		sfs_follow_shards_free(s, cnt);
+		return sfs_errorf(
+			err, rc,
+			"%s: line %zu: not \"<samples> <size> <mtime_ns> <name>\": the log is damaged; remove it only if no shard of the stream was deleted yet (docs/follow.md)",
+			name, line);
+	}
+	if (cnt)
+		qsort(s, cnt, sizeof(*s), by_path);
+	for (i = 0, j = 0; i < cnt; i++) {
+		if (j && !strcmp(s[j - 1].path, s[i].path)) {
+			if (s[j - 1].nsamples != s[i].nsamples ||
+			    s[j - 1].size != s[i].size ||
+			    s[j - 1].mtime_ns != s[i].mtime_ns) {
+				rc = sfs_errorf(
+					err, -EINVAL,
+					"%s: shard %s is logged twice, with different samples, size or time: it was replaced while followed; the stream cannot be resumed exactly (docs/follow.md)",
+					name, s[i].path);
+				break;
+			}
+			free(s[i].path);
+			continue;
+		}
+		s[j++] = s[i];
+	}
+	if (rc) {
+		for (; i < cnt; i++)
+			free(s[i].path);
+		sfs_follow_shards_free(s, j);
+		return rc;
+	}
+	*out = s;
+	*n = j;
+	return 0;
+}
+
+/* Read the log at f->log_path back, when there is one. */
+static int load_log(struct sfs_follow *f, struct sfs_error *err)
+{
+	struct sfs_follow_shard *s;
+	struct stat st;
+	char *buf;
+	size_t n, i;
+	ssize_t got;
+	int fd = open(f->log_path, O_RDONLY | O_CLOEXEC), rc;
+
+	if (fd < 0)
+		return errno == ENOENT ?
+			       0 :
+			       sfs_errorf(err, -errno, "%s: %s", f->log_path,
+					  strerror(errno));
+	if (fstat(fd, &st) < 0 || (uint64_t)st.st_size > LOG_MAX) {
+		close(fd);
+		return sfs_errorf(err, -EINVAL,
+				  "%s: larger than a follow log can be",
+				  f->log_path);
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf) {
+		close(fd);
+		return sfs_errorf(err, -ENOMEM, "out of memory");
+	}
+	got = sfs_pread_full(fd, buf, (size_t)st.st_size, 0);
+	close(fd);
+	if (got < 0) {
+		free(buf);
+		return sfs_errorf(err, (int)got, "%s: %s", f->log_path,
+				  strerror((int)-got));
+	}
+	rc = sfs_follow_log_parse(buf, (size_t)got, f->log_path, &s, &n, err);
+	free(buf);
+	if (rc)
+		return rc;
+	for (i = 0; i < n; i++) {
+		s[i].first = f->nsamples;
+		f->nsamples += s[i].nsamples;
+	}
+	f->shards = s;
+	f->nshards = f->cap = n;
+	return 0;
+}
+
+/* Open the log for appending (writing its first line if new). */
+static void open_log(struct sfs_follow *f, const char *dir)
+{
+	struct stat st;
+
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		goto fail;
+	f->log_fd = open(f->log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
+			 0644);
+	if (f->log_fd < 0 || fstat(f->log_fd, &st) < 0)
+		goto fail;
+	if (st.st_size == 0 &&
+	    sfs_write_full(f->log_fd, LOG_HEAD, strlen(LOG_HEAD)) < 0)
+		goto fail;
+	return;
+fail:
+	note(f,
+	     "%s: cannot keep the follow log (%s): the stream is served, but a restart needs every shard still in the source (give index=DIR on a writable disk)",
+	     f->log_path, strerror(errno));
+	if (f->log_fd >= 0)
+		close(f->log_fd);
+	f->log_fd = -1;
+}
+
+int sfs_follow_open(const char *source, const char *index_dir, bool write_log,
+		    const struct sfs_format_ops *format,
+		    sfs_follow_note_fn note_fn, void *note_arg,
+		    struct sfs_follow **out, struct sfs_error *err)
+{
+	struct sfs_follow *f = calloc(1, sizeof(*f));
+	char *dir = NULL;
+	int rc;
+
+	if (!f)
+		return sfs_errorf(err, -ENOMEM, "out of memory");
+	f->log_fd = -1;
+	f->note = note_fn;
+	f->note_arg = note_arg;
+	f->format = format;
+	f->source = realpath(source, NULL);
+	f->srcfd = f->source ?
+			   open(f->source, O_RDONLY | O_DIRECTORY | O_CLOEXEC) :
+			   -1;
+	if (f->srcfd < 0) {
+		rc = sfs_errorf(
+			err, -errno,
+			"%s: %s: give the directory the producer writes shards into",
+			source, strerror(errno));
+		goto fail;
+	}
+	if (format && !followable(format)) {
+		rc = sfs_errorf(
+			err, -EINVAL,
+			"format=%s cannot be followed: only formats whose files concatenate (jsonl, tfrecord, tar) can",
+			format->name);
+		goto fail;
+	}
+	dir = sfs_index_dir(f->source, index_dir);
+	if (!dir || asprintf(&f->log_path, "%s/%s", dir, SFS_FOLLOW_LOG) < 0) {
+		f->log_path = NULL;
+		rc = sfs_errorf(err, -ENOMEM, "out of memory");
+		goto fail;
+	}
+	rc = load_log(f, err);
+	if (rc)
+		goto fail;
+	if (!f->format && f->nshards)
+		f->format = sfs_format_detect(f->shards[0].path);
+	if (write_log)
+		open_log(f, dir);
+	free(dir);
+	*out = f;
+	return 0;
+fail:
+	free(dir);
+	sfs_follow_free(f);
+	return rc;
+}
+
+static void forget_refusals(struct sfs_follow *f)
+{
+	size_t i;
+
+	for (i = 0; i < f->nrefused; i++)
+		free(f->refused[i].name);
+	f->nrefused = 0;
+}
+
+void sfs_follow_free(struct sfs_follow *f)
+{
+	if (!f)
+		return;
+	sfs_follow_shards_free(f->shards, f->nshards);
+	if (f->srcfd >= 0)
+		close(f->srcfd);
+	if (f->log_fd >= 0)
+		close(f->log_fd);
+	free(f->source);
+	free(f->log_path);
+	forget_refusals(f);
+	free(f->refused);
+	free(f);
+}
+
+/* Note a refusal of name once, while its size and mtime stay: true when
+ * it is new (or changed), to be noted. */
+static bool refuse_once(struct sfs_follow *f, const char *name,
+			const struct stat *st)
+{
+	struct sfs_follow_refusal r = { .size = (uint64_t)st->st_size,
+					.mtime_ns = sfs_mtime_ns(st) };
+	size_t lo = 0, hi = f->nrefused;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(f->refused[mid].name, name);
+
+		if (!c) {
+			struct sfs_follow_refusal *old = &f->refused[mid];
+			bool same = old->size == r.size &&
+				    old->mtime_ns == r.mtime_ns;
+
+			old->size = r.size;
+			old->mtime_ns = r.mtime_ns;
+			return !same;
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (f->nrefused >= SFS_FOLLOW_REFUSED_MAX) {
+		forget_refusals(f);
+		lo = 0;
+	}
+	r.name = strdup(name);
+	if (!r.name || SFS_GROW(f->refused, f->refused_cap, f->nrefused + 1)) {
+		free(r.name);
+		return true;
+	}
+	memmove(&f->refused[lo + 1], &f->refused[lo],
+		(f->nrefused - lo) * sizeof(*f->refused));
+	f->refused[lo] = r;
+	f->nrefused++;
+	return true;
+}
+
+/* Scan shard name (open on fd, st its stat) with ops into sh. */
+static int scan_shard(const struct sfs_format_ops *ops, const char *name,
+		      int fd, const struct stat *st,
+		      struct sfs_follow_shard *sh, struct sfs_error *err)
+{
+	struct sfs_scan_in in = { .fd = fd,
+				  .path = name,
+				  .size = (uint64_t)st->st_size };
+	struct sfs_scan sc = { 0 };
+	struct stat after;
+	int rc;
+
+	/* an empty shard holds no sample (a producer's filter left none) */
+	if (st->st_size == 0) {
+		sh->bounds = calloc(1, sizeof(*sh->bounds));
+		if (!sh->bounds)
+			return sfs_errorf(err, -ENOMEM, "out of memory");
+		sh->nsamples = sh->prefix_len = sh->size = 0;
+		sh->newline_missing = false;
+		sh->mtime_ns = sfs_mtime_ns(st);
+		return 0;
+	}
+	rc = sfs_format_scan(ops, &in, &sc, err);
+
+	if (rc) {
+		free(sc.bounds);
+		return rc;
+	}
+	/* written to while scanned: not final yet */
+	if (fstat(fd, &after) < 0 || after.st_size != st->st_size ||
+	    sfs_mtime_ns(&after) != sfs_mtime_ns(st)) {
+		free(sc.bounds);
+		return sfs_errorf(
+			err, -EAGAIN,
+			"%s changed while it was read: a shard must not change once it has its name (write it under a temporary name, then rename it)",
+			name);
+	}
+	if (!sc.sliceable) {
+		free(sc.bounds);
+		return sfs_errorf(err, -EINVAL, "%s: cannot be cut", name);
+	}
+	sh->bounds = sc.bounds;
+	sh->nsamples = sc.nsamples;
+	sh->prefix_len = sc.prefix_len;
+	sh->newline_missing = sc.newline_missing;
+	sh->size = (uint64_t)st->st_size;
+	sh->mtime_ns = sfs_mtime_ns(st);
+	return 0;
+}
+
+static int append_log(struct sfs_follow *f, const struct sfs_follow_shard *sh)
+{
+	char line[SFS_FOLLOW_LINE_MAX + 1];
+	int len;
+
+	if (f->log_fd < 0)
+		return 0;
+	len = snprintf(line, sizeof(line),
+		       "%" PRIu64 " %" PRIu64 " %" PRId64 " %s\n", sh->nsamples,
+		       sh->size, sh->mtime_ns, sh->path);
+	if (len < 0 || (size_t)len >= sizeof(line) ||
+	    write(f->log_fd, line, (size_t)len) != len) {
+		note(f,
+		     "%s: cannot append to the follow log (%s): a restart needs every shard still in the source",
+		     f->log_path, strerror(errno));
+		close(f->log_fd);
+		f->log_fd = -1;
+	}
+	return 0;
+}
+
+/* What became of a name a scan tried. */
+enum { SKIPPED, ACCEPTED, WAITING };
+
+/* Try to accept shard name: ACCEPTED; SKIPPED, not a shard or refused
+ * (noted); WAITING, a shard not ready (malformed, written to: noted),
+ * which holds back the names after it; -ENOMEM. */
+static int accept(struct sfs_follow *f, const char *name)
+{
+	const struct sfs_format_ops *ops = sfs_format_detect(name);
+	struct sfs_follow_shard sh = { 0 };
+	struct sfs_error e = { 0 };
+	struct stat st;
+	int fd, rc;
+
+	if (!ops)
+		return SKIPPED; /* not a shard: a README, a marker */
+	fd = openat(f->srcfd, name,
+		    O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0)
+		return SKIPPED; /* gone again, or a symlink */
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return SKIPPED;
+	}
+	if (f->nshards && strcmp(name, f->shards[f->nshards - 1].path) < 0) {
+		if (refuse_once(f, name, &st))
+			note(f,
+			     "%s/%s: refused: its name sorts before %s, already in the stream (serving it would change what was served); name shards in the order they are written",
+			     f->source, name, f->shards[f->nshards - 1].path);
+		close(fd);
+		return SKIPPED;
+	}
+	if (!f->format && !followable(ops)) {
+		if (refuse_once(f, name, &st))
+			note(f,
+			     "%s/%s: refused: %s shards cannot be followed, only jsonl, tfrecord and tar",
+			     f->source, name, ops->name);
+		close(fd);
+		return SKIPPED;
+	}
+	if (f->format && ops != f->format) {
+		if (refuse_once(f, name, &st))
+			note(f,
+			     "%s/%s: refused: a %s shard in a stream of %s shards",
+			     f->source, name, ops->name, f->format->name);
+		close(fd);
+		return SKIPPED;
+	}
+	rc = scan_shard(ops, name, fd, &st, &sh, &e);
+	close(fd);
+	if (rc) {
+		if (rc != -EAGAIN && refuse_once(f, name, &st))
+			note(f,
+			     "%s/%s: waiting: %s (tried again when it changes)",
+			     f->source, name, e.msg);
+		return rc == -ENOMEM ? rc : WAITING;
+	}
+	sh.path = strdup(name);
+	if (!sh.path || SFS_GROW(f->shards, f->cap, f->nshards + 1)) {
+		free(sh.path);
+		free(sh.bounds);
+		return -ENOMEM;
+	}
+	sh.first = f->nsamples;
+	f->format = ops;
+	f->shards[f->nshards++] = sh;
+	f->nsamples += sh.nsamples;
+	append_log(f, &sh);
+	return ACCEPTED;
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void free_names(char **names, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+/*
+ * One listing of the source: the names not in the stream that could be
+ * shards, sorted, into *out (*n of them); *end when the end marker is
+ * there.  Returns 0 or -errno.
+ */
+static int list(const struct sfs_follow *f, char ***out, size_t *n, bool *end)
+{
+	const char *last = f->nshards ? f->shards[f->nshards - 1].path : NULL;
+	char **names = NULL;
+	size_t cap = 0;
+	struct dirent *de;
+	int fd = dup(f->srcfd), rc = 0;
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+
+	*n = 0;
+	*end = false;
+	if (!d) {
+		rc = -errno;
+		if (fd >= 0)
+			close(fd);
+		return rc;
+	}
+	rewinddir(d);
+	while (!rc && (errno = 0, de = readdir(d))) {
+		char *s;
+
+		if (!strcmp(de->d_name, SFS_FOLLOW_END)) {
+			*end = true;
+			continue;
+		}
+		/* names before the last one: refused, but only when new to
+		 * the stream (a consumed shard is still listed) */
+		if (!shard_name(de->d_name) ||
+		    (last && strcmp(de->d_name, last) <= 0 &&
+		     sfs_follow_find(f, de->d_name) >= 0))
+			continue;
+		s = strdup(de->d_name);
+		if (!s || SFS_GROW(names, cap, *n + 1)) {
+			free(s);
+			rc = -ENOMEM;
+			break;
+		}
+		names[(*n)++] = s;
+	}
+	if (!rc && errno)
+		rc = -errno;
+	closedir(d);
+	if (rc) {
+		free_names(names, *n);
+		*n = 0;
+		return rc;
+	}
+	if (*n)
+		qsort(names, *n, sizeof(*names), by_name);
+	*out = names;
+	return 0;
+}
+
+/*
+ * A listing is no snapshot: a name renamed in while it runs may be missed
+ * while a later one is seen.  But a producer renames in name order, so
+ * every shard before a name one listing saw was renamed before that
+ * listing ended, and a second listing sees it.  So the names are taken
+ * from the second listing up to the last one the first saw (all of them
+ * once the first saw the end marker, written after the last shard); the
+ * rest wait for the next scan.
+ */
+int sfs_follow_scan(struct sfs_follow *f, size_t *added, struct sfs_error *err)
+{
+	char **first = NULL, **names = NULL;
+	size_t nfirst = 0, n = 0, i, got = 0;
+	bool end1, end2;
+	int rc;
+
+	if (added)
+		*added = 0;
+	rc = list(f, &first, &nfirst, &end1);
+	if (!rc && (nfirst || end1))
+		rc = list(f, &names, &n, &end2);
+	for (i = 0; !rc && i < n; i++) {
+		if (!end1 && strcmp(names[i], first[nfirst - 1]) > 0)
+			break;
+		rc = accept(f, names[i]);
+		got += rc == ACCEPTED;
+		/* a shard not ready holds back the ones after it: the
+		 * stream is in name order */
+		if (rc == WAITING) {
+			rc = 0;
+			break;
+		}
+		rc = rc < 0 ? rc : 0;
+	}
+	/* the end counts once every shard listed with it is in */
+	if (end1 && i == n)
+		f->ended = true;
+	free_names(first, nfirst);
+	free_names(names, n);
+	if (added)
+		*added = got;
+	if (rc == -ENOMEM)
+		return sfs_errorf(err, rc, "out of memory");
+	if (rc)
+		return sfs_errorf(err, rc, "%s: %s", f->source, strerror(-rc));
+	return 0;
+}
+
+int sfs_follow_bounds(struct sfs_follow *f, size_t i, struct sfs_error *err)
+{
+	struct sfs_follow_shard *sh = &f->shards[i], got = { 0 };
+	struct stat st;
+	int fd, rc;
+
+	if (sh->bounds)
+		return 0;
+	if (!f->format)
+		f->format = sfs_format_detect(sh->path);
+	fd = openat(f->srcfd, sh->path,
+		    O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0)
+		return sfs_errorf(
+			err, -EIO,
+			"%s/%s: %s, but the stream needs it (it was not consumed when the log was written): restore it, or restart with start= past it",
+			f->source, sh->path, strerror(errno));
+	if (fstat(fd, &st) < 0 || (uint64_t)st.st_size != sh->size ||
+	    sfs_mtime_ns(&st) != sh->mtime_ns) {
+		close(fd);
+		return sfs_errorf(
+			err, -EIO,
+			"%s/%s: changed since it entered the stream (size or time): a shard must not change once it has its name; restore it",
+			f->source, sh->path);
+	}
+	rc = f->format ? scan_shard(f->format, sh->path, fd, &st, &got, err) :
+			 sfs_errorf(err, -EINVAL, "%s: no format", sh->path);
+	close(fd);
+	if (rc)
+		return rc == -EAGAIN ? -EIO : rc;
+	if (got.nsamples != sh->nsamples) {
+		free(got.bounds);
+		return sfs_errorf(err, -EIO,
+				  "%s/%s: holds %" PRIu64
+				  " samples, the follow log says %" PRIu64
+				  ": it changed; restore it",
+				  f->source, sh->path, got.nsamples,
+				  sh->nsamples);
+	}
+	sh->bounds = got.bounds;
+	sh->prefix_len = got.prefix_len;
+	sh->newline_missing = got.newline_missing;
+	return 0;
+}
+
+ssize_t sfs_follow_find(const struct sfs_follow *f, const char *name)
+{
+	size_t lo = 0, hi = f->nshards;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(f->shards[mid].path, name);
+
+		if (!c)
+			return (ssize_t)mid;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -1;
+}

@@ -1,0 +1,331 @@
+/*
+ * A window of a followed stream (follow.h): samples [kN, (k+1)N) planned
+ * like an epoch of their own, over an index of just those samples (the
+ * shards they lie in, each cut to its part), and laid out for some
+ * readers as the slices of their files, end to end, without the bytes
+ * that end a slice (a tar's end-of-archive): those end the window file
+ * and the stream, once.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shardfs/follow.h"
+#include "shardfs/index.h"
+#include "shardfs/plan.h"
+#include "shardfs/slice.h"
+#include "shardfs/util.h"
+
+void sfs_follow_windows(uint64_t total, uint64_t window, uint64_t start,
+			bool ended, uint64_t *first, uint64_t *full, bool *last)
+{
+	uint64_t done = total / window;
+
+	*first = start / window;
+	*full = done > *first ? done - *first : 0;
+	*last = ended && total % window && total > start &&
+		total / window >= *first;
+}
+
+int sfs_follow_check_window(uint64_t window, const struct sfs_plan_opts *o,
+			    struct sfs_error *err)
+{
+	uint64_t unit =
+		(uint64_t)(o->world / o->replicas) * o->workers * o->batch;
+
+	if (window && window % unit == 0)
+		return 0;
+	if (window < unit)
+		return sfs_errorf(
+			err, -EINVAL,
+			"window=%llu is not a multiple of world/replicas x workers x batch = %llu: use window=%llu, or a multiple of it",
+			(unsigned long long)window, (unsigned long long)unit,
+			(unsigned long long)unit);
+	return sfs_errorf(
+		err, -EINVAL,
+		"window=%llu is not a multiple of world/replicas x workers x batch = %llu: use window=%llu or window=%llu",
+		(unsigned long long)window, (unsigned long long)unit,
+		(unsigned long long)(window / unit * unit),
+		(unsigned long long)((window / unit + 1) * unit));
+}
+
+void sfs_window_free(struct sfs_window *w)
+{
+	size_t i;
+
+	if (!w)
+		return;
+	for (i = 0; i < w->nreaders; i++) {
+		free(w->readers[i].ext);
+		free(w->readers[i].runs);
+	}
+	free(w->readers);
+	free(w);
+}
+
+size_t sfs_window_find(const struct sfs_window_reader *r, uint64_t pos)
+{
+	size_t lo = 0, hi = r->n;
+
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (r->ext[mid].pos <= pos)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The first shard of f holding sample s of the stream. */
+static size_t shard_of(const struct sfs_follow *f, uint64_t s)
+{
+	size_t lo = 0, hi = f->nshards;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (f->shards[mid].first + f->shards[mid].nsamples <= s)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* An index of samples [lo, hi) of f: the shards they lie in, cut. */
+struct widx {
+	struct sfs_index idx;
+	size_t *stream; /* a shard's number in the stream */
+	uint64_t *skip; /* its samples before the window */
+};
+
+static void widx_free(struct widx *w)
+{
+	free(w->idx.shards);
+	free(w->idx.bounds_heap);
+	free(w->stream);
+	free(w->skip);
+}
+
+static int widx_build(struct sfs_follow *f, uint64_t lo, uint64_t hi,
+		      size_t *first, size_t *end, struct widx *w,
+		      struct sfs_error *err)
+{
+	size_t i, j, n, nb = 0;
+	int rc;
+
+	*first = shard_of(f, lo);
+	for (i = *first; i < f->nshards && f->shards[i].first < hi; i++) {
+		rc = sfs_follow_bounds(f, i, err);
+		if (rc)
+			return rc;
+		nb += f->shards[i].nsamples + 1;
+	}
+	*end = i;
+	n = *end - *first;
+	w->idx.shards = calloc(n ? n : 1, sizeof(*w->idx.shards));
+	w->stream = calloc(n ? n : 1, sizeof(*w->stream));
+	w->skip = calloc(n ? n : 1, sizeof(*w->skip));
+	w->idx.bounds_heap = malloc((nb ? nb : 1) * sizeof(uint64_t));
+	if (!w->idx.shards || !w->stream || !w->skip || !w->idx.bounds_heap)
+		return sfs_errorf(err, -ENOMEM, "out of memory");
+	w->idx.source = f->source;
+	w->idx.table_fd = w->idx.blocks_fd = w->idx.digests_fd = -1;
+	nb = 0;
+	for (i = *first, j = 0; i < *end; i++) {
+		const struct sfs_follow_shard *fs = &f->shards[i];
+		struct sfs_shard *sh = &w->idx.shards[j];
+		uint64_t a = lo > fs->first ? lo - fs->first : 0;
+		uint64_t b = hi - fs->first < fs->nsamples ? hi - fs->first :
+							     fs->nsamples;
+
+		if (a >= b)
+			continue;
+		sh->path = fs->path;
+		sh->size = fs->size;
+		sh->mtime_ns = fs->mtime_ns;
+		sh->format = f->format;
+		sh->nsamples = b - a;
+		sh->first_sample = w->idx.nsamples;
+		sh->bounds_at = nb;
+		sh->prefix_len = fs->prefix_len;
+		sh->newline_missing = fs->newline_missing && b == fs->nsamples;
+		memcpy(w->idx.bounds_heap + nb, fs->bounds + a,
+		       (b - a + 1) * sizeof(uint64_t));
+		nb += b - a + 1;
+		w->idx.nsamples += b - a;
+		w->skip[j] = a;
+		w->stream[j++] = i;
+	}
+	w->idx.nshards = j;
+	w->idx.bounds = w->idx.bounds_heap;
+	w->idx.nbounds = nb;
+	return 0;
+}
+
+/* Append slice s of stream shard shard to reader r, but its last
+ * skip bytes (the slice's ending). */
+static int append(struct sfs_window_reader *r, size_t *cap,
+		  const struct sfs_slice *s, size_t shard, uint64_t skip)
+{
+	size_t i;
+
+	for (i = 0; i < s->nextents; i++) {
+		const struct sfs_extent *e = &s->extents[i];
+		struct sfs_wext *last = r->n ? &r->ext[r->n - 1] : NULL;
+
+		if (e->pos >= s->size - skip)
+			break;
+		if (last && !e->mem && !last->mem && last->shard == shard &&
+		    last->src + last->len == e->src) {
+			last->len += e->len;
+			r->size += e->len;
+			continue;
+		}
+		if (SFS_GROW(r->ext, *cap, r->n + 1))
+			return -ENOMEM;
+		r->ext[r->n++] = (struct sfs_wext){ .pos = r->size,
+						    .len = e->len,
+						    .src = e->src,
+						    .mem = e->mem,
+						    .shard = shard };
+		r->size += e->len;
+	}
+	return 0;
+}
+
+/* The ranks of readers (plan reader numbers), sorted, each once. */
+static uint32_t *ranks_of(const struct sfs_plan_opts *o, const size_t *readers,
+			  size_t nreaders, size_t *n)
+{
+	uint32_t *r = malloc((nreaders ? nreaders : 1) * sizeof(*r));
+	size_t i, j;
+
+	if (!r)
+		return NULL;
+	*n = 0;
+	for (i = 0; i < nreaders; i++) {
+		uint32_t rank =
+			(uint32_t)(readers[i] / o->workers) * o->replicas;
+
+		for (j = 0; j < *n && r[j] != rank; j++)
+			;
+		if (j == *n)
+			r[(*n)++] = rank;
+	}
+	for (i = 1; i < *n; i++)
+		for (j = i; j > 0 && r[j - 1] > r[j]; j--) {
+			uint32_t t = r[j];
+
+			r[j] = r[j - 1];
+			r[j - 1] = t;
+		}
+	return r;
+}
+
+static int lay_out(const struct widx *w, const struct sfs_plan *p,
+		   size_t reader, struct sfs_window_reader *r, uint64_t skip,
+		   struct sfs_error *err)
+{
+	const struct sfs_plan_reader *pr = &p->readers[reader];
+	size_t i, j, cap = 0, rcap = 0;
+	int rc = 0;
+
+	for (i = 0; !rc && i < pr->nfiles; i++) {
+		const struct sfs_plan_file *pf = &p->files[pr->file_at + i];
+		const struct sfs_run *runs = sfs_plan_file_runs(p, pf);
+		struct sfs_slice *s;
+
+		for (j = 0; j < pf->nruns; j++) {
+			if (SFS_GROW(r->runs, rcap, r->nruns + 1))
+				return sfs_errorf(err, -ENOMEM,
+						  "out of memory");
+			r->runs[r->nruns++] = (struct sfs_wrun){
+				.shard = w->stream[pf->shard],
+				.first = w->skip[pf->shard] + runs[j].first,
+				.count = runs[j].count
+			};
+		}
+		rc = sfs_slice_build(&w->idx, &w->idx.shards[pf->shard], -1,
+				     runs, pf->nruns, &s, err);
+		if (rc)
+			return rc;
+		if (append(r, &cap, s, w->stream[pf->shard], skip))
+			rc = sfs_errorf(err, -ENOMEM, "out of memory");
+		r->samples += pf->nsamples;
+		sfs_slice_free(s);
+	}
+	return rc;
+}
+
+int sfs_window_build(struct sfs_follow *f, const struct sfs_plan_opts *o,
+		     uint64_t window, uint64_t k, bool last,
+		     const size_t *readers, size_t nreaders,
+		     struct sfs_window **out, struct sfs_error *err)
+{
+	uint64_t lo = k * window, hi = last ? f->nsamples : lo + window;
+	struct sfs_plan_opts po = *o;
+	struct widx w = { 0 };
+	struct sfs_plan *p = NULL;
+	struct sfs_window *win = NULL;
+	uint32_t *ranks = NULL;
+	size_t nranks = 0, i;
+	int rc;
+
+	if (hi > f->nsamples || lo >= hi)
+		return sfs_errorf(err, -EINVAL,
+				  "window %llu is not in the stream yet",
+				  (unsigned long long)k);
+	po.epoch = k;
+	po.epoch_size = 0;
+	po.start = o->start > lo ? o->start - lo : 0;
+	if (!last)
+		po.remainder = SFS_REMAINDER_PAD;
+	win = calloc(1, sizeof(*win));
+	rc = win ? widx_build(f, lo, hi, &win->first_shard, &win->end_shard, &w,
+			      err) :
+		   sfs_errorf(err, -ENOMEM, "out of memory");
+	if (rc)
+		goto out;
+	ranks = ranks_of(o, readers, nreaders, &nranks);
+	if (!ranks) {
+		rc = sfs_errorf(err, -ENOMEM, "out of memory");
+		goto out;
+	}
+	rc = sfs_plan_build_ranks(&w.idx, &po, ranks, nranks, NULL, &p, err);
+	if (rc) {
+		/* remainder=drop leaving no sample of the last window */
+		if (last && o->remainder == SFS_REMAINDER_DROP && rc == -EINVAL)
+			rc = -ENODATA;
+		goto out;
+	}
+	win->k = k;
+	win->per_reader = p->per_reader;
+	win->padding = p->padding;
+	win->dropped = p->dropped;
+	win->last_sample = hi;
+	if (f->format->slice_suffix && w.idx.nshards)
+		win->trailer_len = f->format->slice_suffix(&w.idx.shards[0],
+							   &win->trailer);
+	win->readers = calloc(nreaders ? nreaders : 1, sizeof(*win->readers));
+	if (!win->readers) {
+		rc = sfs_errorf(err, -ENOMEM, "out of memory");
+		goto out;
+	}
+	win->nreaders = nreaders;
+	for (i = 0; !rc && i < nreaders; i++)
+		rc = lay_out(&w, p, readers[i], &win->readers[i],
+			     win->trailer_len, err);
+out:
+	sfs_plan_free(p);
+	free(ranks);
+	widx_free(&w);
+	if (rc) {
+		sfs_window_free(win);
+		return rc;
+	}
+	*out = win;
+	return 0;
+}

@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# follow=1 (docs/follow.md, issue 27) on real mounts: a source that grows
+# while readers read it.  This script mounts and unmounts (tests/mount/
+# lib.sh: every mount unmounted by its path on any exit); follow_test.py
+# writes the chunks, reads the streams and checks what they served:
+#   a. two daemons (rank 0 and rank 1 of world=2, workers=2) over an empty
+#      source, a producer of random chunks at random intervals deleting
+#      consumed shards, then the end: equal counts, every sample once plus
+#      only the last window's padding, the window files are the stream,
+#      the plan of every window, consumed and progress= at the end
+#   b. stream.tar read by tarfile (mode "r|"), stream.tfrecord by a
+#      TFRecord reader checking framing and CRC-32C
+#   c. follow_timeout=2 with no producer: EIO after 2 s, and the log
+#   d. a chunk written slowly under x.tmp and a dot-file: nothing served
+#      until the rename
+#   e. chunk_00003 after chunk_00005: refused, never served, logged
+#   f. a restart mid-stream: consumed shards deleted, remount with start=P
+#   g. a DDP job (gloo, 2 ranks, Debian's torch) over a growing source
+# About a minute and a half on 2 cores; as root (/dev/fuse).
+. "$(dirname "$0")/../mount/lib.sh"
+PY=/usr/bin/python3
+F=$TESTS/follow
+FO="follow=1,follow_timeout=60"
+
+# py SCENARIO ARGS...: follow_test.py's checks, counted here
+py() {
+	local out rc p f
+	out=$(timeout 170 $PY "$F/follow_test.py" "$@" 2>&1)
+	rc=$?
+	printf '%s\n' "$out"
+	p=$(grep -c '^ok: ' <<<"$out")
+	f=$(grep -c '^FAIL: ' <<<"$out")
+	passed=$((passed + p))
+	failed=$((failed + f))
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		bad "follow_test.py $1 exited $rc without a failed check"
+	fi
+}
+# log_count MNT TEXT: lines of MNT's daemon log holding TEXT
+log_count() { grep -cF -- "$2" "${daemon_log[$1]}"; }
+section() { printf '== %s\n' "$*"; }
+
+section "window= must be a multiple of world x workers x batch"
+mkdir -p "$T/w" "$T/w-m"
+mounts+=("$T/w-m") # unmounted on exit should it mount
+expect_run "window=10 for world=2 x workers=2 is refused with the nearest values" 1 \
+	"shardfs: window=10 is not a multiple of world/replicas x workers x batch = 4: use window=8 or window=12" \
+	-- timeout 10 shardfs "$T/w" "$T/w-m" -f -o follow=1,format=jsonl,window=10,world=2,workers=2
+
+section "a. two daemons, a growing source, consumed shards deleted"
+mkdir -p "$T/a" "$T/a-tmp" "$T/a-progress"
+A="$FO,format=jsonl,window=40,world=2,workers=2,progress=$T/a-progress"
+mount_view "$T/a" "$T/a0" "$A,rank=0" || bad "mount a0"
+mount_view "$T/a" "$T/a1" "$A,rank=1" || bad "mount a1"
+FOLLOW_PROGRESS=$T/a-progress py grow jsonl "$T/a" "$T/a-tmp" 40 \
+	"world=2,workers=2" "$T/a0" "$T/a1"
+unmount_view "$T/a0"
+unmount_view "$T/a1"
+
+for fmt in tar tfrecord; do
+	section "b. stream.$fmt"
+	mkdir -p "$T/b-$fmt" "$T/b-$fmt-tmp"
+	mount_view "$T/b-$fmt" "$T/b-$fmt-m" \
+		"$FO,format=$fmt,window=12,workers=2" || bad "mount b-$fmt"
+	py formats "$fmt" "$T/b-$fmt" "$T/b-$fmt-tmp" 12 "world=1,workers=2" \
+		"$T/b-$fmt-m"
+	unmount_view "$T/b-$fmt-m"
+done
+
+section "c. follow_timeout=2, no producer"
+mkdir -p "$T/c"
+mount_view "$T/c" "$T/c-m" "follow=1,follow_timeout=2,format=jsonl,window=4" ||
+	bad "mount c"
+py timeout "$T/c-m" 2
+# docs/follow.md: the line names the window, the last shard seen (none
+# here) and how many samples are missing (the whole window: 4)
+expect_eq "the timeout's log line names window 0, no shard and 4 missing samples" \
+	"$(grep -cE 'reader 0/0 gave up waiting for window 0 for [23] s: the stream holds 0 samples, the window needs 4 \(4 missing\) after the last shard \(none yet\)' "${daemon_log[$T/c-m]}")" 1
+unmount_view "$T/c-m"
+
+section "d. a half-written file and a dot-file are never served"
+mkdir -p "$T/d"
+mount_view "$T/d" "$T/d-m" "$FO,format=jsonl,window=8,workers=2" ||
+	bad "mount d"
+py tmp "$T/d" "$T/d-tmp" "$T/d-m"
+unmount_view "$T/d-m"
+
+section "e. a shard out of order is refused"
+mkdir -p "$T/e"
+mount_view "$T/e" "$T/e-m" "$FO,format=jsonl,window=8,workers=2" ||
+	bad "mount e"
+py order "$T/e" "$T/e-tmp" "$T/e-m"
+expect_eq "the log names chunk_00003.jsonl, refused after chunk_00005.jsonl" \
+	"$(grep -F chunk_00003.jsonl "${daemon_log[$T/e-m]}" | grep -cF chunk_00005.jsonl)" 1
+unmount_view "$T/e-m"
+
+section "f. a restart mid-stream with start="
+mkdir -p "$T/f" "$T/f-tmp"
+R="$FO,format=jsonl,window=20,world=2,workers=2"
+mount_view "$T/f" "$T/f-m1" "$R" || bad "mount f1"
+py restart1 "$T/f" "$T/f-tmp" 20 "world=2,workers=2" "$T/f-m1"
+unmount_view "$T/f-m1"
+# the producer deletes what was consumed (every shard up to it)
+consumed=$($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["consumed"])' \
+	"$T/f-tmp/phase1.json")
+expect_eq "phase 1 consumed a shard" "${consumed:+yes}" yes
+for s in "$T"/f/chunk_*.jsonl; do
+	[[ "$(basename "$s")" < "$consumed" || "$(basename "$s")" == "$consumed" ]] &&
+		rm "$s"
+done
+expect_eq "the follow log kept for the restart" \
+	"$(test -s "$T/f/.shardfs/follow.log" && echo yes)" yes
+# 3 windows of 20 samples read: P = 60
+mount_view "$T/f" "$T/f-m2" "$R,start=60" || bad "mount f2"
+py restart2 "$T/f" "$T/f-tmp" 20 "world=2,workers=2,start=60" "$T/f-m2"
+unmount_view "$T/f-m2"
+
+section "h. a shard changed or deleted before it was consumed: EIO, never other bytes"
+mkdir -p "$T/h"
+printf 'a\nb\n' > "$T/h/c0.jsonl"
+printf 'c\nd\n' > "$T/h/c1.jsonl"
+printf 'e\nf\n' > "$T/h/c2.jsonl"
+touch "$T/h/.shardfs-end"
+mount_view "$T/h" "$T/h-m" "$FO,window=2" || bad "mount h"
+expect_eq "h: three windows" "$(ls "$T/h-m/0/0" | tr '\n' ' ')" \
+	"stream.jsonl window-00000000.jsonl window-00000001.jsonl window-00000002.jsonl "
+printf 'a\n' > "$T/h/c0.jsonl"
+rm "$T/h/c1.jsonl"
+expect_eq "h: a truncated shard's window: EIO" \
+	"$(cat "$T/h-m/0/0/window-00000000.jsonl" 2>&1 >/dev/null)" \
+	"cat: $T/h-m/0/0/window-00000000.jsonl: Input/output error"
+expect_eq "h: a deleted shard's window: EIO" \
+	"$(cat "$T/h-m/0/0/window-00000001.jsonl" 2>&1 >/dev/null)" \
+	"cat: $T/h-m/0/0/window-00000001.jsonl: Input/output error"
+expect_eq "h: the stream stops at the first of them with EIO" \
+	"$(cat "$T/h-m/0/0/stream.jsonl" 2>&1)" \
+	"cat: $T/h-m/0/0/stream.jsonl: Input/output error"
+expect_eq "h: the untouched shard's window is served" \
+	"$(cat "$T/h-m/0/0/window-00000002.jsonl")" "e
+f"
+expect_eq "h: the log says which shard and what, once each" \
+	"$(log_count "$T/h-m" "$T/h/c0.jsonl: changed or truncated before every reader read it (it entered the stream with 4 bytes): EIO for its bytes") $(log_count "$T/h-m" "$T/h/c1.jsonl: deleted before every reader read it")" \
+	"1 1"
+expect_eq "h: nothing consumed" "$(cat "$T/h-m/.shardfs/consumed")" ""
+unmount_view "$T/h-m"
+
+section "g. a PyTorch DDP job over a growing source"
+mkdir -p "$T/g" "$T/g-out"
+G="$FO,format=jsonl,window=32,world=2,workers=2,batch=4"
+mount_view "$T/g" "$T/g0" "$G,rank=0" || bad "mount g0"
+mount_view "$T/g" "$T/g1" "$G,rank=1" || bad "mount g1"
+py ddp "$T/g" "$T/g-out" 32 4 "$T/g0" "$T/g1"
+unmount_view "$T/g0"
+unmount_view "$T/g1"
+
+expect_eq "nothing of this test left mounted" \
+	"$(awk -v t="$T" 'index($2, t) == 1' /proc/mounts | wc -l)" 0
+finish

@@ -1,0 +1,340 @@
+/*
+ * A source that grows (include/shardfs/follow.h): the log a restart reads
+ * back, the window option, which windows exist, and a stream scanned from
+ * a directory and laid out in windows, byte for byte.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "helpers.h"
+#include "shardfs/crc32c.h"
+#include "shardfs/follow.h"
+
+/* A TFRecord file of one record holding data. */
+static void tfrecord(const char *dir, const char *name, const char *data)
+{
+	unsigned char b[64];
+	uint64_t n = strlen(data);
+	uint32_t c;
+
+	memcpy(b, &n, 8); /* little-endian, as the tests run */
+	c = sfs_crc32c_masked(b, 8);
+	memcpy(b + 8, &c, 4);
+	memcpy(b + 12, data, n);
+	c = sfs_crc32c_masked(data, n);
+	memcpy(b + 12 + n, &c, 4);
+	free(write_at(dir, name, b, 16 + n));
+}
+
+static void test_log_parse(void **state)
+{
+	static const char log[] = "shardfs-follow 1\n"
+				  "8 96 1 b.jsonl\n"
+				  "5 60 2 a b.jsonl\n"
+				  "8 96 1 b.jsonl\n"
+				  "3 3 3 c.js";
+	struct sfs_follow_shard *s;
+	struct sfs_error err = { 0 };
+	size_t n;
+
+	(void)state;
+	assert_int_equal(
+		sfs_follow_log_parse(log, strlen(log), "l", &s, &n, &err), 0);
+	assert_int_equal(n, 2); /* b merged, c torn */
+	assert_string_equal(s[0].path, "a b.jsonl");
+	assert_int_equal(s[0].nsamples, 5);
+	assert_int_equal(s[0].size, 60);
+	assert_int_equal(s[0].mtime_ns, 2);
+	assert_string_equal(s[1].path, "b.jsonl");
+	sfs_follow_shards_free(s, n);
+}
+
+static void expect_refused(const char *log, const char *msg)
+{
+	struct sfs_follow_shard *s = (void *)1;
+	struct sfs_error err = { 0 };
+	size_t n = 1;
+
+	assert_int_equal(sfs_follow_log_parse(log, strlen(log), "d/follow.log",
+					      &s, &n, &err),
+			 -EINVAL);
+	assert_null(s);
+	assert_int_equal(n, 0);
+	assert_string_equal(err.msg, msg);
+}
+
+static void test_log_refused(void **state)
+{
+	(void)state;
+	expect_refused(
+		"{\"shards\": []}\n",
+		"d/follow.log: line 1: not a shardfs follow log (it starts \"shardfs-follow 1\"): move it away if it is not shardfs's");
+	expect_refused(
+		"shardfs-follow 1\n1 2 3 a.jsonl\n1 2 x b.jsonl\n",
+		"d/follow.log: line 3: not \"<samples> <size> <mtime_ns> <name>\": the log is damaged; remove it only if no shard of the stream was deleted yet (docs/follow.md)");
+	expect_refused(
+		"shardfs-follow 1\n18446744073709551616 2 3 a.jsonl\n",
+		"d/follow.log: line 2: not \"<samples> <size> <mtime_ns> <name>\": the log is damaged; remove it only if no shard of the stream was deleted yet (docs/follow.md)");
+	expect_refused(
+		"shardfs-follow 1\n1 2 3 .hidden\n",
+		"d/follow.log: line 2: not \"<samples> <size> <mtime_ns> <name>\": the log is damaged; remove it only if no shard of the stream was deleted yet (docs/follow.md)");
+	expect_refused(
+		"shardfs-follow 1\n1 2 3 a/b.jsonl\n",
+		"d/follow.log: line 2: not \"<samples> <size> <mtime_ns> <name>\": the log is damaged; remove it only if no shard of the stream was deleted yet (docs/follow.md)");
+	expect_refused(
+		"shardfs-follow 1\n1 2 3 a.jsonl\n1 2 4 a.jsonl\n",
+		"d/follow.log: shard a.jsonl is logged twice, with different samples, size or time: it was replaced while followed; the stream cannot be resumed exactly (docs/follow.md)");
+}
+
+static void test_window_option(void **state)
+{
+	struct sfs_options o;
+	struct sfs_error err = { 0 };
+
+	(void)state;
+	sfs_options_init(&o);
+	assert_int_equal(
+		sfs_options_parse(&o, "world=4,workers=2,batch=3,replicas=2",
+				  &err),
+		0);
+	assert_int_equal(sfs_follow_check_window(12, &o.plan, &err), 0);
+	assert_int_equal(sfs_follow_check_window(48, &o.plan, &err), 0);
+	assert_int_equal(sfs_follow_check_window(50, &o.plan, &err), -EINVAL);
+	assert_string_equal(
+		err.msg,
+		"window=50 is not a multiple of world/replicas x workers x batch = 12: use window=48 or window=60");
+	assert_int_equal(sfs_follow_check_window(5, &o.plan, &err), -EINVAL);
+	assert_string_equal(
+		err.msg,
+		"window=5 is not a multiple of world/replicas x workers x batch = 12: use window=12, or a multiple of it");
+	sfs_options_clear(&o);
+}
+
+static void test_windows(void **state)
+{
+	uint64_t first, full;
+	bool last;
+
+	(void)state;
+	sfs_follow_windows(0, 8, 0, false, &first, &full, &last);
+	assert_true(first == 0 && full == 0 && !last);
+	sfs_follow_windows(23, 8, 0, false, &first, &full, &last);
+	assert_true(first == 0 && full == 2 && !last);
+	sfs_follow_windows(23, 8, 0, true, &first, &full, &last);
+	assert_true(first == 0 && full == 2 && last);
+	sfs_follow_windows(24, 8, 0, true, &first, &full, &last);
+	assert_true(first == 0 && full == 3 && !last);
+	/* a restart at sample 10: window 1 partly skipped */
+	sfs_follow_windows(23, 8, 10, true, &first, &full, &last);
+	assert_true(first == 1 && full == 1 && last);
+	/* a restart past everything */
+	sfs_follow_windows(23, 8, 23, true, &first, &full, &last);
+	assert_true(first == 2 && full == 0 && !last);
+}
+
+struct notes {
+	char msg[4][SFS_ERROR_MAX];
+	int n;
+};
+
+static void note(void *arg, const char *msg)
+{
+	struct notes *n = arg;
+
+	if (n->n < 4)
+		snprintf(n->msg[n->n++], SFS_ERROR_MAX, "%s", msg);
+}
+
+/* The bytes of reader r of window w, with its trailer. */
+static char *window_bytes(const struct sfs_follow *f,
+			  const struct sfs_window *w, size_t r)
+{
+	const struct sfs_window_reader *wr = &w->readers[r];
+	char *out = calloc(1, wr->size + w->trailer_len + 1);
+	size_t i;
+
+	for (i = 0; i < wr->n; i++) {
+		const struct sfs_wext *e = &wr->ext[i];
+
+		assert_int_equal(e->pos,
+				 i ? wr->ext[i - 1].pos + wr->ext[i - 1].len :
+				     0);
+		if (e->mem) {
+			memcpy(out + e->pos, e->mem, e->len);
+		} else {
+			char path[512];
+			struct buf b;
+
+			snprintf(path, sizeof(path), "%s/%s", f->source,
+				 f->shards[e->shard].path);
+			b = read_all(path);
+			memcpy(out + e->pos, b.p + e->src, e->len);
+			buf_free(&b);
+		}
+	}
+	return out;
+}
+
+static void test_stream(void **state)
+{
+	char *dir = tmpdir_new(), *p, idx[512];
+	struct sfs_follow *f = NULL;
+	struct sfs_window *w = NULL;
+	struct sfs_error err = { 0 };
+	struct notes notes = { 0 };
+	struct sfs_options o;
+	const size_t readers[] = { 0, 1 };
+	size_t added;
+	char *bytes;
+
+	(void)state;
+	free(write_at(dir, "c1.jsonl", "a\nb\nc", 5));
+	free(write_at(dir, "c2.jsonl.tmp", "half", 4));
+	free(write_at(dir, ".c3.jsonl", "x\n", 2));
+	snprintf(idx, sizeof(idx), "%s/.shardfs", dir);
+	assert_int_equal(sfs_follow_open(dir, NULL, true, NULL, note, &notes,
+					 &f, &err),
+			 0);
+	assert_int_equal(sfs_follow_scan(f, &added, &err), 0);
+	assert_int_equal(added, 1);
+	assert_int_equal(f->nsamples, 3);
+	assert_false(f->ended);
+	assert_string_equal(f->format->name, "jsonl");
+	/* out of order: refused once, and noted once, each of them */
+	free(write_at(dir, "c0.jsonl", "z\n", 2));
+	free(write_at(dir, "c00.jsonl", "z\n", 2));
+	free(write_at(dir, "c4.jsonl", "d\ne\nf\n", 6));
+	assert_int_equal(sfs_follow_scan(f, &added, &err), 0);
+	assert_int_equal(added, 1);
+	assert_int_equal(sfs_follow_scan(f, &added, &err), 0);
+	assert_int_equal(added, 0);
+	assert_int_equal(notes.n, 2);
+	assert_non_null(strstr(notes.msg[1], "/c00.jsonl: refused: "));
+	p = strstr(notes.msg[0], "/c0.jsonl: refused: its name sorts before");
+	assert_non_null(p);
+	assert_string_equal(
+		p,
+		"/c0.jsonl: refused: its name sorts before c1.jsonl, already in the stream (serving it would change what was served); name shards in the order they are written");
+	/* windows of 4 for 2 readers, in stream order */
+	sfs_options_init(&o);
+	assert_int_equal(sfs_options_parse(&o, "workers=2,shuffle=none", &err),
+			 0);
+	assert_int_equal(sfs_window_build(f, &o.plan, 4, 0, false, readers, 2,
+					  &w, &err),
+			 0);
+	assert_int_equal(w->per_reader, 2);
+	assert_int_equal(w->first_shard, 0);
+	assert_int_equal(w->end_shard, 2);
+	bytes = window_bytes(f, w, 0);
+	assert_string_equal(bytes, "a\nb\n");
+	free(bytes);
+	bytes = window_bytes(f, w, 1);
+	assert_string_equal(bytes, "c\nd\n"); /* c's missing '\n' added */
+	free(bytes);
+	assert_int_equal(w->readers[1].nruns, 2);
+	assert_true(w->readers[1].runs[0].shard == 0 &&
+		    w->readers[1].runs[0].first == 2 &&
+		    w->readers[1].runs[0].count == 1);
+	assert_true(w->readers[1].runs[1].shard == 1 &&
+		    w->readers[1].runs[1].first == 0 &&
+		    w->readers[1].runs[1].count == 1);
+	sfs_window_free(w);
+	/* not complete: window 1 needs samples 4..7 */
+	assert_int_equal(sfs_window_build(f, &o.plan, 4, 1, false, readers, 2,
+					  &w, &err),
+			 -EINVAL);
+	/* the end: the last 2 samples padded to 1 each */
+	free(write_at(dir, ".shardfs-end", "", 0));
+	assert_int_equal(sfs_follow_scan(f, &added, &err), 0);
+	assert_true(f->ended);
+	assert_int_equal(sfs_window_build(f, &o.plan, 4, 1, true, readers, 2,
+					  &w, &err),
+			 0);
+	bytes = window_bytes(f, w, 0);
+	assert_string_equal(bytes, "e\n");
+	free(bytes);
+	assert_true(w->readers[0].nruns == 1 &&
+		    w->readers[0].runs[0].first == 1);
+	bytes = window_bytes(f, w, 1);
+	assert_string_equal(bytes, "f\n");
+	free(bytes);
+	sfs_window_free(w);
+	sfs_follow_free(f);
+	/* a restart reads the log back, the shards' counts in order */
+	assert_int_equal(sfs_follow_open(dir, NULL, true, NULL, note, &notes,
+					 &f, &err),
+			 0);
+	assert_int_equal(f->nshards, 2);
+	assert_int_equal(f->nsamples, 6);
+	assert_null(f->shards[1].bounds);
+	assert_int_equal(sfs_follow_bounds(f, 1, &err), 0);
+	assert_int_equal(f->shards[1].bounds[3], 6);
+	sfs_follow_free(f);
+	sfs_options_clear(&o);
+	tmpdir_remove(dir);
+}
+
+/* A shard that is not ready holds back those after it; a shard of another
+ * format is refused without holding anything back. */
+static void test_held_back(void **state)
+{
+	char *dir = tmpdir_new();
+	struct sfs_follow *f = NULL;
+	struct sfs_error err = { 0 };
+	struct notes notes = { 0 };
+	size_t added;
+	char *p;
+
+	(void)state;
+	/* a TFRecord whose record runs past the end: malformed */
+	free(write_at(dir, "a.tfrecord", "\x10\0\0\0\0\0\0\0\0\0\0\0", 12));
+	tfrecord(dir, "b.tfrecord", "b");
+	assert_int_equal(sfs_follow_open(dir, NULL, false,
+					 sfs_format_by_name("tfrecord"), note,
+					 &notes, &f, &err),
+			 0);
+	assert_int_equal(sfs_follow_scan(f, &added, &err), 0);
+	assert_int_equal(added, 0);
+	assert_int_equal(notes.n, 1);
+	p = strstr(notes.msg[0], "/a.tfrecord: waiting: ");
+	assert_non_null(p);
+	assert_non_null(strstr(p, "(tried again when it changes)"));
+	/* the same file again: not noted twice */
+	assert_int_equal(sfs_follow_scan(f, &added, &err), 0);
+	assert_int_equal(notes.n, 1);
+	/* once whole, both enter in order, and a .jsonl is refused */
+	tfrecord(dir, "a.tfrecord", "a");
+	free(write_at(dir, "c.jsonl", "x\n", 2));
+	assert_int_equal(sfs_follow_scan(f, &added, &err), 0);
+	assert_int_equal(added, 2);
+	assert_int_equal(notes.n, 2);
+	p = strstr(notes.msg[1], "/c.jsonl: refused: ");
+	assert_non_null(p);
+	assert_string_equal(
+		p,
+		"/c.jsonl: refused: a jsonl shard in a stream of tfrecord shards");
+	/* ... and holds nothing back; an empty shard holds no sample */
+	free(write_at(dir, "d.tfrecord", "", 0));
+	assert_int_equal(sfs_follow_scan(f, &added, &err), 0);
+	assert_int_equal(added, 1);
+	assert_string_equal(f->shards[2].path, "d.tfrecord");
+	assert_int_equal(f->shards[2].nsamples, 0);
+	assert_int_equal(f->nsamples, 2);
+	sfs_follow_free(f);
+	tmpdir_remove(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_log_parse),
+		cmocka_unit_test(test_log_refused),
+		cmocka_unit_test(test_window_option),
+		cmocka_unit_test(test_windows),
+		cmocka_unit_test(test_stream),
+		cmocka_unit_test(test_held_back),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
