@@ -141,18 +141,20 @@ int sfs_view_open_shard(int srcfd, const struct sfs_shard *sh,
  * The size of the slice of sh holding runs r[0 .. nruns).  A driver that
  * lays out slices itself reads the shard.
  */
-static int slice_size(const struct sfs_index *idx, int srcfd,
-		      const struct sfs_shard *sh, const struct sfs_run *r,
-		      size_t nruns, uint64_t *size, struct sfs_error *err)
+static int slice_size(const struct sfs_view *v, int srcfd,
+		      const struct sfs_shard *sh, uint64_t key,
+		      const struct sfs_run *r, size_t nruns, uint64_t *size,
+		      struct sfs_error *err)
 {
 	int fd, rc;
 
 	if (!sh->format->lay_out)
-		return sfs_slice_size(idx, sh, -1, r, nruns, size, err);
+		return sfs_slice_size(v->idx, sh, -1, r, nruns, size, err);
 	fd = sfs_view_open_shard(srcfd, sh, err);
 	if (fd < 0)
 		return fd;
-	rc = sfs_slice_size(idx, sh, fd, r, nruns, size, err);
+	/* laid out once: kept for its open, the shard read once */
+	rc = sfs_slice_cache_size(v->slices, sh, fd, key, r, nruns, size, err);
 	close(fd);
 	return rc;
 }
@@ -185,7 +187,8 @@ struct describe {
 
 static int describe_one(const struct sfs_view *v, int srcfd,
 			struct sfs_digest *dg, uint32_t plan, size_t fi,
-			struct slice_desc *d, struct sfs_error *err)
+			uint64_t key, struct slice_desc *d,
+			struct sfs_error *err)
 {
 	const struct sfs_plan *p = v->plans[plan];
 	const struct sfs_plan_file *f = &p->files[fi];
@@ -198,7 +201,7 @@ static int describe_one(const struct sfs_view *v, int srcfd,
 				sizeof(d->samples));
 	if (rc)
 		return sfs_errorf(err, rc, "out of memory");
-	return slice_size(v->idx, srcfd, &v->idx->shards[f->shard], r, f->nruns,
+	return slice_size(v, srcfd, &v->idx->shards[f->shard], key, r, f->nruns,
 			  &d->size, err);
 }
 
@@ -222,8 +225,8 @@ static void describe_chunk(struct sfs_pool *p, size_t i, struct sfs_digest *dg)
 			e++;
 			fi = 0;
 		}
-		rc = describe_one(d->v, d->o->srcfd, dg, e, fi, &d->desc[e][fi],
-				  &err);
+		rc = describe_one(d->v, d->o->srcfd, dg, e, fi, g,
+				  &d->desc[e][fi], &err);
 	}
 	if (!rc)
 		return;
@@ -512,7 +515,11 @@ int sfs_view_build(const struct sfs_index *idx, const struct sfs_view_opts *o,
 			b.v->nplans++;
 	}
 	if (!rc)
+		rc = sfs_slice_cache_new(idx, o->slice_cache_max, &b.v->slices);
+	if (!rc)
 		rc = describe_slices(&b);
+	/* the shards' decoded footers go; the slices stay */
+	sfs_slice_cache_end_build(b.v->slices);
 	if (!rc)
 		rc = cancelled(o, err);
 	if (!rc)
@@ -581,6 +588,7 @@ void sfs_view_free(struct sfs_view *v)
 	for (e = 0; e < v->ndatasets; e++)
 		sfs_dataset_view_free(v->datasets[e]);
 	free(v->datasets);
+	sfs_slice_cache_free(v->slices);
 	free(v);
 }
 
@@ -697,6 +705,8 @@ int sfs_view_slice(const struct sfs_view *v, const struct sfs_view_node *n,
 {
 	const struct sfs_plan_file *f = sfs_view_file(v, n);
 	const struct sfs_plan *p = v->plans[n->plan];
+	uint64_t key = n->file;
+	uint32_t e;
 
 	if (n->dataset) {
 		const struct sfs_dataset_file *df =
@@ -707,6 +717,13 @@ int sfs_view_slice(const struct sfs_view *v, const struct sfs_view_node *n,
 	}
 	if (f->whole || n->member)
 		return sfs_slice_whole(n->size, out, err);
-	return sfs_slice_build(v->idx, &v->idx->shards[f->shard], fd,
-			       sfs_plan_file_runs(p, f), f->nruns, out, err);
+	if (!v->slices)
+		return sfs_slice_build(v->idx, &v->idx->shards[f->shard], fd,
+				       sfs_plan_file_runs(p, f), f->nruns, out,
+				       err);
+	for (e = 0; e < n->plan; e++)
+		key += v->plans[e]->nfiles;
+	return sfs_slice_cache_build(v->slices, &v->idx->shards[f->shard], fd,
+				     key, sfs_plan_file_runs(p, f), f->nruns,
+				     out, err);
 }
