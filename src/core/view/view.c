@@ -17,8 +17,11 @@
 #include "view_i.h"
 
 #define SEQ_MIN_WIDTH 6
-/* slices described per item of the pool */
+/* slices described per item of the pool, at most; fewer when there are
+ * few, so that every thread has some (a Parquet slice cut inside row
+ * groups takes tens of ms to size: three slices were one thread's) */
 #define DESCRIBE_CHUNK 256
+#define DESCRIBE_ITEMS_PER_THREAD 8
 
 /* What the node of a slice needs and costs to find: the samples part of
  * its name (a hash of its runs) and its size (from boundaries read from
@@ -171,7 +174,7 @@ static int cancelled(const struct sfs_view_opts *o, struct sfs_error *err)
  * Every slice of a view is described before its tree is built, on a pool
  * of threads (one per CPU the process may use): the names hash 16 bytes
  * per run and the sizes read boundaries, and a switch waits for both.
- * An item of the pool is DESCRIBE_CHUNK files, numbered plan after plan;
+ * An item of the pool is chunk files, numbered plan after plan;
  * the failure of the earliest file is the one told.
  */
 struct describe {
@@ -179,6 +182,7 @@ struct describe {
 	const struct sfs_view_opts *o;
 	struct slice_desc **desc;
 	size_t total; /* files of every plan */
+	size_t chunk; /* files per item: 1 .. DESCRIBE_CHUNK */
 	pthread_mutex_t lock;
 	atomic_size_t failed_at; /* SIZE_MAX while none failed */
 	int rc;
@@ -208,14 +212,14 @@ static int describe_one(const struct sfs_view *v, int srcfd,
 static void describe_chunk(struct sfs_pool *p, size_t i, struct sfs_digest *dg)
 {
 	struct describe *d = p->arg;
-	size_t g = i * DESCRIBE_CHUNK, fi = g;
+	size_t g = i * d->chunk, fi = g;
 	struct sfs_error err;
 	uint32_t e = 0;
 	int rc = 0;
 
 	for (; fi >= d->v->plans[e]->nfiles; e++)
 		fi -= d->v->plans[e]->nfiles;
-	for (; !rc && g < (i + 1) * DESCRIBE_CHUNK && g < d->total; g++, fi++) {
+	for (; !rc && g < (i + 1) * d->chunk && g < d->total; g++, fi++) {
 		if (atomic_load(&d->failed_at) < g)
 			return;
 		rc = cancelled(d->o, &err);
@@ -259,7 +263,12 @@ static int describe_slices(struct builder *b)
 	d.desc = b->desc;
 	atomic_init(&d.failed_at, SIZE_MAX);
 	pthread_mutex_init(&d.lock, NULL);
-	pool.n = (d.total + DESCRIBE_CHUNK - 1) / DESCRIBE_CHUNK;
+	d.chunk = d.total / (DESCRIBE_ITEMS_PER_THREAD * sfs_pool_cpus());
+	if (d.chunk > DESCRIBE_CHUNK)
+		d.chunk = DESCRIBE_CHUNK;
+	if (!d.chunk)
+		d.chunk = 1;
+	pool.n = (d.total + d.chunk - 1) / d.chunk;
 	sfs_pool_run(&pool);
 	pthread_mutex_destroy(&d.lock);
 	if (d.rc && b->err)
