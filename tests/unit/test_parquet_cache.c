@@ -13,6 +13,7 @@
 
 #include "helpers.h"
 #include "shardfs/indexer.h"
+#include "shardfs/parquet.h"
 #include "shardfs/view.h"
 
 /* A source of n shards shardfs-mkdata would write (rows in row groups of
@@ -299,6 +300,81 @@ static void test_parquet_cache_reads_a_footer_once(void **state)
 	tmpdir_remove(dir);
 }
 
+/* The bytes of a cut: each column's pieces in order, the shard's read
+ * from fd. */
+static struct buf cut_bytes(const struct sfs_parquet_cut *cut, int fd)
+{
+	struct buf b = { 0 };
+	size_t c, k;
+
+	for (c = 0; c < cut->ncolumns; c++)
+		for (k = 0; k < cut->columns[c].npieces; k++) {
+			const struct sfs_parquet_piece *p =
+				&cut->columns[c].pieces[k];
+			unsigned char *tmp = malloc(p->len + 1);
+
+			assert_non_null(tmp);
+			if (p->mem)
+				memcpy(tmp, p->mem, p->len);
+			else
+				assert_int_equal(pread(fd, tmp, p->len,
+						       (off_t)p->src),
+						 (ssize_t)p->len);
+			buf_put(&b, tmp, p->len);
+			free(tmp);
+		}
+	return b;
+}
+
+/* Every row cut alone, rows in a scattered order (as shuffle=samples
+ * cuts them), through one sfs_parquet_pages: the bytes of a cut without
+ * it. */
+static void test_parquet_cache_pages_cut_the_same_bytes(void **state)
+{
+	char *dir = tmpdir_new();
+	struct sfs_index *idx = source(dir, 1);
+	const struct sfs_shard *sh = &idx->shards[0];
+	struct sfs_parquet_pages *ps = sfs_parquet_pages_new();
+	struct sfs_parquet_meta *m;
+	struct sfs_error err = { 0 };
+	int fd = open_shard(dir, sh);
+	uint64_t i, n = sh->nsamples;
+
+	(void)state;
+	assert_non_null(ps);
+	assert_int_equal(
+		sfs_parquet_footer_read(fd, sh->path, sh->size, &m, &err), 0);
+	for (i = 0; i < n; i++) {
+		/* 7919 is prime, n < 7919: every row once */
+		uint64_t row = i * 7919 % n, g = 0, first = (uint64_t)row;
+		struct sfs_parquet_cut *a, *b;
+		struct buf x, y;
+
+		while (first >= (uint64_t)m->row_groups[g].num_rows)
+			first -= (uint64_t)m->row_groups[g++].num_rows;
+		assert_int_equal(sfs_parquet_cut(fd, m, g, (int64_t)first, 1,
+						 &a, &err),
+				 0);
+		assert_int_equal(sfs_parquet_cut_pages(fd, m, ps, g,
+						       (int64_t)first, 1, &b,
+						       &err),
+				 0);
+		x = cut_bytes(a, fd);
+		y = cut_bytes(b, fd);
+		assert_int_equal(x.len, y.len);
+		assert_memory_equal(x.p, y.p, x.len);
+		buf_free(&x);
+		buf_free(&y);
+		sfs_parquet_cut_free(a);
+		sfs_parquet_cut_free(b);
+	}
+	sfs_parquet_pages_free(ps);
+	sfs_parquet_meta_free(m);
+	close(fd);
+	sfs_index_free(idx);
+	tmpdir_remove(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -307,6 +383,7 @@ int main(void)
 			test_parquet_cache_never_serves_a_changed_shard),
 		cmocka_unit_test(test_parquet_cache_keeps_within_its_bound),
 		cmocka_unit_test(test_parquet_cache_reads_a_footer_once),
+		cmocka_unit_test(test_parquet_cache_pages_cut_the_same_bytes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

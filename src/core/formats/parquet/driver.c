@@ -56,6 +56,9 @@ struct layout {
 	size_t nrgs, rgs_cap;
 	struct sfs_parquet_chunk_edit *chunks; /* nleaves per row group */
 	size_t chunks_cap;
+	/* the pages the slice's cuts decoded: shuffle=samples cuts every
+	 * row of a page, each its own row group */
+	struct sfs_parquet_pages *pages;
 };
 
 /* Room for one more row group; its chunk edits at lay->chunks[nrgs *
@@ -105,7 +108,8 @@ static int add_cut(struct layout *lay, int fd, size_t g, int64_t first,
 {
 	struct sfs_parquet_cut *cut;
 	size_t c, k;
-	int rc = sfs_parquet_cut(fd, lay->m, g, first, count, &cut, err);
+	int rc = sfs_parquet_cut_pages(fd, lay->m, lay->pages, g, first, count,
+				       &cut, err);
 
 	if (rc)
 		return rc;
@@ -276,6 +280,8 @@ static int parquet_lay_out_from(const void *state, int fd,
 	size_t len, g;
 	int rc;
 
+	/* (without it, every cut decodes its pages) */
+	lay.pages = sfs_parquet_pages_new();
 	/* the slice starts with the shard's own "PAR1" */
 	rc = add(arg, 0, 4, NULL);
 	lay.pos = 4;
@@ -291,6 +297,7 @@ static int parquet_lay_out_from(const void *state, int fd,
 	if (!rc && add(arg, 0, len, footer))
 		rc = sfs_errorf(err, -ENOMEM, "%s: out of memory", sh->path);
 out:
+	sfs_parquet_pages_free(lay.pages);
 	free(lay.rgs);
 	free(lay.chunks);
 	return rc;
