@@ -280,6 +280,15 @@ static int cut_column(struct sfs_pq_column *c, uint64_t *have, int64_t first,
 			if (e0 == UINT32_MAX)
 				continue;
 			rc = reencode(c, e0, e1, &out, &usize);
+			/* kept as long as the slice: its length, not the
+			 * page's worth the buffer began with (shuffle=samples
+			 * keeps a page of a row per row and column) */
+			if (!rc && out.cap > out.len) {
+				unsigned char *p = realloc(out.p, out.len);
+
+				if (p)
+					out.p = p;
+			}
 			if (!rc && add_piece(cc, &cap, 0, out.len, out.p))
 				rc = sfs_pq_col_nomem(c);
 			if (rc) {

@@ -280,8 +280,9 @@ static int parquet_lay_out_from(const void *state, int fd,
 	size_t len, g;
 	int rc;
 
-	/* (without it, every cut decodes its pages) */
-	lay.pages = sfs_parquet_pages_new();
+	/* (without it, every cut decodes its pages; one run cuts two row
+	 * groups at most, never one twice: nothing to share) */
+	lay.pages = nruns > 1 ? sfs_parquet_pages_new() : NULL;
 	/* the slice starts with the shard's own "PAR1" */
 	rc = add(arg, 0, 4, NULL);
 	lay.pos = 4;
@@ -294,6 +295,13 @@ static int parquet_lay_out_from(const void *state, int fd,
 	for (g = 0; g < lay.nrgs; g++)
 		lay.rgs[g].chunks = &lay.chunks[g * m->nleaves];
 	rc = sfs_parquet_footer_write(m, lay.rgs, lay.nrgs, &footer, &len, err);
+	if (!rc) {
+		/* kept as long as the slice: its length, not its buffer's */
+		unsigned char *p = realloc(footer, len);
+
+		if (p)
+			footer = p;
+	}
 	if (!rc && add(arg, 0, len, footer))
 		rc = sfs_errorf(err, -ENOMEM, "%s: out of memory", sh->path);
 out:
