@@ -32,6 +32,9 @@ struct sfs_slice {
 	uint64_t size; /* total bytes */
 	size_t nextents;
 	struct sfs_extent *extents;
+	/* the owned extents' bytes are a cache's (sfs_slice_cache_build),
+	 * not freed with the slice: they live as long as the cache */
+	bool shared;
 };
 
 /*

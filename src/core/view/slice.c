@@ -222,7 +222,7 @@ void sfs_slice_free(struct sfs_slice *s)
 
 	if (!s)
 		return;
-	for (i = 0; i < s->nextents; i++)
+	for (i = 0; !s->shared && i < s->nextents; i++)
 		if (s->extents[i].owned)
 			free((void *)s->extents[i].mem);
 	free(s->extents);
@@ -605,7 +605,7 @@ int sfs_slice_cache_size(struct sfs_slice_cache *c, const struct sfs_shard *sh,
 	return 0;
 }
 
-/* A new slice of the extents of k's, sharing its bytes. */
+/* A new slice of the extents of k, sharing its bytes. */
 static int share(const struct sfs_slice *k, struct sfs_slice **out)
 {
 	struct sfs_slice *s = calloc(1, sizeof(*s));
@@ -620,10 +620,11 @@ static int share(const struct sfs_slice *k, struct sfs_slice **out)
 	}
 	s->size = k->size;
 	s->nextents = k->nextents;
-	for (i = 0; i < k->nextents; i++) {
+	/* owned stays as it is: the read path copies a slice's own bytes
+	 * rather than splice them, and goes on doing so */
+	s->shared = true;
+	for (i = 0; i < k->nextents; i++)
 		s->extents[i] = k->extents[i];
-		s->extents[i].owned = false;
-	}
 	*out = s;
 	return 0;
 }
