@@ -16,6 +16,7 @@
 #   - mount to ready of a view that cuts one file of 400 000 one-row row
 #     groups (tests/mount/hostile_parquet.py) into 200 slices: the footer
 #     decoded once for all of them;
+#   - shuffle=samples (a cut per row): mount, read every file, unmount;
 #   - rank 1 of world=4 reading its share with DuckDB through the mount
 #     against the same rows read from the source by LIMIT/OFFSET.
 # Every figure is the median of RUNS.
@@ -107,6 +108,20 @@ t=$(for r in $(seq "$runs"); do
 	fusermount3 -u "$m"
 done | median)
 echo "mount to ready (a $(du -h "$B/rg400k/rg.parquet" | cut -f1) file, 200 slices of 2 000 row groups): ${t}s"
+
+echo
+echo "== shuffle=samples: a cut per row (20 000 rows, row groups of 2 048)"
+if [ ! -f "$B/s20k/.done" ]; then
+	rm -rf "$B/s20k"
+	mkdir -p "$B/s20k"
+	(cd "$npmdir" && node bench.mjs write "$B/s20k" 1 20000 2048)
+	touch "$B/s20k/.done"
+fi
+"$bin/shardfs-index" "$B/s20k" --no-hash --quiet
+t=$(for r in $(seq "$runs"); do
+	timed sh -c "'$bin/shardfs' '$B/s20k' '$m' -o world=2,workers=2,shuffle=samples,block=0 && cat '$m'/*/*/* > /dev/null; fusermount3 -u '$m'"
+done | median)
+echo "mount, read every file, unmount: ${t}s"
 
 echo
 echo "== rank 1 of world=4 reads its share with DuckDB (warm caches)"
