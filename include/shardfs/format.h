@@ -197,6 +197,26 @@ struct sfs_format_ops {
 		       const struct sfs_run *runs, size_t nruns,
 		       sfs_extent_fn add, void *arg, struct sfs_error *err);
 	/*
+	 * lay_out in two steps, for a caller that lays out many slices of
+	 * one shard (a view's build, slice.h's sfs_slice_cache): read_shard
+	 * reads once what every slice of sh needs (Parquet: the footer) into
+	 * *state, taken by the caller, and *mem, the bytes it holds; its
+	 * errors are lay_out's.  lay_out_from then lays out a slice as
+	 * lay_out would, from that state (borrowed, read-only: several
+	 * threads may use one state at once, each with its own fd of the
+	 * same shard).  free_shard frees a state (NULL is a no-op).  All
+	 * three or none; lay_out is then read_shard, lay_out_from and
+	 * free_shard.
+	 */
+	int (*read_shard)(int fd, const struct sfs_shard *sh, void **state,
+			  size_t *mem, struct sfs_error *err);
+	int (*lay_out_from)(const void *state, int fd,
+			    const struct sfs_shard *sh,
+			    const struct sfs_run *runs, size_t nruns,
+			    sfs_extent_fn add, void *arg,
+			    struct sfs_error *err);
+	void (*free_shard)(void *state);
+	/*
 	 * A shard that stands for a dataset (dataset) is shown to a reader as
 	 * a dataset of its own, never as slices: the files of the dataset
 	 * holding exactly samples runs[0 .. nruns) of sh, in that order.  fd

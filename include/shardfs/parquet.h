@@ -264,6 +264,34 @@ int sfs_parquet_cut(int fd, const struct sfs_parquet_meta *m, size_t rg,
 void sfs_parquet_cut_free(struct sfs_parquet_cut *c);
 
 /*
+ * The pages cuts decoded, kept for the cuts that follow (of one file, one
+ * meta): per column of a row group, its dictionary and the data page it
+ * decoded last, so that cutting many rows of one page (a slice of
+ * shuffle=samples: a cut per row) decodes the page once, not once a row.
+ * At most SFS_PARQUET_PAGES_COLUMNS columns holding at most
+ * SFS_PARQUET_PAGES_MAX bytes decoded (the least recently used go).  A
+ * cut through it gives the bytes sfs_parquet_cut gives.  Not thread-safe:
+ * one a thread.
+ */
+#define SFS_PARQUET_PAGES_MAX ((uint64_t)64 << 20)
+#define SFS_PARQUET_PAGES_COLUMNS 64
+
+struct sfs_parquet_pages;
+
+/* A new empty one, or NULL (out of memory). */
+struct sfs_parquet_pages *sfs_parquet_pages_new(void);
+
+/* Free ps and every page it keeps.  NULL is a no-op. */
+void sfs_parquet_pages_free(struct sfs_parquet_pages *ps);
+
+/* sfs_parquet_cut through pages (NULL: none), the same meta and file at
+ * every call. */
+int sfs_parquet_cut_pages(int fd, const struct sfs_parquet_meta *m,
+			  struct sfs_parquet_pages *pages, size_t rg,
+			  int64_t first, int64_t count,
+			  struct sfs_parquet_cut **out, struct sfs_error *err);
+
+/*
  * Every row of the file m describes (open on fd), in order, numbered from
  * 0 across row groups, with its canonical SHA-256, the same for a row's
  * values however they are stored (page size, encoding, codec, row group,

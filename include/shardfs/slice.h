@@ -32,6 +32,9 @@ struct sfs_slice {
 	uint64_t size; /* total bytes */
 	size_t nextents;
 	struct sfs_extent *extents;
+	/* the owned extents' bytes are a cache's (sfs_slice_cache_build),
+	 * not freed with the slice: they live as long as the cache */
+	bool shared;
 };
 
 /*
@@ -75,6 +78,73 @@ int sfs_slice_mem(const void *mem, uint64_t len, struct sfs_slice **out,
 
 /* Free s.  NULL is a no-op. */
 void sfs_slice_free(struct sfs_slice *s);
+
+/*
+ * A cache of laid-out slices, so that a slice whose driver lays it out
+ * itself (Parquet: its footer decoded, the row groups a run begins or
+ * ends inside cut) is laid out once, not once to size it and again at
+ * every open.  A view has one (view.h), freed with it.
+ *
+ * While a view is built, sfs_slice_cache_size lays out each slice and
+ * keeps it, its extents and the bytes it synthesized, while the kept
+ * slices hold at most max bytes (slices past that are laid out again
+ * when opened); and what the driver reads once per shard (its
+ * read_shard state, format.h: a Parquet footer, decoded) is shared by
+ * all the slices of that shard, at most SFS_SLICE_STATES_MAX bytes of it
+ * kept between slices, until sfs_slice_cache_end_build.
+ * sfs_slice_cache_build hands out a kept slice only while the shard's fd
+ * still has the size, mtime, device and inode it was laid out from.
+ * Keys name slices: the caller's numbering, one key one list of runs of
+ * one shard.  Every function may be called from several threads at once.
+ */
+#define SFS_SLICE_CACHE_MAX ((size_t)64 << 20)
+#define SFS_SLICE_STATES_MAX ((size_t)256 << 20)
+
+struct sfs_slice_cache;
+
+/*
+ * A new empty cache for slices of shards of idx (borrowed, must outlive
+ * it) keeping at most max bytes of slices (0: SFS_SLICE_CACHE_MAX).
+ * Returns 0 or -ENOMEM.
+ */
+int sfs_slice_cache_new(const struct sfs_index *idx, size_t max,
+			struct sfs_slice_cache **out);
+
+/* Free c, its slices and states.  NULL is a no-op. */
+void sfs_slice_cache_free(struct sfs_slice_cache *c);
+
+/*
+ * sfs_slice_size of shard sh of c's index holding runs[0..nruns), fd
+ * open on it (as the index describes it: the caller checked), under
+ * key.  A driver that reads a shard once for all its slices
+ * (read_shard) reads it at the first slice of the shard; the slice is
+ * kept when the cache has room.  Same errors as sfs_slice_size.
+ */
+int sfs_slice_cache_size(struct sfs_slice_cache *c, const struct sfs_shard *sh,
+			 int fd, uint64_t key, const struct sfs_run *runs,
+			 size_t nruns, uint64_t *size, struct sfs_error *err);
+
+/* Free the shards' states: the slices of the build are laid out. */
+void sfs_slice_cache_end_build(struct sfs_slice_cache *c);
+
+/*
+ * sfs_slice_build through the cache: the slice kept under key (a new
+ * slice sharing the kept one's bytes, valid while c is), else built from
+ * fd.  A slice is kept only while fd (fstat) has the size and mtime the
+ * shard had when it was laid out, else -ESTALE ("<path>: the shard
+ * changed since its slices were laid out; rebuild the index with
+ * shardfs-index"); another device or inode (the shard deleted and put
+ * back) lays it out again from fd.  Errors of sfs_slice_build, -errno of
+ * fstat.
+ */
+int sfs_slice_cache_build(struct sfs_slice_cache *c, const struct sfs_shard *sh,
+			  int fd, uint64_t key, const struct sfs_run *runs,
+			  size_t nruns, struct sfs_slice **out,
+			  struct sfs_error *err);
+
+/* The bytes and the number of the slices c keeps. */
+size_t sfs_slice_cache_mem(struct sfs_slice_cache *c);
+size_t sfs_slice_cache_count(struct sfs_slice_cache *c);
 
 /* The extent holding byte pos of the slice (pos < size). */
 size_t sfs_slice_find(const struct sfs_slice *s, uint64_t pos);

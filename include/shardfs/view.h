@@ -82,6 +82,9 @@ struct sfs_view_opts {
 	/* when it becomes true (another thread sets it), the build stops at
 	 * its next step and fails with -ECANCELED; NULL: never */
 	const atomic_bool *cancel;
+	/* bytes of laid-out slices the view keeps for their opens
+	 * (slice.h, sfs_slice_cache); 0: SFS_SLICE_CACHE_MAX */
+	size_t slice_cache_max;
 };
 
 struct sfs_view {
@@ -96,6 +99,10 @@ struct sfs_view {
 	char *names; /* every name, NUL-separated */
 	struct sfs_dataset_view **datasets; /* readers' datasets */
 	uint32_t ndatasets;
+	/* the slices sized by the build (those a driver lays out itself),
+	 * kept for sfs_view_slice, keyed by their file's number counted
+	 * across the plans in order */
+	struct sfs_slice_cache *slices;
 };
 
 /*
@@ -177,7 +184,8 @@ void sfs_view_source(const struct sfs_view *v, const struct sfs_view_node *n,
  * The bytes a file node serves: a slice of its shard, the whole shard, a
  * whole file of a reader's dataset, or the bytes the view synthesized.
  * fd is the source file (sfs_view_source), open for reading.  Returns 0
- * and a new slice (sfs_slice_free) or the errors of sfs_slice_build.
+ * and a new slice (sfs_slice_free; it may share bytes the view keeps:
+ * free it before the view) or the errors of sfs_slice_cache_build.
  */
 int sfs_view_slice(const struct sfs_view *v, const struct sfs_view_node *n,
 		   int fd, struct sfs_slice **out, struct sfs_error *err);

@@ -139,12 +139,13 @@ static void log_failure(struct fs *fs, fuse_ino_t ino, const char *msg)
 		fs_log(fs, LOG_ERR, "%s", msg);
 }
 
-/* The bytes slice s holds in memory. */
+/* The bytes slice s holds in memory (of a slice its view keeps, its
+ * extents: their bytes are the view's, counted there). */
 static size_t slice_mem(const struct sfs_slice *s)
 {
 	size_t mem = sizeof(*s) + s->nextents * sizeof(s->extents[0]), i;
 
-	for (i = 0; i < s->nextents; i++)
+	for (i = 0; !s->shared && i < s->nextents; i++)
 		if (s->extents[i].owned)
 			mem += (size_t)s->extents[i].len;
 	return mem;

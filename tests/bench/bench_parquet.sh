@@ -9,8 +9,14 @@
 #     the slice of the whole row group, for row groups of about 10 000 and
 #     100 000 rows: time to lay out, bytes synthesized (re-encoded pages and
 #     the footer);
-#   - first read (cold caches) of a slice with two cut row groups, through
-#     the mount, against reading as many bytes of the source file;
+#   - mount to ready with cuts, and the first read (cold caches, a fresh
+#     mount each run: the open finds the slice the mount laid out) of a
+#     slice with two cut row groups, through the mount, against reading as
+#     many bytes of the source file;
+#   - mount to ready of a view that cuts one file of 400 000 one-row row
+#     groups (tests/mount/hostile_parquet.py) into 200 slices: the footer
+#     decoded once for all of them;
+#   - shuffle=samples (a cut per row): mount, read every file, unmount;
 #   - rank 1 of world=4 reading its share with DuckDB through the mount
 #     against the same rows read from the source by LIMIT/OFFSET.
 # Every figure is the median of RUNS.
@@ -71,18 +77,51 @@ echo "== first read of a slice with two cut row groups (world=3, reader 1: rows 
 mkdir -p "$B/one"
 ln -f "$B/g100000/part-00000.parquet" "$B/one/part-00000.parquet"
 "$bin/shardfs-index" "$B/one" --no-hash --quiet
-ready=$(for r in $(seq "$runs"); do
-	timed "$bin/shardfs" "$B/one" "$m" -o world=3,workers=1,shuffle=none
+ready=""; view=""; second=""
+for r in $(seq "$runs"); do
+	drop
+	ready+="$(timed "$bin/shardfs" "$B/one" "$m" -o world=3,workers=1,shuffle=none)"$'\n'
+	f=$(ls "$m"/1/0/*)
+	drop
+	view+="$(timed cat "$f")"$'\n'
+	drop
+	second+="$(timed cat "$f")"$'\n'
+	size=$(stat -c %s "$f")
+	fusermount3 -u "$m"
+done
+ready=$(echo -n "$ready" | median)
+view=$(echo -n "$view" | median)
+second=$(echo -n "$second" | median)
+direct=$(for r in $(seq "$runs"); do drop; timed head -c "$size" "$B/one/part-00000.parquet"; done | median)
+echo "mount to ready (sizes the slices: 4 cuts): ${ready}s"
+echo "$(basename "$f"): $size bytes, first read (cold) ${view}s, a second one (cold) ${second}s; the same bytes of the source ${direct}s ($(ratio "$direct" "$view") of direct)"
+
+echo
+echo "== 200 slices of one file of 400 000 one-row row groups"
+if [ ! -f "$B/rg400k/rg.parquet" ]; then
+	mkdir -p "$B/rg400k"
+	python3 "$top/tests/mount/hostile_parquet.py" rowgroups "$B/rg400k/rg.parquet" 400000
+fi
+"$bin/shardfs-index" "$B/rg400k" --no-hash --quiet
+t=$(for r in $(seq "$runs"); do
+	timed "$bin/shardfs" "$B/rg400k" "$m" -o world=200,workers=1,shuffle=none
 	fusermount3 -u "$m"
 done | median)
-"$bin/shardfs" "$B/one" "$m" -o world=3,workers=1,shuffle=none
-f=$(ls "$m"/1/0/*)
-size=$(stat -c %s "$f")
-view=$(for r in $(seq "$runs"); do drop; timed cat "$f"; done | median)
-direct=$(for r in $(seq "$runs"); do drop; timed head -c "$size" "$B/one/part-00000.parquet"; done | median)
-fusermount3 -u "$m"
-echo "mount to ready (sizes the slices: 3 cuts): ${ready}s"
-echo "$(basename "$f"): $size bytes, cold read ${view}s; the same bytes of the source ${direct}s ($(ratio "$direct" "$view") of direct)"
+echo "mount to ready (a $(du -h "$B/rg400k/rg.parquet" | cut -f1) file, 200 slices of 2 000 row groups): ${t}s"
+
+echo
+echo "== shuffle=samples: a cut per row (20 000 rows, row groups of 2 048)"
+if [ ! -f "$B/s20k/.done" ]; then
+	rm -rf "$B/s20k"
+	mkdir -p "$B/s20k"
+	(cd "$npmdir" && node bench.mjs write "$B/s20k" 1 20000 2048)
+	touch "$B/s20k/.done"
+fi
+"$bin/shardfs-index" "$B/s20k" --no-hash --quiet
+t=$(for r in $(seq "$runs"); do
+	timed sh -c "'$bin/shardfs' '$B/s20k' '$m' -o world=2,workers=2,shuffle=samples,block=0 && cat '$m'/*/*/* > /dev/null; fusermount3 -u '$m'"
+done | median)
+echo "mount, read every file, unmount: ${t}s"
 
 echo
 echo "== rank 1 of world=4 reads its share with DuckDB (warm caches)"

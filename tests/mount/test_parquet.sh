@@ -58,6 +58,28 @@ check "$T/mk" world=2,workers=3
 check "$T/mk" world=2,workers=2,shuffle=samples,block=0,remainder=drop
 check "$T/mk" world=3,workers=2,partition=interleaved,batch=5,start=11
 
+# a slice is laid out once, when the view is built (to size it), and
+# served from that layout at its open: a shard changed after the build is
+# refused at the open, never served from the layout; put back as indexed
+# (bytes and mtime), its slices read as before
+M=$T/m
+mount_view "$T/mk" "$M" world=3,workers=1,shuffle=none || bad "mount mk"
+f=$(find "$M"/1/0 -type f -name '*shard-000002*' | head -1)
+expect_eq "a slice of shard-000002" "$(basename "$f" | grep -c '^[0-9]*-shard-000002\.[0-9]*-[0-9]*\.parquet$')" 1
+cp -p "$T/mk/shard-000002.parquet" "$T/keep.parquet"
+printf 'X' | dd of="$T/mk/shard-000002.parquet" bs=1 seek=100 conv=notrunc 2>/dev/null
+expect_run "a shard changed after the view was built: its slice fails" 1 \
+	"cat: $f: Input/output error" -- cat "$f"
+expect_eq "the failure names the shard" \
+	"$(grep -c "shard-000002.parquet changed since it was indexed (size $(stat -c %s "$T/keep.parquet"), the index says $(stat -c %s "$T/keep.parquet"), and a new mtime)" "${daemon_log[$M]}")" 1
+cp -p "$T/keep.parquet" "$T/mk/shard-000002.parquet"
+python3 -c 'import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)' "$f"
+expect_eq "put back as indexed: the slice reads its bytes" "$(cat "$f" | wc -c)" "$(stat -c %s "$f")"
+unmount_view "$M"
+check "$T/mk" world=3,workers=1,shuffle=none
+
 # a switch sizes every Parquet slice from its shard's footer (on several
 # threads past a thousand slices): a shard changed behind the index
 # refuses the switch, names the shard, and the epoch stays; also when it

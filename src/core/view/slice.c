@@ -1,8 +1,12 @@
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include "shardfs/format.h"
 
 #include "shardfs/slice.h"
 #include "shardfs/util.h"
@@ -95,8 +99,9 @@ static int read_runs_bounds(const struct sfs_index *idx,
 	return sfs_index_read_bounds(idx, sh, *lo, n, *b, err);
 }
 
+/* Lay out into l; state: the driver's read_shard state of sh, or NULL. */
 static int lay_out(struct layout *l, const struct sfs_index *idx,
-		   const struct sfs_shard *sh, int fd,
+		   const struct sfs_shard *sh, int fd, const void *state,
 		   const struct sfs_run *runs, size_t nruns,
 		   struct sfs_error *err)
 {
@@ -122,6 +127,9 @@ static int lay_out(struct layout *l, const struct sfs_index *idx,
 				(unsigned long long)e,
 				(unsigned long long)sh->nsamples);
 	}
+	if (state)
+		return ops->lay_out_from(state, fd, sh, runs, nruns, add_extent,
+					 l, err);
 	if (ops->lay_out)
 		return ops->lay_out(fd, sh, runs, nruns, add_extent, l, err);
 	rc = read_runs_bounds(idx, sh, runs, nruns, buf,
@@ -158,7 +166,7 @@ int sfs_slice_build(const struct sfs_index *idx, const struct sfs_shard *sh,
 	l.s = calloc(1, sizeof(*l.s));
 	if (!l.s)
 		return sfs_errorf(err, -ENOMEM, "out of memory");
-	rc = lay_out(&l, idx, sh, fd, runs, nruns, err);
+	rc = lay_out(&l, idx, sh, fd, NULL, runs, nruns, err);
 	if (rc) {
 		sfs_slice_free(l.s);
 		return rc;
@@ -173,7 +181,7 @@ int sfs_slice_size(const struct sfs_index *idx, const struct sfs_shard *sh,
 {
 	struct sfs_slice s = { 0 };
 	struct layout l = { .s = &s, .count_only = true };
-	int rc = lay_out(&l, idx, sh, fd, runs, nruns, err);
+	int rc = lay_out(&l, idx, sh, fd, NULL, runs, nruns, err);
 
 	if (!rc)
 		*size = s.size;
@@ -214,7 +222,7 @@ void sfs_slice_free(struct sfs_slice *s)
 
 	if (!s)
 		return;
-	for (i = 0; i < s->nextents; i++)
+	for (i = 0; !s->shared && i < s->nextents; i++)
 		if (s->extents[i].owned)
 			free((void *)s->extents[i].mem);
 	free(s->extents);
@@ -262,4 +270,411 @@ ssize_t sfs_slice_pread(const struct sfs_slice *s, int fd, void *buf,
 		done += n;
 	}
 	return (ssize_t)done;
+}
+
+/* ---- the cache of laid-out slices ---- */
+
+/* An entry of a table: a kept slice or a shard's state. */
+struct link {
+	struct link *next;
+	uint64_t key;
+};
+
+/* A chained hash table of links by key, grown as it fills. */
+struct table {
+	struct link **b;
+	size_t nb, n;
+};
+
+/* A slice laid out while sizing, and the shard as it was then. */
+struct kept {
+	struct link link; /* key: the caller's */
+	struct sfs_slice *slice;
+	size_t mem;
+	uint64_t size;
+	int64_t mtime_ns;
+	dev_t dev;
+	ino_t ino;
+};
+
+/* What the driver read once of a shard (read_shard). */
+struct held {
+	struct link link; /* key: the shard's number in the index */
+	void *state; /* NULL while reading is set, or after it failed */
+	size_t mem;
+	unsigned refs; /* slices being laid out from it */
+	bool reading;
+	uint64_t used; /* the tick of its last use */
+};
+
+struct sfs_slice_cache {
+	const struct sfs_index *idx;
+	size_t max;
+	pthread_mutex_t lock;
+	pthread_cond_t read; /* a shard's state was read (or failed) */
+	struct table kept; /* lock: struct kept */
+	size_t mem; /* lock: the bytes the kept slices hold */
+	struct table held; /* lock: struct held */
+	size_t held_mem; /* lock: the bytes the states hold */
+	uint64_t tick; /* lock */
+};
+
+static size_t slot(const struct table *t, uint64_t key)
+{
+	key ^= key >> 33;
+	key *= 0xff51afd7ed558ccdULL;
+	key ^= key >> 33;
+	return (size_t)(key & (t->nb - 1));
+}
+
+static struct link *table_find(const struct table *t, uint64_t key)
+{
+	struct link *l;
+
+	if (!t->nb)
+		return NULL;
+	for (l = t->b[slot(t, key)]; l && l->key != key; l = l->next)
+		;
+	return l;
+}
+
+/* Add l (its key not in t).  0 or -ENOMEM. */
+static int table_add(struct table *t, struct link *l)
+{
+	if (t->n + 1 > t->nb) {
+		size_t nb = t->nb ? 2 * t->nb : 64, i;
+		struct link **b = calloc(nb, sizeof(*b)), *x;
+		struct table nt = { .b = b, .nb = nb };
+
+		if (!b)
+			return -ENOMEM;
+		for (i = 0; i < t->nb; i++)
+			while ((x = t->b[i])) {
+				t->b[i] = x->next;
+				x->next = b[slot(&nt, x->key)];
+				b[slot(&nt, x->key)] = x;
+			}
+		free(t->b);
+		t->b = b;
+		t->nb = nb;
+	}
+	l->next = t->b[slot(t, l->key)];
+	t->b[slot(t, l->key)] = l;
+	t->n++;
+	return 0;
+}
+
+static void table_remove(struct table *t, struct link *l)
+{
+	struct link **p;
+
+	for (p = &t->b[slot(t, l->key)]; *p != l; p = &(*p)->next)
+		;
+	*p = l->next;
+	t->n--;
+}
+
+int sfs_slice_cache_new(const struct sfs_index *idx, size_t max,
+			struct sfs_slice_cache **out)
+{
+	struct sfs_slice_cache *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return -ENOMEM;
+	c->idx = idx;
+	c->max = max ? max : SFS_SLICE_CACHE_MAX;
+	if (pthread_mutex_init(&c->lock, NULL)) {
+		free(c);
+		return -ENOMEM;
+	}
+	if (pthread_cond_init(&c->read, NULL)) {
+		pthread_mutex_destroy(&c->lock);
+		free(c);
+		return -ENOMEM;
+	}
+	*out = c;
+	return 0;
+}
+
+static void held_free(const struct sfs_slice_cache *c, struct held *h)
+{
+	const struct sfs_shard *sh = &c->idx->shards[h->link.key];
+
+	if (h->state)
+		sh->format->free_shard(h->state);
+	free(h);
+}
+
+void sfs_slice_cache_end_build(struct sfs_slice_cache *c)
+{
+	struct link *l;
+	size_t i;
+
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->lock);
+	for (i = 0; i < c->held.nb; i++)
+		while ((l = c->held.b[i])) {
+			c->held.b[i] = l->next;
+			held_free(c, (struct held *)l);
+		}
+	free(c->held.b);
+	c->held = (struct table){ 0 };
+	c->held_mem = 0;
+	pthread_mutex_unlock(&c->lock);
+}
+
+void sfs_slice_cache_free(struct sfs_slice_cache *c)
+{
+	struct link *l;
+	size_t i;
+
+	if (!c)
+		return;
+	sfs_slice_cache_end_build(c);
+	for (i = 0; i < c->kept.nb; i++)
+		while ((l = c->kept.b[i])) {
+			c->kept.b[i] = l->next;
+			sfs_slice_free(((struct kept *)l)->slice);
+			free(l);
+		}
+	free(c->kept.b);
+	pthread_cond_destroy(&c->read);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+/* The bytes slice s holds: its extents and the bytes it owns. */
+static size_t slice_mem(const struct sfs_slice *s)
+{
+	size_t mem = sizeof(*s) + s->nextents * sizeof(s->extents[0]), i;
+
+	for (i = 0; i < s->nextents; i++)
+		if (s->extents[i].owned)
+			mem += (size_t)s->extents[i].len;
+	return mem;
+}
+
+/* Free the least recently used states no slice is laid out from while
+ * the states hold more than SFS_SLICE_STATES_MAX. */
+static void trim_held_locked(struct sfs_slice_cache *c)
+{
+	while (c->held_mem > SFS_SLICE_STATES_MAX) {
+		struct held *victim = NULL, *h;
+		size_t i;
+
+		for (i = 0; i < c->held.nb; i++)
+			for (h = (struct held *)c->held.b[i]; h;
+			     h = (struct held *)h->link.next)
+				if (!h->refs && !h->reading &&
+				    (!victim || h->used < victim->used))
+					victim = h;
+		if (!victim)
+			return;
+		table_remove(&c->held, &victim->link);
+		c->held_mem -= victim->mem;
+		held_free(c, victim);
+	}
+}
+
+/*
+ * The state of shard sh (read from fd by the first slice that needs it;
+ * the slices that come meanwhile wait for that read), held: put it back
+ * with put_held.
+ */
+static int get_held(struct sfs_slice_cache *c, const struct sfs_shard *sh,
+		    int fd, struct held **out, struct sfs_error *err)
+{
+	uint64_t key = (uint64_t)(sh - c->idx->shards);
+	struct held *h;
+	void *state;
+	size_t mem;
+	int rc;
+
+	pthread_mutex_lock(&c->lock);
+	for (;;) {
+		h = (struct held *)table_find(&c->held, key);
+		if (!h || !h->reading)
+			break;
+		pthread_cond_wait(&c->read, &c->lock);
+	}
+	if (h && h->state) {
+		h->refs++;
+		h->used = ++c->tick;
+		pthread_mutex_unlock(&c->lock);
+		*out = h;
+		return 0;
+	}
+	if (!h) {
+		h = calloc(1, sizeof(*h));
+		if (h)
+			h->link.key = key;
+		if (!h || table_add(&c->held, &h->link)) {
+			free(h);
+			pthread_mutex_unlock(&c->lock);
+			return sfs_errorf(err, -ENOMEM, "out of memory");
+		}
+	}
+	h->reading = true;
+	h->refs++;
+	pthread_mutex_unlock(&c->lock);
+
+	rc = sh->format->read_shard(fd, sh, &state, &mem, err);
+
+	pthread_mutex_lock(&c->lock);
+	h->reading = false;
+	if (rc) {
+		h->refs--;
+	} else {
+		h->state = state;
+		h->mem = mem;
+		h->used = ++c->tick;
+		c->held_mem += mem;
+	}
+	pthread_cond_broadcast(&c->read);
+	pthread_mutex_unlock(&c->lock);
+	if (rc)
+		return rc;
+	*out = h;
+	return 0;
+}
+
+static void put_held(struct sfs_slice_cache *c, struct held *h)
+{
+	pthread_mutex_lock(&c->lock);
+	h->refs--;
+	trim_held_locked(c);
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* Keep slice s (taken) under key, laid out from fd, if there is room. */
+static void keep(struct sfs_slice_cache *c, uint64_t key, int fd,
+		 struct sfs_slice *s)
+{
+	struct kept *k = malloc(sizeof(*k));
+	struct stat st;
+
+	if (!k || fstat(fd, &st) < 0) {
+		free(k);
+		sfs_slice_free(s);
+		return;
+	}
+	*k = (struct kept){ .link.key = key,
+			    .slice = s,
+			    .mem = sizeof(*k) + slice_mem(s),
+			    .size = (uint64_t)st.st_size,
+			    .mtime_ns = sfs_mtime_ns(&st),
+			    .dev = st.st_dev,
+			    .ino = st.st_ino };
+	pthread_mutex_lock(&c->lock);
+	if (c->mem + k->mem > c->max || table_find(&c->kept, key) ||
+	    table_add(&c->kept, &k->link)) {
+		pthread_mutex_unlock(&c->lock);
+		sfs_slice_free(s);
+		free(k);
+		return;
+	}
+	c->mem += k->mem;
+	pthread_mutex_unlock(&c->lock);
+}
+
+int sfs_slice_cache_size(struct sfs_slice_cache *c, const struct sfs_shard *sh,
+			 int fd, uint64_t key, const struct sfs_run *runs,
+			 size_t nruns, uint64_t *size, struct sfs_error *err)
+{
+	struct layout l = { 0 };
+	struct held *h = NULL;
+	int rc;
+
+	if (!sh->format->read_shard)
+		return sfs_slice_size(c->idx, sh, fd, runs, nruns, size, err);
+	l.s = calloc(1, sizeof(*l.s));
+	if (!l.s)
+		return sfs_errorf(err, -ENOMEM, "out of memory");
+	rc = get_held(c, sh, fd, &h, err);
+	if (!rc) {
+		rc = lay_out(&l, c->idx, sh, fd, h->state, runs, nruns, err);
+		put_held(c, h);
+	}
+	if (rc) {
+		sfs_slice_free(l.s);
+		return rc;
+	}
+	*size = l.s->size;
+	keep(c, key, fd, l.s);
+	return 0;
+}
+
+/* A new slice of the extents of k, sharing its bytes. */
+static int share(const struct sfs_slice *k, struct sfs_slice **out)
+{
+	struct sfs_slice *s = calloc(1, sizeof(*s));
+	size_t i;
+
+	if (!s)
+		return -ENOMEM;
+	s->extents = malloc((k->nextents + 1) * sizeof(*s->extents));
+	if (!s->extents) {
+		free(s);
+		return -ENOMEM;
+	}
+	s->size = k->size;
+	s->nextents = k->nextents;
+	/* owned stays as it is: the read path copies a slice's own bytes
+	 * rather than splice them, and goes on doing so */
+	s->shared = true;
+	for (i = 0; i < k->nextents; i++)
+		s->extents[i] = k->extents[i];
+	*out = s;
+	return 0;
+}
+
+int sfs_slice_cache_build(struct sfs_slice_cache *c, const struct sfs_shard *sh,
+			  int fd, uint64_t key, const struct sfs_run *runs,
+			  size_t nruns, struct sfs_slice **out,
+			  struct sfs_error *err)
+{
+	struct kept *k;
+	struct stat st;
+	int rc;
+
+	pthread_mutex_lock(&c->lock);
+	k = (struct kept *)table_find(&c->kept, key);
+	pthread_mutex_unlock(&c->lock);
+	if (!k)
+		return sfs_slice_build(c->idx, sh, fd, runs, nruns, out, err);
+	if (fstat(fd, &st) < 0) {
+		rc = -errno;
+		return sfs_errorf(err, rc, "%s: %s", sh->path, strerror(-rc));
+	}
+	if ((uint64_t)st.st_size != k->size || sfs_mtime_ns(&st) != k->mtime_ns)
+		return sfs_errorf(
+			err, -ESTALE,
+			"%s: the shard changed since its slices were laid out; rebuild the index with shardfs-index",
+			sh->path);
+	if (st.st_dev != k->dev || st.st_ino != k->ino)
+		return sfs_slice_build(c->idx, sh, fd, runs, nruns, out, err);
+	if (share(k->slice, out))
+		return sfs_errorf(err, -ENOMEM, "out of memory");
+	return 0;
+}
+
+size_t sfs_slice_cache_mem(struct sfs_slice_cache *c)
+{
+	size_t mem;
+
+	pthread_mutex_lock(&c->lock);
+	mem = c->mem;
+	pthread_mutex_unlock(&c->lock);
+	return mem;
+}
+
+size_t sfs_slice_cache_count(struct sfs_slice_cache *c)
+{
+	size_t n;
+
+	pthread_mutex_lock(&c->lock);
+	n = c->kept.n;
+	pthread_mutex_unlock(&c->lock);
+	return n;
 }

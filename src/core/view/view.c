@@ -17,8 +17,11 @@
 #include "view_i.h"
 
 #define SEQ_MIN_WIDTH 6
-/* slices described per item of the pool */
+/* slices described per item of the pool, at most; fewer when there are
+ * few, so that every thread has some (a Parquet slice cut inside row
+ * groups takes tens of ms to size: three slices were one thread's) */
 #define DESCRIBE_CHUNK 256
+#define DESCRIBE_ITEMS_PER_THREAD 8
 
 /* What the node of a slice needs and costs to find: the samples part of
  * its name (a hash of its runs) and its size (from boundaries read from
@@ -141,18 +144,20 @@ int sfs_view_open_shard(int srcfd, const struct sfs_shard *sh,
  * The size of the slice of sh holding runs r[0 .. nruns).  A driver that
  * lays out slices itself reads the shard.
  */
-static int slice_size(const struct sfs_index *idx, int srcfd,
-		      const struct sfs_shard *sh, const struct sfs_run *r,
-		      size_t nruns, uint64_t *size, struct sfs_error *err)
+static int slice_size(const struct sfs_view *v, int srcfd,
+		      const struct sfs_shard *sh, uint64_t key,
+		      const struct sfs_run *r, size_t nruns, uint64_t *size,
+		      struct sfs_error *err)
 {
 	int fd, rc;
 
 	if (!sh->format->lay_out)
-		return sfs_slice_size(idx, sh, -1, r, nruns, size, err);
+		return sfs_slice_size(v->idx, sh, -1, r, nruns, size, err);
 	fd = sfs_view_open_shard(srcfd, sh, err);
 	if (fd < 0)
 		return fd;
-	rc = sfs_slice_size(idx, sh, fd, r, nruns, size, err);
+	/* laid out once: kept for its open, the shard read once */
+	rc = sfs_slice_cache_size(v->slices, sh, fd, key, r, nruns, size, err);
 	close(fd);
 	return rc;
 }
@@ -169,7 +174,7 @@ static int cancelled(const struct sfs_view_opts *o, struct sfs_error *err)
  * Every slice of a view is described before its tree is built, on a pool
  * of threads (one per CPU the process may use): the names hash 16 bytes
  * per run and the sizes read boundaries, and a switch waits for both.
- * An item of the pool is DESCRIBE_CHUNK files, numbered plan after plan;
+ * An item of the pool is chunk files, numbered plan after plan;
  * the failure of the earliest file is the one told.
  */
 struct describe {
@@ -177,6 +182,7 @@ struct describe {
 	const struct sfs_view_opts *o;
 	struct slice_desc **desc;
 	size_t total; /* files of every plan */
+	size_t chunk; /* files per item: 1 .. DESCRIBE_CHUNK */
 	pthread_mutex_t lock;
 	atomic_size_t failed_at; /* SIZE_MAX while none failed */
 	int rc;
@@ -185,7 +191,8 @@ struct describe {
 
 static int describe_one(const struct sfs_view *v, int srcfd,
 			struct sfs_digest *dg, uint32_t plan, size_t fi,
-			struct slice_desc *d, struct sfs_error *err)
+			uint64_t key, struct slice_desc *d,
+			struct sfs_error *err)
 {
 	const struct sfs_plan *p = v->plans[plan];
 	const struct sfs_plan_file *f = &p->files[fi];
@@ -198,21 +205,21 @@ static int describe_one(const struct sfs_view *v, int srcfd,
 				sizeof(d->samples));
 	if (rc)
 		return sfs_errorf(err, rc, "out of memory");
-	return slice_size(v->idx, srcfd, &v->idx->shards[f->shard], r, f->nruns,
+	return slice_size(v, srcfd, &v->idx->shards[f->shard], key, r, f->nruns,
 			  &d->size, err);
 }
 
 static void describe_chunk(struct sfs_pool *p, size_t i, struct sfs_digest *dg)
 {
 	struct describe *d = p->arg;
-	size_t g = i * DESCRIBE_CHUNK, fi = g;
+	size_t g = i * d->chunk, fi = g;
 	struct sfs_error err;
 	uint32_t e = 0;
 	int rc = 0;
 
 	for (; fi >= d->v->plans[e]->nfiles; e++)
 		fi -= d->v->plans[e]->nfiles;
-	for (; !rc && g < (i + 1) * DESCRIBE_CHUNK && g < d->total; g++, fi++) {
+	for (; !rc && g < (i + 1) * d->chunk && g < d->total; g++, fi++) {
 		if (atomic_load(&d->failed_at) < g)
 			return;
 		rc = cancelled(d->o, &err);
@@ -222,8 +229,8 @@ static void describe_chunk(struct sfs_pool *p, size_t i, struct sfs_digest *dg)
 			e++;
 			fi = 0;
 		}
-		rc = describe_one(d->v, d->o->srcfd, dg, e, fi, &d->desc[e][fi],
-				  &err);
+		rc = describe_one(d->v, d->o->srcfd, dg, e, fi, g,
+				  &d->desc[e][fi], &err);
 	}
 	if (!rc)
 		return;
@@ -256,7 +263,12 @@ static int describe_slices(struct builder *b)
 	d.desc = b->desc;
 	atomic_init(&d.failed_at, SIZE_MAX);
 	pthread_mutex_init(&d.lock, NULL);
-	pool.n = (d.total + DESCRIBE_CHUNK - 1) / DESCRIBE_CHUNK;
+	d.chunk = d.total / (DESCRIBE_ITEMS_PER_THREAD * sfs_pool_cpus());
+	if (d.chunk > DESCRIBE_CHUNK)
+		d.chunk = DESCRIBE_CHUNK;
+	if (!d.chunk)
+		d.chunk = 1;
+	pool.n = (d.total + d.chunk - 1) / d.chunk;
 	sfs_pool_run(&pool);
 	pthread_mutex_destroy(&d.lock);
 	if (d.rc && b->err)
@@ -512,7 +524,11 @@ int sfs_view_build(const struct sfs_index *idx, const struct sfs_view_opts *o,
 			b.v->nplans++;
 	}
 	if (!rc)
+		rc = sfs_slice_cache_new(idx, o->slice_cache_max, &b.v->slices);
+	if (!rc)
 		rc = describe_slices(&b);
+	/* the shards' decoded footers go; the slices stay */
+	sfs_slice_cache_end_build(b.v->slices);
 	if (!rc)
 		rc = cancelled(o, err);
 	if (!rc)
@@ -581,6 +597,7 @@ void sfs_view_free(struct sfs_view *v)
 	for (e = 0; e < v->ndatasets; e++)
 		sfs_dataset_view_free(v->datasets[e]);
 	free(v->datasets);
+	sfs_slice_cache_free(v->slices);
 	free(v);
 }
 
@@ -697,6 +714,8 @@ int sfs_view_slice(const struct sfs_view *v, const struct sfs_view_node *n,
 {
 	const struct sfs_plan_file *f = sfs_view_file(v, n);
 	const struct sfs_plan *p = v->plans[n->plan];
+	uint64_t key = n->file;
+	uint32_t e;
 
 	if (n->dataset) {
 		const struct sfs_dataset_file *df =
@@ -707,6 +726,13 @@ int sfs_view_slice(const struct sfs_view *v, const struct sfs_view_node *n,
 	}
 	if (f->whole || n->member)
 		return sfs_slice_whole(n->size, out, err);
-	return sfs_slice_build(v->idx, &v->idx->shards[f->shard], fd,
-			       sfs_plan_file_runs(p, f), f->nruns, out, err);
+	if (!v->slices)
+		return sfs_slice_build(v->idx, &v->idx->shards[f->shard], fd,
+				       sfs_plan_file_runs(p, f), f->nruns, out,
+				       err);
+	for (e = 0; e < n->plan; e++)
+		key += v->plans[e]->nfiles;
+	return sfs_slice_cache_build(v->slices, &v->idx->shards[f->shard], fd,
+				     key, sfs_plan_file_runs(p, f), f->nruns,
+				     out, err);
 }

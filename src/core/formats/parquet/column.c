@@ -145,6 +145,18 @@ void sfs_pq_col_close(struct sfs_pq_column *c)
 	free(c->dict_arena.p);
 }
 
+void sfs_pq_col_rewind(struct sfs_pq_column *c, int fd, struct sfs_error *err)
+{
+	c->fd = fd;
+	c->err = err;
+	c->held = &c->own;
+	c->pos = (uint64_t)sfs_parquet_chunk_start(c->ch);
+	c->loaded = false;
+	c->seen_data = false;
+	c->pre_usize = 0;
+	c->at = c->vat = 0;
+}
+
 /* ---- page headers ---- */
 
 static int read_struct_i32s(struct sfs_thrift_reader *r, int32_t *f, size_t nf,
@@ -403,6 +415,8 @@ static int load_dictionary(struct sfs_pq_column *c,
 	struct sfs_pq_bytes b;
 	int rc;
 
+	if (c->dict && c->dict_at == h->at)
+		return 0; /* loaded by an earlier pass (sfs_pq_col_rewind) */
 	if (c->dict)
 		return sfs_pq_col_fail(c, h->at, "a second dictionary page");
 	if (h->encoding != SFS_PQ_ENC_PLAIN &&
@@ -418,6 +432,7 @@ static int load_dictionary(struct sfs_pq_column *c,
 	if (rc)
 		return rc;
 	c->ndict = (uint32_t)h->num_values;
+	c->dict_at = h->at;
 	c->dict = malloc((c->ndict ? c->ndict : 1) * sizeof(*c->dict));
 	if (!c->dict)
 		return sfs_pq_col_nomem(c);

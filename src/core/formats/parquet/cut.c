@@ -188,9 +188,28 @@ out:
 	return rc;
 }
 
-/* Cut column c (opened on row group rg) to rows [first, end). */
-static int cut_column(struct sfs_pq_column *c, int64_t first, int64_t end,
-		      struct sfs_parquet_cut_column *cc)
+/*
+ * Decode the data page h into c->pg unless it holds it (*have: the page
+ * it holds, UINT64_MAX none).
+ */
+static int decode(struct sfs_pq_column *c, const struct sfs_pq_page_header *h,
+		  uint64_t *have)
+{
+	int rc;
+
+	if (*have == h->at)
+		return 0;
+	*have = UINT64_MAX;
+	rc = sfs_pq_decode_page(c, h);
+	if (!rc)
+		*have = h->at;
+	return rc;
+}
+
+/* Cut column c (opened on row group rg) to rows [first, end); *have as
+ * decode's. */
+static int cut_column(struct sfs_pq_column *c, uint64_t *have, int64_t first,
+		      int64_t end, struct sfs_parquet_cut_column *cc)
 {
 	struct sfs_pq_page_header h;
 	size_t cap = 0;
@@ -217,14 +236,12 @@ static int cut_column(struct sfs_pq_column *c, int64_t first, int64_t end,
 		if (!c->lf.max_rep || h.type == SFS_PQ_PAGE_DATA_V2) {
 			starts = c->lf.max_rep ? h.num_rows : h.num_values;
 			cont = false;
-			c->loaded = false;
 		} else {
 			uint32_t i;
 
-			rc = sfs_pq_decode_page(c, &h);
+			rc = decode(c, &h, have);
 			if (rc)
 				return rc;
-			c->loaded = true;
 			for (starts = 0, i = 0; i < c->pg.n; i++)
 				starts += c->pg.rep[i] == 0;
 			cont = c->pg.n && c->pg.rep[0] != 0;
@@ -248,12 +265,9 @@ static int cut_column(struct sfs_pq_column *c, int64_t first, int64_t end,
 			int64_t usize = 0, r = row - starts - 1;
 			uint32_t i, e0 = UINT32_MAX, e1 = 0;
 
-			if (!c->loaded) {
-				rc = sfs_pq_decode_page(c, &h);
-				if (rc)
-					return rc;
-			}
-			c->loaded = false;
+			rc = decode(c, &h, have);
+			if (rc)
+				return rc;
 			/* entry i belongs to the row last begun (rep 0) */
 			for (i = 0; i < c->pg.n; i++) {
 				r += c->pg.rep[i] == 0;
@@ -266,6 +280,15 @@ static int cut_column(struct sfs_pq_column *c, int64_t first, int64_t end,
 			if (e0 == UINT32_MAX)
 				continue;
 			rc = reencode(c, e0, e1, &out, &usize);
+			/* kept as long as the slice: its length, not the
+			 * page's worth the buffer began with (shuffle=samples
+			 * keeps a page of a row per row and column) */
+			if (!rc && out.cap > out.len) {
+				unsigned char *p = realloc(out.p, out.len);
+
+				if (p)
+					out.p = p;
+			}
 			if (!rc && add_piece(cc, &cap, 0, out.len, out.p))
 				rc = sfs_pq_col_nomem(c);
 			if (rc) {
@@ -287,6 +310,101 @@ static int cut_column(struct sfs_pq_column *c, int64_t first, int64_t end,
 	return 0;
 }
 
+/*
+ * A column parked after a cut, with its dictionary and the page it
+ * decoded last, for the next cut of the same row group.
+ */
+struct parked {
+	struct sfs_pq_column c;
+	size_t rg, k;
+	uint64_t have; /* the page c.pg holds */
+	uint64_t used;
+};
+
+struct sfs_parquet_pages {
+	struct parked *p[SFS_PARQUET_PAGES_COLUMNS];
+	size_t n;
+	uint64_t mem; /* the parked columns' decoded bytes */
+	uint64_t tick;
+};
+
+struct sfs_parquet_pages *sfs_parquet_pages_new(void)
+{
+	return calloc(1, sizeof(struct sfs_parquet_pages));
+}
+
+static void unpark(struct sfs_parquet_pages *ps, size_t i)
+{
+	ps->mem -= ps->p[i]->c.own;
+	ps->p[i] = ps->p[--ps->n];
+}
+
+void sfs_parquet_pages_free(struct sfs_parquet_pages *ps)
+{
+	size_t i;
+
+	if (!ps)
+		return;
+	for (i = 0; i < ps->n; i++) {
+		sfs_pq_col_close(&ps->p[i]->c);
+		free(ps->p[i]);
+	}
+	free(ps);
+}
+
+/* The column of row group rg, leaf k, parked in ps, taken out into *c and
+ * rewound; false when none is. */
+static bool take(struct sfs_parquet_pages *ps, size_t rg, size_t k, int fd,
+		 struct sfs_error *err, struct sfs_pq_column *c, uint64_t *have)
+{
+	struct parked *p;
+	size_t i;
+
+	for (i = 0; ps && i < ps->n; i++)
+		if (ps->p[i]->rg == rg && ps->p[i]->k == k)
+			break;
+	if (!ps || i == ps->n)
+		return false;
+	p = ps->p[i];
+	unpark(ps, i);
+	*c = p->c;
+	*have = p->have;
+	free(p);
+	sfs_pq_col_rewind(c, fd, err);
+	return true;
+}
+
+/* Park c (taken) in ps, the least recently used ones going while the
+ * parked hold more than SFS_PARQUET_PAGES_MAX; or close it. */
+static void park(struct sfs_parquet_pages *ps, size_t rg, size_t k,
+		 struct sfs_pq_column *c, uint64_t have)
+{
+	struct parked *p;
+	size_t i, lru;
+
+	if (!ps || c->own > SFS_PARQUET_PAGES_MAX ||
+	    !(p = malloc(sizeof(*p)))) {
+		sfs_pq_col_close(c);
+		return;
+	}
+	while (ps->n && (ps->n == SFS_PARQUET_PAGES_COLUMNS ||
+			 ps->mem + c->own > SFS_PARQUET_PAGES_MAX)) {
+		for (lru = 0, i = 1; i < ps->n; i++)
+			if (ps->p[i]->used < ps->p[lru]->used)
+				lru = i;
+		sfs_pq_col_close(&ps->p[lru]->c);
+		free(ps->p[lru]);
+		unpark(ps, lru);
+	}
+	*p = (struct parked){
+		.c = *c, .rg = rg, .k = k, .have = have, .used = ++ps->tick
+	};
+	p->c.held = &p->c.own;
+	p->c.err = NULL;
+	ps->p[ps->n++] = p;
+	ps->mem += p->c.own;
+}
+
 void sfs_parquet_cut_free(struct sfs_parquet_cut *c)
 {
 	size_t i, k;
@@ -305,6 +423,14 @@ void sfs_parquet_cut_free(struct sfs_parquet_cut *c)
 int sfs_parquet_cut(int fd, const struct sfs_parquet_meta *m, size_t rg,
 		    int64_t first, int64_t count, struct sfs_parquet_cut **out,
 		    struct sfs_error *err)
+{
+	return sfs_parquet_cut_pages(fd, m, NULL, rg, first, count, out, err);
+}
+
+int sfs_parquet_cut_pages(int fd, const struct sfs_parquet_meta *m,
+			  struct sfs_parquet_pages *pages, size_t rg,
+			  int64_t first, int64_t count,
+			  struct sfs_parquet_cut **out, struct sfs_error *err)
 {
 	struct sfs_parquet_cut *cut = calloc(1, sizeof(*cut));
 	struct sfs_pq_leaf *lf =
@@ -330,12 +456,17 @@ int sfs_parquet_cut(int fd, const struct sfs_parquet_meta *m, size_t rg,
 	rc = sfs_pq_leaves(m, lf, err);
 	for (k = 0; !rc && k < m->nleaves; k++) {
 		struct sfs_pq_column c;
+		uint64_t have = UINT64_MAX;
 
-		rc = sfs_pq_col_open(&c, fd, m, rg, k, &lf[k], err);
+		if (!take(pages, rg, k, fd, err, &c, &have))
+			rc = sfs_pq_col_open(&c, fd, m, rg, k, &lf[k], err);
 		if (!rc)
-			rc = cut_column(&c, first, first + count,
+			rc = cut_column(&c, &have, first, first + count,
 					&cut->columns[k]);
-		sfs_pq_col_close(&c);
+		if (!rc)
+			park(pages, rg, k, &c, have);
+		else
+			sfs_pq_col_close(&c);
 	}
 out:
 	free(lf);

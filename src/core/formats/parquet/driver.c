@@ -56,6 +56,9 @@ struct layout {
 	size_t nrgs, rgs_cap;
 	struct sfs_parquet_chunk_edit *chunks; /* nleaves per row group */
 	size_t chunks_cap;
+	/* the pages the slice's cuts decoded: shuffle=samples cuts every
+	 * row of a page, each its own row group */
+	struct sfs_parquet_pages *pages;
 };
 
 /* Room for one more row group; its chunk edits at lay->chunks[nrgs *
@@ -105,7 +108,8 @@ static int add_cut(struct layout *lay, int fd, size_t g, int64_t first,
 {
 	struct sfs_parquet_cut *cut;
 	size_t c, k;
-	int rc = sfs_parquet_cut(fd, lay->m, g, first, count, &cut, err);
+	int rc = sfs_parquet_cut_pages(fd, lay->m, lay->pages, g, first, count,
+				       &cut, err);
 
 	if (rc)
 		return rc;
@@ -191,41 +195,99 @@ static int lay_out_runs(struct layout *lay, int fd, const int64_t *rg_first,
 	return 0;
 }
 
-static int parquet_lay_out(int fd, const struct sfs_shard *sh,
-			   const struct sfs_run *runs, size_t nruns,
-			   sfs_extent_fn add, void *arg, struct sfs_error *err)
-{
-	struct layout lay = { .add = add, .arg = arg };
+/*
+ * What every slice of a shard needs, read once (read_shard): the decoded
+ * footer and the first row of each row group, rg_first[nrow_groups] the
+ * row count.  A view's build lays out all its slices of a shard from one.
+ */
+struct shard_state {
 	struct sfs_parquet_meta *m;
-	int64_t *rg_first = NULL;
-	unsigned char *footer = NULL;
-	size_t len, g;
+	int64_t *rg_first;
+};
+
+static void parquet_free_shard(void *state)
+{
+	struct shard_state *st = state;
+
+	if (!st)
+		return;
+	sfs_parquet_meta_free(st->m);
+	free(st->rg_first);
+	free(st);
+}
+
+/* The bytes a decoded footer holds (its copy of the footer and the
+ * arrays it decoded to), as near as the allocator lets us say. */
+static size_t meta_mem(const struct sfs_parquet_meta *m)
+{
+	return sizeof(*m) + m->footer_len + m->nschema * sizeof(*m->schema) +
+	       m->nrow_groups * sizeof(*m->row_groups) +
+	       m->nkey_values * sizeof(*m->key_values) +
+	       m->nchunk_pool * sizeof(*m->chunk_pool) +
+	       m->nencoding_pool * sizeof(*m->encoding_pool) +
+	       m->npath_pool * sizeof(*m->path_pool);
+}
+
+static int parquet_read_shard(int fd, const struct sfs_shard *sh, void **state,
+			      size_t *mem, struct sfs_error *err)
+{
+	struct shard_state *st;
+	struct sfs_parquet_meta *m;
+	size_t g;
 	int rc = sfs_parquet_footer_read(fd, sh->path, sh->size, &m, err);
 
 	if (rc)
 		return rc;
-	lay.m = m;
 	if ((uint64_t)m->num_rows != sh->nsamples) {
 		rc = sfs_errorf(
 			err, -ESTALE,
 			"%s: holds %lld rows, the index says %llu: rebuild the index with shardfs-index",
 			sh->path, (long long)m->num_rows,
 			(unsigned long long)sh->nsamples);
-		goto out;
+		sfs_parquet_meta_free(m);
+		return rc;
 	}
-	rg_first = malloc((m->nrow_groups + 1) * sizeof(*rg_first));
-	if (!rg_first) {
-		rc = sfs_errorf(err, -ENOMEM, "%s: out of memory", sh->path);
-		goto out;
+	st = calloc(1, sizeof(*st));
+	if (st)
+		st->rg_first =
+			malloc((m->nrow_groups + 1) * sizeof(*st->rg_first));
+	if (!st || !st->rg_first) {
+		free(st);
+		sfs_parquet_meta_free(m);
+		return sfs_errorf(err, -ENOMEM, "%s: out of memory", sh->path);
 	}
-	rg_first[0] = 0;
+	st->m = m;
+	st->rg_first[0] = 0;
 	for (g = 0; g < m->nrow_groups; g++)
-		rg_first[g + 1] = rg_first[g] + m->row_groups[g].num_rows;
+		st->rg_first[g + 1] =
+			st->rg_first[g] + m->row_groups[g].num_rows;
+	*state = st;
+	*mem = sizeof(*st) + meta_mem(m) +
+	       (m->nrow_groups + 1) * sizeof(*st->rg_first);
+	return 0;
+}
+
+static int parquet_lay_out_from(const void *state, int fd,
+				const struct sfs_shard *sh,
+				const struct sfs_run *runs, size_t nruns,
+				sfs_extent_fn add, void *arg,
+				struct sfs_error *err)
+{
+	const struct shard_state *st = state;
+	const struct sfs_parquet_meta *m = st->m;
+	struct layout lay = { .m = m, .add = add, .arg = arg };
+	unsigned char *footer = NULL;
+	size_t len, g;
+	int rc;
+
+	/* (without it, every cut decodes its pages; one run cuts two row
+	 * groups at most, never one twice: nothing to share) */
+	lay.pages = nruns > 1 ? sfs_parquet_pages_new() : NULL;
 	/* the slice starts with the shard's own "PAR1" */
 	rc = add(arg, 0, 4, NULL);
 	lay.pos = 4;
 	if (!rc)
-		rc = lay_out_runs(&lay, fd, rg_first, runs, nruns, err);
+		rc = lay_out_runs(&lay, fd, st->rg_first, runs, nruns, err);
 	else
 		rc = sfs_errorf(err, rc, "%s: out of memory", sh->path);
 	if (rc)
@@ -233,13 +295,34 @@ static int parquet_lay_out(int fd, const struct sfs_shard *sh,
 	for (g = 0; g < lay.nrgs; g++)
 		lay.rgs[g].chunks = &lay.chunks[g * m->nleaves];
 	rc = sfs_parquet_footer_write(m, lay.rgs, lay.nrgs, &footer, &len, err);
+	if (!rc) {
+		/* kept as long as the slice: its length, not its buffer's */
+		unsigned char *p = realloc(footer, len);
+
+		if (p)
+			footer = p;
+	}
 	if (!rc && add(arg, 0, len, footer))
 		rc = sfs_errorf(err, -ENOMEM, "%s: out of memory", sh->path);
 out:
-	free(rg_first);
+	sfs_parquet_pages_free(lay.pages);
 	free(lay.rgs);
 	free(lay.chunks);
-	sfs_parquet_meta_free(m);
+	return rc;
+}
+
+static int parquet_lay_out(int fd, const struct sfs_shard *sh,
+			   const struct sfs_run *runs, size_t nruns,
+			   sfs_extent_fn add, void *arg, struct sfs_error *err)
+{
+	void *st;
+	size_t mem;
+	int rc = parquet_read_shard(fd, sh, &st, &mem, err);
+
+	if (rc)
+		return rc;
+	rc = parquet_lay_out_from(st, fd, sh, runs, nruns, add, arg, err);
+	parquet_free_shard(st);
 	return rc;
 }
 
@@ -460,6 +543,9 @@ const struct sfs_format_ops sfs_format_parquet = {
 	.suffixes = parquet_suffixes,
 	.scan = parquet_scan,
 	.lay_out = parquet_lay_out,
+	.read_shard = parquet_read_shard,
+	.lay_out_from = parquet_lay_out_from,
+	.free_shard = parquet_free_shard,
 	.samples = parquet_samples,
 	.synthesize = parquet_synthesize,
 };

@@ -286,7 +286,18 @@ static int write_file_meta(struct writer *w,
 			rc = put_i64_field(w, &r, &last_out, &f, rows);
 			break;
 		case 4:
-			rc = sfs_thrift_skip(&r, f.type);
+			/* the list ends where its last row group does, as
+			 * the read found it: a slice's footer costs its row
+			 * groups, not the file's (400 000 of them took 60 ms
+			 * to skip again) */
+			if (w->m->nrow_groups) {
+				const struct sfs_parquet_row_group *g =
+					&w->m->row_groups[w->m->nrow_groups - 1];
+
+				r.pos = g->at + g->len;
+			} else {
+				rc = sfs_thrift_skip(&r, f.type);
+			}
 			sfs_thrift_put_field(&w->o, &last_out, f.id, f.type);
 			sfs_thrift_put_list(&w->o, SFS_TC_STRUCT, nrgs);
 			for (i = 0; !rc && i < nrgs; i++)

@@ -276,6 +276,7 @@ struct sfs_pq_column {
 	uint64_t pos, end; /* the next page header; the chunk's end */
 	struct sfs_pq_value *dict;
 	uint32_t ndict;
+	uint64_t dict_at; /* where the dictionary page loaded begins */
 	unsigned char *dict_raw;
 	struct sfs_thrift_out dict_arena;
 	struct sfs_pq_page pg;
@@ -375,6 +376,13 @@ int sfs_pq_col_open(struct sfs_pq_column *c, int fd,
 		    const struct sfs_parquet_meta *m, size_t rg, size_t k,
 		    const struct sfs_pq_leaf *lf, struct sfs_error *err);
 void sfs_pq_col_close(struct sfs_pq_column *c);
+/*
+ * Read c's chunk again from its first page, keeping its dictionary (not
+ * decoded again when the pages come to it) and its decoded page, for
+ * another cut of the same row group; fd and err as sfs_pq_col_open's.
+ * c may have moved since it was opened: its own budget is its own again.
+ */
+void sfs_pq_col_rewind(struct sfs_pq_column *c, int fd, struct sfs_error *err);
 
 /*
  * The next page of the chunk into *h (dictionary pages are loaded, index
