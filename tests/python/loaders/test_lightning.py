@@ -3,7 +3,9 @@ Trainer(strategy="ddp", accelerator="cpu"), 2 processes x 2 DataLoader
 workers, shardfs.ShardfsDataset over Parquet views read with pyarrow,
 2 epochs switched by shardfs.lightning.ShardfsEpoch on one shared mount:
 every rank runs the same number of steps and reads exactly the plan of
-each epoch.  And the callback's rule, once per mount: the lowest rank a
+each epoch; a fit on a mount left at another epoch, and a fit resumed
+from its checkpoint, read the plans of their first epochs too.  And the
+callback's rule, once per mount: the lowest rank a
 mount serves writes, the others wait."""
 from __future__ import annotations
 
