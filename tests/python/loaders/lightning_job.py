@@ -1,15 +1,16 @@
 """A Lightning job: python lightning_job.py MNT OUT EPOCHS WORKERS BATCH
-[STRATEGY] [--save CKPT] [--resume CKPT] [--persistent].  Trainer(strategy="ddp", accelerator="cpu", devices=2), an
-IterableDataset over the Parquet views (shardfs.ShardfsDataset, rows read
-with pyarrow), the epoch switched by shardfs's Lightning callback.  Every
-training step records the keys of its batch; each rank writes
-OUT/rank<r>-epoch<e>.json.  --save writes a checkpoint when fit returns
-(trainer.save_checkpoint), --resume fits from one (ckpt_path=), and
---persistent gives the DataLoader persistent_workers=True.  Lightning's ddp launcher starts rank 1 by
-running this file again.  Each rank writes what it did and how it ended
-to OUT/rank<r>.log (its traceback, or a fatal signal's stacks), so that
-a failed job says what every rank said, not only what came last on the
-shared stderr."""
+[STRATEGY] [--save CKPT] [--resume CKPT] [--persistent].
+Trainer(strategy="ddp", accelerator="cpu", devices=2), an IterableDataset
+over the Parquet views (shardfs.ShardfsDataset, rows read with pyarrow),
+the epoch switched by shardfs's Lightning callback.  Every training step
+records the keys of its batch; each rank writes OUT/rank<r>-epoch<e>.json.
+--save writes a checkpoint when fit returns (trainer.save_checkpoint),
+--resume fits from one (ckpt_path=), and --persistent gives the
+DataLoader persistent_workers=True.  Lightning's ddp launcher starts rank
+1 by running this file again.  Each rank writes what it did and how it
+ended to OUT/rank<r>.log (its traceback, or a fatal signal's stacks), so
+that a failed job says what every rank said, not only what came last on
+the shared stderr."""
 from __future__ import annotations
 
 import faulthandler
