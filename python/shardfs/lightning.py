@@ -85,7 +85,7 @@ class ShardfsEpoch(Callback):
         fn = getattr(trainer.state, "fn", None)
         if getattr(fn, "value", fn) != "fit":  # validate, test, predict
             return
-        self._resumed = first_epoch(trainer, checkpoint)
+        self._resumed = _resumed_epoch(trainer, checkpoint)
         if self._fit_started:
             self.switch(trainer, self._resumed)
 
@@ -101,7 +101,7 @@ class ShardfsEpoch(Callback):
         self.switch(trainer)
 
 
-def first_epoch(trainer: Any, checkpoint: Dict[str, Any]) -> int:
+def _resumed_epoch(trainer: Any, checkpoint: Dict[str, Any]) -> int:
     """The epoch a fit resumed from `checkpoint` runs first: what
     trainer.current_epoch will be at its first on_train_epoch_start.
     Lightning 2.1's FitLoop.on_run_start sets it to the checkpoint's
