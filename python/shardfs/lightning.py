@@ -54,10 +54,12 @@ class ShardfsEpoch(Callback):
         self.mount = mount if isinstance(mount, Mount) else Mount(mount)
         self.offset = offset
         self.timeout = timeout
-        # this fit's: the first epoch a checkpoint resumes, and whether
-        # on_fit_start has run (some strategies restore after it)
+        # this fit's: the first epoch a checkpoint resumes, whether
+        # on_fit_start has run (some strategies restore after it), and the
+        # epoch switched to before the first epoch's iterator
         self._resumed: Optional[int] = None
         self._fit_started = False
+        self._first: Optional[int] = None
 
     def _writes(self, trainer: Any) -> bool:
         rank = int(getattr(trainer, "global_rank", job_rank()))
@@ -79,6 +81,11 @@ class ShardfsEpoch(Callback):
     def setup(self, trainer: Any, pl_module: Any, stage: str) -> None:
         self._resumed = None
         self._fit_started = False
+        self._first = None
+
+    def _switch_first(self, trainer: Any, epoch: Optional[int]) -> None:
+        self.switch(trainer, epoch)
+        self._first = int(trainer.current_epoch) if epoch is None else epoch
 
     def on_load_checkpoint(self, trainer: Any, pl_module: Any,
                            checkpoint: Dict[str, Any]) -> None:
@@ -87,18 +94,21 @@ class ShardfsEpoch(Callback):
             return
         self._resumed = _resumed_epoch(trainer, checkpoint)
         if self._fit_started:
-            self.switch(trainer, self._resumed)
+            self._switch_first(trainer, self._resumed)
 
     def on_fit_start(self, trainer: Any, pl_module: Any) -> None:
         self._fit_started = True
         if self._resumed is not None:
-            self.switch(trainer, self._resumed)
+            self._switch_first(trainer, self._resumed)
         elif not getattr(trainer, "ckpt_path", None):
-            self.switch(trainer)
+            self._switch_first(trainer, None)
         # else on_load_checkpoint, still to come, switches
 
     def on_train_epoch_start(self, trainer: Any, pl_module: Any) -> None:
-        self.switch(trainer)
+        # the first epoch is served already: no second write (nor wait)
+        first, self._first = self._first, None
+        if first != int(trainer.current_epoch):
+            self.switch(trainer)
 
 
 def _resumed_epoch(trainer: Any, checkpoint: Dict[str, Any]) -> int:
