@@ -1,5 +1,5 @@
-"""Lightning: a callback that switches a mount's epoch at the start of
-every training epoch.
+"""Lightning: a callback that switches a mount's epoch before each
+training epoch's DataLoader iterator is made.
 
 Importing this module imports Lightning: `lightning.pytorch` when the
 program imported it (or when it is the one installed), else
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Optional, Union
+from typing import Any, Dict, Optional, Union
 
 from ._mount import Mount, job_rank
 
@@ -24,10 +24,18 @@ else:
 
 
 class ShardfsEpoch(Callback):
-    """Serve `trainer.current_epoch + offset` on the mount at the start of
-    each training epoch (and so, on a run resumed from a checkpoint, the
-    resumed epoch), before the epoch's DataLoader workers list their
-    directories.
+    """Serve `trainer.current_epoch + offset` on the mount before each
+    training epoch's DataLoader iterator is made (its workers list their
+    directories when it starts), the first epoch of a `fit` included, and
+    so, on a run resumed from a checkpoint, the resumed epoch.
+
+    Lightning 2.1 makes the first epoch's iterator in FitLoop.setup_data,
+    before on_train_epoch_start and after every callback hook of the fit's
+    start; the loops' state of a checkpoint is restored after on_fit_start.
+    So the first epoch is switched in on_fit_start, or, resuming, in
+    on_load_checkpoint: the epoch the fit loop will run first, read from
+    the checkpoint's loop state.  Every later epoch is switched in
+    on_train_epoch_start: Lightning makes its iterator after that hook.
 
     Once per mount: the lowest rank of the job that the mount serves
     writes the epoch; every other rank reading that mount waits until the
@@ -46,6 +54,12 @@ class ShardfsEpoch(Callback):
         self.mount = mount if isinstance(mount, Mount) else Mount(mount)
         self.offset = offset
         self.timeout = timeout
+        # this fit's: the first epoch a checkpoint resumes, whether
+        # on_fit_start has run (some strategies restore after it), and the
+        # epoch switched to before the first epoch's iterator
+        self._resumed: Optional[int] = None
+        self._fit_started = False
+        self._first: Optional[int] = None
 
     def _writes(self, trainer: Any) -> bool:
         rank = int(getattr(trainer, "global_rank", job_rank()))
@@ -53,15 +67,65 @@ class ShardfsEpoch(Callback):
         served = [r for r in self.mount.ranks if r < world]
         return not served or rank == min(served)
 
-    def switch(self, trainer: Any) -> None:
-        epoch = int(trainer.current_epoch) + self.offset
+    def switch(self, trainer: Any, epoch: Optional[int] = None) -> None:
+        """Serve `epoch` (default trainer.current_epoch) + offset, once per
+        mount: this rank writes it or waits for the rank that does."""
+        if epoch is None:
+            epoch = int(trainer.current_epoch)
+        epoch += self.offset
         if self._writes(trainer):
             self.mount.set_epoch(epoch, timeout=self.timeout)
         else:
             self.mount.wait_epoch(epoch, timeout=self.timeout)
 
+    def setup(self, trainer: Any, pl_module: Any, stage: str) -> None:
+        self._resumed = None
+        self._fit_started = False
+        self._first = None
+
+    def _switch_first(self, trainer: Any, epoch: Optional[int]) -> None:
+        self.switch(trainer, epoch)
+        self._first = int(trainer.current_epoch) if epoch is None else epoch
+
+    def on_load_checkpoint(self, trainer: Any, pl_module: Any,
+                           checkpoint: Dict[str, Any]) -> None:
+        fn = getattr(trainer.state, "fn", None)
+        if getattr(fn, "value", fn) != "fit":  # validate, test, predict
+            return
+        self._resumed = _resumed_epoch(trainer, checkpoint)
+        if self._fit_started:
+            self._switch_first(trainer, self._resumed)
+
+    def on_fit_start(self, trainer: Any, pl_module: Any) -> None:
+        self._fit_started = True
+        if self._resumed is not None:
+            self._switch_first(trainer, self._resumed)
+        elif not getattr(trainer, "ckpt_path", None):
+            self._switch_first(trainer, None)
+        # else on_load_checkpoint, still to come, switches
+
     def on_train_epoch_start(self, trainer: Any, pl_module: Any) -> None:
-        self.switch(trainer)
+        # the first epoch is served already: no second write (nor wait)
+        first, self._first = self._first, None
+        if first != int(trainer.current_epoch):
+            self.switch(trainer)
+
+
+def _resumed_epoch(trainer: Any, checkpoint: Dict[str, Any]) -> int:
+    """The epoch a fit resumed from `checkpoint` runs first: what
+    trainer.current_epoch will be at its first on_train_epoch_start.
+    Lightning 2.1's FitLoop.on_run_start sets it to the checkpoint's
+    processed epochs (a checkpoint written in on_train_epoch_end has not
+    counted that epoch completed yet), unless the training is bounded by
+    max_steps: then it is the completed epochs.  A checkpoint without loop
+    state: its "epoch"."""
+    try:
+        current = checkpoint["loops"]["fit_loop"]["epoch_progress"]["current"]
+        if int(getattr(trainer, "max_steps", -1)) != -1:
+            return int(current["completed"])
+        return int(current["processed"])
+    except (KeyError, TypeError):
+        return int(checkpoint.get("epoch", trainer.current_epoch))
 
 
 def epoch_callback(mount: Union[Mount, str, "os.PathLike[str]"],

@@ -1,13 +1,16 @@
 """A Lightning job: python lightning_job.py MNT OUT EPOCHS WORKERS BATCH
-[STRATEGY].  Trainer(strategy="ddp", accelerator="cpu", devices=2), an
-IterableDataset over the Parquet views (shardfs.ShardfsDataset, rows read
-with pyarrow), the epoch switched by shardfs's Lightning callback.  Every
-training step records the keys of its batch; each rank writes
-OUT/rank<r>-epoch<e>.json.  Lightning's ddp launcher starts rank 1 by
-running this file again.  Each rank writes what it did and how it ended
-to OUT/rank<r>.log (its traceback, or a fatal signal's stacks), so that
-a failed job says what every rank said, not only what came last on the
-shared stderr."""
+[STRATEGY] [--save CKPT] [--resume CKPT] [--persistent].
+Trainer(strategy="ddp", accelerator="cpu", devices=2), an IterableDataset
+over the Parquet views (shardfs.ShardfsDataset, rows read with pyarrow),
+the epoch switched by shardfs's Lightning callback.  Every training step
+records the keys of its batch; each rank writes OUT/rank<r>-epoch<e>.json.
+--save writes a checkpoint when fit returns (trainer.save_checkpoint),
+--resume fits from one (ckpt_path=), and --persistent gives the
+DataLoader persistent_workers=True.  Lightning's ddp launcher starts rank
+1 by running this file again.  Each rank writes what it did and how it
+ended to OUT/rank<r>.log (its traceback, or a fatal signal's stacks), so
+that a failed job says what every rank said, not only what came last on
+the shared stderr."""
 from __future__ import annotations
 
 import faulthandler
@@ -39,6 +42,25 @@ import shardfs  # noqa: E402
 from shardfs.lightning import ShardfsEpoch  # noqa: E402
 
 
+class MarkedSamples:
+    """A file's rows (shardfs.samples), after marking in OUT/started/ that
+    this worker (MNT/<rank>/<worker>/ in the path) has listed its files."""
+
+    def __init__(self, out: str) -> None:
+        self.out = out
+        self.marked: set = set()
+
+    def __call__(self, path):
+        rank, worker = os.path.normpath(path).split(os.sep)[-3:-1]
+        if (rank, worker) not in self.marked:
+            self.marked.add((rank, worker))
+            d = os.path.join(self.out, "started")
+            os.makedirs(d, exist_ok=True)
+            open(os.path.join(d, "%s-%s-%d" % (rank, worker, os.getpid())),
+                 "w").close()
+        return shardfs.samples(path)
+
+
 def row(sample):
     """A Parquet row -> (key, a feature): bytes and nulls do not collate."""
     data = sample["data"]
@@ -52,6 +74,24 @@ class Model(pl.LightningModule):
         self.out = out
         self.keys: list = []
         self.served = -1
+
+    def on_train_start(self) -> None:
+        # the first epoch's DataLoader iterator exists now (Lightning 2.1.4
+        # makes it in FitLoop.setup_data): wait until its workers have
+        # listed their directories, so that what they list does not depend
+        # on whether they or this rank are faster (workers from a fork
+        # server start slowly, and most often list after the rank has
+        # reached on_train_epoch_start; forked ones, or a busy machine,
+        # not)
+        d = os.path.join(self.out, "started")
+        deadline = time.monotonic() + 60
+        while len([n for n in (os.listdir(d) if os.path.isdir(d) else [])
+                   if n.startswith("%d-" % self.global_rank)]) < 2:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the DataLoader workers of rank %d did "
+                                   "not start in 60 s" % self.global_rank)
+            time.sleep(0.05)
+        self.say("its workers have listed their files")
 
     def on_train_epoch_start(self) -> None:
         # after the callbacks' hook: the epoch the callback made the mount
@@ -103,6 +143,12 @@ def say(log, what: str) -> None:
     log.write("%.3f pid %d: %s\n" % (time.time(), os.getpid(), what))
 
 
+def option(name: str) -> "str | None":
+    """The value after --NAME in the command line, or None."""
+    args = sys.argv[6:]
+    return args[args.index(name) + 1] if name in args else None
+
+
 def main() -> None:
     mnt, out, epochs, workers, batch = sys.argv[1:6]
     log = rank_log(out)
@@ -117,13 +163,17 @@ def main() -> None:
 
 
 def fit(mnt: str, out: str, epochs: str, workers: str, batch: str) -> None:
-    strategy = sys.argv[6] if len(sys.argv) > 6 else "ddp"
-    ds = shardfs.ShardfsDataset(mnt, transform=row, batch_size=int(batch))
+    strategy = sys.argv[6] if len(sys.argv) > 6 and \
+        not sys.argv[6].startswith("--") else "ddp"
+    ds = shardfs.ShardfsDataset(mnt, samples=MarkedSamples(out),
+                                transform=row,
+                                batch_size=int(batch))
     # workers started by a fork server, not forked from a rank: a rank has
     # gloo's threads, and CPython 3.11's fork can deadlock in its child
     # (PyOS_AfterFork_Child waiting for a lock one of them held; seen here)
     loader = DataLoader(ds, batch_size=int(batch), num_workers=int(workers),
-                        multiprocessing_context="forkserver")
+                        multiprocessing_context="forkserver",
+                        persistent_workers="--persistent" in sys.argv)
     trainer = pl.Trainer(strategy=strategy, accelerator="cpu", devices=2,
                          max_epochs=int(epochs),
                          use_distributed_sampler=False,
@@ -131,7 +181,10 @@ def fit(mnt: str, out: str, epochs: str, workers: str, batch: str) -> None:
                          enable_checkpointing=False,
                          enable_progress_bar=False,
                          enable_model_summary=False)
-    trainer.fit(Model(out), loader)
+    trainer.fit(Model(out), loader, ckpt_path=option("--resume"))
+    save = option("--save")
+    if save:
+        trainer.save_checkpoint(save)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,9 @@ Trainer(strategy="ddp", accelerator="cpu"), 2 processes x 2 DataLoader
 workers, shardfs.ShardfsDataset over Parquet views read with pyarrow,
 2 epochs switched by shardfs.lightning.ShardfsEpoch on one shared mount:
 every rank runs the same number of steps and reads exactly the plan of
-each epoch.  And the callback's rule, once per mount: the lowest rank a
+each epoch; a fit on a mount left at another epoch, and a fit resumed
+from its checkpoint, read the plans of their first epochs too.  And the
+callback's rule, once per mount: the lowest rank a
 mount serves writes, the others wait."""
 from __future__ import annotations
 
@@ -32,11 +34,12 @@ def source_keys(src: Path, shard: str, cache: Dict[str, List[str]]
     return cache[shard]
 
 
-def run_job(mnt: Path, out: Path, strategy: str = "ddp"
-            ) -> "subprocess.CompletedProcess[str]":
-    return subprocess.run([sys.executable, str(JOB), str(mnt), str(out), "2",
-                           "2", "4", strategy], capture_output=True,
-                          text=True, timeout=600, cwd=out)
+def run_job(mnt: Path, out: Path, strategy: str = "ddp", epochs: int = 2,
+            *options: str) -> "subprocess.CompletedProcess[str]":
+    return subprocess.run([sys.executable, str(JOB), str(mnt), str(out),
+                           str(epochs), "2", "4", strategy, *options],
+                          capture_output=True, text=True, timeout=600,
+                          cwd=out)
 
 
 def job_said(job: "subprocess.CompletedProcess[str]", out: Path) -> str:
@@ -58,22 +61,18 @@ def job_said(job: "subprocess.CompletedProcess[str]", out: Path) -> str:
     return "\n".join(parts)
 
 
-def test_lightning_ddp_reads_each_epochs_plan(data, mount, tmp_path) -> None:
-    src = data("parquet", 6, "5-40", seed=7)
-    opts = "world=2,workers=2,batch=4,block=9"
-    mnt = mount(src, opts)
-    out = tmp_path / "out"
-    out.mkdir()
-    job = run_job(mnt, out)
-    assert job.returncode == 0, job_said(job, out)
+def check_epochs(src: Path, opts: str, out: Path, epochs: List[int]
+                 ) -> None:
+    """Every rank's batches of each epoch in OUT are exactly that epoch's
+    plan, full, and every rank ran the same number of steps."""
     cache: Dict[str, List[str]] = {}
-    for epoch in (0, 1):
+    for epoch in epochs:
         p = plan(src, opts + ",epoch=%d" % epoch)
         steps = []
         for r in range(2):
             got = json.loads((out / ("rank%d-epoch%d.json" % (r, epoch)))
                              .read_text())
-            assert got["epoch_served"] == epoch
+            assert got["epoch_served"] == epoch, (epoch, r)
             batches = got["batches"]
             steps.append(len(batches))
             assert all(len(b) == 4 for b in batches)
@@ -85,8 +84,53 @@ def test_lightning_ddp_reads_each_epochs_plan(data, mount, tmp_path) -> None:
                         for shard, i in planned_samples(p, r, w)]
                 assert per_worker[w] == want, (epoch, r, w)
         assert steps == [2 * p["per_reader"] // 4] * 2
-    assert json.loads(Path(mnt, ".shardfs", "status").read_text()
-                      )["counters"]["epoch_switches"] == 2
+
+
+def switches(mnt: Path) -> int:
+    return json.loads(Path(mnt, ".shardfs", "status").read_text()
+                      )["counters"]["epoch_switches"]
+
+
+def test_lightning_ddp_reads_each_epochs_plan(data, mount, tmp_path) -> None:
+    src = data("parquet", 6, "5-40", seed=7)
+    opts = "world=2,workers=2,batch=4,block=9"
+    mnt = mount(src, opts)
+    out = tmp_path / "out"
+    out.mkdir()
+    job = run_job(mnt, out)
+    assert job.returncode == 0, job_said(job, out)
+    check_epochs(src, opts, out, [0, 1])
+    assert switches(mnt) == 2
+
+
+def test_lightning_resumed_fit_reads_each_epochs_plan(data, mount,
+                                                      tmp_path) -> None:
+    """A fit on a mount a previous job left at epoch 2 reads epoch 0; a
+    second fit resumed from its checkpoint (ckpt_path=) with max_epochs=3,
+    on the mount now serving epoch 0, reads epochs 1 and 2.  Lightning
+    2.1.4 starts the first epoch's DataLoader workers before
+    on_train_epoch_start.  The first fit's workers are made anew each
+    epoch, the second's are persistent (they list again each epoch)."""
+    src = data("parquet", 6, "5-40", seed=7)
+    opts = "world=2,workers=2,batch=4,block=9"
+    mnt = mount(src, opts)
+    Path(mnt, ".shardfs", "epoch").write_text("2")
+    ckpt = tmp_path / "epoch0.ckpt"
+    first, second = tmp_path / "first", tmp_path / "second"
+    for out in (first, second):
+        out.mkdir()
+    job = run_job(mnt, first, "ddp", 1, "--save", str(ckpt))
+    assert job.returncode == 0, job_said(job, first)
+    check_epochs(src, opts, first, [0])
+    assert Path(mnt, ".shardfs", "epoch").read_text().strip() == "0"
+    job = run_job(mnt, second, "ddp", 3, "--resume", str(ckpt),
+                  "--persistent")
+    assert job.returncode == 0, job_said(job, second)
+    assert not (second / "rank0-epoch0.json").exists()
+    check_epochs(src, opts, second, [1, 2])
+    # the mount's first view, 2 by hand, then 0, 1 and 2 (a rank writing
+    # the epoch already served switches nothing)
+    assert switches(mnt) == 5
 
 
 def test_lightning_fsdp_on_cpu_not_run(data, mount, tmp_path) -> None:
