@@ -187,7 +187,9 @@ class Mount:
     @property
     def epoch(self) -> int:
         """The epoch served now (`.shardfs/epoch`)."""
-        text = self._read_control("epoch").strip()
+        return self._epoch_of(self._read_control("epoch").strip())
+
+    def _epoch_of(self, text: str) -> int:
         try:
             return int(text)
         except ValueError:
@@ -283,8 +285,13 @@ class Mount:
                              "integer" % (epoch,))
         p = self._control("epoch")
         try:
-            with open(p, "w", encoding="ascii") as f:
-                f.write("%d\n" % epoch)
+            # no O_TRUNC: a truncate is a request of its own, during which
+            # another process may read the file empty
+            fd = os.open(p, os.O_WRONLY)
+            try:
+                os.write(fd, b"%d\n" % epoch)
+            finally:
+                os.close(fd)
         except OSError as e:
             hint = {
                 errno.EROFS: "the mount is read-only (mounted with ro?): "
@@ -304,16 +311,20 @@ class Mount:
         deadline = time.monotonic() + timeout
         delay = 0.001
         while True:
-            served = self.epoch
+            # empty while another process truncates it (`echo 3 > epoch`)
+            text = self._read_control("epoch").strip()
+            served = self._epoch_of(text) if text else None
             if served == epoch:
                 self.refresh()
                 if int(self.options["epoch"]) == epoch:
                     return
             if time.monotonic() >= deadline:
                 raise ShardfsError(
-                    "%s still serves epoch %d, not %d, after %.0f s: the "
+                    "%s still serves epoch %s, not %d, after %.0f s: the "
                     "process that switches it (rank %d of the mount) did not; "
-                    "see the daemon's log" % (self.path, served, epoch,
+                    "see the daemon's log" % (self.path,
+                                              served if text else "(none: "
+                                              "being written)", epoch,
                                               timeout, self.ranks[0]))
             time.sleep(delay)
             delay = min(delay * 2, 0.05)
