@@ -1148,7 +1148,7 @@ static void test_lance_view_opens_its_fragments_only(void **state)
 	int fix = fixtures(), dirfd;
 	struct sfs_lance_dataset *full = open_newest(fix, "frags.lance", 7);
 	struct sfs_lance_dataset *d, *again;
-	struct sfs_dataset_view *a, *b;
+	struct sfs_dataset_view *a = NULL, *b = NULL;
 	char *dir = tmpdir_new(), *rel, *p, want[512];
 	const char *mpath =
 		"frags.lance/_versions/18446744073709551608.manifest";
