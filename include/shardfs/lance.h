@@ -71,11 +71,14 @@ struct sfs_lance_data_file {
 struct sfs_lance_fragment {
 	uint64_t id;
 	uint64_t physical_rows; /* rows in the data files, deleted ones too */
+	/* NULL and 0 in a dataset opened with sfs_lance_open_view: its data
+	 * files are decoded only for the fragments a view uses */
 	struct sfs_lance_data_file *files;
 	size_t nfiles;
 	struct sfs_lance_deletion deletion;
 	uint64_t deleted; /* rows the deletion file marks (sfs_lance_open) */
 	uint64_t at; /* manifest byte where the DataFragment message is */
+	uint64_t len; /* and its length in bytes */
 };
 
 struct sfs_lance_manifest {
@@ -88,7 +91,9 @@ struct sfs_lance_manifest {
 /* A dataset opened at one version: its manifest and its live rows. */
 struct sfs_lance_dataset {
 	char *manifest_path; /* relative to the directory it was opened in */
-	struct sfs_lance_manifest *m;
+	unsigned char *buf; /* the manifest file's bytes, as read and decoded */
+	size_t len;
+	struct sfs_lance_manifest *m; /* decoded from buf */
 	uint64_t rows; /* live rows: physical less deleted, every fragment */
 };
 
@@ -172,6 +177,22 @@ char *sfs_lance_deletion_path(const struct sfs_lance_fragment *f);
 int sfs_lance_open(int dirfd, const char *manifest_path, int fd,
 		   struct sfs_lance_dataset **out, struct sfs_error *err);
 
+/*
+ * sfs_lance_open for a reader's view (sfs_lance_view_build) of a dataset
+ * the index counted with sfs_lance_open, its manifest checked to be the
+ * one indexed (sfs_view_open_shard: its size and mtime): what that open
+ * checked of the whole dataset is not checked again, so that the views
+ * of a mount cost the dataset's fragments once, not once per reader.  The
+ * data files are not looked at (sfs_lance_view_build checks those it
+ * serves), a fragment's data files are not decoded (files NULL), and a
+ * fragment's deleted rows are the manifest's num_deleted_rows: its
+ * deletion file is read only when the manifest does not give the count
+ * (sfs_lance_view_build reads those of the fragments it uses, and checks
+ * the count again).  Errors as sfs_lance_open's.
+ */
+int sfs_lance_open_view(int dirfd, const char *manifest_path, int fd,
+			struct sfs_lance_dataset **out, struct sfs_error *err);
+
 /* Free a dataset.  NULL is a no-op. */
 void sfs_lance_free(struct sfs_lance_dataset *ds);
 
@@ -179,8 +200,9 @@ void sfs_lance_free(struct sfs_lance_dataset *ds);
  * The live rows of fragment f (of a dataset opened with sfs_lance_open),
  * in order, as runs [first, first + count) of physical row offsets: the
  * complement of its deletion file's runs.  Reads the deletion file again
- * through dirfd.  Returns 0, fn's nonzero result, or the errors of
- * sfs_lance_open.
+ * through dirfd.  Returns 0, fn's nonzero result, the errors of
+ * sfs_lance_open, or -ESTALE when the file no longer marks f's deleted
+ * rows (one replaced since ds was opened).
  */
 int sfs_lance_live_runs(int dirfd, const struct sfs_lance_dataset *ds, size_t f,
 			sfs_lance_deleted_fn fn, void *arg,
@@ -199,9 +221,13 @@ int sfs_lance_live_runs(int dirfd, const struct sfs_lance_dataset *ds, size_t f,
  * deletion file deletes every row of its data files but the run's.  The
  * manifest is the source's without its fragments, transaction, index
  * section, branch and stable row ids; everything else (schema, data
- * format, config) copied.  Returns 0 and a new view, -EINVAL for a run
- * past the dataset's rows, the errors of reading ds's files again through
- * dirfd (they may have changed), -ENOMEM.
+ * format, config) copied from ds->buf.  Only the fragments the runs use
+ * are looked at: their data files decoded (ds may come from
+ * sfs_lance_open_view) and checked as sfs_lance_open checks them, their
+ * deletion files read again through dirfd (they may have changed).
+ * Returns 0 and a new view, -EINVAL for a run past the dataset's rows or
+ * a data or deletion file that is not what the manifest says (messages
+ * as sfs_lance_open's), -ESTALE, -ENOMEM.
  */
 int sfs_lance_view_build(int dirfd, const struct sfs_lance_dataset *ds,
 			 const struct sfs_run *runs, size_t nruns,

@@ -1097,6 +1097,145 @@ static void test_lance_view_reads_back(void **state)
 	close(dirfd);
 }
 
+/* Copy file rel of the fixtures' frags.lance to dir/frags.lance/rel. */
+static void copy_fixture(const char *dir, const char *rel)
+{
+	struct buf b;
+	char *src, *dst;
+
+	assert_true(asprintf(&src, "%s/frags.lance/%s", LANCE_FIXTURES, rel) >
+		    0);
+	assert_true(asprintf(&dst, "frags.lance/%s", rel) > 0);
+	b = read_all(src);
+	free(write_at(dir, dst, b.p, b.len));
+	buf_free(&b);
+	free(src);
+	free(dst);
+}
+
+static void views_equal(const struct sfs_dataset_view *a,
+			const struct sfs_dataset_view *b)
+{
+	size_t i;
+
+	assert_int_equal(a->rows, b->rows);
+	assert_string_equal(a->root, b->root);
+	assert_int_equal(a->nfiles, b->nfiles);
+	for (i = 0; i < a->nfiles; i++) {
+		assert_string_equal(a->files[i].path, b->files[i].path);
+		assert_int_equal(a->files[i].len, b->files[i].len);
+		if (a->files[i].len)
+			assert_memory_equal(a->files[i].bytes,
+					    b->files[i].bytes, a->files[i].len);
+		assert_int_equal(!a->files[i].source, !b->files[i].source);
+		if (a->files[i].source)
+			assert_string_equal(a->files[i].source,
+					    b->files[i].source);
+		assert_int_equal(a->files[i].size, b->files[i].size);
+	}
+}
+
+static void test_lance_view_opens_its_fragments_only(void **state)
+{
+	/* fragments 2, 0, 1 and 5 (test_lance_view_reads_back) */
+	static const struct sfs_run runs[] = {
+		{ 430, 10 }, { 0, 3 }, { 1000, 732 }, { 430, 1 }
+	};
+	/* live rows 596..695 are fragment 3's, 696..731 fragment 4's */
+	static const struct sfs_run frag3[] = { { 600, 5 } };
+	static const struct sfs_run frag4[] = { { 700, 5 } };
+	struct sfs_error err = { 0 };
+	int fix = fixtures(), dirfd;
+	struct sfs_lance_dataset *full = open_newest(fix, "frags.lance", 7);
+	struct sfs_lance_dataset *d, *again;
+	struct sfs_dataset_view *a = NULL, *b = NULL;
+	char *dir = tmpdir_new(), *rel, *p, want[512];
+	const char *mpath =
+		"frags.lance/_versions/18446744073709551608.manifest";
+	size_t f;
+
+	(void)state;
+	/* a copy of the dataset: the newest manifest, its data and deletion
+	 * files */
+	copy_fixture(dir, mpath + strlen("frags.lance/"));
+	for (f = 0; f < full->m->nfragments; f++) {
+		const struct sfs_lance_fragment *fr = &full->m->fragments[f];
+
+		assert_true(asprintf(&rel, "data/%s", fr->files[0].path) > 0);
+		copy_fixture(dir, rel);
+		free(rel);
+		if (!fr->deletion.present)
+			continue;
+		rel = sfs_lance_deletion_path(fr);
+		copy_fixture(dir, rel);
+		free(rel);
+	}
+	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(dirfd >= 0);
+	/* opened for a view: the counts the manifest gives, no data file
+	 * decoded; the view is the one a full open gives, byte for byte */
+	if (sfs_lance_open_view(dirfd, mpath, -1, &d, &err))
+		fail_msg("%s", err.msg);
+	assert_int_equal(d->rows, 1732);
+	assert_int_equal(d->m->nfragments, full->m->nfragments);
+	for (f = 0; f < d->m->nfragments; f++) {
+		assert_null(d->m->fragments[f].files);
+		assert_int_equal(d->m->fragments[f].deleted,
+				 full->m->fragments[f].deleted);
+	}
+	if (sfs_lance_view_build(dirfd, full, runs, 4, &a, &err) ||
+	    sfs_lance_view_build(dirfd, d, runs, 4, &b, &err))
+		fail_msg("%s", err.msg);
+	views_equal(a, b);
+	sfs_dataset_view_free(b);
+	/* fragment 3's data file and fragment 4's deletion file gone: the
+	 * dataset is refused as a whole (the index's open), a reader's view
+	 * that does not use them is built as before */
+	assert_true(asprintf(&p, "%s/frags.lance/data/%s", dir,
+			     full->m->fragments[3].files[0].path) > 0);
+	assert_int_equal(unlink(p), 0);
+	free(p);
+	rel = sfs_lance_deletion_path(&full->m->fragments[4]);
+	assert_true(asprintf(&p, "%s/frags.lance/%s", dir, rel) > 0);
+	assert_int_equal(unlink(p), 0);
+	free(p);
+	assert_int_equal(sfs_lance_open(dirfd, mpath, -1, &again, &err),
+			 -EINVAL);
+	sfs_error_clear(&err);
+	sfs_lance_free(d);
+	if (sfs_lance_open_view(dirfd, mpath, -1, &d, &err) ||
+	    sfs_lance_view_build(dirfd, d, runs, 4, &b, &err))
+		fail_msg("%s", err.msg);
+	views_equal(a, b);
+	sfs_dataset_view_free(b);
+	/* one that does: refused as the index's open refuses them */
+	assert_int_equal(sfs_lance_view_build(dirfd, d, frag3, 1, &b, &err),
+			 -EINVAL);
+	snprintf(
+		want, sizeof(want),
+		"%s: byte %llu: fragment 3's data file frags.lance/data/%s is missing: the dataset is incomplete (copied in part, or cleaned up under this version); copy it whole, or index its newest version",
+		mpath, (unsigned long long)full->m->fragments[3].files[0].at,
+		full->m->fragments[3].files[0].path);
+	assert_string_equal(err.msg, want);
+	sfs_error_clear(&err);
+	assert_int_equal(sfs_lance_view_build(dirfd, d, frag4, 1, &b, &err),
+			 -EINVAL);
+	snprintf(
+		want, sizeof(want),
+		"%s: byte %llu: fragment 4's deletion file frags.lance/%s is missing: the dataset is incomplete (copied in part, or cleaned up under this version); copy it whole, or index its newest version",
+		mpath, (unsigned long long)full->m->fragments[4].deletion.at,
+		rel);
+	assert_string_equal(err.msg, want);
+	sfs_error_clear(&err);
+	free(rel);
+	sfs_dataset_view_free(a);
+	sfs_lance_free(d);
+	sfs_lance_free(full);
+	close(dirfd);
+	close(fix);
+	tmpdir_remove(dir);
+}
+
 /* Row digests, fragments and data files as sfs_lance_view_read hands
  * them on. */
 struct rows_seen {
@@ -1235,6 +1374,7 @@ int main(void)
 		cmocka_unit_test(test_lance_roaring),
 		cmocka_unit_test(test_lance_pylance_deletions),
 		cmocka_unit_test(test_lance_view_reads_back),
+		cmocka_unit_test(test_lance_view_opens_its_fragments_only),
 		cmocka_unit_test(test_lance_view_read_rows),
 		cmocka_unit_test(test_lance_manifest_decoded_budget),
 	};

@@ -1,6 +1,8 @@
 /*
  * A Lance dataset at one version: its manifest decoded, its data files
- * checked, its deletion files read and its live rows counted.  Every file
+ * checked, its deletion files read and its live rows counted; or, for a
+ * reader's view of a dataset the index counted so, only its manifest
+ * decoded, the counts taken from it (sfs_lance_open_view).  Every file
  * is opened beneath the directory given (sfs_index_open_shard: no symlink,
  * no "..").
  */
@@ -22,6 +24,7 @@ void sfs_lance_free(struct sfs_lance_dataset *ds)
 	if (!ds)
 		return;
 	free(ds->manifest_path);
+	free(ds->buf);
 	sfs_lance_manifest_free(ds->m);
 	free(ds);
 }
@@ -89,10 +92,10 @@ static char *join(const char *root, const char *rel)
 	return p;
 }
 
-static int check_data_file(int dirfd, const char *root, const char *mpath,
-			   const struct sfs_lance_fragment *fr,
-			   const struct sfs_lance_data_file *df,
-			   struct sfs_error *err)
+int sfs_lance_check_data_file(int dirfd, const char *root, const char *mpath,
+			      const struct sfs_lance_fragment *fr,
+			      const struct sfs_lance_data_file *df,
+			      struct stat *out, struct sfs_error *err)
 {
 	char *rel, *path;
 	struct stat st;
@@ -131,6 +134,8 @@ static int check_data_file(int dirfd, const char *root, const char *mpath,
 			(unsigned long long)fr->id, path,
 			(unsigned long long)st.st_size,
 			(unsigned long long)df->size);
+	else if (out)
+		*out = st;
 	close(fd);
 out:
 	free(path);
@@ -188,13 +193,12 @@ out:
 }
 
 int sfs_lance_open_at(int dirfd, const char *manifest_path, int fd,
-		      bool check_data, struct sfs_lance_dataset **out,
-		      struct sfs_error *err)
+		      enum sfs_lance_open_how how,
+		      struct sfs_lance_dataset **out, struct sfs_error *err)
 {
 	struct sfs_lance_dataset *ds;
-	unsigned char *buf = NULL;
 	char *root = sfs_lance_root(manifest_path);
-	size_t len, i, k;
+	size_t i, k;
 	int own = -1, rc;
 
 	*out = NULL;
@@ -218,17 +222,26 @@ int sfs_lance_open_at(int dirfd, const char *manifest_path, int fd,
 		fd = own;
 	}
 	rc = sfs_lance_read_whole(fd, manifest_path, SFS_LANCE_MANIFEST_MAX,
-				  &buf, &len, err);
+				  &ds->buf, &ds->len, err);
 	if (!rc)
-		rc = sfs_lance_manifest_parse(buf, len, manifest_path, &ds->m,
-					      err);
+		rc = sfs_lance_manifest_decode(ds->buf, ds->len, manifest_path,
+					       how == SFS_LANCE_OPEN_VIEW,
+					       &ds->m, err);
 	for (i = 0; !rc && i < ds->m->nfragments; i++) {
 		struct sfs_lance_fragment *fr = &ds->m->fragments[i];
 
-		for (k = 0; check_data && !rc && k < fr->nfiles; k++)
-			rc = check_data_file(dirfd, root, manifest_path, fr,
-					     &fr->files[k], err);
-		if (!rc && fr->deletion.present)
+		for (k = 0; how == SFS_LANCE_OPEN_ALL && !rc && k < fr->nfiles;
+		     k++)
+			rc = sfs_lance_check_data_file(dirfd, root,
+						       manifest_path, fr,
+						       &fr->files[k], NULL,
+						       err);
+		/* a view trusts the count the index's open checked against
+		 * the file; a manifest without one (0) is read */
+		if (!rc && how == SFS_LANCE_OPEN_VIEW && fr->deletion.present &&
+		    fr->deletion.num_deleted)
+			fr->deleted = fr->deletion.num_deleted;
+		else if (!rc && fr->deletion.present)
 			rc = read_deletion(dirfd, root, manifest_path, fr, NULL,
 					   NULL, &fr->deleted, err);
 		if (!rc)
@@ -241,7 +254,6 @@ int sfs_lance_open_at(int dirfd, const char *manifest_path, int fd,
 out:
 	if (own >= 0)
 		close(own);
-	free(buf);
 	free(root);
 	sfs_lance_free(ds);
 	return rc;
@@ -250,7 +262,15 @@ out:
 int sfs_lance_open(int dirfd, const char *manifest_path, int fd,
 		   struct sfs_lance_dataset **out, struct sfs_error *err)
 {
-	return sfs_lance_open_at(dirfd, manifest_path, fd, true, out, err);
+	return sfs_lance_open_at(dirfd, manifest_path, fd, SFS_LANCE_OPEN_ALL,
+				 out, err);
+}
+
+int sfs_lance_open_view(int dirfd, const char *manifest_path, int fd,
+			struct sfs_lance_dataset **out, struct sfs_error *err)
+{
+	return sfs_lance_open_at(dirfd, manifest_path, fd, SFS_LANCE_OPEN_VIEW,
+				 out, err);
 }
 
 /* Turns deleted runs into the live runs between them. */
@@ -286,6 +306,16 @@ int sfs_lance_live_runs(int dirfd, const struct sfs_lance_dataset *ds, size_t f,
 	if (fr->deletion.present)
 		rc = read_deletion(dirfd, root, ds->manifest_path, fr, live_gap,
 				   &l, &deleted, err);
+	/* the rows of the fragments after f were numbered with the count
+	 * ds was opened with */
+	if (!rc && fr->deletion.present && deleted != fr->deleted)
+		rc = sfs_errorf(
+			err, -ESTALE,
+			"%s: byte %llu: fragment %llu's deletion file marks %llu row%s deleted, %llu when the dataset was opened: it was replaced; copy the dataset again, and rebuild the index with shardfs-index",
+			ds->manifest_path, (unsigned long long)fr->deletion.at,
+			(unsigned long long)fr->id, (unsigned long long)deleted,
+			deleted == 1 ? "" : "s",
+			(unsigned long long)fr->deleted);
 	if (!rc && l.next < fr->physical_rows)
 		rc = fn(arg, l.next, fr->physical_rows - l.next);
 	free(root);

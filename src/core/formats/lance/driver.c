@@ -99,7 +99,7 @@ static int lance_dataset_view(int dirfd, const struct sfs_shard *sh, int fd,
 			      struct sfs_error *err)
 {
 	struct sfs_lance_dataset *ds;
-	int rc = sfs_lance_open(dirfd, sh->path, fd, &ds, err);
+	int rc = sfs_lance_open_view(dirfd, sh->path, fd, &ds, err);
 
 	if (rc)
 		return rc;

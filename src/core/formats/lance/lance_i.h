@@ -114,15 +114,61 @@ int sfs_lance_read_whole(int fd, const char *path, uint64_t max,
 			 unsigned char **buf, size_t *len,
 			 struct sfs_error *err);
 
-/*
- * sfs_lance_open, with check_data false: the data files are not looked at
- * (the auditor reads a reader's dataset, whose data files are symlinks to
- * the source's, and checks them against the source itself).
- */
+/* What sfs_lance_open_at checks and reads. */
+enum sfs_lance_open_how {
+	/* sfs_lance_open: every data file checked, every deletion file read */
+	SFS_LANCE_OPEN_ALL,
+	/* the data files not looked at (the auditor reads a reader's
+	 * dataset, whose data files are symlinks to the source's, and checks
+	 * them against the source itself) */
+	SFS_LANCE_OPEN_NO_DATA,
+	/* sfs_lance_open_view */
+	SFS_LANCE_OPEN_VIEW,
+};
+
 struct sfs_lance_dataset;
 int sfs_lance_open_at(int dirfd, const char *manifest_path, int fd,
-		      bool check_data, struct sfs_lance_dataset **out,
-		      struct sfs_error *err);
+		      enum sfs_lance_open_how how,
+		      struct sfs_lance_dataset **out, struct sfs_error *err);
+
+/*
+ * sfs_lance_manifest_parse, or with shallow its fragments' data files
+ * counted (a fragment must have one) but not decoded: files NULL, nfiles
+ * 0; sfs_lance_fragment_decode decodes one fragment's later.
+ */
+struct sfs_lance_manifest;
+struct sfs_lance_fragment;
+struct sfs_lance_data_file;
+int sfs_lance_manifest_decode(const unsigned char *buf, size_t len,
+			      const char *path, bool shallow,
+			      struct sfs_lance_manifest **out,
+			      struct sfs_error *err);
+
+/*
+ * Decode again, whole, the fragment shallow (of a manifest decoded from
+ * the len bytes at buf, the whole file named path): its DataFragment
+ * message at shallow->at, shallow->len bytes long, into *out (the caller
+ * clears it: free its files' paths and fields, and files).  Returns 0 or
+ * the errors of sfs_lance_manifest_parse; on error *out holds nothing.
+ */
+int sfs_lance_fragment_decode(const unsigned char *buf, size_t len,
+			      const char *path,
+			      const struct sfs_lance_fragment *shallow,
+			      struct sfs_lance_fragment *out,
+			      struct sfs_error *err);
+
+/*
+ * Check data file df of fragment fr of the manifest mpath of the dataset
+ * in directory root (below dirfd): a regular file beneath the dataset (no
+ * symlink, no ".."), of df->size bytes when the manifest gives it.  Its
+ * stat in *st when st is not NULL.  Returns 0 or -EINVAL ("<mpath>: byte
+ * <at>: fragment <id>'s data file <path> is missing: ...").
+ */
+struct stat;
+int sfs_lance_check_data_file(int dirfd, const char *root, const char *mpath,
+			      const struct sfs_lance_fragment *fr,
+			      const struct sfs_lance_data_file *df,
+			      struct stat *st, struct sfs_error *err);
 
 /*
  * Hand the digest of every live row of ds (driver.c says what a row's

@@ -75,6 +75,7 @@ static int nomem(struct sfs_pb_reader *r)
 struct decoded {
 	uint64_t bytes;
 	size_t nfragments;
+	bool shallow; /* fragments' data files counted, not decoded */
 };
 
 #define MALLOC_HEADER 16
@@ -280,10 +281,11 @@ static int read_fragment(struct sfs_pb_reader *r, struct sfs_lance_fragment *fr,
 {
 	struct sfs_pb_reader sub;
 	struct sfs_pb_field f;
-	size_t cap = 0;
+	size_t cap = 0, nfiles = 0;
 	int rc;
 
 	fr->at = r->base;
+	fr->len = r->len;
 	while ((rc = sfs_pb_next(r, &f)) > 0) {
 		switch (f.number) {
 		case 1:
@@ -296,6 +298,9 @@ static int read_fragment(struct sfs_pb_reader *r, struct sfs_lance_fragment *fr,
 			if (!rc)
 				rc = sfs_pb_message(r, "DataFile", &sub);
 			if (rc)
+				break;
+			nfiles++;
+			if (d->shallow)
 				break;
 			rc = grow(&sub, d, &fr->files, &cap, fr->nfiles + 1,
 				  sizeof(*fr->files));
@@ -325,7 +330,7 @@ static int read_fragment(struct sfs_pb_reader *r, struct sfs_lance_fragment *fr,
 	}
 	if (rc)
 		return rc;
-	if (!fr->nfiles)
+	if (!nfiles)
 		return sfs_pb_fail(
 			r, 0,
 			"fragment %llu has no data file; the manifest is damaged: restore it, or " REWRITE_FIX,
@@ -353,9 +358,10 @@ static int read_fragment(struct sfs_pb_reader *r, struct sfs_lance_fragment *fr,
 	return 0;
 }
 
-static int read_manifest(struct sfs_pb_reader *r, struct sfs_lance_manifest *m)
+static int read_manifest(struct sfs_pb_reader *r, struct sfs_lance_manifest *m,
+			 bool shallow)
 {
-	struct decoded d = { 0 };
+	struct decoded d = { .shallow = shallow };
 	struct sfs_pb_reader sub;
 	struct sfs_pb_field f;
 	size_t cap = 0, flags_at = 0;
@@ -421,9 +427,10 @@ static int read_manifest(struct sfs_pb_reader *r, struct sfs_lance_manifest *m)
 	return 0;
 }
 
-int sfs_lance_manifest_parse(const unsigned char *buf, size_t len,
-			     const char *path, struct sfs_lance_manifest **out,
-			     struct sfs_error *err)
+int sfs_lance_manifest_decode(const unsigned char *buf, size_t len,
+			      const char *path, bool shallow,
+			      struct sfs_lance_manifest **out,
+			      struct sfs_error *err)
 {
 	struct sfs_lance_manifest *m;
 	struct sfs_pb_reader r;
@@ -455,13 +462,49 @@ int sfs_lance_manifest_parse(const unsigned char *buf, size_t len,
 	if (!m)
 		return sfs_errorf(err, -ENOMEM, "%s: out of memory", path);
 	sfs_pb_init(&r, buf + pos + 4, mlen, pos + 4, path, "Manifest", err);
-	rc = read_manifest(&r, m);
+	rc = read_manifest(&r, m, shallow);
 	if (rc) {
 		sfs_lance_manifest_free(m);
 		return rc;
 	}
 	*out = m;
 	return 0;
+}
+
+int sfs_lance_manifest_parse(const unsigned char *buf, size_t len,
+			     const char *path, struct sfs_lance_manifest **out,
+			     struct sfs_error *err)
+{
+	return sfs_lance_manifest_decode(buf, len, path, false, out, err);
+}
+
+int sfs_lance_fragment_decode(const unsigned char *buf, size_t len,
+			      const char *path,
+			      const struct sfs_lance_fragment *shallow,
+			      struct sfs_lance_fragment *out,
+			      struct sfs_error *err)
+{
+	struct decoded d = { 0 };
+	struct sfs_pb_reader r;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (shallow->at > len || shallow->len > len - shallow->at)
+		return sfs_errorf(
+			err, -EINVAL,
+			"%s: byte %llu: fragment %llu runs past the manifest's %zu bytes",
+			path, (unsigned long long)shallow->at,
+			(unsigned long long)shallow->id, len);
+	/* one level down, as in the Manifest it was read from */
+	sfs_pb_init(&r, buf + shallow->at, (size_t)shallow->len, shallow->at,
+		    path, "DataFragment", err);
+	r.depth = 1;
+	rc = read_fragment(&r, out, &d);
+	if (rc) {
+		fragment_clear(out);
+		memset(out, 0, sizeof(*out));
+	}
+	return rc;
 }
 
 /* The version a manifest name stands for: 1 and *version, or 0 when the

@@ -135,7 +135,8 @@ int sfs_lance_view_read(int dirfd, const char *path,
 		rc = sfs_errorf(err, -ENOMEM, "out of memory");
 		goto out;
 	}
-	rc = sfs_lance_open_at(dirfd, mpath, -1, false, &ds, err);
+	rc = sfs_lance_open_at(dirfd, mpath, -1, SFS_LANCE_OPEN_NO_DATA, &ds,
+			       err);
 	if (!rc) {
 		vr.ds = ds;
 		rc = sfs_lance_row_digests(dirfd, ds, view_fragment, view_row,

@@ -289,42 +289,36 @@ static int add_file(struct sfs_dataset_view *v, size_t *cap, char *path,
 	return 0;
 }
 
-/* The raw DataFile fields (2) of source fragment number f, in order,
- * appended to frag. */
+/* The raw DataFile fields (2) of source fragment fr (its message at
+ * fr->at in the manifest file buf), in order, appended to frag. */
 static int copy_data_files(const unsigned char *buf, size_t len,
-			   const char *path, size_t f, struct out *frag,
-			   struct sfs_error *err)
+			   const char *path,
+			   const struct sfs_lance_fragment *fr,
+			   struct out *frag, struct sfs_error *err)
 {
-	struct sfs_pb_reader r, m, fr;
+	struct sfs_pb_reader m, df;
 	struct sfs_pb_field fl;
-	uint64_t pos = sfs_le64(buf + len - 16);
-	size_t seen = 0;
 	int rc;
 
-	sfs_pb_init(&r, buf + pos + 4, sfs_le32(buf + pos), pos + 4, path,
-		    "Manifest", err);
-	while ((rc = sfs_pb_next(&r, &fl)) > 0) {
-		if (fl.number != 2 || seen++ != f) {
-			rc = sfs_pb_skip(&r, &fl);
-			if (rc)
-				return rc;
-			continue;
-		}
-		rc = sfs_pb_message(&r, "DataFragment", &m);
-		while (!rc && (rc = sfs_pb_next(&m, &fl)) > 0) {
-			if (fl.number == 2) {
-				size_t start = fl.at;
+	if (fr->at > len || fr->len > len - fr->at)
+		return -EINVAL;
+	sfs_pb_init(&m, buf + fr->at, (size_t)fr->len, fr->at, path,
+		    "DataFragment", err);
+	m.depth = 1;
+	while ((rc = sfs_pb_next(&m, &fl)) > 0) {
+		if (fl.number == 2) {
+			size_t start = fl.at;
 
-				rc = sfs_pb_message(&m, "DataFile", &fr);
-				if (!rc)
-					put(frag, m.buf + start, m.pos - start);
-			} else {
-				rc = sfs_pb_skip(&m, &fl);
-			}
+			rc = sfs_pb_message(&m, "DataFile", &df);
+			if (!rc)
+				put(frag, m.buf + start, m.pos - start);
+		} else {
+			rc = sfs_pb_skip(&m, &fl);
 		}
-		return rc;
+		if (rc)
+			return rc;
 	}
-	return rc ? rc : -EINVAL;
+	return rc;
 }
 
 /* The source Manifest's fields a view keeps, byte for byte. */
@@ -373,82 +367,81 @@ static int copy_manifest_fields(const unsigned char *buf, size_t len,
 	return rc;
 }
 
-/* Read the manifest of ds again, whole. */
-static int read_manifest_file(int dirfd, const struct sfs_lance_dataset *ds,
-			      unsigned char **buf, size_t *len,
-			      struct sfs_error *err)
+/*
+ * The data files of source fragment f of ds that a view serves, each
+ * checked as sfs_lance_open checks them (the dataset's open for a view
+ * did not: sfs_lance_open_view), added to v as the source's files with
+ * their size and mtime now: a view serves them only as they are.
+ * Returns 0, -EINVAL (the message names the file) or -ENOMEM.
+ */
+static int add_data_files(int dirfd, const struct sfs_lance_dataset *ds,
+			  size_t f, const char *root,
+			  struct sfs_dataset_view *v, size_t *cap,
+			  struct sfs_error *err)
 {
-	int fd = sfs_index_open_shard(dirfd, ds->manifest_path, O_RDONLY), rc;
+	const struct sfs_lance_fragment *fr = &ds->m->fragments[f];
+	struct sfs_lance_fragment whole = { 0 };
+	size_t k;
+	int rc = 0;
 
-	*buf = NULL;
-	if (fd < 0)
-		return sfs_errorf(err, -EIO, "%s: cannot open: %s",
-				  ds->manifest_path, strerror(-fd));
-	rc = sfs_lance_read_whole(fd, ds->manifest_path, SFS_LANCE_MANIFEST_MAX,
-				  buf, len, err);
-	close(fd);
+	if (!fr->files) { /* opened for a view: decode it now */
+		rc = sfs_lance_fragment_decode(
+			ds->buf, ds->len, ds->manifest_path, fr, &whole, err);
+		if (rc)
+			return rc;
+		whole.deleted = fr->deleted;
+		fr = &whole;
+	}
+	for (k = 0; !rc && k < fr->nfiles; k++) {
+		const char *name = fr->files[k].path;
+		char *p = NULL, *s = NULL;
+		struct stat st;
+
+		rc = sfs_lance_check_data_file(dirfd, root, ds->manifest_path,
+					       fr, &fr->files[k], &st, err);
+		if (rc)
+			break;
+		if (asprintf(&p, "data/%s", name) < 0) {
+			rc = -ENOMEM;
+			break;
+		}
+		if (asprintf(&s, "%s%sdata/%s", root, *root ? "/" : "", name) <
+		    0) {
+			free(p);
+			rc = -ENOMEM;
+			break;
+		}
+		rc = add_file(v, cap, p, NULL, s);
+		if (!rc) {
+			v->files[v->nfiles - 1].size = (uint64_t)st.st_size;
+			v->files[v->nfiles - 1].mtime_ns = sfs_mtime_ns(&st);
+		}
+	}
+	if (rc == -ENOMEM)
+		rc = sfs_errorf(err, rc, "out of memory");
+	for (k = 0; k < whole.nfiles; k++) {
+		free(whole.files[k].path);
+		free(whole.files[k].fields);
+	}
+	free(whole.files);
 	return rc;
 }
 
-/*
- * The manifest read again must be the one ds was opened from (decoded, so
- * that its framing is checked before the copies below trust it): the same
- * fragments, rows and deletion files.  Returns 0, -ESTALE, or the
- * decoder's errors.
- */
-static int same_manifest(const unsigned char *buf, size_t len,
-			 const struct sfs_lance_dataset *ds,
-			 struct sfs_error *err)
+/* The fragment of ds whose live rows [first[f], first[f + 1]) hold row a
+ * (a below the dataset's rows). */
+static size_t fragment_of(const uint64_t *first, size_t nfragments, uint64_t a)
 {
-	struct sfs_lance_manifest *m;
-	size_t f;
-	int rc = sfs_lance_manifest_parse(buf, len, ds->manifest_path, &m, err);
+	size_t lo = 0, hi = nfragments; /* first[lo] <= a < first[hi] */
 
-	if (rc)
-		return rc;
-	rc = m->nfragments == ds->m->nfragments ? 0 : -ESTALE;
-	for (f = 0; !rc && f < m->nfragments; f++) {
-		const struct sfs_lance_fragment *a = &m->fragments[f];
-		const struct sfs_lance_fragment *b = &ds->m->fragments[f];
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
 
-		if (a->id != b->id || a->physical_rows != b->physical_rows ||
-		    a->nfiles != b->nfiles ||
-		    a->deletion.present != b->deletion.present ||
-		    a->deletion.id != b->deletion.id)
-			rc = -ESTALE;
+		if (first[mid] <= a)
+			lo = mid;
+		else
+			hi = mid;
 	}
-	sfs_lance_manifest_free(m);
-	if (rc)
-		return sfs_errorf(
-			err, rc,
-			"%s: the manifest changed since it was read: rebuild the index with shardfs-index",
-			ds->manifest_path);
-	return 0;
-}
-
-/* A data file's size and mtime now: a view serves it only as it is. */
-static int stat_data_file(int dirfd, struct sfs_dataset_file *f,
-			  struct sfs_error *err)
-{
-	struct stat st;
-	int fd = sfs_index_open_shard(dirfd, f->source, O_PATH);
-
-	if (fd < 0)
-		return sfs_errorf(
-			err, -ESTALE,
-			"%s: cannot open: %s: the dataset changed since it was indexed; rebuild the index with shardfs-index",
-			f->source, strerror(-fd));
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return sfs_errorf(
-			err, -ESTALE,
-			"%s: not a regular file: the dataset changed since it was indexed; rebuild the index with shardfs-index",
-			f->source);
-	}
-	close(fd);
-	f->size = (uint64_t)st.st_size;
-	f->mtime_ns = sfs_mtime_ns(&st);
-	return 0;
+	return lo;
 }
 
 int sfs_lance_view_build(int dirfd, const struct sfs_lance_dataset *ds,
@@ -460,8 +453,8 @@ int sfs_lance_view_build(int dirfd, const struct sfs_lance_dataset *ds,
 	struct out man = { 0 }, file = { 0 };
 	uint64_t *first = NULL, rflags = 0, wflags = 0, nfrag = 0, version = 0;
 	unsigned char *used = NULL;
-	unsigned char *src = NULL;
-	size_t len = 0, cap = 0, f, i, k, live_of = SIZE_MAX;
+	const unsigned char *src = ds->buf; /* the manifest ds decoded */
+	size_t len = ds->len, cap = 0, f, i, live_of = SIZE_MAX;
 	char *root = NULL, *slash, *mname = NULL;
 	int rc;
 
@@ -483,12 +476,8 @@ int sfs_lance_view_build(int dirfd, const struct sfs_lance_dataset *ds,
 	for (f = 0; f < ds->m->nfragments; f++)
 		first[f + 1] = first[f] + ds->m->fragments[f].physical_rows -
 			       ds->m->fragments[f].deleted;
-	rc = read_manifest_file(dirfd, ds, &src, &len, err);
-	if (!rc)
-		rc = same_manifest(src, len, ds, err);
-	if (!rc)
-		rc = copy_manifest_fields(src, len, ds->manifest_path, &man,
-					  &rflags, &wflags, err);
+	rc = copy_manifest_fields(src, len, ds->manifest_path, &man, &rflags,
+				  &wflags, err);
 	for (i = 0; !rc && i < nruns; i++) {
 		uint64_t a = runs[i].first, e = a + runs[i].count;
 
@@ -501,8 +490,7 @@ int sfs_lance_view_build(int dirfd, const struct sfs_lance_dataset *ds,
 					(unsigned long long)ds->rows);
 			break;
 		}
-		for (f = 0; f < ds->m->nfragments && first[f + 1] <= a; f++)
-			;
+		f = fragment_of(first, ds->m->nfragments, a);
 		while (!rc && a < e) {
 			const struct sfs_lance_fragment *fr =
 				&ds->m->fragments[f];
@@ -532,7 +520,7 @@ int sfs_lance_view_build(int dirfd, const struct sfs_lance_dataset *ds,
 			put_vfield(&frag, 1, nfrag);
 			if (!rc)
 				rc = copy_data_files(src, len,
-						     ds->manifest_path, f,
+						     ds->manifest_path, fr,
 						     &frag, err);
 			if (!rc && deleted)
 				rc = file.oom ? -ENOMEM :
@@ -571,31 +559,9 @@ int sfs_lance_view_build(int dirfd, const struct sfs_lance_dataset *ds,
 	if (rc)
 		goto out;
 	/* the data files of the fragments used, each once */
-	for (f = 0; !rc && f < ds->m->nfragments; f++) {
-		if (!used[f])
-			continue;
-		for (k = 0; !rc && k < ds->m->fragments[f].nfiles; k++) {
-			const char *name = ds->m->fragments[f].files[k].path;
-			char *p = NULL, *s = NULL;
-
-			if (asprintf(&p, "data/%s", name) < 0) {
-				rc = -ENOMEM;
-				continue;
-			}
-			if (asprintf(&s, "%s%sdata/%s", root, *root ? "/" : "",
-				     name) < 0) {
-				free(p);
-				rc = -ENOMEM;
-				continue;
-			}
-			rc = add_file(v, &cap, p, NULL, s);
-			if (!rc)
-				rc = stat_data_file(
-					dirfd, &v->files[v->nfiles - 1], err);
-		}
-	}
-	if (rc == -ENOMEM)
-		rc = sfs_errorf(err, rc, "out of memory");
+	for (f = 0; !rc && f < ds->m->nfragments; f++)
+		if (used[f])
+			rc = add_data_files(dirfd, ds, f, root, v, &cap, err);
 	if (rc)
 		goto out;
 	rflags &= ~(uint64_t)SFS_LANCE_FLAG_STABLE_ROW_IDS;
@@ -637,7 +603,6 @@ out:
 	free(man.p);
 	free(live.s);
 	free(sel.s);
-	free(src);
 	free(first);
 	free(used);
 	free(root);
