@@ -53,6 +53,24 @@ int sfs_observe_views(const char *const *paths, size_t n,
 		      const struct sfs_observe_opts *o,
 		      struct sfs_observation *out, struct sfs_error *err);
 
+/* Whether the view at path serves a followed source (follow=1): its
+ * status has a "follow" object. */
+bool sfs_observe_is_follow(const char *path);
+
+/*
+ * Audit the n followed views mounted at paths (borrowed): every window
+ * each lists, every reader's window file read and compared, sample by
+ * sample, with the source samples the window's plan names; and, for a
+ * complete stream, every stream file with its window files laid end to
+ * end (docs/check.md).  Findings go into *v (max_findings kept; totals
+ * over the windows audited).  Returns 0 (a verdict with no finding is a
+ * pass), or -errno with a message: a status that is not a followed
+ * view's, a source that cannot be followed, -ENOMEM.
+ */
+int sfs_observe_follow(const char *const *paths, size_t n,
+		       const struct sfs_observe_opts *o, struct sfs_verdict *v,
+		       struct sfs_error *err);
+
 /* Free what an observation holds and empty it. */
 void sfs_observation_clear(struct sfs_observation *ob);
 

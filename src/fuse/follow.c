@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../core/plan/plan_json_i.h" /* sfs_options_to_json */
 #include "fs.h"
 #include "shardfs/follow.h"
 #include "shardfs/index.h"
@@ -767,7 +768,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 static char *status_json(struct fw *w)
 {
 	const struct sfs_follow *f = w->f;
-	json_t *readers = json_array(), *j;
+	json_t *readers = json_array(), *j, *opts;
 	uint64_t padding = 0, dropped = 0;
 	char *s;
 	size_t i;
@@ -788,11 +789,15 @@ static char *status_json(struct fw *w)
 				  (json_int_t)(w->first + r->done), "waiting",
 				  r->waiting));
 	}
+	/* the plan inputs, as the normal status gives them, so that an
+	 * auditor can plan the windows again (shardfs-check view) */
+	opts = sfs_options_to_json(&w->fs->vopts.options.plan);
 	j = json_pack(
-		"{s:s, s:{s:s, s:I, s:I, s:I, s:s?, s:b, s:I, s:I, s:b, s:I, s:I, s:I, s:s?, s:s?}, s:o}",
-		"source", f->source, "follow", "format", f->format->name,
-		"window", (json_int_t)w->n, "shards", (json_int_t)f->nshards,
-		"samples", (json_int_t)f->nsamples, "last_shard",
+		"{s:s, s:s?, s:o?, s:{s:s, s:I, s:I, s:I, s:s?, s:b, s:I, s:I, s:b, s:I, s:I, s:I, s:s?, s:s?}, s:o}",
+		"source", f->source, "index", w->fs->mount.index_dir, "options",
+		opts, "follow", "format", f->format->name, "window",
+		(json_int_t)w->n, "shards", (json_int_t)f->nshards, "samples",
+		(json_int_t)f->nsamples, "last_shard",
 		f->nshards ? f->shards[f->nshards - 1].path : NULL, "ended",
 		f->ended, "first_window", (json_int_t)w->first, "windows",
 		(json_int_t)w->nwins, "complete", w->complete, "per_window",

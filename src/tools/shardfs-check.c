@@ -340,6 +340,21 @@ static int check_view(struct args *a, char **paths, size_t nm)
 	size_t i;
 	int rc, status = CLI_ERROR;
 
+	if (nm && sfs_observe_is_follow(paths[0])) {
+		memset(&ob, 0, sizeof(ob));
+		if (a->emit) {
+			rc = sfs_errorf(
+				&err, -EINVAL,
+				"%s serves a followed source: --emit and merge do not apply; audit every mount of the stream together: shardfs-check view MNT...",
+				paths[0]);
+			goto out;
+		}
+		rc = sfs_observe_follow((const char *const *)paths, nm, &o, &v,
+					&err);
+		if (!rc)
+			status = print_verdict(a, "view", true, &v);
+		goto out;
+	}
 	rc = sfs_observe_views((const char *const *)paths, nm, &o, &ob, &err);
 	if (rc)
 		goto out;

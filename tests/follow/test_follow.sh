@@ -64,6 +64,10 @@ for fmt in tar tfrecord; do
 		"$FO,format=$fmt,window=12,workers=2" || bad "mount b-$fmt"
 	py formats "$fmt" "$T/b-$fmt" "$T/b-$fmt-tmp" 12 "world=1,workers=2" \
 		"$T/b-$fmt-m"
+	expect_eq "b-$fmt: shardfs-check view passes" \
+		"$(shardfs-check view "$T/b-$fmt-m" | tail -1; echo "exit ${PIPESTATUS[0]}")" \
+		"PASS: disjoint, nothing missing, equal counts, every sample's bytes and order as planned
+exit 0"
 	unmount_view "$T/b-$fmt-m"
 done
 
@@ -143,6 +147,52 @@ expect_eq "h: the log says which shard and what, once each" \
 	"1 1"
 expect_eq "h: nothing consumed" "$(cat "$T/h-m/.shardfs/consumed")" ""
 unmount_view "$T/h-m"
+
+section "i. shardfs-check view audits the windows of two daemons"
+mkdir -p "$T/i"
+for c in 0 1 2; do
+	for l in 0 1 2 3 4 5 6; do printf '{"c":%d,"l":%d}\n' "$c" "$l"; done \
+		> "$T/i/chunk_0000$c.jsonl"
+done
+touch "$T/i/.shardfs-end"
+I="$FO,format=jsonl,window=8,world=2,workers=2"
+mount_view "$T/i" "$T/i0" "$I,rank=0" || bad "mount i0"
+mount_view "$T/i" "$T/i1" "$I,rank=1" || bad "mount i1"
+expect_eq "i: both mounts audited together pass" \
+	"$(shardfs-check view "$T/i0" "$T/i1"; echo "exit $?")" \
+	"view: 4 of 4 readers, 6 samples each (21 remaining, 3 padded, 0 dropped)
+PASS: disjoint, nothing missing, equal counts, every sample's bytes and order as planned
+exit 0"
+expect_eq "i: one mount alone misses a rank" \
+	"$(shardfs-check view "$T/i0" | tail -2; echo "exit ${PIPESTATUS[0]}")" \
+	"FAIL: 1 finding: 1 coverage
+  coverage: rank 1 is shown by no mount
+exit 1"
+unmount_view "$T/i0"
+unmount_view "$T/i1"
+
+section "j. shardfs-check view finds a window whose bytes are not the plan's"
+mkdir -p "$T/j"
+printf '{"i":0}\n{"i":1}\n{"i":2}\n{"i":3}\n{"i":4}\n{"i":5}\n' > "$T/j/c0.jsonl"
+printf '{"i":6}\n{"i":7}\n{"i":8}\n{"i":9}\n{"i":10}\n' > "$T/j/c1.jsonl"
+touch "$T/j/.shardfs-end"
+mount_view "$T/j" "$T/j-m" "$FO,window=4,workers=2" || bad "mount j"
+# same size, same mtime, same number of lines: the daemon's boundaries
+# (scanned at mount) no longer fall between c0's lines 3 and 4
+printf '{"i":0}\n{"i":1}\n{"i":2}\n{"i": 3}\n{"":4}\n{"i":5}\n' > "$T/j/new"
+touch -r "$T/j/c0.jsonl" "$T/j/new"
+cat "$T/j/new" > "$T/j/c0.jsonl"
+touch -r "$T/j/new" "$T/j/c0.jsonl"
+expect_eq "j: the auditor names the windows, the readers and the samples" \
+	"$(shardfs-check view "$T/j-m"; echo "exit $?")" \
+	"view: 2 of 2 readers, 6 samples each (11 remaining, 1 padded, 0 dropped)
+FAIL: 4 findings: 1 count 3 bytes
+  count: window 1: rank 0 worker 0 ($T/j-m) read 3 samples, the plan gives every reader 2
+  bytes: window 1: rank 0 worker 0 ($T/j-m), window-00000001.jsonl, sample 0: read bytes that are no sample of window 1, the plan says c0.jsonl:4
+  bytes: window 1: rank 0 worker 0 ($T/j-m), window-00000001.jsonl, sample 1: read c0.jsonl:4, the plan says c0.jsonl:5
+  bytes: window 1: rank 0 worker 0 ($T/j-m), window-00000001.jsonl, sample 2: read c0.jsonl:5, the plan says no sample
+exit 1"
+unmount_view "$T/j-m"
 
 section "g. a PyTorch DDP job over a growing source"
 mkdir -p "$T/g" "$T/g-out"

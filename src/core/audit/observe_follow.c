@@ -1,0 +1,734 @@
+/*
+ * Auditing followed views (follow=1, docs/follow.md): every window a
+ * mount lists, read back from each reader's window file as a loader reads
+ * it, every sample digested with its format's samples op and compared
+ * with the digests of the source samples the window's plan names
+ * (sfs_window_build over the stream as the auditor scans it, its log read
+ * back, never written).  A window's plan is given as runs of the stream,
+ * not as an index and options the judge (audit.c) could plan again, so
+ * the findings are made here, in the judge's words, per window: bytes,
+ * order, count, overlap and missing; and for a complete stream, that
+ * each reader's stream file is its window files laid end to end.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "plan/plan_json_i.h"
+#include "shardfs/follow.h"
+#include "shardfs/observe.h"
+#include "shardfs/util.h"
+
+#include "observe_i.h"
+
+typedef unsigned char digest_t[SFS_DIGEST_LEN];
+
+struct freader {
+	uint32_t rank, worker;
+};
+
+/* One followed view, as its .shardfs/status describes it. */
+struct fmount {
+	const char *path;
+	json_t *status;
+	const char *source, *index, *format;
+	struct sfs_plan_opts opts;
+	uint64_t window, first, nwins;
+	bool complete;
+	struct freader *readers;
+	size_t nreaders;
+};
+
+/* Every source shard's sample digests, each shard digested once. */
+struct sdigests {
+	digest_t **d; /* per stream shard, NULL until digested */
+	size_t *n;
+	bool *failed;
+};
+
+struct fcheck {
+	const struct sfs_observe_opts *o;
+	struct fmount *m;
+	size_t nm;
+	struct sfs_follow *f;
+	struct sdigests sd;
+	struct sfs_verdict *v;
+};
+
+static json_t *load_status(const char *mnt, struct sfs_error *err)
+{
+	char path[PATH_MAX];
+	json_error_t je;
+	json_t *j;
+
+	snprintf(path, sizeof(path), "%s/.shardfs/status", mnt);
+	j = json_load_file(path, 0, &je);
+	if (!j)
+		sfs_errorf(
+			err, -EINVAL,
+			"%s: cannot read the view's status (%s); is a shardfs view mounted there?",
+			path, je.text);
+	return j;
+}
+
+bool sfs_observe_is_follow(const char *mnt)
+{
+	struct sfs_error err = { 0 };
+	json_t *j = load_status(mnt, &err);
+	bool yes = j && json_is_object(json_object_get(j, "follow"));
+
+	json_decref(j);
+	return yes;
+}
+
+static int read_mount(struct fmount *m, struct sfs_error *err)
+{
+	json_t *fo, *rd, *x;
+	json_int_t window = 0, first = 0, nwins = 0;
+	char where[PATH_MAX + 32];
+	size_t i;
+
+	m->status = load_status(m->path, err);
+	if (!m->status)
+		return -EINVAL;
+	snprintf(where, sizeof(where), "%s/.shardfs/status", m->path);
+	fo = json_object_get(m->status, "follow");
+	rd = json_object_get(m->status, "readers");
+	if (json_unpack(m->status, "{s:s}", "source", &m->source) ||
+	    json_unpack(fo, "{s:s, s:I, s:I, s:I, s:b}", "format", &m->format,
+			"window", &window, "first_window", &first, "windows",
+			&nwins, "complete", &m->complete) ||
+	    !json_is_array(rd) || window <= 0 || first < 0 || nwins < 0)
+		return sfs_errorf(err, -EINVAL,
+				  "%s: not the status of a followed view",
+				  where);
+	if (!json_object_get(m->status, "options"))
+		return sfs_errorf(
+			err, -EINVAL,
+			"%s: the status names no options: a daemon older than its auditor; remount with this version",
+			where);
+	x = json_object_get(m->status, "index");
+	m->index = json_is_string(x) ? json_string_value(x) : NULL;
+	m->window = (uint64_t)window;
+	m->first = (uint64_t)first;
+	m->nwins = (uint64_t)nwins;
+	if (sfs_options_from_json(json_object_get(m->status, "options"), where,
+				  &m->opts, err))
+		return -EINVAL;
+	m->readers = calloc(json_array_size(rd) + 1, sizeof(*m->readers));
+	if (!m->readers)
+		return sfs_errorf(err, -ENOMEM, "out of memory");
+	for (i = 0; i < json_array_size(rd); i++) {
+		json_int_t rank, worker;
+
+		if (json_unpack(json_array_get(rd, i), "{s:I, s:I}", "rank",
+				&rank, "worker", &worker) ||
+		    rank < 0 || worker < 0 || rank >= m->opts.world ||
+		    worker >= m->opts.workers)
+			return sfs_errorf(err, -EINVAL, "%s: readers[%zu]: bad",
+					  where, i);
+		m->readers[i] =
+			(struct freader){ (uint32_t)rank, (uint32_t)worker };
+	}
+	m->nreaders = i;
+	return 0;
+}
+
+/* The mounts must serve one stream the same way; a rank once. */
+static int check_mounts(struct fcheck *c)
+{
+	const struct sfs_plan_opts *o = &c->m[0].opts;
+	size_t i, j, k, n = (size_t)o->world * o->workers, seen = 0;
+	uint8_t *shown = calloc(n ? n : 1, 1);
+	char diff[512];
+	int rc = 0;
+
+	if (!shown)
+		return -ENOMEM;
+	for (i = 1; !rc && i < c->nm; i++) {
+		const struct fmount *m = &c->m[i];
+
+		if (strcmp(m->source, c->m[0].source) ||
+		    m->window != c->m[0].window ||
+		    strcmp(m->format, c->m[0].format))
+			rc = sfs_verdict_add(
+				c->v, c->o->max_findings, SFS_FIND_OPTIONS,
+				"%s and %s disagree: %s window=%" PRIu64
+				" format=%s vs %s window=%" PRIu64 " format=%s",
+				c->m[0].path, m->path, c->m[0].source,
+				c->m[0].window, c->m[0].format, m->source,
+				m->window, m->format);
+		else if (sfs_plan_opts_diff(o, &m->opts, diff, sizeof(diff)))
+			rc = sfs_verdict_add(c->v, c->o->max_findings,
+					     SFS_FIND_OPTIONS,
+					     "%s and %s disagree: %s",
+					     c->m[0].path, m->path, diff);
+	}
+	for (i = 0; !rc && !c->v->nfindings && i < c->nm; i++)
+		for (j = 0; j < c->m[i].nreaders; j++) {
+			k = (size_t)c->m[i].readers[j].rank * o->workers +
+			    c->m[i].readers[j].worker;
+			if (shown[k] == 1)
+				rc = sfs_verdict_add(
+					c->v, c->o->max_findings,
+					SFS_FIND_COVERAGE,
+					"rank %u worker %u is shown by 2 mounts",
+					c->m[i].readers[j].rank,
+					c->m[i].readers[j].worker);
+			seen += !shown[k];
+			shown[k]++;
+		}
+	for (k = 0; !rc && !c->v->nfindings && k < n; k += o->workers)
+		if (!shown[k])
+			rc = sfs_verdict_add(c->v, c->o->max_findings,
+					     SFS_FIND_COVERAGE,
+					     "rank %zu is shown by no mount",
+					     k / o->workers);
+	c->v->readers_planned = n;
+	c->v->readers_seen = seen;
+	free(shown);
+	return rc;
+}
+
+/* The digests of the samples of file path (dirfd-relative when dirfd is
+ * not AT_FDCWD) into j; a message in err. */
+static int digest_file(const struct sfs_format_ops *ops, int dirfd,
+		       const char *path, const char *shown, struct job *j,
+		       struct sfs_error *err)
+{
+	int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
+	int rc;
+
+	if (fd < 0)
+		return sfs_errorf(err, -errno, "%s: %s", shown,
+				  strerror(errno));
+	rc = ops->samples(fd, shown, sfs_observe_collect, j, err);
+	close(fd);
+	return rc;
+}
+
+/* Stream shard s digested (once); -EIO when it cannot be (a finding). */
+static int shard_digests(struct fcheck *c, size_t s)
+{
+	const struct sfs_follow_shard *sh = &c->f->shards[s];
+	struct sfs_error err = { 0 };
+	struct job j = { 0 };
+	char shown[PATH_MAX];
+	int rc;
+
+	if (c->sd.d[s])
+		return 0;
+	if (c->sd.failed[s])
+		return -EIO;
+	snprintf(shown, sizeof(shown), "%s/%s", c->f->source, sh->path);
+	rc = digest_file(c->f->format, c->f->srcfd, sh->path, shown, &j, &err);
+	if (!rc && j.ndigests != sh->nsamples)
+		rc = sfs_errorf(
+			&err, -EIO,
+			"%s holds %zu samples, the stream counts %" PRIu64,
+			shown, j.ndigests, sh->nsamples);
+	if (rc) {
+		free(j.digests);
+		c->sd.failed[s] = true;
+		rc = sfs_verdict_add(c->v, c->o->max_findings, SFS_FIND_SOURCE,
+				     "%s: its windows are not audited",
+				     err.msg[0] ? err.msg : strerror(-rc));
+		return rc ? rc : -EIO;
+	}
+	c->sd.d[s] = j.digests;
+	c->sd.n[s] = j.ndigests;
+	return 0;
+}
+
+/* A window's samples by digest, for a sample read in the wrong place. */
+struct dentry {
+	const unsigned char *d;
+	uint64_t g; /* its sample in the stream */
+};
+
+static int dentry_cmp(const void *a, const void *b)
+{
+	const struct dentry *x = a, *y = b;
+	int r = memcmp(x->d, y->d, SFS_DIGEST_LEN);
+
+	return r ? r : (x->g > y->g) - (x->g < y->g);
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* "shard:sample" of stream sample g. */
+static const char *name_of(const struct sfs_follow *f, uint64_t g, char *buf,
+			   size_t len)
+{
+	size_t lo = 0, hi = f->nshards;
+
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (f->shards[mid].first <= g)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	snprintf(buf, len, "%s:%" PRIu64, f->shards[lo].path,
+		 g - f->shards[lo].first);
+	return buf;
+}
+
+struct wstate {
+	const struct sfs_window *win;
+	uint64_t lo, hi;
+	struct dentry *map;
+	size_t nmap;
+	uint32_t *planned, *read; /* per sample of [lo, hi) */
+};
+
+static const unsigned char *digest_of(struct fcheck *c, uint64_t g)
+{
+	size_t lo = 0, hi = c->f->nshards;
+
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (c->f->shards[mid].first <= g)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return c->sd.d[lo][g - c->f->shards[lo].first];
+}
+
+/* Judge one reader's window file against its runs. */
+static int judge_reader(struct fcheck *c, struct wstate *ws,
+			const struct fmount *m, const struct freader *fr,
+			const struct sfs_window_reader *wr)
+{
+	const struct sfs_window *win = ws->win;
+	const char *ext = c->f->format->name;
+	struct sfs_error err = { 0 };
+	struct job j = { 0 };
+	char file[64], path[PATH_MAX], a[PATH_MAX], b[PATH_MAX];
+	uint64_t *exp = NULL, *got = NULL, e = 0;
+	size_t i, k, bad = 0, first_bad = 0;
+	int rc = 0;
+
+	snprintf(file, sizeof(file), "window-%08" PRIu64 ".%s", win->k, ext);
+	snprintf(path, sizeof(path), "%s/%u/%u/%s", m->path, fr->rank,
+		 fr->worker, file);
+	exp = malloc((wr->samples + 1) * sizeof(*exp));
+	if (!exp)
+		return -ENOMEM;
+	for (i = 0; i < wr->nruns; i++)
+		for (k = 0; k < wr->runs[i].count; k++)
+			exp[e++] = c->f->shards[wr->runs[i].shard].first +
+				   wr->runs[i].first + k;
+	for (i = 0; i < e; i++)
+		ws->planned[exp[i] - ws->lo]++;
+	rc = digest_file(c->f->format, AT_FDCWD, path, path, &j, &err);
+	if (rc) {
+		rc = sfs_verdict_add(c->v, c->o->max_findings, SFS_FIND_BYTES,
+				     "window %" PRIu64
+				     ": rank %u worker %u (%s): %s",
+				     win->k, fr->rank, fr->worker, m->path,
+				     err.msg[0] ? err.msg : strerror(-rc));
+		goto out;
+	}
+	if (j.ndigests != win->per_reader)
+		rc = sfs_verdict_add(
+			c->v, c->o->max_findings, SFS_FIND_COUNT,
+			"window %" PRIu64
+			": rank %u worker %u (%s) read %zu samples, the plan gives every reader %" PRIu64,
+			win->k, fr->rank, fr->worker, m->path, j.ndigests,
+			win->per_reader);
+	got = malloc((j.ndigests + 1) * sizeof(*got));
+	if (!got) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	/* each sample read: the planned one when its bytes are, else the
+	 * sample of the window with those bytes, else none (UINT64_MAX) */
+	for (i = 0; !rc && i < j.ndigests; i++) {
+		struct dentry key = { .d = j.digests[i], .g = 0 }, *hit;
+		size_t lo = 0, hi = ws->nmap;
+
+		if (i < e && !memcmp(digest_of(c, exp[i]), j.digests[i],
+				     SFS_DIGEST_LEN)) {
+			got[i] = exp[i];
+		} else {
+			while (lo < hi) { /* the first entry with these bytes */
+				size_t mid = lo + (hi - lo) / 2;
+
+				if (memcmp(ws->map[mid].d, key.d,
+					   SFS_DIGEST_LEN) < 0)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			hit = lo < ws->nmap && !memcmp(ws->map[lo].d, key.d,
+						       SFS_DIGEST_LEN) ?
+				      &ws->map[lo] :
+				      NULL;
+			got[i] = hit ? hit->g : UINT64_MAX;
+			if (!bad++)
+				first_bad = i;
+		}
+		if (got[i] != UINT64_MAX)
+			ws->read[got[i] - ws->lo]++;
+	}
+	if (rc || !bad)
+		goto out;
+	{ /* the plan's samples in another order? */
+		uint64_t *x = malloc((e + 1) * sizeof(*x));
+		uint64_t *y = malloc((j.ndigests + 1) * sizeof(*y));
+		bool same = x && y && j.ndigests == e;
+
+		if (same) {
+			memcpy(x, exp, e * sizeof(*x));
+			memcpy(y, got, e * sizeof(*y));
+			qsort(x, e, sizeof(*x), u64_cmp);
+			qsort(y, e, sizeof(*y), u64_cmp);
+			same = !memcmp(x, y, e * sizeof(*x));
+		}
+		free(x);
+		free(y);
+		if (same) {
+			rc = sfs_verdict_add(
+				c->v, c->o->max_findings, SFS_FIND_ORDER,
+				"window %" PRIu64
+				": rank %u worker %u (%s), %s: the plan's samples in another order: sample %zu is %s, the plan says %s",
+				win->k, fr->rank, fr->worker, m->path, file,
+				first_bad,
+				name_of(c->f, got[first_bad], a, sizeof(a)),
+				name_of(c->f, exp[first_bad], b, sizeof(b)));
+			goto out;
+		}
+	}
+	for (i = first_bad; !rc && i < j.ndigests; i++) {
+		if (i < e && got[i] == exp[i])
+			continue;
+		if (got[i] == UINT64_MAX)
+			snprintf(a, sizeof(a),
+				 "bytes that are no sample of window %" PRIu64,
+				 win->k);
+		else
+			name_of(c->f, got[i], a, sizeof(a));
+		if (i < e)
+			name_of(c->f, exp[i], b, sizeof(b));
+		else
+			snprintf(b, sizeof(b), "no sample");
+		rc = sfs_verdict_add(
+			c->v, c->o->max_findings, SFS_FIND_BYTES,
+			"window %" PRIu64
+			": rank %u worker %u (%s), %s, sample %zu: read %s, the plan says %s",
+			win->k, fr->rank, fr->worker, m->path, file, i, a, b);
+	}
+out:
+	free(exp);
+	free(got);
+	free(j.digests);
+	return rc;
+}
+
+/* The overlap and missing findings of a window, over the readers shown. */
+static int judge_counts(struct fcheck *c, const struct wstate *ws)
+{
+	char a[PATH_MAX];
+	uint64_t g;
+	int rc = 0;
+
+	for (g = ws->lo; !rc && g < ws->hi; g++) {
+		uint32_t p = ws->planned[g - ws->lo], r = ws->read[g - ws->lo];
+
+		if (r == p)
+			continue;
+		rc = sfs_verdict_add(
+			c->v, c->o->max_findings,
+			r > p ? SFS_FIND_OVERLAP : SFS_FIND_MISSING,
+			"window %" PRIu64
+			": %s is read %u time%s, the plan reads it %u",
+			ws->win->k, name_of(c->f, g, a, sizeof(a)), r,
+			r == 1 ? "" : "s", p);
+	}
+	return rc;
+}
+
+/* Window k for the readers of the mounts that list it. */
+static int audit_window(struct fcheck *c, uint64_t k, bool last,
+			struct sfs_error *err)
+{
+	const struct sfs_plan_opts *o = &c->m[0].opts;
+	struct wstate ws = { 0 };
+	struct sfs_window *win = NULL;
+	size_t *ids = NULL, n = 0, i, j, s, x;
+	const struct fmount **who = NULL;
+	const struct freader **fr = NULL;
+	int rc = 0;
+
+	for (i = 0; i < c->nm; i++)
+		if (k >= c->m[i].first && k < c->m[i].first + c->m[i].nwins)
+			n += c->m[i].nreaders;
+	ids = calloc(n + 1, sizeof(*ids));
+	who = calloc(n + 1, sizeof(*who));
+	fr = calloc(n + 1, sizeof(*fr));
+	if (!ids || !who || !fr) {
+		rc = sfs_errorf(err, -ENOMEM, "out of memory");
+		goto out;
+	}
+	n = 0;
+	for (i = 0; i < c->nm; i++) {
+		const struct fmount *m = &c->m[i];
+
+		if (k < m->first || k >= m->first + m->nwins)
+			continue;
+		for (j = 0; j < m->nreaders; j++) {
+			who[n] = m;
+			fr[n] = &m->readers[j];
+			ids[n++] = (size_t)(m->readers[j].rank / o->replicas) *
+					   o->workers +
+				   m->readers[j].worker;
+		}
+	}
+	rc = sfs_window_build(c->f, o, c->m[0].window, k, last, ids, n, &win,
+			      err);
+	if (rc == -ENODATA) {
+		rc = sfs_verdict_add(
+			c->v, c->o->max_findings, SFS_FIND_COUNT,
+			"window %" PRIu64
+			" is listed, but remainder=drop leaves nothing of it",
+			k);
+		goto out;
+	}
+	if (rc)
+		goto out;
+	ws.win = win;
+	ws.lo = k * c->m[0].window;
+	ws.hi = win->last_sample;
+	for (s = win->first_shard; s < win->end_shard; s++)
+		if (shard_digests(c, s) == -EIO)
+			goto out; /* a source finding says so */
+	ws.planned = calloc(ws.hi - ws.lo, sizeof(*ws.planned));
+	ws.read = calloc(ws.hi - ws.lo, sizeof(*ws.read));
+	ws.map = calloc(ws.hi - ws.lo, sizeof(*ws.map));
+	if (!ws.planned || !ws.read || !ws.map) {
+		rc = sfs_errorf(err, -ENOMEM, "out of memory");
+		goto out;
+	}
+	for (x = 0; x < ws.hi - ws.lo; x++)
+		ws.map[ws.nmap++] =
+			(struct dentry){ .d = digest_of(c, ws.lo + x),
+					 .g = ws.lo + x };
+	qsort(ws.map, ws.nmap, sizeof(*ws.map), dentry_cmp);
+	for (i = 0; !rc && i < n; i++)
+		rc = judge_reader(c, &ws, who[i], fr[i], &win->readers[i]);
+	if (!rc)
+		rc = judge_counts(c, &ws);
+	if (rc == -ENOMEM)
+		sfs_errorf(err, rc, "out of memory");
+	c->v->per_reader += win->per_reader;
+	c->v->padding += win->padding;
+	c->v->dropped += win->dropped;
+	c->v->remaining += ws.hi - ws.lo;
+out:
+	free(ws.planned);
+	free(ws.read);
+	free(ws.map);
+	free(ids);
+	free(who);
+	free(fr);
+	sfs_window_free(win);
+	return rc;
+}
+
+/* Read up to len bytes; 0 at the end, -errno. */
+static ssize_t read_some(int fd, void *buf, size_t len)
+{
+	ssize_t n;
+
+	do
+		n = read(fd, buf, len);
+	while (n < 0 && errno == EINTR);
+	return n < 0 ? -errno : n;
+}
+
+/*
+ * A complete stream: reader fr's stream file is its window files laid
+ * end to end, each without its trailer (trailer bytes), one at the end.
+ */
+static int check_stream(struct fcheck *c, const struct fmount *m,
+			const struct freader *fr, uint64_t trailer)
+{
+	const char *ext = c->f->format->name;
+	char path[PATH_MAX], wpath[PATH_MAX], tail[64] = "";
+	static const size_t chunk = 1 << 16;
+	char *a = malloc(chunk), *b = malloc(chunk);
+	uint64_t pos = 0, k;
+	const char *why = NULL;
+	int sfd, rc = 0;
+
+	snprintf(path, sizeof(path), "%s/%u/%u/stream.%s", m->path, fr->rank,
+		 fr->worker, ext);
+	sfd = open(path, O_RDONLY | O_CLOEXEC);
+	if (!a || !b || sfd < 0) {
+		rc = a && b ? sfs_verdict_add(c->v, c->o->max_findings,
+					      SFS_FIND_BYTES, "%s: %s", path,
+					      strerror(errno)) :
+			      -ENOMEM;
+		goto out;
+	}
+	for (k = m->first; !why && k < m->first + m->nwins; k++) {
+		bool lastw = k + 1 == m->first + m->nwins;
+		struct stat st;
+		uint64_t size, done = 0;
+		int wfd;
+
+		snprintf(wpath, sizeof(wpath),
+			 "%s/%u/%u/window-%08" PRIu64 ".%s", m->path, fr->rank,
+			 fr->worker, k, ext);
+		wfd = open(wpath, O_RDONLY | O_CLOEXEC);
+		if (wfd < 0 || fstat(wfd, &st) ||
+		    (uint64_t)st.st_size < trailer) {
+			why = "a window file cannot be read";
+			if (wfd >= 0)
+				close(wfd);
+			break;
+		}
+		size = (uint64_t)st.st_size - (lastw ? 0 : trailer);
+		while (!why && done < size) {
+			size_t want = size - done < chunk ? size - done : chunk;
+			ssize_t x = read_some(wfd, a, want), y;
+
+			if (x <= 0) {
+				why = "a window file cannot be read";
+				break;
+			}
+			y = sfs_pread_full(sfd, b, (size_t)x, pos);
+			if (y != x)
+				why = "it ends before its window files do";
+			else if (memcmp(a, b, (size_t)x))
+				why = "its bytes differ";
+			if (why) {
+				snprintf(tail, sizeof(tail),
+					 " (window-%08" PRIu64 ".%s)", k, ext);
+				break;
+			}
+			done += (uint64_t)x;
+			pos += (uint64_t)x;
+		}
+		close(wfd);
+	}
+	if (!why && sfs_pread_full(sfd, b, 1, pos) > 0) {
+		why = "it goes on after its window files end";
+	}
+	if (why)
+		rc = sfs_verdict_add(
+			c->v, c->o->max_findings, SFS_FIND_BYTES,
+			"rank %u worker %u (%s): stream.%s is not its window files laid end to end: %s near byte %" PRIu64
+			"%s",
+			fr->rank, fr->worker, m->path, ext, why, pos, tail);
+	close(sfd);
+out:
+	free(a);
+	free(b);
+	return rc;
+}
+
+static void note_nothing(void *arg, const char *msg)
+{
+	(void)arg;
+	(void)msg;
+}
+
+int sfs_observe_follow(const char *const *paths, size_t nm,
+		       const struct sfs_observe_opts *o, struct sfs_verdict *v,
+		       struct sfs_error *err)
+{
+	struct fcheck c = { .o = o, .nm = nm, .v = v };
+	uint64_t first, full, k, hi = 0, trailer = 0;
+	bool last;
+	size_t i, j;
+	int rc = 0;
+
+	c.m = calloc(nm ? nm : 1, sizeof(*c.m));
+	if (!c.m)
+		return sfs_errorf(err, -ENOMEM, "out of memory");
+	for (i = 0; !rc && i < nm; i++) {
+		c.m[i].path = paths[i];
+		rc = read_mount(&c.m[i], err);
+	}
+	if (!rc)
+		rc = check_mounts(&c);
+	if (rc || v->nfindings)
+		goto out;
+	rc = sfs_follow_open(c.m[0].source, c.m[0].index, false,
+			     sfs_format_by_name(c.m[0].format), note_nothing,
+			     NULL, &c.f, err);
+	if (!rc)
+		rc = sfs_follow_scan(c.f, NULL, err);
+	if (rc)
+		goto out;
+	c.sd.d = calloc(c.f->nshards + 1, sizeof(*c.sd.d));
+	c.sd.n = calloc(c.f->nshards + 1, sizeof(*c.sd.n));
+	c.sd.failed = calloc(c.f->nshards + 1, sizeof(*c.sd.failed));
+	if (!c.sd.d || !c.sd.n || !c.sd.failed) {
+		rc = sfs_errorf(err, -ENOMEM, "out of memory");
+		goto out;
+	}
+	sfs_follow_windows(c.f->nsamples, c.m[0].window, c.m[0].opts.start,
+			   c.f->ended, &first, &full, &last);
+	for (i = 0; i < nm; i++)
+		if (c.m[i].first + c.m[i].nwins > hi)
+			hi = c.m[i].first + c.m[i].nwins;
+	if (hi > first + full + last) {
+		rc = sfs_errorf(
+			err, -EINVAL,
+			"the mounts list windows up to %" PRIu64
+			", the stream of %s holds %" PRIu64
+			" samples, windows up to %" PRIu64
+			" as the auditor reads it: is the log the mount's (index=)?",
+			hi - 1, c.f->source, c.f->nsamples,
+			first + full + last - 1);
+		goto out;
+	}
+	for (k = c.m[0].first; !rc && k < hi; k++)
+		rc = audit_window(&c, k, last && k == first + full, err);
+	if (c.f->format->slice_suffix && c.f->nshards) {
+		struct sfs_shard sh = { .path = c.f->shards[0].path,
+					.format = c.f->format };
+		const void *t;
+
+		trailer = c.f->format->slice_suffix(&sh, &t);
+	}
+	for (i = 0; !rc && i < nm; i++)
+		for (j = 0; !rc && c.m[i].complete && j < c.m[i].nreaders; j++)
+			rc = check_stream(&c, &c.m[i], &c.m[i].readers[j],
+					  trailer);
+	if (rc == -ENOMEM)
+		sfs_errorf(err, rc, "out of memory");
+out:
+	if (c.f)
+		for (i = 0; i < c.f->nshards; i++)
+			free(c.sd.d ? c.sd.d[i] : NULL);
+	free(c.sd.d);
+	free(c.sd.n);
+	free(c.sd.failed);
+	sfs_follow_free(c.f);
+	for (i = 0; i < nm; i++) {
+		free(c.m[i].readers);
+		json_decref(c.m[i].status);
+	}
+	free(c.m);
+	return rc;
+}
