@@ -59,6 +59,13 @@ char *sfs_status_json(const struct sfs_status_in *in);
  * without memory.
  */
 char *sfs_status_json_head(const struct sfs_status_in *in);
+
+/*
+ * The plan inputs o as the status's "options" object gives them, as
+ * compact JSON text (a followed mount's status, which has no plan of its
+ * own, embeds it).  A heap string (caller frees), or NULL without memory.
+ */
+char *sfs_status_options_json(const struct sfs_plan_opts *o);
 char *sfs_status_json_join(const char *head,
 			   const struct sfs_status_counters *c);
 

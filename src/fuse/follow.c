@@ -34,7 +34,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../core/plan/plan_json_i.h" /* sfs_options_to_json */
 #include "fs.h"
 #include "shardfs/follow.h"
 #include "shardfs/index.h"
@@ -770,7 +769,7 @@ static char *status_json(struct fw *w)
 	const struct sfs_follow *f = w->f;
 	json_t *readers = json_array(), *j, *opts;
 	uint64_t padding = 0, dropped = 0;
-	char *s;
+	char *s, *text;
 	size_t i;
 
 	for (i = 0; i < w->nwins; i++) {
@@ -791,7 +790,9 @@ static char *status_json(struct fw *w)
 	}
 	/* the plan inputs, as the normal status gives them, so that an
 	 * auditor can plan the windows again (shardfs-check view) */
-	opts = sfs_options_to_json(&w->fs->vopts.options.plan);
+	text = sfs_status_options_json(&w->fs->vopts.options.plan);
+	opts = text ? json_loads(text, 0, NULL) : NULL;
+	free(text);
 	j = json_pack(
 		"{s:s, s:s?, s:o?, s:{s:s, s:I, s:I, s:I, s:s?, s:b, s:I, s:I, s:b, s:I, s:I, s:I, s:s?, s:s?}, s:o}",
 		"source", f->source, "index", w->fs->mount.index_dir, "options",

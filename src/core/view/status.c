@@ -75,6 +75,15 @@ static char *dump(json_t *o)
 	return text;
 }
 
+char *sfs_status_options_json(const struct sfs_plan_opts *o)
+{
+	json_t *j = sfs_options_to_json(o);
+	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+
+	json_decref(j);
+	return s;
+}
+
 char *sfs_status_json_head(const struct sfs_status_in *in)
 {
 	const struct sfs_plan *p = in->plan;
