@@ -187,7 +187,14 @@ class Mount:
     @property
     def epoch(self) -> int:
         """The epoch served now (`.shardfs/epoch`)."""
-        return self._epoch_of(self._read_control("epoch").strip())
+        # a writer that truncates (`echo 3 > epoch`) leaves it empty to
+        # readers for a moment: read again, for at most ~0.2 s
+        for _ in range(40):
+            text = self._read_control("epoch").strip()
+            if text:
+                break
+            time.sleep(0.005)
+        return self._epoch_of(text)
 
     def _epoch_of(self, text: str) -> int:
         try:
