@@ -16,6 +16,7 @@ from __future__ import annotations
 import faulthandler
 import json
 import os
+import signal
 import sys
 import time
 import traceback
@@ -61,6 +62,39 @@ class MarkedSamples:
         return shardfs.samples(path)
 
 
+class LoggedDataset(shardfs.ShardfsDataset):
+    """shardfs.ShardfsDataset whose workers say in their rank's log that
+    they started (with their pid, in OUT/workers/ too, for the rank to ask
+    them for their stacks with SIGUSR1), how many samples they read, or
+    their traceback: a worker's error otherwise reaches the rank only when
+    it asks that worker for a batch."""
+
+    def __init__(self, mnt: str, out: str, **kwargs) -> None:
+        super().__init__(mnt, **kwargs)
+        self.out = out
+
+    def __iter__(self):
+        log = rank_log(self.out)
+        info = torch.utils.data.get_worker_info()
+        wid = info.id if info else 0
+        d = os.path.join(self.out, "workers")
+        os.makedirs(d, exist_ok=True)
+        open(os.path.join(d, "%d-%d-%d" % (rank_of_process(), wid,
+                                           os.getpid())), "w").close()
+        faulthandler.register(signal.SIGUSR1, file=log, all_threads=True)
+        say(log, "worker %d iterates" % wid)
+        n = 0
+        try:
+            for sample in super().__iter__():
+                n += 1
+                yield sample
+        except BaseException:
+            say(log, "worker %d failed after %d samples:\n%s"
+                % (wid, n, traceback.format_exc(limit=-8)))
+            raise
+        say(log, "worker %d read %d samples" % (wid, n))
+
+
 def row(sample):
     """A Parquet row -> (key, a feature): bytes and nulls do not collate."""
     data = sample["data"]
@@ -83,13 +117,22 @@ class Model(pl.LightningModule):
         # server start slowly, and most often list after the rank has
         # reached on_train_epoch_start; forked ones, or a busy machine,
         # not)
+        # (60 s at most: then the rank's log gets every worker's stacks,
+        # and the fit goes on, so that a worker's error is raised by the
+        # DataLoader; a late listing fails the test's plan check)
         d = os.path.join(self.out, "started")
         deadline = time.monotonic() + 60
-        while len([n for n in (os.listdir(d) if os.path.isdir(d) else [])
-                   if n.startswith("%d-" % self.global_rank)]) < 2:
+        while len(entries(d, self.global_rank)) < 2:
             if time.monotonic() > deadline:
-                raise RuntimeError("the DataLoader workers of rank %d did "
-                                   "not start in 60 s" % self.global_rank)
+                self.say("its workers have not all listed their files in "
+                         "60 s (%s); its processes:\n%s\nthe workers' "
+                         "stacks follow" % (entries(d, self.global_rank),
+                                            descendants()))
+                for name in entries(os.path.join(self.out, "workers"),
+                                    self.global_rank):
+                    os.kill(int(name.split("-")[2]), signal.SIGUSR1)
+                time.sleep(1)
+                return
             time.sleep(0.05)
         self.say("its workers have listed their files")
 
@@ -129,14 +172,52 @@ class Model(pl.LightningModule):
 MNT = sys.argv[1]
 
 
+def rank_of_process() -> int:
+    """Lightning's launcher sets LOCAL_RANK in the ranks it starts (one
+    node: the global rank), and their DataLoader workers inherit it; the
+    first rank has none."""
+    return int(os.environ.get("LOCAL_RANK", "0"))
+
+
 def rank_log(out: str):
-    """OUT/rank<r>.log of this rank, line-buffered, with faulthandler's
-    stacks on a fatal signal.  Lightning's launcher sets LOCAL_RANK in the
-    ranks it starts (one node: the global rank); the first rank has none."""
-    rank = int(os.environ.get("LOCAL_RANK", "0"))
-    log = open(os.path.join(out, "rank%d.log" % rank), "a", buffering=1)
+    """OUT/rank<r>.log of this rank (or of a worker of it), line-buffered,
+    with faulthandler's stacks on a fatal signal."""
+    log = open(os.path.join(out, "rank%d.log" % rank_of_process()), "a",
+               buffering=1)
     faulthandler.enable(file=log, all_threads=True)
     return log
+
+
+def entries(d: str, rank: int) -> list:
+    """The names in d (OUT/started or OUT/workers) of rank's workers."""
+    return sorted(n for n in (os.listdir(d) if os.path.isdir(d) else [])
+                  if n.startswith("%d-" % rank))
+
+
+def descendants() -> str:
+    """One line for each process this one started, and theirs: pid,
+    state, kernel wait channel and command line (from /proc)."""
+    parent = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/stat" % pid) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            parent[int(pid)] = (int(fields[1]), fields[0])
+        except (OSError, IndexError, ValueError):
+            continue
+    lines, mine = [], {os.getpid()}
+    for pid in sorted(parent):
+        if parent[pid][0] in mine:
+            mine.add(pid)
+            try:
+                with open("/proc/%d/wchan" % pid) as f:
+                    wchan = f.read()
+                with open("/proc/%d/cmdline" % pid, "rb") as f:
+                    cmd = f.read().replace(b"\0", b" ").decode()[:160]
+            except OSError:
+                wchan = cmd = "?"
+            lines.append("  %d %s %s %s" % (pid, parent[pid][1], wchan, cmd))
+    return "\n".join(lines) or "  none"
 
 
 def say(log, what: str) -> None:
@@ -165,7 +246,7 @@ def main() -> None:
 def fit(mnt: str, out: str, epochs: str, workers: str, batch: str) -> None:
     strategy = sys.argv[6] if len(sys.argv) > 6 and \
         not sys.argv[6].startswith("--") else "ddp"
-    ds = shardfs.ShardfsDataset(mnt, samples=MarkedSamples(out),
+    ds = LoggedDataset(mnt, out, samples=MarkedSamples(out),
                                 transform=row,
                                 batch_size=int(batch))
     # workers started by a fork server, not forked from a rank: a rank has

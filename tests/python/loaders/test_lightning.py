@@ -36,10 +36,19 @@ def source_keys(src: Path, shard: str, cache: Dict[str, List[str]]
 
 def run_job(mnt: Path, out: Path, strategy: str = "ddp", epochs: int = 2,
             *options: str) -> "subprocess.CompletedProcess[str]":
-    return subprocess.run([sys.executable, str(JOB), str(mnt), str(out),
-                           str(epochs), "2", "4", strategy, *options],
-                          capture_output=True, text=True, timeout=600,
-                          cwd=out)
+    try:
+        return subprocess.run([sys.executable, str(JOB), str(mnt), str(out),
+                               str(epochs), "2", "4", strategy, *options],
+                              capture_output=True, text=True, timeout=600,
+                              cwd=out)
+    except subprocess.TimeoutExpired as e:
+        # (what it wrote before, as bytes: not decoded on a timeout)
+        said = [(x or b"").decode(errors="replace")
+                if isinstance(x, bytes) else x or ""
+                for x in (e.stdout, e.stderr)]
+        job = subprocess.CompletedProcess(e.cmd, -9, *said)
+        raise AssertionError("the job took more than 600 s\n"
+                             + job_said(job, out)) from None
 
 
 def job_said(job: "subprocess.CompletedProcess[str]", out: Path) -> str:
