@@ -131,6 +131,12 @@ def run(args):
                            "seconds": time.monotonic() - began}
     with open(os.path.join(args.out, "rank-%d.json" % rank), "w") as f:
         json.dump(log, f)
+    # which tar reader the torch_tar recipe took: the shardfs package's
+    # when it imports, else tarfile
+    with open(os.path.join(args.out, "reader-%d" % rank), "w") as f:
+        f.write("tarfile" if tar.tar_samples is None else
+                "%s.%s" % (tar.tar_samples.__module__,
+                           tar.tar_samples.__name__))
     dist.barrier()
     dist.destroy_process_group()
 

@@ -30,6 +30,12 @@ expect_eq "the naive job's ranks time out in gloo" \
 	"$(grep -c 'rank [0-3] exited with 1' <<<"$out") $(grep -c -m1 'RuntimeError: .*Timed out waiting' <<<"$out")" "4 1"
 
 ddp_jobs
+# the recipe reads with the shardfs package's tar reader when it imports
+# (pip install ./python; here from the tree): the same exact checks
+PYTHONPATH=$TESTS/../python ddp ddp-w4-package "$T/uneven" "world=4,workers=2,batch=4,remainder=pad,block=16,shuffle=samples" 0,1
+expect_eq "the recipe's tar reader: tarfile, then the package's" \
+	"$(cat "$T/ddp-w2/reader-1") $(cat "$T/ddp-w4-package/reader-3")" \
+	"tarfile shardfs.samples.tar_samples"
 
 # a mixture of three datasets of uneven sizes, weighted 5:3:2 in epochs of
 # 400: every rank runs the same steps, each source's share exactly its

@@ -156,6 +156,9 @@ def rank_loader(args, rank):
             state = pickle.load(f)
     if s in ("links", "slices"):
         sys.path.insert(0, os.path.join(TOP, "tests", "e2e"))
+        # the package as `pip install ./python` gives it: the recipe then
+        # reads with shardfs.samples.tar_samples, not its tarfile fallback
+        sys.path.insert(0, os.path.join(TOP, "python"))
         import recipes
         ds = recipes.load("torch_tar").ShardfsTar(
             os.path.join(args.mnts[rank], str(rank)), shardfs_decode)

@@ -1,0 +1,273 @@
+"""The fast tar reader of shardfs.samples (tar_members, behind
+tar_samples) against the tarfile-based one it replaced: exactly the same
+sample dicts over shardfs-mkdata shards, tars written by tarfile in GNU,
+pax and ustar formats, hand-patched headers (base-256 sizes, signed
+checksums) and the spliced slices of a real mount; and the exact errors
+of malformed files, where tarfile stops silently or fails later."""
+from __future__ import annotations
+
+import io
+import os
+import struct
+import tarfile
+from pathlib import Path
+from typing import Dict, List, Sequence, Tuple
+
+import pytest
+
+import shardfs
+from shardfs.samples import _tarfile_samples, tar_members, tar_samples
+from helpers import run
+
+
+def assert_same(path: Path) -> int:
+    """tar_samples equals the tarfile reader on path; the sample count."""
+    old = list(_tarfile_samples(str(path)))
+    new = list(tar_samples(path))
+    assert new == old, path
+    return len(old)
+
+
+def write_tar(path: Path, fmt: int, members: Sequence[Tuple[str, bytes]],
+              pax_headers: Dict[str, str] = None) -> Path:
+    """A tar of regular members (name, data) and, for names ending in
+    '/' or '@', directories and symlinks."""
+    with tarfile.open(path, "w", format=fmt,
+                      pax_headers=pax_headers or {}) as tar:
+        for name, data in members:
+            info = tarfile.TarInfo(name.rstrip("/@"))
+            if name.endswith("/"):
+                info.type = tarfile.DIRTYPE
+                tar.addfile(info)
+            elif name.endswith("@"):
+                info.type = tarfile.SYMTYPE
+                # long (a GNU K header, a pax linkpath) but in ustar
+                info.linkname = "x" * (90 if fmt == tarfile.USTAR_FORMAT
+                                       else 150)
+                tar.addfile(info)
+            else:
+                info.size = len(data)
+                info.mtime = 1700000000
+                tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def members(prefix: str, n: int) -> List[Tuple[str, bytes]]:
+    """n samples of 2-3 members each, some empty, some in directories."""
+    out: List[Tuple[str, bytes]] = []
+    for i in range(n):
+        key = "%s%06d" % (prefix, i)
+        if i % 7 == 3:
+            out.append((key.rsplit("/", 1)[0] + "/", b""))  # a directory
+        out.append((key + ".bin", bytes([i % 256]) * (i * 37 % 1500)))
+        out.append((key + ".cls", b"" if i % 5 == 0 else str(i).encode()))
+        if i % 3 == 0:
+            out.append((key + ".meta.json", b'{"i": %d}' % i))
+        if i % 11 == 5:
+            out.append((key + ".lnk@", b""))
+    return out
+
+
+@pytest.mark.parametrize("args", [
+    ["--shards", "3", "--samples", "20-150", "--size", "0-3000"],
+    ["--shards", "2", "--samples", "5-60", "--size", "100-1000",
+     "--members", "1-3", "--seed", "7"],
+    ["--shards", "2", "--samples", "10-40", "--size", "0-700",
+     "--long-names", "--seed", "5"],
+])
+def test_mkdata_shards_read_the_same(tmp_path: Path, args: List[str]
+                                     ) -> None:
+    run("shardfs-mkdata", str(tmp_path), "--format", "tar", *args)
+    shards = sorted(tmp_path.glob("*.tar"))
+    assert shards and all(assert_same(s) > 0 for s in shards)
+
+
+LONG = "d" * 60 + "/" + "e" * 70 + "/"
+
+
+@pytest.mark.parametrize("fmt,prefix", [
+    (tarfile.GNU_FORMAT, LONG + "sample-"),       # GNU L and K headers
+    (tarfile.PAX_FORMAT, LONG + "échantillon-ü"),  # pax path, UTF-8
+    (tarfile.PAX_FORMAT, "日本/サンプル-"),          # non-ASCII, short
+    (tarfile.USTAR_FORMAT, "p" * 90 + "/q" * 20 + "/s-"),  # ustar prefix
+    (tarfile.GNU_FORMAT, "plain-"),
+])
+def test_tarfile_formats_read_the_same(tmp_path: Path, fmt: int,
+                                       prefix: str) -> None:
+    path = write_tar(tmp_path / "a.tar", fmt, members(prefix, 60))
+    assert assert_same(path) == 60
+
+
+def test_pax_global_headers_read_the_same(tmp_path: Path) -> None:
+    path = write_tar(tmp_path / "g.tar", tarfile.PAX_FORMAT,
+                     members("k-", 20), {"comment": "shard 0"})
+    assert assert_same(path) == 20
+    # a global path renames every member after it, as tarfile reads it
+    path = write_tar(tmp_path / "gp.tar", tarfile.PAX_FORMAT,
+                     members("k-", 5), {"path": "all.same/"})
+    assert [s["__key__"] for s in tar_samples(path)] == ["all"]
+    assert assert_same(path) == 1
+
+
+def test_empty_archive_and_empty_members(tmp_path: Path) -> None:
+    path = write_tar(tmp_path / "e.tar", tarfile.GNU_FORMAT, [])
+    assert assert_same(path) == 0
+    path = write_tar(tmp_path / "z.tar", tarfile.PAX_FORMAT,
+                     [("a.x", b""), ("a.y", b""), ("b.x", b"")])
+    assert assert_same(path) == 2
+
+
+def patch_header(path: Path, offset: int, start: int, field: bytes,
+                 signed: bool = False) -> None:
+    """Write field into the header at offset and fix its checksum."""
+    data = bytearray(path.read_bytes())
+    h = data[offset:offset + 512]
+    h[start:start + len(field)] = field
+    h[148:156] = b" " * 8
+    if signed:
+        chk = 256 + sum(struct.unpack_from("148b8x356b", bytes(h)))
+    else:
+        chk = sum(h)
+    h[148:156] = b"%06o\0 " % chk
+    data[offset:offset + 512] = h
+    path.write_bytes(bytes(data))
+
+
+def test_base256_sizes_and_signed_checksums(tmp_path: Path) -> None:
+    path = write_tar(tmp_path / "n.tar", tarfile.USTAR_FORMAT,
+                     [("a.x", b"hello"), ("a.y", b"abc" * 300),
+                      ("b.x", b"z")])
+    # a.y's size (900) as GNU base-256, b.x's header summed signed (a
+    # name byte >= 0x80 makes the two sums differ)
+    patch_header(path, 1024, 124, b"\x80" + (900).to_bytes(11, "big"))
+    patch_header(path, 1024 + 512 + 1024, 0, b"b\xe9.x", signed=True)
+    assert tarfile.open(path).getmembers()[1].size == 900
+    assert assert_same(path) == 2
+    got = list(tar_samples(path))
+    assert got[0]["y"] == b"abc" * 300
+    assert got[1]["__key__"] == "b\udce9"
+
+
+def test_unknown_types_are_skipped_by_size(tmp_path: Path) -> None:
+    with tarfile.open(tmp_path / "u.tar", "w",
+                      format=tarfile.GNU_FORMAT) as tar:
+        for name, kind, data in [("a.x", tarfile.REGTYPE, b"1"),
+                                 ("vol", b"V", b"label" * 200),
+                                 ("a.y", tarfile.CONTTYPE, b"2"),
+                                 ("b.x", tarfile.AREGTYPE, b"3")]:
+            info = tarfile.TarInfo(name)
+            info.type, info.size = kind, len(data)
+            tar.addfile(info, io.BytesIO(data))
+    assert assert_same(tmp_path / "u.tar") == 2
+
+
+def test_compressed_tars_still_use_tarfile(tmp_path: Path) -> None:
+    path = tmp_path / "c.tar.gz"
+    with tarfile.open(path, "w:gz") as tar:
+        for name, data in members("c-", 4):
+            if not name.endswith(("/", "@")):
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+    assert len(list(shardfs.samples(path))) == 4
+
+
+@pytest.fixture
+def sound(tmp_path: Path) -> Path:
+    """Three members of 700, 10 and 0 bytes: headers at 0, 1536, 2560;
+    the end-of-archive blocks at 3072."""
+    return write_tar(tmp_path / "m.tar", tarfile.USTAR_FORMAT,
+                     [("a.x", b"1" * 700), ("a.y", b"2" * 10),
+                      ("b.x", b"")])
+
+
+def error_of(path: Path) -> str:
+    with pytest.raises(shardfs.ShardfsError) as e:
+        list(tar_samples(path))
+    return str(e.value)
+
+
+def message(path: Path, what: str) -> str:
+    return ("%s: %s: not a readable tar (check it with shardfs-check view; "
+            "if the source changed, re-index it)" % (path, what))
+
+
+def test_malformed_tars_raise_naming_the_byte(sound: Path) -> None:
+    data = sound.read_bytes()
+    assert len(list(tar_samples(sound))) == 2
+    cases = [
+        (data[:1536 + 100], "truncated header at byte 1536"),
+        (data[:1536 + 512 + 4],
+         "member data past the end of the file (512 bytes from the "
+         "header) at byte 1536"),
+        (data[:512 + 300],
+         "member data past the end of the file (1024 bytes from the "
+         "header) at byte 0"),
+        (data[:2560] + b"?" + data[2561:],
+         "header with a bad checksum at byte 2560"),
+        (data[:1536 + 124] + b"9" + data[1536 + 125:],
+         "header with a bad checksum at byte 1536"),
+        (b"", "empty file at byte 0"),
+    ]
+    for i, (bad, what) in enumerate(cases):
+        path = sound.with_name("bad%d.tar" % i)
+        path.write_bytes(bad)
+        assert error_of(path) == message(path, what)
+    # an invalid size with a right checksum
+    path = sound.with_name("size.tar")
+    path.write_bytes(data)
+    patch_header(path, 1536, 124, b"0000000001x\0")
+    assert error_of(path) == message(path, "header with an invalid size "
+                                     "at byte 1536")
+
+
+def test_malformed_extended_headers(tmp_path: Path) -> None:
+    path = write_tar(tmp_path / "x.tar", tarfile.PAX_FORMAT,
+                     [("é" * 80 + ".x", b"1")])
+    data = path.read_bytes()
+    # the pax header, its data, then the member's header at 1024
+    cut = tmp_path / "cut.tar"
+    cut.write_bytes(data[:1024])
+    assert error_of(cut) == message(cut, "end of file after the extended "
+                                    "header at byte 0")
+    zero = tmp_path / "zero.tar"
+    zero.write_bytes(data[:1024] + bytes(1024))
+    assert error_of(zero) == message(zero, "end-of-archive block after "
+                                     "the extended header at byte 0")
+    short = tmp_path / "short.tar"
+    short.write_bytes(data[:700])
+    assert error_of(short) == message(short, "truncated extended header "
+                                      "at byte 0")
+
+
+def index_and_mount(src: Path, mount, opts: str) -> List[Path]:
+    run("shardfs-index", str(src), "--quiet")
+    m = shardfs.Mount(mount(src, opts))
+    return [f for r in m.ranks for w in range(m.workers)
+            for f in m.files(r, w)]
+
+
+def test_mounted_view_slices_read_the_same(tmp_path: Path, mount) -> None:
+    """block= cuts the shards into slices the daemon splices (the shard's
+    global headers, the samples' records, end-of-archive blocks)."""
+    src = tmp_path / "src"
+    run("shardfs-mkdata", str(src), "--format", "tar", "--shards", "4",
+        "--samples", "10-60", "--size", "0-2000", "--long-names",
+        "--seed", "11")
+    for i in range(2):
+        write_tar(src / ("pax-%d.tar" % i), tarfile.PAX_FORMAT,
+                  members(LONG + "ü-%d-" % i, 25), {"comment": "g%d" % i})
+        write_tar(src / ("gnu-%d.tar" % i), tarfile.GNU_FORMAT,
+                  members(LONG + "g-%d-" % i, 25))
+    files = index_and_mount(src, mount,
+                            "world=2,workers=2,block=3,shuffle=samples,"
+                            "seed=2")
+    assert len(files) > 8
+    total = sum(assert_same(f) for f in files)
+    assert total > 100
+    assert all(os.path.getsize(f) % 512 == 0 for f in files)
+
+
+def test_tar_members_gives_names_and_data(sound: Path) -> None:
+    assert list(tar_members(sound)) == [("a.x", b"1" * 700),
+                                        ("a.y", b"2" * 10), ("b.x", b"")]
