@@ -1,0 +1,80 @@
+/*
+ * What follow.c (the watcher, the windows, consumption) and follow_tree.c
+ * (the tree and its operations) of the follow=1 daemon share.  Private to
+ * src/fuse/.
+ */
+#ifndef SHARDFS_FUSE_FOLLOW_I_H
+#define SHARDFS_FUSE_FOLLOW_I_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "fs.h"
+#include "shardfs/follow.h"
+
+struct freader {
+	uint32_t rank, worker;
+	uint64_t *at; /* at[i]: its stream's offset of window first + i */
+	size_t cap;
+	unsigned char *read; /* read[i]: window first + i read to its end */
+	size_t read_cap;
+	uint64_t done; /* windows read, in order, from first */
+	uint64_t window; /* the window its last read was in */
+	bool waiting;
+};
+
+struct fw {
+	struct fs *fs;
+	struct sfs_follow *f;
+	uint64_t n; /* window= */
+	const char *ext;
+	pthread_mutex_t lock;
+	pthread_cond_t grew;
+	struct sfs_window **wins; /* windows first .. first + nwins - 1 */
+	size_t nwins, cap;
+	uint64_t first;
+	bool last_built; /* the last, partial window is in wins (or none) */
+	bool complete; /* ended, and every window built */
+	struct freader *readers;
+	size_t nreaders;
+	size_t *plan_readers;
+	size_t nreaders_all; /* world / replicas x workers */
+	uint32_t *ranks; /* shown, sorted */
+	size_t nranks;
+	size_t consumed; /* shards consumed */
+	/* per shard of the stream, why its bytes failed when last logged
+	 * (0: never, 1: gone, 2: changed): a cause is logged once */
+	unsigned char *failed;
+	size_t failed_cap;
+	char *build_error; /* the last failed build, logged once */
+	bool stop;
+	int wake[2];
+	pthread_t tid;
+	bool running;
+};
+
+/* Reader r's stream: its bytes in the windows built so far. */
+static inline uint64_t follow_reader_size(const struct fw *w,
+					  const struct freader *r)
+{
+	return w->nwins ? r->at[w->nwins] : 0;
+}
+
+static inline double follow_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* `.shardfs/consumed`: the last shard consumed and a newline, or ""; NULL
+ * when out of memory.  With w->lock. */
+char *follow_consumed_text(struct fw *w);
+
+/* Reader r read window i (from first) to its end; with w->lock. */
+void follow_window_read(struct fw *w, struct freader *r, size_t i);
+
+#endif

@@ -1,0 +1,753 @@
+/*
+ * The tree of a followed source (follow=1) and its FUSE operations; the
+ * inode numbers are explained in follow.c.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fs.h"
+#include "shardfs/follow.h"
+#include "shardfs/index.h"
+#include "shardfs/util.h"
+
+#include "follow_i.h"
+
+#define INO_CTL 2
+#define INO_STATUS 3
+#define INO_CONSUMED 4
+#define KIND_SHIFT 60
+#define K_RANK 1ULL
+#define K_WORKER 2ULL
+#define K_STREAM 3ULL
+#define K_WINDOW 4ULL
+/* a waiting read says so in the log this often */
+#define WAIT_LOG_SECONDS 30
+#define READ_MAX (1 << 20)
+
+/* ---- the tree ---- */
+
+static fuse_ino_t ino_of(uint64_t kind, uint64_t v)
+{
+	return (fuse_ino_t)(kind << KIND_SHIFT | v);
+}
+
+static uint64_t kind_of(fuse_ino_t ino)
+{
+	return (uint64_t)ino >> KIND_SHIFT;
+}
+
+static uint64_t val_of(fuse_ino_t ino)
+{
+	return (uint64_t)ino & ((1ULL << KIND_SHIFT) - 1);
+}
+
+/* The reader a worker directory, stream or window inode is of, or NULL. */
+static struct freader *reader_of(struct fw *w, fuse_ino_t ino)
+{
+	uint64_t k = kind_of(ino), v = val_of(ino);
+
+	if (k == K_WINDOW)
+		v >>= 32;
+	if ((k != K_WORKER && k != K_STREAM && k != K_WINDOW) ||
+	    v >= w->nreaders)
+		return NULL;
+	return &w->readers[v];
+}
+
+static bool rank_shown(struct fw *w, uint64_t rank)
+{
+	size_t i;
+
+	for (i = 0; i < w->nranks; i++)
+		if (w->ranks[i] == rank)
+			return true;
+	return false;
+}
+
+static char *control_text_of(struct fw *w, fuse_ino_t ino);
+
+/* Attributes of ino, with w->lock; *timeout: how long they hold. */
+static int stat_of(struct fw *w, fuse_ino_t ino, struct stat *st,
+		   double *timeout)
+{
+	struct fs *fs = w->fs;
+	uint64_t k = kind_of(ino), v = val_of(ino);
+	struct freader *r = reader_of(w, ino);
+
+	memset(st, 0, sizeof(*st));
+	st->st_ino = ino;
+	st->st_uid = fs->uid;
+	st->st_gid = fs->gid;
+	st->st_mtime = st->st_ctime = st->st_atime = fs->mounted;
+	*timeout = 0;
+	if (ino == FS_INO_ROOT || ino == INO_CTL || k == K_RANK ||
+	    k == K_WORKER) {
+		if ((k == K_RANK && !rank_shown(w, v)) || (k == K_WORKER && !r))
+			return -ENOENT;
+		st->st_mode = S_IFDIR | 0555;
+		st->st_nlink = 2;
+		return 0;
+	}
+	if (ino == INO_STATUS || ino == INO_CONSUMED) {
+		char *t = control_text_of(w, ino);
+
+		if (!t)
+			return -ENOMEM;
+		st->st_mode = S_IFREG | 0444;
+		st->st_nlink = 1;
+		st->st_size = (off_t)strlen(t);
+		st->st_mtime = time(NULL);
+		free(t);
+		return 0;
+	}
+	if (!r)
+		return -ENOENT;
+	st->st_mode = S_IFREG | 0444;
+	st->st_nlink = 1;
+	if (k == K_STREAM) {
+		st->st_size = (off_t)follow_reader_size(w, r);
+		if (w->complete && w->nwins)
+			st->st_size += (off_t)w->wins[0]->trailer_len;
+		return 0;
+	}
+	v &= 0xffffffffULL;
+	if (v >= w->nwins)
+		return -ENOENT;
+	st->st_size =
+		(off_t)(r->at[v + 1] - r->at[v] + w->wins[v]->trailer_len);
+	*timeout = VIEW_TIMEOUT;
+	return 0;
+}
+
+/* The inode called name in parent, with w->lock; 0 when none. */
+static fuse_ino_t child(struct fw *w, fuse_ino_t parent, const char *name)
+{
+	uint64_t k = kind_of(parent), v;
+	const struct sfs_plan_opts *o = &w->fs->vopts.options.plan;
+	char tail[32];
+	char *end;
+	size_t i;
+
+	if (parent == FS_INO_ROOT) {
+		if (!strcmp(name, ".shardfs"))
+			return INO_CTL;
+		v = strtoull(name, &end, 10);
+		if (*name < '0' || *name > '9' || *end ||
+		    (name[0] == '0' && name[1]) || !rank_shown(w, v))
+			return 0;
+		return ino_of(K_RANK, v);
+	}
+	if (parent == INO_CTL)
+		return !strcmp(name, "status")	 ? INO_STATUS :
+		       !strcmp(name, "consumed") ? INO_CONSUMED :
+						   0;
+	if (k == K_RANK) {
+		v = strtoull(name, &end, 10);
+		if (*name < '0' || *name > '9' || *end ||
+		    (name[0] == '0' && name[1]) || v >= o->workers)
+			return 0;
+		for (i = 0; i < w->nreaders; i++)
+			if (w->readers[i].rank == val_of(parent) &&
+			    w->readers[i].worker == v)
+				return ino_of(K_WORKER, i);
+		return 0;
+	}
+	if (k != K_WORKER)
+		return 0;
+	snprintf(tail, sizeof(tail), "stream.%s", w->ext);
+	if (!strcmp(name, tail))
+		return ino_of(K_STREAM, val_of(parent));
+	if (strncmp(name, "window-", 7) || name[7] < '0' || name[7] > '9')
+		return 0;
+	v = strtoull(name + 7, &end, 10);
+	snprintf(tail, sizeof(tail), ".%s", w->ext);
+	if (strcmp(end, tail) || end - name != 15 || v < w->first ||
+	    v - w->first >= w->nwins)
+		return 0;
+	return ino_of(K_WINDOW, val_of(parent) << 32 | (v - w->first));
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct fw *w = fs_of(req)->follow;
+	struct fuse_entry_param e = { 0 };
+	double t;
+	int rc;
+
+	pthread_mutex_lock(&w->lock);
+	e.ino = child(w, parent, name);
+	rc = e.ino ? stat_of(w, e.ino, &e.attr, &t) : -ENOENT;
+	pthread_mutex_unlock(&w->lock);
+	if (rc) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	e.attr_timeout = t;
+	e.entry_timeout = kind_of(e.ino) == K_WINDOW ? VIEW_TIMEOUT : 1.0;
+	fuse_reply_entry(req, &e);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino,
+		       struct fuse_file_info *fi)
+{
+	struct fw *w = fs_of(req)->follow;
+	struct stat st;
+	double t;
+	int rc;
+
+	(void)fi;
+	pthread_mutex_lock(&w->lock);
+	rc = stat_of(w, ino, &st, &t);
+	pthread_mutex_unlock(&w->lock);
+	if (rc)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_attr(req, &st, t);
+}
+
+/* Entry i of directory ino (with w->lock): its name into name, its inode;
+ * 0 past the last. */
+static fuse_ino_t entry(struct fw *w, fuse_ino_t ino, size_t i, char *name,
+			size_t len)
+{
+	uint64_t k = kind_of(ino);
+
+	if (i == 0 || i == 1) {
+		snprintf(name, len, i ? ".." : ".");
+		return ino;
+	}
+	i -= 2;
+	if (ino == FS_INO_ROOT) {
+		if (i == 0) {
+			snprintf(name, len, ".shardfs");
+			return INO_CTL;
+		}
+		if (i - 1 >= w->nranks)
+			return 0;
+		snprintf(name, len, "%u", w->ranks[i - 1]);
+		return ino_of(K_RANK, w->ranks[i - 1]);
+	}
+	if (ino == INO_CTL) {
+		if (i > 1)
+			return 0;
+		snprintf(name, len, i ? "consumed" : "status");
+		return i ? INO_CONSUMED : INO_STATUS;
+	}
+	if (k == K_RANK) {
+		if (i >= w->fs->vopts.options.plan.workers)
+			return 0;
+		snprintf(name, len, "%zu", i);
+		return child(w, ino, name);
+	}
+	if (k != K_WORKER)
+		return 0;
+	if (i < w->nwins) {
+		snprintf(name, len, "window-%08" PRIu64 ".%s", w->first + i,
+			 w->ext);
+		return ino_of(K_WINDOW, val_of(ino) << 32 | i);
+	}
+	if (i > w->nwins)
+		return 0;
+	snprintf(name, len, "stream.%s", w->ext);
+	return ino_of(K_STREAM, val_of(ino));
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	struct fw *w = fs_of(req)->follow;
+	char *buf = malloc(size), name[64];
+	size_t used = 0;
+	fuse_ino_t e;
+
+	(void)fi;
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	pthread_mutex_lock(&w->lock);
+	if (off == 0 && kind_of(ino) != K_WORKER && kind_of(ino) != K_RANK &&
+	    ino != FS_INO_ROOT && ino != INO_CTL) {
+		pthread_mutex_unlock(&w->lock);
+		free(buf);
+		fuse_reply_err(req, ENOTDIR);
+		return;
+	}
+	for (;; off++) {
+		struct stat st = { 0 };
+		size_t n;
+
+		e = entry(w, ino, (size_t)off, name, sizeof(name));
+		if (!e)
+			break;
+		st.st_ino = e;
+		st.st_mode = kind_of(e) == K_STREAM || kind_of(e) == K_WINDOW ||
+					     e == INO_STATUS ||
+					     e == INO_CONSUMED ?
+				     S_IFREG :
+				     S_IFDIR;
+		n = fuse_add_direntry(req, buf + used, size - used, name, &st,
+				      off + 1);
+		if (n > size - used)
+			break;
+		used += n;
+	}
+	pthread_mutex_unlock(&w->lock);
+	fuse_reply_buf(req, buf, used);
+	free(buf);
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fw *w = fs_of(req)->follow;
+	uint64_t k = kind_of(ino);
+
+	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	pthread_mutex_lock(&w->lock);
+	if (k == K_STREAM || ino == INO_STATUS || ino == INO_CONSUMED)
+		fi->direct_io = 1; /* its size changes; reads past it wait */
+	else if (k == K_WINDOW)
+		fi->keep_cache = 1;
+	else if (!reader_of(w, ino))
+		k = 0;
+	pthread_mutex_unlock(&w->lock);
+	if (!k && ino != INO_STATUS && ino != INO_CONSUMED) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	fuse_reply_open(req, fi);
+}
+
+static char *status_json(struct fw *w)
+{
+	const struct sfs_follow *f = w->f;
+	json_t *readers = json_array(), *j, *opts;
+	uint64_t padding = 0, dropped = 0;
+	char *s, *text;
+	size_t i;
+
+	for (i = 0; i < w->nwins; i++) {
+		padding += w->wins[i]->padding;
+		dropped += w->wins[i]->dropped;
+	}
+	for (i = 0; readers && i < w->nreaders; i++) {
+		const struct freader *r = &w->readers[i];
+
+		json_array_append_new(
+			readers,
+			json_pack("{s:I, s:I, s:I, s:I, s:b}", "rank",
+				  (json_int_t)r->rank, "worker",
+				  (json_int_t)r->worker, "window",
+				  (json_int_t)r->window, "windows_read",
+				  (json_int_t)(w->first + r->done), "waiting",
+				  r->waiting));
+	}
+	/* the plan inputs, as the normal status gives them, so that an
+	 * auditor can plan the windows again (shardfs-check view) */
+	text = sfs_status_options_json(&w->fs->vopts.options.plan);
+	opts = text ? json_loads(text, 0, NULL) : NULL;
+	free(text);
+	j = json_pack(
+		"{s:s, s:s?, s:o?, s:{s:s, s:I, s:I, s:I, s:s?, s:b, s:I, s:I, s:b, s:I, s:I, s:I, s:s?, s:s?}, s:o}",
+		"source", f->source, "index", w->fs->mount.index_dir, "options",
+		opts, "follow", "format", f->format->name, "window",
+		(json_int_t)w->n, "shards", (json_int_t)f->nshards, "samples",
+		(json_int_t)f->nsamples, "last_shard",
+		f->nshards ? f->shards[f->nshards - 1].path : NULL, "ended",
+		f->ended, "first_window", (json_int_t)w->first, "windows",
+		(json_int_t)w->nwins, "complete", w->complete, "per_window",
+		(json_int_t)(w->n / w->nreaders_all), "padding",
+		(json_int_t)padding, "dropped", (json_int_t)dropped, "consumed",
+		w->consumed ? f->shards[w->consumed - 1].path : NULL, "log",
+		f->log_fd >= 0 ? f->log_path : NULL, "readers", readers);
+	s = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
+	json_decref(j);
+	if (s) {
+		char *t = realloc(s, strlen(s) + 2);
+
+		if (t)
+			strcat(t, "\n");
+		s = t ? t : s;
+	}
+	return s;
+}
+
+static char *control_text_of(struct fw *w, fuse_ino_t ino)
+{
+	return ino == INO_STATUS ? status_json(w) : follow_consumed_text(w);
+}
+
+/* Room for n shards in w->failed, the new ones zero; with w->lock. */
+static int grow_failed(struct fw *w, size_t n)
+{
+	size_t old = w->failed_cap;
+
+	if (SFS_GROW(w->failed, w->failed_cap, n))
+		return -ENOMEM;
+	memset(w->failed + old, 0, w->failed_cap - old);
+	return 0;
+}
+
+/* Bytes [pos, pos + len) of reader r's window i (within it; with its
+ * trailer) into buf, outside the lock: the extents are the window's,
+ * which never changes.  Returns the count or -EIO (logged). */
+static ssize_t read_window(struct fw *w, const struct sfs_window *win,
+			   size_t ri, char *buf, size_t len, uint64_t pos)
+{
+	const struct sfs_window_reader *r = &win->readers[ri];
+	size_t done = 0, x;
+
+	if (pos < r->size && r->n) {
+		for (x = sfs_window_find(r, pos); x < r->n && done < len; x++) {
+			const struct sfs_wext *e = &r->ext[x];
+			uint64_t in = pos + done - e->pos;
+			size_t n = (size_t)(e->len - in) < len - done ?
+					   (size_t)(e->len - in) :
+					   len - done;
+
+			if (e->mem) {
+				memcpy(buf + done, (const char *)e->mem + in,
+				       n);
+			} else {
+				const struct sfs_follow_shard *sh;
+				struct stat st;
+				char path[SFS_FOLLOW_LINE_MAX];
+				uint64_t size;
+				int64_t mtime;
+				ssize_t got = -1;
+				int fd;
+
+				pthread_mutex_lock(&w->lock);
+				sh = &w->f->shards[e->shard];
+				snprintf(path, sizeof(path), "%s", sh->path);
+				size = sh->size;
+				mtime = sh->mtime_ns;
+				pthread_mutex_unlock(&w->lock);
+				fd = openat(w->f->srcfd, path,
+					    O_RDONLY | O_CLOEXEC | O_NOFOLLOW |
+						    O_NONBLOCK);
+				if (fd >= 0 && !fstat(fd, &st) &&
+				    (uint64_t)st.st_size == size &&
+				    sfs_mtime_ns(&st) == mtime &&
+				    st.st_nlink > 0)
+					got = sfs_pread_full(fd, buf + done, n,
+							     e->src + in);
+				if (fd >= 0)
+					close(fd);
+				if (got != (ssize_t)n) {
+					unsigned char why = fd < 0 ? 1 : 2;
+					bool say;
+
+					pthread_mutex_lock(&w->lock);
+					say = !grow_failed(w, e->shard + 1) &&
+					      w->failed[e->shard] != why;
+					if (say)
+						w->failed[e->shard] = why;
+					pthread_mutex_unlock(&w->lock);
+					atomic_fetch_add(&w->fs->errors, 1);
+					if (!say)
+						return -EIO;
+					fs_log(w->fs, LOG_ERR,
+					       "%s/%s: %s before every reader read it (it entered the stream with %" PRIu64
+					       " bytes): EIO for its bytes; a shard must not change or go before it is consumed (docs/follow.md)",
+					       w->f->source, path,
+					       fd < 0 ? "deleted" :
+							"changed or truncated",
+					       size);
+					return -EIO;
+				}
+			}
+			done += n;
+		}
+	}
+	if (done < len && pos + done >= r->size &&
+	    pos + done < r->size + win->trailer_len) {
+		uint64_t in = pos + done - r->size;
+
+		x = (size_t)(win->trailer_len - in) < len - done ?
+			    (size_t)(win->trailer_len - in) :
+			    len - done;
+		memcpy(buf + done, (const char *)win->trailer + in, x);
+		done += x;
+	}
+	return (ssize_t)done;
+}
+
+/*
+ * Wait, with w->lock, until reader r's stream holds byte pos, or it has
+ * ended.  Returns 0, -EIO after follow_timeout (logged), -EINTR when the
+ * request was interrupted or the daemon stops.
+ */
+static int wait_for(struct fw *w, fuse_req_t req, struct freader *r,
+		    uint64_t pos)
+{
+	struct fs *fs = w->fs;
+	double start = follow_now(), logged = start;
+
+	while (pos >= follow_reader_size(w, r) && !w->complete) {
+		struct timespec ts;
+		uint64_t k = w->first + w->nwins;
+		double t = follow_now();
+
+		if (w->stop || fuse_req_interrupted(req) ||
+		    fuse_session_exited(fs->se)) {
+			r->waiting = false;
+			return -EINTR;
+		}
+		if (t - start >= fs->mount.follow_timeout ||
+		    t - logged >= WAIT_LOG_SECONDS) {
+			uint64_t need = (k + 1) * w->n;
+			bool out = t - start >= fs->mount.follow_timeout;
+
+			fs_log(fs, out ? LOG_ERR : LOG_INFO,
+			       "reader %u/%u %s window %" PRIu64
+			       " for %.0f s: the stream holds %" PRIu64
+			       " samples, the window needs %" PRIu64
+			       " (%" PRIu64
+			       " missing) after the last shard %s%s",
+			       r->rank, r->worker,
+			       out ? "gave up waiting for" : "waits for", k,
+			       t - start, w->f->nsamples, need,
+			       need - w->f->nsamples,
+			       w->f->nshards ?
+				       w->f->shards[w->f->nshards - 1].path :
+				       "(none yet)",
+			       out ? " (follow_timeout=): EIO" : "");
+			logged = t;
+			if (out) {
+				r->waiting = false;
+				atomic_fetch_add(&fs->errors, 1);
+				return -EIO;
+			}
+		}
+		r->waiting = true;
+		r->window = k;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 1;
+		pthread_cond_timedwait(&w->grew, &w->lock, &ts);
+	}
+	r->waiting = false;
+	return 0;
+}
+
+/* The window (from first) holding byte pos of r's stream (pos below its
+ * size). */
+static size_t window_at(const struct fw *w, const struct freader *r,
+			uint64_t pos)
+{
+	size_t lo = 0, hi = w->nwins;
+
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (r->at[mid] <= pos)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_of(req);
+	struct fw *w = fs->follow;
+	uint64_t k = kind_of(ino), pos = (uint64_t)off;
+	struct freader *r;
+	size_t ri, i;
+	ssize_t got = 0;
+	char *buf;
+
+	(void)fi;
+	if (ino == INO_STATUS || ino == INO_CONSUMED) {
+		char *t;
+		size_t len;
+
+		pthread_mutex_lock(&w->lock);
+		t = control_text_of(w, ino);
+		pthread_mutex_unlock(&w->lock);
+		if (!t) {
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+		len = strlen(t);
+		fuse_reply_buf(
+			req, t + (pos < len ? pos : len),
+			pos < len ? (len - pos < size ? len - pos : size) : 0);
+		free(t);
+		return;
+	}
+	size = size < READ_MAX ? size : READ_MAX;
+	buf = malloc(size ? size : 1);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	atomic_fetch_add(&fs->reads, 1);
+	pthread_mutex_lock(&w->lock);
+	r = reader_of(w, ino);
+	if (!r || (k != K_STREAM && k != K_WINDOW)) {
+		pthread_mutex_unlock(&w->lock);
+		free(buf);
+		fuse_reply_err(req, r ? EISDIR : ENOENT);
+		return;
+	}
+	ri = (size_t)(r - w->readers);
+	if (k == K_WINDOW) {
+		const struct sfs_window *win;
+
+		i = (size_t)(val_of(ino) & 0xffffffffULL);
+		win = w->wins[i];
+		pthread_mutex_unlock(&w->lock);
+		got = read_window(w, win, ri, buf, size, pos);
+		pthread_mutex_lock(&w->lock);
+		if (got >= 0 && pos + (uint64_t)got >= win->readers[ri].size +
+							       win->trailer_len)
+			follow_window_read(w, r, i);
+		pthread_mutex_unlock(&w->lock);
+	} else {
+		int rc = wait_for(w, req, r, pos);
+
+		while (!rc && (size_t)got < size &&
+		       pos + (uint64_t)got < follow_reader_size(w, r)) {
+			uint64_t at = pos + (uint64_t)got;
+			const struct sfs_window *win;
+			ssize_t n;
+
+			i = window_at(w, r, at);
+			win = w->wins[i];
+			r->window = w->first + i;
+			pthread_mutex_unlock(&w->lock);
+			/* within the window, without its trailer */
+			n = read_window(w, win, ri, buf + got,
+					(size_t)(r->at[i + 1] - at) <
+							size - (size_t)got ?
+						(size_t)(r->at[i + 1] - at) :
+						size - (size_t)got,
+					at - r->at[i]);
+			pthread_mutex_lock(&w->lock);
+			if (n < 0) {
+				rc = (int)n;
+				break;
+			}
+			got += n;
+			if (pos + (uint64_t)got >= r->at[i + 1])
+				follow_window_read(w, r, i);
+		}
+		/* after the last window: the stream's ending */
+		if (!rc && w->complete && (size_t)got < size && w->nwins &&
+		    pos + (uint64_t)got >= follow_reader_size(w, r)) {
+			const struct sfs_window *last = w->wins[w->nwins - 1];
+			uint64_t in =
+				pos + (uint64_t)got - follow_reader_size(w, r);
+
+			if (in < last->trailer_len) {
+				size_t n = (size_t)(last->trailer_len - in) <
+							   size - (size_t)got ?
+						   (size_t)(last->trailer_len -
+							    in) :
+						   size - (size_t)got;
+
+				memcpy(buf + got,
+				       (const char *)last->trailer + in, n);
+				got += (ssize_t)n;
+			}
+		}
+		pthread_mutex_unlock(&w->lock);
+		if (rc)
+			got = rc;
+	}
+	if (got < 0) {
+		free(buf);
+		fuse_reply_err(req, (int)-got);
+		return;
+	}
+	atomic_fetch_add(&fs->bytes, (uint64_t)got);
+	fuse_reply_buf(req, buf, (size_t)got);
+	free(buf);
+}
+
+static void op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct statvfs st = { 0 };
+
+	(void)ino;
+	st.f_bsize = st.f_frsize = 4096;
+	st.f_namemax = 255;
+	fuse_reply_statfs(req, &st);
+}
+
+static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
+		       int to_set, struct fuse_file_info *fi)
+{
+	(void)ino;
+	(void)attr;
+	(void)to_set;
+	(void)fi;
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
+		     size_t size, off_t off, struct fuse_file_info *fi)
+{
+	(void)ino;
+	(void)buf;
+	(void)size;
+	(void)off;
+	(void)fi;
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
+		     mode_t mode)
+{
+	(void)parent;
+	(void)name;
+	(void)mode;
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      mode_t mode, struct fuse_file_info *fi)
+{
+	(void)parent;
+	(void)name;
+	(void)mode;
+	(void)fi;
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	(void)parent;
+	(void)name;
+	fuse_reply_err(req, EROFS);
+}
+
+const struct fuse_lowlevel_ops follow_ops = {
+	.lookup = op_lookup,
+	.getattr = op_getattr,
+	.readdir = op_readdir,
+	.open = op_open,
+	.read = op_read,
+	.statfs = op_statfs,
+	.setattr = op_setattr,
+	.write = op_write,
+	.mkdir = op_mkdir,
+	.create = op_create,
+	.unlink = op_unlink,
+	.rmdir = op_unlink,
+};
