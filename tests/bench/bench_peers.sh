@@ -15,9 +15,9 @@
 # shardfs (symlinks=1 and 0, one mount per rank), Streaming, LitData,
 # WebDataset (split_by_node, split_by_worker, with_epoch) and datasets
 # (split_dataset_by_node; map-style and IterableDataset).  RUNS (default 3)
-# rounds, every system once a round in turn; then the same for a resume to
-# the middle of the epoch, and COLD_RUNS (default 1) rounds after dropping
-# the page cache.  peers.py report prints the medians and ratios.
+# rounds, every system once a round in turn; then RESUME_RUNS (default 1)
+# rounds of a resume to the middle of the epoch, and COLD_RUNS (default 1)
+# rounds after dropping the page cache.  peers.py report prints the medians and ratios.
 #
 # The peers run in a venv over Debian's python3-torch 1.13, pinned in
 # tests/bench/peers/requirements.txt, made once by tests/python/venv.sh
@@ -32,7 +32,7 @@ images=${1:-$(bench_size 20000 200)}
 small=${2:-$(bench_size 200000 0)}
 runs=${3:-$(bench_size 3 1)}
 cold_runs=${COLD_RUNS:-$(bench_size 1 0)}
-resume=$(bench_size 1 0)
+resume=${RESUME_RUNS:-$(bench_size 1 0)}
 bin=$top/build
 cmake -S "$top" -B "$bin" >/dev/null && cmake --build "$bin" -j "$(nproc)" >/dev/null
 D=$top/tests/bench/peers/peers.py
