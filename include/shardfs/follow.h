@@ -124,6 +124,10 @@ void sfs_follow_shards_free(struct sfs_follow_shard *s, size_t n);
 /* The position of shard name in the stream (binary search), or -1. */
 ssize_t sfs_follow_find(const struct sfs_follow *f, const char *name);
 
+/* The shard of the stream holding its sample s (empty shards hold none),
+ * or nshards when s is past the stream's samples (binary search). */
+size_t sfs_follow_shard_at(const struct sfs_follow *f, uint64_t s);
+
 /*
  * The window option checked against the plan options: window must be a
  * positive multiple of world / replicas * workers * batch.  Returns 0 or

@@ -269,22 +269,14 @@ static int u64_cmp(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* "shard:sample" of stream sample g. */
+/* "shard:sample" of stream sample g (below the stream's samples). */
 static const char *name_of(const struct sfs_follow *f, uint64_t g, char *buf,
 			   size_t len)
 {
-	size_t lo = 0, hi = f->nshards;
+	const struct sfs_follow_shard *sh =
+		&f->shards[sfs_follow_shard_at(f, g)];
 
-	while (hi - lo > 1) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (f->shards[mid].first <= g)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	snprintf(buf, len, "%s:%" PRIu64, f->shards[lo].path,
-		 g - f->shards[lo].first);
+	snprintf(buf, len, "%s:%" PRIu64, sh->path, g - sh->first);
 	return buf;
 }
 

@@ -706,3 +706,18 @@ ssize_t sfs_follow_find(const struct sfs_follow *f, const char *name)
 	}
 	return -1;
 }
+
+size_t sfs_follow_shard_at(const struct sfs_follow *f, uint64_t s)
+{
+	size_t lo = 0, hi = f->nshards;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (f->shards[mid].first + f->shards[mid].nsamples <= s)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}

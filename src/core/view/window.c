@@ -78,22 +78,6 @@ size_t sfs_window_find(const struct sfs_window_reader *r, uint64_t pos)
 	return lo;
 }
 
-/* The first shard of f holding sample s of the stream. */
-static size_t shard_of(const struct sfs_follow *f, uint64_t s)
-{
-	size_t lo = 0, hi = f->nshards;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (f->shards[mid].first + f->shards[mid].nsamples <= s)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
 /* An index of samples [lo, hi) of f: the shards they lie in, cut. */
 struct widx {
 	struct sfs_index idx;
@@ -116,7 +100,7 @@ static int widx_build(struct sfs_follow *f, uint64_t lo, uint64_t hi,
 	size_t i, j, n, nb = 0;
 	int rc;
 
-	*first = shard_of(f, lo);
+	*first = sfs_follow_shard_at(f, lo);
 	for (i = *first; i < f->nshards && f->shards[i].first < hi; i++) {
 		rc = sfs_follow_bounds(f, i, err);
 		if (rc)
