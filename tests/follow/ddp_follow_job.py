@@ -1,10 +1,10 @@
 """One rank of a DDP job (gloo, CPU, Debian's torch) reading a followed
 mount: python3 ddp_follow_job.py MNT OUT NUM_WORKERS BATCH, with RANK,
-WORLD_SIZE, MASTER_ADDR, MASTER_PORT set by the caller (follow_test.py
-ddp).  DataLoader worker w of rank r reads MNT/r/w/stream.jsonl line by
-line to its end (a read blocks while the source grows); every batch is
-all-reduced, as a training step is; the lines read go to
-OUT/rank<r>.json, batch by batch.  The DataLoader's workers start from a
+WORLD_SIZE and DDP_STORE (the gloo group's file store) set by the caller
+(follow_test.py ddp).  DataLoader worker w of rank r reads
+MNT/r/w/stream.jsonl line by line to its end (a read blocks while the
+source grows); every batch is all-reduced, as a training step is; the
+lines read go to OUT/rank<r>.json, batch by batch.  The DataLoader's workers start from a
 fork server (a worker forked from a rank running gloo's threads can hang:
 docs/loaders.md)."""
 from __future__ import annotations
@@ -35,7 +35,10 @@ class StreamLines(IterableDataset):
 
 def main() -> int:
     mnt, out, workers, batch = sys.argv[1:5]
-    dist.init_process_group("gloo")
+    dist.init_process_group("gloo", init_method="file://"
+                            + os.environ["DDP_STORE"],
+                            rank=int(os.environ["RANK"]),
+                            world_size=int(os.environ["WORLD_SIZE"]))
     rank = dist.get_rank()
     loader = DataLoader(StreamLines(mnt, rank), batch_size=int(batch),
                         num_workers=int(workers),

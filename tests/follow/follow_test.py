@@ -31,10 +31,10 @@ import errno
 import json
 import os
 import random
-import socket
 import subprocess
 import sys
 import tarfile
+import tempfile
 import threading
 import time
 from collections import Counter
@@ -549,19 +549,15 @@ def restart2(src: str, tmp: str, n: int, opts: str, mnt: str) -> int:
 
 # --- g: a DDP job over a growing source ---
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def ddp(src: str, tmp: str, n: int, batch: int, mnt0: str, mnt1: str) -> int:
     t = L.Tally()
-    port = free_port()
+    # the ranks meet in a file store, not on a port picked free here:
+    # another test's connections can take it before rank 0 binds it
+    store = tempfile.mkdtemp(dir=tmp) + "/store"
     procs = []
     for r, m in enumerate((mnt0, mnt1)):
         env = dict(os.environ, RANK=str(r), WORLD_SIZE="2",
-                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+                   DDP_STORE=store)
         procs.append(subprocess.Popen(
             ["/usr/bin/python3", os.path.join(HERE, "ddp_follow_job.py"),
              m, tmp, "2", str(batch)], env=env, stderr=subprocess.PIPE,

@@ -25,9 +25,9 @@ import datetime
 import importlib.util
 import json
 import os
-import socket
 import subprocess
 import sys
+import tempfile
 
 
 def rank_main(rank: int, world: int, args: list) -> None:
@@ -40,7 +40,9 @@ def rank_main(rank: int, world: int, args: list) -> None:
     spec = importlib.util.spec_from_file_location("recipe", path)
     recipe = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(recipe)
-    dist.init_process_group("gloo", rank=rank, world_size=world,
+    dist.init_process_group("gloo", init_method="file://"
+                            + os.environ["DDP_STORE"], rank=rank,
+                            world_size=world,
                             timeout=datetime.timedelta(seconds=120))
     with open(os.path.join(mnt, ".shardfs", "plan.json")) as f:
         opts = json.load(f)["options"]
@@ -89,10 +91,9 @@ def main() -> int:
     with open(os.path.join(mnt, ".shardfs", "plan.json")) as f:
         opts = json.load(f)["options"]
     world = opts["world"]
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    # the ranks meet in a file store, not on a port picked free here:
+    # another test's connections can take it before rank 0 binds it
+    env = dict(os.environ, DDP_STORE=tempfile.mkdtemp(dir=out) + "/store")
     procs = [subprocess.Popen([sys.executable, __file__, "--rank", str(r),
                                str(world)] + sys.argv[1:7], env=env)
              for r in range(world)]

@@ -1,9 +1,10 @@
 """One rank of a DDP job (gloo, CPU) reading a shardfs mount through
 shardfs.ShardfsDataset: python ddp_job.py MNT OUT EPOCHS NUM_WORKERS BATCH
-[CONTEXT RANK WORLD], with MASTER_ADDR, MASTER_PORT set by the caller
-(test_ddp.py), and RANK, WORLD_SIZE unless given: given, they go to
-init_process_group, as torch.multiprocessing.spawn's jobs give them, and
-the DataLoader's workers start by the multiprocessing context CONTEXT.
+[CONTEXT RANK WORLD], with DDP_STORE (the gloo group's file store) set
+by the caller (test_ddp.py), and RANK, WORLD_SIZE unless given: given,
+they are not in the environment, as in torch.multiprocessing.spawn's
+jobs, and the DataLoader's workers start by the multiprocessing context
+CONTEXT.
 Each epoch: the mount's epoch switched (every rank its own mount), then
 every batch all-reduced, as a training step is; the lines read are
 written to OUT/rank<r>-epoch<e>.json as they came, batch by batch.
@@ -25,11 +26,12 @@ def main() -> int:
     mnt, out, epochs, workers, batch = sys.argv[1:6]
     context = None
     if len(sys.argv) > 6:
-        context = sys.argv[6]
-        dist.init_process_group("gloo", rank=int(sys.argv[7]),
-                                world_size=int(sys.argv[8]))
+        context, rank, world = sys.argv[6:9]
     else:
-        dist.init_process_group("gloo")
+        rank, world = os.environ["RANK"], os.environ["WORLD_SIZE"]
+    dist.init_process_group("gloo", init_method="file://"
+                            + os.environ["DDP_STORE"], rank=int(rank),
+                            world_size=int(world))
     rank = dist.get_rank()
     mount = shardfs.Mount(mnt)
     ds = shardfs.ShardfsDataset(mount, batch_size=int(batch))

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import List, Optional, Tuple
 
@@ -21,24 +21,21 @@ from helpers import plan, planned_samples
 JOB = Path(__file__).with_name("ddp_job.py")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def launch(world: int, mounts: List[Path], out: Path, epochs: str,
            workers: int, batch: int, context: Optional[str] = None
            ) -> List[Tuple[int, str]]:
     """Run the job's ranks; (exit status, stderr) of each.  With a
     multiprocessing context, the ranks' DataLoader workers start by it,
     and each rank is given its rank and world size as
-    torch.multiprocessing.spawn gives them: not in RANK, WORLD_SIZE."""
-    port = free_port()
+    torch.multiprocessing.spawn gives them: not in RANK, WORLD_SIZE.
+    The ranks meet in a file store of their own, not on a TCP port: a
+    port picked free here can be taken before rank 0 binds it (CI saw
+    EADDRINUSE with other tests' gloo connections beside)."""
+    store = tempfile.mkdtemp(dir=out) + "/store"
     procs = []
     for r in range(world):
         env = dict(os.environ, RANK=str(r), WORLD_SIZE=str(world),
-                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+                   DDP_STORE=store)
         args = [str(mounts[r]), str(out), epochs, str(workers), str(batch)]
         if context:
             del env["RANK"], env["WORLD_SIZE"]

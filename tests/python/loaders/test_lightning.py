@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import os
+import random
+import socket
 import subprocess
 import sys
 import threading
@@ -34,13 +36,34 @@ def source_keys(src: Path, shard: str, cache: Dict[str, List[str]]
     return cache[shard]
 
 
+def quiet_port() -> int:
+    """A free TCP port below the kernel's ephemeral range, for the job's
+    rendezvous (MASTER_PORT).  Left to itself, Lightning picks one inside
+    the range, where another test's gloo connections can take it between
+    the pick and rank 0's bind (CI saw EADDRINUSE in another DDP test)."""
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range")
+              .read_text().split()[0])
+    rng = random.SystemRandom()
+    for _ in range(100):
+        port = rng.randrange(max(1024, low - 10000), low)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
+    raise AssertionError("no free TCP port below %d" % low)
+
+
 def run_job(mnt: Path, out: Path, strategy: str = "ddp", epochs: int = 2,
             *options: str) -> "subprocess.CompletedProcess[str]":
+    env = dict(os.environ, MASTER_ADDR="127.0.0.1",
+               MASTER_PORT=str(quiet_port()))
     try:
         return subprocess.run([sys.executable, str(JOB), str(mnt), str(out),
                                str(epochs), "2", "4", strategy, *options],
                               capture_output=True, text=True, timeout=600,
-                              cwd=out)
+                              cwd=out, env=env)
     except subprocess.TimeoutExpired as e:
         # (what it wrote before, as bytes: not decoded on a timeout)
         said = [(x or b"").decode(errors="replace")

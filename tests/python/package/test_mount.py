@@ -5,7 +5,6 @@ messages, the PyTorch dataset, the sample readers, resume_start and
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -104,7 +103,7 @@ def test_reader_dir_defaults(data, mount, monkeypatch) -> None:
         "DataLoader num_workers=2, or remount with workers=3" % m.path)
 
 
-def test_reader_dir_from_torch(data, mount, monkeypatch) -> None:
+def test_reader_dir_from_torch(data, mount, monkeypatch, tmp_path) -> None:
     """torch.distributed's rank wins over RANK; a DataLoader worker reads
     its own directory."""
     import torch.distributed as dist
@@ -118,11 +117,8 @@ def test_reader_dir_from_torch(data, mount, monkeypatch) -> None:
         def __iter__(self):
             yield str(m.reader_dir())
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % port,
-                            rank=0, world_size=1)
+    dist.init_process_group("gloo", init_method="file://%s" % (
+        tmp_path / "store"), rank=0, world_size=1)
     try:
         assert m.reader_dir() == m.path / "0" / "0"
         m.check_job(workers=3)
@@ -241,7 +237,7 @@ def test_dataset_reads_the_plan(data, mount, monkeypatch) -> None:
 
 @pytest.mark.parametrize("context", ["spawn", "forkserver"])
 def test_dataset_workers_read_the_job_of_the_main_process(
-        context, data, mount, monkeypatch) -> None:
+        context, data, mount, monkeypatch, tmp_path) -> None:
     """A worker started by spawn or forkserver has no process group: it
     reads the rank and world of the process that started it
     (torch.distributed's: rank 0 of 1), not the RANK and WORLD_SIZE it
@@ -256,11 +252,8 @@ def test_dataset_workers_read_the_job_of_the_main_process(
     monkeypatch.setenv("WORLD_SIZE", "2")
     monkeypatch.setenv("RANK", "1")
     ds = shardfs.ShardfsDataset(mnt, batch_size=3)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % port,
-                            rank=0, world_size=1)
+    dist.init_process_group("gloo", init_method="file://%s" % (
+        tmp_path / "store"), rank=0, world_size=1)
     try:
         batches = list(DataLoader(ds, batch_size=3, num_workers=2,
                                   multiprocessing_context=context))
