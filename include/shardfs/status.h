@@ -25,6 +25,8 @@
 /* The daemon's counters since it mounted. */
 struct sfs_status_counters {
 	uint64_t opens, reads, bytes, errors, epoch_switches, views;
+	uint64_t copied_reads; /* of the reads, those answered from a copy
+				* in memory, not spliced from the source */
 	uint64_t switches_ahead; /* of the switches, those to a view built
 				  * ahead (ahead=1) */
 	bool ahead_built; /* the view of epoch ahead_epoch is built, */

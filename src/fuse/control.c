@@ -260,6 +260,7 @@ static void counters_now(struct fs *fs, struct sfs_status_counters *c)
 	memset(c, 0, sizeof(*c));
 	c->opens = atomic_load(&fs->opens);
 	c->reads = atomic_load(&fs->reads);
+	c->copied_reads = atomic_load(&fs->copied_reads);
 	c->bytes = atomic_load(&fs->bytes);
 	c->errors = atomic_load(&fs->errors);
 	c->epoch_switches = atomic_load(&fs->switches);

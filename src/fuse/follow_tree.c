@@ -676,6 +676,8 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	atomic_fetch_add(&fs->bytes, (uint64_t)got);
+	atomic_fetch_add(&fs->copied_reads, 1); /* a followed file's reads
+						 * are all copies */
 	fuse_reply_buf(req, buf, (size_t)got);
 	free(buf);
 }

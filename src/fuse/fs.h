@@ -192,6 +192,7 @@ struct fs {
 
 	atomic_uint_fast64_t opens, reads, bytes, errors, switches,
 		switches_ahead;
+	atomic_uint_fast64_t copied_reads; /* reply_copy's (read.c) */
 	atomic_int forgetting; /* invalidations still running aside */
 	struct fw *follow; /* follow=1 (follow.c); NULL otherwise */
 };

@@ -120,6 +120,7 @@ static void reply_copy(fuse_req_t req, struct fs *fs, const struct file_ent *f,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
+	atomic_fetch_add(&fs->copied_reads, 1);
 	got = sfs_slice_pread(f->slice, f->src->fd, buf, len, pos);
 	if (got < 0) {
 		atomic_fetch_add(&fs->errors, 1);

@@ -53,6 +53,29 @@ for g in "${grid[@]}"; do
 	fi
 done
 
+# --- the read path: requests that fit libfuse's pipe are spliced, the
+# rest copied, and copied_reads counts those (docs/view.md, "The read
+# path"); the mount's read-ahead is the default's ---
+shardfs-mkdata "$T/big" --format tar --shards 1 --samples 40 --size 200000 --seed 16
+shardfs-index "$T/big" --quiet
+for sp in 1 0; do
+	opts=world=1,workers=1,symlinks=0,splice=$sp
+	mount_view "$T/big" "$T/mnt" "$opts" || { bad "$opts: mount"; continue; }
+	f=$(ls -d "$T/mnt/0/0"/*)
+	expect_eq "$opts: the whole shard, byte for byte" \
+		"$(cmp "$f" "$T/big/shard-000000.tar" && echo same)" same
+	expect_eq "$opts: the mount's read-ahead, KiB" \
+		"$(cat "/sys/class/bdi/$(mountpoint -d "$T/mnt")/read_ahead_kb")" 1008
+	reads=$(counter "$T/mnt" reads) copied=$(counter "$T/mnt" copied_reads)
+	expect_eq "$opts: the reads reached the daemon" "$((reads > 0))" 1
+	if [ "$sp" = 1 ]; then
+		expect_eq "$opts: some reads spliced ($copied of $reads copied)" "$((copied < reads))" 1
+	else
+		expect_eq "$opts: every read copied" "$copied" "$reads"
+	fi
+	unmount_view "$T/mnt"
+done
+
 # --- one tar mount for the rest ---
 M="$T/m"
 mount_view "$T/tar" "$M" world=2,workers=2,block=6 || { bad "mount"; finish; exit 1; }

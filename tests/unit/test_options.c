@@ -194,7 +194,7 @@ static void test_options_mount_opts(void **state)
 	sfs_mount_opts_init(&m);
 	assert_int_equal(m.epochs, 1);
 	assert_true(m.symlinks && m.prefetch && m.splice);
-	assert_int_equal(m.readahead_kb, 1024);
+	assert_int_equal(m.readahead_kb, 1008);
 	assert_null(m.index_dir);
 	assert_int_equal(sfs_mount_opts_set(&m, "epochs", "3", &err), 0);
 	assert_int_equal(sfs_mount_opts_set(&m, "symlinks", "0", &err), 0);

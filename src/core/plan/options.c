@@ -97,10 +97,11 @@ const struct sfs_opt sfs_mount_options[] = {
 	  "control files come from a snapshot taken at open",
 	  false },
 	{ "readahead", SFS_OPT_U32, MOUNT(readahead_kb), 0, 65536, NULL, "KB",
-	  "1024",
+	  "1008",
 	  "the mount's kernel read-ahead (root only; the\n"
-	  "kernel's default, 128, sends 128 KiB reads); 0\n"
-	  "leaves it as it is",
+	  "kernel's default, 128, sends 128 KiB reads; the\n"
+	  "default is the largest whose reads splice through\n"
+	  "a pipe of 1 MiB); 0 leaves it as it is",
 	  false },
 	{ "prefetch_files", SFS_OPT_U32, MOUNT(prefetch_files), 1, 1024, NULL,
 	  "N", "16",
@@ -175,7 +176,7 @@ void sfs_mount_opts_init(struct sfs_mount_opts *m)
 	m->prefetch = true;
 	m->splice = true;
 	m->no_open = true;
-	m->readahead_kb = 1024;
+	m->readahead_kb = 1008;
 	m->prefetch_files = 16;
 	m->prefetch_mb = 256;
 	m->prefetch_threads = 8;

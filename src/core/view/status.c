@@ -120,10 +120,11 @@ char *sfs_status_json_join(const char *head,
 	size_t hlen, clen;
 
 	counters = dump(json_pack(
-		"{s:{s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I}}",
+		"{s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I}}",
 		"counters", "opens", (json_int_t)c->opens, "reads",
-		(json_int_t)c->reads, "bytes", (json_int_t)c->bytes, "errors",
-		(json_int_t)c->errors, "epoch_switches",
+		(json_int_t)c->reads, "copied_reads",
+		(json_int_t)c->copied_reads, "bytes", (json_int_t)c->bytes,
+		"errors", (json_int_t)c->errors, "epoch_switches",
 		(json_int_t)c->epoch_switches, "switches_ahead",
 		(json_int_t)c->switches_ahead, "ahead",
 		c->ahead_built ? json_integer((json_int_t)c->ahead_epoch) :
