@@ -77,8 +77,10 @@ bytes=$(cat "$B"/slice-?.list | xargs stat -c %s | awk '{s += $1} END {print s}'
 per=$((bytes / nslices))
 mkdir -p "$null"; mnts+=("$null")
 "$bin/tests/nullfs" "$null" "$nslices" "$per"
-# the same request sizes as shardfs, which raises its mount's read-ahead
-echo 1024 > "/sys/class/bdi/$(stat -c %d "$null" | awk '{printf "%d:%d", int($1 / 256), $1 % 256}')/read_ahead_kb"
+# the same request sizes as shardfs: the read-ahead it set on its mount
+# (its first request wrote it: the ls above)
+cat "/sys/class/bdi/$(mountpoint -d "$slice")/read_ahead_kb" \
+	> "/sys/class/bdi/$(mountpoint -d "$null")/read_ahead_kb"
 for i in 0 1 2 3; do
 	n=$(wc -l < "$B/slice-$i.list")
 	seq $((i * n)) $((i * n + n - 1)) | sed "s|^|$null/f|" > "$B/null-$i.list"
