@@ -682,6 +682,12 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	free(buf);
 }
 
+/* libfuse refuses the session unless INIT repeats the mount's max_read */
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	conn->max_read = ((struct fs *)userdata)->max_read;
+}
+
 static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 {
 	struct statvfs st = { 0 };
@@ -740,6 +746,7 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 }
 
 const struct fuse_lowlevel_ops follow_ops = {
+	.init = op_init,
 	.lookup = op_lookup,
 	.getattr = op_getattr,
 	.readdir = op_readdir,

@@ -163,6 +163,9 @@ struct fs {
 	bool single; /* single-threaded session loop */
 	size_t splice_max; /* larger replies are copied: libfuse's
 					 * pipe cannot hold them */
+	unsigned max_read; /* FUSE max_read, the largest read request
+			    * (given at mount and again at INIT); 0: the
+			    * kernel's */
 	int srcfd;
 	uid_t uid;
 	gid_t gid;

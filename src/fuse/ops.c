@@ -569,6 +569,7 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 				      FUSE_CAP_AUTO_INVAL_DATA;
 	struct fs *fs = userdata;
 
+	conn->max_read = fs->max_read;
 	if (conn->capable & FUSE_CAP_SPLICE_WRITE)
 		conn->want |= FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE;
 	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)

@@ -51,7 +51,9 @@ static void usage(FILE *f)
 	sfs_opt_help(sfs_plan_options, f, 2);
 	sfs_opt_help(sfs_mount_options, f, 2);
 	fprintf(f,
-		"  allow_other, default_permissions, max_read=N, ... as FUSE takes them;\n"
+		"  max_read=N  bytes a read request may ask for [the largest reply\n"
+		"      libfuse can splice: pipe-max-size - 16 KiB]\n"
+		"  allow_other, default_permissions, ... as FUSE takes them;\n"
 		"  mount(8)'s rw, ro, dev, suid, _netdev, noauto, ... are accepted.\n"
 		"\n"
 		"  -f  stay in the foreground, log to stderr (else syslog)\n"
@@ -70,6 +72,7 @@ struct args {
 	struct sfs_mount_opts *mount; /* fs.mount, filled here */
 	char *fuse_opts; /* passed to libfuse, comma-separated */
 	bool allow_other;
+	unsigned max_read; /* FUSE's max_read=, if given */
 };
 
 /*
@@ -184,6 +187,27 @@ static int append_opt(char **list, const char *opt)
 }
 
 /*
+ * FUSE's max_read= is the daemon's to pass: libfuse wants it at the mount
+ * and again at INIT, and the daemon bounds reads by it (main) when the
+ * user does not.
+ */
+static int max_read_opt(struct args *a, const char *v, struct sfs_error *err)
+{
+	char *end;
+	unsigned long n;
+
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (*v < '0' || *v > '9' || *end || errno || !n || n > UINT_MAX)
+		return sfs_errorf(
+			err, -EINVAL,
+			"max_read=%s: not a size in bytes (a positive integer, e.g. max_read=1032192)",
+			v);
+	a->max_read = (unsigned)n;
+	return 0;
+}
+
+/*
  * Options of the daemon's own; others go to libfuse, but for a key that is
  * a likely typo of one of ours ("wrld"): FUSE would refuse it without
  * saying what was meant.
@@ -213,6 +237,8 @@ static int daemon_opt(struct args *a, const char *opt, struct sfs_error *err)
 		return 0;
 	if (!strcmp(opt, "allow_other"))
 		a->allow_other = true;
+	if (!strncmp(opt, "max_read=", 9))
+		return max_read_opt(a, opt + 9, err);
 	return append_opt(&a->fuse_opts, opt) ?
 		       sfs_errorf(err, -ENOMEM, "out of memory") :
 		       0;
@@ -358,7 +384,7 @@ int main(int argc, char **argv)
 	struct sfs_error err = { 0 };
 	struct fuse_args fargs = FUSE_ARGS_INIT(0, NULL);
 	struct fuse_loop_config *cfg = NULL;
-	char *base = NULL, *fsname = NULL, *mnt = NULL;
+	char *base = NULL, *fsname = NULL, *maxread = NULL, *mnt = NULL;
 	int rc = 1, bad;
 
 	sfs_options_init(&fs.vopts.options);
@@ -392,6 +418,12 @@ int main(int argc, char **argv)
 	fs.gid = getgid();
 	fs.mounted = time(NULL);
 	fs.splice_max = fs.mount.splice ? splice_limit() : 0;
+	/* Requests no larger than a splice, or the kernel sends some of 1 MiB
+	 * whatever the read-ahead (large folios) and those are copied; a
+	 * followed source's reads are copied anyway */
+	fs.max_read = a.max_read ? a.max_read :
+		      fs.follow	 ? 0 :
+				   (unsigned)(fs.splice_max & ~(size_t)4095);
 	raise_nofile();
 	if (!fs.follow && fdcache_init(&fs.fds, fs.srcfd, FD_CACHE)) {
 		fprintf(stderr, "%s: %s: %s\n", prog, fs.idx->source,
@@ -414,8 +446,13 @@ int main(int argc, char **argv)
 		fsname = NULL;
 		goto out;
 	}
+	if (fs.max_read && asprintf(&maxread, "max_read=%u", fs.max_read) < 0) {
+		maxread = NULL;
+		goto out;
+	}
 	if (fuse_opt_add_opt_escaped(&base, fsname) ||
 	    fuse_opt_add_opt(&base, "subtype=shardfs") ||
+	    (maxread && fuse_opt_add_opt(&base, maxread)) ||
 	    (a.allow_other && fuse_opt_add_opt(&base, "default_permissions")) ||
 	    (a.fuse_opts && fuse_opt_add_opt(&base, a.fuse_opts)))
 		goto out;
@@ -511,6 +548,7 @@ out_files:
 	fuse_opt_free_args(&fargs);
 	free(base);
 	free(fsname);
+	free(maxread);
 	free(a.fuse_opts);
 	sfs_mount_opts_clear(&fs.mount);
 	free(fs.readahead_path);

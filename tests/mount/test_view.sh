@@ -53,26 +53,39 @@ for g in "${grid[@]}"; do
 	fi
 done
 
-# --- the read path: requests that fit libfuse's pipe are spliced, the
-# rest copied, and copied_reads counts those (docs/view.md, "The read
-# path"); the mount's read-ahead is the default's ---
+# --- the read path: the daemon bounds read requests (FUSE max_read) by
+# what libfuse's pipe can splice, so every read of a source's bytes is
+# spliced; splice=0 copies them all, and copied_reads counts those
+# (docs/view.md, "The read path"); the mount's read-ahead is the
+# default's ---
 shardfs-mkdata "$T/big" --format tar --shards 1 --samples 40 --size 200000 --seed 16
 shardfs-index "$T/big" --quiet
-for sp in 1 0; do
-	opts=world=1,workers=1,symlinks=0,splice=$sp
+pipe=$(cat /proc/sys/fs/pipe-max-size) size=$(stat -c %s "$T/big/shard-000000.tar")
+for o in splice=1 splice=0 max_read=65536; do
+	opts=world=1,workers=1,symlinks=0,$o
 	mount_view "$T/big" "$T/mnt" "$opts" || { bad "$opts: mount"; continue; }
 	f=$(ls -d "$T/mnt/0/0"/*)
 	expect_eq "$opts: the whole shard, byte for byte" \
 		"$(cmp "$f" "$T/big/shard-000000.tar" && echo same)" same
 	expect_eq "$opts: the mount's read-ahead, KiB" \
 		"$(cat "/sys/class/bdi/$(mountpoint -d "$T/mnt")/read_ahead_kb")" 1008
+	max_read=$(awk -v m="$T/mnt" '$2 == m' /proc/mounts | grep -o 'max_read=[0-9]*')
 	reads=$(counter "$T/mnt" reads) copied=$(counter "$T/mnt" copied_reads)
-	expect_eq "$opts: the reads reached the daemon" "$((reads > 0))" 1
-	if [ "$sp" = 1 ]; then
-		expect_eq "$opts: some reads spliced ($copied of $reads copied)" "$((copied < reads))" 1
-	else
-		expect_eq "$opts: every read copied" "$copied" "$reads"
-	fi
+	case $o in
+	splice=1)
+		expect_eq "$opts: max_read, what the pipe splices" "$max_read" \
+			"max_read=$(((pipe - 16384) / 4096 * 4096))"
+		expect_eq "$opts: no read copied (of $reads)" "$copied" 0
+		expect_eq "$opts: reads of at most max_read" \
+			"$((reads >= size / ${max_read#max_read=}))" 1 ;;
+	splice=0)
+		expect_eq "$opts: max_read, the kernel's" "$max_read" ""
+		expect_eq "$opts: every read copied" "$copied" "$reads" ;;
+	max_read=*)
+		expect_eq "$opts: max_read, the user's" "$max_read" "$o"
+		expect_eq "$opts: no read copied (of $reads)" "$copied" 0
+		expect_eq "$opts: reads of at most 64 KiB" "$((reads >= size / 65536))" 1 ;;
+	esac
 	unmount_view "$T/mnt"
 done
 
@@ -326,6 +339,7 @@ refuse "symlinks=2" "shardfs: symlinks=2 is out of range: use an integer in 0..1
 refuse "shuffle=yes" "shardfs: shuffle=yes is not valid: use none | units | samples" "$T/tar" "$M" -o shuffle=yes
 refuse "replicas=4 of world=6" "shardfs: replicas=4 does not divide world=6: every group of replicas holds the same number of ranks; use a divisor of 6" "$T/tar" "$M" -o world=6,replicas=4
 refuse "a typo of a plan option" 'shardfs: unknown option "wrld" (did you mean "world"?)' "$T/tar" "$M" -o wrld=2
+refuse "max_read= not a size" 'shardfs: max_read=1k: not a size in bytes (a positive integer, e.g. max_read=1032192)' "$T/tar" "$M" -o world=2,max_read=1k
 refuse "a typo of a daemon option" 'shardfs: unknown option "symlink" (did you mean "symlinks"?)' "$T/tar" "$M" -o world=2,symlink=0
 refuse "index= empty" "shardfs: index= is empty: give the index directory" "$T/tar" "$M" -o index=
 n=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["samples"])' "$T/jsonl/.shardfs/manifest.json")
