@@ -16,8 +16,11 @@
 # WebDataset (split_by_node, split_by_worker, with_epoch) and datasets
 # (split_dataset_by_node; map-style and IterableDataset).  RUNS (default 3)
 # rounds, every system once a round in turn; then RESUME_RUNS (default 1)
-# rounds of a resume to the middle of the epoch, and COLD_RUNS (default 1)
-# rounds after dropping the page cache.  peers.py report prints the medians and ratios.
+# rounds of a resume to the middle of the epoch, COLD_RUNS (default 1)
+# rounds after dropping the page cache, and SLOW_RUNS (default 1) cold
+# rounds with every system's data read through tests/bench/slowfs.c at
+# SLOW_MS (default 2) ms a request, slow storage such as a network file
+# system.  peers.py report prints the medians and ratios.
 #
 # The peers run in a venv over Debian's python3-torch 1.13, pinned in
 # tests/bench/peers/requirements.txt, made once by tests/python/venv.sh
@@ -33,6 +36,7 @@ small=${2:-$(bench_size 200000 0)}
 runs=${3:-$(bench_size 3 1)}
 cold_runs=${COLD_RUNS:-$(bench_size 1 0)}
 resume=${RESUME_RUNS:-$(bench_size 1 0)}
+slow_runs=${SLOW_RUNS:-$(bench_size 1 0)}
 bin=$top/build
 cmake -S "$top" -B "$bin" >/dev/null && cmake --build "$bin" -j "$(nproc)" >/dev/null
 D=$top/tests/bench/peers/peers.py
@@ -56,8 +60,12 @@ else
 	echo "no peers' venv: shardfs only"
 fi
 B=${BENCH_DIR:-/var/tmp/peers}
+mkdir -p "$B"
 work=$(mktemp -d "$B/run-XXXXXX")
-mnts=()
+# slowfs over $B, mounted outside it: a mount inside its own source would
+# be walked through itself
+slow=$(mktemp -d /tmp/peers-slow-XXXXXX)
+mnts=("$slow")
 for s in links slices; do for r in 0 1; do mnts+=("$work/m-$s-$r" "$work/m-r$s-$r"); done; done
 cleanup() {
 	local m
@@ -65,17 +73,19 @@ cleanup() {
 		if mountpoint -q "$m"; then fusermount3 -u "$m"; fi
 	done
 	rm -rf --one-file-system "$work"
+	rmdir "$slow"
 }
 trap cleanup EXIT
 can_drop=1
 echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || can_drop=0
-[ "$can_drop" = 1 ] || { echo "cannot drop caches here: no cold rounds"; cold_runs=0; }
+[ "$can_drop" = 1 ] || { echo "cannot drop caches here: no cold rounds"; cold_runs=0 slow_runs=0; }
 res=$work/results.jsonl prep=$work/prep
 
+root=$B # where the jobs read the data: $B, or slowfs over it
 data() { # data SYSTEM TAG: the directory SYSTEM reads
 	case $1 in
-	streaming) echo "$B/$2-mds" ;; litdata) echo "$B/$2-litdata" ;;
-	hf_*) echo "$B/$2-arrow" ;; *) echo "$B/$2" ;;
+	streaming) echo "$root/$2-mds" ;; litdata) echo "$root/$2-litdata" ;;
+	hf_*) echo "$root/$2-arrow" ;; *) echo "$root/$2" ;;
 	esac
 }
 job() { # job SYSTEM TAG N BATCH [ARGS...]
@@ -86,7 +96,7 @@ job() { # job SYSTEM TAG N BATCH [ARGS...]
 		local o=symlinks=1 m=m-$s start=0
 		[ "$s" = slices ] && o=symlinks=0
 		if [ "${1:-}" = --resume ]; then start=$((n / 2)) m=m-r$s; shift 2; fi
-		extra=(--mount "$bin/shardfs,$B/$tag,$work/$m,world=2,workers=2,batch=$batch,$o,start=$start")
+		extra=(--mount "$bin/shardfs,$root/$tag,$work/$m,world=2,workers=2,batch=$batch,$o,start=$start")
 		;;
 	wds) extra=(--wds-epoch $((n / 4))) ;;
 	esac
@@ -131,6 +141,14 @@ bench() { # bench TAG KIND N BATCH
 	for r in $(seq "$cold_runs"); do
 		for s in $systems; do job "$s" "$tag" "$n" "$batch" --cold; done
 	done
+	[ "$slow_runs" -gt 0 ] || return 0
+	"$bin/tests/slowfs" "$B" "$slow" -o "latency=${SLOW_MS:-2}"
+	root=$slow
+	for r in $(seq "$slow_runs"); do
+		for s in $systems; do job "$s" "$tag" "$n" "$batch" --cold --slow; done
+	done
+	root=$B
+	fusermount3 -u "$slow"
 }
 [ "$images" -gt 0 ] && bench "image-$images" image "$images" 32
 [ "$small" -gt 0 ] && bench "small-$small" small "$small" 256

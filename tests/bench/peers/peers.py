@@ -10,11 +10,13 @@
       (mds: MosaicML Streaming MDSWriter; litdata: litdata.optimize;
       arrow: datasets.Dataset.from_generator + save_to_disk)
   peers.py job SYSTEM DATA OUT.json [--mount SHARDFS,SRC,MNT,OPTS]
-      [--resume STATE] [--stop-after STEPS] [--cold]
+      [--resume STATE] [--stop-after STEPS] [--cold [--slow]]
       one DDP-shaped job: 2 rank processes (gloo), each a DataLoader of 2
       workers, batch B, decode-free (key, bytes, label); it samples the
       PSS of every rank's process tree (and the shardfs daemons' RSS) and
-      writes one JSON result line
+      writes one JSON result line; --cold drops the page cache first,
+      --slow marks a cold run whose DATA is on slow storage (bench_peers.sh
+      mounts tests/bench/slowfs.c over it)
   peers.py report RESULTS.jsonl        the table, ratios to shardfs
 """
 import argparse
@@ -367,6 +369,7 @@ def job(args):
     resumed = bool(args.resume) or bool(args.mount and
                                         ",start=0" not in args.mount)
     res = {"system": args.system, "tag": args.tag, "cold": args.cold,
+           "slow": args.slow,
            "resume": resumed, "codes": codes,
            "timed_out": timed_out, "peak_kib": peak, "daemon_kib": dpeak}
     ranks = []
@@ -410,9 +413,10 @@ def report(args):
         print("== %s (medians [min-max]; (ratio) = this / shardfs "
               "symlinks=1, same run)" % tag)
 
-        def pick(system, cold=False, resume=False):
+        def pick(system, cold=False, resume=False, slow=False):
             return [r for r in rows if r["tag"] == tag and
                     r["system"] == system and r["cold"] == cold and
+                    r.get("slow", False) == slow and
                     r["resume"] == resume and "rate" in r]
 
         def stat(system, f, **kw):
@@ -426,21 +430,24 @@ def report(args):
         first = lambda r: r["first_s"]
         base = {k: stat("links", f, **kw) for k, f, kw in (
             ("rate", rate, {}), ("cold", rate, {"cold": True}),
+            ("slow", rate, {"cold": True, "slow": True}),
             ("first", first, {}), ("mem", mem, {}),
             ("resume", first, {"resume": True}))}
         pbase = med(prep.get("%s:shardfs-index" % tag, []))
-        print("| system | samples/s per rank, warm | cold | first batch s | "
-              "peak PSS per rank MiB | prepare s | resume, first batch s | "
-              "steps per rank |")
-        print("|---|---|---|---|---|---|---|---|")
+        print("| system | samples/s per rank, warm | cold | slow storage, "
+              "cold | first batch s | peak PSS per rank MiB | prepare s | "
+              "resume, first batch s | steps per rank |")
+        print("|---|---|---|---|---|---|---|---|---|")
         pmap = {"links": "shardfs-index", "slices": "shardfs-index",
                 "streaming": "mds", "litdata": "litdata", "wds": None,
                 "hf_map": "arrow", "hf_stream": "arrow"}
         for s in SYSTEMS:
-            if not pick(s) and not pick(s, cold=True):
+            if not any(pick(s, **kw) for kw in (
+                    {}, {"cold": True}, {"cold": True, "slow": True})):
                 continue
             cells = []
             for k, f, kw in (("rate", rate, {}), ("cold", rate, {"cold": True}),
+                             ("slow", rate, {"cold": True, "slow": True}),
                              ("first", first, {}), ("mem", mem, {})):
                 v = stat(s, f, **kw)
                 if v is None:
@@ -448,7 +455,8 @@ def report(args):
                     continue
                 b = base[k]
                 r = v[0] / b[0] if b else None
-                fmt = "%.0f" if k in ("rate", "cold", "mem") else "%.2f"
+                fmt = "%.0f" if k in ("rate", "cold", "slow", "mem") else \
+                    "%.2f"
                 cells.append((fmt % v[0]) + " [" + (fmt % v[1]) + "–" +
                              (fmt % v[2]) + "]" +
                              (" (%.2f)" % r if r and s != "links" else ""))
@@ -462,7 +470,9 @@ def report(args):
             cells.append("—" if v is None else "%.2f%s" % (
                 v[0], " (%.2f)" % (v[0] / b[0]) if b and s != "links"
                 else ""))
-            steps = [tuple(r["steps"]) for r in pick(s)]
+            steps = [tuple(r["steps"]) for kw in (
+                {}, {"cold": True}, {"cold": True, "slow": True})
+                for r in pick(s, **kw)]
             diffs = sorted({max(x) - min(x) for x in steps})
             cells.append("equal (%d)" % steps[0][0] if diffs == [0] else
                          "%s apart (%s)" % ("/".join(map(str, diffs)),
@@ -504,6 +514,7 @@ def main():
             j.add_argument("--mount")
             j.add_argument("--tag", default="")
             j.add_argument("--cold", action="store_true")
+            j.add_argument("--slow", action="store_true")
         else:
             j.add_argument("--rank", type=int, required=True)
             j.add_argument("--store", required=True)
