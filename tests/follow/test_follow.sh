@@ -8,8 +8,9 @@
 #      consumed shards, then the end: equal counts, every sample once plus
 #      only the last window's padding, the window files are the stream,
 #      the plan of every window, consumed and progress= at the end
-#   b. stream.tar read by tarfile (mode "r|"), stream.tfrecord by a
-#      TFRecord reader checking framing and CRC-32C
+#   b. stream.tar read by tarfile (mode "r|") through requests of at most
+#      64 KiB (max_read=65536), stream.tfrecord by a TFRecord reader
+#      checking framing and CRC-32C
 #   c. follow_timeout=2 with no producer: EIO after 2 s, and the log
 #   d. a chunk written slowly under x.tmp and a dot-file: nothing served
 #      until the rename
@@ -60,8 +61,14 @@ unmount_view "$T/a1"
 for fmt in tar tfrecord; do
 	section "b. stream.$fmt"
 	mkdir -p "$T/b-$fmt" "$T/b-$fmt-tmp"
+	# the tar stream with small read requests: the daemon passes the
+	# user's max_read to FUSE at the mount and again at INIT
+	mr=
+	[ "$fmt" = tar ] && mr=,max_read=65536
 	mount_view "$T/b-$fmt" "$T/b-$fmt-m" \
-		"$FO,format=$fmt,window=12,workers=2" || bad "mount b-$fmt"
+		"$FO,format=$fmt,window=12,workers=2$mr" || bad "mount b-$fmt"
+	expect_eq "b-$fmt: the mount's max_read" \
+		"$(awk -v m="$T/b-$fmt-m" '$2 == m' /proc/mounts | grep -o 'max_read=[0-9]*')" "${mr#,}"
 	py formats "$fmt" "$T/b-$fmt" "$T/b-$fmt-tmp" 12 "world=1,workers=2" \
 		"$T/b-$fmt-m"
 	expect_eq "b-$fmt: shardfs-check view passes" \
