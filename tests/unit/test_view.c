@@ -340,8 +340,9 @@ static void test_view_many_slices_named_and_sized(void **state)
 		r = sfs_plan_file_runs(v->plans[n->plan], f);
 		runs_name_part(r, f->nruns, want, sizeof(want));
 		assert_non_null(strstr(n->name, want));
-		assert_int_equal(sfs_slice_size(idx, &idx->shards[f->shard], -1,
-						r, f->nruns, &size, &err),
+		assert_int_equal(sfs_slice_size(idx, NULL,
+						&idx->shards[f->shard], -1, r,
+						f->nruns, &size, &err),
 				 0);
 		assert_int_equal(n->size, size);
 		files++;
