@@ -194,17 +194,20 @@ int sfs_index_read_bounds(const struct sfs_index *idx,
 
 #define SLOT_ENTRIES (SFS_BOUNDS_BUF_BYTES / sizeof(uint64_t))
 
-/* Entries at..at+n of table, or none while table is NULL. */
+/* Entries at..at+n of table in e, or none while table is NULL. */
 struct bounds_slot {
 	const struct sfs_index *table; /* the index that owns the table */
 	uint64_t at, n;
 	uint64_t used; /* the tick of its last use */
-	uint64_t e[SLOT_ENTRIES];
+	uint64_t *e; /* SLOT_ENTRIES of the buffer's entries */
 };
 
+/* The slots apart from their entries: a buffer whose slots are never
+ * filled touches one page of its memory. */
 struct sfs_bounds_buf {
 	uint64_t tick;
 	struct bounds_slot slot[SFS_BOUNDS_BUF_SLOTS];
+	uint64_t entries[SFS_BOUNDS_BUF_SLOTS][SLOT_ENTRIES];
 };
 
 int sfs_bounds_buf_new(struct sfs_bounds_buf **out)
@@ -215,10 +218,8 @@ int sfs_bounds_buf_new(struct sfs_bounds_buf **out)
 	if (!b)
 		return -ENOMEM;
 	b->tick = 0;
-	for (i = 0; i < SFS_BOUNDS_BUF_SLOTS; i++) {
-		b->slot[i].table = NULL;
-		b->slot[i].used = 0;
-	}
+	for (i = 0; i < SFS_BOUNDS_BUF_SLOTS; i++)
+		b->slot[i] = (struct bounds_slot){ .e = b->entries[i] };
 	*out = b;
 	return 0;
 }
