@@ -663,6 +663,8 @@ static void test_index_bounds_out_of_range(void **state)
 static void test_index_without_blocks_file(void **state)
 {
 	struct blocks_src bs;
+	struct sfs_bounds_buf *b = NULL;
+	uint64_t from, n;
 	struct sfs_error err = { 0 };
 	struct sfs_index *idx = NULL;
 	unsigned char sum[SFS_DIGEST_LEN];
@@ -696,6 +698,15 @@ static void test_index_without_blocks_file(void **state)
 	assert_true(idx->bounds_checked);
 	expect_read(idx, 0, 0, 1501, 0, NULL);
 	expect_read(idx, 1, 0, 11, 0, NULL);
+	/* read with pread, through slots of 4 KiB-aligned spans too */
+	assert_null(idx->bounds);
+	assert_int_equal(sfs_bounds_buf_new(&b), 0);
+	for (from = 0; from <= 1500; from += 5)
+		for (n = 1; n <= 1501 - from && n <= 700; n = 3 * n + 1)
+			expect_buf_read(b, idx, 0, from, n, 0, NULL);
+	for (from = 0; from <= 10; from++)
+		expect_buf_read(b, idx, 1, from, 11 - from, 0, NULL);
+	sfs_bounds_buf_free(b);
 	assert_int_equal(sfs_index_check_bounds(idx, &err), 0);
 	sfs_index_free(idx);
 	idx = NULL;
