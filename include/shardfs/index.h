@@ -197,6 +197,39 @@ int sfs_index_read_bounds(const struct sfs_index *idx,
 			  uint64_t *out, struct sfs_error *err);
 
 /*
+ * A few slots of boundary-table entries, for a run of reads of
+ * neighbouring boundaries (the files of one build of a view, one thread's
+ * share): sfs_bounds_buf_read copies a range that lies within a slot, and
+ * fills a slot with the SFS_BOUNDS_BUF_BYTES of the table around one that
+ * does not.  A slot holds entries of one table, keyed by the index that
+ * owns it; the indexes read must outlive the buffer.  One thread at a time.
+ */
+struct sfs_bounds_buf;
+
+#define SFS_BOUNDS_BUF_SLOTS 16
+#define SFS_BOUNDS_BUF_BYTES 8192 /* per slot: two blocks of the default */
+
+/* A new, empty buffer into *out: 0 or -ENOMEM. */
+int sfs_bounds_buf_new(struct sfs_bounds_buf **out);
+
+/* Free b.  NULL is a no-op. */
+void sfs_bounds_buf_free(struct sfs_bounds_buf *b);
+
+/*
+ * sfs_index_read_bounds through b (borrowed; NULL reads directly): the
+ * same values, checks and errors.  A table in memory, or a range the
+ * shard does not hold, is read directly.  A slot is filled from the block
+ * holding the range's first entry on, block-aligned (whole blocks of
+ * SFS_INDEX_BLOCK_BYTES without a blocks file), each block of a table with
+ * a blocks file checked as sfs_index_read_bounds checks it; when a slot
+ * cannot hold the range or its fill fails, the range is read directly, so
+ * an error is that read's.  Every range copied is checked as the shard's.
+ */
+int sfs_bounds_buf_read(struct sfs_bounds_buf *b, const struct sfs_index *idx,
+			const struct sfs_shard *sh, uint64_t from, uint64_t n,
+			uint64_t *out, struct sfs_error *err);
+
+/*
  * Copy the digests of samples first..first+n-1 into out (n * 32 bytes): in
  * memory, or with pread from a loaded table, so that copying a whole table
  * (a refresh, --merge) keeps none of it resident.  Returns 0, or -EIO

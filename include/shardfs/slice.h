@@ -51,11 +51,14 @@ int sfs_slice_build(const struct sfs_index *idx, const struct sfs_shard *sh,
 
 /*
  * The size sfs_slice_build would give, without keeping the slice (a
- * driver that lays out slices itself still builds it).  Same errors.
+ * driver that lays out slices itself still builds it).  The boundaries
+ * are read through bb (borrowed, index.h, sfs_bounds_buf_read), or
+ * directly when it is NULL.  Same errors.
  */
-int sfs_slice_size(const struct sfs_index *idx, const struct sfs_shard *sh,
-		   int fd, const struct sfs_run *runs, size_t nruns,
-		   uint64_t *size, struct sfs_error *err);
+int sfs_slice_size(const struct sfs_index *idx, struct sfs_bounds_buf *bb,
+		   const struct sfs_shard *sh, int fd,
+		   const struct sfs_run *runs, size_t nruns, uint64_t *size,
+		   struct sfs_error *err);
 
 /*
  * The samples runs[0..nruns) of a shard span: *first, the lowest run's

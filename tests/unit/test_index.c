@@ -396,6 +396,84 @@ static void expect_read(const struct sfs_index *idx, size_t i, uint64_t from,
 	free(got);
 }
 
+/* expect_read through buffer b (sfs_bounds_buf_read). */
+static void expect_buf_read(struct sfs_bounds_buf *b,
+			    const struct sfs_index *idx, size_t i,
+			    uint64_t from, uint64_t n, int rc, const char *msg)
+{
+	struct sfs_error err = { 0 };
+	uint64_t *got = calloc(n + 1, sizeof(*got)), j;
+
+	assert_int_equal(sfs_bounds_buf_read(b, idx, &idx->shards[i], from, n,
+					     got, &err),
+			 rc);
+	if (rc)
+		assert_string_equal(err.msg, msg);
+	else
+		for (j = 0; j < n; j++)
+			assert_int_equal(got[j], 3 * (from + j));
+	free(got);
+}
+
+/*
+ * Reads through a buffer of the table's slots: every range of both shards
+ * gives what a direct read gives; a slot is filled with whole blocks, each
+ * checked (two blocks of 4 KiB a slot); a damaged block is found whether
+ * the range or only its slot touches it, and the range itself is then read
+ * directly; a slot of one table never serves a read of another.
+ */
+static void test_index_bounds_buf_reads(void **state)
+{
+	struct blocks_src bs, other;
+	struct sfs_error err = { 0 };
+	struct sfs_index *idx = NULL, *idx2 = NULL;
+	struct sfs_bounds_buf *b = NULL;
+	uint64_t from, n;
+	char want[1200];
+
+	(void)state;
+	make_blocks_source(&bs);
+	assert_int_equal(sfs_bounds_buf_new(&b), 0);
+	assert_int_equal(sfs_index_load(bs.dir, NULL, &idx, &err), 0);
+	/* one read fills a slot with blocks 0 and 1, checking both */
+	expect_buf_read(b, idx, 0, 5, 2, 0, NULL);
+	assert_int_equal(idx->verified[0], 3);
+	for (from = 0; from <= 1500; from += 7)
+		for (n = 1; n <= 1501 - from && n <= 700; n = 3 * n + 1)
+			expect_buf_read(b, idx, 0, from, n, 0, NULL);
+	expect_buf_read(b, idx, 0, 0, 1501, 0, NULL);
+	for (from = 0; from <= 10; from++)
+		for (n = 1; n <= 11 - from; n++)
+			expect_buf_read(b, idx, 1, from, n, 0, NULL);
+	assert_int_equal(idx->verified[0], 7);
+
+	/* block 1 damaged, in a second source whose slots are not the
+	 * first's: its reads check its own blocks */
+	make_blocks_source(&other);
+	poke(other.table, 64 + 4096 + 100, "X");
+	assert_int_equal(sfs_index_load(other.dir, NULL, &idx2, &err), 0);
+	snprintf(
+		want, sizeof(want),
+		"%s: block 1 (bytes 4160 to 8255) does not match its checksum in %s; the index is damaged: rebuild it with shardfs-index",
+		other.table, strrchr(other.blocks, '/') + 1);
+	/* the slot's fill (blocks 0 and 1) fails: block 0 read alone */
+	expect_buf_read(b, idx2, 0, 5, 2, 0, NULL);
+	assert_int_equal(idx2->verified[0], 1);
+	expect_buf_read(b, idx2, 0, 600, 1, -EINVAL, want);
+	expect_buf_read(b, idx2, 0, 511, 2, -EINVAL, want);
+	expect_buf_read(b, idx2, 1, 0, 11, 0, NULL);
+	assert_int_equal(idx2->verified[0], 5);
+	/* the first source's slots still serve it */
+	expect_buf_read(b, idx, 0, 600, 1, 0, NULL);
+
+	sfs_bounds_buf_free(b);
+	sfs_bounds_buf_free(NULL);
+	sfs_index_free(idx2);
+	sfs_index_free(idx);
+	tmpdir_remove(other.dir);
+	tmpdir_remove(bs.dir);
+}
+
 /*
  * A byte flipped in block 1 of the table: the load does not read the
  * table and succeeds; a read that touches block 1 fails naming it, its
@@ -585,6 +663,8 @@ static void test_index_bounds_out_of_range(void **state)
 static void test_index_without_blocks_file(void **state)
 {
 	struct blocks_src bs;
+	struct sfs_bounds_buf *b = NULL;
+	uint64_t from, n;
 	struct sfs_error err = { 0 };
 	struct sfs_index *idx = NULL;
 	unsigned char sum[SFS_DIGEST_LEN];
@@ -618,6 +698,15 @@ static void test_index_without_blocks_file(void **state)
 	assert_true(idx->bounds_checked);
 	expect_read(idx, 0, 0, 1501, 0, NULL);
 	expect_read(idx, 1, 0, 11, 0, NULL);
+	/* read with pread, through slots of 4 KiB-aligned spans too */
+	assert_null(idx->bounds);
+	assert_int_equal(sfs_bounds_buf_new(&b), 0);
+	for (from = 0; from <= 1500; from += 5)
+		for (n = 1; n <= 1501 - from && n <= 700; n = 3 * n + 1)
+			expect_buf_read(b, idx, 0, from, n, 0, NULL);
+	for (from = 0; from <= 10; from++)
+		expect_buf_read(b, idx, 1, from, 11 - from, 0, NULL);
+	sfs_bounds_buf_free(b);
 	assert_int_equal(sfs_index_check_bounds(idx, &err), 0);
 	sfs_index_free(idx);
 	idx = NULL;
@@ -1045,6 +1134,7 @@ int main(void)
 		cmocka_unit_test(test_index_blocks_file_written),
 		cmocka_unit_test(test_index_damaged_block),
 		cmocka_unit_test(test_index_check_bounds),
+		cmocka_unit_test(test_index_bounds_buf_reads),
 		cmocka_unit_test(test_index_blocks_of_borrowed_table),
 		cmocka_unit_test(test_index_blocks_checked_by_threads),
 		cmocka_unit_test(test_index_bounds_out_of_range),

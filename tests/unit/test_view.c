@@ -10,6 +10,7 @@
 #include "helpers.h"
 #include "shardfs/digest.h"
 #include "shardfs/view.h"
+#include "view/view_i.h"
 
 static struct sfs_view *build(const struct sfs_index *idx, const char *opts,
 			      uint32_t epochs)
@@ -340,8 +341,9 @@ static void test_view_many_slices_named_and_sized(void **state)
 		r = sfs_plan_file_runs(v->plans[n->plan], f);
 		runs_name_part(r, f->nruns, want, sizeof(want));
 		assert_non_null(strstr(n->name, want));
-		assert_int_equal(sfs_slice_size(idx, &idx->shards[f->shard], -1,
-						r, f->nruns, &size, &err),
+		assert_int_equal(sfs_slice_size(idx, NULL,
+						&idx->shards[f->shard], -1, r,
+						f->nruns, &size, &err),
 				 0);
 		assert_int_equal(n->size, size);
 		files++;
@@ -488,6 +490,73 @@ static void test_view_long_names_shortened(void **state)
 }
 
 /* What a name's start says is where the file stands in its directory. */
+/* sfs_view_name_prefix against the snprintf it replaces. */
+static void expect_prefix_as_printf(bool with, uint64_t epoch, int ew,
+				    size_t seq, int sw, size_t len)
+{
+	char got[64], want[64];
+	int rc = sfs_view_name_prefix(got, len, with, epoch, ew, seq, sw);
+	int n = with ? snprintf(want, len, "%0*llu-%0*zu-", ew,
+				(unsigned long long)epoch, sw, seq) :
+		       snprintf(want, len, "%0*zu-", sw, seq);
+
+	if ((size_t)n >= len) {
+		assert_int_equal(rc, -ENAMETOOLONG);
+		return;
+	}
+	assert_int_equal(rc, 0);
+	assert_string_equal(got, want);
+}
+
+/*
+ * The numbers of names, formatted by hand: the bytes snprintf gives
+ * ("%0*llu-%0*zu-", "%llu-%llu"), the same refusals and cuts.
+ */
+static void test_view_name_numbers_as_printf(void **state)
+{
+	const uint64_t nums[] = { 0,	      1,	  9,
+				  10,	      99,	  100,
+				  999999,     1000000,	  123456789,
+				  UINT32_MAX, 1ULL << 53, UINT64_MAX - 1,
+				  UINT64_MAX };
+	const size_t lens[] = { 1, 2, 5, 8, 12, 22, 42, 64 };
+	size_t a, b, l, n = sizeof(nums) / sizeof(*nums);
+	char got[64], want[64];
+	int w, ew;
+
+	(void)state;
+	for (a = 0; a < n; a++)
+		for (b = 0; b < n; b++)
+			for (w = 0; w <= 22; w += 1 + (w > 8))
+				for (ew = 1; ew <= 21; ew += 4)
+					for (l = 0; l < 8; l++) {
+						expect_prefix_as_printf(
+							true, nums[a], ew,
+							(size_t)nums[b], w,
+							lens[l]);
+						expect_prefix_as_printf(
+							false, nums[a], ew,
+							(size_t)nums[b], w,
+							lens[l]);
+					}
+	for (a = 0; a < n; a++)
+		for (b = a; b < n; b++)
+			for (l = 0; l < 8; l++) {
+				struct sfs_run r = { .first = nums[a],
+						     .count = nums[b] + 1 -
+							      nums[a] };
+
+				assert_int_equal(sfs_view_runs_name(NULL, &r, 1,
+								    got,
+								    lens[l]),
+						 0);
+				snprintf(want, lens[l], "%llu-%llu",
+					 (unsigned long long)nums[a],
+					 (unsigned long long)nums[b]);
+				assert_string_equal(got, want);
+			}
+}
+
 static void test_view_name_seq_round_trip(void **state)
 {
 	const uint64_t counts[] = { 7, 13, 5, 22, 9 };
@@ -544,6 +613,7 @@ static void test_view_name_seq_round_trip(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_view_name_numbers_as_printf),
 		cmocka_unit_test(test_view_name_seq_round_trip),
 		cmocka_unit_test(test_view_tree_names_and_order),
 		cmocka_unit_test(test_view_names_identify_bytes),

@@ -75,15 +75,14 @@ void sfs_slice_span(const struct sfs_run *runs, size_t nruns, uint64_t *first,
 
 /*
  * The boundaries runs[0..nruns) need: b[0..*n) from boundary *lo of the
- * shard on, read with one sfs_index_read_bounds (into buf when it fits,
- * else into *heap, which the caller frees).
+ * shard on, read with one sfs_bounds_buf_read through bb (NULL: directly)
+ * into buf when it fits, else into *heap, which the caller frees.
  */
-static int read_runs_bounds(const struct sfs_index *idx,
-			    const struct sfs_shard *sh,
-			    const struct sfs_run *runs, size_t nruns,
-			    uint64_t *buf, size_t bufn, uint64_t **b,
-			    uint64_t *lo, uint64_t **heap,
-			    struct sfs_error *err)
+static int
+read_runs_bounds(const struct sfs_index *idx, struct sfs_bounds_buf *bb,
+		 const struct sfs_shard *sh, const struct sfs_run *runs,
+		 size_t nruns, uint64_t *buf, size_t bufn, uint64_t **b,
+		 uint64_t *lo, uint64_t **heap, struct sfs_error *err)
 {
 	uint64_t hi, n;
 
@@ -96,14 +95,15 @@ static int read_runs_bounds(const struct sfs_index *idx,
 			return sfs_errorf(err, -ENOMEM, "out of memory");
 		*b = *heap;
 	}
-	return sfs_index_read_bounds(idx, sh, *lo, n, *b, err);
+	return sfs_bounds_buf_read(bb, idx, sh, *lo, n, *b, err);
 }
 
-/* Lay out into l; state: the driver's read_shard state of sh, or NULL. */
+/* Lay out into l; state: the driver's read_shard state of sh, or NULL;
+ * bb: the boundaries' buffer, or NULL. */
 static int lay_out(struct layout *l, const struct sfs_index *idx,
-		   const struct sfs_shard *sh, int fd, const void *state,
-		   const struct sfs_run *runs, size_t nruns,
-		   struct sfs_error *err)
+		   struct sfs_bounds_buf *bb, const struct sfs_shard *sh,
+		   int fd, const void *state, const struct sfs_run *runs,
+		   size_t nruns, struct sfs_error *err)
 {
 	const struct sfs_format_ops *ops = sh->format;
 	uint64_t buf[256], *b, *heap = NULL, lo;
@@ -132,7 +132,7 @@ static int lay_out(struct layout *l, const struct sfs_index *idx,
 					 l, err);
 	if (ops->lay_out)
 		return ops->lay_out(fd, sh, runs, nruns, add_extent, l, err);
-	rc = read_runs_bounds(idx, sh, runs, nruns, buf,
+	rc = read_runs_bounds(idx, bb, sh, runs, nruns, buf,
 			      sizeof(buf) / sizeof(*buf), &b, &lo, &heap, err);
 	if (rc) {
 		free(heap);
@@ -166,7 +166,7 @@ int sfs_slice_build(const struct sfs_index *idx, const struct sfs_shard *sh,
 	l.s = calloc(1, sizeof(*l.s));
 	if (!l.s)
 		return sfs_errorf(err, -ENOMEM, "out of memory");
-	rc = lay_out(&l, idx, sh, fd, NULL, runs, nruns, err);
+	rc = lay_out(&l, idx, NULL, sh, fd, NULL, runs, nruns, err);
 	if (rc) {
 		sfs_slice_free(l.s);
 		return rc;
@@ -175,13 +175,14 @@ int sfs_slice_build(const struct sfs_index *idx, const struct sfs_shard *sh,
 	return 0;
 }
 
-int sfs_slice_size(const struct sfs_index *idx, const struct sfs_shard *sh,
-		   int fd, const struct sfs_run *runs, size_t nruns,
-		   uint64_t *size, struct sfs_error *err)
+int sfs_slice_size(const struct sfs_index *idx, struct sfs_bounds_buf *bb,
+		   const struct sfs_shard *sh, int fd,
+		   const struct sfs_run *runs, size_t nruns, uint64_t *size,
+		   struct sfs_error *err)
 {
 	struct sfs_slice s = { 0 };
 	struct layout l = { .s = &s, .count_only = true };
-	int rc = lay_out(&l, idx, sh, fd, NULL, runs, nruns, err);
+	int rc = lay_out(&l, idx, bb, sh, fd, NULL, runs, nruns, err);
 
 	if (!rc)
 		*size = s.size;
@@ -587,13 +588,15 @@ int sfs_slice_cache_size(struct sfs_slice_cache *c, const struct sfs_shard *sh,
 	int rc;
 
 	if (!sh->format->read_shard)
-		return sfs_slice_size(c->idx, sh, fd, runs, nruns, size, err);
+		return sfs_slice_size(c->idx, NULL, sh, fd, runs, nruns, size,
+				      err);
 	l.s = calloc(1, sizeof(*l.s));
 	if (!l.s)
 		return sfs_errorf(err, -ENOMEM, "out of memory");
 	rc = get_held(c, sh, fd, &h, err);
 	if (!rc) {
-		rc = lay_out(&l, c->idx, sh, fd, h->state, runs, nruns, err);
+		rc = lay_out(&l, c->idx, NULL, sh, fd, h->state, runs, nruns,
+			     err);
 		put_held(c, h);
 	}
 	if (rc) {

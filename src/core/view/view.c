@@ -141,18 +141,18 @@ int sfs_view_open_shard(int srcfd, const struct sfs_shard *sh,
 }
 
 /*
- * The size of the slice of sh holding runs r[0 .. nruns).  A driver that
- * lays out slices itself reads the shard.
+ * The size of the slice of sh holding runs r[0 .. nruns), its boundaries
+ * read through bb.  A driver that lays out slices itself reads the shard.
  */
-static int slice_size(const struct sfs_view *v, int srcfd,
-		      const struct sfs_shard *sh, uint64_t key,
+static int slice_size(const struct sfs_view *v, struct sfs_bounds_buf *bb,
+		      int srcfd, const struct sfs_shard *sh, uint64_t key,
 		      const struct sfs_run *r, size_t nruns, uint64_t *size,
 		      struct sfs_error *err)
 {
 	int fd, rc;
 
 	if (!sh->format->lay_out)
-		return sfs_slice_size(v->idx, sh, -1, r, nruns, size, err);
+		return sfs_slice_size(v->idx, bb, sh, -1, r, nruns, size, err);
 	fd = sfs_view_open_shard(srcfd, sh, err);
 	if (fd < 0)
 		return fd;
@@ -190,9 +190,9 @@ struct describe {
 };
 
 static int describe_one(const struct sfs_view *v, int srcfd,
-			struct sfs_digest *dg, uint32_t plan, size_t fi,
-			uint64_t key, struct slice_desc *d,
-			struct sfs_error *err)
+			struct sfs_digest *dg, struct sfs_bounds_buf *bb,
+			uint32_t plan, size_t fi, uint64_t key,
+			struct slice_desc *d, struct sfs_error *err)
 {
 	const struct sfs_plan *p = v->plans[plan];
 	const struct sfs_plan_file *f = &p->files[fi];
@@ -205,23 +205,28 @@ static int describe_one(const struct sfs_view *v, int srcfd,
 				sizeof(d->samples));
 	if (rc)
 		return sfs_errorf(err, rc, "out of memory");
-	return slice_size(v, srcfd, &v->idx->shards[f->shard], key, r, f->nruns,
-			  &d->size, err);
+	return slice_size(v, bb, srcfd, &v->idx->shards[f->shard], key, r,
+			  f->nruns, &d->size, err);
 }
 
 static void describe_chunk(struct sfs_pool *p, size_t i, struct sfs_digest *dg)
 {
 	struct describe *d = p->arg;
 	size_t g = i * d->chunk, fi = g;
+	struct sfs_bounds_buf *bb = NULL;
 	struct sfs_error err;
 	uint32_t e = 0;
 	int rc = 0;
 
+	/* the chunk's files read neighbouring boundaries of a few shards: one
+	 * read of a table's few KiB serves many of them (without the buffer,
+	 * out of memory, each file reads its own) */
+	sfs_bounds_buf_new(&bb);
 	for (; fi >= d->v->plans[e]->nfiles; e++)
 		fi -= d->v->plans[e]->nfiles;
 	for (; !rc && g < (i + 1) * d->chunk && g < d->total; g++, fi++) {
 		if (atomic_load(&d->failed_at) < g)
-			return;
+			break;
 		rc = cancelled(d->o, &err);
 		if (rc)
 			continue;
@@ -229,9 +234,10 @@ static void describe_chunk(struct sfs_pool *p, size_t i, struct sfs_digest *dg)
 			e++;
 			fi = 0;
 		}
-		rc = describe_one(d->v, d->o->srcfd, dg, e, fi, g,
+		rc = describe_one(d->v, d->o->srcfd, dg, bb, e, fi, g,
 				  &d->desc[e][fi], &err);
 	}
+	sfs_bounds_buf_free(bb);
 	if (!rc)
 		return;
 	pthread_mutex_lock(&d->lock);
