@@ -8,7 +8,11 @@
  * kernel the file's size.  Such a snapshot's mtime changes with its text,
  * and the kernel then drops the pages of the older one
  * (FUSE_CAP_AUTO_INVAL_DATA; every read() of a control file asks for its
- * attributes, which time out at once).
+ * attributes, which time out at once).  status changes with every read
+ * (its counters), so a reader's GETATTR and its READ may find different
+ * snapshots: each of status's texts is padded with spaces to the length
+ * of the last (control_pad), so the size a reader was told is the text it
+ * reads, and a read of the whole file, one READ, is one text.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -111,6 +115,29 @@ static char *plan_text(struct fs *fs, const struct control_snap *snap,
 	return s;
 }
 
+/* Slack in status's padded length: its text grows by digits at most. */
+#define STATUS_SLACK 1024
+
+int control_pad(char **text, size_t len)
+{
+	size_t n = strlen(*text), want = len;
+	char *p;
+
+	if (n + 1 > want)
+		want = (n + STATUS_SLACK + 4095) / 4096 * 4096;
+	p = realloc(*text, want + 1);
+	if (!p) {
+		free(*text);
+		*text = NULL;
+		return -ENOMEM;
+	}
+	memset(p + n, ' ', want - n);
+	p[want - 1] = '\n';
+	p[want] = '\0';
+	*text = p;
+	return 0;
+}
+
 /*
  * Take the control file's text now into its snapshot, unless the snapshot
  * holds the same text or a later one; its size and mtime into st.
@@ -131,6 +158,10 @@ static int snapshot(struct fs *fs, fuse_ino_t ino, struct stat *st)
 			return -ENOMEM;
 	}
 	pthread_mutex_lock(&fs->ctl_lock);
+	if (ino == FS_INO_STATUS && control_pad(&text, snap->len)) {
+		pthread_mutex_unlock(&fs->ctl_lock);
+		return -ENOMEM;
+	}
 	if (text && ticket > snap->ticket && snap->text &&
 	    !strcmp(text, snap->text)) {
 		snap->ticket = ticket; /* the same text, seen later */

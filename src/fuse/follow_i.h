@@ -44,6 +44,7 @@ struct fw {
 	uint32_t *ranks; /* shown, sorted */
 	size_t nranks;
 	size_t consumed; /* shards consumed */
+	size_t status_len; /* status's text, padded (control_pad) */
 	/* per shard of the stream, why its bytes failed when last logged
 	 * (0: never, 1: gone, 2: changed): a cause is logged once */
 	unsigned char *failed;

@@ -384,9 +384,19 @@ static char *status_json(struct fw *w)
 	return s;
 }
 
+/* The text of a control file, with w->lock; status padded (control_pad):
+ * it changes with every read, and each read makes it anew. */
 static char *control_text_of(struct fw *w, fuse_ino_t ino)
 {
-	return ino == INO_STATUS ? status_json(w) : follow_consumed_text(w);
+	char *t;
+
+	if (ino != INO_STATUS)
+		return follow_consumed_text(w);
+	t = status_json(w);
+	if (!t || control_pad(&t, w->status_len))
+		return NULL;
+	w->status_len = strlen(t);
+	return t;
 }
 
 /* Room for n shards in w->failed, the new ones zero; with w->lock. */

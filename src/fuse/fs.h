@@ -417,6 +417,15 @@ const char *control_entry(size_t i, fuse_ino_t *ino);
  */
 int control_stat(struct fs *fs, fuse_ino_t ino, struct stat *st);
 
+/*
+ * Pad the text of a status file (a NUL-terminated JSON text ending in a
+ * newline) with spaces before its final newline to len bytes, the length
+ * of its last text; when longer, to the next multiple of 4096 with 1 KiB
+ * to spare.  So the size a reader was told is the size of the text it
+ * reads, whichever text that is.  0, or -ENOMEM with *text freed.
+ */
+int control_pad(char **text, size_t len);
+
 /* The bytes of a control file now: a heap string, or NULL. */
 char *control_text(struct fs *fs, fuse_ino_t ino);
 

@@ -71,6 +71,43 @@ cat "$T/a/0/0/"* > /dev/null
 s2=$(cat "$T/a/.shardfs/status")
 [ "$s1" != "$s2" ] && ok || bad "status read twice across reads shows the same text"
 expect_eq "status is whole JSON each time" "$(for s in "$s1" "$s2"; do echo "$s" | $PY -c 'import json,sys; print(json.load(sys.stdin)["options"]["epoch"])'; done | tr '\n' ' ')" "4 4 "
+# status changes with every read, and a reader's GETATTR and READ may
+# find different texts: each is padded to the last one's length, so every
+# read is one whole text (2 readers of status, 2000 reads each, while a
+# third reads data; before the padding about 1 read in 6000 was torn)
+expect_eq "status read whole by 2 readers during reads of data" "$($PY - "$T/a" <<'PY'
+import glob, json, os, sys
+from multiprocessing import Process, Queue
+mnt = sys.argv[1]
+def poll(q):
+    bad = 0
+    for _ in range(2000):
+        with open(mnt + "/.shardfs/status", "rb") as f:
+            text = f.read()
+        try:
+            json.loads(text)
+        except ValueError:
+            bad += 1
+    q.put(bad)
+def load(stop):
+    files = sorted(glob.glob(mnt + "/*/*/*"))
+    while stop.empty():
+        for p in files:
+            with open(p, "rb") as f:
+                f.read()
+q, stop = Queue(), Queue()
+ps = [Process(target=poll, args=(q,)) for _ in range(2)]
+data = Process(target=load, args=(stop,))
+data.start()
+[p.start() for p in ps]
+bad = q.get() + q.get()
+[p.join() for p in ps]
+stop.put(1)
+data.join()
+size = os.stat(mnt + "/.shardfs/status").st_size
+print(bad, size % 4096)
+PY
+)" "0 0"
 expect_eq "plan.json follows the epoch" "$($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["options"]["epoch"])' "$T/a/.shardfs/plan.json")" 4
 echo 5 > "$T/a/.shardfs/epoch"
 expect_eq "plan.json follows the next switch" "$($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["options"]["epoch"])' "$T/a/.shardfs/plan.json")" 5
