@@ -61,14 +61,14 @@ prep() {
 }
 
 rm -rf "${W:?}"/*
-prep generator "" "" $PY "$D" gen "$n"
-prep jsonl "" "" $PY "$D" jsonl "$W/jsonl" "$n"
+prep generator "" "" "$PY" "$D" gen "$n"
+prep jsonl "" "" "$PY" "$D" jsonl "$W/jsonl" "$n"
 prep "shardfs-index --no-hash" "$W/jsonl" shardfs "$bin/shardfs-index" "$W/jsonl" --no-hash --quiet
 rm -rf "$W/jsonl/.shardfs"
 prep shardfs-index "$W/jsonl" shardfs "$bin/shardfs-index" "$W/jsonl" --quiet
-prep mds "$W/mds" streaming $PY "$D" convert mds "$W/mds" "$n"
-prep litdata "$W/litdata" litdata $PY "$D" convert litdata "$W/litdata" "$n"
-prep arrow "$W/arrow" hf $PY "$D" convert arrow "$W/arrow" "$n"
+prep mds "$W/mds" streaming "$PY" "$D" convert mds "$W/mds" "$n"
+prep litdata "$W/litdata" litdata "$PY" "$D" convert litdata "$W/litdata" "$n"
+prep arrow "$W/arrow" hf "$PY" "$D" convert arrow "$W/arrow" "$n"
 du -sh "$W"/* | sed 's/^/  /'
 
 data() { # data SYSTEM: the directory SYSTEM reads

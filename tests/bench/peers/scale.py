@@ -276,15 +276,20 @@ def start(args):
     return code
 
 
-def hwm(pid):
+def status(pid, field):
+    """A field of /proc/PID/status in KiB (0 if gone)."""
     try:
         with open("/proc/%d/status" % pid) as f:
             for line in f:
-                if line.startswith("VmHWM:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1])
     except OSError:
         pass
     return 0
+
+
+def hwm(pid):
+    return status(pid, "VmHWM")
 
 
 def load(args):
@@ -293,15 +298,18 @@ def load(args):
     import streaming  # noqa: F401
     import litdata  # noqa: F401
     import datasets  # noqa: F401
-    before, t = rss(os.getpid()), time.time()
+    me = os.getpid()
+    before, anon, t = rss(me), status(me, "RssAnon"), time.time()
     os.environ.update(RANK="0", WORLD_SIZE=str(WORLD), LOCAL_RANK="0",
                       LOCAL_WORLD_SIZE="1")
     ds, _ = dataset(args.system, args.data)
     n = len(ds)  # LitData reads its index.json here
     print(json.dumps({"system": args.system, "n": args.n, "len": n,
                       "load_s": time.time() - t,
-                      "load_kib": rss(os.getpid()) - before,
-                      "hwm_kib": hwm(os.getpid())}))
+                      # the heap it grew by (what a larger index needs),
+                      # and its RSS, mapped data files' pages included
+                      "load_kib": status(me, "RssAnon") - anon,
+                      "load_rss_kib": rss(me) - before}))
 
 
 # ---------------------------------------------------------------- report
@@ -335,9 +343,10 @@ def report(args):
                 p.get("meta", 0) / 1e6, p.get("data", 0) / 1e6))
         print("\nStart-up, rank 0 of world=2, 2 workers, batch 256, %d "
               "batches (medians [min–max])\n" % BATCHES)
-        print("| system | first batch s | peak PSS, rank tree MB | "
-              "daemon peak RSS MB | index load alone: RSS MB, s | runs |")
-        print("|---|---|---|---|---|---|")
+        print("| system | first batch s | dataset made s | peak PSS, rank "
+              "tree MB | daemon peak RSS MB | index load alone: heap MB, "
+              "RSS MB, s | runs |")
+        print("|---|---|---|---|---|---|---|")
 
         def stat(system, f):
             v = [f(r) for r in rs if r.get("system") == system and
@@ -360,21 +369,28 @@ def report(args):
                     if b_first and s != "shardfs" else ""
                 rm = " (%.2f)" % (tot[0] / b_mem[0]) \
                     if b_mem and s != "shardfs" else ""
+                made = stat(s, lambda r: r["built_s"])
                 cells += ["%.2f [%.2f–%.2f]%s" % (first + (rf,)),
+                          "%.2f" % made[0],
                           "%.0f [%.0f–%.0f]%s" % (
                               mem[0] / 1024, mem[1] / 1024, mem[2] / 1024, rm)]
                 cells.append("%.0f" % (dmn[0] / 1024) if s == "shardfs"
                              else "—")
             else:
-                cells += ["failed", "—", "—"]
+                cells += ["failed", "—", "—", "—"]
             ld = loads.get(s)
-            cells.append("%.0f, %.2f" % (ld["load_kib"] / 1024, ld["load_s"])
-                         if ld else "—")
+            cells.append("%.0f, %.0f, %.2f" % (
+                ld["load_kib"] / 1024, ld["load_rss_kib"] / 1024,
+                ld["load_s"]) if ld else "—")
             cells.append("%d%s" % (len(runs), ", %d failed" % fails
                                    if fails else ""))
             print("| %s | %s |" % (LABEL[s], " | ".join(cells)))
-        print("\n(memory ratio: the rank tree's peak PSS, plus for shardfs "
-              "its daemon's peak RSS)")
+        print("\nWriter's own: the conversion less the generator's time "
+              "(LitData's generator runs in its 2 workers: less half of "
+              "it). Memory ratio: the rank tree's peak PSS, plus for "
+              "shardfs its daemon's peak RSS. Dataset made: from the start "
+              "to the rank holding its dataset (the mount, torch and the "
+              "library imported, the index read).")
 
 
 def main():
