@@ -326,8 +326,8 @@ def report(args):
               "shardfs's preparation)\n" % (
                   gen_s, prep.get("jsonl", {}).get("wall_s", 0)))
         print("| system | prepare s | writer's own s (− generator) | "
-              "peak RSS MB | metadata MB | data MB |")
-        print("|---|---|---|---|---|---|")
+              "peak RSS MB | metadata MB | data MB | load average |")
+        print("|---|---|---|---|---|---|---|")
         base = prep.get("shardfs-index", {}).get("wall_s")
         for what in ("shardfs-index", "shardfs-index --no-hash", "mds",
                      "litdata", "arrow"):
@@ -338,9 +338,9 @@ def report(args):
                 p["wall_s"] - gen_s / (WORKERS if what == "litdata" else 1)
             ratio = " (%.1f)" % (p["wall_s"] / base) if base and \
                 what != "shardfs-index" else ""
-            print("| %s | %.1f%s | %.1f | %.0f | %.1f | %.0f |" % (
+            print("| %s | %.1f%s | %.1f | %.0f | %.3g | %.0f | %.1f |" % (
                 what, p["wall_s"], ratio, own, p["maxrss_kib"] / 1024,
-                p.get("meta", 0) / 1e6, p.get("data", 0) / 1e6))
+                p.get("meta", 0) / 1e6, p.get("data", 0) / 1e6, p["load1"]))
         print("\nStart-up, rank 0 of world=2, 2 workers, batch 256, %d "
               "batches (medians [min–max])\n" % BATCHES)
         print("| system | first batch s | dataset made s | peak PSS, rank "
