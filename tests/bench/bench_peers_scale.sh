@@ -13,7 +13,8 @@
 # (2 workers, 64 MB chunks), datasets' from_generator + save_to_disk.
 # Each preparation runs once: wall time, peak RSS (/usr/bin/time -v: the
 # largest single process), metadata and data bytes.  Then each peer's
-# index is loaded alone in one process (RSS growth: what grows with N),
+# index is loaded alone in one process (its heap: what grows with N),
+# Streaming's partition of N samples is computed alone (no data needed),
 # and RUNS (default 3) alternated rounds of start-up: rank 0 of world=2,
 # a DataLoader of 2 workers, batch 256, 10 batches, timed from before the
 # mount (shardfs) or the rank's start (peers) to the first batch, with the
@@ -82,6 +83,8 @@ for s in streaming litdata hf; do
 	$PY "$D" load "$s" "$(data $s)" --n "$n" 2> "$W/load.log" | tail -1 >> "$res" ||
 		{ echo "  load $s failed"; tail -3 "$W/load.log"; }
 done
+# what Streaming's local leader computes before the first sample, alone
+"$PY" "$D" partition "$n" 2> /dev/null | tail -1 >> "$res"
 for r in $(seq "$runs"); do
 	for s in shardfs streaming litdata hf; do
 		[ -e "$(data $s)" ] || continue

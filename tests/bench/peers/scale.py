@@ -26,6 +26,8 @@ Every system gets the same samples, made by one deterministic generator
                                    rank's process tree, the daemon's peak RSS)
   scale.py load SYSTEM DATA        one process: the index loaded alone (RSS
                                    growth and seconds), printed as JSON
+  scale.py partition N             Streaming's partition of N samples alone
+                                   (no data: its memory at 100 M)
   scale.py report RESULTS.jsonl    the markdown tables, ratios to shardfs
 """
 import argparse
@@ -135,7 +137,28 @@ def record(args):
                  "hf": ["state.json", "dataset_info.json"]}[args.system]
         out["meta"] = sum(size(os.path.join(args.dir, x)) for x in names)
         out["data"] = size(args.dir) - out["meta"]
+        out["samples"] = count(args.system, args.dir)
     print(json.dumps(out))
+
+
+def count(system, path):
+    """The samples SYSTEM's own metadata says PATH holds (a conversion
+    that lost some shows here, before any reader fails)."""
+    if system == "shardfs":
+        with open(os.path.join(path, ".shardfs", "manifest.json")) as f:
+            return json.load(f)["samples"]
+    if system == "streaming":
+        with open(os.path.join(path, "index.json")) as f:
+            return sum(s["samples"] for s in json.load(f)["shards"])
+    if system == "litdata":
+        with open(os.path.join(path, "index.json")) as f:
+            chunks = json.load(f)["chunks"]
+        # LitData finds a chunk by its file name: two entries with one
+        # name are one chunk, the other lost
+        sizes = {c["filename"]: c["chunk_size"] for c in chunks}
+        return sum(sizes.values())
+    import datasets
+    return len(datasets.load_from_disk(path))
 
 
 def size(path):
@@ -312,6 +335,24 @@ def load(args):
                       "load_rss_kib": rss(me) - before}))
 
 
+def partition(args):
+    """What Streaming's local leader computes before a rank's first sample,
+    without any data: the partition of N samples over world=2 (one rank a
+    node), 2 workers, batch 256 (get_partitions, as generate_work calls it
+    with shuffle off).  Its peak heap grows with N."""
+    import numpy  # noqa: F401  (in the baseline)
+    from streaming.base.partition import get_partitions
+    me = os.getpid()
+    before, t = status(me, "VmRSS"), time.time()
+    ids = get_partitions("relaxed", args.n, num_canonical_nodes=WORLD,
+                         num_physical_nodes=WORLD, ranks_per_node=1,
+                         workers_per_rank=WORKERS, batch_size=BATCH)
+    print(json.dumps({"system": "streaming", "n": args.n,
+                      "partition_s": round(time.time() - t, 3),
+                      "partition_peak_kib": status(me, "VmHWM") - before,
+                      "ids_kib": ids.nbytes // 1024}))
+
+
 # ---------------------------------------------------------------- report
 def report(args):
     rows = [json.loads(x) for x in open(args.results) if x.strip()]
@@ -326,8 +367,9 @@ def report(args):
               "shardfs's preparation)\n" % (
                   gen_s, prep.get("jsonl", {}).get("wall_s", 0)))
         print("| system | prepare s | writer's own s (− generator) | "
-              "peak RSS MB | metadata MB | data MB | load average |")
-        print("|---|---|---|---|---|---|---|")
+              "peak RSS MB | metadata MB | data MB | samples | "
+              "load average |")
+        print("|---|---|---|---|---|---|---|---|")
         base = prep.get("shardfs-index", {}).get("wall_s")
         for what in ("shardfs-index", "shardfs-index --no-hash", "mds",
                      "litdata", "arrow"):
@@ -338,9 +380,12 @@ def report(args):
                 p["wall_s"] - gen_s / (WORKERS if what == "litdata" else 1)
             ratio = " (%.1f)" % (p["wall_s"] / base) if base and \
                 what != "shardfs-index" else ""
-            print("| %s | %.1f%s | %.1f | %.0f | %.3g | %.0f | %.1f |" % (
+            got = p.get("samples")
+            print("| %s | %.1f%s | %.1f | %.0f | %.3g | %.0f | %s | %.1f |" % (
                 what, p["wall_s"], ratio, own, p["maxrss_kib"] / 1024,
-                p.get("meta", 0) / 1e6, p.get("data", 0) / 1e6, p["load1"]))
+                p.get("meta", 0) / 1e6, p.get("data", 0) / 1e6,
+                "—" if got is None else "all" if got == n else
+                "**%d of %d**" % (got, n), p["load1"]))
         print("\nStart-up, rank 0 of world=2, 2 workers, batch 256, %d "
               "batches (medians [min–max])\n" % BATCHES)
         print("| system | first batch s | dataset made s | peak PSS, rank "
@@ -385,6 +430,12 @@ def report(args):
             cells.append("%d%s" % (len(runs), ", %d failed" % fails
                                    if fails else ""))
             print("| %s | %s |" % (LABEL[s], " | ".join(cells)))
+        for r in rs:
+            if "partition_s" in r:
+                print("\nStreaming's partition alone (no data), %d samples: "
+                      "%.2f s, peak heap %.0f MB (its sample ids %.0f MB)"
+                      % (r["n"], r["partition_s"],
+                         r["partition_peak_kib"] / 1024, r["ids_kib"] / 1024))
         print("\nWriter's own: the conversion less the generator's time "
               "(LitData's generator runs in its 2 workers: less half of "
               "it). Memory ratio: the rank tree's peak PSS, plus for "
@@ -426,10 +477,13 @@ def main():
     ld.add_argument("system", choices=SYSTEMS[1:])
     ld.add_argument("data")
     ld.add_argument("--n", type=int, required=True)
+    pa = sub.add_parser("partition")
+    pa.add_argument("n", type=int)
     sub.add_parser("report").add_argument("results")
     args = p.parse_args()
     return {"gen": gen, "jsonl": jsonl, "convert": convert, "record": record,
             "rank": run_rank, "start": start, "load": load,
+            "partition": partition,
             "report": report}[args.cmd](args)
 
 
