@@ -354,6 +354,18 @@ def partition(args):
 
 
 # ---------------------------------------------------------------- report
+def size_text(n):
+    """Bytes as a reader takes them in: 401 MB, 3.3 KB."""
+    for unit, div in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if n >= div:
+            return "%.3g %s" % (n / div, unit)
+    return "%d B" % n
+
+
+def secs(x):
+    return "%.2f" % x if x < 10 else "%.1f" % x
+
+
 def report(args):
     rows = [json.loads(x) for x in open(args.results) if x.strip()]
     for n in sorted({r["n"] for r in rows}):
@@ -367,7 +379,7 @@ def report(args):
               "shardfs's preparation)\n" % (
                   gen_s, prep.get("jsonl", {}).get("wall_s", 0)))
         print("| system | prepare s | writer's own s (− generator) | "
-              "peak RSS MB | metadata MB | data MB | samples | "
+              "peak RSS MB | metadata | data | samples | "
               "load average |")
         print("|---|---|---|---|---|---|---|---|")
         base = prep.get("shardfs-index", {}).get("wall_s")
@@ -381,9 +393,10 @@ def report(args):
             ratio = " (%.1f)" % (p["wall_s"] / base) if base and \
                 what != "shardfs-index" else ""
             got = p.get("samples")
-            print("| %s | %.1f%s | %.1f | %.0f | %.3g | %.0f | %s | %.1f |" % (
-                what, p["wall_s"], ratio, own, p["maxrss_kib"] / 1024,
-                p.get("meta", 0) / 1e6, p.get("data", 0) / 1e6,
+            print("| %s | %s%s | %s | %.0f | %s | %s | %s | %.1f |" % (
+                what, secs(p["wall_s"]), ratio, secs(own),
+                p["maxrss_kib"] / 1024, size_text(p.get("meta", 0)),
+                size_text(p.get("data", 0)),
                 "—" if got is None else "all" if got == n else
                 "**%d of %d**" % (got, n), p["load1"]))
         print("\nStart-up, rank 0 of world=2, 2 workers, batch 256, %d "
