@@ -28,7 +28,8 @@ runs=${2:-3}
 bin=${BIN:-/tmp/b-scale}
 cmake -S "$top" -B "$bin" -DCMAKE_BUILD_TYPE=Release > /dev/null
 cmake --build "$bin" -j 2 > /dev/null
-venv=$(bash "$top/tests/python/venv.sh" "$top/tests/bench/peers/requirements.txt")
+req=$top/tests/bench/peers/requirements.txt
+venv=$(bash "$top/tests/python/venv.sh" "$req")
 PY=$venv/bin/python
 D=$top/tests/bench/peers/scale.py
 B=${BENCH_DIR:-/var/tmp/scale}
@@ -57,14 +58,16 @@ prep() {
 	/usr/bin/time -v -o "$W/time" "$@" > "$W/prep.log" 2>&1 ||
 		{ echo "  $what failed:"; tail -5 "$W/prep.log"; return 0; }
 	t1=$(date +%s.%N)
-	$PY "$D" record "$what" "$W/time" "$(awk "BEGIN {printf \"%.3f\", $t1 - $t0}")" \
+	"$PY" "$D" record "$what" "$W/time" \
+		"$(awk "BEGIN {printf \"%.3f\", $t1 - $t0}")" \
 		--n "$n" ${dir:+--system "$sys" --dir "$dir"} | tee -a "$res"
 }
 
 rm -rf "${W:?}"/*
 prep generator "" "" "$PY" "$D" gen "$n"
 prep jsonl "" "" "$PY" "$D" jsonl "$W/jsonl" "$n"
-prep "shardfs-index --no-hash" "$W/jsonl" shardfs "$bin/shardfs-index" "$W/jsonl" --no-hash --quiet
+prep "shardfs-index --no-hash" "$W/jsonl" shardfs \
+	"$bin/shardfs-index" "$W/jsonl" --no-hash --quiet
 rm -rf "$W/jsonl/.shardfs"
 prep shardfs-index "$W/jsonl" shardfs "$bin/shardfs-index" "$W/jsonl" --quiet
 prep mds "$W/mds" streaming "$PY" "$D" convert mds "$W/mds" "$n"
@@ -80,7 +83,8 @@ data() { # data SYSTEM: the directory SYSTEM reads
 }
 for s in streaming litdata hf; do
 	[ -e "$(data $s)" ] || continue
-	$PY "$D" load "$s" "$(data $s)" --n "$n" 2> "$W/load.log" | tail -1 >> "$res" ||
+	"$PY" "$D" load "$s" "$(data $s)" --n "$n" 2> "$W/load.log" |
+		tail -1 >> "$res" ||
 		{ echo "  load $s failed"; tail -3 "$W/load.log"; }
 done
 # what Streaming's local leader computes before the first sample, alone
@@ -90,12 +94,17 @@ for r in $(seq "$runs"); do
 		[ -e "$(data $s)" ] || continue
 		extra=()
 		[ "$s" != shardfs ] || extra=(--mount "$bin/shardfs,$mnt")
-		$PY "$D" start "$s" "$(data $s)" "$res" --n "$n" "${extra[@]}" \
+		"$PY" "$D" start "$s" "$(data $s)" "$res" --n "$n" "${extra[@]}" \
 			> "$W/start.log" 2>&1 ||
-			{ echo "  start $s round $r failed:"; grep -E 'Error|error' "$W/start.log" | sort | uniq -c | head -5; }
-		echo "  round $r $s: $(tail -1 "$W/start.log" | cut -c1-160); load $(load)"
+			{
+				echo "  start $s round $r failed:"
+				grep -E 'Error|error' "$W/start.log" | sort | uniq -c | head -5
+			}
+		echo "  round $r $s: $(tail -1 "$W/start.log" | cut -c1-150)"
+		echo "    load $(load)"
 	done
 done
-echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB; load average at end $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB;" \
+	"load average at end $(cut -d' ' -f1-3 /proc/loadavg)"
 cp "$res" "$B/results-$n-$(date +%Y%m%d-%H%M%S).jsonl"
-$PY "$D" report "$res"
+"$PY" "$D" report "$res"
