@@ -25,7 +25,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 n=${1:?usage: bench_peers_scale.sh N [RUNS]}
 runs=${2:-3}
-bin=${BIN:-/tmp/b-scale}
+bin=${BIN:-$top/build}
 cmake -S "$top" -B "$bin" -DCMAKE_BUILD_TYPE=Release > /dev/null
 cmake --build "$bin" -j 2 > /dev/null
 req=$top/tests/bench/peers/requirements.txt
