@@ -26,7 +26,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 n=${1:?usage: bench_peers_scale.sh N [RUNS]}
 runs=${2:-3}
 bin=${BIN:-$top/build}
-cmake -S "$top" -B "$bin" -DCMAKE_BUILD_TYPE=Release > /dev/null
+cmake -S "$top" -B "$bin" > /dev/null
 cmake --build "$bin" -j 2 > /dev/null
 req=$top/tests/bench/peers/requirements.txt
 venv=$(bash "$top/tests/python/venv.sh" "$req")
