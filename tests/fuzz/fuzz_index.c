@@ -119,12 +119,27 @@ static void sign(json_t *root, unsigned char *table, size_t len,
 }
 
 /* No blocks file of an earlier input is left for this one. */
-static void unlink_blocks(void)
+/* Remove dir/name, if there. */
+static void unlink_in_dir(const char *name)
 {
 	char path[128];
 
-	snprintf(path, sizeof(path), "%s/%s", dir, BLOCKS);
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	unlink(path);
+}
+
+static void unlink_blocks(void)
+{
+	unlink_in_dir(BLOCKS);
+}
+
+/* At exit: the scratch index directory and what the harness wrote in it. */
+static void remove_dir(void)
+{
+	unlink_in_dir("manifest.json");
+	unlink_in_dir(TABLE);
+	unlink_in_dir(BLOCKS);
+	rmdir(dir);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -146,6 +161,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		strcpy(dir, "/tmp/shardfs-fuzz-XXXXXX");
 		if (!mkdtemp(dir))
 			abort();
+		atexit(remove_dir);
 	}
 	size_t tlen = cut ? size - mlen - (sizeof(sep) - 1) : 0;
 	unsigned char *table = malloc(tlen + 1);
