@@ -75,6 +75,7 @@ struct sfs_mount_opts {
 	bool splice; /* answer reads by splicing from the source */
 	bool no_open; /* opens of files never reach the daemon */
 	uint32_t readahead_kb; /* the mount's kernel read-ahead, 0: leave */
+	uint32_t max_read; /* FUSE's max_read, 0: not given (the daemon's) */
 	uint32_t prefetch_files; /* files read ahead of a reader */
 	uint32_t prefetch_mb; /* MiB read ahead of a reader */
 	uint32_t prefetch_threads; /* threads reading ahead */

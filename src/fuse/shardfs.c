@@ -51,8 +51,6 @@ static void usage(FILE *f)
 	sfs_opt_help(sfs_plan_options, f, 2);
 	sfs_opt_help(sfs_mount_options, f, 2);
 	fprintf(f,
-		"  max_read=N  bytes a read request may ask for [the largest reply\n"
-		"      libfuse can splice: pipe-max-size - 16 KiB]\n"
 		"  allow_other, default_permissions, ... as FUSE takes them;\n"
 		"  mount(8)'s rw, ro, dev, suid, _netdev, noauto, ... are accepted.\n"
 		"\n"
@@ -72,7 +70,6 @@ struct args {
 	struct sfs_mount_opts *mount; /* fs.mount, filled here */
 	char *fuse_opts; /* passed to libfuse, comma-separated */
 	bool allow_other;
-	unsigned max_read; /* FUSE's max_read=, if given */
 };
 
 /*
@@ -187,27 +184,6 @@ static int append_opt(char **list, const char *opt)
 }
 
 /*
- * FUSE's max_read= is the daemon's to pass: libfuse wants it at the mount
- * and again at INIT, and the daemon bounds reads by it (main) when the
- * user does not.
- */
-static int max_read_opt(struct args *a, const char *v, struct sfs_error *err)
-{
-	char *end;
-	unsigned long n;
-
-	errno = 0;
-	n = strtoul(v, &end, 10);
-	if (*v < '0' || *v > '9' || *end || errno || !n || n > UINT_MAX)
-		return sfs_errorf(
-			err, -EINVAL,
-			"max_read=%s: not a size in bytes (a positive integer, e.g. max_read=1032192)",
-			v);
-	a->max_read = (unsigned)n;
-	return 0;
-}
-
-/*
  * Options of the daemon's own; others go to libfuse, but for a key that is
  * a likely typo of one of ours ("wrld"): FUSE would refuse it without
  * saying what was meant.
@@ -237,8 +213,6 @@ static int daemon_opt(struct args *a, const char *opt, struct sfs_error *err)
 		return 0;
 	if (!strcmp(opt, "allow_other"))
 		a->allow_other = true;
-	if (!strncmp(opt, "max_read=", 9))
-		return max_read_opt(a, opt + 9, err);
 	return append_opt(&a->fuse_opts, opt) ?
 		       sfs_errorf(err, -ENOMEM, "out of memory") :
 		       0;
@@ -420,10 +394,11 @@ int main(int argc, char **argv)
 	fs.splice_max = fs.mount.splice ? splice_limit() : 0;
 	/* Requests no larger than a splice, or the kernel sends some of 1 MiB
 	 * whatever the read-ahead (large folios) and those are copied; a
-	 * followed source's reads are copied anyway */
-	fs.max_read = a.max_read ? a.max_read :
-		      fs.follow	 ? 0 :
-				   (unsigned)(fs.splice_max & ~(size_t)4095);
+	 * followed source's reads are copied anyway.  The daemon passes
+	 * max_read itself: libfuse wants it at the mount and again at INIT */
+	fs.max_read = fs.mount.max_read ? fs.mount.max_read :
+		      fs.follow		? 0 :
+				  (unsigned)(fs.splice_max & ~(size_t)4095);
 	raise_nofile();
 	if (!fs.follow && fdcache_init(&fs.fds, fs.srcfd, FD_CACHE)) {
 		fprintf(stderr, "%s: %s: %s\n", prog, fs.idx->source,

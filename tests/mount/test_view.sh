@@ -339,7 +339,7 @@ refuse "symlinks=2" "shardfs: symlinks=2 is out of range: use an integer in 0..1
 refuse "shuffle=yes" "shardfs: shuffle=yes is not valid: use none | units | samples" "$T/tar" "$M" -o shuffle=yes
 refuse "replicas=4 of world=6" "shardfs: replicas=4 does not divide world=6: every group of replicas holds the same number of ranks; use a divisor of 6" "$T/tar" "$M" -o world=6,replicas=4
 refuse "a typo of a plan option" 'shardfs: unknown option "wrld" (did you mean "world"?)' "$T/tar" "$M" -o wrld=2
-refuse "max_read= not a size" 'shardfs: max_read=1k: not a size in bytes (a positive integer, e.g. max_read=1032192)' "$T/tar" "$M" -o world=2,max_read=1k
+refuse "max_read= not a number" "shardfs: max_read=1k is not a number: use an integer in 1..4294967295" "$T/tar" "$M" -o world=2,max_read=1k
 refuse "a typo of a daemon option" 'shardfs: unknown option "symlink" (did you mean "symlinks"?)' "$T/tar" "$M" -o world=2,symlink=0
 refuse "index= empty" "shardfs: index= is empty: give the index directory" "$T/tar" "$M" -o index=
 n=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["samples"])' "$T/jsonl/.shardfs/manifest.json")

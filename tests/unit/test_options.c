@@ -180,7 +180,7 @@ static void test_options_suggest(void **state)
 	assert_null(sfs_opt_suggest(both, "colour"));
 	assert_null(sfs_opt_suggest(both, "ro"));
 	assert_null(sfs_opt_suggest(both, "sync"));
-	assert_null(sfs_opt_suggest(both, "max_read"));
+	assert_null(sfs_opt_suggest(both, "fsname"));
 	assert_null(sfs_opt_suggest(both, "allow_other"));
 	assert_null(sfs_opt_suggest(both, "default_permissions"));
 }

@@ -103,6 +103,13 @@ const struct sfs_opt sfs_mount_options[] = {
 	  "default is the largest whose reads splice through\n"
 	  "a pipe of 1 MiB); 0 leaves it as it is",
 	  false },
+	{ "max_read", SFS_OPT_U32, MOUNT(max_read), 1, UINT32_MAX, NULL,
+	  "BYTES", "-",
+	  "the largest read request (FUSE's max_read); by\n"
+	  "default the largest reply libfuse can splice:\n"
+	  "pipe-max-size less 16 KiB (none with splice=0 or\n"
+	  "follow=1, whose reads are copied)",
+	  false },
 	{ "prefetch_files", SFS_OPT_U32, MOUNT(prefetch_files), 1, 1024, NULL,
 	  "N", "16",
 	  "with prefetch=1: source files read ahead of a\n"
