@@ -266,15 +266,20 @@ def pss(pid):
     return 0
 
 
-def rss(pid):
+def status(pid, field):
+    """A field of /proc/PID/status in KiB (0 if gone)."""
     try:
         with open("/proc/%d/status" % pid) as f:
             for line in f:
-                if line.startswith("VmRSS:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1])
     except OSError:
         pass
     return 0
+
+
+def rss(pid):
+    return status(pid, "VmRSS")
 
 
 def tree(pid):

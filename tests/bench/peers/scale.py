@@ -42,7 +42,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 sys.path.insert(0, HERE)
-from peers import collate, pss, rss, tree, mountpoint, med  # noqa: E402
+from peers import (collate, med, mountpoint, pss, rss,  # noqa: E402
+                   status, tree)
 
 BLOCK = 100_000          # samples per JSONL shard and per generator block
 PAYLOAD = 32             # random bytes a sample
@@ -299,18 +300,6 @@ def start(args):
     return code
 
 
-def status(pid, field):
-    """A field of /proc/PID/status in KiB (0 if gone)."""
-    try:
-        with open("/proc/%d/status" % pid) as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
 def hwm(pid):
     return status(pid, "VmHWM")
 
@@ -343,7 +332,7 @@ def partition(args):
     import numpy  # noqa: F401  (in the baseline)
     from streaming.base.partition import get_partitions
     me = os.getpid()
-    before, t = status(me, "VmRSS"), time.time()
+    before, t = rss(me), time.time()
     ids = get_partitions("relaxed", args.n, num_canonical_nodes=WORLD,
                          num_physical_nodes=WORLD, ranks_per_node=1,
                          workers_per_rank=WORKERS, batch_size=BATCH)
