@@ -78,10 +78,12 @@ int sfs_view_runs_name(struct sfs_digest *dg, const struct sfs_run *r,
 		*e++ = '-';
 		e = put_u64(e, r->first + r->count - 1, 0);
 		/* cut to len as snprintf cuts */
-		for (i = 0; len && i < len - 1 && one + i < e; i++)
-			out[i] = one[i];
-		if (len)
+		if (len) {
+			i = (size_t)(e - one) < len - 1 ? (size_t)(e - one) :
+							  len - 1;
+			memcpy(out, one, i);
 			out[i] = '\0';
+		}
 		return 0;
 	}
 	/* 64 runs per update (one-sample runs are the common case); the
