@@ -23,6 +23,8 @@
 # unless KEEP=1.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
+. "$top/tests/bench/lib.sh"
+need /usr/bin/time python3
 n=${1:?usage: bench_peers_scale.sh N [RUNS]}
 runs=${2:-3}
 bin=${BIN:-$top/build}
