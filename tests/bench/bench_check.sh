@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The auditor benchmark (issue 4), results in docs/benchmarks.md.
+# The auditor benchmark, results in docs/benchmarks.md ("The auditor").
 # Usage: tests/bench/bench_check.sh [RUNS]   (as root: it mounts)
 #
 # On the ~2 GiB dataset of bench_read.sh, mounted as slices for 1 rank x 4

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The loader benchmark (issue 6), results in docs/benchmarks.md.
+# The loader benchmark, results in docs/benchmarks.md ("A training job").
 # Usage: tests/bench/bench_ddp.sh [RUNS] [KIB]   (as root: it mounts)
 #
 # The DDP job of tests/e2e/ddp.py (world=2 ranks x workers=2 DataLoader

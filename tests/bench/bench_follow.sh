@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# follow=1 (issue 27), results in docs/benchmarks.md ("Follow"):
+# follow=1, results in docs/benchmarks.md ("follow=1: a source that grows"):
 #   - latency: a reader blocks in a read of stream.jsonl; a chunk of one
 #     window's samples is renamed into the source; the time from the
 #     rename to the read's return (median, p99 per run).  With inotify

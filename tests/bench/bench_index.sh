@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The foundation benchmark (issue 2), results in docs/benchmarks.md:
+# The indexing benchmark, results in docs/benchmarks.md ("Indexing"):
 #   - shardfs-index --no-hash against bsdtar -tf over the same files
 #   - shardfs-index (hashing) against sha256sum over the same files
 #   - one epoch's plan for world=64 x workers=8, and index memory

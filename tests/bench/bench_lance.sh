@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Lance datasets (issue 28), results in docs/benchmarks.md.  Datasets
+# Lance datasets, results in docs/benchmarks.md ("Lance").  Datasets
 # written by pylance 14.0.2 (tests/lance/requirements.txt,
 # tests/bench/lance_bench.py), made once and kept under $BENCH_DIR:
 #   frags: FRAGS fragments of 10 rows (id, key), rows id % 100 = 7

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Mixtures (issue 14), results in docs/benchmarks.md: a 10-source mixture
+# Mixtures, results in docs/benchmarks.md ("Mixtures"): a 10-source mixture
 # of SAMPLES samples in all (default 10 000 000, uneven sources) against a
 # single source of the same samples and shards:
 #   - the plan of every reader (world=64 x workers=8): time and heap, with

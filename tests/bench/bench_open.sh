@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# What one open costs through shardfs (issue 15, part 4), results in
-# docs/benchmarks.md.  Usage: tests/bench/bench_open.sh [RUNS] [KIB]
+# What one open costs through shardfs, results in docs/benchmarks.md
+# ("Opens").  Usage: tests/bench/bench_open.sh [RUNS] [KIB]
 # (as root: it mounts)
 #
 # Over the data set of bench_ddp.sh (32 tar shards of 4 MiB, KIB KiB

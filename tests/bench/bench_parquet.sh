@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Parquet shards (issue 13), results in docs/benchmarks.md.  Files written
+# Parquet shards, results in docs/benchmarks.md ("Parquet").  Files written
 # by DuckDB (id BIGINT, text VARCHAR of 96 chars, score DOUBLE, tag
 # INTEGER; snappy; ROWS rows in 8 files):
 #   - indexing: shardfs-index --no-hash (footers only) and with hashes

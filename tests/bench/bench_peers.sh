@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# shardfs against its peers (issue 29), results in docs/benchmarks.md.
+# shardfs against its peers, results in docs/benchmarks.md.
 # Usage: tests/bench/bench_peers.sh [IMAGES [SMALL [RUNS]]]   (as root: it
 # mounts and drops caches)
 #

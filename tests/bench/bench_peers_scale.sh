@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# shardfs against its peers at scale (issue 29): preparation and start-up
+# shardfs against its peers at scale: preparation and start-up
 # at N small samples, results in docs/benchmarks.md ("Against the peers").
 # Usage: tests/bench/bench_peers_scale.sh N [RUNS]   (as root: it mounts)
 #

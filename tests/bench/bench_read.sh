@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The file-system benchmark (issue 3), results in docs/benchmarks.md.
+# The file-system benchmark, results in docs/benchmarks.md ("Reading").
 # Usage: tests/bench/bench_read.sh [RUNS [SECTIONS]]   (as root: it mounts and
 # drops caches); SECTIONS is any of "warm cold meta" (default: all three).
 #
@@ -12,7 +12,7 @@
 # stat and readlink of view entries, `ls -l` of a 10 000-entry directory,
 # mount-to-ready and epoch-switch time at 1 000 000 samples.
 # Every figure is the median of RUNS (default 3) runs, printed with the
-# ratio the issue asks about, measured in the same run.
+# ratio docs/benchmarks.md states an aim for, measured in the same run.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/tests/bench/lib.sh"

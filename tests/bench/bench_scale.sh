@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Issue 15's daemon figures (docs/scaling.md): rank 0 of world=64 x
-# workers=8, block=BLOCK [100], on a generated dataset of SHARDS x 5000
+# The daemon at scale (docs/scaling.md; docs/benchmarks.md, "Epoch
+# switches" and "Scale"): rank 0 of world=64 x workers=8, block=BLOCK
+# [100], on a generated dataset of SHARDS x 5000
 # samples in FORMAT [jsonl] (default 20 000 shards: 100 M samples, 5 GB,
 # ~1 min to make, kept under $BENCH_DIR; FORMAT=tfrecord takes 24 B a
 # sample, 1 B samples in 24 GB), indexed with --no-hash. For shuffle none, units

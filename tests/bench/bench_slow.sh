@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prefetch on slow storage (issue 15, part 3), results in docs/benchmarks.md.
+# Prefetch on slow storage, results in docs/benchmarks.md.
 # Usage: tests/bench/bench_slow.sh [RUNS [SECTIONS]]   (as root: it mounts
 # and drops caches); SECTIONS is any of "files tar fast fastfiles"
 # (default: all).

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The driver of tests/bench/bench_peers_scale.sh: preparation and start-up
-of shardfs and its peers at 1 M - 10 M small samples (issue 29).
+of shardfs and its peers at 1 M - 10 M small samples.
 
 Every system gets the same samples, made by one deterministic generator
 (never through tar files): sample i is
