@@ -1,10 +1,10 @@
 """python -m shardfs: the wheel's programs and the Python API from a shell.
 
-    python -m shardfs mount SRC MNT [-o OPTIONS]   mount a view, as shardfs.mount
-    python -m shardfs unmount MNT                  fusermount3 -u MNT
-    python -m shardfs status MNT                   what a mount serves
+    python -m shardfs mount SRC MNT [-o OPTIONS]  mount a view (shardfs.mount)
+    python -m shardfs unmount MNT                 fusermount3 -u MNT
+    python -m shardfs status MNT                  what a mount serves
     python -m shardfs index|plan|check|mkdata ARGS...
-                                                   shardfs-index ... (the wheel's)
+                                      shardfs-index ARGS... (the wheel's)
 """
 from __future__ import annotations
 

@@ -57,8 +57,8 @@ def daemon_program() -> str:
         raise ShardfsError(
             "shardfs.mount: no shardfs daemon: this package has none bundled "
             "(installed from the Python sources alone) and there is no "
-            "shardfs on PATH; install the wheel (pip install shardfs) or the "
-            "Debian package")
+            "shardfs on PATH; install the wheel (pip install ./python in a "
+            "shardfs checkout) or the Debian package")
     return prog
 
 
@@ -75,8 +75,8 @@ def daemon_version(prog: str) -> str:
     if not m:
         raise ShardfsError("shardfs.mount: %s --version printed %r, not "
                            "\"shardfs VERSION\": it is not the shardfs "
-                           "daemon; install the wheel (pip install shardfs)"
-                           % (prog, out.strip()))
+                           "daemon; install the wheel (pip install ./python "
+                           "in a shardfs checkout)" % (prog, out.strip()))
     return m.group(1)
 
 
@@ -88,9 +88,9 @@ def check_release(prog: str) -> None:
         raise ShardfsError(
             "shardfs.mount: %s is shardfs %s but this Python package is %s: "
             "the package reads the status of its own release only; install "
-            "the wheel of that release (pip install shardfs==%s, which "
-            "bundles its daemon) or the daemon of this one"
-            % (prog, v, __version__, v))
+            "the wheel (pip install ./python in a shardfs checkout: it "
+            "bundles its daemon), or put a shardfs %s daemon first on PATH"
+            % (prog, v, __version__, __version__))
 
 
 class MountedView(Mount):

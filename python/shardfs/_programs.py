@@ -31,8 +31,8 @@ def run(name: str, args: "list[str]") -> NoReturn:
         sys.stderr.write("%s: not found: this shardfs package has no "
                          "programs bundled (it was installed from the Python "
                          "sources alone) and there is no %s on PATH; install "
-                         "the wheel (pip install shardfs) or the Debian "
-                         "package\n" % (name, name))
+                         "the wheel (pip install ./python in a shardfs "
+                         "checkout) or the Debian package\n" % (name, name))
         sys.exit(127)
     sys.stdout.flush()
     sys.stderr.flush()

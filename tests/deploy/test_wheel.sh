@@ -29,7 +29,9 @@ start=$(date +%s)
 
 cleanup() {
 	local m
-	for m in "$r/home/user/view" "$r/mnt/view" "$r/dev/null" "$r/dev/zero" \
+	[ -n "${sidecar:-}" ] && kill -0 "$sidecar" 2>/dev/null && kill -TERM "$sidecar"
+	for m in "$r/home/user/view" "$r/mnt/view" "$r/pod/data" "$r/pod" \
+		"$r/dev/null" "$r/dev/zero" \
 		"$r/dev/urandom" "$r/dev/fuse" "$r/dev" "$r/proc" "$r"; do
 		# lazily: a daemon the unmount just ended may still hold /dev
 		mountpoint -q "$m" && { fusermount3 -u "$m" 2>/dev/null ||
@@ -39,6 +41,20 @@ cleanup() {
 	rm -rf --one-file-system "$T"
 }
 trap cleanup EXIT
+
+# one version: the CMake project's; the wheel's is read from it, and every
+# package name and image tag the docs and manifests write is the same
+expect_eq "the versions written in the docs and manifests" \
+	"$(cd "$TESTS/.." && grep -rhoE '(shardfs[_:]|newTag: |shardfs==)[0-9]+\.[0-9]+\.[0-9]+' \
+		README.md docs k8s python/README.md | grep -oE '[0-9.]+$' | sort -u)" "$VERSION"
+# the package refuses a daemon of another release (one on PATH, as from
+# the sources of a checkout next to another release's .deb)
+mkdir -p "$T/old"
+printf '#!/bin/sh\necho "shardfs 0.0.1 (libfuse 3.14.0)"\n' > "$T/old/shardfs"
+chmod +x "$T/old/shardfs"
+expect_eq "a daemon of another release" "$(PATH=$T/old:/usr/bin:/bin \
+	PYTHONPATH=$TESTS/../python python3 -m shardfs mount /nonexistent /tmp 2>&1)" \
+	"shardfs.mount: $T/old/shardfs is shardfs 0.0.1 but this Python package is $VERSION: the package reads the status of its own release only; install the wheel (pip install ./python in a shardfs checkout: it bundles its daemon), or put a shardfs $VERSION daemon first on PATH"
 
 need_debs debootstrap
 make_root python python3 python3-venv fuse3
@@ -179,6 +195,32 @@ expect_eq "python -m shardfs mount" "$?:$(sed -n 2p "$T/status")" \
 expect_eq "python -m shardfs check view" "$(in_root python -m shardfs check view /mnt/view > /dev/null; echo $?)" "0"
 in_root python -m shardfs unmount /mnt/view
 expect_eq "python -m shardfs unmount" "$?:$(grep -c " $r/mnt/view " /proc/self/mounts)" "0:0"
+
+# the wheel's shardfs-sidecar, as a sidecar container of the trainer's own
+# image runs it (docs/deploy.md): rank 1 of 2 onto a shared mount (what
+# mountPropagation: Bidirectional gives it), SIGTERM unmounts, exit 0
+mkdir -p "$r/pod"
+mount --bind "$r/pod" "$r/pod"
+mount --make-shared "$r/pod"
+# (chroot itself in the background, not in_root's subshell: the signal is
+# for the sidecar)
+chroot "$r" env -i PATH=/opt/venv/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+	SHARDFS_SOURCE=/srv/train SHARDFS_MOUNT=/pod/data SHARDFS_RANK=1 \
+	SHARDFS_WORLD=2 SHARDFS_WORKERS=2 shardfs-sidecar 2> "$T/sidecar.log" &
+sidecar=$!
+for _ in $(seq 100); do
+	mountpoint -q "$r/pod/data" && break
+	kill -0 "$sidecar" 2>/dev/null || break
+	sleep 0.1
+done
+expect_eq "shardfs-sidecar: the view" "$(in_root ls /pod/data /pod/data/1 2>&1 | tr '\n' ' ')" \
+	"/pod/data: 1  /pod/data/1: 0 1 "
+kill -TERM "$sidecar"
+wait "$sidecar"
+rc=$?
+expect_eq "shardfs-sidecar: SIGTERM" "$rc:$(grep -c " $r/pod/data " /proc/self/mounts)" "0:0"
+[ "$rc" = 0 ] || cat "$T/sidecar.log" >&2
+umount "$r/pod"
 
 # as a user: a venv of its own, mounts through Debian's setuid fusermount3
 in_root useradd -m -U user
