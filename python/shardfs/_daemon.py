@@ -185,7 +185,10 @@ def mount_list(source: PathLike, mountpoint: PathLike, optlist: str,
     try:
         return MountedView(mnt)
     except BaseException:
-        _unmount(mnt, True)
+        try:
+            _unmount(mnt, True)
+        except ShardfsError:
+            pass  # the error that matters is the one raised above
         raise
 
 

@@ -45,7 +45,7 @@ trap cleanup EXIT
 # one version: the CMake project's; the wheel's is read from it, and every
 # package name and image tag the docs and manifests write is the same
 expect_eq "the versions written in the docs and manifests" \
-	"$(cd "$TESTS/.." && grep -rhoE '(shardfs[_:]|newTag: |shardfs==)[0-9]+\.[0-9]+\.[0-9]+' \
+	"$(cd "$TESTS/.." && grep -rhoE '(shardfs[-_:]|newTag: |shardfs==)[0-9]+\.[0-9]+\.[0-9]+' \
 		README.md docs k8s python/README.md | grep -oE '[0-9.]+$' | sort -u)" "$VERSION"
 # the package refuses a daemon of another release (one on PATH, as from
 # the sources of a checkout next to another release's .deb)
