@@ -1,6 +1,6 @@
-# Shared by the deployment tests (test_image.sh, test_package.sh): the
-# Debian 12 root both start from, made once with debootstrap from the
-# machine's apt mirror and kept in $SHARDFS_TEST_CACHE
+# Shared by the deployment tests (test_image.sh, test_package.sh,
+# test_wheel.sh): the Debian 12 root they start from, made once with
+# debootstrap from the machine's apt mirror and kept in $SHARDFS_TEST_CACHE
 # [/var/cache/shardfs-test] for the next run, and the Debian packages they
 # need, installed with apt-get -- or the test fails saying so.
 # Arguments: BUILD TESTS VERSION (the project's version, from ctest).
@@ -53,6 +53,36 @@ make_base() {
 		fi
 		rm -f "$base"/var/cache/apt/archives/*.deb
 		touch "$base.done"
+	fi
+	flock -u "$lock"
+}
+
+# make_root NAME PKG...: $cache/debian-12-NAME, the base root with the
+# Debian packages PKG installed by apt-get, unless the cache has it (its
+# stamp $cache/debian-12-NAME.done); made in the caller's mount namespace
+# (a private one: /proc and /dev are lent to apt there, and go with it)
+make_root() {
+	local name=$1 dir=$cache/debian-12-$1
+	shift
+	make_base
+	flock "$lock"
+	if [ ! -e "$dir.done" ]; then
+		echo "making $dir: debian-12-minbase with $*"
+		rm -rf --one-file-system "$dir"
+		cp -a "$base" "$dir"
+		mount -t proc proc "$dir/proc"
+		mount --bind /dev "$dir/dev"
+		if ! chroot "$dir" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+			DEBIAN_FRONTEND=noninteractive sh -c \
+			'apt-get update -qq && apt-get install -y -qq --no-install-recommends "$@"' \
+			sh "$@" > "$cache/$name.log" 2>&1; then
+			umount "$dir/dev" "$dir/proc"
+			tail -5 "$cache/$name.log" >&2
+			die "installing $* into $dir failed (above; the log is $cache/$name.log)"
+		fi
+		umount "$dir/dev" "$dir/proc"
+		rm -rf "$dir"/var/lib/apt/lists/* "$dir"/var/cache/apt/archives/*.deb
+		touch "$dir.done"
 	fi
 	flock -u "$lock"
 }

@@ -2,8 +2,8 @@
 # run.sh BUILD TESTS SUITE [PYTEST ARGS]: the pytest suite tests/python/SUITE
 # (package: the shardfs package on real mounts; loaders: Parquet readers,
 # WebDataset, DDP and Lightning jobs through it) in the virtual environment
-# of requirements.txt (venv.sh: built once, then reused), with ./python
-# installed for this run alone (pip --target, first on PYTHONPATH).  Every mount is made under a scratch directory that is
+# of requirements.txt (venv.sh: built once, then reused), with the sources
+# of ./python copied for this run alone (first on PYTHONPATH).  Every mount is made under a scratch directory that is
 # removed on exit; anything still mounted there (a pytest killed by a
 # timeout) is unmounted first, by its path.
 set -uo pipefail
@@ -23,15 +23,14 @@ cleanup() {
 trap cleanup EXIT
 venv=$(bash "$TESTS/python/venv.sh" "$TESTS/python/requirements.txt") || exit 2
 start=$(date +%s)
-# the package from the tree, every run (no build isolation: offline),
-# built from a copy so that the tree gets no build/ or egg-info, and
-# installed into this run's own directory, first on the path: never into
-# the shared environment, where two suites run at once by ctest -j would
-# reinstall it over each other (seen: pip failing on the other's
-# half-written metadata)
-cp -r "$TESTS/../python" "$T/package"
-"$venv/bin/pip" install -q --no-deps --no-build-isolation --target "$T/site" \
-	"$T/package" >"$T/pip.log" 2>&1 || { cat "$T/pip.log" >&2; exit 2; }
+# the package's sources from the tree, every run, copied into this run's
+# own directory, first on the path: never into the shared environment,
+# where two suites run at once by ctest -j would overwrite each other;
+# not pip-installed, which builds the wheel with its programs (the C
+# build; tests/deploy/test_wheel.sh does that): the programs are the
+# build's, on PATH
+mkdir -p "$T/site"
+cp -r "$TESTS/../python/shardfs" "$T/site/"
 export PATH="$BUILD:$PATH" SHARDFS_TESTS=$TESTS SHARDFS_TMP=$T \
 	PYTHONPATH=$T/site:$TESTS/python
 cd "$T" || exit 2
