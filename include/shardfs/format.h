@@ -139,6 +139,15 @@ struct sfs_format_ops {
 	 */
 	bool declared;
 	/*
+	 * What one run of a slice becomes when each run is a piece of its
+	 * own in the slice's structure, costing a build and a read of its
+	 * own ("row group": Parquet cuts a row group per run; "fragment":
+	 * Lance); NULL when runs are byte ranges, costing only their bytes.
+	 * A view refuses shuffle=samples (one-sample runs) when a reader's
+	 * files would hold too many (view.h, SFS_VIEW_PIECES_MAX).
+	 */
+	const char *run_piece;
+	/*
 	 * Views of this format are not built yet: the daemon refuses to mount
 	 * a source holding such shards, with this sentence.  NULL: served.
 	 */

@@ -5,10 +5,13 @@
  * final tables.  Memory then grows with shards, not samples.
  *
  * A spill holds nrec records (a build's shards, in the order of the
- * index): any thread may put record r, once, in any order; the records are
+ * index): any thread may fill record r, in any order: pieces appended as a
+ * scan produces them (so that a shard of 100 M samples never holds its
+ * digests in memory), then put once, which closes it.  Pieces are
  * appended to the files under a lock, and where each went is remembered
- * (32 bytes per record).  A table is the concatenation of the records put,
- * in record order; a record never put (a shard that failed) adds nothing.
+ * (16 bytes a piece).  A table is the concatenation of the records put,
+ * in record order, each its pieces in order; a record never put (a shard
+ * that failed after some pieces) adds nothing.
  *
  * The files are created in the index directory under a unique name
  * (mkostemp) and unlinked at once: they vanish when the spill is freed or
@@ -36,11 +39,20 @@ int sfs_spill_new(const char *dir, size_t nrec, bool digests,
 		  struct sfs_spill **out, struct sfs_error *err);
 
 /*
- * Put record rec (< nrec, never put before): nbounds boundaries (borrowed,
- * may be 0) and, when the spill has digests, ndigests digests of
- * SFS_DIGEST_LEN bytes (borrowed).  Thread-safe.  Returns 0, -EINVAL for
- * a record out of range or put twice, or -EIO (disk full...) with a
- * message naming the file's directory.
+ * Append a piece to record rec (< nrec, not put yet): nbounds boundaries
+ * (borrowed, may be 0) and, when the spill has digests, ndigests digests
+ * of SFS_DIGEST_LEN bytes (borrowed).  Thread-safe, but one record is
+ * filled by one thread at a time.  Returns 0, -EINVAL for a record out of
+ * range or already put, -ENOMEM, or -EIO (disk full...) with a message
+ * naming the file's directory; the record is then as it was.
+ */
+int sfs_spill_append(struct sfs_spill *s, size_t rec, const uint64_t *bounds,
+		     uint64_t nbounds, const unsigned char *digests,
+		     uint64_t ndigests, struct sfs_error *err);
+
+/*
+ * Append a last piece to record rec, as sfs_spill_append, and close it:
+ * its entries count in the tables from now on, and it takes no more.
  */
 int sfs_spill_put(struct sfs_spill *s, size_t rec, const uint64_t *bounds,
 		  uint64_t nbounds, const unsigned char *digests,

@@ -106,10 +106,20 @@ struct sfs_view {
 };
 
 /*
+ * The most one-sample runs of a format whose runs are pieces of their own
+ * (sfs_format_ops.run_piece) that shuffle=samples may leave a reader:
+ * each costs a page decoded to build its file and a piece to read (a
+ * Parquet file of 100 000 one-row row groups took minutes to size).
+ */
+#define SFS_VIEW_PIECES_MAX 1024
+
+/*
  * Build the view of idx (borrowed, must outlive the view) for epochs
  * o->options.plan.epoch .. + o->epochs - 1.  Returns 0 and the view in
- * *out, or the plan's errors (-EINVAL with its message), -EOVERFLOW when
- * the epochs run past 2^64 - 1, -ENOMEM.
+ * *out, or the plan's errors (-EINVAL with its message), -E2BIG when
+ * shuffle=samples would leave a reader more than SFS_VIEW_PIECES_MAX
+ * pieces (the message names the cost and the options to use instead),
+ * -EOVERFLOW when the epochs run past 2^64 - 1, -ENOMEM.
  */
 int sfs_view_build(const struct sfs_index *idx, const struct sfs_view_opts *o,
 		   struct sfs_view **out, struct sfs_error *err);

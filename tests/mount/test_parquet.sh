@@ -58,6 +58,17 @@ check "$T/mk" world=2,workers=3
 check "$T/mk" world=2,workers=2,shuffle=samples,block=0,remainder=drop
 check "$T/mk" world=3,workers=2,partition=interleaved,batch=5,start=11
 
+# shuffle=samples over many rows: refused at mount with the cost and the
+# option to use instead (every row would be a row group of its own: a
+# 16 M-row file was not served after minutes), never minutes of silence
+shardfs-mkdata "$T/many" --format parquet --shards 1 --samples 5000 --size 1-8 > /dev/null
+shardfs-index "$T/many" --quiet || bad "index the 5000-row file"
+mkdir -p "$T/m"
+expect_run "shuffle=samples, 1250 one-row pieces a reader: refused" 1 \
+	"shardfs: shuffle=samples cuts the 5000 samples of $T/many's parquet shards (shard-000000.parquet, ...) into one-sample runs, each a row group of its own: about 1250 in each reader's files, more than 1024 (minutes to build, slow to read); use shuffle=units with block=N (units of N samples, shuffled each epoch; a loader's shuffle buffer mixes the samples inside them)" \
+	-- shardfs "$T/many" "$T/m" -o world=2,workers=2,shuffle=samples
+expect_eq "nothing mounted" "$(mountpoint -q "$T/m" && echo mounted)" ""
+
 # a slice is laid out once, when the view is built (to size it), and
 # served from that layout at its open: a shard changed after the build is
 # refused at the open, never served from the layout; put back as indexed

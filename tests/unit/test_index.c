@@ -13,6 +13,7 @@
 
 #include "helpers.h"
 #include "shardfs/indexer.h"
+#include "shardfs/spill.h"
 
 /* A source with a tar, a jsonl, a tfrecord-less mix and a stray file. */
 static char *make_source(void)
@@ -1001,6 +1002,88 @@ static void test_index_spill_merge_same_bytes(void **state)
 	tmpdir_remove(dir);
 }
 
+/*
+ * A shard of more samples than one piece of digests (70 000 lines: three
+ * pieces) is spilled a piece at a time, also when a refresh reads its
+ * entry back: the same bytes as the index built in memory.
+ */
+static void test_index_spill_pieces_same_bytes(void **state)
+{
+	struct sfs_error err = { 0 };
+	struct sfs_index *prev;
+	char *dir = make_source(), *mem = tmpdir_new(), *spill = tmpdir_new();
+	struct buf big = { 0 };
+	char line[32];
+	int k;
+
+	(void)state;
+	for (k = 0; k < 70000; k++) {
+		snprintf(line, sizeof(line), "{\"k\": %d}\n", k);
+		buf_put(&big, line, strlen(line));
+	}
+	free(write_at(dir, "big.jsonl", big.p, big.len));
+	expect_spill_same(dir, true, mem, spill, NULL, 3);
+	assert_int_equal(sfs_index_load(dir, mem, &prev, &err), 0);
+	assert_int_equal(sfs_index_check_digests(prev, &err), 0);
+	assert_int_equal(prev->nsamples, 70005);
+	free(write_at(dir, "a.jsonl", "{}\n{\"k\": 2}\n", 13));
+	expect_spill_same(dir, true, mem, spill, prev, 1);
+	sfs_index_free(prev);
+	buf_free(&big);
+	tmpdir_remove(spill);
+	tmpdir_remove(mem);
+	tmpdir_remove(dir);
+}
+
+static int collect(void *arg, const void *buf, size_t len)
+{
+	buf_put(arg, buf, len);
+	return 0;
+}
+
+/*
+ * Records filled in pieces, in any order: a table is the records put, in
+ * record order, each its pieces in order; a record that had pieces but
+ * was never put (a shard that failed mid-scan) adds nothing; a put record
+ * takes no more.
+ */
+static void test_index_spill_records_in_pieces(void **state)
+{
+	unsigned char d[5][SFS_DIGEST_LEN];
+	uint64_t b[4] = { 0, 10, 20, 30 };
+	struct sfs_error err = { 0 };
+	struct sfs_spill *s;
+	struct buf got = { 0 };
+	char *dir = tmpdir_new();
+	int k;
+
+	(void)state;
+	for (k = 0; k < 5; k++)
+		memset(d[k], 'a' + k, SFS_DIGEST_LEN);
+	assert_int_equal(sfs_spill_new(dir, 3, true, &s, &err), 0);
+	assert_int_equal(sfs_spill_append(s, 2, NULL, 0, d[3], 1, &err), 0);
+	assert_int_equal(sfs_spill_append(s, 1, b, 2, d[1], 1, &err), 0);
+	assert_int_equal(sfs_spill_put(s, 0, NULL, 0, d[0], 1, &err), 0);
+	assert_int_equal(sfs_spill_append(s, 1, NULL, 0, d[2], 1, &err), 0);
+	assert_int_equal(sfs_spill_put(s, 1, b + 2, 2, NULL, 0, &err), 0);
+	assert_int_equal(sfs_spill_append(s, 1, NULL, 0, d[4], 1, &err),
+			 -EINVAL);
+	assert_int_equal(sfs_spill_count(s, true), 3);
+	assert_int_equal(sfs_spill_count(s, false), 4);
+	assert_int_equal(sfs_spill_stream(s, true, collect, &got, &err), 0);
+	assert_int_equal(got.len, 3 * SFS_DIGEST_LEN);
+	for (k = 0; k < 3; k++)
+		assert_memory_equal(got.p + k * SFS_DIGEST_LEN, d[k],
+				    SFS_DIGEST_LEN);
+	got.len = 0;
+	assert_int_equal(sfs_spill_stream(s, false, collect, &got, &err), 0);
+	assert_int_equal(got.len, sizeof(b));
+	assert_memory_equal(got.p, b, sizeof(b));
+	sfs_spill_free(s);
+	buf_free(&got);
+	tmpdir_remove(dir);
+}
+
 /* A build that fails leaves nothing in the index directory. */
 static void test_index_spill_failure_leaves_nothing(void **state)
 {
@@ -1139,6 +1222,8 @@ int main(void)
 		cmocka_unit_test(test_index_spill_same_bytes),
 		cmocka_unit_test(test_index_spill_merge_same_bytes),
 		cmocka_unit_test(test_index_spill_failure_leaves_nothing),
+		cmocka_unit_test(test_index_spill_pieces_same_bytes),
+		cmocka_unit_test(test_index_spill_records_in_pieces),
 		cmocka_unit_test(test_index_files_grouped_by_key),
 		cmocka_unit_test(test_index_verify_reports_mismatch),
 		cmocka_unit_test(test_index_unsafe_paths),

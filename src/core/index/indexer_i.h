@@ -15,6 +15,7 @@
 #include "shardfs/format.h"
 #include "shardfs/index.h"
 #include "shardfs/indexer.h"
+#include "shardfs/spill.h"
 
 /* One shard to index: a file, or a group of files for `files`. */
 struct item {
@@ -30,9 +31,14 @@ struct item {
 	struct sfs_scan scan;
 	unsigned char digest[SFS_DIGEST_LEN];
 	bool hashed;
-	unsigned char *sdig; /* SFS_DIGEST_LEN per sample, if hashed */
-	uint64_t nsdig;
+	unsigned char *sdig; /* SFS_DIGEST_LEN per sample not spilled yet */
+	uint64_t nsdig; /* samples digested */
+	uint64_t sdig_spilled; /* of those, the ones in the spill */
 	size_t sdig_cap; /* bytes, while collect_digest fills sdig */
+	struct sfs_spill *spill; /* where digests go as they come, or NULL */
+	size_t rec; /* the item's record there */
+	struct sfs_error *spill_err; /* why appending to it failed */
+	bool spill_failed;
 	int rc;
 	char *msg;
 	bool fatal; /* not the shard's fault (spilling): fails the build */

@@ -19,10 +19,17 @@ enum { BOUNDS, DIGESTS, NFILES };
 
 static const size_t elem[NFILES] = { sizeof(uint64_t), SFS_DIGEST_LEN };
 
-/* Where one record went: in each file, its offset and entry count. */
+/* Where a piece of a record went in one file: its offset, entry count. */
+struct piece {
+	uint64_t at;
+	uint64_t count;
+};
+
+/* A record: its pieces in each file, in the order they were appended. */
 struct record {
-	uint64_t at[NFILES];
-	uint64_t count[NFILES];
+	struct piece *p[NFILES];
+	size_t n[NFILES], cap[NFILES];
+	uint64_t count[NFILES]; /* its entries: the pieces' sum */
 	bool put;
 };
 
@@ -106,13 +113,16 @@ out_free:
 	return rc;
 }
 
-int sfs_spill_put(struct sfs_spill *s, size_t rec, const uint64_t *bounds,
-		  uint64_t nbounds, const unsigned char *digests,
-		  uint64_t ndigests, struct sfs_error *err)
+/*
+ * Reserve room for count[f] entries of each file at the end of record rec
+ * (under the lock), then write them (without it: the ranges are this
+ * piece's alone).  The record then lists them; last marks it put.
+ */
+static int append(struct sfs_spill *s, size_t rec, const void *data[NFILES],
+		  uint64_t count[NFILES], bool last, struct sfs_error *err)
 {
-	const void *data[NFILES] = { bounds, digests };
-	uint64_t count[NFILES] = { nbounds, ndigests };
-	struct record r = { .put = true };
+	uint64_t at[NFILES];
+	struct record *r;
 	int f, rc = 0;
 
 	if (s->fd[DIGESTS] < 0)
@@ -125,28 +135,57 @@ int sfs_spill_put(struct sfs_spill *s, size_t rec, const uint64_t *bounds,
 			"%s: spill record %zu out of range or put twice",
 			s->dir, rec);
 	}
+	r = &s->rec[rec];
 	for (f = 0; f < NFILES; f++) {
-		r.at[f] = s->end[f];
-		r.count[f] = count[f];
+		if (count[f] && r->n[f] == r->cap[f] &&
+		    SFS_GROW(r->p[f], r->cap[f], r->n[f] + 1)) {
+			pthread_mutex_unlock(&s->lock);
+			return sfs_errorf(err, -ENOMEM, "out of memory");
+		}
+		at[f] = s->end[f];
 		s->end[f] += count[f] * elem[f];
 	}
 	pthread_mutex_unlock(&s->lock);
-	/* the ranges are this record's alone: write them without the lock */
 	for (f = 0; !rc && f < NFILES; f++)
 		if (count[f])
 			rc = sfs_pwrite_full(s->fd[f], data[f],
-					     count[f] * elem[f], r.at[f]);
+					     count[f] * elem[f], at[f]);
 	if (rc)
 		return sfs_errorf(
 			err, -EIO,
 			"%s: cannot write the indexer's temporary files: %s; free space there or put the index elsewhere with --out DIR",
 			s->dir, strerror(-rc));
 	pthread_mutex_lock(&s->lock);
-	s->rec[rec] = r;
-	for (f = 0; f < NFILES; f++)
-		s->total[f] += count[f];
+	for (f = 0; f < NFILES; f++) {
+		if (count[f])
+			r->p[f][r->n[f]++] = (struct piece){ at[f], count[f] };
+		r->count[f] += count[f];
+		if (last)
+			s->total[f] += r->count[f];
+	}
+	r->put = last;
 	pthread_mutex_unlock(&s->lock);
 	return 0;
+}
+
+int sfs_spill_append(struct sfs_spill *s, size_t rec, const uint64_t *bounds,
+		     uint64_t nbounds, const unsigned char *digests,
+		     uint64_t ndigests, struct sfs_error *err)
+{
+	const void *data[NFILES] = { bounds, digests };
+	uint64_t count[NFILES] = { nbounds, ndigests };
+
+	return append(s, rec, data, count, false, err);
+}
+
+int sfs_spill_put(struct sfs_spill *s, size_t rec, const uint64_t *bounds,
+		  uint64_t nbounds, const unsigned char *digests,
+		  uint64_t ndigests, struct sfs_error *err)
+{
+	const void *data[NFILES] = { bounds, digests };
+	uint64_t count[NFILES] = { nbounds, ndigests };
+
+	return append(s, rec, data, count, true, err);
 }
 
 bool sfs_spill_has_digests(const struct sfs_spill *s)
@@ -159,45 +198,55 @@ uint64_t sfs_spill_count(const struct sfs_spill *s, bool digests)
 	return s->total[digests ? DIGESTS : BOUNDS];
 }
 
+/* Stream n bytes of file f from off to put, through buf. */
+static int stream_range(const struct sfs_spill *s, int f, uint64_t off,
+			uint64_t n, unsigned char *buf,
+			int (*put)(void *arg, const void *buf, size_t len),
+			void *arg, struct sfs_error *err)
+{
+	int rc = 0;
+
+	while (!rc && n) {
+		size_t want = n < STREAM_PIECE ? n : STREAM_PIECE;
+		ssize_t got = pread(s->fd[f], buf, want, (off_t)off);
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			return sfs_errorf(
+				err, -EIO,
+				"%s: cannot read back the indexer's temporary files at byte %llu: %s",
+				s->dir, (unsigned long long)off,
+				got ? strerror(errno) : "end of file");
+		rc = put(arg, buf, (size_t)got);
+		off += (uint64_t)got;
+		n -= (uint64_t)got;
+	}
+	return rc;
+}
+
 int sfs_spill_stream(const struct sfs_spill *s, bool digests,
 		     int (*put)(void *arg, const void *buf, size_t len),
 		     void *arg, struct sfs_error *err)
 {
 	int f = digests ? DIGESTS : BOUNDS, rc = 0;
 	unsigned char *buf = malloc(STREAM_PIECE);
-	size_t i;
+	size_t i, k;
 
 	if (!buf)
 		return sfs_errorf(err, -ENOMEM, "out of memory");
-	for (i = 0; !rc && i < s->nrec; i++) {
-		uint64_t off = s->rec[i].at[f];
-		uint64_t left = s->rec[i].count[f] * elem[f];
-
-		while (!rc && left) {
-			size_t want = left < STREAM_PIECE ? left : STREAM_PIECE;
-			ssize_t got = pread(s->fd[f], buf, want, (off_t)off);
-
-			if (got < 0 && errno == EINTR)
-				continue;
-			if (got <= 0) {
-				rc = sfs_errorf(
-					err, -EIO,
-					"%s: cannot read back the indexer's temporary files at byte %llu: %s",
-					s->dir, (unsigned long long)off,
-					got ? strerror(errno) : "end of file");
-				break;
-			}
-			rc = put(arg, buf, (size_t)got);
-			off += (uint64_t)got;
-			left -= (uint64_t)got;
-		}
-	}
+	for (i = 0; !rc && i < s->nrec; i++)
+		for (k = 0; !rc && s->rec[i].put && k < s->rec[i].n[f]; k++)
+			rc = stream_range(s, f, s->rec[i].p[f][k].at,
+					  s->rec[i].p[f][k].count * elem[f],
+					  buf, put, arg, err);
 	free(buf);
 	return rc;
 }
 
 void sfs_spill_free(struct sfs_spill *s)
 {
+	size_t i;
 	int f;
 
 	if (!s)
@@ -206,6 +255,9 @@ void sfs_spill_free(struct sfs_spill *s)
 		if (s->fd[f] >= 0)
 			close(s->fd[f]);
 	pthread_mutex_destroy(&s->lock);
+	for (i = 0; s->rec && i < s->nrec; i++)
+		for (f = 0; f < NFILES; f++)
+			free(s->rec[i].p[f]);
 	free(s->rec);
 	free(s->dir);
 	free(s);

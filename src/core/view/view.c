@@ -499,6 +499,42 @@ static int build_tree(struct builder *b)
 	return rc ? rc : finish(b);
 }
 
+/*
+ * Refuse, before anything is built, shuffle=samples over shards whose
+ * runs are pieces of their own when a reader would get more than
+ * SFS_VIEW_PIECES_MAX of them: every sample of a permuted unit is a run.
+ * An estimate (the samples of such shards over the readers), not the plan.
+ */
+static int check_pieces(const struct sfs_index *idx,
+			const struct sfs_plan_opts *po, struct sfs_error *err)
+{
+	const struct sfs_shard *first = NULL;
+	uint64_t rows = 0, readers, per;
+	size_t i;
+
+	if (po->shuffle != SFS_SHUFFLE_SAMPLES)
+		return 0;
+	for (i = 0; i < idx->nshards; i++) {
+		const struct sfs_shard *sh = &idx->shards[i];
+
+		if (!sh->format->run_piece || !sfs_shard_sliceable(sh) ||
+		    sh->nsamples < 2 || po->block == 1)
+			continue;
+		first = first ? first : sh;
+		rows += sh->nsamples;
+	}
+	readers = (uint64_t)po->world / po->replicas * po->workers;
+	per = (rows + readers - 1) / readers;
+	if (!first || per <= SFS_VIEW_PIECES_MAX)
+		return 0;
+	return sfs_errorf(
+		err, -E2BIG,
+		"shuffle=samples cuts the %llu samples of %s's %s shards (%s, ...) into one-sample runs, each a %s of its own: about %llu in each reader's files, more than %d (minutes to build, slow to read); use shuffle=units with block=N (units of N samples, shuffled each epoch; a loader's shuffle buffer mixes the samples inside them)",
+		(unsigned long long)rows, idx->source, first->format->name,
+		first->path, first->format->run_piece, (unsigned long long)per,
+		SFS_VIEW_PIECES_MAX);
+}
+
 int sfs_view_build(const struct sfs_index *idx, const struct sfs_view_opts *o,
 		   struct sfs_view **out, struct sfs_error *err)
 {
@@ -513,6 +549,9 @@ int sfs_view_build(const struct sfs_index *idx, const struct sfs_view_opts *o,
 			"epoch=%llu with epochs=%u runs past the last epoch, %llu",
 			(unsigned long long)po.epoch, o->epochs,
 			(unsigned long long)UINT64_MAX);
+	rc = check_pieces(idx, &po, err);
+	if (rc)
+		return rc;
 	b.v = calloc(1, sizeof(*b.v));
 	if (!b.v)
 		return sfs_errorf(err, -ENOMEM, "out of memory");

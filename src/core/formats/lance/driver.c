@@ -129,6 +129,7 @@ static int lance_samples(int fd, const char *path, sfs_sample_fn fn, void *arg,
 
 const struct sfs_format_ops sfs_format_lance = {
 	.name = "lance",
+	.run_piece = "fragment",
 	.dataset = lance_dataset,
 	.scan = lance_scan,
 	.lay_out = lance_lay_out,

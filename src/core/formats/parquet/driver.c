@@ -540,6 +540,7 @@ static const char *const parquet_suffixes[] = { ".parquet", NULL };
 
 const struct sfs_format_ops sfs_format_parquet = {
 	.name = "parquet",
+	.run_piece = "row group",
 	.suffixes = parquet_suffixes,
 	.scan = parquet_scan,
 	.lay_out = parquet_lay_out,
