@@ -4,7 +4,9 @@
 # INTEGER; snappy; ROWS rows in 8 files):
 #   - indexing: shardfs-index --no-hash (footers only) and with hashes
 #     (every row decoded and digested) against DuckDB reading the same
-#     files: count(*) (footers only) and a hash of every value;
+#     files: count(*) (footers only) and a hash of every value; and one
+#     file of all ROWS rows in row groups of 1 000 000 (a Spark part
+#     file): the indexer's peak memory must not grow with its rows;
 #   - one cut: the slice of half a row group (a cut at both ends) against
 #     the slice of the whole row group, for row groups of about 10 000 and
 #     100 000 rows: time to lay out, bytes synthesized (re-encoded pages and
@@ -16,7 +18,8 @@
 #   - mount to ready of a view that cuts one file of 400 000 one-row row
 #     groups (tests/mount/hostile_parquet.py) into 200 slices: the footer
 #     decoded once for all of them;
-#   - shuffle=samples (a cut per row): mount, read every file, unmount;
+#   - shuffle=samples (a cut per row) over 20 readers: mount, read every
+#     file, unmount;
 #   - rank 1 of world=4 reading its share with DuckDB through the mount
 #     against the same rows read from the source by LIMIT/OFFSET.
 # Every figure is the median of RUNS.
@@ -56,6 +59,21 @@ t=$(for r in $(seq "$runs"); do timed ix; done | median)
 echo "shardfs-index (row digests): ${t}s; DuckDB hash of every value: $(duck scan "$B/g100000/*.parquet" "$runs")s"
 peak=$(/usr/bin/time -f %M "$bin/shardfs-index" "$B/g100000" --out "$B/ix" --quiet 2>&1 | tail -1)
 echo "shardfs-index peak RSS: ${peak} KB"
+
+echo
+echo "== indexing one file of $rows rows, row groups of 1 000 000"
+if [ ! -f "$B/big/.done" ]; then
+	rm -rf "$B/big"
+	mkdir -p "$B/big"
+	(cd "$npmdir" && node bench.mjs write "$B/big" 1 "$rows" 1000000)
+	touch "$B/big/.done"
+fi
+ixbig() { rm -rf "$B/ixbig"; "$bin/shardfs-index" "$B/big" --out "$B/ixbig" --quiet; }
+t=$(for r in $(seq "$runs"); do timed ixbig; done | median)
+d=$(duck scan "$B/big/*.parquet" "$runs")
+peak=$(/usr/bin/time -f %M "$bin/shardfs-index" "$B/big" --out "$B/ixbig" --quiet 2>&1 | tail -1)
+echo "one file: shardfs-index ${t}s, peak RSS ${peak} KB; DuckDB hash of every value: ${d}s; ratio $(ratio "$t" "$d")"
+rm -rf "$B/ixbig"
 
 echo
 echo "== one cut"
@@ -110,7 +128,7 @@ done | median)
 echo "mount to ready (a $(du -h "$B/rg400k/rg.parquet" | cut -f1) file, 200 slices of 2 000 row groups): ${t}s"
 
 echo
-echo "== shuffle=samples: a cut per row (20 000 rows, row groups of 2 048)"
+echo "== shuffle=samples: a cut per row (20 000 rows, row groups of 2 048, 20 readers: 1 000 one-row row groups each, a view refuses more than 1 024)"
 if [ ! -f "$B/s20k/.done" ]; then
 	rm -rf "$B/s20k"
 	mkdir -p "$B/s20k"
@@ -119,7 +137,7 @@ if [ ! -f "$B/s20k/.done" ]; then
 fi
 "$bin/shardfs-index" "$B/s20k" --no-hash --quiet
 t=$(for r in $(seq "$runs"); do
-	timed sh -c "'$bin/shardfs' '$B/s20k' '$m' -o world=2,workers=2,shuffle=samples,block=0 && cat '$m'/*/*/* > /dev/null; fusermount3 -u '$m'"
+	timed sh -c "'$bin/shardfs' '$B/s20k' '$m' -o world=5,workers=4,shuffle=samples,block=0 && cat '$m'/*/*/* > /dev/null; fusermount3 -u '$m'"
 done | median)
 echo "mount, read every file, unmount: ${t}s"
 
