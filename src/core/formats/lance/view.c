@@ -415,6 +415,10 @@ static int add_data_files(int dirfd, const struct sfs_lance_dataset *ds,
 		if (!rc) {
 			v->files[v->nfiles - 1].size = (uint64_t)st.st_size;
 			v->files[v->nfiles - 1].mtime_ns = sfs_mtime_ns(&st);
+			v->files[v->nfiles - 1].uid = st.st_uid;
+			v->files[v->nfiles - 1].gid = st.st_gid;
+			v->files[v->nfiles - 1].mode =
+				(uint16_t)(st.st_mode & 0777);
 		}
 	}
 	if (rc == -ENOMEM)
