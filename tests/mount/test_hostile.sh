@@ -13,7 +13,9 @@
 #   - a 4 KB file of 1500 DELTA_BYTE_ARRAY values of 1 MiB, each the one
 #     before (1.5 GB in shardfs-index before): refused, within 100 MB;
 #   - cycling through 300 slices of one file reads from kept slices, not
-#     from a footer decoded per read.
+#     from a footer decoded per read;
+#   - a Lance manifest whose fragments claim 2^32 rows each, more than
+#     their data files hold: refused within 100 MB, indexed or mounted.
 # The files come from tests/mount/hostile_parquet.py.  Memory bounds are
 # skipped in a sanitizer build (ASan's own memory would cross them).
 . "$(dirname "$0")/lib.sh"
@@ -142,4 +144,30 @@ if mount_view "$T/rg20" "$M" world=1,workers=2,block=50; then
 else
 	bad "mount the 20 000 row groups file"
 fi
+# ---- a Lance manifest claiming 2^32 rows a fragment ----
+# (tests/lance/forge_rows.py: the fixture's manifest, every fragment's
+# physical_rows made 2^32; the code before digested them in
+# shardfs-index, 23.7 GB when the OOM killer came, and built a 268 MB
+# deletion bitmap per reader at mount): refused against the data files'
+# footers before anything is sized by the claim, by the indexer and by a
+# mount without an index
+mkdir "$T/lance"
+cp -r "$TESTS/lance/fixtures/frags.lance" "$T/lance/"
+man=_versions/18446744073709551608.manifest
+python3 "$TESTS/lance/forge_rows.py" "$T/lance/frags.lance/$man" 4294967296 ||
+	bad "forge the Lance manifest"
+claim="$man: byte 221: fragment 0 claims 4294967296 rows (physical_rows), its data file data/000110100011101001001010cfc0f34d2f88ddc62c15e42dee.lance holds 1 (its footer): the manifest is damaged or forged; restore it from the dataset's writer, or index another version; fix or remove it, or run shardfs-index --skip-bad to index the rest"
+expect_run "a Lance manifest claiming 2^32 rows: refused by shardfs-index" 2 \
+	"shardfs-index: 1 shard could not be indexed: $claim" \
+	-- timeout 60 shardfs-index "$T/lance/frags.lance" --quiet
+expect_below "shardfs-index refusing 2^32 claimed rows" \
+	"$(peak_kb timeout 60 shardfs-index "$T/lance/frags.lance" --quiet)" 100
+mkdir -p "$M"
+expect_run "a Lance manifest claiming 2^32 rows: a mount without an index refuses it" 1 \
+	"shardfs: warning: no index for $T/lance/frags.lance; building one in memory (no hashes, not saved). Build it once with: shardfs-index $T/lance/frags.lance
+shardfs: 1 shard could not be indexed: $claim" \
+	-- timeout 60 shardfs "$T/lance/frags.lance" "$M" -f -o world=2,workers=2
+expect_below "the daemon refusing 2^32 claimed rows" \
+	"$(peak_kb timeout 60 shardfs "$T/lance/frags.lance" "$M" -f -o world=2,workers=2)" 100
+grep -q " $M " /proc/mounts && { bad "the forged dataset was mounted"; fusermount3 -u "$M"; }
 finish

@@ -136,6 +136,21 @@ for opts in world=3,workers=2 world=2,workers=4,block=5000,seed=9,remainder=drop
 	check big "$opts"
 done
 
+# a fragment of 1.2 million rows: a reader's bitmap deleting most of it
+# would take over 64 KiB without run containers, so it has them (cookie
+# 12347), and pylance reads every reader's dataset as its rows
+"$py" -c 'import sys, lance, pyarrow as pa
+lance.write_dataset(pa.table({"id": pa.array(range(1200000), pa.int32())}),
+                    sys.argv[1], max_rows_per_file=2000000)' "$T/src/huge.lance" ||
+	bad "write huge.lance"
+shardfs-index "$T/src/huge.lance" --quiet || bad "huge: shardfs-index"
+check huge world=2,workers=2
+if mount_view "$T/src/huge.lance" "$T/mnt" world=2,workers=2; then
+	expect_eq "huge: a reader's bitmap has run containers" \
+		"$(od -An -tu2 -N2 "$T"/mnt/1/0/huge.lance/_deletions/*.bin | tr -d ' ')" 12347
+	unmount_view "$T/mnt"
+fi
+
 # an epoch switch: the next epoch's rows, under new names for new bytes
 m=$T/mnt
 if mount_view "$T/src/frags.lance" "$m" world=2,workers=2,block=100,seed=1; then
