@@ -1356,10 +1356,10 @@ static void test_lance_view_read_rows(void **state)
 
 /* ---- rows claimed, checked against the data files ---- */
 
-/* A data file of Lance's format 2.2 that holds no column, its footer
- * claiming rows: its FileDescriptor (a schema, then the row count) in
- * global buffer 0. */
-static struct buf lance_file(uint64_t rows)
+/* A data file of Lance's format 2.x (version major.minor: 2.0 writes
+ * 0.3) that holds no column, its footer claiming rows: its
+ * FileDescriptor (a schema, then the row count) in global buffer 0. */
+static struct buf lance_file(uint64_t rows, unsigned major, unsigned minor)
 {
 	struct buf f = { 0 }, fd = { 0 };
 	uint64_t at, gbo;
@@ -1377,8 +1377,8 @@ static struct buf lance_file(uint64_t rows)
 	le(&f, gbo, 8);
 	le(&f, 1, 4); /* global buffers */
 	le(&f, 0, 4); /* columns */
-	le(&f, 2, 2);
-	le(&f, 2, 2);
+	le(&f, major, 2);
+	le(&f, minor, 2);
 	buf_put(&f, "LANC", 4);
 	buf_free(&fd);
 	return f;
@@ -1455,7 +1455,7 @@ static void test_lance_rows_claimed_checked(void **state)
 	/* a data file whose footer says 2^32 rows, as the manifest does:
 	 * read; a reader keeping 13 of them gets bitmaps of run containers,
 	 * under 1 MiB each, deleting every other row */
-	b = lance_file((uint64_t)1 << 32);
+	b = lance_file((uint64_t)1 << 32, 2, 2);
 	free(write_at(dir, "x.lance/data/big.lance", b.p, b.len));
 	buf_free(&b);
 	man = one_fragment("big.lance", (uint64_t)1 << 32);
@@ -1484,13 +1484,29 @@ static void test_lance_rows_claimed_checked(void **state)
 	}
 	assert_int_equal(bitmaps, 2);
 	assert_int_equal(total, ((uint64_t)1 << 33) - 13);
-	/* the same file claiming another count than the manifest: refused */
-	b = lance_file(7);
+	/* the same file claiming another count than the manifest, in
+	 * format 2.2 and 2.0 (which says 0.3): refused; as 0.2, a legacy
+	 * file whose footer does not say, bounded by its size: refused */
+	sfs_lance_free(d);
+	b = lance_file(7, 2, 2);
 	free(write_at(dir, "x.lance/data/big.lance", b.p, b.len));
 	buf_free(&b);
-	sfs_lance_free(d);
 	assert_int_equal(sfs_lance_open(dirfd, mpath, -1, &d, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "big.lance holds 7 (its footer)"));
+	sfs_error_clear(&err);
+	b = lance_file(7, 0, 3);
+	free(write_at(dir, "x.lance/data/big.lance", b.p, b.len));
+	buf_free(&b);
+	assert_int_equal(sfs_lance_open(dirfd, mpath, -1, &d, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "big.lance holds 7 (its footer)"));
+	sfs_error_clear(&err);
+	b = lance_file(7, 0, 2);
+	free(write_at(dir, "x.lance/data/big.lance", b.p, b.len));
+	buf_free(&b);
+	assert_int_equal(sfs_lance_open(dirfd, mpath, -1, &d, &err), -EINVAL);
+	assert_non_null(strstr(
+		err.msg,
+		"fragment 0 claims 4294967296 rows (physical_rows), more than its data file x.lance/data/big.lance of 68 bytes can hold (a legacy Lance file stores at least a bit a row)"));
 	sfs_error_clear(&err);
 	sfs_dataset_view_free(v);
 	close(dirfd);

@@ -105,14 +105,15 @@ static int bad_footer(struct sfs_error *err, const char *path, uint64_t at,
 
 /*
  * The rows the Lance data file fd (named path, size bytes) holds, as its
- * footer says.  A file of format 2.x ends with 40 bytes: the positions of
+ * footer says.  A file of format 2.x (2.0 says version 0.3, the later
+ * ones 2.1, 2.2, ...) ends with 40 bytes: the positions of
  * its column metadata, their offsets, and the table of global buffers
  * (u64 each), how many global buffers and columns (u32), its major and
  * minor version (u16) and "LANC"; global buffer 0 (a u64 position and a
  * u64 size in that table) is the protobuf FileDescriptor, whose field 2 is
  * the row count.  Only the bytes needed are read: a few preads, nothing
  * sized from the file.  Returns 1 and *rows; 0 for a file of the legacy
- * format (0.x), whose footer does not say; -EINVAL (the message names the
+ * format (0.1, 0.2), whose footer does not say; -EINVAL (the message names the
  * file and the byte) or -EIO.
  */
 static int data_file_rows(int fd, const char *path, uint64_t size,
@@ -130,7 +131,8 @@ static int data_file_rows(int fd, const char *path, uint64_t size,
 	if (memcmp(t + 36, "LANC", 4))
 		return bad_footer(err, path, size - 4,
 				  "no LANC magic at its end");
-	if ((t[32] | t[33] << 8) < 2) /* the major version */
+	/* the legacy format is 0.1 and 0.2; 2.0 says 0.3, later ones 2.x */
+	if ((t[32] | t[33] << 8) == 0 && (t[34] | t[35] << 8) < 3)
 		return 0;
 	if (size < 40 + 16 || sfs_pread_full(fd, t, 24, size - 40) != 24)
 		return bad_footer(err, path, 0, "too short for its footer");
