@@ -71,8 +71,8 @@ static int dataset_access(const struct sfs_index *idx, int srcfd,
 {
 	struct sfs_access meet = sh->access, a = { 0 };
 	uint32_t uid = 0, gid = 0, mode = 0;
-	bool have = false;
-	size_t k;
+	const char *dir = NULL, *slash;
+	size_t k, dlen = 0;
 	int rc;
 
 	for (k = 0; k < dv->nfiles; k++) {
@@ -82,8 +82,13 @@ static int dataset_access(const struct sfs_index *idx, int srcfd,
 			continue;
 		/* a dataset's data files share a directory, and most an
 		 * owner and mode: look at the directories once for those */
-		if (!have || df->uid != uid || df->gid != gid ||
-		    df->mode != mode) {
+		slash = strrchr(df->source, '/');
+		if (!dir || df->uid != uid || df->gid != gid ||
+		    df->mode != mode ||
+		    (size_t)(slash ? slash - df->source : 0) != dlen ||
+		    memcmp(dir, df->source, dlen)) {
+			dir = df->source;
+			dlen = slash ? (size_t)(slash - df->source) : 0;
 			uid = df->uid;
 			gid = df->gid;
 			mode = df->mode;
@@ -91,7 +96,6 @@ static int dataset_access(const struct sfs_index *idx, int srcfd,
 					      mode, &a);
 			if (rc)
 				return rc;
-			have = true;
 		}
 		df->uid = a.uid;
 		df->gid = a.gid;
