@@ -84,6 +84,12 @@ struct sfs_dataset_file {
 	char *source; /* a data file: the source's, relative to dirfd */
 	uint64_t size; /* a data file: its size and mtime, found by the */
 	int64_t mtime_ns; /* build, which a read must find again */
+	/* who may read it: a data file's owner, group and mode as the
+	 * build found them, which the view narrows by the directories on
+	 * its path; a synthesized file's the view gives it (the meet of the
+	 * files it describes: view.h, sfs_view_access) */
+	uint32_t uid, gid;
+	uint16_t mode;
 };
 
 /* A reader's dataset: its files (directories implied by their paths) and

@@ -348,6 +348,26 @@ int sfs_index_check_source(struct sfs_index *idx, const char *dir, bool to_read,
 /* The position of path in idx (binary search), or -1. */
 ssize_t sfs_index_find(const struct sfs_index *idx, const char *path);
 
+/*
+ * Who the source lets read a file that is not a shard (a data file of a
+ * dataset shard: Lance) at path (relative to idx's source, opened below
+ * srcfd, borrowed), owned by uid:gid with mode: *acc as
+ * sfs_index_check_source finds a shard's, mode narrowed by the
+ * directories on its path.  Returns 0, or -ENOMEM (*acc unchanged).
+ */
+int sfs_index_access(const struct sfs_index *idx, int srcfd, const char *path,
+		     uint32_t uid, uint32_t gid, uint32_t mode,
+		     struct sfs_access *acc);
+
+/*
+ * Who may read bytes made of two files: *a becomes an access that lets a
+ * user read only if a and b both do (owner and group theirs when they
+ * share them, else root's; a class keeps its read bit only when every
+ * user it may hold reads both, membership not being known; read bits
+ * only).  Both must be known.
+ */
+void sfs_index_access_meet(struct sfs_access *a, const struct sfs_access *b);
+
 /* Free idx and everything it owns.  NULL is a no-op. */
 void sfs_index_free(struct sfs_index *idx);
 

@@ -42,6 +42,14 @@
 /* A fragment holds at most 2^32 rows: a row's address is (fragment, u32). */
 #define SFS_LANCE_ROWS_MAX ((uint64_t)1 << 32)
 
+/*
+ * The most the deletion bitmaps of a reader's dataset may take
+ * (sfs_lance_view_build), counted before each is written: a fragment of
+ * 2^32 rows of which a reader keeps a few takes ~0.9 MB (run containers);
+ * only runs cut fine over many large fragments come near it.
+ */
+#define SFS_LANCE_VIEW_MAX ((uint64_t)256 << 20)
+
 /* Files read whole are refused above these sizes. */
 #define SFS_LANCE_MANIFEST_MAX ((uint64_t)256 << 20)
 #define SFS_LANCE_DELETION_MAX ((uint64_t)256 << 20)
@@ -167,7 +175,9 @@ char *sfs_lance_deletion_path(const struct sfs_lance_fragment *f);
  * Open the dataset whose manifest is manifest_path (relative to dirfd,
  * "<dataset>/_versions/<name>.manifest"): decode it, check that every data
  * file is a regular file beneath the dataset (of file_size_bytes when the
- * manifest gives it), read every deletion file and count the live rows.
+ * manifest gives it) holding its fragment's physical_rows (its footer's
+ * row count; a legacy file, whose footer has none, at least a bit a row),
+ * read every deletion file and count the live rows.
  * When fd >= 0 the manifest is read from it (open on manifest_path).
  * Errors as the parsers', and -EINVAL for a data or deletion file that is
  * missing or not what the manifest says (the message names it, the

@@ -162,10 +162,12 @@ const struct sfs_plan_file *sfs_view_file(const struct sfs_view *v,
  * serves (struct
  * sfs_access, index.h: the shard's, or the member's, owner, group and
  * mode as the mount's check found them, less what the directories on
- * its path keep out).  A node's bytes come from one file of the source;
- * were they of several, the owner would be theirs when all share it
- * (else root), the mode the AND of theirs.  Leaves all three as they are
- * when the index was not checked against its source.
+ * its path keep out).  A file of a reader's dataset has what the build
+ * gave it: a source file's own, so narrowed; a synthesized file (a
+ * manifest, a deletion file), made of several, their meet
+ * (sfs_index_access_meet: the owner theirs when all share it, else root,
+ * and a class's read bit only when it reads each of them).  Leaves all
+ * three as they are when the index was not checked against its source.
  */
 void sfs_view_access(const struct sfs_view *v, const struct sfs_view_node *n,
 		     uint32_t *uid, uint32_t *gid, uint32_t *mode);

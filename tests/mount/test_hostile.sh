@@ -2,18 +2,23 @@
 # Hostile but valid Parquet files (issue 30, finding 2; finding 7's slice
 # table) cost bounded memory, asserted: the indexer's and the daemon's peak
 # resident memory stay under a set bound (the code before these bounds took
-# 339 MB, 1.65 GB and 917 MB where the bounds below say 150, 500 and 600).
+# 339 MB, 1.65 GB and 917 MB where the bounds below say 150, 500 and 300).
 #   - a file of 200 000 one-row row groups (a 7.4 MB footer): indexed and
 #     mounted, four first reads of different slices at once;
-#   - a 32 MiB gzip page (a 32 KB file): four first reads of one slice at
-#     once build it once;
-#   - a 64 MiB gzip page (a 64 KB file) decodes to more than shardfs
-#     decodes at once: refused, naming the file, the page, the limit and
-#     the fix;
+#   - a 15 MiB gzip page (a 15 KB file of 3.9 Mi values, about the
+#     largest page shardfs decodes): indexed under 300 MB, and four first
+#     reads of one slice at once build it once, under 300 MB;
+#   - a 61 MiB gzip page (a 62 KB file of 16 Mi values: a review's file,
+#     which took 946 MB in shardfs-index and 953 MB in the daemon at
+#     mount) decodes to more than shardfs decodes for one page: refused,
+#     naming the file, the page, the limit and the fix, by the indexer
+#     and by a mount without an index, each under 100 MB;
 #   - a 4 KB file of 1500 DELTA_BYTE_ARRAY values of 1 MiB, each the one
 #     before (1.5 GB in shardfs-index before): refused, within 100 MB;
 #   - cycling through 300 slices of one file reads from kept slices, not
-#     from a footer decoded per read.
+#     from a footer decoded per read;
+#   - a Lance manifest whose fragments claim 2^32 rows each, more than
+#     their data files hold: refused within 100 MB, indexed or mounted.
 # The files come from tests/mount/hostile_parquet.py.  Memory bounds are
 # skipped in a sanitizer build (ASan's own memory would cross them).
 . "$(dirname "$0")/lib.sh"
@@ -73,29 +78,39 @@ else
 	bad "mount the row groups file"
 fi
 
-# ---- one slice, four first readers: built once ----
-mkdir "$T/b32"
-python3 "$GEN" bomb "$T/b32/bomb.parquet" 32 || bad "write the 32 MiB page"
-shardfs-index "$T/b32" --quiet || bad "index the 32 MiB page"
-if mount_view "$T/b32" "$M" world=2,workers=2; then
+# ---- the largest page read; one slice, four first readers: built once ----
+mkdir "$T/b15"
+python3 "$GEN" bomb "$T/b15/bomb.parquet" 15 || bad "write the 15 MiB page"
+expect_below "shardfs-index on a 15 MiB page of 3.9 Mi values" \
+	"$(peak_kb shardfs-index "$T/b15" --quiet)" 300
+if mount_view "$T/b15" "$M" world=2,workers=2; then
 	f=$(find "$M" -name '*.parquet' | sort | head -1)
 	first_reads "$f" "$f" "$f" "$f"
-	expect_below "the daemon after four first reads of one slice" "$(hwm "$M")" 600
+	expect_below "the daemon after four first reads of one slice" "$(hwm "$M")" 300
 	out=$(shardfs-check view "$M")
-	expect_eq "32 MiB page: the auditor passes" "$?:$(echo "$out" | tail -1)" "$PASS" ||
+	expect_eq "15 MiB page: the auditor passes" "$?:$(echo "$out" | tail -1)" "$PASS" ||
 		echo "$out" >&2
 	unmount_view "$M"
 else
-	bad "mount the 32 MiB page"
+	bad "mount the 15 MiB page"
 fi
 
-# ---- a 64 MiB page: over the budget, refused ----
-mkdir "$T/b64"
-python3 "$GEN" bomb "$T/b64/bomb.parquet" 64 || bad "write the 64 MiB page"
-expect_run "a page decoding to 512 MiB is refused" 2 \
-	"shardfs-index: 1 shard could not be indexed: bomb.parquet: row group 0 column v: page at byte 4: 16777216 values in 67108864 bytes (65250 compressed) decode to 512 MiB: over the 512 MiB shardfs decodes at once; rewrite the file with smaller pages (e.g. pyarrow's data_page_size); fix or remove it, or run shardfs-index --skip-bad to index the rest" \
-	-- shardfs-index "$T/b64" --quiet
-expect_below "shardfs-index refusing the 64 MiB page" "$(peak_kb shardfs-index "$T/b64" --quiet)" 100
+# ---- a 61 MiB page of 16 Mi values: over a page's budget, refused ----
+mkdir "$T/b61"
+python3 "$GEN" bomb "$T/b61/bomb.parquet" 61 || bad "write the 61 MiB page"
+page="bomb.parquet: row group 0 column v: page at byte 4: 15990784 values in 63963136 bytes (62202 compressed) decode to 488 MiB: over the 128 MiB shardfs decodes for one page; rewrite the file with smaller pages (e.g. pyarrow's data_page_size, DuckDB's ROW_GROUP_SIZE)"
+expect_run "a page decoding to 488 MiB is refused" 2 \
+	"shardfs-index: 1 shard could not be indexed: $page; fix or remove it, or run shardfs-index --skip-bad to index the rest" \
+	-- shardfs-index "$T/b61" --quiet
+expect_below "shardfs-index refusing the 61 MiB page" "$(peak_kb shardfs-index "$T/b61" --quiet)" 100
+mkdir -p "$M"
+expect_run "a mount without an index refuses the 61 MiB page" 1 \
+	"shardfs: warning: no index for $T/b61; building one in memory (no hashes, not saved). Build it once with: shardfs-index $T/b61
+shardfs: $page" \
+	-- timeout 60 shardfs "$T/b61" "$M" -f -o world=1,workers=1,block=3000000
+expect_below "the daemon refusing the 61 MiB page" \
+	"$(peak_kb timeout 60 shardfs "$T/b61" "$M" -f -o world=1,workers=1,block=3000000)" 100
+grep -q " $M " /proc/mounts && { bad "the 61 MiB page was mounted"; fusermount3 -u "$M"; }
 
 # ---- DELTA_BYTE_ARRAY: 1500 values of 1 MiB built from 1 MiB ----
 mkdir "$T/dba"
@@ -142,4 +157,30 @@ if mount_view "$T/rg20" "$M" world=1,workers=2,block=50; then
 else
 	bad "mount the 20 000 row groups file"
 fi
+# ---- a Lance manifest claiming 2^32 rows a fragment ----
+# (tests/lance/forge_rows.py: the fixture's manifest, every fragment's
+# physical_rows made 2^32; the code before digested them in
+# shardfs-index, 23.7 GB when the OOM killer came, and built a 268 MB
+# deletion bitmap per reader at mount): refused against the data files'
+# footers before anything is sized by the claim, by the indexer and by a
+# mount without an index
+mkdir "$T/lance"
+cp -r "$TESTS/lance/fixtures/frags.lance" "$T/lance/"
+man=_versions/18446744073709551608.manifest
+python3 "$TESTS/lance/forge_rows.py" "$T/lance/frags.lance/$man" 4294967296 ||
+	bad "forge the Lance manifest"
+claim="$man: byte 221: fragment 0 claims 4294967296 rows (physical_rows), its data file data/000110100011101001001010cfc0f34d2f88ddc62c15e42dee.lance holds 1 (its footer): the manifest is damaged or forged; restore it from the dataset's writer, or index another version; fix or remove it, or run shardfs-index --skip-bad to index the rest"
+expect_run "a Lance manifest claiming 2^32 rows: refused by shardfs-index" 2 \
+	"shardfs-index: 1 shard could not be indexed: $claim" \
+	-- timeout 60 shardfs-index "$T/lance/frags.lance" --quiet
+expect_below "shardfs-index refusing 2^32 claimed rows" \
+	"$(peak_kb timeout 60 shardfs-index "$T/lance/frags.lance" --quiet)" 100
+mkdir -p "$M"
+expect_run "a Lance manifest claiming 2^32 rows: a mount without an index refuses it" 1 \
+	"shardfs: warning: no index for $T/lance/frags.lance; building one in memory (no hashes, not saved). Build it once with: shardfs-index $T/lance/frags.lance
+shardfs: 1 shard could not be indexed: $claim" \
+	-- timeout 60 shardfs "$T/lance/frags.lance" "$M" -f -o world=2,workers=2
+expect_below "the daemon refusing 2^32 claimed rows" \
+	"$(peak_kb timeout 60 shardfs "$T/lance/frags.lance" "$M" -f -o world=2,workers=2)" 100
+grep -q " $M " /proc/mounts && { bad "the forged dataset was mounted"; fusermount3 -u "$M"; }
 finish

@@ -12,6 +12,77 @@
 # and fails, with its exact findings, on a copy of a view whose deletion
 # file or data file was tampered with.  Arguments: BUILD TESTS.
 . "$(dirname "$0")/lib.sh"
+
+# Who may read a reader's dataset with allow_other and symlinks=0 (run
+# first: the fixture is enough, pylance is not needed).  A data file has
+# its source file's owner, group and read bits, less what data/ keeps
+# out; the manifest and the deletion files the meet of the source's
+# manifest and every data file they describe, so that a user the source
+# refuses a data file cannot read its rows, nor a manifest naming them.
+as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+# modes_of DIR: every file's "mode owner:group" below DIR, once each
+modes_of() { find "$1" -type f -printf '%m %U:%G\n' | sort -u | tr '\n' ' '; }
+P=$T/perm/frags.lance
+mkdir -p "$T/perm"
+cp -r "$TESTS/lance/fixtures/frags.lance" "$T/perm/"
+chmod -R go+rX "$T/perm"
+chmod 755 "$T"
+shardfs-index "$P" --quiet || bad "perm: shardfs-index"
+m=$T/mnt
+O=world=1,workers=1,symlinks=0,allow_other
+d=$m/0/0/frags.lance
+f=01000001110011011010101070480240c8999dc205b38d415b.lance
+chmod 700 "$P/data"
+chmod 600 "$P"/data/*
+if mount_view "$P" "$m" "$O"; then
+	expect_eq "perm: data/ 700, its files 600: the data files are 400 root's" \
+		"$(modes_of "$d/data")" "400 0:0 "
+	expect_eq "perm: the manifest and deletion files are 400 root's" \
+		"$(modes_of "$d/_versions") $(modes_of "$d/_deletions")" \
+		"400 0:0  400 0:0 "
+	expect_run "perm: another user cannot read a data file" 1 \
+		"cat: $d/data/$f: Permission denied" -- as_nobody cat "$d/data/$f"
+	man=$(ls "$d/_versions")
+	expect_run "perm: nor the manifest that describes it" 1 \
+		"cat: $d/_versions/$man: Permission denied" -- \
+		as_nobody cat "$d/_versions/$man"
+	unmount_view "$m"
+fi
+# a 644 file in a 700 directory: kept out all the same
+chmod 644 "$P"/data/*
+if mount_view "$P" "$m" "$O"; then
+	expect_eq "perm: 644 files in a 700 data/ are 400" \
+		"$(modes_of "$d/data")" "400 0:0 "
+	unmount_view "$m"
+fi
+# data/ open again: everyone reads; one data file of another owner, 640:
+# it keeps its owner, and the manifest is the meet (root's, 440)
+chmod 755 "$P/data"
+chown 65534:0 "$P/data/$f"
+chmod 640 "$P/data/$f"
+if mount_view "$P" "$m" "$O"; then
+	expect_eq "perm: the data files: one 440 of uid 65534, the rest 444 root's" \
+		"$(modes_of "$d/data")" "440 65534:0 444 0:0 "
+	expect_eq "perm: the manifest and deletion files are the meet: 040 root's" \
+		"$(modes_of "$d/_versions") $(modes_of "$d/_deletions")" \
+		"40 0:0  40 0:0 "
+	expect_eq "perm: its owner reads that data file" \
+		"$(as_nobody cat "$d/data/$f" | cmp - "$P/data/$f" && echo same)" same
+	expect_run "perm: but not the manifest (group root's members only)" 1 \
+		"cat: $d/_versions/$man: Permission denied" -- \
+		as_nobody cat "$d/_versions/$man"
+	unmount_view "$m"
+fi
+chown 0:0 "$P/data/$f"
+chmod 644 "$P/data/$f"
+if mount_view "$P" "$m" "$O"; then
+	expect_eq "perm: all 644 in 755: every file 444" \
+		"$(modes_of "$d")" "444 0:0 "
+	expect_eq "perm: another user reads the manifest" \
+		"$(as_nobody cat "$d/_versions/$man" | cmp - "$d/_versions/$man" && echo same)" same
+	unmount_view "$m"
+fi
+
 venv=$(bash "$TESTS/python/venv.sh" "$TESTS/lance/requirements.txt") || {
 	bad "install pylance"
 	finish
@@ -64,6 +135,21 @@ for opts in world=3,workers=2 world=2,workers=4,block=5000,seed=9,remainder=drop
 	world=5,workers=1,partition=interleaved,batch=64,block=1000; do
 	check big "$opts"
 done
+
+# a fragment of 1.2 million rows: a reader's bitmap deleting most of it
+# would take over 64 KiB without run containers, so it has them (cookie
+# 12347), and pylance reads every reader's dataset as its rows
+"$py" -c 'import sys, lance, pyarrow as pa
+lance.write_dataset(pa.table({"id": pa.array(range(1200000), pa.int32())}),
+                    sys.argv[1], max_rows_per_file=2000000)' "$T/src/huge.lance" ||
+	bad "write huge.lance"
+shardfs-index "$T/src/huge.lance" --quiet || bad "huge: shardfs-index"
+check huge world=2,workers=2
+if mount_view "$T/src/huge.lance" "$T/mnt" world=2,workers=2; then
+	expect_eq "huge: a reader's bitmap has run containers" \
+		"$(od -An -tu2 -N2 "$T"/mnt/1/0/huge.lance/_deletions/*.bin | tr -d ' ')" 12347
+	unmount_view "$T/mnt"
+fi
 
 # an epoch switch: the next epoch's rows, under new names for new bytes
 m=$T/mnt

@@ -1354,6 +1354,165 @@ static void test_lance_view_read_rows(void **state)
 	tmpdir_remove(dir);
 }
 
+/* ---- rows claimed, checked against the data files ---- */
+
+/* A data file of Lance's format 2.x (version major.minor: 2.0 writes
+ * 0.3) that holds no column, its footer claiming rows: its
+ * FileDescriptor (a schema, then the row count) in global buffer 0. */
+static struct buf lance_file(uint64_t rows, unsigned major, unsigned minor)
+{
+	struct buf f = { 0 }, fd = { 0 };
+	uint64_t at, gbo;
+
+	buf_put(&f, "cols", 4);
+	lfield(&fd, 1, "\x0a\x02id", 4);
+	vfield(&fd, 2, rows);
+	at = f.len;
+	buf_put(&f, fd.p, fd.len);
+	gbo = f.len;
+	le(&f, at, 8);
+	le(&f, fd.len, 8);
+	le(&f, 0, 8); /* column metadata */
+	le(&f, 0, 8); /* their offsets */
+	le(&f, gbo, 8);
+	le(&f, 1, 4); /* global buffers */
+	le(&f, 0, 4); /* columns */
+	le(&f, major, 2);
+	le(&f, minor, 2);
+	buf_put(&f, "LANC", 4);
+	buf_free(&fd);
+	return f;
+}
+
+/* A manifest file of one fragment over data file path claiming rows. */
+static struct buf one_fragment(const char *path, uint64_t rows)
+{
+	struct buf m = { 0 }, fr = { 0 }, df = { 0 };
+
+	lfield(&m, 1, "\x0a\x02id", 4);
+	vfield(&fr, 1, 0);
+	lfield(&df, 1, path, strlen(path));
+	vfield(&df, 2, 0);
+	mfield(&fr, 2, &df);
+	vfield(&fr, 4, rows);
+	mfield(&m, 2, &fr);
+	vfield(&m, 3, 1);
+	return manifest_file(&m);
+}
+
+static void test_lance_rows_claimed_checked(void **state)
+{
+	static const char real[] =
+		"01000001110011011010101070480240c8999dc205b38d415b.lance";
+	static const char mpath[] = "x.lance/_versions/1.manifest";
+	static const struct sfs_run runs[] = { { 5, 10 },
+					       { ((uint64_t)1 << 32) - 3, 3 } };
+	struct sfs_error err = { 0 };
+	struct sfs_lance_dataset *d = NULL;
+	struct sfs_lance_manifest *m = NULL;
+	struct sfs_dataset_view *v = NULL;
+	char *dir = tmpdir_new(), *p, want[512];
+	struct buf b, man;
+	struct collect c;
+	uint64_t deleted, total = 0;
+	size_t i, bitmaps = 0;
+	int dirfd;
+
+	(void)state;
+	/* the fixture's data file of 6000 rows, under a manifest that
+	 * claims 2^32: refused by the index's open, and by a reader's view
+	 * before a bitmap of 2^32 rows is sized (512 MiB, 58 s before) */
+	assert_true(asprintf(&p, "%s/frags.lance/data/%s", LANCE_FIXTURES,
+			     real) > 0);
+	b = read_all(p);
+	free(p);
+	assert_true(asprintf(&p, "x.lance/data/%s", real) > 0);
+	free(write_at(dir, p, b.p, b.len));
+	free(p);
+	buf_free(&b);
+	man = one_fragment(real, (uint64_t)1 << 32);
+	free(write_at(dir, mpath, man.p, man.len));
+	if (sfs_lance_manifest_parse(man.p, man.len, mpath, &m, &err))
+		fail_msg("%s", err.msg);
+	snprintf(
+		want, sizeof(want),
+		"%s: byte %llu: fragment 0 claims 4294967296 rows (physical_rows), its data file x.lance/data/%s holds 6000 (its footer): the manifest is damaged or forged; restore it from the dataset's writer, or index another version",
+		mpath, (unsigned long long)m->fragments[0].files[0].at, real);
+	sfs_lance_manifest_free(m);
+	buf_free(&man);
+	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(dirfd >= 0);
+	assert_int_equal(sfs_lance_open(dirfd, mpath, -1, &d, &err), -EINVAL);
+	assert_string_equal(err.msg, want);
+	sfs_error_clear(&err);
+	if (sfs_lance_open_view(dirfd, mpath, -1, &d, &err))
+		fail_msg("%s", err.msg);
+	assert_int_equal(sfs_lance_view_build(dirfd, d, runs, 1, &v, &err),
+			 -EINVAL);
+	assert_string_equal(err.msg, want);
+	sfs_error_clear(&err);
+	sfs_lance_free(d);
+	/* a data file whose footer says 2^32 rows, as the manifest does:
+	 * read; a reader keeping 13 of them gets bitmaps of run containers,
+	 * under 1 MiB each, deleting every other row */
+	b = lance_file((uint64_t)1 << 32, 2, 2);
+	free(write_at(dir, "x.lance/data/big.lance", b.p, b.len));
+	buf_free(&b);
+	man = one_fragment("big.lance", (uint64_t)1 << 32);
+	free(write_at(dir, mpath, man.p, man.len));
+	buf_free(&man);
+	if (sfs_lance_open(dirfd, mpath, -1, &d, &err) ||
+	    sfs_lance_view_build(dirfd, d, runs, 2, &v, &err))
+		fail_msg("%s", err.msg);
+	assert_int_equal(d->rows, (uint64_t)1 << 32);
+	assert_int_equal(v->rows, 13);
+	for (i = 0; i < v->nfiles; i++) {
+		const struct sfs_dataset_file *f = &v->files[i];
+
+		if (strncmp(f->path, "_deletions/", 11))
+			continue;
+		bitmaps++;
+		assert_true(f->len < 1 << 20);
+		assert_int_equal(f->bytes[0] | f->bytes[1] << 8, 12347);
+		c.n = 0;
+		if (sfs_lance_deletion_parse(f->bytes, f->len,
+					     SFS_LANCE_DELETION_BITMAP, f->path,
+					     (uint64_t)1 << 32, collect_run, &c,
+					     &deleted, &err))
+			fail_msg("%s", err.msg);
+		total += deleted;
+	}
+	assert_int_equal(bitmaps, 2);
+	assert_int_equal(total, ((uint64_t)1 << 33) - 13);
+	/* the same file claiming another count than the manifest, in
+	 * format 2.2 and 2.0 (which says 0.3): refused; as 0.2, a legacy
+	 * file whose footer does not say, bounded by its size: refused */
+	sfs_lance_free(d);
+	b = lance_file(7, 2, 2);
+	free(write_at(dir, "x.lance/data/big.lance", b.p, b.len));
+	buf_free(&b);
+	assert_int_equal(sfs_lance_open(dirfd, mpath, -1, &d, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "big.lance holds 7 (its footer)"));
+	sfs_error_clear(&err);
+	b = lance_file(7, 0, 3);
+	free(write_at(dir, "x.lance/data/big.lance", b.p, b.len));
+	buf_free(&b);
+	assert_int_equal(sfs_lance_open(dirfd, mpath, -1, &d, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "big.lance holds 7 (its footer)"));
+	sfs_error_clear(&err);
+	b = lance_file(7, 0, 2);
+	free(write_at(dir, "x.lance/data/big.lance", b.p, b.len));
+	buf_free(&b);
+	assert_int_equal(sfs_lance_open(dirfd, mpath, -1, &d, &err), -EINVAL);
+	assert_non_null(strstr(
+		err.msg,
+		"fragment 0 claims 4294967296 rows (physical_rows), more than its data file x.lance/data/big.lance of 68 bytes can hold (a legacy Lance file stores at least a bit a row)"));
+	sfs_error_clear(&err);
+	sfs_dataset_view_free(v);
+	close(dirfd);
+	tmpdir_remove(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1377,6 +1536,7 @@ int main(void)
 		cmocka_unit_test(test_lance_view_opens_its_fragments_only),
 		cmocka_unit_test(test_lance_view_read_rows),
 		cmocka_unit_test(test_lance_manifest_decoded_budget),
+		cmocka_unit_test(test_lance_rows_claimed_checked),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

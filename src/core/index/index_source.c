@@ -286,6 +286,51 @@ int sfs_index_note_access(struct sfs_index *idx)
 	return 0;
 }
 
+int sfs_index_access(const struct sfs_index *idx, int srcfd, const char *path,
+		     uint32_t uid, uint32_t gid, uint32_t mode,
+		     struct sfs_access *acc)
+{
+	struct dirs dc = { 0 };
+	struct stat st = { .st_uid = uid, .st_gid = gid, .st_mode = mode };
+
+	if (dirs_init(&dc, idx->source)) {
+		dirs_free(&dc);
+		return -ENOMEM;
+	}
+	note_access(&dc, srcfd, path, &st, acc);
+	dirs_free(&dc);
+	return 0;
+}
+
+/*
+ * The read bit file x gives each class of users of a file owned by
+ * uid:gid (0444 at most): a user of a class that may be x's owner needs
+ * x's owner bit, one who may be in x's group or not needs x's group and
+ * others' bits.
+ */
+static uint32_t reads_of(const struct sfs_access *x, uint32_t uid, uint32_t gid)
+{
+	bool own = x->mode & S_IRUSR, grp = x->mode & S_IRGRP,
+	     oth = x->mode & S_IROTH;
+	bool not_x_owner = x->uid == uid || own; /* x's owner, if not uid */
+	bool owner = x->uid == uid ? own : grp && oth;
+	bool group = not_x_owner && grp && (x->gid == gid || oth);
+	bool other = not_x_owner && oth && (x->gid == gid || grp);
+
+	return (owner ? 0400u : 0) | (group ? 0040u : 0) | (other ? 0004u : 0);
+}
+
+void sfs_index_access_meet(struct sfs_access *a, const struct sfs_access *b)
+{
+	uint32_t uid = a->uid == b->uid ? a->uid : 0;
+	uint32_t gid = a->gid == b->gid ? a->gid : 0;
+	uint32_t mode = reads_of(a, uid, gid) & reads_of(b, uid, gid);
+
+	*a = (struct sfs_access){
+		.uid = uid, .gid = gid, .mode = (uint16_t)mode, .known = true
+	};
+}
+
 /* Check shards [lo, hi) of idx, which came from the index of source in
  * dir (NULL: the default), as sfs_index_check_source does. */
 static int check_shards(struct sfs_index *idx, size_t lo, size_t hi,

@@ -725,6 +725,15 @@ void sfs_view_access(const struct sfs_view *v, const struct sfs_view_node *n,
 
 	if (!a->known)
 		return;
+	if (n->dataset) { /* the view's build narrowed it (its access) */
+		const struct sfs_dataset_file *df =
+			&v->datasets[n->dataset - 1]->files[n->dfile];
+
+		*uid = df->uid;
+		*gid = df->gid;
+		*mode = df->mode & 0444u;
+		return;
+	}
 	*uid = a->uid;
 	*gid = a->gid;
 	/* the view is read-only: its read bits only */

@@ -58,6 +58,63 @@ static int dataset_name(struct builder *b, const struct sfs_shard *sh,
 }
 
 /*
+ * Who may read the files of dv, a reader's dataset of shard sh (whose
+ * access the mount's check found): each source file what the source
+ * grants it, narrowed by the directories on its path; each synthesized
+ * file (the manifest, deletion files) the meet of the shard's (the source
+ * manifest) and every source file's, so that a user who cannot read one
+ * of the data files cannot read a manifest that describes it.
+ */
+static int dataset_access(const struct sfs_index *idx, int srcfd,
+			  const struct sfs_shard *sh,
+			  struct sfs_dataset_view *dv)
+{
+	struct sfs_access meet = sh->access, a = { 0 };
+	uint32_t uid = 0, gid = 0, mode = 0;
+	const char *dir = NULL, *slash;
+	size_t k, dlen = 0;
+	int rc;
+
+	for (k = 0; k < dv->nfiles; k++) {
+		struct sfs_dataset_file *df = &dv->files[k];
+
+		if (!df->source)
+			continue;
+		/* a dataset's data files share a directory, and most an
+		 * owner and mode: look at the directories once for those */
+		slash = strrchr(df->source, '/');
+		if (!dir || df->uid != uid || df->gid != gid ||
+		    df->mode != mode ||
+		    (size_t)(slash ? slash - df->source : 0) != dlen ||
+		    memcmp(dir, df->source, dlen)) {
+			dir = df->source;
+			dlen = slash ? (size_t)(slash - df->source) : 0;
+			uid = df->uid;
+			gid = df->gid;
+			mode = df->mode;
+			rc = sfs_index_access(idx, srcfd, df->source, uid, gid,
+					      mode, &a);
+			if (rc)
+				return rc;
+		}
+		df->uid = a.uid;
+		df->gid = a.gid;
+		df->mode = a.mode;
+		sfs_index_access_meet(&meet, &a);
+	}
+	for (k = 0; k < dv->nfiles; k++) {
+		struct sfs_dataset_file *df = &dv->files[k];
+
+		if (df->source)
+			continue;
+		df->uid = meet.uid;
+		df->gid = meet.gid;
+		df->mode = meet.mode;
+	}
+	return 0;
+}
+
+/*
  * The reader's dataset of the shard of its i-th file (format.h,
  * dataset_view), in worker directory wdir: every run of the reader's
  * files of that shard, in order, in one dataset.
@@ -100,8 +157,12 @@ int sfs_view_add_dataset(struct builder *b, uint32_t wdir, uint32_t plan,
 				      b->err);
 	close(fd);
 	free(runs);
-	if (rc)
+	if (!rc && sh->access.known)
+		rc = dataset_access(v->idx, b->o->srcfd, sh, dv);
+	if (rc) {
+		sfs_dataset_view_free(dv);
 		return rc;
+	}
 	if (v->ndatasets == UINT32_MAX - 1 ||
 	    SFS_GROW(v->datasets, b->datasets_cap, (size_t)v->ndatasets + 1)) {
 		sfs_dataset_view_free(dv);

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "formats/format_i.h"
 #include "formats/lance/lance_i.h"
 #include "shardfs/index.h"
 #include "shardfs/lance.h"
@@ -92,6 +93,131 @@ static char *join(const char *root, const char *rel)
 	return p;
 }
 
+/* A footer that is not what the Lance file format says: -EINVAL. */
+static int bad_footer(struct sfs_error *err, const char *path, uint64_t at,
+		      const char *what)
+{
+	return sfs_errorf(
+		err, -EINVAL,
+		"%s: byte %llu: %s: not a Lance data file, or cut short; copy the dataset again",
+		path, (unsigned long long)at, what);
+}
+
+/*
+ * The rows the Lance data file fd (named path, size bytes) holds, as its
+ * footer says.  A file of format 2.x (2.0 says version 0.3, the later
+ * ones 2.1, 2.2, ...) ends with 40 bytes: the positions of
+ * its column metadata, their offsets, and the table of global buffers
+ * (u64 each), how many global buffers and columns (u32), its major and
+ * minor version (u16) and "LANC"; global buffer 0 (a u64 position and a
+ * u64 size in that table) is the protobuf FileDescriptor, whose field 2 is
+ * the row count.  Only the bytes needed are read: a few preads, nothing
+ * sized from the file.  Returns 1 and *rows; 0 for a file of the legacy
+ * format (0.1, 0.2), whose footer does not say; -EINVAL (the message names the
+ * file and the byte) or -EIO.
+ */
+static int data_file_rows(int fd, const char *path, uint64_t size,
+			  uint64_t *rows, struct sfs_error *err)
+{
+	unsigned char t[40], b[32];
+	uint64_t gbo, at, end, v;
+	struct sfs_pb_reader r;
+	struct sfs_pb_field f;
+	size_t n;
+	int rc;
+
+	if (size < 16 || sfs_pread_full(fd, t + 24, 16, size - 16) != 16)
+		return bad_footer(err, path, size, "no Lance footer");
+	if (memcmp(t + 36, "LANC", 4))
+		return bad_footer(err, path, size - 4,
+				  "no LANC magic at its end");
+	/* the legacy format is 0.1 and 0.2; 2.0 says 0.3, later ones 2.x */
+	if ((t[32] | t[33] << 8) == 0 && (t[34] | t[35] << 8) < 3)
+		return 0;
+	if (size < 40 + 16 || sfs_pread_full(fd, t, 24, size - 40) != 24)
+		return bad_footer(err, path, 0, "too short for its footer");
+	gbo = sfs_le64(t + 16);
+	if (sfs_le32(t + 24) < 1 || gbo > size - 40 - 16)
+		return bad_footer(
+			err, path, size - 24,
+			"its table of global buffers is not inside it");
+	if (sfs_pread_full(fd, b, 16, gbo) != 16)
+		return sfs_errorf(err, -EIO, "%s: read failed at byte %llu",
+				  path, (unsigned long long)gbo);
+	at = sfs_le64(b);
+	v = sfs_le64(b + 8);
+	if (at > size - 40 || v > size - 40 - at)
+		return bad_footer(err, path, gbo,
+				  "its file descriptor is not inside it");
+	/* the FileDescriptor, field by field: skip the schema (1) */
+	for (end = at + v; at < end; at += r.pos) {
+		n = end - at < sizeof(b) ? (size_t)(end - at) : sizeof(b);
+		if (sfs_pread_full(fd, b, n, at) != (ssize_t)n)
+			return sfs_errorf(err, -EIO,
+					  "%s: read failed at byte %llu", path,
+					  (unsigned long long)at);
+		sfs_pb_init(&r, b, n, at, path, "FileDescriptor", err);
+		rc = sfs_pb_next(&r, &f);
+		if (rc < 0)
+			return rc;
+		if (f.number == 2 && f.wire == SFS_PB_VARINT)
+			return sfs_pb_varint(&r, rows) ? -EINVAL : 1;
+		if (f.wire == SFS_PB_VARINT) {
+			rc = sfs_pb_varint(&r, &v);
+		} else if (f.wire == SFS_PB_LEN) {
+			rc = sfs_pb_varint(&r, &v);
+			if (!rc && v > end - at - r.pos)
+				return bad_footer(
+					err, path, at,
+					"a field of its file descriptor runs past it");
+			at += v;
+		} else {
+			at += f.wire == SFS_PB_I64 ? 8 : 4;
+		}
+		if (rc)
+			return rc;
+	}
+	return bad_footer(err, path, gbo,
+			  "its file descriptor does not say how many rows");
+}
+
+/*
+ * Whether data file fd (df of fragment fr, at path, size bytes) holds the
+ * rows the manifest mpath claims for the fragment: what its footer says,
+ * or for a legacy file, at most 8 a byte (its columns store at least a
+ * bit a row).  A manifest claiming more rows than its data files hold
+ * would have every later step (the row digests of the index, a reader's
+ * deletion bitmap) sized from the claim.  Returns 0, -EINVAL or -EIO.
+ */
+static int check_rows(int fd, const char *mpath,
+		      const struct sfs_lance_fragment *fr,
+		      const struct sfs_lance_data_file *df, const char *path,
+		      uint64_t size, struct sfs_error *err)
+{
+	uint64_t rows = 0;
+	int rc = data_file_rows(fd, path, size, &rows, err);
+
+	if (rc < 0)
+		return rc;
+	if (rc == 1 && rows != fr->physical_rows)
+		return sfs_errorf(
+			err, -EINVAL,
+			"%s: byte %llu: fragment %llu claims %llu rows (physical_rows), its data file %s holds %llu (its footer): the manifest is damaged or forged; restore it from the dataset's writer, or index another version",
+			mpath, (unsigned long long)df->at,
+			(unsigned long long)fr->id,
+			(unsigned long long)fr->physical_rows, path,
+			(unsigned long long)rows);
+	if (rc == 0 && fr->physical_rows / 8 > size)
+		return sfs_errorf(
+			err, -EINVAL,
+			"%s: byte %llu: fragment %llu claims %llu rows (physical_rows), more than its data file %s of %llu bytes can hold (a legacy Lance file stores at least a bit a row): the manifest is damaged or forged; restore it from the dataset's writer, or index another version",
+			mpath, (unsigned long long)df->at,
+			(unsigned long long)fr->id,
+			(unsigned long long)fr->physical_rows, path,
+			(unsigned long long)size);
+	return 0;
+}
+
 int sfs_lance_check_data_file(int dirfd, const char *root, const char *mpath,
 			      const struct sfs_lance_fragment *fr,
 			      const struct sfs_lance_data_file *df,
@@ -107,7 +233,7 @@ int sfs_lance_check_data_file(int dirfd, const char *root, const char *mpath,
 	free(rel);
 	if (!path)
 		return sfs_errorf(err, -ENOMEM, "out of memory");
-	fd = sfs_index_open_shard(dirfd, path, O_PATH);
+	fd = sfs_index_open_shard(dirfd, path, O_RDONLY);
 	if (fd < 0) {
 		rc = sfs_errorf(
 			err, -EINVAL,
@@ -134,7 +260,10 @@ int sfs_lance_check_data_file(int dirfd, const char *root, const char *mpath,
 			(unsigned long long)fr->id, path,
 			(unsigned long long)st.st_size,
 			(unsigned long long)df->size);
-	else if (out)
+	else
+		rc = check_rows(fd, mpath, fr, df, path, (uint64_t)st.st_size,
+				err);
+	if (!rc && out)
 		*out = st;
 	close(fd);
 out:

@@ -160,9 +160,10 @@ int sfs_lance_fragment_decode(const unsigned char *buf, size_t len,
 /*
  * Check data file df of fragment fr of the manifest mpath of the dataset
  * in directory root (below dirfd): a regular file beneath the dataset (no
- * symlink, no ".."), of df->size bytes when the manifest gives it.  Its
- * stat in *st when st is not NULL.  Returns 0 or -EINVAL ("<mpath>: byte
- * <at>: fragment <id>'s data file <path> is missing: ...").
+ * symlink, no ".."), of df->size bytes when the manifest gives it,
+ * holding fr->physical_rows (its footer read: docs/formats.md).  Its
+ * stat in *st when st is not NULL.  Returns 0, -EINVAL ("<mpath>: byte
+ * <at>: fragment <id>'s data file <path> is missing: ...") or -EIO.
  */
 struct stat;
 int sfs_lance_check_data_file(int dirfd, const char *root, const char *mpath,

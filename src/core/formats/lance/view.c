@@ -137,110 +137,177 @@ static int select_live(const struct spans *live, uint64_t lo, uint64_t hi,
 	return rc;
 }
 
-/*
- * A portable Roaring bitmap (no run containers, as Lance writes them) of
- * every row of [0, rows) outside the sorted runs keep: the piece's
- * deletion file.  Sets *deleted.  Returns 0 or -ENOMEM.
- */
-static int write_bitmap(const struct spans *keep, uint64_t rows, struct out *o,
-			uint64_t *deleted)
+/* Bitmaps larger than this without run containers are written with them
+ * (cookie 12347) where they are smaller; below it, as Lance writes its
+ * own (12346: arrays and bitsets only). */
+#define RUNS_FROM ((uint64_t)64 << 10)
+
+/* A container of a bitmap being written: its key, how many rows it
+ * deletes in how many runs, the first deleted run in it, its form. */
+struct container {
+	uint32_t key, card, nruns;
+	size_t first;
+	enum { ARRAY, BITSET, RUN } form;
+};
+
+/* The bytes container c takes in form f. */
+static uint64_t container_size(const struct container *c, int f)
 {
-	uint64_t nkeys = (rows + 65535) >> 16, k, r;
-	unsigned char *bits = malloc(8192);
-	uint32_t *card = calloc(nkeys + 1, sizeof(*card));
-	struct out body = { 0 };
-	uint32_t n = 0, *offs = NULL;
-	size_t i = 0, c, base;
+	if (f == RUN)
+		return 2 + 4 * (uint64_t)c->nruns;
+	return c->card > 4096 ? 8192 : 2 * (uint64_t)c->card;
+}
+
+/* Container c's rows: the deleted runs del->s[c->first ...] within it. */
+static void put_container(const struct container *c, const struct spans *del,
+			  unsigned char *bits, struct out *o)
+{
+	uint64_t lo = (uint64_t)c->key << 16, hi = lo + 65536, a, e, r;
+	size_t j;
+
+	if (c->form == RUN)
+		put_le(o, c->nruns, 2);
+	if (c->form == BITSET)
+		memset(bits, 0, 8192);
+	for (j = c->first; j < del->n && del->s[j].first < hi; j++) {
+		a = del->s[j].first > lo ? del->s[j].first : lo;
+		e = del->s[j].first + del->s[j].count;
+		e = e < hi ? e : hi;
+		if (c->form == RUN) {
+			put_le(o, a - lo, 2);
+			put_le(o, e - a - 1, 2);
+			continue;
+		}
+		for (r = a; r < e; r++) {
+			if (c->form == ARRAY)
+				put_le(o, r - lo, 2);
+			else
+				bits[(r - lo) >> 3] |=
+					(unsigned char)(1 << (r & 7));
+		}
+	}
+	if (c->form == BITSET)
+		put(o, bits, 8192);
+}
+
+/*
+ * A portable Roaring bitmap of every row of [0, rows) outside the sorted
+ * runs keep: the piece's deletion file.  Without run containers, as
+ * Lance writes them, up to RUNS_FROM bytes; past that a container whose
+ * runs are smaller is written as runs (a fragment of 2^32 rows of which
+ * a reader keeps a few: 65 536 full containers, 512 MiB as bitsets,
+ * ~0.9 MB as runs).  Its size is known before anything is written: more
+ * than budget is -EFBIG, *need set.  Sets *deleted.  Returns 0, -EFBIG or
+ * -ENOMEM.
+ */
+static int write_bitmap(const struct spans *keep, uint64_t rows,
+			uint64_t budget, struct out *o, uint64_t *deleted,
+			uint64_t *need)
+{
+	struct spans del = { 0 };
+	struct container *c = NULL;
+	unsigned char *bits = NULL;
+	uint64_t cursor = 0, plain, size, at;
+	size_t n = 0, cap = 0, i, j, nrun = 0;
+	bool runs = false;
 	int rc = 0;
 
 	*deleted = 0;
-	if (!bits || !card) {
+	/* the deleted runs: the gaps between the kept ones */
+	for (i = 0; !rc && i <= keep->n; i++) {
+		uint64_t next = i < keep->n ? keep->s[i].first : rows;
+
+		if (next > cursor)
+			rc = spans_add(&del, cursor, next - cursor);
+		if (i < keep->n)
+			cursor = keep->s[i].first + keep->s[i].count;
+	}
+	/* the containers they touch: rows and runs in each */
+	for (j = 0; !rc && j < del.n; j++) {
+		uint64_t a = del.s[j].first, e = a + del.s[j].count, end;
+
+		for (; a < e; a = end) {
+			uint32_t key = (uint32_t)(a >> 16);
+
+			end = ((uint64_t)key + 1) << 16;
+			end = end < e ? end : e;
+			if (!n || c[n - 1].key != key) {
+				if (SFS_GROW(c, cap, n + 1)) {
+					rc = -ENOMEM;
+					break;
+				}
+				c[n++] = (struct container){ .key = key,
+							     .first = j };
+			}
+			c[n - 1].card += (uint32_t)(end - a);
+			c[n - 1].nruns++;
+			*deleted += end - a;
+		}
+	}
+	if (rc)
+		goto out;
+	plain = 8 + 8 * (uint64_t)n;
+	for (i = 0; i < n; i++) {
+		c[i].form = c[i].card > 4096 ? BITSET : ARRAY;
+		plain += container_size(&c[i], c[i].form);
+	}
+	size = plain;
+	if (plain > RUNS_FROM) {
+		size = 4 + (n + 7) / 8 + 4 * (uint64_t)n +
+		       (n >= 4 ? 4 * (uint64_t)n : 0);
+		for (i = 0; i < n; i++) {
+			if (container_size(&c[i], RUN) <
+			    container_size(&c[i], c[i].form)) {
+				c[i].form = RUN;
+				nrun++;
+			}
+			size += container_size(&c[i], c[i].form);
+		}
+		runs = nrun > 0;
+		if (!runs)
+			size = plain;
+	}
+	*need = size;
+	if (size > budget) {
+		rc = -EFBIG;
+		goto out;
+	}
+	if (!(bits = malloc(8192))) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	/* first pass: how many rows each container deletes */
-	for (k = 0; k < nkeys; k++) {
-		uint64_t lo = k << 16,
-			 hi = lo + 65536 < rows ? lo + 65536 : rows;
-		uint64_t kept = 0;
+	if (runs) {
+		unsigned char flags = 0;
 
-		for (c = i; c < keep->n && keep->s[c].first < hi; c++) {
-			uint64_t a = keep->s[c].first > lo ? keep->s[c].first :
-							     lo;
-			uint64_t b = keep->s[c].first + keep->s[c].count;
-
-			b = b < hi ? b : hi;
-			if (a < b)
-				kept += b - a;
+		put_le(o, 12347 | (uint64_t)(n - 1) << 16, 4);
+		for (i = 0; i < n; i++) {
+			flags |= (unsigned char)((c[i].form == RUN) << (i % 8));
+			if (i % 8 == 7 || i + 1 == n) {
+				put(o, &flags, 1);
+				flags = 0;
+			}
 		}
-		card[k] = (uint32_t)(hi - lo - kept);
-		n += card[k] != 0;
-		*deleted += card[k];
-		while (i < keep->n && keep->s[i].first + keep->s[i].count <= hi)
-			i++;
+	} else {
+		put_le(o, 12346, 4);
+		put_le(o, n, 4);
 	}
-	base = o->len;
-	put_le(o, 12346, 4);
-	put_le(o, n, 4);
-	for (k = 0; k < nkeys; k++) {
-		if (!card[k])
-			continue;
-		put_le(o, k, 2);
-		put_le(o, card[k] - 1, 2);
+	for (i = 0; i < n; i++) {
+		put_le(o, c[i].key, 2);
+		put_le(o, c[i].card - 1, 2);
 	}
-	offs = calloc(n + 1, sizeof(*offs));
-	if (!offs) {
-		rc = -ENOMEM;
-		goto out;
+	/* offsets count from the start of the bitmap, past the offsets */
+	at = o->len + (!runs || n >= 4 ? 4 * (uint64_t)n : 0);
+	for (i = 0; (!runs || n >= 4) && i < n; i++) {
+		put_le(o, at, 4);
+		at += container_size(&c[i], c[i].form);
 	}
-	i = 0;
-	for (k = 0, c = 0; k < nkeys; k++) {
-		uint64_t lo = k << 16,
-			 hi = lo + 65536 < rows ? lo + 65536 : rows;
-		size_t j;
-
-		if (!card[k]) {
-			while (i < keep->n &&
-			       keep->s[i].first + keep->s[i].count <= hi)
-				i++;
-			continue;
-		}
-		/* the container's bits: set for rows in [lo, hi), cleared for
-		 * the kept ones */
-		memset(bits, 0, 8192);
-		for (r = lo; r < hi; r++)
-			bits[(r - lo) >> 3] |= (unsigned char)(1 << (r & 7));
-		for (j = i; j < keep->n && keep->s[j].first < hi; j++) {
-			uint64_t a = keep->s[j].first > lo ? keep->s[j].first :
-							     lo;
-			uint64_t b = keep->s[j].first + keep->s[j].count;
-
-			for (b = b < hi ? b : hi; a < b; a++)
-				bits[(a - lo) >> 3] &=
-					(unsigned char)~(1 << (a & 7));
-		}
-		while (i < keep->n && keep->s[i].first + keep->s[i].count <= hi)
-			i++;
-		offs[c++] = (uint32_t)body.len;
-		if (card[k] > 4096) {
-			put(&body, bits, 8192);
-			continue;
-		}
-		for (r = 0; r < 65536; r++)
-			if (bits[r >> 3] >> (r & 7) & 1)
-				put_le(&body, r, 2);
-	}
-	/* offsets count from the start of the bitmap: past its cookie and
-	 * count, n keys and cardinalities, n offsets */
-	for (c = 0; c < n; c++)
-		put_le(o, base + 8 + 8 * (uint64_t)n + offs[c], 4);
-	put(o, body.p, body.len);
-	rc = o->oom || body.oom ? -ENOMEM : 0;
+	for (i = 0; i < n; i++)
+		put_container(&c[i], &del, bits, o);
+	rc = o->oom ? -ENOMEM : 0;
 out:
-	free(offs);
-	free(body.p);
-	free(card);
 	free(bits);
+	free(c);
+	free(del.s);
 	return rc;
 }
 
@@ -415,6 +482,10 @@ static int add_data_files(int dirfd, const struct sfs_lance_dataset *ds,
 		if (!rc) {
 			v->files[v->nfiles - 1].size = (uint64_t)st.st_size;
 			v->files[v->nfiles - 1].mtime_ns = sfs_mtime_ns(&st);
+			v->files[v->nfiles - 1].uid = st.st_uid;
+			v->files[v->nfiles - 1].gid = st.st_gid;
+			v->files[v->nfiles - 1].mode =
+				(uint16_t)(st.st_mode & 0777);
 		}
 	}
 	if (rc == -ENOMEM)
@@ -452,6 +523,7 @@ int sfs_lance_view_build(int dirfd, const struct sfs_lance_dataset *ds,
 	struct spans live = { 0 }, sel = { 0 };
 	struct out man = { 0 }, file = { 0 };
 	uint64_t *first = NULL, rflags = 0, wflags = 0, nfrag = 0, version = 0;
+	uint64_t held = 0, need = 0; /* bytes of the bitmaps written */
 	unsigned char *used = NULL;
 	const unsigned char *src = ds->buf; /* the manifest ds decoded */
 	size_t len = ds->len, cap = 0, f, i, live_of = SIZE_MAX;
@@ -503,8 +575,13 @@ int sfs_lance_view_build(int dirfd, const struct sfs_lance_dataset *ds,
 				f++;
 				continue;
 			}
+			/* its data files first: checked against the rows the
+			 * manifest claims before a bitmap is sized by them */
+			if (!used[f])
+				rc = add_data_files(dirfd, ds, f, root, v, &cap,
+						    err);
 			used[f] = 1;
-			if (live_of != f) {
+			if (!rc && live_of != f) {
 				live.n = 0;
 				rc = sfs_lance_live_runs(dirfd, ds, f,
 							 spans_add, &live, err);
@@ -516,7 +593,20 @@ int sfs_lance_view_build(int dirfd, const struct sfs_lance_dataset *ds,
 			file.len = 0;
 			if (!rc)
 				rc = write_bitmap(&sel, fr->physical_rows,
-						  &file, &deleted);
+						  SFS_LANCE_VIEW_MAX - held,
+						  &file, &deleted, &need);
+			if (rc == -EFBIG)
+				rc = sfs_errorf(
+					err, rc,
+					"%s: fragment %llu (%llu rows): the deletion file a reader's rows of it need takes %llu bytes, past the %llu left of the %llu a reader's dataset may hold (SFS_LANCE_VIEW_MAX): give each reader fewer, longer runs (a larger block, shuffle=units), or rewrite the dataset in smaller fragments",
+					ds->manifest_path,
+					(unsigned long long)fr->id,
+					(unsigned long long)fr->physical_rows,
+					(unsigned long long)need,
+					(unsigned long long)(SFS_LANCE_VIEW_MAX -
+							     held),
+					(unsigned long long)SFS_LANCE_VIEW_MAX);
+			held += file.len;
 			put_vfield(&frag, 1, nfrag);
 			if (!rc)
 				rc = copy_data_files(src, len,
@@ -556,12 +646,6 @@ int sfs_lance_view_build(int dirfd, const struct sfs_lance_dataset *ds,
 	free(file.p);
 	if (rc == -ENOMEM && !err->msg[0])
 		rc = sfs_errorf(err, rc, "out of memory");
-	if (rc)
-		goto out;
-	/* the data files of the fragments used, each once */
-	for (f = 0; !rc && f < ds->m->nfragments; f++)
-		if (used[f])
-			rc = add_data_files(dirfd, ds, f, root, v, &cap, err);
 	if (rc)
 		goto out;
 	rflags &= ~(uint64_t)SFS_LANCE_FLAG_STABLE_ROW_IDS;

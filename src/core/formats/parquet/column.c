@@ -367,6 +367,13 @@ static int budget(struct sfs_pq_column *c, const struct sfs_pq_page_header *h,
 			(uint64_t)(uint32_t)h->usize +
 			(uint64_t)n * SFS_PQ_ENTRY_BYTES;
 
+	if (need > SFS_PQ_PAGE_DECODED_MAX)
+		return sfs_pq_col_fail(
+			c, h->at,
+			"%u values in %d bytes (%d compressed) decode to %llu MiB: over the %u MiB shardfs decodes for one page; rewrite the file with smaller pages (e.g. pyarrow's data_page_size, DuckDB's ROW_GROUP_SIZE)",
+			n, (int)h->usize, (int)h->csize,
+			(unsigned long long)(need >> 20),
+			SFS_PQ_PAGE_DECODED_MAX >> 20);
 	if (*c->held + need > SFS_PQ_DECODED_MAX)
 		return sfs_pq_col_fail(
 			c, h->at,

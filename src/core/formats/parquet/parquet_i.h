@@ -190,6 +190,15 @@ int sfs_pq_meta_check(struct sfs_thrift_reader *r, struct sfs_parquet_meta *m);
  */
 #define SFS_PQ_DECODED_MAX (512u << 20)
 #define SFS_PQ_ENTRY_BYTES 28
+/*
+ * What one page may decode to (counted as above): a legitimate page is far
+ * below it (pyarrow's, parquet-mr's and arrow-rs' 1 MiB pages of at most
+ * 20 000 rows ~2.5 MiB; a DuckDB page of a 1 Mi-row group of INT64
+ * ~44 MiB), while a 62 KB file of one gzip page of 16 Mi INT32 values
+ * decodes to 488 MiB: with the daemon's two builds at once, 1 GB.  Past
+ * it, refused, naming the limit and the fix.
+ */
+#define SFS_PQ_PAGE_DECODED_MAX (128u << 20)
 
 enum {
 	SFS_PQ_PAGE_DATA = 0,
