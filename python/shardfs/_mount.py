@@ -286,10 +286,18 @@ class Mount:
         """Serve `epoch`, and return once it is the epoch readers see
         (`.shardfs/epoch` and `status` read back).  Writing the epoch that
         is served changes nothing.  Do it before the epoch's DataLoader
-        iterator starts: its workers list their directories then."""
+        iterator starts: its workers list their directories then.
+
+        The daemon answers the write once the switch is done; if another
+        process then switches the mount to another epoch before this one
+        has read it back (the status's `epoch_switches` has moved on),
+        raises ShardfsError at once naming both epochs: this process's
+        readers would read the other one.  Every process that switches a
+        mount must ask for the same epoch."""
         if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
             raise ValueError("set_epoch(%r): the epoch is a non-negative "
                              "integer" % (epoch,))
+        before = self._switches()
         p = self._control("epoch")
         try:
             # no O_TRUNC: a truncate is a request of its own, during which
@@ -309,22 +317,50 @@ class Mount:
             }.get(e.errno, "the daemon's log says why")
             raise ShardfsError("%s: cannot switch to epoch %d: %s: %s"
                                % (p, epoch, e.strerror, hint)) from None
-        self._wait_epoch(epoch, timeout)
+        self._wait_epoch(epoch, timeout, switched=before)
 
-    def _wait_epoch(self, epoch: int, timeout: float) -> None:
-        """Until both `epoch` and `status` say `epoch` (a write returns
-        after the switch; another process's write may still be under
-        way)."""
+    def _switches(self) -> int:
+        """The status's count of epoch switches, read now."""
+        self.refresh()
+        try:
+            return int(self.status["counters"]["epoch_switches"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise ShardfsError(
+                "%s: not the status this package knows (%s: %s): use the "
+                "shardfs Python package of the same release as the daemon"
+                % (self._control("status"), type(e).__name__, e)) from None
+
+    def _wait_epoch(self, epoch: int, timeout: float,
+                    switched: Optional[int] = None) -> None:
+        """Until both `epoch` and `status` say `epoch` (another process's
+        write may still be under way).  `switched`: this process's write
+        of `epoch` returned, so the switch was done, and the status
+        counted `switched` switches before it: another epoch served since
+        was switched to after it, which is raised at once."""
         deadline = time.monotonic() + timeout
         delay = 0.001
         while True:
             # empty while another process truncates it (`echo 3 > epoch`)
             text = self._read_control("epoch").strip()
             served = self._epoch_of(text) if text else None
-            if served == epoch:
+            if served == epoch or (served is not None and
+                                   switched is not None):
                 self.refresh()
-                if int(self.options["epoch"]) == epoch:
+                now = int(self.options["epoch"])
+                if now == epoch:
                     return
+                switches = int(self.status["counters"]["epoch_switches"])
+                if switched is not None and switches > switched:
+                    raise ShardfsError(
+                        "%s was switched to epoch %d, then to epoch %d by "
+                        "another process before this one read it back (its "
+                        "epoch_switches went from %d to %d): this process's "
+                        "readers would read epoch %d, not %d; every process "
+                        "that switches a mount must ask for the same epoch: "
+                        "find the job or user that writes %s (the daemon "
+                        "logs \"now serving epoch %d\")"
+                        % (self.path, epoch, now, switched, switches, now,
+                           epoch, self._control("epoch"), now))
             if time.monotonic() >= deadline:
                 raise ShardfsError(
                     "%s still serves epoch %s, not %d, after %.0f s: the "

@@ -8,7 +8,6 @@ also usable on its own.  Only the Parquet reader needs a package
 from __future__ import annotations
 
 import os
-import re
 import struct
 import sys
 import tarfile
@@ -84,9 +83,9 @@ def _tarfile_samples(name: str) -> Iterator[Dict[str, Any]]:
             yield sample
 
 
-# The uncompressed tar reader.  It follows CPython's tarfile (3.11) member
-# by member: the same headers give the same names, sizes and data, and the
-# same members count as files.  Where tarfile would stop silently (a bad
+# The uncompressed tar reader.  It follows CPython's tarfile (3.11, pax
+# records as read since 3.11.10) member by member: the same headers give
+# the same names, sizes and data, and the same members count as files.  Where tarfile would stop silently (a bad
 # checksum or a truncated header after the first member) or fail later
 # with its own error, this raises ShardfsError naming the byte.
 _BLOCK = 512
@@ -100,8 +99,6 @@ _REGULAR = frozenset((b"0", b"\0", b"7"))
 _NO_DATA = frozenset((b"1", b"2", b"3", b"4", b"5", b"6"))
 _EXTENSIONS = frozenset((b"L", b"K", b"x", b"X", b"g"))
 _PAX_NAME_FIELDS = frozenset(("path", "linkpath", "uname", "gname"))
-_PAX_RECORD = re.compile(br"(\d+) ([^=]+)=")
-_PAX_CHARSET = re.compile(br"\d+ hdrcharset=([^\n]+)\n")
 
 
 def _bad(name: str, what: str, at: int) -> ShardfsError:
@@ -159,32 +156,49 @@ def _decode(value: bytes, encoding: str, fallback: str) -> str:
         return value.decode(fallback, "surrogateescape")
 
 
-def _pax(data: bytes, headers: Dict[str, str], encoding: str
-         ) -> Optional[Dict[str, str]]:
-    """The records of a pax header added to `headers` (tarfile's
-    _proc_pax), or None if a record is invalid."""
-    match = _PAX_CHARSET.search(data)
-    if match is not None:
-        try:
-            headers["hdrcharset"] = match.group(1).decode("utf-8")
-        except UnicodeDecodeError:
-            return None
-    names = encoding if headers.get("hdrcharset") == "BINARY" else "utf-8"
+def _pax(data: bytes, headers: Dict[str, str], encoding: str,
+         bad: Callable[[str, int], ShardfsError]) -> Dict[str, str]:
+    """The records of a pax header added to `headers`, as tarfile's
+    _proc_pax reads them since the fix of CVE-2024-6232 (3.11.10, 3.12.6):
+    each record's length digits are read, then the record is sliced, so
+    the cost is linear in the header (a regex over the whole header was
+    quadratic: a 200 KB header took minutes).  A record that is not
+    "LENGTH KEYWORD=VALUE\n" raises bad(what, offset in data)."""
     pos = 0
-    while True:
-        match = _PAX_RECORD.match(data, pos)
-        if not match:
-            return headers
-        length = int(match.group(1))
-        if length == 0:
-            return None
-        keyword = _decode(match.group(2), "utf-8", "utf-8")
-        value = data[match.end(2) + 1:match.start(1) + length - 1]
-        if keyword in _PAX_NAME_FIELDS:
-            headers[keyword] = _decode(value, names, encoding)
-        else:
-            headers[keyword] = _decode(value, "utf-8", "utf-8")
+    charset = None
+    records: List[Tuple[bytes, bytes]] = []
+    while pos < len(data) and data[pos] != 0:
+        # at most 20 digits, then a space (tarfile's _header_length_prefix_re)
+        space = data.find(b" ", pos, pos + 21)
+        digits = data[pos:space]
+        if space < 0 or not digits or not digits.isdigit():
+            raise bad("a record that does not start with its length",
+                      pos)
+        length = int(digits)
+        if length < 5:
+            raise bad("a record of length %d (less than 5)" % length,
+                      pos)
+        if pos + length > len(data):
+            raise bad("a record of %d bytes past the end of the header"
+                      % length, pos)
+        last = pos + length - 1
+        keyword, equals, value = data[space + 1:last].partition(b"=")
+        if not keyword or not equals or data[last] != 0x0A:
+            raise bad("a record of %d bytes that is not "
+                      "\"KEYWORD=VALUE\" and a newline" % length, pos)
+        records.append((keyword, value))
+        # only the first hdrcharset counts, as tarfile reads it
+        if keyword == b"hdrcharset" and charset is None:
+            charset = encoding if value == b"BINARY" else "utf-8"
         pos += length
+    names = charset or "utf-8"
+    for keyword, value in records:
+        key = _decode(keyword, "utf-8", "utf-8")
+        if key in _PAX_NAME_FIELDS:
+            headers[key] = _decode(value, names, encoding)
+        else:
+            headers[key] = _decode(value, "utf-8", "utf-8")
+    return headers
 
 
 def _apply_pax(headers: Dict[str, str], path: str, size: int
@@ -275,10 +289,14 @@ def tar_members(path: PathLike) -> Iterator[Tuple[str, bytes]]:
                 if kind == b"L" or kind == b"K":
                     value: Any = _string(data, encoding)
                 else:
+                    def bad(what: str, where: int) -> ShardfsError:
+                        return _bad(name, "pax header \"%s\" at byte %d "
+                                    "(of the member at byte %d): %s"
+                                    % (_string(header[:100], encoding), at,
+                                       at + _BLOCK + _padded(size), what),
+                                    at + _BLOCK + where)
                     value = _pax(data, glob if kind == b"g" else
-                                 glob.copy(), encoding)
-                    if value is None:
-                        raise _bad(name, "invalid pax header", at)
+                                 glob.copy(), encoding, bad)
                     if any(k.startswith("GNU.sparse.") for k in value):
                         raise _bad(name, "GNU sparse member (not read "
                                    "here: pass samples= a tarfile reader)",

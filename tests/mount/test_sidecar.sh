@@ -17,8 +17,10 @@ printf '%s\n' '{"sources": [{"path": "src", "proportion": 1}, {"path": "noindex"
 
 # in_ns SHARED ENV...: run the sidecar in a new mount namespace whose
 # $T/ns is a tmpfs (shared when SHARED=1); print what a second process
-# there sees (and in $LS below the mount when set), then SIGTERM it;
-# prints "ls: ...", "exit=N", "mounted=N"
+# there sees (and in $LS below the mount when set; with READY=1, what the
+# ready file is and holds, and every name in $T/ns), then SIGTERM it;
+# prints "ls: ...", "exit=N", "mounted=N".  Ready is a regular file at
+# the ready name, not a symlink to one.
 in_ns() {
 	local shared=$1
 	shift
@@ -29,12 +31,15 @@ in_ns() {
 		eval "${PRE:-}"
 		bash "$S" 2> "$T/ns.log" &
 		pid=$!
-		for i in $(seq 100); do [ -f "$T/ns/ready" ] && break; kill -0 $pid 2>/dev/null || break; sleep 0.1; done
-		if [ -f "$T/ns/ready" ]; then
+		ready() { [ -f "$T/ns/ready" ] && [ ! -L "$T/ns/ready" ]; }
+		for i in $(seq 100); do ready && break; kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+		if ready; then
 			echo "ls: $(ls "$T/ns/data" | tr "\n" " ")"
 			[ -n "${LS:-}" ] && echo "ls $LS: $(ls "$T/ns/data/$LS" | tr "\n" " ")"
-			kill -TERM $pid
+			[ -n "${READY:-}" ] && echo "ready: $(stat -c %F "$T/ns/ready"): $(cat "$T/ns/ready"); in ns: $(ls -A "$T/ns" | tr "\n" " ")"
 		fi
+		# never ready (or not yet gone): stopped, never waited on forever
+		kill -TERM $pid 2>/dev/null
 		wait $pid
 		echo "exit=$?"
 		echo "mounted=$(grep -c " $T/ns/data " /proc/mounts)"
@@ -87,6 +92,28 @@ exit=0
 mounted=0"
 expect_eq "a dead view: said so" "$(grep -c "cleared the dead view on $T/ns/data that a daemon which died left behind" "$T/ns.log")" 1
 
+# the ready file is in the volume the trainer writes: a symlink left
+# there (a sidecar restarted) must not carry root's write elsewhere
+echo precious > "$T/victim"
+expect_eq "a symlink at the ready name: not written through" "$(in_ns 1 "${src[@]}" RANK=1 WORLD_SIZE=4 READY=1 PRE='ln -s "$T/victim" "$T/ns/ready"' 2>/dev/null)" \
+	"ls: 1 
+ready: regular file: epoch=0 rank=1 world=4; in ns: data ready 
+exit=0
+mounted=0"
+expect_eq "a symlink at the ready name: its target unchanged" "$(cat "$T/victim"; stat -c %U "$T/victim")" "precious
+root"
+expect_eq "a dangling symlink at the ready name: nothing created" "$(in_ns 1 "${src[@]}" RANK=1 WORLD_SIZE=4 READY=1 PRE='ln -s "$T/made" "$T/ns/ready"' 2>/dev/null; ls "$T/made" 2>&1)" \
+	"ls: 1 
+ready: regular file: epoch=0 rank=1 world=4; in ns: data ready 
+exit=0
+mounted=0
+ls: cannot access '$T/made': No such file or directory"
+expect_eq "a symlink to a directory at the ready name: nothing moved into it" "$(mkdir -p "$T/dir"; in_ns 1 "${src[@]}" RANK=1 WORLD_SIZE=4 READY=1 PRE='ln -s "$T/dir" "$T/ns/ready"' 2>/dev/null; ls -A "$T/dir")" \
+	"ls: 1 
+ready: regular file: epoch=0 rank=1 world=4; in ns: data ready 
+exit=0
+mounted=0"
+
 # broken environments: one line each, exit 1, nothing mounted
 broken() {
 	local name=$1 shared=$2 want=$3
@@ -96,6 +123,10 @@ broken() {
 mounted=0
 shardfs-sidecar: $want"
 }
+broken "a symlink at the mount point" 1 "the mount point $T/ns/data is a symlink (to $T/ns/elsewhere): remove it (the trainer must not create $T/ns/data; the sidecar does)" \
+	SHARDFS_SOURCE="$T/src" RANK=0 WORLD_SIZE=1 PRE='mkdir "$T/ns/elsewhere"; ln -s "$T/ns/elsewhere" "$SHARDFS_MOUNT"'
+broken "a directory at the ready name" 1 "cannot write the ready file $T/ns/ready: make its directory one the sidecar can write and remove what is at that name (a directory?), or set SHARDFS_READY_FILE" \
+	SHARDFS_SOURCE="$T/src" RANK=0 WORLD_SIZE=1 PRE='mkdir "$T/ns/ready"'
 broken "no source" 1 "SHARDFS_SOURCE=$T/none does not exist: mount the dataset volume (or the mixture file) into the sidecar at $T/none" \
 	SHARDFS_SOURCE="$T/none" RANK=0 WORLD_SIZE=1
 broken "no rank" 1 "no rank: set SHARDFS_RANK, or run under a launcher that sets RANK, NODE_RANK with LOCAL_WORLD_SIZE, or JOB_COMPLETION_INDEX" \

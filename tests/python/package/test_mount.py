@@ -7,12 +7,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Dict, List
 
 import pytest
 
 import shardfs
+from shardfs import _mount
 from helpers import plan, planned_samples, reader_runs
 
 OPTS = "world=2,workers=2,batch=2"
@@ -144,6 +146,53 @@ def test_set_epoch_serves_the_epoch(data, mount) -> None:
         m.set_epoch(-1)
     assert str(e.value) == ("set_epoch(-1): the epoch is a non-negative "
                             "integer")
+
+
+class Overtaken:
+    """os for shardfs._mount (set_epoch's writer) whose write, once the daemon has answered it
+    (the switch done), has a second process switch the mount to each of
+    `epochs` in turn before set_epoch reads the epoch back."""
+
+    def __init__(self, mnt: Path, epochs: List[int]) -> None:
+        self.mnt, self.epochs = mnt, epochs
+
+    def __getattr__(self, name: str):
+        return getattr(os, name)
+
+    def write(self, fd: int, data: bytes) -> int:
+        n = os.write(fd, data)
+        code = ("import shardfs, sys\n"
+                "for e in sys.argv[2:]: shardfs.Mount(sys.argv[1])"
+                ".set_epoch(int(e), timeout=10)")
+        subprocess.run([sys.executable, "-c", code, str(self.mnt)]
+                       + [str(e) for e in self.epochs], check=True)
+        return n
+
+
+def test_set_epoch_overtaken_raises_at_once(data, mount, monkeypatch
+                                            ) -> None:
+    src = data("jsonl", 7, "5-40")
+    mnt = mount(src, OPTS)
+    m = shardfs.Mount(mnt)
+    assert m.status["counters"]["epoch_switches"] == 1
+    monkeypatch.setattr(_mount, "os", Overtaken(mnt, [4]))
+    start = time.monotonic()
+    with pytest.raises(shardfs.ShardfsError) as e:
+        m.set_epoch(3, timeout=60)
+    assert time.monotonic() - start < 10  # not the 60 s timeout
+    assert str(e.value) == (
+        "%s was switched to epoch 3, then to epoch 4 by another process "
+        "before this one read it back (its epoch_switches went from 1 to "
+        "3): this process's readers would read epoch 4, not 3; every "
+        "process that switches a mount must ask for the same epoch: find "
+        "the job or user that writes %s/.shardfs/epoch (the daemon logs "
+        "\"now serving epoch 4\")" % (mnt, mnt))
+    assert m.epoch == 4
+    # overtaken, then switched back before the read-back: served, returns
+    monkeypatch.setattr(_mount, "os", Overtaken(mnt, [6, 5]))
+    m.set_epoch(5, timeout=60)
+    assert m.epoch == 5 and m.options["epoch"] == 5
+    assert m.status["counters"]["epoch_switches"] == 6
 
 
 def test_not_a_mount(tmp_path) -> None:
