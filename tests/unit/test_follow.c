@@ -3,8 +3,11 @@
  * back, the window option, which windows exist, and a stream scanned from
  * a directory and laid out in windows, byte for byte.
  */
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "helpers.h"
@@ -50,6 +53,29 @@ static void test_log_parse(void **state)
 	sfs_follow_shards_free(s, n);
 }
 
+/* A time before 1970 is a negative number of nanoseconds, both ways. */
+static void test_log_parse_signed(void **state)
+{
+	static const char log[] = "shardfs-follow 1\n"
+				  "1 2 -315619200000000000 a.jsonl\n"
+				  "1 2 -9223372036854775808 b.jsonl\n"
+				  "1 2 9223372036854775807 c.jsonl\n"
+				  "1 2 0 d.jsonl\n";
+	struct sfs_follow_shard *s;
+	struct sfs_error err = { 0 };
+	size_t n;
+
+	(void)state;
+	assert_int_equal(
+		sfs_follow_log_parse(log, strlen(log), "l", &s, &n, &err), 0);
+	assert_int_equal(n, 4);
+	assert_true(s[0].mtime_ns == -315619200000000000LL);
+	assert_true(s[1].mtime_ns == INT64_MIN);
+	assert_true(s[2].mtime_ns == INT64_MAX);
+	assert_true(s[3].mtime_ns == 0);
+	sfs_follow_shards_free(s, n);
+}
+
 static void expect_refused(const char *log, const char *msg)
 {
 	struct sfs_follow_shard *s = (void *)1;
@@ -64,6 +90,9 @@ static void expect_refused(const char *log, const char *msg)
 	assert_string_equal(err.msg, msg);
 }
 
+#define SIGNED_BAD \
+	"d/follow.log: line 2: not \"<samples> <size> <mtime_ns> <name>\": the log is damaged; removing it is safe only if no consumed shard was deleted from the source: else restore the deleted shards, or remove it and restart with start= counted from the first shard still there (docs/follow.md)"
+
 static void test_log_refused(void **state)
 {
 	(void)state;
@@ -72,16 +101,25 @@ static void test_log_refused(void **state)
 		"d/follow.log: line 1: not a shardfs follow log (it starts \"shardfs-follow 1\"): move it away if it is not shardfs's");
 	expect_refused(
 		"shardfs-follow 1\n1 2 3 a.jsonl\n1 2 x b.jsonl\n",
-		"d/follow.log: line 3: not \"<samples> <size> <mtime_ns> <name>\": the log is damaged; remove it only if no shard of the stream was deleted yet (docs/follow.md)");
+		"d/follow.log: line 3: not \"<samples> <size> <mtime_ns> <name>\": the log is damaged; removing it is safe only if no consumed shard was deleted from the source: else restore the deleted shards, or remove it and restart with start= counted from the first shard still there (docs/follow.md)");
 	expect_refused(
 		"shardfs-follow 1\n18446744073709551616 2 3 a.jsonl\n",
-		"d/follow.log: line 2: not \"<samples> <size> <mtime_ns> <name>\": the log is damaged; remove it only if no shard of the stream was deleted yet (docs/follow.md)");
+		"d/follow.log: line 2: not \"<samples> <size> <mtime_ns> <name>\": the log is damaged; removing it is safe only if no consumed shard was deleted from the source: else restore the deleted shards, or remove it and restart with start= counted from the first shard still there (docs/follow.md)");
 	expect_refused(
 		"shardfs-follow 1\n1 2 3 .hidden\n",
-		"d/follow.log: line 2: not \"<samples> <size> <mtime_ns> <name>\": the log is damaged; remove it only if no shard of the stream was deleted yet (docs/follow.md)");
+		"d/follow.log: line 2: not \"<samples> <size> <mtime_ns> <name>\": the log is damaged; removing it is safe only if no consumed shard was deleted from the source: else restore the deleted shards, or remove it and restart with start= counted from the first shard still there (docs/follow.md)");
 	expect_refused(
 		"shardfs-follow 1\n1 2 3 a/b.jsonl\n",
-		"d/follow.log: line 2: not \"<samples> <size> <mtime_ns> <name>\": the log is damaged; remove it only if no shard of the stream was deleted yet (docs/follow.md)");
+		"d/follow.log: line 2: not \"<samples> <size> <mtime_ns> <name>\": the log is damaged; removing it is safe only if no consumed shard was deleted from the source: else restore the deleted shards, or remove it and restart with start= counted from the first shard still there (docs/follow.md)");
+	/* a time is signed, within int64_t, written as PRId64 writes it */
+	expect_refused("shardfs-follow 1\n1 2 -0 a.jsonl\n", SIGNED_BAD);
+	expect_refused("shardfs-follow 1\n1 2 --1 a.jsonl\n", SIGNED_BAD);
+	expect_refused("shardfs-follow 1\n1 2 - a.jsonl\n", SIGNED_BAD);
+	expect_refused("shardfs-follow 1\n1 -2 3 a.jsonl\n", SIGNED_BAD);
+	expect_refused("shardfs-follow 1\n1 2 -9223372036854775809 a.jsonl\n",
+		       SIGNED_BAD);
+	expect_refused("shardfs-follow 1\n1 2 9223372036854775808 a.jsonl\n",
+		       SIGNED_BAD);
 	expect_refused(
 		"shardfs-follow 1\n1 2 3 a.jsonl\n1 2 4 a.jsonl\n",
 		"d/follow.log: shard a.jsonl is logged twice, with different samples, size or time: it was replaced while followed; the stream cannot be resumed exactly (docs/follow.md)");
@@ -325,15 +363,70 @@ static void test_held_back(void **state)
 	tmpdir_remove(dir);
 }
 
+/* Set name's modification time in dir to sec seconds from 1970, nsec. */
+static void set_mtime(const char *dir, const char *name, time_t sec, long nsec)
+{
+	char path[512];
+	struct timespec ts[2] = { { sec, nsec }, { sec, nsec } };
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+}
+
+/* A chunk dated 1960 is logged as a negative time, and a restart reads
+ * that line back; one dated 2300 (beyond the log's int64_t nanoseconds)
+ * waits with a message. */
+static void test_old_mtime_restart(void **state)
+{
+	char *dir = tmpdir_new();
+	struct sfs_follow *f = NULL;
+	struct sfs_error err = { 0 };
+	struct notes notes = { 0 };
+	size_t added;
+	char *p;
+
+	(void)state;
+	free(write_at(dir, "a.jsonl", "x\ny\n", 4));
+	set_mtime(dir, "a.jsonl", -315619200, 5); /* 1960-01-01 */
+	assert_int_equal(sfs_follow_open(dir, NULL, true, NULL, note, &notes,
+					 &f, &err),
+			 0);
+	assert_int_equal(sfs_follow_scan(f, &added, &err), 0);
+	assert_int_equal(added, 1);
+	sfs_follow_free(f);
+	assert_int_equal(sfs_follow_open(dir, NULL, true, NULL, note, &notes,
+					 &f, &err),
+			 0);
+	assert_int_equal(f->nshards, 1);
+	assert_true(f->shards[0].mtime_ns == -315619200000000000LL + 5);
+	assert_int_equal(sfs_follow_bounds(f, 0, &err), 0);
+	assert_int_equal(f->nsamples, 2);
+	/* 2300: refused, noted once, holds the stream back */
+	free(write_at(dir, "b.jsonl", "z\n", 2));
+	set_mtime(dir, "b.jsonl", 10413792000LL, 0);
+	assert_int_equal(sfs_follow_scan(f, &added, &err), 0);
+	assert_int_equal(added, 0);
+	assert_int_equal(notes.n, 1);
+	p = strstr(notes.msg[0], "/b.jsonl: waiting: ");
+	assert_non_null(p);
+	assert_string_equal(
+		p,
+		"/b.jsonl: waiting: b.jsonl: its modification time (10413792000 s from 1970) is out of what the follow log holds (nanoseconds from 1970 in 64 bits: years 1678 to 2261): touch it (tried again when it changes)");
+	sfs_follow_free(f);
+	tmpdir_remove(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_log_parse),
+		cmocka_unit_test(test_log_parse_signed),
 		cmocka_unit_test(test_log_refused),
 		cmocka_unit_test(test_window_option),
 		cmocka_unit_test(test_windows),
 		cmocka_unit_test(test_stream),
 		cmocka_unit_test(test_held_back),
+		cmocka_unit_test(test_old_mtime_restart),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -49,6 +49,13 @@ static bool followable(const struct sfs_format_ops *ops)
 	       !ops->whole_file && !ops->declared;
 }
 
+/* A time sfs_mtime_ns holds without overflow: the log's int64_t ns. */
+static bool mtime_fits(const struct stat *st)
+{
+	return st->st_mtim.tv_sec > INT64_MIN / 1000000000 &&
+	       st->st_mtim.tv_sec < INT64_MAX / 1000000000;
+}
+
 /* A name the stream may hold: directly in the source, no '\n' (a log line
  * each), not hidden, not temporary, not the end marker. */
 static bool shard_name(const char *name)
@@ -77,7 +84,8 @@ static int by_path(const void *a, const void *b)
 		      ((const struct sfs_follow_shard *)b)->path);
 }
 
-/* One number of a log line at *p, then the separator sep. */
+/* One number of a log line at *p, then the separator sep: digits, no
+ * leading zero, within UINT64_MAX. */
 static bool log_number(const char **p, const char *end, char sep, uint64_t *v)
 {
 	const char *s = *p;
@@ -95,6 +103,24 @@ static bool log_number(const char **p, const char *end, char sep, uint64_t *v)
 		return false;
 	*v = x;
 	*p = s + 1;
+	return true;
+}
+
+/* A signed number (a time before 1970 is negative), as PRId64 writes
+ * it: an optional '-' (never "-0"), then log_number within int64_t. */
+static bool log_signed(const char **p, const char *end, char sep, int64_t *v)
+{
+	const char *s = *p;
+	bool neg = s < end && *s == '-';
+	uint64_t x;
+
+	s += neg;
+	if (!log_number(&s, end, sep, &x) ||
+	    x > (neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX) ||
+	    (neg && !x))
+		return false;
+	*v = !neg ? (int64_t)x : x > INT64_MAX ? INT64_MIN : -(int64_t)x;
+	*p = s;
 	return true;
 }
 
@@ -116,7 +142,6 @@ int sfs_follow_log_parse(const char *buf, size_t len, const char *name,
 			name, "shardfs-follow 1");
 	for (p += strlen(LOG_HEAD); p < end; p++) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		uint64_t size, mtime;
 		struct sfs_follow_shard sh = { 0 };
 
 		line++;
@@ -124,13 +149,11 @@ int sfs_follow_log_parse(const char *buf, size_t len, const char *name,
 			break; /* torn: the append did not finish */
 		if (nl - p > SFS_FOLLOW_LINE_MAX ||
 		    !log_number(&p, nl, ' ', &sh.nsamples) ||
-		    !log_number(&p, nl, ' ', &size) ||
-		    !log_number(&p, nl, ' ', &mtime) || mtime > INT64_MAX) {
+		    !log_number(&p, nl, ' ', &sh.size) ||
+		    !log_signed(&p, nl, ' ', &sh.mtime_ns)) {
 			rc = -EINVAL;
 			break;
 		}
-		sh.size = size;
-		sh.mtime_ns = (int64_t)mtime;
 		sh.path = strndup(p, (size_t)(nl - p));
 		if (!sh.path) {
 			rc = -ENOMEM;
@@ -157,7 +180,7 @@ int sfs_follow_log_parse(const char *buf, size_t len, const char *name,
 		sfs_follow_shards_free(s, cnt);
 		return sfs_errorf(
 			err, rc,
-			"%s: line %zu: not \"<samples> <size> <mtime_ns> <name>\": the log is damaged; remove it only if no shard of the stream was deleted yet (docs/follow.md)",
+			"%s: line %zu: not \"<samples> <size> <mtime_ns> <name>\": the log is damaged; removing it is safe only if no consumed shard was deleted from the source: else restore the deleted shards, or remove it and restart with start= counted from the first shard still there (docs/follow.md)",
 			name, line);
 	}
 	if (cnt)
@@ -345,7 +368,10 @@ static bool refuse_once(struct sfs_follow *f, const char *name,
 			const struct stat *st)
 {
 	struct sfs_follow_refusal r = { .size = (uint64_t)st->st_size,
-					.mtime_ns = sfs_mtime_ns(st) };
+					.mtime_ns =
+						mtime_fits(st) ?
+							sfs_mtime_ns(st) :
+							st->st_mtim.tv_sec };
 	size_t lo = 0, hi = f->nrefused;
 
 	while (lo < hi) {
@@ -394,6 +420,11 @@ static int scan_shard(const struct sfs_format_ops *ops, const char *name,
 	struct stat after;
 	int rc;
 
+	if (!mtime_fits(st))
+		return sfs_errorf(
+			err, -ERANGE,
+			"%s: its modification time (%lld s from 1970) is out of what the follow log holds (nanoseconds from 1970 in 64 bits: years 1678 to 2261): touch it",
+			name, (long long)st->st_mtim.tv_sec);
 	/* an empty shard holds no sample (a producer's filter left none) */
 	if (st->st_size == 0) {
 		sh->bounds = calloc(1, sizeof(*sh->bounds));
@@ -662,7 +693,7 @@ int sfs_follow_bounds(struct sfs_follow *f, size_t i, struct sfs_error *err)
 			"%s/%s: %s, but the stream needs it (it was not consumed when the log was written): restore it, or restart with start= past it",
 			f->source, sh->path, strerror(errno));
 	if (fstat(fd, &st) < 0 || (uint64_t)st.st_size != sh->size ||
-	    sfs_mtime_ns(&st) != sh->mtime_ns) {
+	    !mtime_fits(&st) || sfs_mtime_ns(&st) != sh->mtime_ns) {
 		close(fd);
 		return sfs_errorf(
 			err, -EIO,
