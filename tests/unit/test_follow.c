@@ -416,6 +416,90 @@ static void test_old_mtime_restart(void **state)
 	tmpdir_remove(dir);
 }
 
+/* The names of f's shards, one line each. */
+static void expect_shards(const struct sfs_follow *f, const char *names)
+{
+	char got[512] = "";
+	size_t i;
+
+	for (i = 0; i < f->nshards; i++)
+		snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s\n",
+			 f->shards[i].path);
+	assert_string_equal(got, names);
+}
+
+/* A torn last line of the log (an append cut short) is left out at the
+ * next load and cut off before the next append: the line after it names
+ * its shard, not a phantom glued of the two. */
+static void test_log_torn_tail(void **state)
+{
+	char *dir = tmpdir_new(), log[512];
+	struct sfs_follow *f = NULL;
+	struct sfs_error err = { 0 };
+	struct notes notes = { 0 };
+	struct buf b;
+	size_t added;
+	char *p;
+
+	(void)state;
+	free(write_at(dir, "a.jsonl", "1\n2\n", 4));
+	free(write_at(dir, "b.jsonl", "3\n4\n", 4));
+	assert_int_equal(sfs_follow_open(dir, NULL, true, NULL, note, &notes,
+					 &f, &err),
+			 0);
+	assert_int_equal(sfs_follow_scan(f, &added, &err), 0);
+	assert_int_equal(added, 2);
+	sfs_follow_free(f);
+	/* c's line cut short after "2 4 17" */
+	free(write_at(dir, "c.jsonl", "5\n6\n", 4));
+	snprintf(log, sizeof(log), "%s/.shardfs/follow.log", dir);
+	b = read_all(log);
+	p = malloc(b.len + 8);
+	memcpy(p, b.p, b.len);
+	memcpy(p + b.len, "2 4 17", 6);
+	free(write_at(dir, ".shardfs/follow.log", p, b.len + 6));
+	free(p);
+	buf_free(&b);
+	/* the restart: a, b; c and d read again from the source */
+	free(write_at(dir, "d.jsonl", "7\n8\n", 4));
+	assert_int_equal(sfs_follow_open(dir, NULL, true, NULL, note, &notes,
+					 &f, &err),
+			 0);
+	assert_int_equal(notes.n, 1);
+	p = strstr(notes.msg[0], "/.shardfs/follow.log: its last line");
+	assert_non_null(p);
+	assert_string_equal(
+		p,
+		"/.shardfs/follow.log: its last line is cut short (an append that did not finish: a full disk, a crash): left out, its shard is read again from the source; the cut line is removed before the next append");
+	expect_shards(f, "a.jsonl\nb.jsonl\n");
+	assert_int_equal(sfs_follow_scan(f, &added, &err), 0);
+	assert_int_equal(added, 2);
+	sfs_follow_free(f);
+	/* the next restart: exactly a b c d, 2 samples each, in order */
+	assert_int_equal(sfs_follow_open(dir, NULL, false, NULL, note, &notes,
+					 &f, &err),
+			 0);
+	assert_int_equal(notes.n, 1);
+	expect_shards(f, "a.jsonl\nb.jsonl\nc.jsonl\nd.jsonl\n");
+	assert_int_equal(f->nsamples, 8);
+	assert_int_equal(f->shards[2].first, 4);
+	assert_int_equal(f->shards[2].size, 4);
+	sfs_follow_free(f);
+	/* a log cut in its first line is an empty one, written again */
+	free(write_at(dir, ".shardfs/follow.log", "shardfs-fol", 11));
+	assert_int_equal(sfs_follow_open(dir, NULL, true, NULL, note, &notes,
+					 &f, &err),
+			 0);
+	assert_int_equal(f->nshards, 0);
+	assert_int_equal(sfs_follow_scan(f, &added, &err), 0);
+	assert_int_equal(added, 4);
+	sfs_follow_free(f);
+	b = read_all(log);
+	assert_int_equal(memcmp(b.p, "shardfs-follow 1\n2 4 ", 21), 0);
+	buf_free(&b);
+	tmpdir_remove(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -427,6 +511,7 @@ int main(void)
 		cmocka_unit_test(test_stream),
 		cmocka_unit_test(test_held_back),
 		cmocka_unit_test(test_old_mtime_restart),
+		cmocka_unit_test(test_log_torn_tail),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -212,8 +213,20 @@ int sfs_follow_log_parse(const char *buf, size_t len, const char *name,
 	return 0;
 }
 
-/* Read the log at f->log_path back, when there is one. */
-static int load_log(struct sfs_follow *f, struct sfs_error *err)
+/* Lock the log (other daemons over the source append to it too); a file
+ * system without locks is written without. */
+static int log_lock(int fd, int op)
+{
+	while (flock(fd, op) < 0)
+		if (errno != EINTR)
+			return errno == ENOLCK || errno == EOPNOTSUPP ? 0 :
+									-errno;
+	return 0;
+}
+
+/* Read the log at f->log_path back, when there is one: under a shared
+ * lock, so that an append under way is not taken for a torn one. */
+static int load_log(struct sfs_follow *f, bool write_log, struct sfs_error *err)
 {
 	struct sfs_follow_shard *s;
 	struct stat st;
@@ -227,6 +240,12 @@ static int load_log(struct sfs_follow *f, struct sfs_error *err)
 			       0 :
 			       sfs_errorf(err, -errno, "%s: %s", f->log_path,
 					  strerror(errno));
+	rc = log_lock(fd, LOCK_SH);
+	if (rc) {
+		close(fd);
+		return sfs_errorf(err, rc, "%s: cannot lock it: %s",
+				  f->log_path, strerror(-rc));
+	}
 	if (fstat(fd, &st) < 0 || (uint64_t)st.st_size > LOG_MAX) {
 		close(fd);
 		return sfs_errorf(err, -EINVAL,
@@ -239,13 +258,29 @@ static int load_log(struct sfs_follow *f, struct sfs_error *err)
 		return sfs_errorf(err, -ENOMEM, "out of memory");
 	}
 	got = sfs_pread_full(fd, buf, (size_t)st.st_size, 0);
-	close(fd);
+	close(fd); /* and its lock */
 	if (got < 0) {
 		free(buf);
 		return sfs_errorf(err, (int)got, "%s: %s", f->log_path,
 				  strerror((int)-got));
 	}
-	rc = sfs_follow_log_parse(buf, (size_t)got, f->log_path, &s, &n, err);
+	/* a log cut short in its first line (a crash as it was created)
+	 * is an empty one */
+	if ((size_t)got < strlen(LOG_HEAD) &&
+	    !memcmp(buf, LOG_HEAD, (size_t)got))
+		got = 0;
+	if (got && buf[got - 1] != '\n')
+		note(f,
+		     "%s: its last line is cut short (an append that did not finish: a full disk, a crash): left out, its shard is read again from the source%s",
+		     f->log_path,
+		     write_log ?
+			     "; the cut line is removed before the next append" :
+			     "");
+	s = NULL;
+	n = 0;
+	rc = got ? sfs_follow_log_parse(buf, (size_t)got, f->log_path, &s, &n,
+					err) :
+		   0;
 	free(buf);
 	if (rc)
 		return rc;
@@ -258,25 +293,78 @@ static int load_log(struct sfs_follow *f, struct sfs_error *err)
 	return 0;
 }
 
+/*
+ * With the log's lock held: make the log end with a whole line, as an
+ * append must find it.  An append cut short (a full disk, a process that
+ * died) left a line without its '\n'; the next append would glue onto it
+ * a line naming no shard and lose its own, so the cut line is removed.  A
+ * log cut in its first line is written again.  Sets *size to the log's
+ * size after.  Returns 0, or -errno; -EBADMSG when the tail holds no line
+ * end (not a log this code wrote).
+ */
+static int log_mend(int fd, uint64_t *size)
+{
+	char tail[SFS_FOLLOW_LINE_MAX + 1];
+	uint64_t at;
+	ssize_t got;
+	struct stat st;
+	size_t i;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	*size = (uint64_t)st.st_size;
+	if (*size < strlen(LOG_HEAD)) {
+		if (ftruncate(fd, 0) < 0)
+			return -errno;
+		*size = strlen(LOG_HEAD);
+		return sfs_write_full(fd, LOG_HEAD, strlen(LOG_HEAD));
+	}
+	at = *size > sizeof(tail) ? *size - sizeof(tail) : 0;
+	got = sfs_pread_full(fd, tail, (size_t)(*size - at), at);
+	if (got < 0)
+		return (int)got;
+	if (got != (ssize_t)(*size - at))
+		return -EIO;
+	if (tail[got - 1] == '\n')
+		return 0;
+	for (i = (size_t)got; i > 0 && tail[i - 1] != '\n'; i--)
+		;
+	if (!i)
+		return -EBADMSG;
+	*size = at + i;
+	return ftruncate(fd, (off_t)*size) < 0 ? -errno : 0;
+}
+
 /* Open the log for appending (writing its first line if new). */
 static void open_log(struct sfs_follow *f, const char *dir)
 {
-	struct stat st;
+	uint64_t size;
+	int rc;
 
-	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+		rc = -errno;
 		goto fail;
-	f->log_fd = open(f->log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
+	}
+	f->log_fd = open(f->log_path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC,
 			 0644);
-	if (f->log_fd < 0 || fstat(f->log_fd, &st) < 0)
+	if (f->log_fd < 0) {
+		rc = -errno;
 		goto fail;
-	if (st.st_size == 0 &&
-	    sfs_write_full(f->log_fd, LOG_HEAD, strlen(LOG_HEAD)) < 0)
+	}
+	rc = log_lock(f->log_fd, LOCK_EX);
+	if (rc)
+		goto fail;
+	rc = log_mend(f->log_fd, &size);
+	log_lock(f->log_fd, LOCK_UN);
+	if (rc)
 		goto fail;
 	return;
 fail:
 	note(f,
 	     "%s: cannot keep the follow log (%s): the stream is served, but a restart needs every shard still in the source (give index=DIR on a writable disk)",
-	     f->log_path, strerror(errno));
+	     f->log_path,
+	     rc == -EBADMSG ? "its last bytes hold no line end" :
+			      strerror(-rc));
 	if (f->log_fd >= 0)
 		close(f->log_fd);
 	f->log_fd = -1;
@@ -321,7 +409,7 @@ int sfs_follow_open(const char *source, const char *index_dir, bool write_log,
 		rc = sfs_errorf(err, -ENOMEM, "out of memory");
 		goto fail;
 	}
-	rc = load_log(f, err);
+	rc = load_log(f, write_log, err);
 	if (rc)
 		goto fail;
 	if (!f->format && f->nshards)
@@ -463,24 +551,45 @@ static int scan_shard(const struct sfs_format_ops *ops, const char *name,
 	return 0;
 }
 
+/* Append sh's line to the log: with its lock, after the last whole line;
+ * a line cut short (a full disk) is taken back out. */
 static int append_log(struct sfs_follow *f, const struct sfs_follow_shard *sh)
 {
 	char line[SFS_FOLLOW_LINE_MAX + 1];
-	int len;
+	uint64_t size;
+	ssize_t put;
+	int len, rc;
 
 	if (f->log_fd < 0)
 		return 0;
 	len = snprintf(line, sizeof(line),
 		       "%" PRIu64 " %" PRIu64 " %" PRId64 " %s\n", sh->nsamples,
 		       sh->size, sh->mtime_ns, sh->path);
-	if (len < 0 || (size_t)len >= sizeof(line) ||
-	    write(f->log_fd, line, (size_t)len) != len) {
-		note(f,
-		     "%s: cannot append to the follow log (%s): a restart needs every shard still in the source",
-		     f->log_path, strerror(errno));
-		close(f->log_fd);
-		f->log_fd = -1;
+	if (len < 0 || (size_t)len >= sizeof(line))
+		return 0; /* shard_name keeps a line within its bound */
+	rc = log_lock(f->log_fd, LOCK_EX);
+	if (rc)
+		goto fail;
+	rc = log_mend(f->log_fd, &size);
+	if (!rc) {
+		put = write(f->log_fd, line, (size_t)len);
+		if (put != len) {
+			rc = put < 0 ? -errno : -ENOSPC;
+			if (put > 0 && ftruncate(f->log_fd, (off_t)size) < 0)
+				rc = -errno;
+		}
 	}
+	log_lock(f->log_fd, LOCK_UN);
+	if (!rc)
+		return 0;
+fail:
+	note(f,
+	     "%s: cannot append to the follow log (%s): a restart needs every shard still in the source",
+	     f->log_path,
+	     rc == -EBADMSG ? "its last bytes hold no line end" :
+			      strerror(-rc));
+	close(f->log_fd);
+	f->log_fd = -1;
 	return 0;
 }
 
