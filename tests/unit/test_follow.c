@@ -500,6 +500,88 @@ static void test_log_torn_tail(void **state)
 	tmpdir_remove(dir);
 }
 
+/* Open src as a daemon would (the log kept), scan it: one shard in. */
+static void open_noted(const char *src, const char *index, bool write_log,
+		       const char *expect)
+{
+	struct sfs_follow *f = NULL;
+	struct sfs_error err = { 0 };
+	struct notes notes = { 0 };
+	size_t added;
+	char *p;
+
+	assert_int_equal(sfs_follow_open(src, index, write_log, NULL, note,
+					 &notes, &f, &err),
+			 0);
+	assert_int_equal(f->log_fd, -1);
+	assert_int_equal(sfs_follow_scan(f, &added, &err), 0);
+	assert_int_equal(added, 1);
+	assert_int_equal(f->nsamples, 2);
+	assert_int_equal(notes.n, 1);
+	p = strstr(notes.msg[0], "/.shardfs/follow.log: ");
+	assert_non_null(p);
+	assert_string_equal(p, expect);
+	sfs_follow_free(f);
+}
+
+#define NOT_KEPT(why)                                            \
+	"/.shardfs/follow.log: cannot keep the follow log (" why \
+	"): the stream is served, but a restart needs every shard still in the source (give index=DIR on a writable disk)"
+
+/* The log and its directory sit where the producer writes: a symlink
+ * planted as either is never followed (the file it names is neither
+ * created nor written nor read), a FIFO never blocks; the stream is
+ * served without the log, and a line says so. */
+static void test_log_symlink(void **state)
+{
+	char *src = tmpdir_new(), *away = tmpdir_new(), path[512], to[512];
+	struct buf b;
+
+	(void)state;
+	free(write_at(src, "a.jsonl", "1\n2\n", 4));
+	free(write_at(away, "kept", "secret\n", 7));
+	/* follow.log a symlink to a file not there, then to one there */
+	snprintf(path, sizeof(path), "%s/.shardfs", src);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/.shardfs/follow.log", src);
+	snprintf(to, sizeof(to), "%s/made", away);
+	assert_int_equal(symlink(to, path), 0);
+	open_noted(src, NULL, true,
+		   NOT_KEPT("a symlink on its path, not followed"));
+	assert_int_equal(access(to, F_OK), -1);
+	assert_int_equal(unlink(path), 0);
+	snprintf(to, sizeof(to), "%s/kept", away);
+	assert_int_equal(symlink(to, path), 0);
+	open_noted(src, NULL, true,
+		   NOT_KEPT("a symlink on its path, not followed"));
+	open_noted(
+		src, NULL, false,
+		"/.shardfs/follow.log: not read (a symlink on its path, not followed): the stream is the shards in the source now");
+	b = read_all(to);
+	assert_int_equal(b.len, 7);
+	assert_memory_equal(b.p, "secret\n", 7);
+	buf_free(&b);
+	/* a FIFO */
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(mkfifo(path, 0644), 0);
+	open_noted(src, NULL, true, NOT_KEPT("not a regular file"));
+	assert_int_equal(unlink(path), 0);
+	/* .shardfs a symlink to a directory elsewhere */
+	snprintf(path, sizeof(path), "%s/.shardfs", src);
+	assert_int_equal(rmdir(path), 0);
+	assert_int_equal(symlink(away, path), 0);
+	open_noted(src, NULL, true,
+		   NOT_KEPT("a symlink on its path, not followed"));
+	snprintf(to, sizeof(to), "%s/follow.log", away);
+	assert_int_equal(access(to, F_OK), -1);
+	/* index= a symlink (its last component) */
+	open_noted(src, path, true,
+		   NOT_KEPT("a symlink on its path, not followed"));
+	assert_int_equal(access(to, F_OK), -1);
+	tmpdir_remove(away);
+	tmpdir_remove(src);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -512,6 +594,7 @@ int main(void)
 		cmocka_unit_test(test_held_back),
 		cmocka_unit_test(test_old_mtime_restart),
 		cmocka_unit_test(test_log_torn_tail),
+		cmocka_unit_test(test_log_symlink),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -25,6 +25,8 @@
 #include "shardfs/util.h"
 
 #define LOG_HEAD "shardfs-follow 1\n"
+/* open_log_file's error for a log that is not a regular file */
+#define NOT_REGULAR (-EMEDIUMTYPE)
 /* a log larger than this is not one (a line per shard, 10^6 shards) */
 #define LOG_MAX (SFS_FOLLOW_LINE_MAX * (size_t)1000000)
 
@@ -224,22 +226,61 @@ static int log_lock(int fd, int op)
 	return 0;
 }
 
-/* Read the log at f->log_path back, when there is one: under a shared
- * lock, so that an append under way is not taken for a torn one. */
-static int load_log(struct sfs_follow *f, bool write_log, struct sfs_error *err)
+/* Why the log (or its directory) at this place is not used, for -rc. */
+static const char *not_used(int rc)
+{
+	if (rc == -ELOOP || rc == -EXDEV)
+		return "a symlink on its path, not followed";
+	if (rc == -EBADMSG)
+		return "its last bytes hold no line end";
+	if (rc == NOT_REGULAR)
+		return "not a regular file";
+	return strerror(-rc);
+}
+
+/* Open the log beneath the index directory dirfd, never through a
+ * symlink, and only a regular file (a FIFO planted there must not block
+ * the daemon).  Returns the descriptor or -errno; NOT_REGULAR: not a
+ * regular file. */
+static int open_log_file(int dirfd, int flags, mode_t mode)
+{
+	struct stat st;
+	int fd = sfs_open_beneath(dirfd, SFS_FOLLOW_LOG, flags | O_NONBLOCK,
+				  mode);
+
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return NOT_REGULAR;
+	}
+	return fd;
+}
+
+/* Read the log beneath dirfd back, when there is one: under a shared
+ * lock, so that an append under way is not taken for a torn one.  *unused
+ * (set to a reason, the log left alone) when it is a symlink or not a
+ * regular file. */
+static int load_log(struct sfs_follow *f, int dirfd, bool write_log,
+		    const char **unused, struct sfs_error *err)
 {
 	struct sfs_follow_shard *s;
 	struct stat st;
 	char *buf;
 	size_t n, i;
 	ssize_t got;
-	int fd = open(f->log_path, O_RDONLY | O_CLOEXEC), rc;
+	int fd = open_log_file(dirfd, O_RDONLY, 0), rc;
 
+	*unused = NULL;
+	if (fd == -ENOENT)
+		return 0;
+	if (fd == -ELOOP || fd == -EXDEV || fd == NOT_REGULAR) {
+		*unused = not_used(fd);
+		return 0;
+	}
 	if (fd < 0)
-		return errno == ENOENT ?
-			       0 :
-			       sfs_errorf(err, -errno, "%s: %s", f->log_path,
-					  strerror(errno));
+		return sfs_errorf(err, fd, "%s: %s", f->log_path,
+				  strerror(-fd));
 	rc = log_lock(fd, LOCK_SH);
 	if (rc) {
 		close(fd);
@@ -335,20 +376,23 @@ static int log_mend(int fd, uint64_t *size)
 	return ftruncate(fd, (off_t)*size) < 0 ? -errno : 0;
 }
 
-/* Open the log for appending (writing its first line if new). */
-static void open_log(struct sfs_follow *f, const char *dir)
+/* Note that the log is not kept (why: not_used's). */
+static void log_not_kept(struct sfs_follow *f, const char *why)
+{
+	note(f,
+	     "%s: cannot keep the follow log (%s): the stream is served, but a restart needs every shard still in the source (give index=DIR on a writable disk)",
+	     f->log_path, why);
+}
+
+/* Open the log beneath dirfd for appending, its last line mended. */
+static void open_log(struct sfs_follow *f, int dirfd)
 {
 	uint64_t size;
 	int rc;
 
-	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
-		rc = -errno;
-		goto fail;
-	}
-	f->log_fd = open(f->log_path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC,
-			 0644);
+	f->log_fd = open_log_file(dirfd, O_RDWR | O_APPEND | O_CREAT, 0644);
 	if (f->log_fd < 0) {
-		rc = -errno;
+		rc = f->log_fd;
 		goto fail;
 	}
 	rc = log_lock(f->log_fd, LOCK_EX);
@@ -360,14 +404,35 @@ static void open_log(struct sfs_follow *f, const char *dir)
 		goto fail;
 	return;
 fail:
-	note(f,
-	     "%s: cannot keep the follow log (%s): the stream is served, but a restart needs every shard still in the source (give index=DIR on a writable disk)",
-	     f->log_path,
-	     rc == -EBADMSG ? "its last bytes hold no line end" :
-			      strerror(-rc));
+	log_not_kept(f, not_used(rc));
 	if (f->log_fd >= 0)
 		close(f->log_fd);
 	f->log_fd = -1;
+}
+
+/*
+ * The index directory, opened (and with create, made when missing)
+ * without following a symlink: SRC/.shardfs beneath the source, which
+ * its producer writes; an index= directory as given, but for a symlink
+ * as its last component.  Returns the descriptor or -errno.
+ */
+static int open_index_dir(const struct sfs_follow *f, const char *index_dir,
+			  bool create)
+{
+	int base = index_dir ? AT_FDCWD : f->srcfd, fd;
+	const char *name = index_dir ? index_dir : SFS_INDEX_DIR;
+	struct stat st;
+
+	if (create && mkdirat(base, name, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	if (!index_dir)
+		return sfs_open_beneath(f->srcfd, name, O_RDONLY | O_DIRECTORY,
+					0);
+	fd = open(name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == ENOTDIR && !lstat(name, &st) &&
+	    S_ISLNK(st.st_mode))
+		return -ELOOP; /* O_DIRECTORY's answer to a symlink */
+	return fd < 0 ? -errno : fd;
 }
 
 int sfs_follow_open(const char *source, const char *index_dir, bool write_log,
@@ -376,8 +441,9 @@ int sfs_follow_open(const char *source, const char *index_dir, bool write_log,
 		    struct sfs_follow **out, struct sfs_error *err)
 {
 	struct sfs_follow *f = calloc(1, sizeof(*f));
+	const char *unused = NULL;
 	char *dir = NULL;
-	int rc;
+	int rc = 0, dirfd = -1;
 
 	if (!f)
 		return sfs_errorf(err, -ENOMEM, "out of memory");
@@ -409,17 +475,31 @@ int sfs_follow_open(const char *source, const char *index_dir, bool write_log,
 		rc = sfs_errorf(err, -ENOMEM, "out of memory");
 		goto fail;
 	}
-	rc = load_log(f, write_log, err);
+	dirfd = open_index_dir(f, index_dir, write_log);
+	if (dirfd >= 0)
+		rc = load_log(f, dirfd, write_log, &unused, err);
+	else if (dirfd != -ENOENT || write_log)
+		unused = not_used(dirfd);
 	if (rc)
 		goto fail;
+	if (unused && write_log)
+		log_not_kept(f, unused);
+	else if (unused)
+		note(f,
+		     "%s: not read (%s): the stream is the shards in the source now",
+		     f->log_path, unused);
+	else if (write_log)
+		open_log(f, dirfd);
 	if (!f->format && f->nshards)
 		f->format = sfs_format_detect(f->shards[0].path);
-	if (write_log)
-		open_log(f, dir);
+	if (dirfd >= 0)
+		close(dirfd);
 	free(dir);
 	*out = f;
 	return 0;
 fail:
+	if (dirfd >= 0)
+		close(dirfd);
 	free(dir);
 	sfs_follow_free(f);
 	return rc;
