@@ -582,6 +582,75 @@ static void test_log_symlink(void **state)
 	tmpdir_remove(src);
 }
 
+/* A tar chunk of samples named key0, key1, ... (one member each), with
+ * a global pax header first (at 'g' == 1), between its members (2), or
+ * none. */
+static void tar_chunk(const char *dir, const char *name, const char *key, int n,
+		      int global)
+{
+	struct buf b = { 0 };
+	char member[64];
+	int i;
+
+	if (global == 1)
+		tar_pax(&b, 'g', "path", "evil");
+	for (i = 0; i < n; i++) {
+		if (global == 2 && i == 1)
+			tar_pax(&b, 'g', "path", "evil");
+		snprintf(member, sizeof(member), "%s%d.txt", key, i);
+		tar_member(&b, member, '0', "x", 1);
+	}
+	tar_end(&b);
+	free(write_at(dir, name, b.p, b.len));
+	buf_free(&b);
+}
+
+/* A global pax header in one tar chunk would rename the members of every
+ * chunk after it in a window or the stream: such a chunk waits, with a
+ * line naming it, the byte and the fix, and holds back those after it. */
+static void test_tar_global_header(void **state)
+{
+	char *dir = tmpdir_new();
+	struct sfs_follow *f = NULL;
+	struct sfs_error err = { 0 };
+	struct notes notes = { 0 };
+	size_t added;
+	char *p;
+
+	(void)state;
+	tar_chunk(dir, "c0.tar", "a", 2, 0);
+	tar_chunk(dir, "c1.tar", "b", 2, 1);
+	tar_chunk(dir, "c2.tar", "c", 2, 0);
+	assert_int_equal(sfs_follow_open(dir, NULL, false, NULL, note, &notes,
+					 &f, &err),
+			 0);
+	assert_int_equal(sfs_follow_scan(f, &added, &err), 0);
+	assert_int_equal(added, 1);
+	assert_int_equal(notes.n, 1);
+	p = strstr(notes.msg[0], "/c1.tar: waiting: ");
+	assert_non_null(p);
+	assert_string_equal(
+		p,
+		"/c1.tar: waiting: c1.tar: a global pax header at byte 0 (1024 bytes before its first member): in a followed stream it would apply to the members of every chunk after it (renaming them); write chunks without one (Python's tarfile: no pax_headers=; GNU tar: --format=gnu or ustar) (tried again when it changes)");
+	/* rewritten with the header between its members: still waits */
+	tar_chunk(dir, "c1.tar", "b", 2, 2);
+	assert_int_equal(sfs_follow_scan(f, &added, &err), 0);
+	assert_int_equal(added, 0);
+	assert_int_equal(notes.n, 2);
+	p = strstr(notes.msg[1], "/c1.tar: waiting: ");
+	assert_non_null(p);
+	assert_string_equal(
+		p,
+		"/c1.tar: waiting: c1.tar: global pax header at byte 1024, after the first member: it would apply to the members after it wherever a slice puts them (renaming them); put global headers only at the start of the archive, or write none (tried again when it changes)");
+	/* without one: in, and c2 after it */
+	tar_chunk(dir, "c1.tar", "b", 2, 0);
+	assert_int_equal(sfs_follow_scan(f, &added, &err), 0);
+	assert_int_equal(added, 2);
+	assert_int_equal(f->nsamples, 6);
+	sfs_follow_free(f);
+	tmpdir_remove(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -595,6 +664,7 @@ int main(void)
 		cmocka_unit_test(test_old_mtime_restart),
 		cmocka_unit_test(test_log_torn_tail),
 		cmocka_unit_test(test_log_symlink),
+		cmocka_unit_test(test_tar_global_header),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

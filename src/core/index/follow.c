@@ -622,6 +622,15 @@ static int scan_shard(const struct sfs_format_ops *ops, const char *name,
 		free(sc.bounds);
 		return sfs_errorf(err, -EINVAL, "%s: cannot be cut", name);
 	}
+	/* bytes every slice starts with would, concatenated with the other
+	 * chunks' slices, apply to their samples too */
+	if (sc.prefix_len) {
+		free(sc.bounds);
+		return sfs_errorf(
+			err, -EINVAL,
+			"%s: a global pax header at byte 0 (%llu bytes before its first member): in a followed stream it would apply to the members of every chunk after it (renaming them); write chunks without one (Python's tarfile: no pax_headers=; GNU tar: --format=gnu or ustar)",
+			name, (unsigned long long)sc.prefix_len);
+	}
 	sh->bounds = sc.bounds;
 	sh->nsamples = sc.nsamples;
 	sh->prefix_len = sc.prefix_len;
