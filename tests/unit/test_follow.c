@@ -651,6 +651,93 @@ static void test_tar_global_header(void **state)
 	tmpdir_remove(dir);
 }
 
+/* A chunk's boundaries cost 8 bytes a sample: a chunk of more samples
+ * than the limit waits, logged, before they are all allocated; those of
+ * samples whose windows are laid out are released as windows are built,
+ * and asked for again they are scanned again. */
+static void test_memory_follows_windows(void **state)
+{
+	char *dir = tmpdir_new(), *bytes, lines[64];
+	struct sfs_follow *f = NULL;
+	struct sfs_window *w = NULL;
+	struct sfs_error err = { 0 };
+	struct notes notes = { 0 };
+	struct sfs_options o;
+	const size_t readers[] = { 0 };
+	size_t added, i;
+	char *p;
+
+	(void)state;
+	for (i = 0; i < 20; i++)
+		lines[i] = '\n';
+	free(write_at(dir, "c0.jsonl", "a\nb\n", 4));
+	free(write_at(dir, "c1.jsonl", lines, 20));
+	free(write_at(dir, "c2.jsonl", lines, 6));
+	assert_int_equal(sfs_follow_open(dir, NULL, false, NULL, note, &notes,
+					 &f, &err),
+			 0);
+	f->chunk_samples_max = 19;
+	assert_int_equal(sfs_follow_scan(f, &added, &err), 0);
+	assert_int_equal(added, 1);
+	assert_int_equal(notes.n, 1);
+	p = strstr(notes.msg[0], "/c1.jsonl: waiting: ");
+	assert_non_null(p);
+	assert_string_equal(
+		p,
+		"/c1.jsonl: waiting: c1.jsonl: holds more than 19 samples, the most a followed chunk may (8 bytes of the daemon's memory each until its windows are laid out): write smaller chunks (tried again when it changes)");
+	/* at the limit: in */
+	f->chunk_samples_max = 20;
+	free(write_at(dir, "c1.jsonl", lines, 20));
+	assert_int_equal(sfs_follow_scan(f, &added, &err), 0);
+	assert_int_equal(added, 2);
+	assert_int_equal(f->nsamples, 28);
+	/* windows of 4, in order: what is before each is released */
+	sfs_options_init(&o);
+	assert_int_equal(sfs_options_parse(&o, "shuffle=none", &err), 0);
+	assert_int_equal(sfs_window_build(f, &o.plan, 4, 0, false, readers, 1,
+					  &w, &err),
+			 0);
+	sfs_window_free(w);
+	assert_non_null(f->shards[0].bounds); /* window 0 may be built again */
+	assert_int_equal(sfs_window_build(f, &o.plan, 4, 1, false, readers, 1,
+					  &w, &err),
+			 0);
+	sfs_window_free(w);
+	assert_null(f->shards[0].bounds);
+	assert_int_equal(f->shards[1].bounds_from, 0); /* 2 of 21: kept */
+	for (i = 2; i <= 4; i++) {
+		assert_int_equal(sfs_window_build(f, &o.plan, 4, i, false,
+						  readers, 1, &w, &err),
+				 0);
+		sfs_window_free(w);
+	}
+	/* window 4 starts at sample 16, c1's 14th: 14 of its 21 cut */
+	assert_int_equal(f->shards[1].bounds_from, 14);
+	assert_int_equal(f->shards[1].bounds[0], 14);
+	/* window 5: c1's last 6 samples and c2's 2 */
+	assert_int_equal(sfs_window_build(f, &o.plan, 4, 5, false, readers, 1,
+					  &w, &err),
+			 0);
+	bytes = window_bytes(f, w, 0);
+	assert_string_equal(bytes, "\n\n\n\n");
+	free(bytes);
+	sfs_window_free(w);
+	/* window 1 again: c0 and c1 scanned again, the same bytes */
+	assert_int_equal(sfs_window_build(f, &o.plan, 4, 1, false, readers, 1,
+					  &w, &err),
+			 0);
+	assert_int_equal(w->readers[0].nruns, 1);
+	assert_true(w->readers[0].runs[0].shard == 1 &&
+		    w->readers[0].runs[0].first == 2 &&
+		    w->readers[0].runs[0].count == 4);
+	assert_int_equal(f->shards[1].bounds_from, 0);
+	assert_int_equal(w->readers[0].ext[0].src, 2);
+	sfs_window_free(w);
+	sfs_options_clear(&o);
+	sfs_follow_free(f);
+	tmpdir_remove(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -665,6 +752,7 @@ int main(void)
 		cmocka_unit_test(test_log_torn_tail),
 		cmocka_unit_test(test_log_symlink),
 		cmocka_unit_test(test_tar_global_header),
+		cmocka_unit_test(test_memory_follows_windows),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

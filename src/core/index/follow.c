@@ -448,6 +448,7 @@ int sfs_follow_open(const char *source, const char *index_dir, bool write_log,
 	if (!f)
 		return sfs_errorf(err, -ENOMEM, "out of memory");
 	f->log_fd = -1;
+	f->chunk_samples_max = SFS_FOLLOW_CHUNK_SAMPLES_MAX;
 	f->note = note_fn;
 	f->note_arg = note_arg;
 	f->format = format;
@@ -577,13 +578,15 @@ static bool refuse_once(struct sfs_follow *f, const char *name,
 }
 
 /* Scan shard name (open on fd, st its stat) with ops into sh. */
-static int scan_shard(const struct sfs_format_ops *ops, const char *name,
+static int scan_shard(const struct sfs_follow *f,
+		      const struct sfs_format_ops *ops, const char *name,
 		      int fd, const struct stat *st,
 		      struct sfs_follow_shard *sh, struct sfs_error *err)
 {
 	struct sfs_scan_in in = { .fd = fd,
 				  .path = name,
-				  .size = (uint64_t)st->st_size };
+				  .size = (uint64_t)st->st_size,
+				  .max_samples = f->chunk_samples_max };
 	struct sfs_scan sc = { 0 };
 	struct stat after;
 	int rc;
@@ -604,11 +607,17 @@ static int scan_shard(const struct sfs_format_ops *ops, const char *name,
 		return 0;
 	}
 	rc = sfs_format_scan(ops, &in, &sc, err);
-
-	if (rc) {
-		free(sc.bounds);
+	free(rc ? sc.bounds : NULL);
+	/* its boundaries are kept until its windows are laid out: their
+	 * cost is bounded before it is allocated */
+	if (rc && sc.nsamples > in.max_samples)
+		return sfs_errorf(
+			err, -EFBIG,
+			"%s: holds more than %" PRIu64
+			" samples, the most a followed chunk may (8 bytes of the daemon's memory each until its windows are laid out): write smaller chunks",
+			name, in.max_samples);
+	if (rc)
 		return rc;
-	}
 	/* written to while scanned: not final yet */
 	if (fstat(fd, &after) < 0 || after.st_size != st->st_size ||
 	    sfs_mtime_ns(&after) != sfs_mtime_ns(st)) {
@@ -632,6 +641,7 @@ static int scan_shard(const struct sfs_format_ops *ops, const char *name,
 			name, (unsigned long long)sc.prefix_len);
 	}
 	sh->bounds = sc.bounds;
+	sh->bounds_from = 0;
 	sh->nsamples = sc.nsamples;
 	sh->prefix_len = sc.prefix_len;
 	sh->newline_missing = sc.newline_missing;
@@ -730,7 +740,7 @@ static int accept(struct sfs_follow *f, const char *name)
 		close(fd);
 		return SKIPPED;
 	}
-	rc = scan_shard(ops, name, fd, &st, &sh, &e);
+	rc = scan_shard(f, ops, name, fd, &st, &sh, &e);
 	close(fd);
 	if (rc) {
 		if (rc != -EAGAIN && refuse_once(f, name, &st))
@@ -875,11 +885,17 @@ int sfs_follow_scan(struct sfs_follow *f, size_t *added, struct sfs_error *err)
 
 int sfs_follow_bounds(struct sfs_follow *f, size_t i, struct sfs_error *err)
 {
+	return sfs_follow_bounds_from(f, i, 0, err);
+}
+
+int sfs_follow_bounds_from(struct sfs_follow *f, size_t i, uint64_t from,
+			   struct sfs_error *err)
+{
 	struct sfs_follow_shard *sh = &f->shards[i], got = { 0 };
 	struct stat st;
 	int fd, rc;
 
-	if (sh->bounds)
+	if (sh->bounds && sh->bounds_from <= from)
 		return 0;
 	if (!f->format)
 		f->format = sfs_format_detect(sh->path);
@@ -898,8 +914,9 @@ int sfs_follow_bounds(struct sfs_follow *f, size_t i, struct sfs_error *err)
 			"%s/%s: changed since it entered the stream (size or time): a shard must not change once it has its name; restore it",
 			f->source, sh->path);
 	}
-	rc = f->format ? scan_shard(f->format, sh->path, fd, &st, &got, err) :
-			 sfs_errorf(err, -EINVAL, "%s: no format", sh->path);
+	rc = f->format ?
+		     scan_shard(f, f->format, sh->path, fd, &st, &got, err) :
+		     sfs_errorf(err, -EINVAL, "%s: no format", sh->path);
 	close(fd);
 	if (rc)
 		return rc == -EAGAIN ? -EIO : rc;
@@ -912,10 +929,47 @@ int sfs_follow_bounds(struct sfs_follow *f, size_t i, struct sfs_error *err)
 				  f->source, sh->path, got.nsamples,
 				  sh->nsamples);
 	}
+	free(sh->bounds);
 	sh->bounds = got.bounds;
+	sh->bounds_from = 0;
+	if (f->released > i)
+		f->released = i; /* sfs_follow_release frees them again */
 	sh->prefix_len = got.prefix_len;
 	sh->newline_missing = got.newline_missing;
 	return 0;
+}
+
+void sfs_follow_release(struct sfs_follow *f, uint64_t sample)
+{
+	size_t i = f->released;
+
+	for (; i < f->nshards && f->shards[i].first < sample; i++) {
+		struct sfs_follow_shard *sh = &f->shards[i];
+		uint64_t drop, keep;
+		uint64_t *b;
+
+		if (sh->first + sh->nsamples <= sample) {
+			free(sh->bounds);
+			sh->bounds = NULL;
+			sh->bounds_from = 0;
+			f->released = i + 1;
+			continue;
+		}
+		if (!sh->bounds || sample - sh->first <= sh->bounds_from)
+			break;
+		/* cut when at least half goes: each boundary moved once on
+		 * average, however many windows the shard spans */
+		drop = sample - sh->first - sh->bounds_from;
+		keep = sh->nsamples + 1 - (sample - sh->first);
+		if (drop < keep)
+			break;
+		memmove(sh->bounds, sh->bounds + drop, keep * sizeof(*b));
+		b = realloc(sh->bounds, keep * sizeof(*b));
+		if (b)
+			sh->bounds = b;
+		sh->bounds_from += drop;
+		break;
+	}
 }
 
 ssize_t sfs_follow_find(const struct sfs_follow *f, const char *name)
