@@ -64,7 +64,8 @@ printf 'e\nf\n' > "$S/c2.jsonl"
 mount_view "$S" "$T/b-m2" "$FO" || bad "remount b"
 expect_eq "b: the log kept" "$(status_log "$T/b-m2")" "$S/.shardfs/follow.log"
 wait_file "$T/b-m2/0/0/window-00000002.jsonl" || bad "b: window 2"
-printf 'g\nh\n' > "$S/c3.jsonl"
+printf 'g\nh\n' > "$S/c3.jsonl.tmp" # a producer's write, then rename
+mv "$S/c3.jsonl.tmp" "$S/c3.jsonl"
 wait_file "$T/b-m2/0/0/window-00000003.jsonl" || bad "b: window 3"
 unmount_view "$T/b-m2"
 expect_eq "b: the log names exactly the chunks, each on its own line" \
