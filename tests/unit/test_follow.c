@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -738,6 +739,57 @@ static void test_memory_follows_windows(void **state)
 	tmpdir_remove(dir);
 }
 
+/* Anyone who may read the log may lock it: a lock held by another is
+ * waited for a second at most, never for ever.  At the open, the log is
+ * read all the same and not kept; while followed, the shards go on. */
+static void test_log_locked(void **state)
+{
+	char *dir = tmpdir_new(), log[512];
+	struct sfs_follow *f = NULL;
+	struct sfs_error err = { 0 };
+	struct notes notes = { 0 };
+	size_t added;
+	int fd;
+	char *p;
+
+	(void)state;
+	free(write_at(dir, "a.jsonl", "1\n", 2));
+	assert_int_equal(sfs_follow_open(dir, NULL, true, NULL, note, &notes,
+					 &f, &err),
+			 0);
+	assert_int_equal(sfs_follow_scan(f, &added, &err), 0);
+	snprintf(log, sizeof(log), "%s/.shardfs/follow.log", dir);
+	fd = open(log, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(flock(fd, LOCK_EX), 0);
+	/* an append: waits a second, then the log is no longer kept */
+	free(write_at(dir, "b.jsonl", "2\n", 2));
+	assert_int_equal(sfs_follow_scan(f, &added, &err), 0);
+	assert_int_equal(added, 1);
+	assert_int_equal(f->log_fd, -1);
+	assert_int_equal(notes.n, 1);
+	p = strstr(notes.msg[0], "/.shardfs/follow.log: ");
+	assert_non_null(p);
+	assert_string_equal(
+		p,
+		"/.shardfs/follow.log: cannot append to the follow log (locked by another process for over a second): a restart needs every shard still in the source");
+	sfs_follow_free(f);
+	/* an open: read as it is, not kept */
+	assert_int_equal(sfs_follow_open(dir, NULL, true, NULL, note, &notes,
+					 &f, &err),
+			 0);
+	assert_int_equal(f->nshards, 1);
+	assert_int_equal(f->log_fd, -1);
+	assert_int_equal(notes.n, 2);
+	p = strstr(notes.msg[1], "/.shardfs/follow.log: ");
+	assert_non_null(p);
+	assert_string_equal(
+		p, NOT_KEPT("locked by another process for over a second"));
+	sfs_follow_free(f);
+	close(fd);
+	tmpdir_remove(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -751,6 +803,7 @@ int main(void)
 		cmocka_unit_test(test_old_mtime_restart),
 		cmocka_unit_test(test_log_torn_tail),
 		cmocka_unit_test(test_log_symlink),
+		cmocka_unit_test(test_log_locked),
 		cmocka_unit_test(test_tar_global_header),
 		cmocka_unit_test(test_memory_follows_windows),
 	};

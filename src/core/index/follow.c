@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "shardfs/follow.h"
@@ -25,6 +26,8 @@
 #include "shardfs/util.h"
 
 #define LOG_HEAD "shardfs-follow 1\n"
+/* how long a lock of the log held by another is waited for */
+#define LOCK_WAIT_MS 1000
 /* open_log_file's error for a log that is not a regular file */
 #define NOT_REGULAR (-EMEDIUMTYPE)
 /* a log larger than this is not one (a line per shard, 10^6 shards) */
@@ -215,14 +218,27 @@ int sfs_follow_log_parse(const char *buf, size_t len, const char *name,
 	return 0;
 }
 
-/* Lock the log (other daemons over the source append to it too); a file
- * system without locks is written without. */
+/*
+ * Lock the log (other daemons over the source append to it too); a file
+ * system without locks is written without.  Anyone who may read the log
+ * may lock it, so a lock held by another is waited for LOCK_WAIT_MS at
+ * most, never for ever: -EWOULDBLOCK then.
+ */
 static int log_lock(int fd, int op)
 {
-	while (flock(fd, op) < 0)
+	const struct timespec pause = { 0, 10 * 1000000 };
+	int waited = 0;
+
+	while (flock(fd, op | LOCK_NB) < 0) {
+		if (errno == EWOULDBLOCK && waited < LOCK_WAIT_MS) {
+			nanosleep(&pause, NULL);
+			waited += 10;
+			continue;
+		}
 		if (errno != EINTR)
 			return errno == ENOLCK || errno == EOPNOTSUPP ? 0 :
 									-errno;
+	}
 	return 0;
 }
 
@@ -233,6 +249,8 @@ static const char *not_used(int rc)
 		return "a symlink on its path, not followed";
 	if (rc == -EBADMSG)
 		return "its last bytes hold no line end";
+	if (rc == -EWOULDBLOCK)
+		return "locked by another process for over a second";
 	if (rc == NOT_REGULAR)
 		return "not a regular file";
 	return strerror(-rc);
@@ -281,8 +299,10 @@ static int load_log(struct sfs_follow *f, int dirfd, bool write_log,
 	if (fd < 0)
 		return sfs_errorf(err, fd, "%s: %s", f->log_path,
 				  strerror(-fd));
+	/* held by another too long: read as it is (a line being appended
+	 * then looks torn, and is left out) */
 	rc = log_lock(fd, LOCK_SH);
-	if (rc) {
+	if (rc && rc != -EWOULDBLOCK) {
 		close(fd);
 		return sfs_errorf(err, rc, "%s: cannot lock it: %s",
 				  f->log_path, strerror(-rc));
@@ -684,9 +704,7 @@ static int append_log(struct sfs_follow *f, const struct sfs_follow_shard *sh)
 fail:
 	note(f,
 	     "%s: cannot append to the follow log (%s): a restart needs every shard still in the source",
-	     f->log_path,
-	     rc == -EBADMSG ? "its last bytes hold no line end" :
-			      strerror(-rc));
+	     f->log_path, not_used(rc));
 	close(f->log_fd);
 	f->log_fd = -1;
 	return 0;
