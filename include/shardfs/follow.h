@@ -31,7 +31,7 @@
 #define SFS_FOLLOW_LINE_MAX 400
 /* samples a chunk may hold at most: its boundaries (8 bytes a sample)
  * are kept until its windows are laid out; a larger one waits, logged */
-#define SFS_FOLLOW_CHUNK_SAMPLES_MAX (UINT64_C(1) << 23)
+#define SFS_FOLLOW_CHUNK_SAMPLES_MAX (UINT64_C(1) << 24)
 
 struct sfs_follow_shard {
 	char *path; /* a name directly in the source */

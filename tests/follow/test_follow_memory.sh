@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # follow=1 (docs/follow.md): what one chunk can cost the daemon.  A chunk's
 # boundaries cost 8 bytes a sample until its windows are laid out, so a
-# chunk of more than 8388608 samples (SFS_FOLLOW_CHUNK_SAMPLES_MAX) waits
+# chunk of more than 16777216 samples (SFS_FOLLOW_CHUNK_SAMPLES_MAX) waits
 # with a log line naming it, the limit and the fix, and its scan stops at
 # the limit: a 100 MB chunk of empty lines (10^8 samples) took the daemon
 # to 800 MB; the peak is asserted under a generous bound (as
@@ -29,7 +29,7 @@ mount_view "$S" "$M" "follow=1,follow_interval=1,follow_timeout=30,format=jsonl,
 	bad "mount"
 head -c 100000000 /dev/zero | tr '\0' '\n' > "$S/.c1.jsonl.tmp"
 mv "$S/.c1.jsonl.tmp" "$S/c1.jsonl"
-wait_log "$M" "c1.jsonl: waiting: c1.jsonl: holds more than 8388608 samples, the most a followed chunk may (8 bytes of the daemon's memory each until its windows are laid out): write smaller chunks (tried again when it changes)" &&
+wait_log "$M" "c1.jsonl: waiting: c1.jsonl: holds more than 16777216 samples, the most a followed chunk may (8 bytes of the daemon's memory each until its windows are laid out): write smaller chunks (tried again when it changes)" &&
 	ok || bad "a chunk of 10^8 samples: the waiting line"
 peak=$(hwm "${daemon_pid[$M]}")
 if [ "$peak" -lt 300000 ]; then ok; else
