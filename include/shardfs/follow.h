@@ -29,6 +29,9 @@
 #define SFS_FOLLOW_END ".shardfs-end"
 /* bytes of a log line at most (a name is at most NAME_MAX) */
 #define SFS_FOLLOW_LINE_MAX 400
+/* samples a chunk may hold at most: its boundaries (8 bytes a sample)
+ * are kept until its windows are laid out; a larger one waits, logged */
+#define SFS_FOLLOW_CHUNK_SAMPLES_MAX (UINT64_C(1) << 24)
 
 struct sfs_follow_shard {
 	char *path; /* a name directly in the source */
@@ -36,9 +39,12 @@ struct sfs_follow_shard {
 	int64_t mtime_ns;
 	uint64_t nsamples;
 	uint64_t first; /* its sample 0 in the stream */
-	/* nsamples + 1 boundaries once scanned by this process, NULL for
-	 * a shard known from the log only (sfs_follow_bounds scans it) */
+	/* the boundaries of samples bounds_from .. nsamples (bounds[j] is
+	 * sample bounds_from + j's) once scanned by this process; NULL for
+	 * a shard known from the log only, or whose windows are all laid
+	 * out (sfs_follow_release; sfs_follow_bounds scans it again) */
 	uint64_t *bounds;
+	uint64_t bounds_from;
 	uint64_t prefix_len;
 	bool newline_missing;
 };
@@ -71,6 +77,9 @@ struct sfs_follow {
 	size_t nrefused, refused_cap;
 	sfs_follow_note_fn note;
 	void *note_arg;
+	size_t released; /* shards before it hold no boundaries */
+	/* the samples a chunk may hold: SFS_FOLLOW_CHUNK_SAMPLES_MAX */
+	uint64_t chunk_samples_max;
 };
 
 /*
@@ -102,11 +111,28 @@ void sfs_follow_free(struct sfs_follow *f);
 int sfs_follow_scan(struct sfs_follow *f, size_t *added, struct sfs_error *err);
 
 /*
- * The boundaries of shard i, scanning it when they are not known (a shard
- * from the log): it must be as logged (size, mtime, samples).  Returns 0,
- * or a negative errno with a message naming the shard.
+ * The boundaries of shard i, all of them (bounds_from 0), scanning it when
+ * they are not known (a shard from the log, or released): it must be as
+ * logged (size, mtime, samples).  Returns 0, or a negative errno with a
+ * message naming the shard.
  */
 int sfs_follow_bounds(struct sfs_follow *f, size_t i, struct sfs_error *err);
+
+/* sfs_follow_bounds for the boundaries of samples from .. nsamples of
+ * shard i only (bounds_from <= from after). */
+int sfs_follow_bounds_from(struct sfs_follow *f, size_t i, uint64_t from,
+			   struct sfs_error *err);
+
+/*
+ * The boundaries of the stream's samples before sample are not needed
+ * any more (every window before it is laid out): free those of the shards
+ * before it, and cut those of the shard it lies in when that frees at
+ * least half of them.  A window laid out (sfs_window_build) releases the
+ * samples before its first, so that memory follows what is still to be
+ * laid out, not the whole stream.  Asking for them again scans the shard
+ * again (sfs_follow_bounds).
+ */
+void sfs_follow_release(struct sfs_follow *f, uint64_t sample);
 
 /*
  * Parse a log (len bytes of text, named name in messages) into *out

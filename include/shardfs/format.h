@@ -63,6 +63,10 @@ struct sfs_scan_in {
 	 * for a directory (dataset); others leave it 0 and such a driver
 	 * fails with a message */
 	int dirfd;
+	/* 0, or the samples a shard may hold at most: a larger one fails
+	 * its scan (the driver's out-of-memory error, with out->nsamples past
+	 * it) before its boundaries cost more (sfs_format_scan only) */
+	uint64_t max_samples;
 };
 
 /* What a scan learns.  bounds is heap memory the caller takes. */
@@ -73,6 +77,8 @@ struct sfs_scan {
 	uint64_t prefix_len; /* bytes that start every slice */
 	bool newline_missing; /* the last line lacks its '\n' (jsonl) */
 	bool digested; /* digest_fn had every sample */
+	/* sfs_scan_in's, for the drivers' boundaries (sfs_bounds_push) */
+	uint64_t max_samples;
 };
 
 /* A file of a reader's dataset (dataset_view): synthesized bytes, or a file

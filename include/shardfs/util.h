@@ -40,4 +40,15 @@ int sfs_grow(void *arrayp, size_t *cap, size_t need, size_t size);
 #define SFS_GROW(array, cap, need) \
 	sfs_grow(&(array), &(cap), (need), sizeof(*(array)))
 
+/*
+ * Open name in the directory open as dirfd, for a directory another user
+ * may write (the source, an emptyDir): no component may be a symlink or
+ * lead out of dirfd (openat2 with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+ * RESOLVE_NO_MAGICLINKS; on kernels before 5.6, openat with O_NOFOLLOW,
+ * the last component only).  flags: open's (O_CLOEXEC is added); mode: of
+ * a file O_CREAT makes.  Returns the descriptor, or -errno: -ELOOP for a
+ * symlink on the way, -EXDEV for a path that leaves dirfd.
+ */
+int sfs_open_beneath(int dirfd, const char *name, int flags, mode_t mode);
+
 #endif

@@ -3,8 +3,12 @@
  * back, the window option, which windows exist, and a stream scanned from
  * a directory and laid out in windows, byte for byte.
  */
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "helpers.h"
@@ -50,6 +54,29 @@ static void test_log_parse(void **state)
 	sfs_follow_shards_free(s, n);
 }
 
+/* A time before 1970 is a negative number of nanoseconds, both ways. */
+static void test_log_parse_signed(void **state)
+{
+	static const char log[] = "shardfs-follow 1\n"
+				  "1 2 -315619200000000000 a.jsonl\n"
+				  "1 2 -9223372036854775808 b.jsonl\n"
+				  "1 2 9223372036854775807 c.jsonl\n"
+				  "1 2 0 d.jsonl\n";
+	struct sfs_follow_shard *s;
+	struct sfs_error err = { 0 };
+	size_t n;
+
+	(void)state;
+	assert_int_equal(
+		sfs_follow_log_parse(log, strlen(log), "l", &s, &n, &err), 0);
+	assert_int_equal(n, 4);
+	assert_true(s[0].mtime_ns == -315619200000000000LL);
+	assert_true(s[1].mtime_ns == INT64_MIN);
+	assert_true(s[2].mtime_ns == INT64_MAX);
+	assert_true(s[3].mtime_ns == 0);
+	sfs_follow_shards_free(s, n);
+}
+
 static void expect_refused(const char *log, const char *msg)
 {
 	struct sfs_follow_shard *s = (void *)1;
@@ -64,6 +91,9 @@ static void expect_refused(const char *log, const char *msg)
 	assert_string_equal(err.msg, msg);
 }
 
+#define SIGNED_BAD \
+	"d/follow.log: line 2: not \"<samples> <size> <mtime_ns> <name>\": the log is damaged; removing it is safe only if no consumed shard was deleted from the source: else restore the deleted shards, or remove it and restart with start= counted from the first shard still there (docs/follow.md)"
+
 static void test_log_refused(void **state)
 {
 	(void)state;
@@ -72,16 +102,25 @@ static void test_log_refused(void **state)
 		"d/follow.log: line 1: not a shardfs follow log (it starts \"shardfs-follow 1\"): move it away if it is not shardfs's");
 	expect_refused(
 		"shardfs-follow 1\n1 2 3 a.jsonl\n1 2 x b.jsonl\n",
-		"d/follow.log: line 3: not \"<samples> <size> <mtime_ns> <name>\": the log is damaged; remove it only if no shard of the stream was deleted yet (docs/follow.md)");
+		"d/follow.log: line 3: not \"<samples> <size> <mtime_ns> <name>\": the log is damaged; removing it is safe only if no consumed shard was deleted from the source: else restore the deleted shards, or remove it and restart with start= counted from the first shard still there (docs/follow.md)");
 	expect_refused(
 		"shardfs-follow 1\n18446744073709551616 2 3 a.jsonl\n",
-		"d/follow.log: line 2: not \"<samples> <size> <mtime_ns> <name>\": the log is damaged; remove it only if no shard of the stream was deleted yet (docs/follow.md)");
+		"d/follow.log: line 2: not \"<samples> <size> <mtime_ns> <name>\": the log is damaged; removing it is safe only if no consumed shard was deleted from the source: else restore the deleted shards, or remove it and restart with start= counted from the first shard still there (docs/follow.md)");
 	expect_refused(
 		"shardfs-follow 1\n1 2 3 .hidden\n",
-		"d/follow.log: line 2: not \"<samples> <size> <mtime_ns> <name>\": the log is damaged; remove it only if no shard of the stream was deleted yet (docs/follow.md)");
+		"d/follow.log: line 2: not \"<samples> <size> <mtime_ns> <name>\": the log is damaged; removing it is safe only if no consumed shard was deleted from the source: else restore the deleted shards, or remove it and restart with start= counted from the first shard still there (docs/follow.md)");
 	expect_refused(
 		"shardfs-follow 1\n1 2 3 a/b.jsonl\n",
-		"d/follow.log: line 2: not \"<samples> <size> <mtime_ns> <name>\": the log is damaged; remove it only if no shard of the stream was deleted yet (docs/follow.md)");
+		"d/follow.log: line 2: not \"<samples> <size> <mtime_ns> <name>\": the log is damaged; removing it is safe only if no consumed shard was deleted from the source: else restore the deleted shards, or remove it and restart with start= counted from the first shard still there (docs/follow.md)");
+	/* a time is signed, within int64_t, written as PRId64 writes it */
+	expect_refused("shardfs-follow 1\n1 2 -0 a.jsonl\n", SIGNED_BAD);
+	expect_refused("shardfs-follow 1\n1 2 --1 a.jsonl\n", SIGNED_BAD);
+	expect_refused("shardfs-follow 1\n1 2 - a.jsonl\n", SIGNED_BAD);
+	expect_refused("shardfs-follow 1\n1 -2 3 a.jsonl\n", SIGNED_BAD);
+	expect_refused("shardfs-follow 1\n1 2 -9223372036854775809 a.jsonl\n",
+		       SIGNED_BAD);
+	expect_refused("shardfs-follow 1\n1 2 9223372036854775808 a.jsonl\n",
+		       SIGNED_BAD);
 	expect_refused(
 		"shardfs-follow 1\n1 2 3 a.jsonl\n1 2 4 a.jsonl\n",
 		"d/follow.log: shard a.jsonl is logged twice, with different samples, size or time: it was replaced while followed; the stream cannot be resumed exactly (docs/follow.md)");
@@ -325,15 +364,448 @@ static void test_held_back(void **state)
 	tmpdir_remove(dir);
 }
 
+/* Set name's modification time in dir to sec seconds from 1970, nsec. */
+static void set_mtime(const char *dir, const char *name, time_t sec, long nsec)
+{
+	char path[512];
+	struct timespec ts[2] = { { sec, nsec }, { sec, nsec } };
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+}
+
+/* A chunk dated 1960 is logged as a negative time, and a restart reads
+ * that line back; one dated 2300 (beyond the log's int64_t nanoseconds)
+ * waits with a message. */
+static void test_old_mtime_restart(void **state)
+{
+	char *dir = tmpdir_new();
+	struct sfs_follow *f = NULL;
+	struct sfs_error err = { 0 };
+	struct notes notes = { 0 };
+	size_t added;
+	char *p;
+
+	(void)state;
+	free(write_at(dir, "a.jsonl", "x\ny\n", 4));
+	set_mtime(dir, "a.jsonl", -315619200, 5); /* 1960-01-01 */
+	assert_int_equal(sfs_follow_open(dir, NULL, true, NULL, note, &notes,
+					 &f, &err),
+			 0);
+	assert_int_equal(sfs_follow_scan(f, &added, &err), 0);
+	assert_int_equal(added, 1);
+	sfs_follow_free(f);
+	assert_int_equal(sfs_follow_open(dir, NULL, true, NULL, note, &notes,
+					 &f, &err),
+			 0);
+	assert_int_equal(f->nshards, 1);
+	assert_true(f->shards[0].mtime_ns == -315619200000000000LL + 5);
+	assert_int_equal(sfs_follow_bounds(f, 0, &err), 0);
+	assert_int_equal(f->nsamples, 2);
+	/* 2300: refused, noted once, holds the stream back */
+	free(write_at(dir, "b.jsonl", "z\n", 2));
+	set_mtime(dir, "b.jsonl", 10413792000LL, 0);
+	assert_int_equal(sfs_follow_scan(f, &added, &err), 0);
+	assert_int_equal(added, 0);
+	assert_int_equal(notes.n, 1);
+	p = strstr(notes.msg[0], "/b.jsonl: waiting: ");
+	assert_non_null(p);
+	assert_string_equal(
+		p,
+		"/b.jsonl: waiting: b.jsonl: its modification time (10413792000 s from 1970) is out of what the follow log holds (nanoseconds from 1970 in 64 bits: years 1678 to 2261): touch it (tried again when it changes)");
+	sfs_follow_free(f);
+	tmpdir_remove(dir);
+}
+
+/* The names of f's shards, one line each. */
+static void expect_shards(const struct sfs_follow *f, const char *names)
+{
+	char got[512] = "";
+	size_t i;
+
+	for (i = 0; i < f->nshards; i++)
+		snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s\n",
+			 f->shards[i].path);
+	assert_string_equal(got, names);
+}
+
+/* A torn last line of the log (an append cut short) is left out at the
+ * next load and cut off before the next append: the line after it names
+ * its shard, not a phantom glued of the two. */
+static void test_log_torn_tail(void **state)
+{
+	char *dir = tmpdir_new(), log[512];
+	struct sfs_follow *f = NULL;
+	struct sfs_error err = { 0 };
+	struct notes notes = { 0 };
+	struct buf b;
+	size_t added;
+	char *p;
+
+	(void)state;
+	free(write_at(dir, "a.jsonl", "1\n2\n", 4));
+	free(write_at(dir, "b.jsonl", "3\n4\n", 4));
+	assert_int_equal(sfs_follow_open(dir, NULL, true, NULL, note, &notes,
+					 &f, &err),
+			 0);
+	assert_int_equal(sfs_follow_scan(f, &added, &err), 0);
+	assert_int_equal(added, 2);
+	sfs_follow_free(f);
+	/* c's line cut short after "2 4 17" */
+	free(write_at(dir, "c.jsonl", "5\n6\n", 4));
+	snprintf(log, sizeof(log), "%s/.shardfs/follow.log", dir);
+	b = read_all(log);
+	p = malloc(b.len + 8);
+	memcpy(p, b.p, b.len);
+	memcpy(p + b.len, "2 4 17", 6);
+	free(write_at(dir, ".shardfs/follow.log", p, b.len + 6));
+	free(p);
+	buf_free(&b);
+	/* the restart: a, b; c and d read again from the source */
+	free(write_at(dir, "d.jsonl", "7\n8\n", 4));
+	assert_int_equal(sfs_follow_open(dir, NULL, true, NULL, note, &notes,
+					 &f, &err),
+			 0);
+	assert_int_equal(notes.n, 1);
+	p = strstr(notes.msg[0], "/.shardfs/follow.log: its last line");
+	assert_non_null(p);
+	assert_string_equal(
+		p,
+		"/.shardfs/follow.log: its last line is cut short (an append that did not finish: a full disk, a crash): left out, its shard is read again from the source; the cut line is removed before the next append");
+	expect_shards(f, "a.jsonl\nb.jsonl\n");
+	assert_int_equal(sfs_follow_scan(f, &added, &err), 0);
+	assert_int_equal(added, 2);
+	sfs_follow_free(f);
+	/* the next restart: exactly a b c d, 2 samples each, in order */
+	assert_int_equal(sfs_follow_open(dir, NULL, false, NULL, note, &notes,
+					 &f, &err),
+			 0);
+	assert_int_equal(notes.n, 1);
+	expect_shards(f, "a.jsonl\nb.jsonl\nc.jsonl\nd.jsonl\n");
+	assert_int_equal(f->nsamples, 8);
+	assert_int_equal(f->shards[2].first, 4);
+	assert_int_equal(f->shards[2].size, 4);
+	sfs_follow_free(f);
+	/* a log cut in its first line is an empty one, written again */
+	free(write_at(dir, ".shardfs/follow.log", "shardfs-fol", 11));
+	assert_int_equal(sfs_follow_open(dir, NULL, true, NULL, note, &notes,
+					 &f, &err),
+			 0);
+	assert_int_equal(f->nshards, 0);
+	assert_int_equal(sfs_follow_scan(f, &added, &err), 0);
+	assert_int_equal(added, 4);
+	sfs_follow_free(f);
+	b = read_all(log);
+	assert_int_equal(memcmp(b.p, "shardfs-follow 1\n2 4 ", 21), 0);
+	buf_free(&b);
+	tmpdir_remove(dir);
+}
+
+/* Open src as a daemon would (the log kept), scan it: one shard in. */
+static void open_noted(const char *src, const char *index, bool write_log,
+		       const char *expect)
+{
+	struct sfs_follow *f = NULL;
+	struct sfs_error err = { 0 };
+	struct notes notes = { 0 };
+	size_t added;
+	char *p;
+
+	assert_int_equal(sfs_follow_open(src, index, write_log, NULL, note,
+					 &notes, &f, &err),
+			 0);
+	assert_int_equal(f->log_fd, -1);
+	assert_int_equal(sfs_follow_scan(f, &added, &err), 0);
+	assert_int_equal(added, 1);
+	assert_int_equal(f->nsamples, 2);
+	assert_int_equal(notes.n, 1);
+	p = strstr(notes.msg[0], "/.shardfs/follow.log: ");
+	assert_non_null(p);
+	assert_string_equal(p, expect);
+	sfs_follow_free(f);
+}
+
+#define NOT_KEPT(why)                                            \
+	"/.shardfs/follow.log: cannot keep the follow log (" why \
+	"): the stream is served, but a restart needs every shard still in the source (give index=DIR on a writable disk)"
+
+/* The log and its directory sit where the producer writes: a symlink
+ * planted as either is never followed (the file it names is neither
+ * created nor written nor read), a FIFO never blocks; the stream is
+ * served without the log, and a line says so. */
+static void test_log_symlink(void **state)
+{
+	char *src = tmpdir_new(), *away = tmpdir_new(), path[512], to[512];
+	struct buf b;
+
+	(void)state;
+	free(write_at(src, "a.jsonl", "1\n2\n", 4));
+	free(write_at(away, "kept", "secret\n", 7));
+	/* follow.log a symlink to a file not there, then to one there */
+	snprintf(path, sizeof(path), "%s/.shardfs", src);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/.shardfs/follow.log", src);
+	snprintf(to, sizeof(to), "%s/made", away);
+	assert_int_equal(symlink(to, path), 0);
+	open_noted(src, NULL, true,
+		   NOT_KEPT("a symlink on its path, not followed"));
+	assert_int_equal(access(to, F_OK), -1);
+	assert_int_equal(unlink(path), 0);
+	snprintf(to, sizeof(to), "%s/kept", away);
+	assert_int_equal(symlink(to, path), 0);
+	open_noted(src, NULL, true,
+		   NOT_KEPT("a symlink on its path, not followed"));
+	open_noted(
+		src, NULL, false,
+		"/.shardfs/follow.log: not read (a symlink on its path, not followed): the stream is the shards in the source now");
+	b = read_all(to);
+	assert_int_equal(b.len, 7);
+	assert_memory_equal(b.p, "secret\n", 7);
+	buf_free(&b);
+	/* a FIFO */
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(mkfifo(path, 0644), 0);
+	open_noted(src, NULL, true, NOT_KEPT("not a regular file"));
+	assert_int_equal(unlink(path), 0);
+	/* .shardfs a symlink to a directory elsewhere */
+	snprintf(path, sizeof(path), "%s/.shardfs", src);
+	assert_int_equal(rmdir(path), 0);
+	assert_int_equal(symlink(away, path), 0);
+	open_noted(src, NULL, true,
+		   NOT_KEPT("a symlink on its path, not followed"));
+	snprintf(to, sizeof(to), "%s/follow.log", away);
+	assert_int_equal(access(to, F_OK), -1);
+	/* index= a symlink (its last component) */
+	open_noted(src, path, true,
+		   NOT_KEPT("a symlink on its path, not followed"));
+	assert_int_equal(access(to, F_OK), -1);
+	tmpdir_remove(away);
+	tmpdir_remove(src);
+}
+
+/* A tar chunk of samples named key0, key1, ... (one member each), with
+ * a global pax header first (at 'g' == 1), between its members (2), or
+ * none. */
+static void tar_chunk(const char *dir, const char *name, const char *key, int n,
+		      int global)
+{
+	struct buf b = { 0 };
+	char member[64];
+	int i;
+
+	if (global == 1)
+		tar_pax(&b, 'g', "path", "evil");
+	for (i = 0; i < n; i++) {
+		if (global == 2 && i == 1)
+			tar_pax(&b, 'g', "path", "evil");
+		snprintf(member, sizeof(member), "%s%d.txt", key, i);
+		tar_member(&b, member, '0', "x", 1);
+	}
+	tar_end(&b);
+	free(write_at(dir, name, b.p, b.len));
+	buf_free(&b);
+}
+
+/* A global pax header in one tar chunk would rename the members of every
+ * chunk after it in a window or the stream: such a chunk waits, with a
+ * line naming it, the byte and the fix, and holds back those after it. */
+static void test_tar_global_header(void **state)
+{
+	char *dir = tmpdir_new();
+	struct sfs_follow *f = NULL;
+	struct sfs_error err = { 0 };
+	struct notes notes = { 0 };
+	size_t added;
+	char *p;
+
+	(void)state;
+	tar_chunk(dir, "c0.tar", "a", 2, 0);
+	tar_chunk(dir, "c1.tar", "b", 2, 1);
+	tar_chunk(dir, "c2.tar", "c", 2, 0);
+	assert_int_equal(sfs_follow_open(dir, NULL, false, NULL, note, &notes,
+					 &f, &err),
+			 0);
+	assert_int_equal(sfs_follow_scan(f, &added, &err), 0);
+	assert_int_equal(added, 1);
+	assert_int_equal(notes.n, 1);
+	p = strstr(notes.msg[0], "/c1.tar: waiting: ");
+	assert_non_null(p);
+	assert_string_equal(
+		p,
+		"/c1.tar: waiting: c1.tar: a global pax header at byte 0 (1024 bytes before its first member): in a followed stream it would apply to the members of every chunk after it (renaming them); write chunks without one (Python's tarfile: no pax_headers=; GNU tar: --format=gnu or ustar) (tried again when it changes)");
+	/* rewritten with the header between its members: still waits */
+	tar_chunk(dir, "c1.tar", "b", 2, 2);
+	assert_int_equal(sfs_follow_scan(f, &added, &err), 0);
+	assert_int_equal(added, 0);
+	assert_int_equal(notes.n, 2);
+	p = strstr(notes.msg[1], "/c1.tar: waiting: ");
+	assert_non_null(p);
+	assert_string_equal(
+		p,
+		"/c1.tar: waiting: c1.tar: global pax header at byte 1024, after the first member: it would apply to the members after it wherever a slice puts them (renaming them); put global headers only at the start of the archive, or write none (tried again when it changes)");
+	/* without one: in, and c2 after it */
+	tar_chunk(dir, "c1.tar", "b", 2, 0);
+	assert_int_equal(sfs_follow_scan(f, &added, &err), 0);
+	assert_int_equal(added, 2);
+	assert_int_equal(f->nsamples, 6);
+	sfs_follow_free(f);
+	tmpdir_remove(dir);
+}
+
+/* A chunk's boundaries cost 8 bytes a sample: a chunk of more samples
+ * than the limit waits, logged, before they are all allocated; those of
+ * samples whose windows are laid out are released as windows are built,
+ * and asked for again they are scanned again. */
+static void test_memory_follows_windows(void **state)
+{
+	char *dir = tmpdir_new(), *bytes, lines[64];
+	struct sfs_follow *f = NULL;
+	struct sfs_window *w = NULL;
+	struct sfs_error err = { 0 };
+	struct notes notes = { 0 };
+	struct sfs_options o;
+	const size_t readers[] = { 0 };
+	size_t added, i;
+	char *p;
+
+	(void)state;
+	for (i = 0; i < 20; i++)
+		lines[i] = '\n';
+	free(write_at(dir, "c0.jsonl", "a\nb\n", 4));
+	free(write_at(dir, "c1.jsonl", lines, 20));
+	free(write_at(dir, "c2.jsonl", lines, 6));
+	assert_int_equal(sfs_follow_open(dir, NULL, false, NULL, note, &notes,
+					 &f, &err),
+			 0);
+	f->chunk_samples_max = 19;
+	assert_int_equal(sfs_follow_scan(f, &added, &err), 0);
+	assert_int_equal(added, 1);
+	assert_int_equal(notes.n, 1);
+	p = strstr(notes.msg[0], "/c1.jsonl: waiting: ");
+	assert_non_null(p);
+	assert_string_equal(
+		p,
+		"/c1.jsonl: waiting: c1.jsonl: holds more than 19 samples, the most a followed chunk may (8 bytes of the daemon's memory each until its windows are laid out): write smaller chunks (tried again when it changes)");
+	/* at the limit: in */
+	f->chunk_samples_max = 20;
+	free(write_at(dir, "c1.jsonl", lines, 20));
+	assert_int_equal(sfs_follow_scan(f, &added, &err), 0);
+	assert_int_equal(added, 2);
+	assert_int_equal(f->nsamples, 28);
+	/* windows of 4, in order: what is before each is released */
+	sfs_options_init(&o);
+	assert_int_equal(sfs_options_parse(&o, "shuffle=none", &err), 0);
+	assert_int_equal(sfs_window_build(f, &o.plan, 4, 0, false, readers, 1,
+					  &w, &err),
+			 0);
+	sfs_window_free(w);
+	assert_non_null(f->shards[0].bounds); /* window 0 may be built again */
+	assert_int_equal(sfs_window_build(f, &o.plan, 4, 1, false, readers, 1,
+					  &w, &err),
+			 0);
+	sfs_window_free(w);
+	assert_null(f->shards[0].bounds);
+	assert_int_equal(f->shards[1].bounds_from, 0); /* 2 of 21: kept */
+	for (i = 2; i <= 4; i++) {
+		assert_int_equal(sfs_window_build(f, &o.plan, 4, i, false,
+						  readers, 1, &w, &err),
+				 0);
+		sfs_window_free(w);
+	}
+	/* window 4 starts at sample 16, c1's 14th: 14 of its 21 cut */
+	assert_int_equal(f->shards[1].bounds_from, 14);
+	assert_int_equal(f->shards[1].bounds[0], 14);
+	/* window 5: c1's last 6 samples and c2's 2 */
+	assert_int_equal(sfs_window_build(f, &o.plan, 4, 5, false, readers, 1,
+					  &w, &err),
+			 0);
+	bytes = window_bytes(f, w, 0);
+	assert_string_equal(bytes, "\n\n\n\n");
+	free(bytes);
+	sfs_window_free(w);
+	/* window 1 again: c0 and c1 scanned again, the same bytes */
+	assert_int_equal(sfs_window_build(f, &o.plan, 4, 1, false, readers, 1,
+					  &w, &err),
+			 0);
+	assert_int_equal(w->readers[0].nruns, 1);
+	assert_true(w->readers[0].runs[0].shard == 1 &&
+		    w->readers[0].runs[0].first == 2 &&
+		    w->readers[0].runs[0].count == 4);
+	assert_int_equal(f->shards[1].bounds_from, 0);
+	assert_int_equal(w->readers[0].ext[0].src, 2);
+	sfs_window_free(w);
+	sfs_options_clear(&o);
+	sfs_follow_free(f);
+	tmpdir_remove(dir);
+}
+
+/* Anyone who may read the log may lock it: a lock held by another is
+ * waited for a second at most, never for ever.  At the open, the log is
+ * read all the same and not kept; while followed, the shards go on. */
+static void test_log_locked(void **state)
+{
+	char *dir = tmpdir_new(), log[512];
+	struct sfs_follow *f = NULL;
+	struct sfs_error err = { 0 };
+	struct notes notes = { 0 };
+	size_t added;
+	int fd;
+	char *p;
+
+	(void)state;
+	free(write_at(dir, "a.jsonl", "1\n", 2));
+	assert_int_equal(sfs_follow_open(dir, NULL, true, NULL, note, &notes,
+					 &f, &err),
+			 0);
+	assert_int_equal(sfs_follow_scan(f, &added, &err), 0);
+	snprintf(log, sizeof(log), "%s/.shardfs/follow.log", dir);
+	fd = open(log, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(flock(fd, LOCK_EX), 0);
+	/* an append: waits a second, then the log is no longer kept */
+	free(write_at(dir, "b.jsonl", "2\n", 2));
+	assert_int_equal(sfs_follow_scan(f, &added, &err), 0);
+	assert_int_equal(added, 1);
+	assert_int_equal(f->log_fd, -1);
+	assert_int_equal(notes.n, 1);
+	p = strstr(notes.msg[0], "/.shardfs/follow.log: ");
+	assert_non_null(p);
+	assert_string_equal(
+		p,
+		"/.shardfs/follow.log: cannot append to the follow log (locked by another process for over a second): a restart needs every shard still in the source");
+	sfs_follow_free(f);
+	/* an open: read as it is, not kept */
+	assert_int_equal(sfs_follow_open(dir, NULL, true, NULL, note, &notes,
+					 &f, &err),
+			 0);
+	assert_int_equal(f->nshards, 1);
+	assert_int_equal(f->log_fd, -1);
+	assert_int_equal(notes.n, 2);
+	p = strstr(notes.msg[1], "/.shardfs/follow.log: ");
+	assert_non_null(p);
+	assert_string_equal(
+		p, NOT_KEPT("locked by another process for over a second"));
+	sfs_follow_free(f);
+	close(fd);
+	tmpdir_remove(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_log_parse),
+		cmocka_unit_test(test_log_parse_signed),
 		cmocka_unit_test(test_log_refused),
 		cmocka_unit_test(test_window_option),
 		cmocka_unit_test(test_windows),
 		cmocka_unit_test(test_stream),
 		cmocka_unit_test(test_held_back),
+		cmocka_unit_test(test_old_mtime_restart),
+		cmocka_unit_test(test_log_torn_tail),
+		cmocka_unit_test(test_log_symlink),
+		cmocka_unit_test(test_log_locked),
+		cmocka_unit_test(test_tar_global_header),
+		cmocka_unit_test(test_memory_follows_windows),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

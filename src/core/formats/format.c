@@ -88,6 +88,7 @@ int sfs_format_scan(const struct sfs_format_ops *ops,
 		    struct sfs_error *err)
 {
 	memset(out, 0, sizeof(*out));
+	out->max_samples = in->max_samples;
 	if (in->size == 0 && !ops->allow_empty)
 		return sfs_errorf(
 			err, -EINVAL,
@@ -139,6 +140,10 @@ int sfs_format_scan_samples(const struct sfs_format_ops *ops, int fd,
 
 int sfs_bounds_push(struct sfs_scan *out, size_t *cap, uint64_t off)
 {
+	/* nsamples is max_samples at the last boundary of a shard of
+	 * max_samples samples, past it only for a larger shard */
+	if (out->max_samples && out->nsamples > out->max_samples)
+		return -ENOMEM;
 	/* room for the boundary after this one too */
 	if (SFS_GROW(out->bounds, *cap, (size_t)out->nsamples + 2))
 		return -ENOMEM;

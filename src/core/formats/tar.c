@@ -92,6 +92,42 @@ static int global_prefix(const struct sfs_scan_in *in, uint64_t *len,
 	return 0;
 }
 
+/*
+ * The extension headers of a member, [from, to) (to: its own header), hold
+ * no global pax header: one after the first member applies to every
+ * member after it, which a slice (or a followed stream) puts after other
+ * samples, renaming them; only those that open the shard are kept, as the
+ * prefix of every slice.
+ */
+static int no_global_between(const struct sfs_scan_in *in, uint64_t from,
+			     uint64_t to, struct sfs_error *err)
+{
+	unsigned char h[TAR_BLOCK];
+
+	while (from < to) {
+		ssize_t got = pread(in->fd, h, sizeof(h), (off_t)from);
+		int64_t size;
+
+		if (got < 0)
+			return sfs_errorf(err, -EIO,
+					  "%s: read failed at byte %llu: %s",
+					  in->path, (unsigned long long)from,
+					  strerror(errno));
+		if (got < TAR_BLOCK)
+			break;
+		if (h[156] == 'g')
+			return sfs_errorf(
+				err, -EINVAL,
+				"%s: global pax header at byte %llu, after the first member: it would apply to the members after it wherever a slice puts them (renaming them); put global headers only at the start of the archive, or write none",
+				in->path, (unsigned long long)from);
+		size = parse_octal(h + 124, 12);
+		if (size < 0)
+			break; /* libarchive read it: not ours to judge */
+		from += TAR_BLOCK + sfs_tar_round((uint64_t)size);
+	}
+	return 0;
+}
+
 struct key {
 	char *buf;
 	size_t len, cap;
@@ -228,6 +264,14 @@ static int tar_scan(const struct sfs_scan_in *in, struct sfs_scan *out,
 				goto out_free;
 			}
 		}
+		/* its own header ends where its data starts */
+		if (!compressed &&
+		    (uint64_t)archive_filter_bytes(a, 0) > pos + TAR_BLOCK &&
+		    (rc = no_global_between(
+			     in, pos,
+			     (uint64_t)archive_filter_bytes(a, 0) - TAR_BLOCK,
+			     err)))
+			goto out_free;
 		if (archive_entry_filetype(e) == AE_IFDIR) {
 			if (pending == UINT64_MAX)
 				pending = pos;

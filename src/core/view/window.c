@@ -102,7 +102,10 @@ static int widx_build(struct sfs_follow *f, uint64_t lo, uint64_t hi,
 
 	*first = sfs_follow_shard_at(f, lo);
 	for (i = *first; i < f->nshards && f->shards[i].first < hi; i++) {
-		rc = sfs_follow_bounds(f, i, err);
+		rc = sfs_follow_bounds_from(
+			f, i,
+			lo > f->shards[i].first ? lo - f->shards[i].first : 0,
+			err);
 		if (rc)
 			return rc;
 		nb += f->shards[i].nsamples + 1;
@@ -136,7 +139,8 @@ static int widx_build(struct sfs_follow *f, uint64_t lo, uint64_t hi,
 		sh->bounds_at = nb;
 		sh->prefix_len = fs->prefix_len;
 		sh->newline_missing = fs->newline_missing && b == fs->nsamples;
-		memcpy(w->idx.bounds_heap + nb, fs->bounds + a,
+		memcpy(w->idx.bounds_heap + nb,
+		       fs->bounds + (a - fs->bounds_from),
 		       (b - a + 1) * sizeof(uint64_t));
 		nb += b - a + 1;
 		w->idx.nsamples += b - a;
@@ -310,6 +314,9 @@ out:
 		sfs_window_free(win);
 		return rc;
 	}
+	/* the windows are laid out in order: none needs what is before
+	 * this one again */
+	sfs_follow_release(f, lo);
 	*out = win;
 	return 0;
 }
