@@ -136,23 +136,71 @@ const char *follow_source(const struct fs *fs)
 
 /* ---- the windows, built by the watcher ---- */
 
+/* Who the source lets read each shard of the stream up to end (those not
+ * looked at yet: the shards of a window being added). */
+static int note_shard_access(struct fw *w, size_t end)
+{
+	int rc;
+
+	if (SFS_GROW(w->shard_acc, w->shard_acc_cap, end))
+		return -ENOMEM;
+	for (; w->nshard_acc < end; w->nshard_acc++) {
+		rc = sfs_index_file_access(w->f->source, w->f->srcfd,
+					   w->f->shards[w->nshard_acc].path,
+					   &w->shard_acc[w->nshard_acc]);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* a: also of a file that serves bytes of a shard the source lets s read.
+ * A shard that cannot be looked at (gone: its bytes are EIO) adds
+ * nothing. */
+static void access_and(struct faccess *a, const struct sfs_access *s)
+{
+	if (!s->known)
+		return;
+	if (!a->known) {
+		*a = (struct faccess){ s->uid, s->gid, s->mode & 0444u, true };
+		return;
+	}
+	if (a->uid != s->uid)
+		a->uid = 0;
+	if (a->gid != s->gid) {
+		a->gid = 0;
+		a->mode &= ~0070u;
+	}
+	a->mode &= s->mode & 0444u;
+}
+
 /* Add window win (built) to the readers' streams. */
 static int add_window(struct fw *w, struct sfs_window *win)
 {
-	size_t i;
+	size_t i, j;
 
-	if (SFS_GROW(w->wins, w->cap, w->nwins + 1))
+	if (SFS_GROW(w->wins, w->cap, w->nwins + 1) ||
+	    note_shard_access(w, win->end_shard))
 		return -ENOMEM;
 	for (i = 0; i < w->nreaders; i++) {
 		struct freader *r = &w->readers[i];
+		const struct sfs_window_reader *wr = &win->readers[i];
+		struct faccess a = { 0 };
 
 		if (SFS_GROW(r->at, r->cap, w->nwins + 2) ||
-		    SFS_GROW(r->read, r->read_cap, w->nwins + 1))
+		    SFS_GROW(r->read, r->read_cap, w->nwins + 1) ||
+		    SFS_GROW(r->acc, r->acc_cap, w->nwins + 1))
 			return -ENOMEM;
+		for (j = 0; j < wr->nruns; j++)
+			access_and(&a, &w->shard_acc[wr->runs[j].shard]);
 		if (!w->nwins)
 			r->at[0] = 0;
-		r->at[w->nwins + 1] = r->at[w->nwins] + win->readers[i].size;
+		r->at[w->nwins + 1] = r->at[w->nwins] + wr->size;
 		r->read[w->nwins] = 0;
+		r->acc[w->nwins] = a;
+		for (j = 0; j < wr->nruns; j++)
+			access_and(&r->stream_acc,
+				   &w->shard_acc[wr->runs[j].shard]);
 	}
 	w->wins[w->nwins++] = win;
 	return 0;
@@ -392,7 +440,9 @@ void follow_stop(struct fs *fs)
 	for (i = 0; i < w->nreaders; i++) {
 		free(w->readers[i].at);
 		free(w->readers[i].read);
+		free(w->readers[i].acc);
 	}
+	free(w->shard_acc);
 	free(w->readers);
 	free(w->plan_readers);
 	free(w->ranks);

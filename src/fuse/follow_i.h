@@ -13,6 +13,20 @@
 
 #include "fs.h"
 #include "shardfs/follow.h"
+#include "shardfs/index.h"
+
+/*
+ * Who may read a view file made of some shards: the owner and group
+ * shared by all of them (root when they differ, and no group bits then),
+ * and the AND of their read bits, each less what the source's directories
+ * keep out (sfs_index_file_access): only the classes of users that may
+ * read every shard it serves.  known false: no shard looked at yet (the
+ * mount's owner and 0444 then, as the main tree's unchecked files).
+ */
+struct faccess {
+	uint32_t uid, gid, mode;
+	bool known;
+};
 
 struct freader {
 	uint32_t rank, worker;
@@ -22,6 +36,9 @@ struct freader {
 	size_t read_cap;
 	uint64_t done; /* windows read, in order, from first */
 	uint64_t window; /* the window its last read was in */
+	struct faccess *acc; /* acc[i]: of its file of window first + i */
+	size_t acc_cap;
+	struct faccess stream_acc; /* of its stream: every window's */
 	bool waiting;
 };
 
@@ -44,6 +61,9 @@ struct fw {
 	uint32_t *ranks; /* shown, sorted */
 	size_t nranks;
 	size_t consumed; /* shards consumed */
+	struct sfs_access *shard_acc; /* per shard of the stream, looked at
+				       * when its first window is built */
+	size_t nshard_acc, shard_acc_cap;
 	size_t status_len; /* status's text, padded (control_pad) */
 	/* per shard of the stream, why its bytes failed when last logged
 	 * (0: never, 1: gone, 2: changed): a cause is logged once */

@@ -75,6 +75,46 @@ static bool rank_shown(struct fw *w, uint64_t rank)
 
 static char *control_text_of(struct fw *w, fuse_ino_t ino);
 
+/* A file's mode and owner: the source's for the shards it serves (with
+ * allow_other, default_permissions refuses whom the source would), else
+ * the mount's owner's and 0444. */
+static void set_access(struct stat *st, const struct faccess *a)
+{
+	st->st_mode = S_IFREG | (a->known ? a->mode : 0444u);
+	if (a->known) {
+		st->st_uid = a->uid;
+		st->st_gid = a->gid;
+	}
+}
+
+/*
+ * The caller of req may read bytes a file of access a serves, as the
+ * kernel's default_permissions would decide: the stream's modes narrow as
+ * windows with other shards come, so a stream opened before is checked
+ * again at each window it reads (supplementary groups read only when the
+ * group's bits decide).
+ */
+static bool may_read(fuse_req_t req, const struct faccess *a)
+{
+	const struct fuse_ctx *c = fuse_req_ctx(req);
+	gid_t groups[64];
+	int i, n;
+
+	if (!a->known || c->uid == 0)
+		return true;
+	if (c->uid == a->uid)
+		return a->mode & 0400u;
+	if (!(a->mode & 0040u) == !(a->mode & 0004u))
+		return a->mode & 0004u;
+	if (c->gid == a->gid)
+		return a->mode & 0040u;
+	n = fuse_req_getgroups(req, 64, groups);
+	for (i = 0; i < n && i < 64; i++)
+		if (groups[i] == a->gid)
+			return a->mode & 0040u;
+	return a->mode & 0004u;
+}
+
 /* Attributes of ino, with w->lock; *timeout: how long they hold. */
 static int stat_of(struct fw *w, fuse_ino_t ino, struct stat *st,
 		   double *timeout)
@@ -111,9 +151,9 @@ static int stat_of(struct fw *w, fuse_ino_t ino, struct stat *st,
 	}
 	if (!r)
 		return -ENOENT;
-	st->st_mode = S_IFREG | 0444;
 	st->st_nlink = 1;
 	if (k == K_STREAM) {
+		set_access(st, &r->stream_acc);
 		st->st_size = (off_t)follow_reader_size(w, r);
 		if (w->complete && w->nwins)
 			st->st_size += (off_t)w->wins[0]->trailer_len;
@@ -122,6 +162,7 @@ static int stat_of(struct fw *w, fuse_ino_t ino, struct stat *st,
 	v &= 0xffffffffULL;
 	if (v >= w->nwins)
 		return -ENOENT;
+	set_access(st, &r->acc[v]);
 	st->st_size =
 		(off_t)(r->at[v + 1] - r->at[v] + w->wins[v]->trailer_len);
 	*timeout = VIEW_TIMEOUT;
@@ -640,6 +681,10 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			i = window_at(w, r, at);
 			win = w->wins[i];
 			r->window = w->first + i;
+			if (!may_read(req, &r->acc[i])) {
+				rc = -EACCES;
+				break;
+			}
 			pthread_mutex_unlock(&w->lock);
 			/* within the window, without its trailer */
 			n = read_window(w, win, ri, buf + got,

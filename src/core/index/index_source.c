@@ -286,6 +286,21 @@ int sfs_index_note_access(struct sfs_index *idx)
 	return 0;
 }
 
+int sfs_index_file_access(const char *source, int srcfd, const char *path,
+			  struct sfs_access *acc)
+{
+	struct dirs dc = { 0 };
+
+	*acc = (struct sfs_access){ 0 };
+	if (dirs_init(&dc, source)) {
+		dirs_free(&dc);
+		return -ENOMEM;
+	}
+	look(&dc, srcfd, path, acc);
+	dirs_free(&dc);
+	return 0;
+}
+
 /* Check shards [lo, hi) of idx, which came from the index of source in
  * dir (NULL: the default), as sfs_index_check_source does. */
 static int check_shards(struct sfs_index *idx, size_t lo, size_t hi,

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# follow=1 and users who are not the training job (docs/follow.md,
+# docs/security.md "follow=1: the second review"): the modes of the
+# source on the view's files, progress= beneath its directory, the log of
+# the first scan, names that are not UTF-8, consumption by
+# acknowledgement only.  Mounts through tests/mount/lib.sh (each
+# unmounted by its path on any exit); reads as uid 65534 with allow_other.
+# As root (/dev/fuse).
+. "$(dirname "$0")/../mount/lib.sh"
+PY=/usr/bin/python3
+FO="follow=1,follow_timeout=60,format=jsonl"
+as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+stat_of() { stat -c '%a %u:%g' "$1"; }
+section() { printf '== %s\n' "$*"; }
+chmod 755 "$T"
+
+section "modes: a view file carries the modes of the shards it serves"
+mkdir -p "$T/m"
+printf '{"a":0}\n{"a":1}\n' > "$T/m/c0.jsonl"
+printf '{"b":0}\n{"b":1}\n' > "$T/m/c1.jsonl"
+chmod 644 "$T/m/c0.jsonl"
+chmod 600 "$T/m/c1.jsonl"
+chmod 755 "$T/m"
+touch "$T/m/.shardfs-end"
+mount_view "$T/m" "$T/m-m" "$FO,window=2,allow_other" || bad "mount m"
+d=$T/m-m/0/0
+expect_eq "m: a window of a 644 shard is 444 root's" \
+	"$(stat_of "$d/window-00000000.jsonl")" "444 0:0"
+expect_eq "m: a window of a 600 shard is 400 root's" \
+	"$(stat_of "$d/window-00000001.jsonl")" "400 0:0"
+expect_eq "m: the stream (both shards) is 400 root's" \
+	"$(stat_of "$d/stream.jsonl")" "400 0:0"
+expect_eq "m: another user reads the 644 shard's window" \
+	"$(as_nobody cat "$d/window-00000000.jsonl")" '{"a":0}
+{"a":1}'
+expect_run "m: another user cannot read the 600 shard's window" 1 \
+	"cat: $d/window-00000001.jsonl: Permission denied" \
+	-- as_nobody cat "$d/window-00000001.jsonl"
+expect_run "m: another user cannot read the stream" 1 \
+	"cat: $d/stream.jsonl: Permission denied" \
+	-- as_nobody cat "$d/stream.jsonl"
+expect_eq "m: the owner (root) reads the stream" "$(cat "$d/stream.jsonl")" \
+	'{"a":0}
+{"a":1}
+{"b":0}
+{"b":1}'
+unmount_view "$T/m-m"
+# one window of both shards: the classes that may read both
+mount_view "$T/m" "$T/m-m" "$FO,window=4,allow_other" || bad "mount m 4"
+expect_eq "m: a window of a 644 and a 600 shard is 400 root's" \
+	"$(stat_of "$d/window-00000000.jsonl")" "400 0:0"
+expect_run "m: another user cannot read it" 1 \
+	"cat: $d/window-00000000.jsonl: Permission denied" \
+	-- as_nobody cat "$d/window-00000000.jsonl"
+unmount_view "$T/m-m"
+# a 644 shard in a 700 source: others kept out by the directory
+mkdir -p "$T/m7"
+printf '{"c":0}\n{"c":1}\n' > "$T/m7/c0.jsonl"
+chmod 644 "$T/m7/c0.jsonl"
+chmod 700 "$T/m7"
+touch "$T/m7/.shardfs-end"
+mount_view "$T/m7" "$T/m7-m" "$FO,window=2,allow_other" || bad "mount m7"
+d=$T/m7-m/0/0
+expect_eq "m7: a 644 shard in a 700 source: its window is 400 root's" \
+	"$(stat_of "$d/window-00000000.jsonl")" "400 0:0"
+expect_run "m7: another user cannot read it" 1 \
+	"cat: $d/window-00000000.jsonl: Permission denied" \
+	-- as_nobody cat "$d/window-00000000.jsonl"
+unmount_view "$T/m7-m"
+# a stream opened before a private shard comes: its read of that window
+# is refused, the public window before it served
+mkdir -p "$T/mo"
+chmod 755 "$T/mo"
+mount_view "$T/mo" "$T/mo-m" "$FO,window=2,allow_other" || bad "mount mo"
+d=$T/mo-m/0/0
+as_nobody $PY -c '
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY)
+print(os.read(fd, 100).decode(), end="")
+try:
+    os.read(fd, 100)
+    print("read the private window")
+except OSError as e:
+    print(e.strerror)
+' "$d/stream.jsonl" > "$T/mo-out" 2>&1 &
+rp=$!
+sleep 0.5
+printf '{"p":0}\n{"p":1}\n' > "$T/mo/.c0.jsonl"
+chmod 644 "$T/mo/.c0.jsonl"
+mv "$T/mo/.c0.jsonl" "$T/mo/c0.jsonl"
+sleep 0.5
+printf '{"q":0}\n{"q":1}\n' > "$T/mo/.c1.jsonl"
+chmod 600 "$T/mo/.c1.jsonl"
+mv "$T/mo/.c1.jsonl" "$T/mo/c1.jsonl"
+touch "$T/mo/.shardfs-end"
+wait $rp
+expect_eq "mo: a stream opened before: the public window, then EACCES" \
+	"$(cat "$T/mo-out")" '{"p":0}
+{"p":1}
+Permission denied'
+unmount_view "$T/mo-m"
+
+expect_eq "nothing of this test left mounted" \
+	"$(awk -v t="$T" 'index($2, t) == 1' /proc/mounts | wc -l)" 0
+finish
