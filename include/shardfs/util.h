@@ -28,6 +28,19 @@ int sfs_write_full(int fd, const void *buf, size_t len);
 int sfs_pwrite_full(int fd, const void *buf, size_t len, uint64_t off);
 
 /*
+ * Replace the file called name in the directory open as dirfd with len
+ * bytes of buf, atomically and without following a symlink, for a
+ * directory another user may write: the bytes go to a new temporary name
+ * (".NAME.XXXXXX", created with O_CREAT | O_EXCL | O_NOFOLLOW, another one
+ * tried when something is planted there), are written in full and
+ * fsync'ed, and the temporary is renamed onto name (a symlink planted at
+ * name is replaced, never followed).  mode: of the new file.  Returns 0,
+ * or -errno of the failing call (the temporary is removed then).
+ */
+int sfs_write_beneath(int dirfd, const char *name, const void *buf, size_t len,
+		      mode_t mode);
+
+/*
  * Make *arrayp (a pointer to an array of elements of size bytes, possibly
  * NULL) hold at least need elements: when *cap is smaller, the array is
  * reallocated to the larger of need and twice *cap (at least 8) and *cap

@@ -86,6 +86,17 @@ int follow_prepare(struct fs *fs, const char *src, struct sfs_error *err)
 	w->n = fs->mount.window;
 	w->first = o->start / w->n;
 	w->wake[0] = w->wake[1] = -1;
+	w->progress_fd = -1;
+	if (fs->mount.progress_dir) {
+		w->progress_fd =
+			open(fs->mount.progress_dir,
+			     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (w->progress_fd < 0)
+			return sfs_errorf(
+				err, -errno,
+				"progress=%s: cannot open the directory (%s): create it; a symlink is not followed",
+				fs->mount.progress_dir, strerror(errno));
+	}
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->grew, NULL);
 	rc = sfs_follow_open(src, fs->mount.index_dir, true, format, note, fs,
@@ -276,16 +287,19 @@ static size_t shards_done(const struct fw *w, uint64_t done)
 	return c;
 }
 
+/* progress=DIR: DIR/rank-R.json for every rank shown, written beneath
+ * DIR (opened once, at the mount) without following a symlink. */
 static void write_progress(struct fw *w)
 {
 	const char *dir = w->fs->mount.progress_dir;
 	size_t r, i;
 
-	for (r = 0; dir && r < w->nranks; r++) {
+	for (r = 0; w->progress_fd >= 0 && r < w->nranks; r++) {
 		uint64_t done = UINT64_MAX;
-		char path[4096], tmp[4200];
+		char name[64], *text = NULL;
 		json_t *j;
 		size_t c;
+		int rc = -ENOMEM;
 
 		for (i = 0; i < w->nreaders; i++)
 			if (w->readers[i].rank == w->ranks[r] &&
@@ -297,15 +311,18 @@ static void write_progress(struct fw *w)
 			      c ? w->f->shards[c - 1].path : NULL,
 			      "windows_read", (json_int_t)(w->first + done),
 			      "ended", w->complete);
-		snprintf(path, sizeof(path), "%s/rank-%u.json", dir,
-			 w->ranks[r]);
-		snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-		if (!j || json_dump_file(j, tmp, JSON_COMPACT) ||
-		    rename(tmp, path))
-			fs_log(w->fs, LOG_WARNING,
-			       "progress=%s: cannot write %s: %s", dir, path,
-			       strerror(errno));
+		text = j ? json_dumps(j, JSON_COMPACT) : NULL;
 		json_decref(j);
+		snprintf(name, sizeof(name), "rank-%u.json", w->ranks[r]);
+		if (text)
+			rc = sfs_write_beneath(w->progress_fd, name, text,
+					       strlen(text), 0644);
+		if (rc)
+			fs_log(w->fs, LOG_WARNING,
+			       "progress=%s: cannot write %s: %s", dir, name,
+			       text ? strerror(-rc) :
+				      "its JSON cannot be made (out of memory)");
+		free(text);
 	}
 }
 
@@ -449,6 +466,8 @@ void follow_stop(struct fs *fs)
 	free(w->build_error);
 	free(w->failed);
 	sfs_follow_free(w->f);
+	if (w->progress_fd >= 0)
+		close(w->progress_fd);
 	if (w->wake[0] >= 0) {
 		close(w->wake[0]);
 		close(w->wake[1]);

@@ -70,6 +70,7 @@ struct fw {
 	unsigned char *failed;
 	size_t failed_cap;
 	char *build_error; /* the last failed build, logged once */
+	int progress_fd; /* progress=DIR, open; -1 without it */
 	bool stop;
 	int wake[2];
 	pthread_t tid;

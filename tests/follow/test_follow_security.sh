@@ -100,6 +100,34 @@ expect_eq "mo: a stream opened before: the public window, then EACCES" \
 Permission denied'
 unmount_view "$T/mo-m"
 
+section "progress=DIR: written beneath DIR, never through a symlink"
+mkdir -p "$T/p" "$T/p-dir"
+chmod 1777 "$T/p-dir"
+printf '{"a":0}\n{"a":1}\n' > "$T/p/c0.jsonl"
+touch "$T/p/.shardfs-end"
+echo "root's file" > "$T/victim"
+echo "root's other file" > "$T/victim2"
+# planted by another user in the (world-writable) progress directory
+as_nobody ln -s "$T/victim" "$T/p-dir/rank-0.json.tmp"
+as_nobody ln -s "$T/victim2" "$T/p-dir/rank-0.json"
+mount_view "$T/p" "$T/p-m" "$FO,window=2,progress=$T/p-dir" || bad "mount p"
+ln -s "$T/p-dir" "$T/p-link"
+for i in $(seq 100); do
+	[ -f "$T/p-dir/rank-0.json" ] && [ ! -L "$T/p-dir/rank-0.json" ] && break
+	sleep 0.05
+done
+expect_eq "p: the files the symlinks point at are unchanged" \
+	"$(cat "$T/victim" "$T/victim2")" "root's file
+root's other file"
+expect_eq "p: progress is written, a file in place of the symlink" \
+	"$(stat -c %F "$T/p-dir/rank-0.json"): $(cat "$T/p-dir/rank-0.json")" \
+	'regular file: {"rank":0,"consumed":null,"windows_read":0,"ended":true}'
+expect_eq "p: no temporary file left" "$(ls -A "$T/p-dir" | grep -v '^rank-0.json' | tr '\n' ' ')" ""
+unmount_view "$T/p-m"
+expect_run "p: a progress= directory that is a symlink is refused" 1 \
+	"shardfs: progress=$T/p-link: cannot open the directory (Not a directory): create it; a symlink is not followed" \
+	-- timeout 10 shardfs "$T/p" "$T/p-m" -f -o "$FO,window=2,progress=$T/p-link"
+
 expect_eq "nothing of this test left mounted" \
 	"$(awk -v t="$T" 'index($2, t) == 1' /proc/mounts | wc -l)" 0
 finish

@@ -1,7 +1,12 @@
 /* Chores written once: see include/shardfs/util.h. */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "shardfs/util.h"
@@ -81,4 +86,46 @@ int sfs_grow(void *arrayp, size_t *cap, size_t need, size_t size)
 	memcpy(arrayp, &grown, sizeof(grown));
 	*cap = n;
 	return 0;
+}
+
+/* tries of a temporary name before giving up (each one found taken) */
+#define BENEATH_TRIES 64
+
+int sfs_write_beneath(int dirfd, const char *name, const void *buf, size_t len,
+		      mode_t mode)
+{
+	char tmp[512];
+	int fd = -1, rc, i;
+
+	if (strlen(name) > 200 || strchr(name, '/'))
+		return -EINVAL;
+	for (i = 0; i < BENEATH_TRIES && fd < 0; i++) {
+		unsigned long long r = 0;
+		struct timespec ts;
+
+		if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != sizeof(r)) {
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			r = (unsigned long long)ts.tv_nsec * 2654435761u ^
+			    (unsigned long long)getpid() << 20 ^ (unsigned)i;
+		}
+		snprintf(tmp, sizeof(tmp), ".%s.%06llx", name, r & 0xffffff);
+		fd = openat(dirfd, tmp,
+			    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+				    O_CLOEXEC,
+			    mode);
+		if (fd < 0 && errno != EEXIST)
+			return -errno;
+	}
+	if (fd < 0)
+		return -EEXIST;
+	rc = sfs_write_full(fd, buf, len);
+	if (!rc && fsync(fd) < 0)
+		rc = -errno;
+	if (close(fd) < 0 && !rc)
+		rc = -errno;
+	if (!rc && renameat(dirfd, tmp, dirfd, name) < 0)
+		rc = -errno;
+	if (rc)
+		unlinkat(dirfd, tmp, 0);
+	return rc;
 }
