@@ -128,6 +128,15 @@ expect_run "p: a progress= directory that is a symlink is refused" 1 \
 	"shardfs: progress=$T/p-link: cannot open the directory (Not a directory): create it; a symlink is not followed" \
 	-- timeout 10 shardfs "$T/p" "$T/p-m" -f -o "$FO,window=2,progress=$T/p-link"
 
+section "the first scan's notes go where the log goes (-f: stderr)"
+mkdir -p "$T/l"
+printf '{"a":0}\n{"a":1}\n' > "$T/l/c0.jsonl"
+printf 'not a tfrecord' > "$T/l/c1.tfrecord"
+mount_view "$T/l" "$T/l-m" "$FO,window=2" || bad "mount l"
+expect_eq "l: the refusal of the first scan is in the daemon's stderr" \
+	"$(grep -c 'c1.tfrecord' "${daemon_log[$T/l-m]}")" 1
+unmount_view "$T/l-m"
+
 expect_eq "nothing of this test left mounted" \
 	"$(awk -v t="$T" 'index($2, t) == 1' /proc/mounts | wc -l)" 0
 finish
