@@ -674,12 +674,16 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 		while (!rc && (size_t)got < size &&
 		       pos + (uint64_t)got < follow_reader_size(w, r)) {
-			uint64_t at = pos + (uint64_t)got;
+			uint64_t at = pos + (uint64_t)got, from, to;
 			const struct sfs_window *win;
 			ssize_t n;
 
+			/* r->at is grown (moved) by the watcher: what of it
+			 * the read needs is taken under the lock */
 			i = window_at(w, r, at);
 			win = w->wins[i];
+			from = r->at[i];
+			to = r->at[i + 1];
 			r->window = w->first + i;
 			if (!may_read(req, &r->acc[i])) {
 				rc = -EACCES;
@@ -688,11 +692,10 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			pthread_mutex_unlock(&w->lock);
 			/* within the window, without its trailer */
 			n = read_window(w, win, ri, buf + got,
-					(size_t)(r->at[i + 1] - at) <
-							size - (size_t)got ?
-						(size_t)(r->at[i + 1] - at) :
+					(size_t)(to - at) < size - (size_t)got ?
+						(size_t)(to - at) :
 						size - (size_t)got,
-					at - r->at[i]);
+					at - from);
 			pthread_mutex_lock(&w->lock);
 			if (n < 0) {
 				rc = (int)n;
