@@ -10,6 +10,7 @@
 #ifndef SHARDFS_UTIL_H
 #define SHARDFS_UTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -39,6 +40,17 @@ int sfs_pwrite_full(int fd, const void *buf, size_t len, uint64_t off);
  */
 int sfs_write_beneath(int dirfd, const char *name, const void *buf, size_t len,
 		      mode_t mode);
+
+/*
+ * A file name as a JSON string may hold it (JSON text is UTF-8; jansson
+ * refuses anything else): every byte of name that is not part of a valid
+ * UTF-8 character written "%XX" (two upper-case hex digits), and every
+ * '%' written "%25" when always is true or name needed an escape, so that
+ * the bytes come back unambiguously (Python:
+ * urllib.parse.unquote_to_bytes).  Returns a heap string, or NULL without
+ * memory.
+ */
+char *sfs_name_escape(const char *name, bool always);
 
 /*
  * Make *arrayp (a pointer to an array of elements of size bytes, possibly

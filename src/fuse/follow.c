@@ -296,8 +296,8 @@ static void write_progress(struct fw *w)
 
 	for (r = 0; w->progress_fd >= 0 && r < w->nranks; r++) {
 		uint64_t done = UINT64_MAX;
-		char name[64], *text = NULL;
-		json_t *j;
+		char name[64], *text = NULL, *cons = NULL;
+		json_t *j = NULL;
 		size_t c;
 		int rc = -ENOMEM;
 
@@ -306,13 +306,18 @@ static void write_progress(struct fw *w)
 			    w->readers[i].done < done)
 				done = w->readers[i].done;
 		c = shards_done(w, done);
-		j = json_pack("{s:I, s:s?, s:I, s:b}", "rank",
-			      (json_int_t)w->ranks[r], "consumed",
-			      c ? w->f->shards[c - 1].path : NULL,
-			      "windows_read", (json_int_t)(w->first + done),
-			      "ended", w->complete);
+		/* the name as JSON holds it (sfs_name_escape) */
+		cons = c ? sfs_name_escape(w->f->shards[c - 1].path, true) :
+			   NULL;
+		if (!c || cons)
+			j = json_pack("{s:I, s:s?, s:I, s:b}", "rank",
+				      (json_int_t)w->ranks[r], "consumed", cons,
+				      "windows_read",
+				      (json_int_t)(w->first + done), "ended",
+				      w->complete);
 		text = j ? json_dumps(j, JSON_COMPACT) : NULL;
 		json_decref(j);
+		free(cons);
 		snprintf(name, sizeof(name), "rank-%u.json", w->ranks[r]);
 		if (text)
 			rc = sfs_write_beneath(w->progress_fd, name, text,

@@ -376,7 +376,7 @@ static char *status_json(struct fw *w)
 	const struct sfs_follow *f = w->f;
 	json_t *readers = json_array(), *j, *opts;
 	uint64_t padding = 0, dropped = 0;
-	char *s, *text;
+	char *s = NULL, *text, *src, *idx, *last, *cons, *logp;
 	size_t i;
 
 	for (i = 0; i < w->nwins; i++) {
@@ -400,21 +400,43 @@ static char *status_json(struct fw *w)
 	text = sfs_status_options_json(&w->fs->vopts.options.plan);
 	opts = text ? json_loads(text, 0, NULL) : NULL;
 	free(text);
+	/* names as JSON holds them (sfs_name_escape, docs/follow.md) */
+	src = sfs_name_escape(f->source, false);
+	idx = w->fs->mount.index_dir ?
+		      sfs_name_escape(w->fs->mount.index_dir, false) :
+		      NULL;
+	last = f->nshards ?
+		       sfs_name_escape(f->shards[f->nshards - 1].path, true) :
+		       NULL;
+	cons = w->consumed ?
+		       sfs_name_escape(f->shards[w->consumed - 1].path, true) :
+		       NULL;
+	logp = f->log_fd >= 0 ? sfs_name_escape(f->log_path, false) : NULL;
+	if (!src || (w->fs->mount.index_dir && !idx) || (f->nshards && !last) ||
+	    (w->consumed && !cons) || (f->log_fd >= 0 && !logp)) {
+		json_decref(opts);
+		json_decref(readers);
+		goto out;
+	}
 	j = json_pack(
 		"{s:s, s:s?, s:o?, s:{s:s, s:I, s:I, s:I, s:s?, s:b, s:I, s:I, s:b, s:I, s:I, s:I, s:s?, s:s?}, s:o}",
-		"source", f->source, "index", w->fs->mount.index_dir, "options",
-		opts, "follow", "format", f->format->name, "window",
-		(json_int_t)w->n, "shards", (json_int_t)f->nshards, "samples",
-		(json_int_t)f->nsamples, "last_shard",
-		f->nshards ? f->shards[f->nshards - 1].path : NULL, "ended",
-		f->ended, "first_window", (json_int_t)w->first, "windows",
-		(json_int_t)w->nwins, "complete", w->complete, "per_window",
+		"source", src, "index", idx, "options", opts, "follow",
+		"format", f->format->name, "window", (json_int_t)w->n, "shards",
+		(json_int_t)f->nshards, "samples", (json_int_t)f->nsamples,
+		"last_shard", last, "ended", f->ended, "first_window",
+		(json_int_t)w->first, "windows", (json_int_t)w->nwins,
+		"complete", w->complete, "per_window",
 		(json_int_t)(w->n / w->nreaders_all), "padding",
 		(json_int_t)padding, "dropped", (json_int_t)dropped, "consumed",
-		w->consumed ? f->shards[w->consumed - 1].path : NULL, "log",
-		f->log_fd >= 0 ? f->log_path : NULL, "readers", readers);
+		cons, "log", logp, "readers", readers);
 	s = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
 	json_decref(j);
+out:
+	free(src);
+	free(idx);
+	free(last);
+	free(cons);
+	free(logp);
 	if (s) {
 		char *t = realloc(s, strlen(s) + 2);
 

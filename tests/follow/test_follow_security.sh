@@ -137,6 +137,36 @@ expect_eq "l: the refusal of the first scan is in the daemon's stderr" \
 	"$(grep -c 'c1.tfrecord' "${daemon_log[$T/l-m]}")" 1
 unmount_view "$T/l-m"
 
+section "shard names that are not UTF-8 in the status and progress="
+mkdir -p "$T/u" "$T/u-p"
+printf '{"a":0}\n{"a":1}\n' > "$T/u/a"$'\xff'".jsonl"
+printf '{"b":0}\n{"b":1}\n' > "$T/u/b%.jsonl"
+touch "$T/u/.shardfs-end"
+mount_view "$T/u" "$T/u-m" "$FO,window=2,progress=$T/u-p" || bad "mount u"
+# window 0 (the non-UTF-8 shard) consumed
+cat "$T/u-m/0/0/window-00000000.jsonl" >/dev/null
+names() {
+	$PY -c '
+import json, sys, urllib.parse
+s = json.load(open(sys.argv[1] + "/.shardfs/status"))
+p = json.load(open(sys.argv[2] + "/rank-0.json"))
+f = s["follow"]
+print(f["last_shard"], f["consumed"], p["consumed"],
+      urllib.parse.unquote_to_bytes(f["last_shard"]),
+      urllib.parse.unquote_to_bytes(p["consumed"]))' "$1" "$2" 2>&1
+}
+for i in $(seq 100); do
+	[ "$(names "$T/u-m" "$T/u-p" | cut -d' ' -f3)" = "a%FF.jsonl" ] && break
+	sleep 0.05
+done
+expect_eq "u: the status and progress name the shards, escaped" \
+	"$(names "$T/u-m" "$T/u-p")" \
+	"b%25.jsonl a%FF.jsonl a%FF.jsonl b'b%.jsonl' b'a\\xff.jsonl'"
+expect_eq "u: consumed (plain text) holds the name's bytes" \
+	"$(cat "$T/u-m/.shardfs/consumed")" "a"$'\xff'".jsonl"
+expect_eq "u: no failed progress write logged" \
+	"$(grep -c 'cannot write' "${daemon_log[$T/u-m]}")" 0
+unmount_view "$T/u-m"
 expect_eq "nothing of this test left mounted" \
 	"$(awk -v t="$T" 'index($2, t) == 1' /proc/mounts | wc -l)" 0
 finish

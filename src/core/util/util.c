@@ -129,3 +129,55 @@ int sfs_write_beneath(int dirfd, const char *name, const void *buf, size_t len,
 		unlinkat(dirfd, tmp, 0);
 	return rc;
 }
+
+/* The length of the valid UTF-8 character at p (at most n bytes), or 0:
+ * no overlong form, no surrogate, nothing past U+10FFFF. */
+static size_t utf8_char(const unsigned char *p, size_t n)
+{
+	size_t len, i;
+	uint32_t c;
+
+	if (p[0] < 0x80)
+		return 1;
+	if (p[0] < 0xc2 || p[0] > 0xf4)
+		return 0;
+	len = p[0] < 0xe0 ? 2 : p[0] < 0xf0 ? 3 : 4;
+	if (n < len)
+		return 0;
+	c = p[0] & (0x7f >> len);
+	for (i = 1; i < len; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		c = c << 6 | (p[i] & 0x3f);
+	}
+	if ((len == 3 && c < 0x800) || (len == 4 && c < 0x10000) ||
+	    (c >= 0xd800 && c <= 0xdfff) || c > 0x10ffff)
+		return 0;
+	return len;
+}
+
+char *sfs_name_escape(const char *name, bool always)
+{
+	const unsigned char *p = (const unsigned char *)name;
+	size_t n = strlen(name), i, k, at = 0;
+	bool escape = always;
+	char *out;
+
+	for (i = 0; i < n && !escape; i += k ? k : 1)
+		escape = !(k = utf8_char(p + i, n - i));
+	out = malloc(escape ? 3 * n + 1 : n + 1);
+	if (!out || !escape)
+		return out ? memcpy(out, name, n + 1) : NULL;
+	for (i = 0; i < n; i += k) {
+		k = utf8_char(p + i, n - i);
+		if (k && p[i] != '%') {
+			memcpy(out + at, p + i, k);
+			at += k;
+			continue;
+		}
+		at += (size_t)sprintf(out + at, "%%%02X", p[i]);
+		k = 1;
+	}
+	out[at] = '\0';
+	return out;
+}
