@@ -16,9 +16,11 @@ from typing import Any
 from ._mount import (Mount, MountMismatch, ShardfsError, job_rank, job_world,
                      resume_start)
 from .samples import samples
+from . import follow  # follow=1: windows, acknowledge (docs/follow.md)
 
 __all__ = ["Mount", "MountMismatch", "ShardfsError", "job_rank", "job_world",
-           "resume_start", "samples", "ShardfsDataset", "ShardfsEpoch"]
+           "resume_start", "samples", "follow", "ShardfsDataset",
+           "ShardfsEpoch"]
 __version__ = "0.1.0"
 
 

@@ -199,7 +199,6 @@ static int add_window(struct fw *w, struct sfs_window *win)
 		struct faccess a = { 0 };
 
 		if (SFS_GROW(r->at, r->cap, w->nwins + 2) ||
-		    SFS_GROW(r->read, r->read_cap, w->nwins + 1) ||
 		    SFS_GROW(r->acc, r->acc_cap, w->nwins + 1))
 			return -ENOMEM;
 		for (j = 0; j < wr->nruns; j++)
@@ -207,7 +206,6 @@ static int add_window(struct fw *w, struct sfs_window *win)
 		if (!w->nwins)
 			r->at[0] = 0;
 		r->at[w->nwins + 1] = r->at[w->nwins] + wr->size;
-		r->read[w->nwins] = 0;
 		r->acc[w->nwins] = a;
 		for (j = 0; j < wr->nruns; j++)
 			access_and(&r->stream_acc,
@@ -331,27 +329,85 @@ static void write_progress(struct fw *w)
 	}
 }
 
-/* (follow_i.h) */
-void follow_window_read(struct fw *w, struct freader *r, size_t i)
+/* The decimal number at *p (digits only, at most 19 of them: no sign,
+ * no overflow) into *v, *p past it.  0 or -EINVAL. */
+static int ack_number(const char **p, const char *end, uint64_t *v)
 {
-	uint64_t min = UINT64_MAX;
-	size_t c, k;
+	int n = 0;
 
-	if (i >= w->nwins || r->read[i])
-		return;
-	r->read[i] = 1;
-	while (r->done < w->nwins && r->read[r->done])
-		r->done++;
-	for (k = 0; k < w->nreaders; k++)
-		if (w->readers[k].done < min)
-			min = w->readers[k].done;
-	c = shards_done(w, min);
-	if (c != w->consumed) {
-		w->consumed = c;
-		write_progress(w);
-	} else if (r->done == w->nwins && w->complete) {
-		write_progress(w);
+	*v = 0;
+	while (*p < end && **p >= '0' && **p <= '9' && n < 19) {
+		*v = *v * 10 + (uint64_t)(**p - '0');
+		(*p)++;
+		n++;
 	}
+	return n && !(*p < end && **p >= '0' && **p <= '9') ? 0 : -EINVAL;
+}
+
+/* (follow_i.h) */
+int follow_ack(struct fw *w, const char *buf, size_t size)
+{
+	const char *p = buf, *end = buf + size;
+	uint64_t rank, worker, k, min = UINT64_MAX;
+	char why[160], shown[72];
+	struct freader *r = NULL;
+	size_t i, c;
+
+	if (size && end[-1] == '\n')
+		end--;
+	if (size > 64 || ack_number(&p, end, &rank) || p == end ||
+	    *p++ != ' ' || ack_number(&p, end, &worker) || p == end ||
+	    *p++ != ' ' || ack_number(&p, end, &k) || p != end) {
+		snprintf(why, sizeof(why), "not three numbers");
+		goto refuse;
+	}
+	pthread_mutex_lock(&w->lock);
+	for (i = 0; i < w->nreaders; i++)
+		if (w->readers[i].rank == rank &&
+		    w->readers[i].worker == worker)
+			r = &w->readers[i];
+	if (!r) {
+		pthread_mutex_unlock(&w->lock);
+		snprintf(why, sizeof(why),
+			 "rank %" PRIu64 " worker %" PRIu64
+			 " is no reader this mount serves",
+			 rank, worker);
+		goto refuse;
+	}
+	if (k >= w->first + w->nwins) {
+		snprintf(why, sizeof(why),
+			 "window %" PRIu64 " is not complete (%s%" PRIu64 ")",
+			 k,
+			 w->nwins ? "the last complete one is " : "none is: ",
+			 w->nwins ? w->first + w->nwins - 1 : w->first);
+		pthread_mutex_unlock(&w->lock);
+		goto refuse;
+	}
+	/* acks only move forward: one of a window acknowledged already, or
+	 * before this mount's first (start=), changes nothing */
+	if (k >= w->first && k + 1 - w->first > r->done) {
+		r->done = k + 1 - w->first;
+		for (i = 0; i < w->nreaders; i++)
+			if (w->readers[i].done < min)
+				min = w->readers[i].done;
+		c = shards_done(w, min);
+		if (c != w->consumed || (r->done == w->nwins && w->complete)) {
+			w->consumed = c;
+			write_progress(w);
+		}
+	}
+	pthread_mutex_unlock(&w->lock);
+	return 0;
+refuse:
+	/* the write as it came (but its final newline), printable, short */
+	size = (size_t)(end - buf);
+	for (i = 0; i < size && i < sizeof(shown) - 4; i++)
+		shown[i] = buf[i] >= ' ' && buf[i] < 127 ? buf[i] : '?';
+	snprintf(shown + i, sizeof(shown) - i, "%s", i < size ? "..." : "");
+	fs_log(w->fs, LOG_WARNING,
+	       "refused a write to .shardfs/ack (\"%s\"): %s; write \"RANK WORKER WINDOW\\n\" (e.g. \"0 1 5\": rank 0's worker 1 has taken windows up to 5), a reader this mount serves and a complete window (docs/follow.md)",
+	       shown, why);
+	return -EINVAL;
 }
 
 /* ---- the watcher ---- */
@@ -461,7 +517,6 @@ void follow_stop(struct fs *fs)
 	free(w->wins);
 	for (i = 0; i < w->nreaders; i++) {
 		free(w->readers[i].at);
-		free(w->readers[i].read);
 		free(w->readers[i].acc);
 	}
 	free(w->shard_acc);

@@ -32,9 +32,7 @@ struct freader {
 	uint32_t rank, worker;
 	uint64_t *at; /* at[i]: its stream's offset of window first + i */
 	size_t cap;
-	unsigned char *read; /* read[i]: window first + i read to its end */
-	size_t read_cap;
-	uint64_t done; /* windows read, in order, from first */
+	uint64_t done; /* windows acknowledged (.shardfs/ack), from first */
 	uint64_t window; /* the window its last read was in */
 	struct faccess *acc; /* acc[i]: of its file of window first + i */
 	size_t acc_cap;
@@ -96,7 +94,14 @@ static inline double follow_now(void)
  * when out of memory.  With w->lock. */
 char *follow_consumed_text(struct fw *w);
 
-/* Reader r read window i (from first) to its end; with w->lock. */
-void follow_window_read(struct fw *w, struct freader *r, size_t i);
+/*
+ * A write of size bytes to .shardfs/ack: "RANK WORKER WINDOW\n", that
+ * reader has taken every window up to WINDOW; consumption moves when
+ * every reader has (docs/follow.md, "Consumption").  Takes w->lock.
+ * Returns 0 (an ack of a window acknowledged already changes nothing), or
+ * -EINVAL, logged with the write and the form expected: not three
+ * numbers, a reader this mount does not serve, a window not complete.
+ */
+int follow_ack(struct fw *w, const char *buf, size_t size);
 
 #endif

@@ -24,6 +24,7 @@
 #define INO_CTL 2
 #define INO_STATUS 3
 #define INO_CONSUMED 4
+#define INO_ACK 5
 #define KIND_SHIFT 60
 #define K_RANK 1ULL
 #define K_WORKER 2ULL
@@ -137,6 +138,13 @@ static int stat_of(struct fw *w, fuse_ino_t ino, struct stat *st,
 		st->st_nlink = 2;
 		return 0;
 	}
+	if (ino == INO_ACK) {
+		/* written by the job (0644, the mount's owner's: under
+		 * allow_other nobody else may), reads empty */
+		st->st_mode = S_IFREG | 0644;
+		st->st_nlink = 1;
+		return 0;
+	}
 	if (ino == INO_STATUS || ino == INO_CONSUMED) {
 		char *t = control_text_of(w, ino);
 
@@ -190,6 +198,7 @@ static fuse_ino_t child(struct fw *w, fuse_ino_t parent, const char *name)
 	if (parent == INO_CTL)
 		return !strcmp(name, "status")	 ? INO_STATUS :
 		       !strcmp(name, "consumed") ? INO_CONSUMED :
+		       !strcmp(name, "ack")	 ? INO_ACK :
 						   0;
 	if (k == K_RANK) {
 		v = strtoull(name, &end, 10);
@@ -278,10 +287,15 @@ static fuse_ino_t entry(struct fw *w, fuse_ino_t ino, size_t i, char *name,
 		return ino_of(K_RANK, w->ranks[i - 1]);
 	}
 	if (ino == INO_CTL) {
-		if (i > 1)
+		static const char *const names[] = { "status", "consumed",
+						     "ack" };
+		static const fuse_ino_t inos[] = { INO_STATUS, INO_CONSUMED,
+						   INO_ACK };
+
+		if (i > 2)
 			return 0;
-		snprintf(name, len, i ? "consumed" : "status");
-		return i ? INO_CONSUMED : INO_STATUS;
+		snprintf(name, len, "%s", names[i]);
+		return inos[i];
 	}
 	if (k == K_RANK) {
 		if (i >= w->fs->vopts.options.plan.workers)
@@ -333,7 +347,7 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		st.st_ino = e;
 		st.st_mode = kind_of(e) == K_STREAM || kind_of(e) == K_WINDOW ||
 					     e == INO_STATUS ||
-					     e == INO_CONSUMED ?
+					     e == INO_CONSUMED || e == INO_ACK ?
 				     S_IFREG :
 				     S_IFDIR;
 		n = fuse_add_direntry(req, buf + used, size - used, name, &st,
@@ -352,6 +366,11 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct fw *w = fs_of(req)->follow;
 	uint64_t k = kind_of(ino);
 
+	if (ino == INO_ACK) {
+		fi->direct_io = 1;
+		fuse_reply_open(req, fi);
+		return;
+	}
 	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
 		fuse_reply_err(req, EROFS);
 		return;
@@ -645,6 +664,10 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	char *buf;
 
 	(void)fi;
+	if (ino == INO_ACK) {
+		fuse_reply_buf(req, NULL, 0);
+		return;
+	}
 	if (ino == INO_STATUS || ino == INO_CONSUMED) {
 		char *t;
 		size_t len;
@@ -685,12 +708,8 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		i = (size_t)(val_of(ino) & 0xffffffffULL);
 		win = w->wins[i];
 		pthread_mutex_unlock(&w->lock);
+		/* reads never consume: acks do (.shardfs/ack) */
 		got = read_window(w, win, ri, buf, size, pos);
-		pthread_mutex_lock(&w->lock);
-		if (got >= 0 && pos + (uint64_t)got >= win->readers[ri].size +
-							       win->trailer_len)
-			follow_window_read(w, r, i);
-		pthread_mutex_unlock(&w->lock);
 	} else {
 		int rc = wait_for(w, req, r, pos);
 
@@ -724,8 +743,6 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 				break;
 			}
 			got += n;
-			if (pos + (uint64_t)got >= r->at[i + 1])
-				follow_window_read(w, r, i);
 		}
 		/* after the last window: the stream's ending */
 		if (!rc && w->complete && (size_t)got < size && w->nwins &&
@@ -781,22 +798,41 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		       int to_set, struct fuse_file_info *fi)
 {
-	(void)ino;
+	struct fw *w = fs_of(req)->follow;
+	struct stat st;
+	double t;
+
 	(void)attr;
-	(void)to_set;
 	(void)fi;
-	fuse_reply_err(req, EROFS);
+	/* `echo 0 1 5 > ack` truncates before it writes: let that pass */
+	if (ino != INO_ACK ||
+	    (to_set & ~(FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_MTIME |
+			FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_CTIME))) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	stat_of(w, ino, &st, &t);
+	fuse_reply_attr(req, &st, 0);
 }
 
+/* Only .shardfs/ack takes writes: one ack each, at any offset (a job may
+ * keep it open). */
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		     size_t size, off_t off, struct fuse_file_info *fi)
 {
-	(void)ino;
-	(void)buf;
-	(void)size;
+	int rc;
+
 	(void)off;
 	(void)fi;
-	fuse_reply_err(req, EROFS);
+	if (ino != INO_ACK) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	rc = follow_ack(fs_of(req)->follow, buf, size);
+	if (rc)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_write(req, size);
 }
 
 static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,

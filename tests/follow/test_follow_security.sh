@@ -144,7 +144,7 @@ printf '{"b":0}\n{"b":1}\n' > "$T/u/b%.jsonl"
 touch "$T/u/.shardfs-end"
 mount_view "$T/u" "$T/u-m" "$FO,window=2,progress=$T/u-p" || bad "mount u"
 # window 0 (the non-UTF-8 shard) consumed
-cat "$T/u-m/0/0/window-00000000.jsonl" >/dev/null
+echo "0 0 0" > "$T/u-m/.shardfs/ack"
 names() {
 	$PY -c '
 import json, sys, urllib.parse
@@ -167,6 +167,67 @@ expect_eq "u: consumed (plain text) holds the name's bytes" \
 expect_eq "u: no failed progress write logged" \
 	"$(grep -c 'cannot write' "${daemon_log[$T/u-m]}")" 0
 unmount_view "$T/u-m"
+section "consumption: only acknowledgements move it, never reads"
+mkdir -p "$T/c" "$T/c-p"
+chmod 755 "$T/c"
+for c in 0 1 2; do
+	for l in 0 1 2 3; do printf '{"c":%d,"l":%d}\n' "$c" "$l"; done \
+		> "$T/c/chunk_0000$c.jsonl"
+done
+touch "$T/c/.shardfs-end"
+mount_view "$T/c" "$T/c-m" "$FO,window=4,workers=2,allow_other,progress=$T/c-p" ||
+	bad "mount c"
+expect_eq "c: the auditor reads every file and passes" \
+	"$(shardfs-check view "$T/c-m" | tail -1)" \
+	"PASS: disjoint, nothing missing, equal counts, every sample's bytes and order as planned"
+for w in 0 1; do
+	as_nobody cat "$T/c-m/0/$w/stream.jsonl" "$T/c-m/0/$w"/window-* >/dev/null
+	cat "$T/c-m/0/$w/stream.jsonl" "$T/c-m/0/$w"/window-* >/dev/null
+done
+expect_eq "c: the auditor, another user and root read everything: nothing consumed" \
+	"$(cat "$T/c-m/.shardfs/consumed")" ""
+expect_run "c: another user cannot acknowledge" 2 \
+	"sh: 1: cannot create $T/c-m/.shardfs/ack: Permission denied" \
+	-- as_nobody sh -c "echo '0 0 2' > $T/c-m/.shardfs/ack"
+expect_eq "c: ack is 644 root's" "$(stat_of "$T/c-m/.shardfs/ack")" "644 0:0"
+echo "0 0 1" > "$T/c-m/.shardfs/ack"
+expect_eq "c: one reader's ack: nothing consumed" \
+	"$(cat "$T/c-m/.shardfs/consumed")" ""
+echo "0 1 0" > "$T/c-m/.shardfs/ack"
+expect_eq "c: both readers acknowledged window 0: its shard consumed" \
+	"$(cat "$T/c-m/.shardfs/consumed")" "chunk_00000.jsonl"
+echo "0 1 0" > "$T/c-m/.shardfs/ack"
+echo "0 0 0" > "$T/c-m/.shardfs/ack"
+expect_eq "c: acks only move forward" "$(cat "$T/c-m/.shardfs/consumed")" \
+	"chunk_00000.jsonl"
+for bad_ack in "0 2 0" "1 0 0" "0 0 3" "0 0" "0 0 1 1" " 0 0 1" "0 0 -1" \
+	"0 0 99999999999999999999" "x"; do
+	expect_run "c: ack '$bad_ack' refused" 1 \
+		"sh: 1: echo: echo: I/O error" \
+		-- sh -c "echo '$bad_ack' > $T/c-m/.shardfs/ack"
+done
+expect_eq "c: each refusal logged with the write and the form expected" \
+	"$(grep -c 'refused a write to .shardfs/ack (".*"): .*; write "RANK WORKER WINDOW\\n"' "${daemon_log[$T/c-m]}")" 9
+expect_eq "c: the refusals say why" \
+	"$(grep -o 'refused a write to .shardfs/ack ("[^"]*"): [^;]*' "${daemon_log[$T/c-m]}" | head -3)" \
+	'refused a write to .shardfs/ack ("0 2 0"): rank 0 worker 2 is no reader this mount serves
+refused a write to .shardfs/ack ("1 0 0"): rank 1 worker 0 is no reader this mount serves
+refused a write to .shardfs/ack ("0 0 3"): window 3 is not complete (the last complete one is 2)'
+PYTHONPATH=$TESTS/../python $PY -c '
+import sys
+from shardfs import follow
+follow.acknowledge(sys.argv[1], 0, 0, 2)
+got = list(follow.windows(sys.argv[1], 0, 1))
+print(len(got))
+' "$T/c-m" > "$T/c-py" 2>&1
+expect_eq "c: the Python helper: windows() gives reader 0/1 its 3 windows" \
+	"$(cat "$T/c-py")" "3"
+expect_eq "c: every window acknowledged by both: the last shard consumed" \
+	"$(cat "$T/c-m/.shardfs/consumed")" "chunk_00002.jsonl"
+expect_eq "c: progress= says so" "$(cat "$T/c-p/rank-0.json")" \
+	'{"rank":0,"consumed":"chunk_00002.jsonl","windows_read":3,"ended":true}'
+unmount_view "$T/c-m"
+
 expect_eq "nothing of this test left mounted" \
 	"$(awk -v t="$T" 'index($2, t) == 1' /proc/mounts | wc -l)" 0
 finish
