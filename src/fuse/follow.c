@@ -98,6 +98,7 @@ int follow_prepare(struct fs *fs, const char *src, struct sfs_error *err)
 				fs->mount.progress_dir, strerror(errno));
 	}
 	pthread_mutex_init(&w->lock, NULL);
+	pthread_mutex_init(&w->text_lock, NULL);
 	pthread_cond_init(&w->grew, NULL);
 	rc = sfs_follow_open(src, fs->mount.index_dir, true, format, note, fs,
 			     &w->f, err);
@@ -212,6 +213,9 @@ static int add_window(struct fw *w, struct sfs_window *win)
 				   &w->shard_acc[wr->runs[j].shard]);
 	}
 	w->wins[w->nwins++] = win;
+	w->padding += win->padding;
+	w->dropped += win->dropped;
+	w->status_gen++;
 	return 0;
 }
 
@@ -251,6 +255,13 @@ static void build_windows(struct fw *w)
 		}
 		if (is_last)
 			w->last_built = true;
+	}
+	if (w->complete != (w->f->ended && (w->last_built || !last)) ||
+	    w->status_ended != w->f->ended ||
+	    w->status_nshards != w->f->nshards) {
+		w->status_gen++;
+		w->status_ended = w->f->ended;
+		w->status_nshards = w->f->nshards;
 	}
 	w->complete = w->f->ended && (w->last_built || !last);
 }
@@ -387,6 +398,7 @@ int follow_ack(struct fw *w, const char *buf, size_t size)
 	 * before this mount's first (start=), changes nothing */
 	if (k >= w->first && k + 1 - w->first > r->done) {
 		r->done = k + 1 - w->first;
+		w->status_gen++;
 		for (i = 0; i < w->nreaders; i++)
 			if (w->readers[i].done < min)
 				min = w->readers[i].done;
@@ -525,6 +537,7 @@ void follow_stop(struct fs *fs)
 	free(w->ranks);
 	free(w->build_error);
 	free(w->failed);
+	free(w->status_text);
 	sfs_follow_free(w->f);
 	if (w->progress_fd >= 0)
 		close(w->progress_fd);

@@ -62,6 +62,16 @@ struct fw {
 	struct sfs_access *shard_acc; /* per shard of the stream, looked at
 				       * when its first window is built */
 	size_t nshard_acc, shard_acc_cap;
+	/* bumped (w->lock) whenever what the status shows changes: a
+	 * window, consumption, an ack, a reader's wait or window */
+	uint64_t status_gen;
+	bool status_ended; /* f->ended and f->nshards as status_gen saw */
+	size_t status_nshards;
+	uint64_t padding, dropped; /* over the windows built */
+	pthread_mutex_t text_lock; /* guards the three below; taken before
+				    * w->lock, never after */
+	char *status_text; /* built for status_text_gen, padded */
+	uint64_t status_text_gen;
 	size_t status_len; /* status's text, padded (control_pad) */
 	/* per shard of the stream, why its bytes failed when last logged
 	 * (0: never, 1: gone, 2: changed): a cause is logged once */

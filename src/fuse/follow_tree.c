@@ -74,7 +74,7 @@ static bool rank_shown(struct fw *w, uint64_t rank)
 	return false;
 }
 
-static char *control_text_of(struct fw *w, fuse_ino_t ino);
+static int control_stat_of(struct fw *w, fuse_ino_t ino, struct stat *st);
 
 /* A file's mode and owner: the source's for the shards it serves (with
  * allow_other, default_permissions refuses whom the source would), else
@@ -145,18 +145,8 @@ static int stat_of(struct fw *w, fuse_ino_t ino, struct stat *st,
 		st->st_nlink = 1;
 		return 0;
 	}
-	if (ino == INO_STATUS || ino == INO_CONSUMED) {
-		char *t = control_text_of(w, ino);
-
-		if (!t)
-			return -ENOMEM;
-		st->st_mode = S_IFREG | 0444;
-		st->st_nlink = 1;
-		st->st_size = (off_t)strlen(t);
-		st->st_mtime = time(NULL);
-		free(t);
-		return 0;
-	}
+	if (ino == INO_STATUS || ino == INO_CONSUMED)
+		return -EINVAL; /* control_stat_of, without the lock */
 	if (!r)
 		return -ENOENT;
 	st->st_nlink = 1;
@@ -235,8 +225,14 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 	pthread_mutex_lock(&w->lock);
 	e.ino = child(w, parent, name);
-	rc = e.ino ? stat_of(w, e.ino, &e.attr, &t) : -ENOENT;
+	t = 0;
+	rc = !e.ino ? -ENOENT :
+	     e.ino == INO_STATUS || e.ino == INO_CONSUMED ?
+		      0 :
+		      stat_of(w, e.ino, &e.attr, &t);
 	pthread_mutex_unlock(&w->lock);
+	if (!rc && (e.ino == INO_STATUS || e.ino == INO_CONSUMED))
+		rc = control_stat_of(w, e.ino, &e.attr);
 	if (rc) {
 		fuse_reply_err(req, -rc);
 		return;
@@ -255,9 +251,14 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino,
 	int rc;
 
 	(void)fi;
-	pthread_mutex_lock(&w->lock);
-	rc = stat_of(w, ino, &st, &t);
-	pthread_mutex_unlock(&w->lock);
+	t = 0;
+	if (ino == INO_STATUS || ino == INO_CONSUMED) {
+		rc = control_stat_of(w, ino, &st);
+	} else {
+		pthread_mutex_lock(&w->lock);
+		rc = stat_of(w, ino, &st, &t);
+		pthread_mutex_unlock(&w->lock);
+	}
 	if (rc)
 		fuse_reply_err(req, -rc);
 	else
@@ -390,20 +391,76 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fuse_reply_open(req, fi);
 }
 
-static char *status_json(struct fw *w)
+/* What the status shows of the stream and its readers, taken under
+ * w->lock (copies: nothing of it changes under the build). */
+struct status_snap {
+	uint64_t nshards, nsamples, nwins, padding, dropped;
+	bool ended, complete;
+	char *last, *cons, *logp; /* escaped (sfs_name_escape) or NULL */
+	struct sreader {
+		uint32_t rank, worker;
+		uint64_t window, done;
+		bool waiting;
+	} * r;
+	uint64_t gen;
+};
+
+static void snap_free(struct status_snap *sn)
+{
+	free(sn->last);
+	free(sn->cons);
+	free(sn->logp);
+	free(sn->r);
+}
+
+/* sn from w now; with w->lock.  0 or -ENOMEM. */
+static int snap_take(struct fw *w, struct status_snap *sn)
 {
 	const struct sfs_follow *f = w->f;
-	json_t *readers = json_array(), *j, *opts;
-	uint64_t padding = 0, dropped = 0;
-	char *s = NULL, *text, *src, *idx, *last, *cons, *logp;
 	size_t i;
 
-	for (i = 0; i < w->nwins; i++) {
-		padding += w->wins[i]->padding;
-		dropped += w->wins[i]->dropped;
+	*sn = (struct status_snap){ .nshards = f->nshards,
+				    .nsamples = f->nsamples,
+				    .nwins = w->nwins,
+				    .padding = w->padding,
+				    .dropped = w->dropped,
+				    .ended = f->ended,
+				    .complete = w->complete,
+				    .gen = w->status_gen };
+	/* names as JSON holds them (sfs_name_escape, docs/follow.md) */
+	if (f->nshards)
+		sn->last =
+			sfs_name_escape(f->shards[f->nshards - 1].path, true);
+	if (w->consumed)
+		sn->cons =
+			sfs_name_escape(f->shards[w->consumed - 1].path, true);
+	if (f->log_fd >= 0)
+		sn->logp = sfs_name_escape(f->log_path, false);
+	sn->r = calloc(w->nreaders, sizeof(*sn->r));
+	if (!sn->r || (f->nshards && !sn->last) || (w->consumed && !sn->cons) ||
+	    (f->log_fd >= 0 && !sn->logp)) {
+		snap_free(sn);
+		return -ENOMEM;
 	}
-	for (i = 0; readers && i < w->nreaders; i++) {
+	for (i = 0; i < w->nreaders; i++) {
 		const struct freader *r = &w->readers[i];
+
+		sn->r[i] = (struct sreader){ r->rank, r->worker, r->window,
+					     r->done, r->waiting };
+	}
+	return 0;
+}
+
+/* The status text of sn (JSON and a newline), built without w->lock:
+ * the rest of what it shows never changes after the mount. */
+static char *status_json(struct fw *w, const struct status_snap *sn)
+{
+	json_t *readers = json_array(), *j, *opts;
+	char *s = NULL, *text, *src, *idx;
+	size_t i;
+
+	for (i = 0; readers && i < w->nreaders; i++) {
+		const struct sreader *r = &sn->r[i];
 
 		json_array_append_new(
 			readers,
@@ -419,20 +476,11 @@ static char *status_json(struct fw *w)
 	text = sfs_status_options_json(&w->fs->vopts.options.plan);
 	opts = text ? json_loads(text, 0, NULL) : NULL;
 	free(text);
-	/* names as JSON holds them (sfs_name_escape, docs/follow.md) */
-	src = sfs_name_escape(f->source, false);
+	src = sfs_name_escape(w->f->source, false);
 	idx = w->fs->mount.index_dir ?
 		      sfs_name_escape(w->fs->mount.index_dir, false) :
 		      NULL;
-	last = f->nshards ?
-		       sfs_name_escape(f->shards[f->nshards - 1].path, true) :
-		       NULL;
-	cons = w->consumed ?
-		       sfs_name_escape(f->shards[w->consumed - 1].path, true) :
-		       NULL;
-	logp = f->log_fd >= 0 ? sfs_name_escape(f->log_path, false) : NULL;
-	if (!src || (w->fs->mount.index_dir && !idx) || (f->nshards && !last) ||
-	    (w->consumed && !cons) || (f->log_fd >= 0 && !logp)) {
+	if (!src || (w->fs->mount.index_dir && !idx)) {
 		json_decref(opts);
 		json_decref(readers);
 		goto out;
@@ -440,22 +488,19 @@ static char *status_json(struct fw *w)
 	j = json_pack(
 		"{s:s, s:s?, s:o?, s:{s:s, s:I, s:I, s:I, s:s?, s:b, s:I, s:I, s:b, s:I, s:I, s:I, s:s?, s:s?}, s:o}",
 		"source", src, "index", idx, "options", opts, "follow",
-		"format", f->format->name, "window", (json_int_t)w->n, "shards",
-		(json_int_t)f->nshards, "samples", (json_int_t)f->nsamples,
-		"last_shard", last, "ended", f->ended, "first_window",
-		(json_int_t)w->first, "windows", (json_int_t)w->nwins,
-		"complete", w->complete, "per_window",
+		"format", w->ext, "window", (json_int_t)w->n, "shards",
+		(json_int_t)sn->nshards, "samples", (json_int_t)sn->nsamples,
+		"last_shard", sn->last, "ended", sn->ended, "first_window",
+		(json_int_t)w->first, "windows", (json_int_t)sn->nwins,
+		"complete", sn->complete, "per_window",
 		(json_int_t)(w->n / w->nreaders_all), "padding",
-		(json_int_t)padding, "dropped", (json_int_t)dropped, "consumed",
-		cons, "log", logp, "readers", readers);
+		(json_int_t)sn->padding, "dropped", (json_int_t)sn->dropped,
+		"consumed", sn->cons, "log", sn->logp, "readers", readers);
 	s = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
 	json_decref(j);
 out:
 	free(src);
 	free(idx);
-	free(last);
-	free(cons);
-	free(logp);
 	if (s) {
 		char *t = realloc(s, strlen(s) + 2);
 
@@ -466,19 +511,89 @@ out:
 	return s;
 }
 
-/* The text of a control file, with w->lock; status padded (control_pad):
- * it changes with every read, and each read makes it anew. */
+/*
+ * The status text now, padded (control_pad: the size a reader was told
+ * is the size of what it reads), its length in *len: a heap copy with
+ * copy, else only non-NULL (not to be used); NULL without memory.  It
+ * is built only when what it shows changed (w->status_gen: a window, an
+ * ack, a wait) and kept, under w->text_lock: the lock reads take is held
+ * only to copy what it shows, never to build it.
+ */
+static char *status_text(struct fw *w, size_t *len, bool copy)
+{
+	struct status_snap sn;
+	uint64_t gen;
+	char *t = NULL;
+
+	pthread_mutex_lock(&w->text_lock);
+	pthread_mutex_lock(&w->lock);
+	gen = w->status_gen;
+	if (w->status_text && w->status_text_gen == gen) {
+		pthread_mutex_unlock(&w->lock);
+		goto copy;
+	}
+	if (snap_take(w, &sn)) {
+		pthread_mutex_unlock(&w->lock);
+		goto out;
+	}
+	pthread_mutex_unlock(&w->lock);
+	t = status_json(w, &sn);
+	snap_free(&sn);
+	if (!t || control_pad(&t, w->status_len))
+		goto out;
+	free(w->status_text);
+	w->status_text = t;
+	w->status_len = strlen(t);
+	w->status_text_gen = gen;
+copy:
+	*len = w->status_len;
+	t = copy ? strdup(w->status_text) : w->status_text;
+out:
+	pthread_mutex_unlock(&w->text_lock);
+	return t;
+}
+
+/* The text of a control file (a heap string, NULL without memory);
+ * without w->lock. */
 static char *control_text_of(struct fw *w, fuse_ino_t ino)
 {
+	size_t len;
 	char *t;
 
-	if (ino != INO_STATUS)
-		return follow_consumed_text(w);
-	t = status_json(w);
-	if (!t || control_pad(&t, w->status_len))
-		return NULL;
-	w->status_len = strlen(t);
+	if (ino == INO_STATUS)
+		return status_text(w, &len, true);
+	pthread_mutex_lock(&w->lock);
+	t = follow_consumed_text(w);
+	pthread_mutex_unlock(&w->lock);
 	return t;
+}
+
+/* Attributes of a control file (status, consumed); without w->lock. */
+static int control_stat_of(struct fw *w, fuse_ino_t ino, struct stat *st)
+{
+	size_t len;
+	char *t;
+
+	memset(st, 0, sizeof(*st));
+	st->st_ino = ino;
+	st->st_uid = w->fs->uid;
+	st->st_gid = w->fs->gid;
+	st->st_atime = st->st_ctime = w->fs->mounted;
+	st->st_mode = S_IFREG | 0444;
+	st->st_nlink = 1;
+	st->st_mtime = time(NULL);
+	if (ino == INO_STATUS) {
+		if (!status_text(w, &len, false))
+			return -ENOMEM;
+	} else {
+		t = control_text_of(w, ino);
+		if (!t)
+			return -ENOMEM;
+		len = strlen(t);
+		free(t);
+	}
+	st->st_size = (off_t)len;
+	return 0;
 }
 
 /* Room for n shards in w->failed, the new ones zero; with w->lock. */
@@ -595,6 +710,7 @@ static int wait_for(struct fw *w, fuse_req_t req, struct freader *r,
 
 		if (w->stop || fuse_req_interrupted(req) ||
 		    fuse_session_exited(fs->se)) {
+			w->status_gen += r->waiting;
 			r->waiting = false;
 			return -EINTR;
 		}
@@ -619,17 +735,22 @@ static int wait_for(struct fw *w, fuse_req_t req, struct freader *r,
 			       out ? " (follow_timeout=): EIO" : "");
 			logged = t;
 			if (out) {
+				w->status_gen += r->waiting;
 				r->waiting = false;
 				atomic_fetch_add(&fs->errors, 1);
 				return -EIO;
 			}
 		}
+		if (!r->waiting || r->window != k)
+			w->status_gen++;
 		r->waiting = true;
 		r->window = k;
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_sec += 1;
 		pthread_cond_timedwait(&w->grew, &w->lock, &ts);
 	}
+	if (r->waiting)
+		w->status_gen++;
 	r->waiting = false;
 	return 0;
 }
@@ -672,9 +793,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		char *t;
 		size_t len;
 
-		pthread_mutex_lock(&w->lock);
 		t = control_text_of(w, ino);
-		pthread_mutex_unlock(&w->lock);
 		if (!t) {
 			fuse_reply_err(req, ENOMEM);
 			return;
@@ -725,6 +844,8 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			win = w->wins[i];
 			from = r->at[i];
 			to = r->at[i + 1];
+			if (r->window != w->first + i)
+				w->status_gen++;
 			r->window = w->first + i;
 			if (!may_read(req, &r->acc[i])) {
 				rc = -EACCES;
