@@ -16,9 +16,12 @@
  * file (reader << 32 | window - first).  Windows are never freed before
  * the unmount: what a number names never changes.
  *
- * One lock (fw.lock) guards the stream, the windows and the readers; the
- * bytes of the shards are read outside it, each read opening the shard
- * and checking it is as it entered the stream.
+ * One lock (fw.lock) guards what the readers see: the stream as published
+ * to them (fw.shards), the windows and the readers.  The watcher scans
+ * new shards and lays out windows without it (its own sfs_follow, fw.f),
+ * then publishes them under it, briefly; the bytes of the shards are read
+ * outside it, each read opening the shard and checking it is as it
+ * entered the stream.
  *
  * This file: the options, the watcher, the windows and consumption;
  * follow_tree.c: the tree and its FUSE operations; follow_i.h: what they
@@ -113,6 +116,11 @@ int follow_prepare(struct fs *fs, const char *src, struct sfs_error *err)
 			"follow=1: %s holds no shard yet, so its format is not known: add format=jsonl (or tfrecord, tar)",
 			w->f->source);
 	w->ext = ext_of(w->f->format);
+	if (w->f->log_path) {
+		w->log_path = strdup(w->f->log_path);
+		if (!w->log_path)
+			return sfs_errorf(err, -ENOMEM, "out of memory");
+	}
 	/* the readers shown: every worker of each rank shown */
 	n = fs->vopts.options.nranks ? fs->vopts.options.nranks : o->world;
 	w->ranks = calloc(n, sizeof(*w->ranks));
@@ -148,21 +156,61 @@ const char *follow_source(const struct fs *fs)
 
 /* ---- the windows, built by the watcher ---- */
 
-/* Who the source lets read each shard of the stream up to end (those not
- * looked at yet: the shards of a window being added). */
-static int note_shard_access(struct fw *w, size_t end)
+/* Who the source lets read the shards of the stream the readers do not
+ * have yet (publish adds them): into acc (from shard w->nshards on), by
+ * the watcher, without w->lock (a few stats each). */
+static int look_at_shards(struct fw *w, struct sfs_access **acc)
 {
+	const struct sfs_follow *f = w->f;
+	size_t i, n = f->nshards - w->nshards;
 	int rc;
 
-	if (SFS_GROW(w->shard_acc, w->shard_acc_cap, end))
+	*acc = n ? calloc(n, sizeof(**acc)) : NULL;
+	if (n && !*acc)
 		return -ENOMEM;
-	for (; w->nshard_acc < end; w->nshard_acc++) {
-		rc = sfs_index_file_access(w->f->source, w->f->srcfd,
-					   w->f->shards[w->nshard_acc].path,
-					   &w->shard_acc[w->nshard_acc]);
-		if (rc)
+	for (i = 0; i < n; i++) {
+		rc = sfs_index_file_access(f->source, f->srcfd,
+					   f->shards[w->nshards + i].path,
+					   &(*acc)[i]);
+		if (rc) {
+			free(*acc);
+			*acc = NULL;
 			return rc;
+		}
 	}
+	return 0;
+}
+
+/* Publish to the readers (with w->lock) the shards of the stream they do
+ * not have yet, with acc (look_at_shards).  0 or -ENOMEM (nothing of it
+ * then). */
+static int publish_shards(struct fw *w, const struct sfs_access *acc)
+{
+	const struct sfs_follow *f = w->f;
+	size_t i, n = f->nshards;
+
+	if (SFS_GROW(w->shards, w->shards_cap, n) ||
+	    SFS_GROW(w->shard_acc, w->shard_acc_cap, n))
+		return -ENOMEM;
+	for (i = w->nshards; i < n; i++) {
+		const struct sfs_follow_shard *sh = &f->shards[i];
+
+		w->shards[i] = (struct fshard){ .path = strdup(sh->path),
+						.size = sh->size,
+						.first = sh->first,
+						.nsamples = sh->nsamples,
+						.mtime_ns = sh->mtime_ns };
+		if (!w->shards[i].path) {
+			while (i-- > w->nshards)
+				free(w->shards[i].path);
+			return -ENOMEM;
+		}
+		w->shard_acc[i] = acc[i - w->nshards];
+	}
+	w->nshards = n;
+	w->nsamples = f->nsamples;
+	w->ended = f->ended;
+	w->log_kept = f->log_fd >= 0;
 	return 0;
 }
 
@@ -186,13 +234,13 @@ static void access_and(struct faccess *a, const struct sfs_access *s)
 	a->mode &= s->mode & 0444u;
 }
 
-/* Add window win (built) to the readers' streams. */
+/* Add window win (built) to the readers' streams; with w->lock, its
+ * shards published. */
 static int add_window(struct fw *w, struct sfs_window *win)
 {
 	size_t i, j;
 
-	if (SFS_GROW(w->wins, w->cap, w->nwins + 1) ||
-	    note_shard_access(w, win->end_shard))
+	if (SFS_GROW(w->wins, w->cap, w->nwins + 1))
 		return -ENOMEM;
 	for (i = 0; i < w->nreaders; i++) {
 		struct freader *r = &w->readers[i];
@@ -219,51 +267,109 @@ static int add_window(struct fw *w, struct sfs_window *win)
 	return 0;
 }
 
-/* Build the windows that completed; with w->lock. */
-static void build_windows(struct fw *w)
+static void write_progress(struct fw *w);
+
+/* Log a failed build of window k once (the same error again: not). */
+static void build_failed(struct fw *w, uint64_t k, const char *msg)
+{
+	if (w->build_error && !strcmp(w->build_error, msg))
+		return;
+	fs_log(w->fs, LOG_ERR, "window %" PRIu64 ": %s", k, msg);
+	free(w->build_error);
+	w->build_error = strdup(msg);
+}
+
+/*
+ * The watcher's turn: list the source (with scan), scan the new shards
+ * and lay out the windows that completed, all without w->lock (a shard
+ * of a gigabyte takes seconds: reads of what is there must not wait for
+ * it), then publish the shards and the windows to the readers under the
+ * lock, briefly.  Only the watcher (or follow_start, before it runs)
+ * changes w->f, w->nwins and w->last_built, so it reads them unlocked.
+ * Returns the windows there were before (to see what changed).
+ */
+static size_t advance(struct fw *w, bool scan)
 {
 	const struct sfs_plan_opts *o = &w->fs->vopts.options.plan;
+	struct sfs_window **built = NULL;
+	struct sfs_access *acc = NULL;
+	struct sfs_error err = { 0 };
+	size_t nbuilt = 0, cap = 0, i, before = w->nwins;
 	uint64_t first, full;
-	bool last;
+	bool last, last_built = w->last_built, failed = false;
+	bool complete;
 
+	if (scan && sfs_follow_scan(w->f, NULL, &err))
+		fs_log(w->fs, LOG_ERR, "%s", err.msg);
 	sfs_follow_windows(w->f->nsamples, w->n, o->start, w->f->ended, &first,
 			   &full, &last);
-	while (w->nwins < full || (last && !w->last_built)) {
-		bool is_last = w->nwins >= full;
+	while (before + nbuilt < full || (last && !last_built)) {
+		uint64_t k = w->first + before + nbuilt;
+		bool is_last = before + nbuilt >= full;
 		struct sfs_window *win;
-		struct sfs_error err = { 0 };
-		int rc = sfs_window_build(w->f, o, w->n, w->first + w->nwins,
-					  is_last, w->plan_readers, w->nreaders,
-					  &win, &err);
+		int rc = sfs_window_build(w->f, o, w->n, k, is_last,
+					  w->plan_readers, w->nreaders, &win,
+					  &err);
 
 		if (rc == -ENODATA) {
-			w->last_built = true;
+			last_built = true;
 			break;
 		}
-		if (rc || add_window(w, win)) {
-			if (!rc)
-				sfs_window_free(win);
-			if (!w->build_error ||
-			    strcmp(w->build_error, err.msg)) {
-				fs_log(w->fs, LOG_ERR, "window %" PRIu64 ": %s",
-				       w->first + w->nwins,
-				       rc ? err.msg : "out of memory");
-				free(w->build_error);
-				w->build_error = strdup(err.msg);
-			}
-			return;
+		if (!rc && SFS_GROW(built, cap, nbuilt + 1)) {
+			sfs_window_free(win);
+			rc = -ENOMEM;
+			snprintf(err.msg, sizeof(err.msg), "out of memory");
 		}
+		if (rc) {
+			build_failed(w, k, err.msg);
+			failed = true;
+			break;
+		}
+		built[nbuilt++] = win;
 		if (is_last)
-			w->last_built = true;
+			last_built = true;
 	}
-	if (w->complete != (w->f->ended && (w->last_built || !last)) ||
-	    w->status_ended != w->f->ended ||
-	    w->status_nshards != w->f->nshards) {
+	if (look_at_shards(w, &acc)) {
+		build_failed(w, w->first + before, "out of memory");
+		for (i = 0; i < nbuilt; i++)
+			sfs_window_free(built[i]);
+		free(built);
+		return before;
+	}
+	pthread_mutex_lock(&w->lock);
+	i = 0;
+	if (publish_shards(w, acc)) {
+		build_failed(w, w->first + before, "out of memory");
+		failed = true;
+	}
+	for (; !failed && i < nbuilt; i++) {
+		if (add_window(w, built[i])) {
+			build_failed(w, w->first + w->nwins, "out of memory");
+			failed = true;
+			break;
+		}
+	}
+	if (!failed)
+		w->last_built = last_built;
+	complete = failed ? w->complete : w->ended && (w->last_built || !last);
+	if (w->complete != complete || w->status_ended != w->ended ||
+	    w->status_nshards != w->nshards) {
 		w->status_gen++;
-		w->status_ended = w->f->ended;
-		w->status_nshards = w->f->nshards;
+		w->status_ended = w->ended;
+		w->status_nshards = w->nshards;
 	}
-	w->complete = w->f->ended && (w->last_built || !last);
+	w->complete = complete;
+	if (w->nwins != before || w->complete) {
+		pthread_cond_broadcast(&w->grew);
+		if (w->complete && !before)
+			write_progress(w);
+	}
+	pthread_mutex_unlock(&w->lock);
+	for (; i < nbuilt; i++) /* those not added: still ours */
+		sfs_window_free(built[i]);
+	free(built);
+	free(acc);
+	return before;
 }
 
 /* ---- consumption ---- */
@@ -274,7 +380,7 @@ char *follow_consumed_text(struct fw *w)
 	char *s = NULL;
 
 	if (w->consumed &&
-	    asprintf(&s, "%s\n", w->f->shards[w->consumed - 1].path) < 0)
+	    asprintf(&s, "%s\n", w->shards[w->consumed - 1].path) < 0)
 		return NULL;
 	return s ? s : strdup("");
 }
@@ -290,8 +396,8 @@ static size_t shards_done(const struct fw *w, uint64_t done)
 		upto = UINT64_MAX;
 	if (done == 0)
 		upto = w->first * w->n;
-	while (c < w->f->nshards &&
-	       w->f->shards[c].first + w->f->shards[c].nsamples <= upto)
+	while (c < w->nshards &&
+	       w->shards[c].first + w->shards[c].nsamples <= upto)
 		c++;
 	return c;
 }
@@ -316,8 +422,7 @@ static void write_progress(struct fw *w)
 				done = w->readers[i].done;
 		c = shards_done(w, done);
 		/* the name as JSON holds it (sfs_name_escape) */
-		cons = c ? sfs_name_escape(w->f->shards[c - 1].path, true) :
-			   NULL;
+		cons = c ? sfs_name_escape(w->shards[c - 1].path, true) : NULL;
 		if (!c || cons)
 			j = json_pack("{s:I, s:s?, s:I, s:b}", "rank",
 				      (json_int_t)w->ranks[r], "consumed", cons,
@@ -451,26 +556,16 @@ static void *watch(void *arg)
 	for (;;) {
 		struct pollfd p[2] = { { .fd = w->wake[0], .events = POLLIN },
 				       { .fd = ino, .events = POLLIN } };
-		struct sfs_error err = { 0 };
 		struct pollfd q = { .fd = w->wake[0], .events = POLLIN };
 		double t0 = follow_now(), gap;
-		size_t before;
+		bool stop;
 
 		pthread_mutex_lock(&w->lock);
-		if (w->stop) {
-			pthread_mutex_unlock(&w->lock);
-			break;
-		}
-		before = w->nwins;
-		if (sfs_follow_scan(w->f, NULL, &err))
-			fs_log(fs, LOG_ERR, "%s", err.msg);
-		build_windows(w);
-		if (w->nwins != before || w->complete) {
-			pthread_cond_broadcast(&w->grew);
-			if (w->complete && !before)
-				write_progress(w);
-		}
+		stop = w->stop;
 		pthread_mutex_unlock(&w->lock);
+		if (stop)
+			break;
+		advance(w, true);
 		gap = (follow_now() - t0) * SCAN_GAP_FACTOR;
 		if (gap >= 0.001 &&
 		    poll(&q, 1, gap < 1 ? (int)(gap * 1000) : 1000) > 0)
@@ -495,8 +590,8 @@ void follow_start(struct fs *fs)
 		fs_log(fs, LOG_ERR, "follow: %s", strerror(errno));
 		return;
 	}
+	advance(w, false);
 	pthread_mutex_lock(&w->lock);
-	build_windows(w);
 	if (w->complete)
 		write_progress(w);
 	pthread_mutex_unlock(&w->lock);
@@ -532,12 +627,16 @@ void follow_stop(struct fs *fs)
 		free(w->readers[i].acc);
 	}
 	free(w->shard_acc);
+	for (i = 0; i < w->nshards; i++)
+		free(w->shards[i].path);
+	free(w->shards);
 	free(w->readers);
 	free(w->plan_readers);
 	free(w->ranks);
 	free(w->build_error);
 	free(w->failed);
 	free(w->status_text);
+	free(w->log_path);
 	sfs_follow_free(w->f);
 	if (w->progress_fd >= 0)
 		close(w->progress_fd);

@@ -28,6 +28,15 @@ struct faccess {
 	bool known;
 };
 
+/* A shard of the stream as the readers see it: the watcher's copy of
+ * w->f's, published under w->lock (w->f itself is the watcher's, scanned
+ * without the lock). */
+struct fshard {
+	char *path;
+	uint64_t size, first, nsamples;
+	int64_t mtime_ns;
+};
+
 struct freader {
 	uint32_t rank, worker;
 	uint64_t *at; /* at[i]: its stream's offset of window first + i */
@@ -42,7 +51,8 @@ struct freader {
 
 struct fw {
 	struct fs *fs;
-	struct sfs_follow *f;
+	struct sfs_follow *f; /* the watcher's (w->lock not needed); readers
+			       * use what is published of it (shards) */
 	uint64_t n; /* window= */
 	const char *ext;
 	pthread_mutex_t lock;
@@ -59,9 +69,15 @@ struct fw {
 	uint32_t *ranks; /* shown, sorted */
 	size_t nranks;
 	size_t consumed; /* shards consumed */
-	struct sfs_access *shard_acc; /* per shard of the stream, looked at
-				       * when its first window is built */
-	size_t nshard_acc, shard_acc_cap;
+	/* the stream as published to the readers (w->lock): its shards,
+	 * who the source lets read each, its samples, its end, its log */
+	struct fshard *shards;
+	size_t nshards, shards_cap;
+	struct sfs_access *shard_acc;
+	size_t shard_acc_cap;
+	uint64_t nsamples;
+	bool ended, log_kept;
+	char *log_path; /* the log's path (a copy), or NULL */
 	/* bumped (w->lock) whenever what the status shows changes: a
 	 * window, consumption, an ack, a reader's wait or window */
 	uint64_t status_gen;

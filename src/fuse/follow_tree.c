@@ -416,29 +416,28 @@ static void snap_free(struct status_snap *sn)
 /* sn from w now; with w->lock.  0 or -ENOMEM. */
 static int snap_take(struct fw *w, struct status_snap *sn)
 {
-	const struct sfs_follow *f = w->f;
 	size_t i;
 
-	*sn = (struct status_snap){ .nshards = f->nshards,
-				    .nsamples = f->nsamples,
+	*sn = (struct status_snap){ .nshards = w->nshards,
+				    .nsamples = w->nsamples,
 				    .nwins = w->nwins,
 				    .padding = w->padding,
 				    .dropped = w->dropped,
-				    .ended = f->ended,
+				    .ended = w->ended,
 				    .complete = w->complete,
 				    .gen = w->status_gen };
 	/* names as JSON holds them (sfs_name_escape, docs/follow.md) */
-	if (f->nshards)
+	if (w->nshards)
 		sn->last =
-			sfs_name_escape(f->shards[f->nshards - 1].path, true);
+			sfs_name_escape(w->shards[w->nshards - 1].path, true);
 	if (w->consumed)
 		sn->cons =
-			sfs_name_escape(f->shards[w->consumed - 1].path, true);
-	if (f->log_fd >= 0)
-		sn->logp = sfs_name_escape(f->log_path, false);
+			sfs_name_escape(w->shards[w->consumed - 1].path, true);
+	if (w->log_kept && w->log_path)
+		sn->logp = sfs_name_escape(w->log_path, false);
 	sn->r = calloc(w->nreaders, sizeof(*sn->r));
-	if (!sn->r || (f->nshards && !sn->last) || (w->consumed && !sn->cons) ||
-	    (f->log_fd >= 0 && !sn->logp)) {
+	if (!sn->r || (w->nshards && !sn->last) || (w->consumed && !sn->cons) ||
+	    (w->log_kept && w->log_path && !sn->logp)) {
 		snap_free(sn);
 		return -ENOMEM;
 	}
@@ -628,7 +627,7 @@ static ssize_t read_window(struct fw *w, const struct sfs_window *win,
 				memcpy(buf + done, (const char *)e->mem + in,
 				       n);
 			} else {
-				const struct sfs_follow_shard *sh;
+				const struct fshard *sh;
 				struct stat st;
 				char path[SFS_FOLLOW_LINE_MAX];
 				uint64_t size;
@@ -637,7 +636,7 @@ static ssize_t read_window(struct fw *w, const struct sfs_window *win,
 				int fd;
 
 				pthread_mutex_lock(&w->lock);
-				sh = &w->f->shards[e->shard];
+				sh = &w->shards[e->shard];
 				snprintf(path, sizeof(path), "%s", sh->path);
 				size = sh->size;
 				mtime = sh->mtime_ns;
@@ -727,11 +726,9 @@ static int wait_for(struct fw *w, fuse_req_t req, struct freader *r,
 			       " missing) after the last shard %s%s",
 			       r->rank, r->worker,
 			       out ? "gave up waiting for" : "waits for", k,
-			       t - start, w->f->nsamples, need,
-			       need - w->f->nsamples,
-			       w->f->nshards ?
-				       w->f->shards[w->f->nshards - 1].path :
-				       "(none yet)",
+			       t - start, w->nsamples, need, need - w->nsamples,
+			       w->nshards ? w->shards[w->nshards - 1].path :
+					    "(none yet)",
 			       out ? " (follow_timeout=): EIO" : "");
 			logged = t;
 			if (out) {

@@ -252,6 +252,18 @@ a = os.stat(p).st_size
 print(a == os.stat(p).st_size, len(json.load(open(p))["readers"]))' "$T/s-m")" "True 4096"
 unmount_view "$T/s-m"
 
+section "a big chunk is scanned outside the lock reads take"
+mkdir -p "$T/b"
+$PY -c 'import sys; open(sys.argv[1], "wb").write(b"0\n" * 1000000)' "$T/b/c0.jsonl"
+mount_view "$T/b" "$T/b-m" "$FO,window=1000000" || bad "mount b"
+# 12 M samples (24 MB): about half a second of scan and layout here;
+# reads of window 0 waited for all of it (1.0 s of 1.15 s), now ~10 ms
+out=$(timeout 120 $PY "$TESTS/follow/scan_stall.py" "$T/b" "$T/b-m" 12000000)
+echo "$out"
+expect_eq "b: reads of a complete window are not blocked by the scan" \
+	"$(tail -1 <<<"$out")" OK
+unmount_view "$T/b-m"
+
 expect_eq "nothing of this test left mounted" \
 	"$(awk -v t="$T" 'index($2, t) == 1' /proc/mounts | wc -l)" 0
 finish
