@@ -558,7 +558,8 @@ static void *watch(void *arg)
 				       { .fd = ino, .events = POLLIN } };
 		struct pollfd q = { .fd = w->wake[0], .events = POLLIN };
 		double t0 = follow_now(), gap;
-		bool stop;
+		bool stop, waiting;
+		int ms;
 
 		pthread_mutex_lock(&w->lock);
 		stop = w->stop;
@@ -566,13 +567,26 @@ static void *watch(void *arg)
 		if (stop)
 			break;
 		advance(w, true);
+		follow_tend_waiters(w);
 		gap = (follow_now() - t0) * SCAN_GAP_FACTOR;
 		if (gap >= 0.001 &&
-		    poll(&q, 1, gap < 1 ? (int)(gap * 1000) : 1000) > 0)
-			continue; /* woken to stop */
-		if (poll(p, ino >= 0 ? 2 : 1,
-			 (int)fs->mount.follow_interval * 1000) > 0) {
+		    poll(&q, 1, gap < 1 ? (int)(gap * 1000) : 1000) > 0) {
+			/* woken: to stop, or a read parked */
+			while (read(w->wake[0], buf, sizeof(buf)) > 0)
+				;
+			continue;
+		}
+		pthread_mutex_lock(&w->lock);
+		waiting = w->waiters != NULL;
+		pthread_mutex_unlock(&w->lock);
+		/* parked reads are timed out and logged to the second */
+		ms = (int)fs->mount.follow_interval * 1000;
+		if (waiting && ms > 1000)
+			ms = 1000;
+		if (poll(p, ino >= 0 ? 2 : 1, ms) > 0) {
 			while (ino >= 0 && read(ino, buf, sizeof(buf)) > 0)
+				;
+			while (read(w->wake[0], buf, sizeof(buf)) > 0)
 				;
 		}
 	}
@@ -603,21 +617,43 @@ void follow_start(struct fs *fs)
 	w->running = !rc;
 }
 
-void follow_stop(struct fs *fs)
+/* Stop the watcher (once) and join it. */
+static void halt(struct fw *w)
 {
-	struct fw *w = fs->follow;
-	size_t i;
-
-	if (!w)
-		return;
 	pthread_mutex_lock(&w->lock);
 	w->stop = true;
 	pthread_cond_broadcast(&w->grew);
 	pthread_mutex_unlock(&w->lock);
 	if (w->running) {
-		if (write(w->wake[1], "x", 1) < 0)
-			fs_log(fs, LOG_WARNING, "follow: %s", strerror(errno));
+		if (write(w->wake[1], "x", 1) < 0 && errno != EAGAIN)
+			fs_log(w->fs, LOG_WARNING, "follow: %s",
+			       strerror(errno));
 		pthread_join(w->tid, NULL);
+		w->running = false;
+	}
+}
+
+void follow_end_waits(struct fs *fs)
+{
+	if (!fs->follow)
+		return;
+	halt(fs->follow);
+	follow_tend_waiters(fs->follow); /* EINTR, every one */
+}
+
+void follow_stop(struct fs *fs)
+{
+	struct fw *w = fs->follow;
+	struct fwaiter *q;
+	size_t i;
+
+	if (!w)
+		return;
+	halt(w);
+	/* the session is gone: a read still parked cannot be answered */
+	while ((q = w->waiters)) {
+		w->waiters = q->next;
+		free(q);
 	}
 	for (i = 0; i < w->nwins; i++)
 		sfs_window_free(w->wins[i]);

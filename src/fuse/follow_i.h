@@ -37,6 +37,18 @@ struct fshard {
 	int64_t mtime_ns;
 };
 
+/* A read of a stream waiting for its bytes, parked (no thread held) until
+ * the watcher answers it (follow_tend_waiters) or it is interrupted. */
+struct fwaiter {
+	fuse_req_t req;
+	size_t ri; /* its reader */
+	uint64_t pos;
+	size_t size;
+	double start, logged; /* follow_now() */
+	int rc; /* how the watcher answers it: 0 its bytes, or -errno */
+	struct fwaiter *next; /* fw.waiters (w->lock) */
+};
+
 struct freader {
 	uint32_t rank, worker;
 	uint64_t *at; /* at[i]: its stream's offset of window first + i */
@@ -46,7 +58,8 @@ struct freader {
 	struct faccess *acc; /* acc[i]: of its file of window first + i */
 	size_t acc_cap;
 	struct faccess stream_acc; /* of its stream: every window's */
-	bool waiting;
+	bool waiting; /* reads of it are parked: nwaiting of them */
+	size_t nwaiting;
 };
 
 struct fw {
@@ -95,8 +108,9 @@ struct fw {
 	size_t failed_cap;
 	char *build_error; /* the last failed build, logged once */
 	int progress_fd; /* progress=DIR, open; -1 without it */
+	struct fwaiter *waiters; /* parked reads (w->lock) */
 	bool stop;
-	int wake[2];
+	int wake[2]; /* wakes the watcher: to stop, or a read parked */
 	pthread_t tid;
 	bool running;
 };
@@ -129,5 +143,14 @@ char *follow_consumed_text(struct fw *w);
  * numbers, a reader this mount does not serve, a window not complete.
  */
 int follow_ack(struct fw *w, const char *buf, size_t size);
+
+/*
+ * Answer the parked reads whose bytes are there (or the stream complete),
+ * those past follow_timeout= (EIO, logged), every one when stopping
+ * (EINTR); log those waiting every 30 s.  Called by the watcher each turn
+ * (at least every second while reads wait), and once the watcher has
+ * stopped.  Without w->lock.
+ */
+void follow_tend_waiters(struct fw *w);
 
 #endif

@@ -691,67 +691,6 @@ static ssize_t read_window(struct fw *w, const struct sfs_window *win,
 	return (ssize_t)done;
 }
 
-/*
- * Wait, with w->lock, until reader r's stream holds byte pos, or it has
- * ended.  Returns 0, -EIO after follow_timeout (logged), -EINTR when the
- * request was interrupted or the daemon stops.
- */
-static int wait_for(struct fw *w, fuse_req_t req, struct freader *r,
-		    uint64_t pos)
-{
-	struct fs *fs = w->fs;
-	double start = follow_now(), logged = start;
-
-	while (pos >= follow_reader_size(w, r) && !w->complete) {
-		struct timespec ts;
-		uint64_t k = w->first + w->nwins;
-		double t = follow_now();
-
-		if (w->stop || fuse_req_interrupted(req) ||
-		    fuse_session_exited(fs->se)) {
-			w->status_gen += r->waiting;
-			r->waiting = false;
-			return -EINTR;
-		}
-		if (t - start >= fs->mount.follow_timeout ||
-		    t - logged >= WAIT_LOG_SECONDS) {
-			uint64_t need = (k + 1) * w->n;
-			bool out = t - start >= fs->mount.follow_timeout;
-
-			fs_log(fs, out ? LOG_ERR : LOG_INFO,
-			       "reader %u/%u %s window %" PRIu64
-			       " for %.0f s: the stream holds %" PRIu64
-			       " samples, the window needs %" PRIu64
-			       " (%" PRIu64
-			       " missing) after the last shard %s%s",
-			       r->rank, r->worker,
-			       out ? "gave up waiting for" : "waits for", k,
-			       t - start, w->nsamples, need, need - w->nsamples,
-			       w->nshards ? w->shards[w->nshards - 1].path :
-					    "(none yet)",
-			       out ? " (follow_timeout=): EIO" : "");
-			logged = t;
-			if (out) {
-				w->status_gen += r->waiting;
-				r->waiting = false;
-				atomic_fetch_add(&fs->errors, 1);
-				return -EIO;
-			}
-		}
-		if (!r->waiting || r->window != k)
-			w->status_gen++;
-		r->waiting = true;
-		r->window = k;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += 1;
-		pthread_cond_timedwait(&w->grew, &w->lock, &ts);
-	}
-	if (r->waiting)
-		w->status_gen++;
-	r->waiting = false;
-	return 0;
-}
-
 /* The window (from first) holding byte pos of r's stream (pos below its
  * size). */
 static size_t window_at(const struct fw *w, const struct freader *r,
@@ -770,15 +709,254 @@ static size_t window_at(const struct fw *w, const struct freader *r,
 	return lo;
 }
 
+/*
+ * Bytes [pos, pos + size) of reader ri's stream into buf, what of them the
+ * stream holds (pos below its size, or the stream complete); with w->lock
+ * on entry and on return (let go while the shards are read).  Returns the
+ * count, or -EIO, -EACCES.
+ */
+static ssize_t stream_bytes(struct fw *w, fuse_req_t req, size_t ri, char *buf,
+			    size_t size, uint64_t pos)
+{
+	struct freader *r = &w->readers[ri];
+	ssize_t got = 0;
+	size_t i;
+
+	while ((size_t)got < size &&
+	       pos + (uint64_t)got < follow_reader_size(w, r)) {
+		uint64_t at = pos + (uint64_t)got, from, to;
+		const struct sfs_window *win;
+		ssize_t n;
+
+		/* r->at is grown (moved) by the watcher: what of it the read
+		 * needs is taken under the lock */
+		i = window_at(w, r, at);
+		win = w->wins[i];
+		from = r->at[i];
+		to = r->at[i + 1];
+		if (r->window != w->first + i)
+			w->status_gen++;
+		r->window = w->first + i;
+		if (!may_read(req, &r->acc[i]))
+			return -EACCES;
+		pthread_mutex_unlock(&w->lock);
+		/* within the window, without its trailer */
+		n = read_window(w, win, ri, buf + got,
+				(size_t)(to - at) < size - (size_t)got ?
+					(size_t)(to - at) :
+					size - (size_t)got,
+				at - from);
+		pthread_mutex_lock(&w->lock);
+		if (n < 0)
+			return n;
+		got += n;
+	}
+	/* after the last window: the stream's ending */
+	if (w->complete && (size_t)got < size && w->nwins &&
+	    pos + (uint64_t)got >= follow_reader_size(w, r)) {
+		const struct sfs_window *last = w->wins[w->nwins - 1];
+		uint64_t in = pos + (uint64_t)got - follow_reader_size(w, r);
+
+		if (in < last->trailer_len) {
+			size_t n = (size_t)(last->trailer_len - in) <
+						   size - (size_t)got ?
+					   (size_t)(last->trailer_len - in) :
+					   size - (size_t)got;
+
+			memcpy(buf + got, (const char *)last->trailer + in, n);
+			got += (ssize_t)n;
+		}
+	}
+	return got;
+}
+
+/* Answer req with buf's got bytes, or its error (got < 0); frees buf. */
+static void reply_read(struct fw *w, fuse_req_t req, char *buf, ssize_t got)
+{
+	if (got < 0) {
+		fuse_reply_err(req, (int)-got);
+	} else {
+		atomic_fetch_add(&w->fs->bytes, (uint64_t)got);
+		/* a followed file's reads are all copies */
+		atomic_fetch_add(&w->fs->copied_reads, 1);
+		fuse_reply_buf(req, buf, (size_t)got);
+	}
+	free(buf);
+}
+
+/* Answer a read of reader ri's stream whose bytes are there (or the
+ * stream complete); without w->lock. */
+static void serve_stream(struct fw *w, fuse_req_t req, size_t ri, uint64_t pos,
+			 size_t size)
+{
+	char *buf = malloc(size ? size : 1);
+	ssize_t got = -ENOMEM;
+
+	if (buf) {
+		pthread_mutex_lock(&w->lock);
+		got = stream_bytes(w, req, ri, buf, size, pos);
+		pthread_mutex_unlock(&w->lock);
+	}
+	reply_read(w, req, buf, got);
+}
+
+/* The reader of q waits no more for it; with w->lock. */
+static void unpark(struct fw *w, struct fwaiter *q)
+{
+	struct freader *r = &w->readers[q->ri];
+
+	if (!--r->nwaiting) {
+		r->waiting = false;
+		w->status_gen++;
+	}
+}
+
+/* An interrupted read (the reader was killed, or gave up): if it is
+ * parked, it is answered EINTR.  libfuse calls this with the request
+ * held: the pointer is only compared. */
+static void interrupted(fuse_req_t req, void *data)
+{
+	struct fw *w = data;
+	struct fwaiter **pp, *q = NULL;
+
+	pthread_mutex_lock(&w->lock);
+	for (pp = &w->waiters; *pp; pp = &(*pp)->next) {
+		if ((*pp)->req == req) {
+			q = *pp;
+			*pp = q->next;
+			unpark(w, q);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&w->lock);
+	if (q) {
+		fuse_reply_err(req, EINTR);
+		free(q);
+	}
+}
+
+/*
+ * A read of bytes reader ri's stream does not hold yet: park it (the
+ * request kept, no thread held) for the watcher to answer when the bytes
+ * come (follow_tend_waiters), after follow_timeout=, on interrupt, or at
+ * the unmount.  Without w->lock.
+ */
+static void park(struct fw *w, fuse_req_t req, size_t ri, uint64_t pos,
+		 size_t size)
+{
+	struct fwaiter *q = calloc(1, sizeof(*q));
+	struct freader *r;
+	uint64_t k;
+
+	if (!q) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	*q = (struct fwaiter){ .req = req,
+			       .ri = ri,
+			       .pos = pos,
+			       .size = size,
+			       .start = follow_now() };
+	q->logged = q->start;
+	/* before it is on the list: an interrupt that comes now finds it
+	 * not there, and fuse_req_interrupted below sees it */
+	fuse_req_interrupt_func(req, interrupted, w);
+	pthread_mutex_lock(&w->lock);
+	r = &w->readers[ri];
+	if (pos < follow_reader_size(w, r) || w->complete) {
+		pthread_mutex_unlock(&w->lock);
+		free(q);
+		serve_stream(w, req, ri, pos, size);
+		return;
+	}
+	if (w->stop || fuse_req_interrupted(req) || !w->running) {
+		/* no watcher (it could not start): nothing would answer it */
+		pthread_mutex_unlock(&w->lock);
+		free(q);
+		fuse_reply_err(req, w->stop || w->running ? EINTR : EIO);
+		return;
+	}
+	q->next = w->waiters;
+	w->waiters = q;
+	k = w->first + w->nwins;
+	if (!r->nwaiting++ || r->window != k)
+		w->status_gen++;
+	r->waiting = true;
+	r->window = k;
+	pthread_mutex_unlock(&w->lock);
+	/* the watcher times it out: wake it to take its second's tick */
+	if (write(w->wake[1], "w", 1) < 0 && errno != EAGAIN)
+		fs_log(w->fs, LOG_WARNING, "follow: %s", strerror(errno));
+}
+
+/* (follow_i.h) */
+void follow_tend_waiters(struct fw *w)
+{
+	struct fs *fs = w->fs;
+	struct fwaiter *done = NULL, **pp, *q;
+	double t = follow_now();
+
+	pthread_mutex_lock(&w->lock);
+	for (pp = &w->waiters; (q = *pp);) {
+		struct freader *r = &w->readers[q->ri];
+		uint64_t k = w->first + w->nwins, need = (k + 1) * w->n;
+		bool out = t - q->start >= fs->mount.follow_timeout;
+
+		if (w->stop || w->complete ||
+		    q->pos < follow_reader_size(w, r)) {
+			q->rc = w->stop ? -EINTR : 0;
+		} else if (out || t - q->logged >= WAIT_LOG_SECONDS) {
+			fs_log(fs, out ? LOG_ERR : LOG_INFO,
+			       "reader %u/%u %s window %" PRIu64
+			       " for %.0f s: the stream holds %" PRIu64
+			       " samples, the window needs %" PRIu64
+			       " (%" PRIu64
+			       " missing) after the last shard %s%s",
+			       r->rank, r->worker,
+			       out ? "gave up waiting for" : "waits for", k,
+			       t - q->start, w->nsamples, need,
+			       need - w->nsamples,
+			       w->nshards ? w->shards[w->nshards - 1].path :
+					    "(none yet)",
+			       out ? " (follow_timeout=): EIO" : "");
+			q->logged = t;
+			if (!out) {
+				pp = &q->next;
+				continue;
+			}
+			atomic_fetch_add(&fs->errors, 1);
+			q->rc = -EIO;
+		} else {
+			pp = &q->next;
+			continue;
+		}
+		*pp = q->next;
+		unpark(w, q);
+		q->next = done;
+		done = q;
+	}
+	pthread_mutex_unlock(&w->lock);
+	while ((q = done)) {
+		done = q->next;
+		if (q->rc)
+			fuse_reply_err(q->req, -q->rc);
+		else
+			serve_stream(w, q->req, q->ri, q->pos, q->size);
+		free(q);
+	}
+}
+
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_of(req);
 	struct fw *w = fs->follow;
 	uint64_t k = kind_of(ino), pos = (uint64_t)off;
+	const struct sfs_window *win;
 	struct freader *r;
 	size_t ri, i;
-	ssize_t got = 0;
+	ssize_t got;
+	bool ready;
 	char *buf;
 
 	(void)fi;
@@ -803,104 +981,45 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	size = size < READ_MAX ? size : READ_MAX;
-	buf = malloc(size ? size : 1);
-	if (!buf) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
 	atomic_fetch_add(&fs->reads, 1);
 	pthread_mutex_lock(&w->lock);
 	r = reader_of(w, ino);
 	if (!r || (k != K_STREAM && k != K_WINDOW)) {
 		pthread_mutex_unlock(&w->lock);
-		free(buf);
 		fuse_reply_err(req, r ? EISDIR : ENOENT);
 		return;
 	}
 	ri = (size_t)(r - w->readers);
-	if (k == K_WINDOW) {
-		const struct sfs_window *win;
-
-		i = (size_t)(val_of(ino) & 0xffffffffULL);
-		win = w->wins[i];
+	if (k == K_STREAM) {
+		/* a read that must wait holds no thread: it is parked */
+		ready = pos < follow_reader_size(w, r) || w->complete;
 		pthread_mutex_unlock(&w->lock);
-		/* reads never consume: acks do (.shardfs/ack) */
-		got = read_window(w, win, ri, buf, size, pos);
-	} else {
-		int rc = wait_for(w, req, r, pos);
-
-		while (!rc && (size_t)got < size &&
-		       pos + (uint64_t)got < follow_reader_size(w, r)) {
-			uint64_t at = pos + (uint64_t)got, from, to;
-			const struct sfs_window *win;
-			ssize_t n;
-
-			/* r->at is grown (moved) by the watcher: what of it
-			 * the read needs is taken under the lock */
-			i = window_at(w, r, at);
-			win = w->wins[i];
-			from = r->at[i];
-			to = r->at[i + 1];
-			if (r->window != w->first + i)
-				w->status_gen++;
-			r->window = w->first + i;
-			if (!may_read(req, &r->acc[i])) {
-				rc = -EACCES;
-				break;
-			}
-			pthread_mutex_unlock(&w->lock);
-			/* within the window, without its trailer */
-			n = read_window(w, win, ri, buf + got,
-					(size_t)(to - at) < size - (size_t)got ?
-						(size_t)(to - at) :
-						size - (size_t)got,
-					at - from);
-			pthread_mutex_lock(&w->lock);
-			if (n < 0) {
-				rc = (int)n;
-				break;
-			}
-			got += n;
-		}
-		/* after the last window: the stream's ending */
-		if (!rc && w->complete && (size_t)got < size && w->nwins &&
-		    pos + (uint64_t)got >= follow_reader_size(w, r)) {
-			const struct sfs_window *last = w->wins[w->nwins - 1];
-			uint64_t in =
-				pos + (uint64_t)got - follow_reader_size(w, r);
-
-			if (in < last->trailer_len) {
-				size_t n = (size_t)(last->trailer_len - in) <
-							   size - (size_t)got ?
-						   (size_t)(last->trailer_len -
-							    in) :
-						   size - (size_t)got;
-
-				memcpy(buf + got,
-				       (const char *)last->trailer + in, n);
-				got += (ssize_t)n;
-			}
-		}
-		pthread_mutex_unlock(&w->lock);
-		if (rc)
-			got = rc;
-	}
-	if (got < 0) {
-		free(buf);
-		fuse_reply_err(req, (int)-got);
+		if (ready)
+			serve_stream(w, req, ri, pos, size);
+		else
+			park(w, req, ri, pos, size);
 		return;
 	}
-	atomic_fetch_add(&fs->bytes, (uint64_t)got);
-	atomic_fetch_add(&fs->copied_reads, 1); /* a followed file's reads
-						 * are all copies */
-	fuse_reply_buf(req, buf, (size_t)got);
-	free(buf);
+	i = (size_t)(val_of(ino) & 0xffffffffULL);
+	win = w->wins[i];
+	pthread_mutex_unlock(&w->lock);
+	buf = malloc(size ? size : 1);
+	/* reads never consume: acks do (.shardfs/ack) */
+	got = buf ? read_window(w, win, ri, buf, size, pos) : -ENOMEM;
+	reply_read(w, req, buf, got);
 }
 
 /* libfuse refuses the session unless INIT repeats the mount's max_read */
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	conn->max_read = ((struct fs *)userdata)->max_read;
+}
+
+/* The session ends (fuse_session_destroy, or the kernel's DESTROY): the
+ * reads still parked are answered while it can. */
+static void op_destroy(void *userdata)
+{
+	follow_end_waits(userdata);
 }
 
 static void op_statfs(fuse_req_t req, fuse_ino_t ino)
@@ -981,6 +1100,7 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 const struct fuse_lowlevel_ops follow_ops = {
 	.init = op_init,
+	.destroy = op_destroy,
 	.lookup = op_lookup,
 	.getattr = op_getattr,
 	.readdir = op_readdir,

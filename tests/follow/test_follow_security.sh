@@ -264,6 +264,28 @@ expect_eq "b: reads of a complete window are not blocked by the scan" \
 	"$(tail -1 <<<"$out")" OK
 unmount_view "$T/b-m"
 
+section "reads that wait hold no thread"
+mkdir -p "$T/w"
+printf '{"a":0}\n{"a":1}\n' > "$T/w/c0.jsonl"
+mount_view "$T/w" "$T/w-m" "$FO,window=2" || bad "mount w"
+# 80 reads wait for window 1 (more than the daemon's 64 request
+# threads); a read of the complete window 0 answered only at their
+# follow_timeout= before; then the stream ends and they get their EOF
+out=$(timeout 100 $PY "$TESTS/follow/many_waiters.py" "$T/w" "$T/w-m" 80 2>&1)
+echo "$out"
+expect_eq "w: a read of a complete window answers at once" \
+	"$(sed -n 2p <<<"$out")" fast
+expect_eq "w: the 80 waiting reads get their EOF once the stream ends" \
+	"$(sed -n 3p <<<"$out")" "80 of 80 waiting reads ended: ['0']"
+unmount_view "$T/w-m"
+# a waiting read whose reader is killed is let go (interrupted)
+mkdir -p "$T/wi"
+mount_view "$T/wi" "$T/wi-m" "$FO,window=2" || bad "mount wi"
+timeout 1 cat "$T/wi-m/0/0/stream.jsonl"
+expect_eq "wi: a killed reader's read is let go: nobody waits" \
+	"$(sleep 0.3; $PY -c 'import json, sys; print(json.load(open(sys.argv[1]))["readers"][0]["waiting"])' "$T/wi-m/.shardfs/status")" False
+unmount_view "$T/wi-m"
+
 expect_eq "nothing of this test left mounted" \
 	"$(awk -v t="$T" 'index($2, t) == 1' /proc/mounts | wc -l)" 0
 finish
