@@ -102,7 +102,6 @@ int follow_prepare(struct fs *fs, const char *src, struct sfs_error *err)
 	}
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_mutex_init(&w->text_lock, NULL);
-	pthread_cond_init(&w->grew, NULL);
 	rc = sfs_follow_open(src, fs->mount.index_dir, true, format, note, fs,
 			     &w->f, err);
 	if (rc)
@@ -359,11 +358,8 @@ static size_t advance(struct fw *w, bool scan)
 		w->status_nshards = w->nshards;
 	}
 	w->complete = complete;
-	if (w->nwins != before || w->complete) {
-		pthread_cond_broadcast(&w->grew);
-		if (w->complete && !before)
-			write_progress(w);
-	}
+	if (w->complete && !before)
+		write_progress(w);
 	pthread_mutex_unlock(&w->lock);
 	for (; i < nbuilt; i++) /* those not added: still ours */
 		sfs_window_free(built[i]);
@@ -622,7 +618,6 @@ static void halt(struct fw *w)
 {
 	pthread_mutex_lock(&w->lock);
 	w->stop = true;
-	pthread_cond_broadcast(&w->grew);
 	pthread_mutex_unlock(&w->lock);
 	if (w->running) {
 		if (write(w->wake[1], "x", 1) < 0 && errno != EAGAIN)

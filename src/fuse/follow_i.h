@@ -69,7 +69,6 @@ struct fw {
 	uint64_t n; /* window= */
 	const char *ext;
 	pthread_mutex_t lock;
-	pthread_cond_t grew;
 	struct sfs_window **wins; /* windows first .. first + nwins - 1 */
 	size_t nwins, cap;
 	uint64_t first;
