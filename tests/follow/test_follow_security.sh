@@ -162,6 +162,14 @@ done
 expect_eq "u: the status and progress name the shards, escaped" \
 	"$(names "$T/u-m" "$T/u-p")" \
 	"b%25.jsonl a%FF.jsonl a%FF.jsonl b'b%.jsonl' b'a\\xff.jsonl'"
+expect_eq "u: shardfs.follow.shard_name gives the file's name back" \
+	"$(PYTHONPATH=$TESTS/../python $PY -c '
+import json, os, sys
+from shardfs import follow
+s = json.load(open(sys.argv[1] + "/.shardfs/status"))
+n = follow.shard_name(s["follow"]["consumed"])
+print(n in os.listdir(sys.argv[2]), os.fsencode(n))' "$T/u-m" "$T/u")" \
+	"True b'a\\xff.jsonl'"
 expect_eq "u: consumed (plain text) holds the name's bytes" \
 	"$(cat "$T/u-m/.shardfs/consumed")" "a"$'\xff'".jsonl"
 expect_eq "u: no failed progress write logged" \
