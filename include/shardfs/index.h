@@ -345,6 +345,16 @@ int sfs_index_save(const struct sfs_index *idx, const char *dir,
 int sfs_index_check_source(struct sfs_index *idx, const char *dir, bool to_read,
 			   struct sfs_error *err);
 
+/*
+ * Who the source at source (absolute; open as srcfd) lets read the file at
+ * path (relative to it) into *acc, as sfs_index_check_source notes it for
+ * a shard: owner, group and mode less what the directories on its path
+ * keep out.  acc->known is false when the file cannot be looked at (gone,
+ * not a regular file, a symlink on its path).  Returns 0, or -ENOMEM.
+ */
+int sfs_index_file_access(const char *source, int srcfd, const char *path,
+			  struct sfs_access *acc);
+
 /* The position of path in idx (binary search), or -1. */
 ssize_t sfs_index_find(const struct sfs_index *idx, const char *path);
 

@@ -10,6 +10,7 @@
 #ifndef SHARDFS_UTIL_H
 #define SHARDFS_UTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -26,6 +27,30 @@ int sfs_write_full(int fd, const void *buf, size_t len);
 
 /* pwrite all len bytes at off, likewise: 0 or -errno. */
 int sfs_pwrite_full(int fd, const void *buf, size_t len, uint64_t off);
+
+/*
+ * Replace the file called name in the directory open as dirfd with len
+ * bytes of buf, atomically and without following a symlink, for a
+ * directory another user may write: the bytes go to a new temporary name
+ * (".NAME.XXXXXX", created with O_CREAT | O_EXCL | O_NOFOLLOW, another one
+ * tried when something is planted there), are written in full and
+ * fsync'ed, and the temporary is renamed onto name (a symlink planted at
+ * name is replaced, never followed).  mode: of the new file.  Returns 0,
+ * or -errno of the failing call (the temporary is removed then).
+ */
+int sfs_write_beneath(int dirfd, const char *name, const void *buf, size_t len,
+		      mode_t mode);
+
+/*
+ * A file name as a JSON string may hold it (JSON text is UTF-8; jansson
+ * refuses anything else): every byte of name that is not part of a valid
+ * UTF-8 character written "%XX" (two upper-case hex digits), and every
+ * '%' written "%25" when always is true or name needed an escape, so that
+ * the bytes come back unambiguously (Python:
+ * urllib.parse.unquote_to_bytes).  Returns a heap string, or NULL without
+ * memory.
+ */
+char *sfs_name_escape(const char *name, bool always);
 
 /*
  * Make *arrayp (a pointer to an array of elements of size bytes, possibly

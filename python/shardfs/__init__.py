@@ -20,10 +20,11 @@ from ._mount import (Mount, MountMismatch, ShardfsError, job_rank, job_world,
                      resume_start)
 from ._release import __version__
 from .samples import samples
+from . import follow  # follow=1: windows, acknowledge (docs/follow.md)
 
 __all__ = ["Mount", "MountMismatch", "MountedView", "ShardfsError", "job_rank",
-           "job_world", "mount", "resume_start", "samples", "ShardfsDataset",
-           "ShardfsEpoch", "__version__"]
+           "job_world", "mount", "resume_start", "samples", "follow",
+           "ShardfsDataset", "ShardfsEpoch", "__version__"]
 
 
 def __getattr__(name: str) -> Any:

@@ -16,9 +16,12 @@
  * file (reader << 32 | window - first).  Windows are never freed before
  * the unmount: what a number names never changes.
  *
- * One lock (fw.lock) guards the stream, the windows and the readers; the
- * bytes of the shards are read outside it, each read opening the shard
- * and checking it is as it entered the stream.
+ * One lock (fw.lock) guards what the readers see: the stream as published
+ * to them (fw.shards), the windows and the readers.  The watcher scans
+ * new shards and lays out windows without it (its own sfs_follow, fw.f),
+ * then publishes them under it, briefly; the bytes of the shards are read
+ * outside it, each read opening the shard and checking it is as it
+ * entered the stream.
  *
  * This file: the options, the watcher, the windows and consumption;
  * follow_tree.c: the tree and its FUSE operations; follow_i.h: what they
@@ -86,8 +89,19 @@ int follow_prepare(struct fs *fs, const char *src, struct sfs_error *err)
 	w->n = fs->mount.window;
 	w->first = o->start / w->n;
 	w->wake[0] = w->wake[1] = -1;
+	w->progress_fd = -1;
+	if (fs->mount.progress_dir) {
+		w->progress_fd =
+			open(fs->mount.progress_dir,
+			     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (w->progress_fd < 0)
+			return sfs_errorf(
+				err, -errno,
+				"progress=%s: cannot open the directory (%s): create it; a symlink is not followed",
+				fs->mount.progress_dir, strerror(errno));
+	}
 	pthread_mutex_init(&w->lock, NULL);
-	pthread_cond_init(&w->grew, NULL);
+	pthread_mutex_init(&w->text_lock, NULL);
 	rc = sfs_follow_open(src, fs->mount.index_dir, true, format, note, fs,
 			     &w->f, err);
 	if (rc)
@@ -101,6 +115,11 @@ int follow_prepare(struct fs *fs, const char *src, struct sfs_error *err)
 			"follow=1: %s holds no shard yet, so its format is not known: add format=jsonl (or tfrecord, tar)",
 			w->f->source);
 	w->ext = ext_of(w->f->format);
+	if (w->f->log_path) {
+		w->log_path = strdup(w->f->log_path);
+		if (!w->log_path)
+			return sfs_errorf(err, -ENOMEM, "out of memory");
+	}
 	/* the readers shown: every worker of each rank shown */
 	n = fs->vopts.options.nranks ? fs->vopts.options.nranks : o->world;
 	w->ranks = calloc(n, sizeof(*w->ranks));
@@ -136,66 +155,217 @@ const char *follow_source(const struct fs *fs)
 
 /* ---- the windows, built by the watcher ---- */
 
-/* Add window win (built) to the readers' streams. */
+/* Who the source lets read the shards of the stream the readers do not
+ * have yet (publish adds them): into acc (from shard w->nshards on), by
+ * the watcher, without w->lock (a few stats each). */
+static int look_at_shards(struct fw *w, struct sfs_access **acc)
+{
+	const struct sfs_follow *f = w->f;
+	size_t i, n = f->nshards - w->nshards;
+	int rc;
+
+	*acc = n ? calloc(n, sizeof(**acc)) : NULL;
+	if (n && !*acc)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		rc = sfs_index_file_access(f->source, f->srcfd,
+					   f->shards[w->nshards + i].path,
+					   &(*acc)[i]);
+		if (rc) {
+			free(*acc);
+			*acc = NULL;
+			return rc;
+		}
+	}
+	return 0;
+}
+
+/* Publish to the readers (with w->lock) the shards of the stream they do
+ * not have yet, with acc (look_at_shards).  0 or -ENOMEM (nothing of it
+ * then). */
+static int publish_shards(struct fw *w, const struct sfs_access *acc)
+{
+	const struct sfs_follow *f = w->f;
+	size_t i, n = f->nshards;
+
+	if (SFS_GROW(w->shards, w->shards_cap, n) ||
+	    SFS_GROW(w->shard_acc, w->shard_acc_cap, n))
+		return -ENOMEM;
+	for (i = w->nshards; i < n; i++) {
+		const struct sfs_follow_shard *sh = &f->shards[i];
+
+		w->shards[i] = (struct fshard){ .path = strdup(sh->path),
+						.size = sh->size,
+						.first = sh->first,
+						.nsamples = sh->nsamples,
+						.mtime_ns = sh->mtime_ns };
+		if (!w->shards[i].path) {
+			while (i-- > w->nshards)
+				free(w->shards[i].path);
+			return -ENOMEM;
+		}
+		w->shard_acc[i] = acc[i - w->nshards];
+	}
+	w->nshards = n;
+	w->nsamples = f->nsamples;
+	w->ended = f->ended;
+	w->log_kept = f->log_fd >= 0;
+	return 0;
+}
+
+/* a: also of a file that serves bytes of a shard the source lets s read.
+ * A shard that cannot be looked at (gone: its bytes are EIO) adds
+ * nothing. */
+static void access_and(struct faccess *a, const struct sfs_access *s)
+{
+	if (!s->known)
+		return;
+	if (!a->known) {
+		*a = (struct faccess){ s->uid, s->gid, s->mode & 0444u, true };
+		return;
+	}
+	if (a->uid != s->uid)
+		a->uid = 0;
+	if (a->gid != s->gid) {
+		a->gid = 0;
+		a->mode &= ~0070u;
+	}
+	a->mode &= s->mode & 0444u;
+}
+
+/* Add window win (built) to the readers' streams; with w->lock, its
+ * shards published. */
 static int add_window(struct fw *w, struct sfs_window *win)
 {
-	size_t i;
+	size_t i, j;
 
 	if (SFS_GROW(w->wins, w->cap, w->nwins + 1))
 		return -ENOMEM;
 	for (i = 0; i < w->nreaders; i++) {
 		struct freader *r = &w->readers[i];
+		const struct sfs_window_reader *wr = &win->readers[i];
+		struct faccess a = { 0 };
 
 		if (SFS_GROW(r->at, r->cap, w->nwins + 2) ||
-		    SFS_GROW(r->read, r->read_cap, w->nwins + 1))
+		    SFS_GROW(r->acc, r->acc_cap, w->nwins + 1))
 			return -ENOMEM;
+		for (j = 0; j < wr->nruns; j++)
+			access_and(&a, &w->shard_acc[wr->runs[j].shard]);
 		if (!w->nwins)
 			r->at[0] = 0;
-		r->at[w->nwins + 1] = r->at[w->nwins] + win->readers[i].size;
-		r->read[w->nwins] = 0;
+		r->at[w->nwins + 1] = r->at[w->nwins] + wr->size;
+		r->acc[w->nwins] = a;
+		for (j = 0; j < wr->nruns; j++)
+			access_and(&r->stream_acc,
+				   &w->shard_acc[wr->runs[j].shard]);
 	}
 	w->wins[w->nwins++] = win;
+	w->padding += win->padding;
+	w->dropped += win->dropped;
+	w->status_gen++;
 	return 0;
 }
 
-/* Build the windows that completed; with w->lock. */
-static void build_windows(struct fw *w)
+static void write_progress(struct fw *w);
+
+/* Log a failed build of window k once (the same error again: not). */
+static void build_failed(struct fw *w, uint64_t k, const char *msg)
+{
+	if (w->build_error && !strcmp(w->build_error, msg))
+		return;
+	fs_log(w->fs, LOG_ERR, "window %" PRIu64 ": %s", k, msg);
+	free(w->build_error);
+	w->build_error = strdup(msg);
+}
+
+/*
+ * The watcher's turn: list the source (with scan), scan the new shards
+ * and lay out the windows that completed, all without w->lock (a shard
+ * of a gigabyte takes seconds: reads of what is there must not wait for
+ * it), then publish the shards and the windows to the readers under the
+ * lock, briefly.  Only the watcher (or follow_start, before it runs)
+ * changes w->f, w->nwins and w->last_built, so it reads them unlocked.
+ * Returns the windows there were before (to see what changed).
+ */
+static size_t advance(struct fw *w, bool scan)
 {
 	const struct sfs_plan_opts *o = &w->fs->vopts.options.plan;
+	struct sfs_window **built = NULL;
+	struct sfs_access *acc = NULL;
+	struct sfs_error err = { 0 };
+	size_t nbuilt = 0, cap = 0, i, before = w->nwins;
 	uint64_t first, full;
-	bool last;
+	bool last, last_built = w->last_built, failed = false;
+	bool complete;
 
+	if (scan && sfs_follow_scan(w->f, NULL, &err))
+		fs_log(w->fs, LOG_ERR, "%s", err.msg);
 	sfs_follow_windows(w->f->nsamples, w->n, o->start, w->f->ended, &first,
 			   &full, &last);
-	while (w->nwins < full || (last && !w->last_built)) {
-		bool is_last = w->nwins >= full;
+	while (before + nbuilt < full || (last && !last_built)) {
+		uint64_t k = w->first + before + nbuilt;
+		bool is_last = before + nbuilt >= full;
 		struct sfs_window *win;
-		struct sfs_error err = { 0 };
-		int rc = sfs_window_build(w->f, o, w->n, w->first + w->nwins,
-					  is_last, w->plan_readers, w->nreaders,
-					  &win, &err);
+		int rc = sfs_window_build(w->f, o, w->n, k, is_last,
+					  w->plan_readers, w->nreaders, &win,
+					  &err);
 
 		if (rc == -ENODATA) {
-			w->last_built = true;
+			last_built = true;
 			break;
 		}
-		if (rc || add_window(w, win)) {
-			if (!rc)
-				sfs_window_free(win);
-			if (!w->build_error ||
-			    strcmp(w->build_error, err.msg)) {
-				fs_log(w->fs, LOG_ERR, "window %" PRIu64 ": %s",
-				       w->first + w->nwins,
-				       rc ? err.msg : "out of memory");
-				free(w->build_error);
-				w->build_error = strdup(err.msg);
-			}
-			return;
+		if (!rc && SFS_GROW(built, cap, nbuilt + 1)) {
+			sfs_window_free(win);
+			rc = -ENOMEM;
+			snprintf(err.msg, sizeof(err.msg), "out of memory");
 		}
+		if (rc) {
+			build_failed(w, k, err.msg);
+			failed = true;
+			break;
+		}
+		built[nbuilt++] = win;
 		if (is_last)
-			w->last_built = true;
+			last_built = true;
 	}
-	w->complete = w->f->ended && (w->last_built || !last);
+	if (look_at_shards(w, &acc)) {
+		build_failed(w, w->first + before, "out of memory");
+		for (i = 0; i < nbuilt; i++)
+			sfs_window_free(built[i]);
+		free(built);
+		return before;
+	}
+	pthread_mutex_lock(&w->lock);
+	i = 0;
+	if (publish_shards(w, acc)) {
+		build_failed(w, w->first + before, "out of memory");
+		failed = true;
+	}
+	for (; !failed && i < nbuilt; i++) {
+		if (add_window(w, built[i])) {
+			build_failed(w, w->first + w->nwins, "out of memory");
+			failed = true;
+			break;
+		}
+	}
+	if (!failed)
+		w->last_built = last_built;
+	complete = failed ? w->complete : w->ended && (w->last_built || !last);
+	if (w->complete != complete || w->status_ended != w->ended ||
+	    w->status_nshards != w->nshards) {
+		w->status_gen++;
+		w->status_ended = w->ended;
+		w->status_nshards = w->nshards;
+	}
+	w->complete = complete;
+	if (w->complete && !before)
+		write_progress(w);
+	pthread_mutex_unlock(&w->lock);
+	for (; i < nbuilt; i++) /* those not added: still ours */
+		sfs_window_free(built[i]);
+	free(built);
+	free(acc);
+	return before;
 }
 
 /* ---- consumption ---- */
@@ -206,7 +376,7 @@ char *follow_consumed_text(struct fw *w)
 	char *s = NULL;
 
 	if (w->consumed &&
-	    asprintf(&s, "%s\n", w->f->shards[w->consumed - 1].path) < 0)
+	    asprintf(&s, "%s\n", w->shards[w->consumed - 1].path) < 0)
 		return NULL;
 	return s ? s : strdup("");
 }
@@ -222,66 +392,135 @@ static size_t shards_done(const struct fw *w, uint64_t done)
 		upto = UINT64_MAX;
 	if (done == 0)
 		upto = w->first * w->n;
-	while (c < w->f->nshards &&
-	       w->f->shards[c].first + w->f->shards[c].nsamples <= upto)
+	while (c < w->nshards &&
+	       w->shards[c].first + w->shards[c].nsamples <= upto)
 		c++;
 	return c;
 }
 
+/* progress=DIR: DIR/rank-R.json for every rank shown, written beneath
+ * DIR (opened once, at the mount) without following a symlink. */
 static void write_progress(struct fw *w)
 {
 	const char *dir = w->fs->mount.progress_dir;
 	size_t r, i;
 
-	for (r = 0; dir && r < w->nranks; r++) {
+	for (r = 0; w->progress_fd >= 0 && r < w->nranks; r++) {
 		uint64_t done = UINT64_MAX;
-		char path[4096], tmp[4200];
-		json_t *j;
+		char name[64], *text = NULL, *cons = NULL;
+		json_t *j = NULL;
 		size_t c;
+		int rc = -ENOMEM;
 
 		for (i = 0; i < w->nreaders; i++)
 			if (w->readers[i].rank == w->ranks[r] &&
 			    w->readers[i].done < done)
 				done = w->readers[i].done;
 		c = shards_done(w, done);
-		j = json_pack("{s:I, s:s?, s:I, s:b}", "rank",
-			      (json_int_t)w->ranks[r], "consumed",
-			      c ? w->f->shards[c - 1].path : NULL,
-			      "windows_read", (json_int_t)(w->first + done),
-			      "ended", w->complete);
-		snprintf(path, sizeof(path), "%s/rank-%u.json", dir,
-			 w->ranks[r]);
-		snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-		if (!j || json_dump_file(j, tmp, JSON_COMPACT) ||
-		    rename(tmp, path))
-			fs_log(w->fs, LOG_WARNING,
-			       "progress=%s: cannot write %s: %s", dir, path,
-			       strerror(errno));
+		/* the name as JSON holds it (sfs_name_escape) */
+		cons = c ? sfs_name_escape(w->shards[c - 1].path, true) : NULL;
+		if (!c || cons)
+			j = json_pack("{s:I, s:s?, s:I, s:b}", "rank",
+				      (json_int_t)w->ranks[r], "consumed", cons,
+				      "windows_read",
+				      (json_int_t)(w->first + done), "ended",
+				      w->complete);
+		text = j ? json_dumps(j, JSON_COMPACT) : NULL;
 		json_decref(j);
+		free(cons);
+		snprintf(name, sizeof(name), "rank-%u.json", w->ranks[r]);
+		if (text)
+			rc = sfs_write_beneath(w->progress_fd, name, text,
+					       strlen(text), 0644);
+		if (rc)
+			fs_log(w->fs, LOG_WARNING,
+			       "progress=%s: cannot write %s: %s", dir, name,
+			       text ? strerror(-rc) :
+				      "its JSON cannot be made (out of memory)");
+		free(text);
 	}
 }
 
-/* (follow_i.h) */
-void follow_window_read(struct fw *w, struct freader *r, size_t i)
+/* The decimal number at *p (digits only, at most 19 of them: no sign,
+ * no overflow) into *v, *p past it.  0 or -EINVAL. */
+static int ack_number(const char **p, const char *end, uint64_t *v)
 {
-	uint64_t min = UINT64_MAX;
-	size_t c, k;
+	int n = 0;
 
-	if (i >= w->nwins || r->read[i])
-		return;
-	r->read[i] = 1;
-	while (r->done < w->nwins && r->read[r->done])
-		r->done++;
-	for (k = 0; k < w->nreaders; k++)
-		if (w->readers[k].done < min)
-			min = w->readers[k].done;
-	c = shards_done(w, min);
-	if (c != w->consumed) {
-		w->consumed = c;
-		write_progress(w);
-	} else if (r->done == w->nwins && w->complete) {
-		write_progress(w);
+	*v = 0;
+	while (*p < end && **p >= '0' && **p <= '9' && n < 19) {
+		*v = *v * 10 + (uint64_t)(**p - '0');
+		(*p)++;
+		n++;
 	}
+	return n && !(*p < end && **p >= '0' && **p <= '9') ? 0 : -EINVAL;
+}
+
+/* (follow_i.h) */
+int follow_ack(struct fw *w, const char *buf, size_t size)
+{
+	const char *p = buf, *end = buf + size;
+	uint64_t rank, worker, k, min = UINT64_MAX;
+	char why[160], shown[72];
+	struct freader *r = NULL;
+	size_t i, c;
+
+	if (size && end[-1] == '\n')
+		end--;
+	if (size > 64 || ack_number(&p, end, &rank) || p == end ||
+	    *p++ != ' ' || ack_number(&p, end, &worker) || p == end ||
+	    *p++ != ' ' || ack_number(&p, end, &k) || p != end) {
+		snprintf(why, sizeof(why), "not three numbers");
+		goto refuse;
+	}
+	pthread_mutex_lock(&w->lock);
+	for (i = 0; i < w->nreaders; i++)
+		if (w->readers[i].rank == rank &&
+		    w->readers[i].worker == worker)
+			r = &w->readers[i];
+	if (!r) {
+		pthread_mutex_unlock(&w->lock);
+		snprintf(why, sizeof(why),
+			 "rank %" PRIu64 " worker %" PRIu64
+			 " is no reader this mount serves",
+			 rank, worker);
+		goto refuse;
+	}
+	if (k >= w->first + w->nwins) {
+		snprintf(why, sizeof(why),
+			 "window %" PRIu64 " is not complete (%s%" PRIu64 ")",
+			 k,
+			 w->nwins ? "the last complete one is " : "none is: ",
+			 w->nwins ? w->first + w->nwins - 1 : w->first);
+		pthread_mutex_unlock(&w->lock);
+		goto refuse;
+	}
+	/* acks only move forward: one of a window acknowledged already, or
+	 * before this mount's first (start=), changes nothing */
+	if (k >= w->first && k + 1 - w->first > r->done) {
+		r->done = k + 1 - w->first;
+		w->status_gen++;
+		for (i = 0; i < w->nreaders; i++)
+			if (w->readers[i].done < min)
+				min = w->readers[i].done;
+		c = shards_done(w, min);
+		if (c != w->consumed || (r->done == w->nwins && w->complete)) {
+			w->consumed = c;
+			write_progress(w);
+		}
+	}
+	pthread_mutex_unlock(&w->lock);
+	return 0;
+refuse:
+	/* the write as it came (but its final newline), printable, short */
+	size = (size_t)(end - buf);
+	for (i = 0; i < size && i < sizeof(shown) - 4; i++)
+		shown[i] = buf[i] >= ' ' && buf[i] < 127 ? buf[i] : '?';
+	snprintf(shown + i, sizeof(shown) - i, "%s", i < size ? "..." : "");
+	fs_log(w->fs, LOG_WARNING,
+	       "refused a write to .shardfs/ack (\"%s\"): %s; write \"RANK WORKER WINDOW\\n\" (e.g. \"0 1 5\": rank 0's worker 1 has taken windows up to 5), a reader this mount serves and a complete window (docs/follow.md)",
+	       shown, why);
+	return -EINVAL;
 }
 
 /* ---- the watcher ---- */
@@ -313,33 +552,37 @@ static void *watch(void *arg)
 	for (;;) {
 		struct pollfd p[2] = { { .fd = w->wake[0], .events = POLLIN },
 				       { .fd = ino, .events = POLLIN } };
-		struct sfs_error err = { 0 };
 		struct pollfd q = { .fd = w->wake[0], .events = POLLIN };
 		double t0 = follow_now(), gap;
-		size_t before;
+		bool stop, waiting;
+		int ms;
 
 		pthread_mutex_lock(&w->lock);
-		if (w->stop) {
-			pthread_mutex_unlock(&w->lock);
-			break;
-		}
-		before = w->nwins;
-		if (sfs_follow_scan(w->f, NULL, &err))
-			fs_log(fs, LOG_ERR, "%s", err.msg);
-		build_windows(w);
-		if (w->nwins != before || w->complete) {
-			pthread_cond_broadcast(&w->grew);
-			if (w->complete && !before)
-				write_progress(w);
-		}
+		stop = w->stop;
 		pthread_mutex_unlock(&w->lock);
+		if (stop)
+			break;
+		advance(w, true);
+		follow_tend_waiters(w);
 		gap = (follow_now() - t0) * SCAN_GAP_FACTOR;
 		if (gap >= 0.001 &&
-		    poll(&q, 1, gap < 1 ? (int)(gap * 1000) : 1000) > 0)
-			continue; /* woken to stop */
-		if (poll(p, ino >= 0 ? 2 : 1,
-			 (int)fs->mount.follow_interval * 1000) > 0) {
+		    poll(&q, 1, gap < 1 ? (int)(gap * 1000) : 1000) > 0) {
+			/* woken: to stop, or a read parked */
+			while (read(w->wake[0], buf, sizeof(buf)) > 0)
+				;
+			continue;
+		}
+		pthread_mutex_lock(&w->lock);
+		waiting = w->waiters != NULL;
+		pthread_mutex_unlock(&w->lock);
+		/* parked reads are timed out and logged to the second */
+		ms = (int)fs->mount.follow_interval * 1000;
+		if (waiting && ms > 1000)
+			ms = 1000;
+		if (poll(p, ino >= 0 ? 2 : 1, ms) > 0) {
 			while (ino >= 0 && read(ino, buf, sizeof(buf)) > 0)
+				;
+			while (read(w->wake[0], buf, sizeof(buf)) > 0)
 				;
 		}
 	}
@@ -357,8 +600,8 @@ void follow_start(struct fs *fs)
 		fs_log(fs, LOG_ERR, "follow: %s", strerror(errno));
 		return;
 	}
+	advance(w, false);
 	pthread_mutex_lock(&w->lock);
-	build_windows(w);
 	if (w->complete)
 		write_progress(w);
 	pthread_mutex_unlock(&w->lock);
@@ -370,35 +613,64 @@ void follow_start(struct fs *fs)
 	w->running = !rc;
 }
 
+/* Stop the watcher (once) and join it. */
+static void halt(struct fw *w)
+{
+	pthread_mutex_lock(&w->lock);
+	w->stop = true;
+	pthread_mutex_unlock(&w->lock);
+	if (w->running) {
+		if (write(w->wake[1], "x", 1) < 0 && errno != EAGAIN)
+			fs_log(w->fs, LOG_WARNING, "follow: %s",
+			       strerror(errno));
+		pthread_join(w->tid, NULL);
+		w->running = false;
+	}
+}
+
+void follow_end_waits(struct fs *fs)
+{
+	if (!fs->follow)
+		return;
+	halt(fs->follow);
+	follow_tend_waiters(fs->follow); /* EINTR, every one */
+}
+
 void follow_stop(struct fs *fs)
 {
 	struct fw *w = fs->follow;
+	struct fwaiter *q;
 	size_t i;
 
 	if (!w)
 		return;
-	pthread_mutex_lock(&w->lock);
-	w->stop = true;
-	pthread_cond_broadcast(&w->grew);
-	pthread_mutex_unlock(&w->lock);
-	if (w->running) {
-		if (write(w->wake[1], "x", 1) < 0)
-			fs_log(fs, LOG_WARNING, "follow: %s", strerror(errno));
-		pthread_join(w->tid, NULL);
+	halt(w);
+	/* the session is gone: a read still parked cannot be answered */
+	while ((q = w->waiters)) {
+		w->waiters = q->next;
+		free(q);
 	}
 	for (i = 0; i < w->nwins; i++)
 		sfs_window_free(w->wins[i]);
 	free(w->wins);
 	for (i = 0; i < w->nreaders; i++) {
 		free(w->readers[i].at);
-		free(w->readers[i].read);
+		free(w->readers[i].acc);
 	}
+	free(w->shard_acc);
+	for (i = 0; i < w->nshards; i++)
+		free(w->shards[i].path);
+	free(w->shards);
 	free(w->readers);
 	free(w->plan_readers);
 	free(w->ranks);
 	free(w->build_error);
 	free(w->failed);
+	free(w->status_text);
+	free(w->log_path);
 	sfs_follow_free(w->f);
+	if (w->progress_fd >= 0)
+		close(w->progress_fd);
 	if (w->wake[0] >= 0) {
 		close(w->wake[0]);
 		close(w->wake[1]);

@@ -13,25 +13,62 @@
 
 #include "fs.h"
 #include "shardfs/follow.h"
+#include "shardfs/index.h"
+
+/*
+ * Who may read a view file made of some shards: the owner and group
+ * shared by all of them (root when they differ, and no group bits then),
+ * and the AND of their read bits, each less what the source's directories
+ * keep out (sfs_index_file_access): only the classes of users that may
+ * read every shard it serves.  known false: no shard looked at yet (the
+ * mount's owner and 0444 then, as the main tree's unchecked files).
+ */
+struct faccess {
+	uint32_t uid, gid, mode;
+	bool known;
+};
+
+/* A shard of the stream as the readers see it: the watcher's copy of
+ * w->f's, published under w->lock (w->f itself is the watcher's, scanned
+ * without the lock). */
+struct fshard {
+	char *path;
+	uint64_t size, first, nsamples;
+	int64_t mtime_ns;
+};
+
+/* A read of a stream waiting for its bytes, parked (no thread held) until
+ * the watcher answers it (follow_tend_waiters) or it is interrupted. */
+struct fwaiter {
+	fuse_req_t req;
+	size_t ri; /* its reader */
+	uint64_t pos;
+	size_t size;
+	double start, logged; /* follow_now() */
+	int rc; /* how the watcher answers it: 0 its bytes, or -errno */
+	struct fwaiter *next; /* fw.waiters (w->lock) */
+};
 
 struct freader {
 	uint32_t rank, worker;
 	uint64_t *at; /* at[i]: its stream's offset of window first + i */
 	size_t cap;
-	unsigned char *read; /* read[i]: window first + i read to its end */
-	size_t read_cap;
-	uint64_t done; /* windows read, in order, from first */
+	uint64_t done; /* windows acknowledged (.shardfs/ack), from first */
 	uint64_t window; /* the window its last read was in */
-	bool waiting;
+	struct faccess *acc; /* acc[i]: of its file of window first + i */
+	size_t acc_cap;
+	struct faccess stream_acc; /* of its stream: every window's */
+	bool waiting; /* reads of it are parked: nwaiting of them */
+	size_t nwaiting;
 };
 
 struct fw {
 	struct fs *fs;
-	struct sfs_follow *f;
+	struct sfs_follow *f; /* the watcher's (w->lock not needed); readers
+			       * use what is published of it (shards) */
 	uint64_t n; /* window= */
 	const char *ext;
 	pthread_mutex_t lock;
-	pthread_cond_t grew;
 	struct sfs_window **wins; /* windows first .. first + nwins - 1 */
 	size_t nwins, cap;
 	uint64_t first;
@@ -44,14 +81,35 @@ struct fw {
 	uint32_t *ranks; /* shown, sorted */
 	size_t nranks;
 	size_t consumed; /* shards consumed */
+	/* the stream as published to the readers (w->lock): its shards,
+	 * who the source lets read each, its samples, its end, its log */
+	struct fshard *shards;
+	size_t nshards, shards_cap;
+	struct sfs_access *shard_acc;
+	size_t shard_acc_cap;
+	uint64_t nsamples;
+	bool ended, log_kept;
+	char *log_path; /* the log's path (a copy), or NULL */
+	/* bumped (w->lock) whenever what the status shows changes: a
+	 * window, consumption, an ack, a reader's wait or window */
+	uint64_t status_gen;
+	bool status_ended; /* f->ended and f->nshards as status_gen saw */
+	size_t status_nshards;
+	uint64_t padding, dropped; /* over the windows built */
+	pthread_mutex_t text_lock; /* guards the three below; taken before
+				    * w->lock, never after */
+	char *status_text; /* built for status_text_gen, padded */
+	uint64_t status_text_gen;
 	size_t status_len; /* status's text, padded (control_pad) */
 	/* per shard of the stream, why its bytes failed when last logged
 	 * (0: never, 1: gone, 2: changed): a cause is logged once */
 	unsigned char *failed;
 	size_t failed_cap;
 	char *build_error; /* the last failed build, logged once */
+	int progress_fd; /* progress=DIR, open; -1 without it */
+	struct fwaiter *waiters; /* parked reads (w->lock) */
 	bool stop;
-	int wake[2];
+	int wake[2]; /* wakes the watcher: to stop, or a read parked */
 	pthread_t tid;
 	bool running;
 };
@@ -75,7 +133,23 @@ static inline double follow_now(void)
  * when out of memory.  With w->lock. */
 char *follow_consumed_text(struct fw *w);
 
-/* Reader r read window i (from first) to its end; with w->lock. */
-void follow_window_read(struct fw *w, struct freader *r, size_t i);
+/*
+ * A write of size bytes to .shardfs/ack: "RANK WORKER WINDOW\n", that
+ * reader has taken every window up to WINDOW; consumption moves when
+ * every reader has (docs/follow.md, "Consumption").  Takes w->lock.
+ * Returns 0 (an ack of a window acknowledged already changes nothing), or
+ * -EINVAL, logged with the write and the form expected: not three
+ * numbers, a reader this mount does not serve, a window not complete.
+ */
+int follow_ack(struct fw *w, const char *buf, size_t size);
+
+/*
+ * Answer the parked reads whose bytes are there (or the stream complete),
+ * those past follow_timeout= (EIO, logged), every one when stopping
+ * (EINTR); log those waiting every 30 s.  Called by the watcher each turn
+ * (at least every second while reads wait), and once the watcher has
+ * stopped.  Without w->lock.
+ */
+void follow_tend_waiters(struct fw *w);
 
 #endif

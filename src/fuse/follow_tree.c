@@ -24,6 +24,7 @@
 #define INO_CTL 2
 #define INO_STATUS 3
 #define INO_CONSUMED 4
+#define INO_ACK 5
 #define KIND_SHIFT 60
 #define K_RANK 1ULL
 #define K_WORKER 2ULL
@@ -73,7 +74,47 @@ static bool rank_shown(struct fw *w, uint64_t rank)
 	return false;
 }
 
-static char *control_text_of(struct fw *w, fuse_ino_t ino);
+static int control_stat_of(struct fw *w, fuse_ino_t ino, struct stat *st);
+
+/* A file's mode and owner: the source's for the shards it serves (with
+ * allow_other, default_permissions refuses whom the source would), else
+ * the mount's owner's and 0444. */
+static void set_access(struct stat *st, const struct faccess *a)
+{
+	st->st_mode = S_IFREG | (a->known ? a->mode : 0444u);
+	if (a->known) {
+		st->st_uid = a->uid;
+		st->st_gid = a->gid;
+	}
+}
+
+/*
+ * The caller of req may read bytes a file of access a serves, as the
+ * kernel's default_permissions would decide: the stream's modes narrow as
+ * windows with other shards come, so a stream opened before is checked
+ * again at each window it reads (supplementary groups read only when the
+ * group's bits decide).
+ */
+static bool may_read(fuse_req_t req, const struct faccess *a)
+{
+	const struct fuse_ctx *c = fuse_req_ctx(req);
+	gid_t groups[64];
+	int i, n;
+
+	if (!a->known || c->uid == 0)
+		return true;
+	if (c->uid == a->uid)
+		return a->mode & 0400u;
+	if (!(a->mode & 0040u) == !(a->mode & 0004u))
+		return a->mode & 0004u;
+	if (c->gid == a->gid)
+		return a->mode & 0040u;
+	n = fuse_req_getgroups(req, 64, groups);
+	for (i = 0; i < n && i < 64; i++)
+		if (groups[i] == a->gid)
+			return a->mode & 0040u;
+	return a->mode & 0004u;
+}
 
 /* Attributes of ino, with w->lock; *timeout: how long they hold. */
 static int stat_of(struct fw *w, fuse_ino_t ino, struct stat *st,
@@ -97,23 +138,20 @@ static int stat_of(struct fw *w, fuse_ino_t ino, struct stat *st,
 		st->st_nlink = 2;
 		return 0;
 	}
-	if (ino == INO_STATUS || ino == INO_CONSUMED) {
-		char *t = control_text_of(w, ino);
-
-		if (!t)
-			return -ENOMEM;
-		st->st_mode = S_IFREG | 0444;
+	if (ino == INO_ACK) {
+		/* written by the job (0644, the mount's owner's: under
+		 * allow_other nobody else may), reads empty */
+		st->st_mode = S_IFREG | 0644;
 		st->st_nlink = 1;
-		st->st_size = (off_t)strlen(t);
-		st->st_mtime = time(NULL);
-		free(t);
 		return 0;
 	}
+	if (ino == INO_STATUS || ino == INO_CONSUMED)
+		return -EINVAL; /* control_stat_of, without the lock */
 	if (!r)
 		return -ENOENT;
-	st->st_mode = S_IFREG | 0444;
 	st->st_nlink = 1;
 	if (k == K_STREAM) {
+		set_access(st, &r->stream_acc);
 		st->st_size = (off_t)follow_reader_size(w, r);
 		if (w->complete && w->nwins)
 			st->st_size += (off_t)w->wins[0]->trailer_len;
@@ -122,6 +160,7 @@ static int stat_of(struct fw *w, fuse_ino_t ino, struct stat *st,
 	v &= 0xffffffffULL;
 	if (v >= w->nwins)
 		return -ENOENT;
+	set_access(st, &r->acc[v]);
 	st->st_size =
 		(off_t)(r->at[v + 1] - r->at[v] + w->wins[v]->trailer_len);
 	*timeout = VIEW_TIMEOUT;
@@ -149,6 +188,7 @@ static fuse_ino_t child(struct fw *w, fuse_ino_t parent, const char *name)
 	if (parent == INO_CTL)
 		return !strcmp(name, "status")	 ? INO_STATUS :
 		       !strcmp(name, "consumed") ? INO_CONSUMED :
+		       !strcmp(name, "ack")	 ? INO_ACK :
 						   0;
 	if (k == K_RANK) {
 		v = strtoull(name, &end, 10);
@@ -185,8 +225,14 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 	pthread_mutex_lock(&w->lock);
 	e.ino = child(w, parent, name);
-	rc = e.ino ? stat_of(w, e.ino, &e.attr, &t) : -ENOENT;
+	t = 0;
+	rc = !e.ino ? -ENOENT :
+	     e.ino == INO_STATUS || e.ino == INO_CONSUMED ?
+		      0 :
+		      stat_of(w, e.ino, &e.attr, &t);
 	pthread_mutex_unlock(&w->lock);
+	if (!rc && (e.ino == INO_STATUS || e.ino == INO_CONSUMED))
+		rc = control_stat_of(w, e.ino, &e.attr);
 	if (rc) {
 		fuse_reply_err(req, -rc);
 		return;
@@ -205,9 +251,14 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino,
 	int rc;
 
 	(void)fi;
-	pthread_mutex_lock(&w->lock);
-	rc = stat_of(w, ino, &st, &t);
-	pthread_mutex_unlock(&w->lock);
+	t = 0;
+	if (ino == INO_STATUS || ino == INO_CONSUMED) {
+		rc = control_stat_of(w, ino, &st);
+	} else {
+		pthread_mutex_lock(&w->lock);
+		rc = stat_of(w, ino, &st, &t);
+		pthread_mutex_unlock(&w->lock);
+	}
 	if (rc)
 		fuse_reply_err(req, -rc);
 	else
@@ -237,10 +288,15 @@ static fuse_ino_t entry(struct fw *w, fuse_ino_t ino, size_t i, char *name,
 		return ino_of(K_RANK, w->ranks[i - 1]);
 	}
 	if (ino == INO_CTL) {
-		if (i > 1)
+		static const char *const names[] = { "status", "consumed",
+						     "ack" };
+		static const fuse_ino_t inos[] = { INO_STATUS, INO_CONSUMED,
+						   INO_ACK };
+
+		if (i > 2)
 			return 0;
-		snprintf(name, len, i ? "consumed" : "status");
-		return i ? INO_CONSUMED : INO_STATUS;
+		snprintf(name, len, "%s", names[i]);
+		return inos[i];
 	}
 	if (k == K_RANK) {
 		if (i >= w->fs->vopts.options.plan.workers)
@@ -292,7 +348,7 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		st.st_ino = e;
 		st.st_mode = kind_of(e) == K_STREAM || kind_of(e) == K_WINDOW ||
 					     e == INO_STATUS ||
-					     e == INO_CONSUMED ?
+					     e == INO_CONSUMED || e == INO_ACK ?
 				     S_IFREG :
 				     S_IFDIR;
 		n = fuse_add_direntry(req, buf + used, size - used, name, &st,
@@ -311,6 +367,11 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct fw *w = fs_of(req)->follow;
 	uint64_t k = kind_of(ino);
 
+	if (ino == INO_ACK) {
+		fi->direct_io = 1;
+		fuse_reply_open(req, fi);
+		return;
+	}
 	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
 		fuse_reply_err(req, EROFS);
 		return;
@@ -330,20 +391,75 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fuse_reply_open(req, fi);
 }
 
-static char *status_json(struct fw *w)
+/* What the status shows of the stream and its readers, taken under
+ * w->lock (copies: nothing of it changes under the build). */
+struct status_snap {
+	uint64_t nshards, nsamples, nwins, padding, dropped;
+	bool ended, complete;
+	char *last, *cons, *logp; /* escaped (sfs_name_escape) or NULL */
+	struct sreader {
+		uint32_t rank, worker;
+		uint64_t window, done;
+		bool waiting;
+	} * r;
+	uint64_t gen;
+};
+
+static void snap_free(struct status_snap *sn)
 {
-	const struct sfs_follow *f = w->f;
-	json_t *readers = json_array(), *j, *opts;
-	uint64_t padding = 0, dropped = 0;
-	char *s, *text;
+	free(sn->last);
+	free(sn->cons);
+	free(sn->logp);
+	free(sn->r);
+}
+
+/* sn from w now; with w->lock.  0 or -ENOMEM. */
+static int snap_take(struct fw *w, struct status_snap *sn)
+{
 	size_t i;
 
-	for (i = 0; i < w->nwins; i++) {
-		padding += w->wins[i]->padding;
-		dropped += w->wins[i]->dropped;
+	*sn = (struct status_snap){ .nshards = w->nshards,
+				    .nsamples = w->nsamples,
+				    .nwins = w->nwins,
+				    .padding = w->padding,
+				    .dropped = w->dropped,
+				    .ended = w->ended,
+				    .complete = w->complete,
+				    .gen = w->status_gen };
+	/* names as JSON holds them (sfs_name_escape, docs/follow.md) */
+	if (w->nshards)
+		sn->last =
+			sfs_name_escape(w->shards[w->nshards - 1].path, true);
+	if (w->consumed)
+		sn->cons =
+			sfs_name_escape(w->shards[w->consumed - 1].path, true);
+	if (w->log_kept && w->log_path)
+		sn->logp = sfs_name_escape(w->log_path, false);
+	sn->r = calloc(w->nreaders, sizeof(*sn->r));
+	if (!sn->r || (w->nshards && !sn->last) || (w->consumed && !sn->cons) ||
+	    (w->log_kept && w->log_path && !sn->logp)) {
+		snap_free(sn);
+		return -ENOMEM;
 	}
-	for (i = 0; readers && i < w->nreaders; i++) {
+	for (i = 0; i < w->nreaders; i++) {
 		const struct freader *r = &w->readers[i];
+
+		sn->r[i] = (struct sreader){ r->rank, r->worker, r->window,
+					     r->done, r->waiting };
+	}
+	return 0;
+}
+
+/* The status text of sn (JSON and a newline), built without w->lock:
+ * the rest of what it shows never changes after the mount. */
+static char *status_json(struct fw *w, const struct status_snap *sn)
+{
+	json_t *readers = json_array(), *j, *opts;
+	char *s = NULL, *text, *src, *idx;
+	size_t i;
+
+	for (i = 0; readers && i < w->nreaders; i++) {
+		const struct sreader *r = &sn->r[i];
 
 		json_array_append_new(
 			readers,
@@ -359,21 +475,31 @@ static char *status_json(struct fw *w)
 	text = sfs_status_options_json(&w->fs->vopts.options.plan);
 	opts = text ? json_loads(text, 0, NULL) : NULL;
 	free(text);
+	src = sfs_name_escape(w->f->source, false);
+	idx = w->fs->mount.index_dir ?
+		      sfs_name_escape(w->fs->mount.index_dir, false) :
+		      NULL;
+	if (!src || (w->fs->mount.index_dir && !idx)) {
+		json_decref(opts);
+		json_decref(readers);
+		goto out;
+	}
 	j = json_pack(
 		"{s:s, s:s?, s:o?, s:{s:s, s:I, s:I, s:I, s:s?, s:b, s:I, s:I, s:b, s:I, s:I, s:I, s:s?, s:s?}, s:o}",
-		"source", f->source, "index", w->fs->mount.index_dir, "options",
-		opts, "follow", "format", f->format->name, "window",
-		(json_int_t)w->n, "shards", (json_int_t)f->nshards, "samples",
-		(json_int_t)f->nsamples, "last_shard",
-		f->nshards ? f->shards[f->nshards - 1].path : NULL, "ended",
-		f->ended, "first_window", (json_int_t)w->first, "windows",
-		(json_int_t)w->nwins, "complete", w->complete, "per_window",
+		"source", src, "index", idx, "options", opts, "follow",
+		"format", w->ext, "window", (json_int_t)w->n, "shards",
+		(json_int_t)sn->nshards, "samples", (json_int_t)sn->nsamples,
+		"last_shard", sn->last, "ended", sn->ended, "first_window",
+		(json_int_t)w->first, "windows", (json_int_t)sn->nwins,
+		"complete", sn->complete, "per_window",
 		(json_int_t)(w->n / w->nreaders_all), "padding",
-		(json_int_t)padding, "dropped", (json_int_t)dropped, "consumed",
-		w->consumed ? f->shards[w->consumed - 1].path : NULL, "log",
-		f->log_fd >= 0 ? f->log_path : NULL, "readers", readers);
+		(json_int_t)sn->padding, "dropped", (json_int_t)sn->dropped,
+		"consumed", sn->cons, "log", sn->logp, "readers", readers);
 	s = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
 	json_decref(j);
+out:
+	free(src);
+	free(idx);
 	if (s) {
 		char *t = realloc(s, strlen(s) + 2);
 
@@ -384,19 +510,89 @@ static char *status_json(struct fw *w)
 	return s;
 }
 
-/* The text of a control file, with w->lock; status padded (control_pad):
- * it changes with every read, and each read makes it anew. */
+/*
+ * The status text now, padded (control_pad: the size a reader was told
+ * is the size of what it reads), its length in *len: a heap copy with
+ * copy, else only non-NULL (not to be used); NULL without memory.  It
+ * is built only when what it shows changed (w->status_gen: a window, an
+ * ack, a wait) and kept, under w->text_lock: the lock reads take is held
+ * only to copy what it shows, never to build it.
+ */
+static char *status_text(struct fw *w, size_t *len, bool copy)
+{
+	struct status_snap sn;
+	uint64_t gen;
+	char *t = NULL;
+
+	pthread_mutex_lock(&w->text_lock);
+	pthread_mutex_lock(&w->lock);
+	gen = w->status_gen;
+	if (w->status_text && w->status_text_gen == gen) {
+		pthread_mutex_unlock(&w->lock);
+		goto copy;
+	}
+	if (snap_take(w, &sn)) {
+		pthread_mutex_unlock(&w->lock);
+		goto out;
+	}
+	pthread_mutex_unlock(&w->lock);
+	t = status_json(w, &sn);
+	snap_free(&sn);
+	if (!t || control_pad(&t, w->status_len))
+		goto out;
+	free(w->status_text);
+	w->status_text = t;
+	w->status_len = strlen(t);
+	w->status_text_gen = gen;
+copy:
+	*len = w->status_len;
+	t = copy ? strdup(w->status_text) : w->status_text;
+out:
+	pthread_mutex_unlock(&w->text_lock);
+	return t;
+}
+
+/* The text of a control file (a heap string, NULL without memory);
+ * without w->lock. */
 static char *control_text_of(struct fw *w, fuse_ino_t ino)
 {
+	size_t len;
 	char *t;
 
-	if (ino != INO_STATUS)
-		return follow_consumed_text(w);
-	t = status_json(w);
-	if (!t || control_pad(&t, w->status_len))
-		return NULL;
-	w->status_len = strlen(t);
+	if (ino == INO_STATUS)
+		return status_text(w, &len, true);
+	pthread_mutex_lock(&w->lock);
+	t = follow_consumed_text(w);
+	pthread_mutex_unlock(&w->lock);
 	return t;
+}
+
+/* Attributes of a control file (status, consumed); without w->lock. */
+static int control_stat_of(struct fw *w, fuse_ino_t ino, struct stat *st)
+{
+	size_t len;
+	char *t;
+
+	memset(st, 0, sizeof(*st));
+	st->st_ino = ino;
+	st->st_uid = w->fs->uid;
+	st->st_gid = w->fs->gid;
+	st->st_atime = st->st_ctime = w->fs->mounted;
+	st->st_mode = S_IFREG | 0444;
+	st->st_nlink = 1;
+	st->st_mtime = time(NULL);
+	if (ino == INO_STATUS) {
+		if (!status_text(w, &len, false))
+			return -ENOMEM;
+	} else {
+		t = control_text_of(w, ino);
+		if (!t)
+			return -ENOMEM;
+		len = strlen(t);
+		free(t);
+	}
+	st->st_size = (off_t)len;
+	return 0;
 }
 
 /* Room for n shards in w->failed, the new ones zero; with w->lock. */
@@ -431,7 +627,7 @@ static ssize_t read_window(struct fw *w, const struct sfs_window *win,
 				memcpy(buf + done, (const char *)e->mem + in,
 				       n);
 			} else {
-				const struct sfs_follow_shard *sh;
+				const struct fshard *sh;
 				struct stat st;
 				char path[SFS_FOLLOW_LINE_MAX];
 				uint64_t size;
@@ -440,7 +636,7 @@ static ssize_t read_window(struct fw *w, const struct sfs_window *win,
 				int fd;
 
 				pthread_mutex_lock(&w->lock);
-				sh = &w->f->shards[e->shard];
+				sh = &w->shards[e->shard];
 				snprintf(path, sizeof(path), "%s", sh->path);
 				size = sh->size;
 				mtime = sh->mtime_ns;
@@ -495,63 +691,6 @@ static ssize_t read_window(struct fw *w, const struct sfs_window *win,
 	return (ssize_t)done;
 }
 
-/*
- * Wait, with w->lock, until reader r's stream holds byte pos, or it has
- * ended.  Returns 0, -EIO after follow_timeout (logged), -EINTR when the
- * request was interrupted or the daemon stops.
- */
-static int wait_for(struct fw *w, fuse_req_t req, struct freader *r,
-		    uint64_t pos)
-{
-	struct fs *fs = w->fs;
-	double start = follow_now(), logged = start;
-
-	while (pos >= follow_reader_size(w, r) && !w->complete) {
-		struct timespec ts;
-		uint64_t k = w->first + w->nwins;
-		double t = follow_now();
-
-		if (w->stop || fuse_req_interrupted(req) ||
-		    fuse_session_exited(fs->se)) {
-			r->waiting = false;
-			return -EINTR;
-		}
-		if (t - start >= fs->mount.follow_timeout ||
-		    t - logged >= WAIT_LOG_SECONDS) {
-			uint64_t need = (k + 1) * w->n;
-			bool out = t - start >= fs->mount.follow_timeout;
-
-			fs_log(fs, out ? LOG_ERR : LOG_INFO,
-			       "reader %u/%u %s window %" PRIu64
-			       " for %.0f s: the stream holds %" PRIu64
-			       " samples, the window needs %" PRIu64
-			       " (%" PRIu64
-			       " missing) after the last shard %s%s",
-			       r->rank, r->worker,
-			       out ? "gave up waiting for" : "waits for", k,
-			       t - start, w->f->nsamples, need,
-			       need - w->f->nsamples,
-			       w->f->nshards ?
-				       w->f->shards[w->f->nshards - 1].path :
-				       "(none yet)",
-			       out ? " (follow_timeout=): EIO" : "");
-			logged = t;
-			if (out) {
-				r->waiting = false;
-				atomic_fetch_add(&fs->errors, 1);
-				return -EIO;
-			}
-		}
-		r->waiting = true;
-		r->window = k;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += 1;
-		pthread_cond_timedwait(&w->grew, &w->lock, &ts);
-	}
-	r->waiting = false;
-	return 0;
-}
-
 /* The window (from first) holding byte pos of r's stream (pos below its
  * size). */
 static size_t window_at(const struct fw *w, const struct freader *r,
@@ -570,25 +709,266 @@ static size_t window_at(const struct fw *w, const struct freader *r,
 	return lo;
 }
 
+/*
+ * Bytes [pos, pos + size) of reader ri's stream into buf, what of them the
+ * stream holds (pos below its size, or the stream complete); with w->lock
+ * on entry and on return (let go while the shards are read).  Returns the
+ * count, or -EIO, -EACCES.
+ */
+static ssize_t stream_bytes(struct fw *w, fuse_req_t req, size_t ri, char *buf,
+			    size_t size, uint64_t pos)
+{
+	struct freader *r = &w->readers[ri];
+	ssize_t got = 0;
+	size_t i;
+
+	while ((size_t)got < size &&
+	       pos + (uint64_t)got < follow_reader_size(w, r)) {
+		uint64_t at = pos + (uint64_t)got, from, to;
+		const struct sfs_window *win;
+		ssize_t n;
+
+		/* r->at is grown (moved) by the watcher: what of it the read
+		 * needs is taken under the lock */
+		i = window_at(w, r, at);
+		win = w->wins[i];
+		from = r->at[i];
+		to = r->at[i + 1];
+		if (r->window != w->first + i)
+			w->status_gen++;
+		r->window = w->first + i;
+		if (!may_read(req, &r->acc[i]))
+			return -EACCES;
+		pthread_mutex_unlock(&w->lock);
+		/* within the window, without its trailer */
+		n = read_window(w, win, ri, buf + got,
+				(size_t)(to - at) < size - (size_t)got ?
+					(size_t)(to - at) :
+					size - (size_t)got,
+				at - from);
+		pthread_mutex_lock(&w->lock);
+		if (n < 0)
+			return n;
+		got += n;
+	}
+	/* after the last window: the stream's ending */
+	if (w->complete && (size_t)got < size && w->nwins &&
+	    pos + (uint64_t)got >= follow_reader_size(w, r)) {
+		const struct sfs_window *last = w->wins[w->nwins - 1];
+		uint64_t in = pos + (uint64_t)got - follow_reader_size(w, r);
+
+		if (in < last->trailer_len) {
+			size_t n = (size_t)(last->trailer_len - in) <
+						   size - (size_t)got ?
+					   (size_t)(last->trailer_len - in) :
+					   size - (size_t)got;
+
+			memcpy(buf + got, (const char *)last->trailer + in, n);
+			got += (ssize_t)n;
+		}
+	}
+	return got;
+}
+
+/* Answer req with buf's got bytes, or its error (got < 0); frees buf. */
+static void reply_read(struct fw *w, fuse_req_t req, char *buf, ssize_t got)
+{
+	if (got < 0) {
+		fuse_reply_err(req, (int)-got);
+	} else {
+		atomic_fetch_add(&w->fs->bytes, (uint64_t)got);
+		/* a followed file's reads are all copies */
+		atomic_fetch_add(&w->fs->copied_reads, 1);
+		fuse_reply_buf(req, buf, (size_t)got);
+	}
+	free(buf);
+}
+
+/* Answer a read of reader ri's stream whose bytes are there (or the
+ * stream complete); without w->lock. */
+static void serve_stream(struct fw *w, fuse_req_t req, size_t ri, uint64_t pos,
+			 size_t size)
+{
+	char *buf = malloc(size ? size : 1);
+	ssize_t got = -ENOMEM;
+
+	if (buf) {
+		pthread_mutex_lock(&w->lock);
+		got = stream_bytes(w, req, ri, buf, size, pos);
+		pthread_mutex_unlock(&w->lock);
+	}
+	reply_read(w, req, buf, got);
+}
+
+/* The reader of q waits no more for it; with w->lock. */
+static void unpark(struct fw *w, struct fwaiter *q)
+{
+	struct freader *r = &w->readers[q->ri];
+
+	if (!--r->nwaiting) {
+		r->waiting = false;
+		w->status_gen++;
+	}
+}
+
+/* An interrupted read (the reader was killed, or gave up): if it is
+ * parked, it is answered EINTR.  libfuse calls this with the request
+ * held: the pointer is only compared. */
+static void interrupted(fuse_req_t req, void *data)
+{
+	struct fw *w = data;
+	struct fwaiter **pp, *q = NULL;
+
+	pthread_mutex_lock(&w->lock);
+	for (pp = &w->waiters; *pp; pp = &(*pp)->next) {
+		if ((*pp)->req == req) {
+			q = *pp;
+			*pp = q->next;
+			unpark(w, q);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&w->lock);
+	if (q) {
+		fuse_reply_err(req, EINTR);
+		free(q);
+	}
+}
+
+/*
+ * A read of bytes reader ri's stream does not hold yet: park it (the
+ * request kept, no thread held) for the watcher to answer when the bytes
+ * come (follow_tend_waiters), after follow_timeout=, on interrupt, or at
+ * the unmount.  Without w->lock.
+ */
+static void park(struct fw *w, fuse_req_t req, size_t ri, uint64_t pos,
+		 size_t size)
+{
+	struct fwaiter *q = calloc(1, sizeof(*q));
+	struct freader *r;
+	uint64_t k;
+
+	if (!q) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	*q = (struct fwaiter){ .req = req,
+			       .ri = ri,
+			       .pos = pos,
+			       .size = size,
+			       .start = follow_now() };
+	q->logged = q->start;
+	/* before it is on the list: an interrupt that comes now finds it
+	 * not there, and fuse_req_interrupted below sees it */
+	fuse_req_interrupt_func(req, interrupted, w);
+	pthread_mutex_lock(&w->lock);
+	r = &w->readers[ri];
+	if (pos < follow_reader_size(w, r) || w->complete) {
+		pthread_mutex_unlock(&w->lock);
+		free(q);
+		serve_stream(w, req, ri, pos, size);
+		return;
+	}
+	if (w->stop || fuse_req_interrupted(req) || !w->running) {
+		/* no watcher (it could not start): nothing would answer it */
+		pthread_mutex_unlock(&w->lock);
+		free(q);
+		fuse_reply_err(req, w->stop || w->running ? EINTR : EIO);
+		return;
+	}
+	q->next = w->waiters;
+	w->waiters = q;
+	k = w->first + w->nwins;
+	if (!r->nwaiting++ || r->window != k)
+		w->status_gen++;
+	r->waiting = true;
+	r->window = k;
+	pthread_mutex_unlock(&w->lock);
+	/* the watcher times it out: wake it to take its second's tick */
+	if (write(w->wake[1], "w", 1) < 0 && errno != EAGAIN)
+		fs_log(w->fs, LOG_WARNING, "follow: %s", strerror(errno));
+}
+
+/* (follow_i.h) */
+void follow_tend_waiters(struct fw *w)
+{
+	struct fs *fs = w->fs;
+	struct fwaiter *done = NULL, **pp, *q;
+	double t = follow_now();
+
+	pthread_mutex_lock(&w->lock);
+	for (pp = &w->waiters; (q = *pp);) {
+		struct freader *r = &w->readers[q->ri];
+		uint64_t k = w->first + w->nwins, need = (k + 1) * w->n;
+		bool out = t - q->start >= fs->mount.follow_timeout;
+
+		if (w->stop || w->complete ||
+		    q->pos < follow_reader_size(w, r)) {
+			q->rc = w->stop ? -EINTR : 0;
+		} else if (out || t - q->logged >= WAIT_LOG_SECONDS) {
+			fs_log(fs, out ? LOG_ERR : LOG_INFO,
+			       "reader %u/%u %s window %" PRIu64
+			       " for %.0f s: the stream holds %" PRIu64
+			       " samples, the window needs %" PRIu64
+			       " (%" PRIu64
+			       " missing) after the last shard %s%s",
+			       r->rank, r->worker,
+			       out ? "gave up waiting for" : "waits for", k,
+			       t - q->start, w->nsamples, need,
+			       need - w->nsamples,
+			       w->nshards ? w->shards[w->nshards - 1].path :
+					    "(none yet)",
+			       out ? " (follow_timeout=): EIO" : "");
+			q->logged = t;
+			if (!out) {
+				pp = &q->next;
+				continue;
+			}
+			atomic_fetch_add(&fs->errors, 1);
+			q->rc = -EIO;
+		} else {
+			pp = &q->next;
+			continue;
+		}
+		*pp = q->next;
+		unpark(w, q);
+		q->next = done;
+		done = q;
+	}
+	pthread_mutex_unlock(&w->lock);
+	while ((q = done)) {
+		done = q->next;
+		if (q->rc)
+			fuse_reply_err(q->req, -q->rc);
+		else
+			serve_stream(w, q->req, q->ri, q->pos, q->size);
+		free(q);
+	}
+}
+
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_of(req);
 	struct fw *w = fs->follow;
 	uint64_t k = kind_of(ino), pos = (uint64_t)off;
+	const struct sfs_window *win;
 	struct freader *r;
 	size_t ri, i;
-	ssize_t got = 0;
+	ssize_t got;
+	bool ready;
 	char *buf;
 
 	(void)fi;
+	if (ino == INO_ACK) {
+		fuse_reply_buf(req, NULL, 0);
+		return;
+	}
 	if (ino == INO_STATUS || ino == INO_CONSUMED) {
 		char *t;
 		size_t len;
 
-		pthread_mutex_lock(&w->lock);
 		t = control_text_of(w, ino);
-		pthread_mutex_unlock(&w->lock);
 		if (!t) {
 			fuse_reply_err(req, ENOMEM);
 			return;
@@ -601,101 +981,45 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	size = size < READ_MAX ? size : READ_MAX;
-	buf = malloc(size ? size : 1);
-	if (!buf) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
 	atomic_fetch_add(&fs->reads, 1);
 	pthread_mutex_lock(&w->lock);
 	r = reader_of(w, ino);
 	if (!r || (k != K_STREAM && k != K_WINDOW)) {
 		pthread_mutex_unlock(&w->lock);
-		free(buf);
 		fuse_reply_err(req, r ? EISDIR : ENOENT);
 		return;
 	}
 	ri = (size_t)(r - w->readers);
-	if (k == K_WINDOW) {
-		const struct sfs_window *win;
-
-		i = (size_t)(val_of(ino) & 0xffffffffULL);
-		win = w->wins[i];
+	if (k == K_STREAM) {
+		/* a read that must wait holds no thread: it is parked */
+		ready = pos < follow_reader_size(w, r) || w->complete;
 		pthread_mutex_unlock(&w->lock);
-		got = read_window(w, win, ri, buf, size, pos);
-		pthread_mutex_lock(&w->lock);
-		if (got >= 0 && pos + (uint64_t)got >= win->readers[ri].size +
-							       win->trailer_len)
-			follow_window_read(w, r, i);
-		pthread_mutex_unlock(&w->lock);
-	} else {
-		int rc = wait_for(w, req, r, pos);
-
-		while (!rc && (size_t)got < size &&
-		       pos + (uint64_t)got < follow_reader_size(w, r)) {
-			uint64_t at = pos + (uint64_t)got;
-			const struct sfs_window *win;
-			ssize_t n;
-
-			i = window_at(w, r, at);
-			win = w->wins[i];
-			r->window = w->first + i;
-			pthread_mutex_unlock(&w->lock);
-			/* within the window, without its trailer */
-			n = read_window(w, win, ri, buf + got,
-					(size_t)(r->at[i + 1] - at) <
-							size - (size_t)got ?
-						(size_t)(r->at[i + 1] - at) :
-						size - (size_t)got,
-					at - r->at[i]);
-			pthread_mutex_lock(&w->lock);
-			if (n < 0) {
-				rc = (int)n;
-				break;
-			}
-			got += n;
-			if (pos + (uint64_t)got >= r->at[i + 1])
-				follow_window_read(w, r, i);
-		}
-		/* after the last window: the stream's ending */
-		if (!rc && w->complete && (size_t)got < size && w->nwins &&
-		    pos + (uint64_t)got >= follow_reader_size(w, r)) {
-			const struct sfs_window *last = w->wins[w->nwins - 1];
-			uint64_t in =
-				pos + (uint64_t)got - follow_reader_size(w, r);
-
-			if (in < last->trailer_len) {
-				size_t n = (size_t)(last->trailer_len - in) <
-							   size - (size_t)got ?
-						   (size_t)(last->trailer_len -
-							    in) :
-						   size - (size_t)got;
-
-				memcpy(buf + got,
-				       (const char *)last->trailer + in, n);
-				got += (ssize_t)n;
-			}
-		}
-		pthread_mutex_unlock(&w->lock);
-		if (rc)
-			got = rc;
-	}
-	if (got < 0) {
-		free(buf);
-		fuse_reply_err(req, (int)-got);
+		if (ready)
+			serve_stream(w, req, ri, pos, size);
+		else
+			park(w, req, ri, pos, size);
 		return;
 	}
-	atomic_fetch_add(&fs->bytes, (uint64_t)got);
-	atomic_fetch_add(&fs->copied_reads, 1); /* a followed file's reads
-						 * are all copies */
-	fuse_reply_buf(req, buf, (size_t)got);
-	free(buf);
+	i = (size_t)(val_of(ino) & 0xffffffffULL);
+	win = w->wins[i];
+	pthread_mutex_unlock(&w->lock);
+	buf = malloc(size ? size : 1);
+	/* reads never consume: acks do (.shardfs/ack) */
+	got = buf ? read_window(w, win, ri, buf, size, pos) : -ENOMEM;
+	reply_read(w, req, buf, got);
 }
 
 /* libfuse refuses the session unless INIT repeats the mount's max_read */
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	conn->max_read = ((struct fs *)userdata)->max_read;
+}
+
+/* The session ends (fuse_session_destroy, or the kernel's DESTROY): the
+ * reads still parked are answered while it can. */
+static void op_destroy(void *userdata)
+{
+	follow_end_waits(userdata);
 }
 
 static void op_statfs(fuse_req_t req, fuse_ino_t ino)
@@ -711,22 +1035,41 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		       int to_set, struct fuse_file_info *fi)
 {
-	(void)ino;
+	struct fw *w = fs_of(req)->follow;
+	struct stat st;
+	double t;
+
 	(void)attr;
-	(void)to_set;
 	(void)fi;
-	fuse_reply_err(req, EROFS);
+	/* `echo 0 1 5 > ack` truncates before it writes: let that pass */
+	if (ino != INO_ACK ||
+	    (to_set & ~(FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_MTIME |
+			FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_CTIME))) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	stat_of(w, ino, &st, &t);
+	fuse_reply_attr(req, &st, 0);
 }
 
+/* Only .shardfs/ack takes writes: one ack each, at any offset (a job may
+ * keep it open). */
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		     size_t size, off_t off, struct fuse_file_info *fi)
 {
-	(void)ino;
-	(void)buf;
-	(void)size;
+	int rc;
+
 	(void)off;
 	(void)fi;
-	fuse_reply_err(req, EROFS);
+	if (ino != INO_ACK) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	rc = follow_ack(fs_of(req)->follow, buf, size);
+	if (rc)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_write(req, size);
 }
 
 static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -757,6 +1100,7 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 const struct fuse_lowlevel_ops follow_ops = {
 	.init = op_init,
+	.destroy = op_destroy,
 	.lookup = op_lookup,
 	.getattr = op_getattr,
 	.readdir = op_readdir,

@@ -393,6 +393,10 @@ const char *follow_source(const struct fs *fs);
 /* Build the windows complete now and start the watcher (after the fork). */
 void follow_start(struct fs *fs);
 
+/* Stop the watcher and answer the reads parked waiting for the stream
+ * (EINTR): from the session's destroy, while it can still answer. */
+void follow_end_waits(struct fs *fs);
+
 /* Stop the watcher and free the stream; NULL fs->follow is a no-op. */
 void follow_stop(struct fs *fs);
 

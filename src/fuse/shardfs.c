@@ -374,6 +374,11 @@ int main(int argc, char **argv)
 		goto out_files;
 	}
 	bad = parse_args(&fs, &a, argc, argv, &err);
+	/* the log's destination before anything is logged: the first scan
+	 * of a followed source notes what it refuses (once) */
+	fs.foreground = a.foreground;
+	if (!bad && !a.foreground)
+		openlog(prog, LOG_PID, LOG_DAEMON);
 	fs.no_open = fs.mount.no_open;
 	fs.vopts.epochs = fs.mount.epochs;
 	fs.vopts.symlinks = fs.mount.symlinks;
@@ -386,7 +391,6 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: %s\n", prog, err.msg);
 		goto out;
 	}
-	fs.foreground = a.foreground;
 	fs.single = a.single;
 	fs.uid = getuid();
 	fs.gid = getgid();
@@ -454,8 +458,6 @@ int main(int argc, char **argv)
 			prog, a.mnt);
 		goto out_signals;
 	}
-	if (!a.foreground)
-		openlog(prog, LOG_PID, LOG_DAEMON);
 	if (fs.follow)
 		fs_log(&fs, LOG_INFO,
 		       "following %s on %s: windows of %llu samples",

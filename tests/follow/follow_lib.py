@@ -193,12 +193,16 @@ class StreamReader(threading.Thread):
     keeps the bytes, or the exception that ended it (e.g. EIO).  With
     verify_windows, each window file whose bytes the stream has passed is
     read at once and compared with them (window_mismatch names the first
-    that differs; verified counts them)."""
+    that differs; verified counts them), and, with ack, acknowledged as
+    a loader does (.shardfs/ack: reads never consume)."""
 
     def __init__(self, d: str, fmt: str, size: int = 65536,
-                 verify_windows: bool = False) -> None:
+                 verify_windows: bool = False, first: int = 0,
+                 ack: bool = True) -> None:
         super().__init__(daemon=True)
         self.d = d
+        self.first = first  # the first window the mount serves
+        self.ack = ack  # acknowledge each window verified (.shardfs/ack)
         self.fmt = fmt
         self.size = size
         self.verify_windows = verify_windows
@@ -242,7 +246,7 @@ class StreamReader(threading.Thread):
         last)."""
         off = sum(self.window_sizes)
         while True:
-            k = len(self.window_sizes)
+            k = self.first + len(self.window_sizes)
             p = os.path.join(self.d, "window-%08d.%s" % (k, EXT[self.fmt]))
             try:
                 with open(p, "rb") as f:
@@ -259,6 +263,18 @@ class StreamReader(threading.Thread):
             self.window_sizes.append(len(body))
             self.verified += 1
             off += len(body)
+            if self.ack:
+                acknowledge(self.d, k)
+
+
+def acknowledge(d: str, window: int) -> None:
+    """Reader directory D (MNT/RANK/WORKER) has taken windows up to
+    WINDOW: "RANK WORKER WINDOW\n" to MNT/.shardfs/ack (docs/follow.md)."""
+    mnt, rank, worker = (os.path.dirname(os.path.dirname(d)),
+                         os.path.basename(os.path.dirname(d)),
+                         os.path.basename(d))
+    with open(os.path.join(mnt, ".shardfs", "ack"), "w") as f:
+        f.write("%s %s %d\n" % (rank, worker, window))
 
 
 def window_files(d: str, fmt: str) -> List[str]:

@@ -160,8 +160,9 @@ def ids_per_reader(fmt: str, readers) -> List[List[str]]:
 
 
 def start_readers(t: L.Tally, dirs: List[str], fmt: str,
-                  verify: bool = True) -> List[L.StreamReader]:
-    readers = [L.StreamReader(d, fmt, verify_windows=verify) for d in dirs]
+                  verify: bool = True, first: int = 0) -> List[L.StreamReader]:
+    readers = [L.StreamReader(d, fmt, verify_windows=verify, first=first)
+               for d in dirs]
     for r in readers:
         r.start()
     for r in readers:
@@ -498,6 +499,7 @@ def restart1(src: str, tmp: str, n: int, opts: str, mnt: str) -> int:
         t.eq("phase 1: %s reads its 3 windows from the stream" % d,
              len(data), size)
         read.append(L.ids_of("jsonl", data))
+        L.acknowledge(d, 2)  # windows 0-2 taken
     lw = last_shard_window(p.counts, n)
     want = max([p.chunks[i][0] for i in range(len(lw)) if lw[i] <= 2],
                default="")
@@ -519,7 +521,7 @@ def restart2(src: str, tmp: str, n: int, opts: str, mnt: str) -> int:
     earlier = [x for r in ph["read"] for x in r]
     t.eq("phase 1 read start=%d samples" % start, len(earlier), start)
     dirs = mount_dirs([mnt], opts)
-    readers = start_readers(t, dirs, "jsonl")
+    readers = start_readers(t, dirs, "jsonl", first=start // n)
     p = Producer(src, "jsonl", 32, first=ph["next"])
     p.chunks = [(a, b.encode()) for a, b in ph["chunks"]]
     rng = random.Random(8)

@@ -302,6 +302,21 @@ int sfs_index_access(const struct sfs_index *idx, int srcfd, const char *path,
 	return 0;
 }
 
+int sfs_index_file_access(const char *source, int srcfd, const char *path,
+			  struct sfs_access *acc)
+{
+	struct dirs dc = { 0 };
+
+	*acc = (struct sfs_access){ 0 };
+	if (dirs_init(&dc, source)) {
+		dirs_free(&dc);
+		return -ENOMEM;
+	}
+	look(&dc, srcfd, path, acc);
+	dirs_free(&dc);
+	return 0;
+}
+
 /*
  * The read bit file x gives each class of users of a file owned by
  * uid:gid (0444 at most): a user of a class that may be x's owner needs

@@ -1,7 +1,12 @@
 /* Chores written once: see include/shardfs/util.h. */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "shardfs/util.h"
@@ -81,4 +86,98 @@ int sfs_grow(void *arrayp, size_t *cap, size_t need, size_t size)
 	memcpy(arrayp, &grown, sizeof(grown));
 	*cap = n;
 	return 0;
+}
+
+/* tries of a temporary name before giving up (each one found taken) */
+#define BENEATH_TRIES 64
+
+int sfs_write_beneath(int dirfd, const char *name, const void *buf, size_t len,
+		      mode_t mode)
+{
+	char tmp[512];
+	int fd = -1, rc, i;
+
+	if (strlen(name) > 200 || strchr(name, '/'))
+		return -EINVAL;
+	for (i = 0; i < BENEATH_TRIES && fd < 0; i++) {
+		unsigned long long r = 0;
+		struct timespec ts;
+
+		if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != sizeof(r)) {
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			r = (unsigned long long)ts.tv_nsec * 2654435761u ^
+			    (unsigned long long)getpid() << 20 ^ (unsigned)i;
+		}
+		snprintf(tmp, sizeof(tmp), ".%s.%06llx", name, r & 0xffffff);
+		fd = openat(dirfd, tmp,
+			    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+				    O_CLOEXEC,
+			    mode);
+		if (fd < 0 && errno != EEXIST)
+			return -errno;
+	}
+	if (fd < 0)
+		return -EEXIST;
+	rc = sfs_write_full(fd, buf, len);
+	if (!rc && fsync(fd) < 0)
+		rc = -errno;
+	if (close(fd) < 0 && !rc)
+		rc = -errno;
+	if (!rc && renameat(dirfd, tmp, dirfd, name) < 0)
+		rc = -errno;
+	if (rc)
+		unlinkat(dirfd, tmp, 0);
+	return rc;
+}
+
+/* The length of the valid UTF-8 character at p (at most n bytes), or 0:
+ * no overlong form, no surrogate, nothing past U+10FFFF. */
+static size_t utf8_char(const unsigned char *p, size_t n)
+{
+	size_t len, i;
+	uint32_t c;
+
+	if (p[0] < 0x80)
+		return 1;
+	if (p[0] < 0xc2 || p[0] > 0xf4)
+		return 0;
+	len = p[0] < 0xe0 ? 2 : p[0] < 0xf0 ? 3 : 4;
+	if (n < len)
+		return 0;
+	c = p[0] & (0x7f >> len);
+	for (i = 1; i < len; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		c = c << 6 | (p[i] & 0x3f);
+	}
+	if ((len == 3 && c < 0x800) || (len == 4 && c < 0x10000) ||
+	    (c >= 0xd800 && c <= 0xdfff) || c > 0x10ffff)
+		return 0;
+	return len;
+}
+
+char *sfs_name_escape(const char *name, bool always)
+{
+	const unsigned char *p = (const unsigned char *)name;
+	size_t n = strlen(name), i, k, at = 0;
+	bool escape = always;
+	char *out;
+
+	for (i = 0; i < n && !escape; i += k ? k : 1)
+		escape = !(k = utf8_char(p + i, n - i));
+	out = malloc(escape ? 3 * n + 1 : n + 1);
+	if (!out || !escape)
+		return out ? memcpy(out, name, n + 1) : NULL;
+	for (i = 0; i < n; i += k) {
+		k = utf8_char(p + i, n - i);
+		if (k && p[i] != '%') {
+			memcpy(out + at, p + i, k);
+			at += k;
+			continue;
+		}
+		at += (size_t)sprintf(out + at, "%%%02X", p[i]);
+		k = 1;
+	}
+	out[at] = '\0';
+	return out;
 }
