@@ -216,21 +216,16 @@ static int publish_shards(struct fw *w, const struct sfs_access *acc)
 /* a: also of a file that serves bytes of a shard the source lets s read.
  * A shard that cannot be looked at (gone: its bytes are EIO) adds
  * nothing. */
-static void access_and(struct faccess *a, const struct sfs_access *s)
+static void access_and(struct sfs_access *a, const struct sfs_access *s)
 {
 	if (!s->known)
 		return;
 	if (!a->known) {
-		*a = (struct faccess){ s->uid, s->gid, s->mode & 0444u, true };
+		*a = *s;
+		a->mode &= 0444u;
 		return;
 	}
-	if (a->uid != s->uid)
-		a->uid = 0;
-	if (a->gid != s->gid) {
-		a->gid = 0;
-		a->mode &= ~0070u;
-	}
-	a->mode &= s->mode & 0444u;
+	sfs_index_access_meet(a, s);
 }
 
 /* Add window win (built) to the readers' streams; with w->lock, its
@@ -244,7 +239,7 @@ static int add_window(struct fw *w, struct sfs_window *win)
 	for (i = 0; i < w->nreaders; i++) {
 		struct freader *r = &w->readers[i];
 		const struct sfs_window_reader *wr = &win->readers[i];
-		struct faccess a = { 0 };
+		struct sfs_access a = { 0 };
 
 		if (SFS_GROW(r->at, r->cap, w->nwins + 2) ||
 		    SFS_GROW(r->acc, r->acc_cap, w->nwins + 1))

@@ -15,19 +15,6 @@
 #include "shardfs/follow.h"
 #include "shardfs/index.h"
 
-/*
- * Who may read a view file made of some shards: the owner and group
- * shared by all of them (root when they differ, and no group bits then),
- * and the AND of their read bits, each less what the source's directories
- * keep out (sfs_index_file_access): only the classes of users that may
- * read every shard it serves.  known false: no shard looked at yet (the
- * mount's owner and 0444 then, as the main tree's unchecked files).
- */
-struct faccess {
-	uint32_t uid, gid, mode;
-	bool known;
-};
-
 /* A shard of the stream as the readers see it: the watcher's copy of
  * w->f's, published under w->lock (w->f itself is the watcher's, scanned
  * without the lock). */
@@ -55,9 +42,14 @@ struct freader {
 	size_t cap;
 	uint64_t done; /* windows acknowledged (.shardfs/ack), from first */
 	uint64_t window; /* the window its last read was in */
-	struct faccess *acc; /* acc[i]: of its file of window first + i */
+	/* who may read a file made of some shards: only the classes of users
+	 * that may read every shard it serves (sfs_index_access_meet of the
+	 * shards' sfs_index_file_access); known false: no shard looked at
+	 * yet (the mount's owner and 0444 then, as the main tree's unchecked
+	 * files).  acc[i]: of its file of window first + i */
+	struct sfs_access *acc;
 	size_t acc_cap;
-	struct faccess stream_acc; /* of its stream: every window's */
+	struct sfs_access stream_acc; /* of its stream: every window's */
 	bool waiting; /* reads of it are parked: nwaiting of them */
 	size_t nwaiting;
 };

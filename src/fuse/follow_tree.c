@@ -79,7 +79,7 @@ static int control_stat_of(struct fw *w, fuse_ino_t ino, struct stat *st);
 /* A file's mode and owner: the source's for the shards it serves (with
  * allow_other, default_permissions refuses whom the source would), else
  * the mount's owner's and 0444. */
-static void set_access(struct stat *st, const struct faccess *a)
+static void set_access(struct stat *st, const struct sfs_access *a)
 {
 	st->st_mode = S_IFREG | (a->known ? a->mode : 0444u);
 	if (a->known) {
@@ -95,7 +95,7 @@ static void set_access(struct stat *st, const struct faccess *a)
  * again at each window it reads (supplementary groups read only when the
  * group's bits decide).
  */
-static bool may_read(fuse_req_t req, const struct faccess *a)
+static bool may_read(fuse_req_t req, const struct sfs_access *a)
 {
 	const struct fuse_ctx *c = fuse_req_ctx(req);
 	gid_t groups[64];
