@@ -53,6 +53,28 @@ int sfs_write_beneath(int dirfd, const char *name, const void *buf, size_t len,
 char *sfs_name_escape(const char *name, bool always);
 
 /*
+ * SFS_PARTITION_POINT(i, lo, hi, pred): the first index in [lo, hi) for
+ * which pred, an expression of the size_t i, is false, where pred holds
+ * for every index before that one and for none after it; hi when it holds
+ * for all.  The project's one binary search, over any sorted table:
+ * "key(i) <= x" gives the first key past x (minus one: the last at or
+ * before it), "strcmp(name(i), x) < 0" where x is or would be.  i must
+ * not name a variable of the caller (-Wshadow).
+ */
+#define SFS_PARTITION_POINT(i, lo, hi, pred)                                   \
+	__extension__({                                                        \
+		size_t sfs_pp_lo_ = (lo), sfs_pp_hi_ = (hi);                   \
+		while (sfs_pp_lo_ < sfs_pp_hi_) {                              \
+			size_t i = sfs_pp_lo_ + (sfs_pp_hi_ - sfs_pp_lo_) / 2; \
+			if (pred)                                              \
+				sfs_pp_lo_ = i + 1;                            \
+			else                                                   \
+				sfs_pp_hi_ = i;                                \
+		}                                                              \
+		sfs_pp_lo_;                                                    \
+	})
+
+/*
  * Make *arrayp (a pointer to an array of elements of size bytes, possibly
  * NULL) hold at least need elements: when *cap is smaller, the array is
  * reallocated to the larger of need and twice *cap (at least 8) and *cap

@@ -696,17 +696,7 @@ static ssize_t read_window(struct fw *w, const struct sfs_window *win,
 static size_t window_at(const struct fw *w, const struct freader *r,
 			uint64_t pos)
 {
-	size_t lo = 0, hi = w->nwins;
-
-	while (hi - lo > 1) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (r->at[mid] <= pos)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return lo;
+	return SFS_PARTITION_POINT(i, 1, w->nwins, r->at[i] <= pos) - 1;
 }
 
 /*

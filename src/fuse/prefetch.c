@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "fs.h"
+#include "shardfs/util.h"
 
 #define CHUNK (4ULL << 20) /* a job: at most this much of one file */
 #define BUF (1 << 20) /* one read() */
@@ -297,19 +298,11 @@ static void *watch(void *arg)
 /* The reader whose files hold file f of plan pl. */
 static size_t reader_of(const struct sfs_plan *pl, size_t f)
 {
-	size_t lo = 0, hi = pl->nreaders;
-
 	/* the last reader that starts at or before f: readers without files
 	 * start where the next one does */
-	while (hi - lo > 1) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (pl->readers[mid].file_at <= f)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return lo;
+	return SFS_PARTITION_POINT(i, 1, pl->nreaders,
+				   pl->readers[i].file_at <= f) -
+	       1;
 }
 
 /* Queue bytes [lo, hi) of a source file, in chunks, within *budget. */

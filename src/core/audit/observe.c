@@ -478,14 +478,9 @@ static struct sfs_audit_sample lookup(const struct source_map *sm,
 	 * before it start at the same sample) */
 	lo = 0;
 	hi = idx->nshards;
-	while (hi - lo > 1) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (idx->shards[mid].first_sample <= g)
-			lo = mid;
-		else
-			hi = mid;
-	}
+	lo = SFS_PARTITION_POINT(i, lo + 1, hi,
+				 idx->shards[i].first_sample <= g) -
+	     1;
 	out.shard = lo;
 	out.sample = g - idx->shards[lo].first_sample;
 	return out;

@@ -292,14 +292,7 @@ static const unsigned char *digest_of(struct fcheck *c, uint64_t g)
 {
 	size_t lo = 0, hi = c->f->nshards;
 
-	while (hi - lo > 1) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (c->f->shards[mid].first <= g)
-			lo = mid;
-		else
-			hi = mid;
-	}
+	lo = SFS_PARTITION_POINT(i, lo + 1, hi, c->f->shards[i].first <= g) - 1;
 	return c->sd.d[lo][g - c->f->shards[lo].first];
 }
 
@@ -354,21 +347,16 @@ static int judge_reader(struct fcheck *c, struct wstate *ws,
 	 * sample of the window with those bytes, else none (UINT64_MAX) */
 	for (i = 0; !rc && i < j.ndigests; i++) {
 		struct dentry key = { .d = j.digests[i], .g = 0 }, *hit;
-		size_t lo = 0, hi = ws->nmap;
+		size_t lo;
 
 		if (i < e && !memcmp(digest_of(c, exp[i]), j.digests[i],
 				     SFS_DIGEST_LEN)) {
 			got[i] = exp[i];
 		} else {
-			while (lo < hi) { /* the first entry with these bytes */
-				size_t mid = lo + (hi - lo) / 2;
-
-				if (memcmp(ws->map[mid].d, key.d,
-					   SFS_DIGEST_LEN) < 0)
-					lo = mid + 1;
-				else
-					hi = mid;
-			}
+			/* the first entry with these bytes */
+			lo = SFS_PARTITION_POINT(at, 0, ws->nmap,
+						 memcmp(ws->map[at].d, key.d,
+							SFS_DIGEST_LEN) < 0);
 			hit = lo < ws->nmap && !memcmp(ws->map[lo].d, key.d,
 						       SFS_DIGEST_LEN) ?
 				      &ws->map[lo] :

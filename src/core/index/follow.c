@@ -561,25 +561,16 @@ static bool refuse_once(struct sfs_follow *f, const char *name,
 						mtime_fits(st) ?
 							sfs_mtime_ns(st) :
 							st->st_mtim.tv_sec };
-	size_t lo = 0, hi = f->nrefused;
+	size_t lo = SFS_PARTITION_POINT(i, 0, f->nrefused,
+					strcmp(f->refused[i].name, name) < 0);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(f->refused[mid].name, name);
+	if (lo < f->nrefused && !strcmp(f->refused[lo].name, name)) {
+		struct sfs_follow_refusal *old = &f->refused[lo];
+		bool same = old->size == r.size && old->mtime_ns == r.mtime_ns;
 
-		if (!c) {
-			struct sfs_follow_refusal *old = &f->refused[mid];
-			bool same = old->size == r.size &&
-				    old->mtime_ns == r.mtime_ns;
-
-			old->size = r.size;
-			old->mtime_ns = r.mtime_ns;
-			return !same;
-		}
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
+		old->size = r.size;
+		old->mtime_ns = r.mtime_ns;
+		return !same;
 	}
 	if (f->nrefused >= SFS_FOLLOW_REFUSED_MAX) {
 		forget_refusals(f);
@@ -992,33 +983,17 @@ void sfs_follow_release(struct sfs_follow *f, uint64_t sample)
 
 ssize_t sfs_follow_find(const struct sfs_follow *f, const char *name)
 {
-	size_t lo = 0, hi = f->nshards;
+	size_t at = SFS_PARTITION_POINT(i, 0, f->nshards,
+					strcmp(f->shards[i].path, name) < 0);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(f->shards[mid].path, name);
-
-		if (!c)
-			return (ssize_t)mid;
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return -1;
+	return at < f->nshards && !strcmp(f->shards[at].path, name) ?
+		       (ssize_t)at :
+		       -1;
 }
 
 size_t sfs_follow_shard_at(const struct sfs_follow *f, uint64_t s)
 {
-	size_t lo = 0, hi = f->nshards;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (f->shards[mid].first + f->shards[mid].nsamples <= s)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return SFS_PARTITION_POINT(i, 0, f->nshards,
+				   f->shards[i].first + f->shards[i].nsamples <=
+					   s);
 }

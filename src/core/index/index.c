@@ -16,6 +16,7 @@
 #include "index_i.h"
 #include "shardfs/mixture.h"
 #include "shardfs/spill.h"
+#include "shardfs/util.h"
 
 const struct sfs_table_kind sfs_bounds_kind = { "SFSBND01", "samples-",
 						"boundaries", sizeof(uint64_t),
@@ -104,20 +105,12 @@ void sfs_index_free(struct sfs_index *idx)
 
 ssize_t sfs_index_find(const struct sfs_index *idx, const char *path)
 {
-	size_t lo = 0, hi = idx->nshards;
+	size_t at = SFS_PARTITION_POINT(i, 0, idx->nshards,
+					strcmp(idx->shards[i].path, path) < 0);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(idx->shards[mid].path, path);
-
-		if (c == 0)
-			return (ssize_t)mid;
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return -1;
+	return at < idx->nshards && !strcmp(idx->shards[at].path, path) ?
+		       (ssize_t)at :
+		       -1;
 }
 
 /* ---- what the files of the index share ---- */

@@ -139,14 +139,7 @@ void sfs_plan_unit_get(const struct builder *b, uint64_t u, struct unit *un)
 	un->count = left < step ? left : step;
 	lo = 0;
 	hi = b->nsources;
-	while (hi - lo > 1) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (b->unit_lo[mid] <= u)
-			lo = mid;
-		else
-			hi = mid;
-	}
+	lo = SFS_PARTITION_POINT(i, lo + 1, hi, b->unit_lo[i] <= u) - 1;
 	un->src = lo;
 	un->local = u - b->unit_lo[lo];
 }

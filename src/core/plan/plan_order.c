@@ -206,14 +206,7 @@ static uint64_t counts_get(const struct builder *b, const struct counts *c,
 
 	if (!(c->odd[k / 64] >> k % 64 & 1))
 		return b->o->block;
-	while (hi - lo > 1) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (c->odds[mid].k <= k)
-			lo = mid;
-		else
-			hi = mid;
-	}
+	lo = SFS_PARTITION_POINT(i, lo + 1, hi, c->odds[i].k <= k) - 1;
 	return c->odds[lo].count;
 }
 
@@ -517,17 +510,9 @@ void sfs_plan_cursor_free(struct cursor *c)
 /* Source s's piece holding its stream position j. */
 static size_t strat_piece(const struct builder *b, size_t s, uint64_t j)
 {
-	size_t lo = b->seg_lo[s], hi = b->seg_lo[s + 1];
-
-	while (hi - lo > 1) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (b->cum[mid] <= j)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return lo;
+	return SFS_PARTITION_POINT(i, b->seg_lo[s] + 1, b->seg_lo[s + 1],
+				   b->cum[i] <= j) -
+	       1;
 }
 
 /*

@@ -133,17 +133,7 @@ static int add_file(const struct builder *b, struct out *out,
 /* Index into b->segs of the segment holding epoch position g. */
 size_t sfs_plan_find_seg(const struct builder *b, uint64_t g)
 {
-	size_t lo = 0, hi = b->nsegs;
-
-	while (hi - lo > 1) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (b->cum[mid] <= g)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return lo;
+	return SFS_PARTITION_POINT(i, 1, b->nsegs, b->cum[i] <= g) - 1;
 }
 
 /* Reader t reads positions [q, end) of the equalised order next. */

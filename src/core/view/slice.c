@@ -232,17 +232,9 @@ void sfs_slice_free(struct sfs_slice *s)
 
 size_t sfs_slice_find(const struct sfs_slice *s, uint64_t pos)
 {
-	size_t lo = 0, hi = s->nextents;
-
-	while (hi - lo > 1) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (s->extents[mid].pos <= pos)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return lo;
+	return SFS_PARTITION_POINT(i, 1, s->nextents,
+				   s->extents[i].pos <= pos) -
+	       1;
 }
 
 ssize_t sfs_slice_pread(const struct sfs_slice *s, int fd, void *buf,

@@ -651,24 +651,16 @@ static int64_t child_at(const struct sfs_view *v, uint32_t dir,
 			const char *name)
 {
 	const struct sfs_view_node *d = &v->nodes[dir];
-	uint32_t lo = 0, hi;
+	const uint32_t *c = &v->children[d->first_child];
+	size_t at;
 
 	if (d->kind != SFS_NODE_DIR)
 		return -1;
-	hi = d->nchildren;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		int cmp = strcmp(
-			v->nodes[v->children[d->first_child + mid]].name, name);
-
-		if (cmp == 0)
-			return mid;
-		if (cmp < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return -1;
+	at = SFS_PARTITION_POINT(i, 0, d->nchildren,
+				 strcmp(v->nodes[c[i]].name, name) < 0);
+	return at < d->nchildren && !strcmp(v->nodes[c[at]].name, name) ?
+		       (int64_t)at :
+		       -1;
 }
 
 int64_t sfs_view_lookup(const struct sfs_view *v, uint32_t dir,

@@ -65,17 +65,7 @@ void sfs_window_free(struct sfs_window *w)
 
 size_t sfs_window_find(const struct sfs_window_reader *r, uint64_t pos)
 {
-	size_t lo = 0, hi = r->n;
-
-	while (hi - lo > 1) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (r->ext[mid].pos <= pos)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return lo;
+	return SFS_PARTITION_POINT(i, 1, r->n, r->ext[i].pos <= pos) - 1;
 }
 
 /* An index of samples [lo, hi) of f: the shards they lie in, cut. */

@@ -502,17 +502,7 @@ static int add_data_files(int dirfd, const struct sfs_lance_dataset *ds,
  * (a below the dataset's rows). */
 static size_t fragment_of(const uint64_t *first, size_t nfragments, uint64_t a)
 {
-	size_t lo = 0, hi = nfragments; /* first[lo] <= a < first[hi] */
-
-	while (hi - lo > 1) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (first[mid] <= a)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return lo;
+	return SFS_PARTITION_POINT(i, 1, nfragments, first[i] <= a) - 1;
 }
 
 int sfs_lance_view_build(int dirfd, const struct sfs_lance_dataset *ds,

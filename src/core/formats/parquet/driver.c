@@ -137,17 +137,7 @@ static int add_cut(struct layout *lay, int fd, size_t g, int64_t first,
 /* The row group holding row of m: rg_first[g] <= row < rg_first[g + 1]. */
 static size_t find_row_group(const int64_t *rg_first, size_t n, int64_t row)
 {
-	size_t lo = 0, hi = n;
-
-	while (hi - lo > 1) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (rg_first[mid] <= row)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return lo;
+	return SFS_PARTITION_POINT(i, 1, n, rg_first[i] <= row) - 1;
 }
 
 static int lay_out_runs(struct layout *lay, int fd, const int64_t *rg_first,
