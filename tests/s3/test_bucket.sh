@@ -169,6 +169,47 @@ view_checks "$S/parquet" "$T/v" parquet "$T/idx/parquet" world=2,workers=2
 view_checks "$S/tar" "$T/v" tar "$T/idx/tar-nohash" world=2,workers=2,symlinks=0
 expect_eq "s3fs: the inode number after the views" "$(stat -c %i "$S/tar/shard-000000.tar")" "$ino"
 
+# --- who may read: objects carry no modes; s3fs shows its mount 700 and
+# the objects 640 root's (its user's), so a view with allow_other
+# serves them 400 and another user is refused.  With s3fs's allow_other
+# and umask=0022 (a second mount of the same bucket) they are 755/644:
+# the view's slices are 444 and whole shards, symlinks into the bucket's
+# mount, read by another user too ---
+as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+chmod 755 "$T"
+P=$T/s3fs-pub
+mkdir -p "$P"
+mounts+=("$P")
+s3fs data "$P" -f -o "url=$url,use_path_request_style,passwd_file=$T/passwd,ro,allow_other,umask=0022" \
+	> "$T/s3fs-pub.log" 2>&1 &
+for i in $(seq 100); do
+	mountpoint -q "$P" && [ -d "$P/tar" ] && break
+	sleep 0.1
+done
+O=world=1,workers=1,block=16,shuffle=none,allow_other
+if mount_view "$S/tar" "$T/v" "$O,symlinks=0,index=$T/idx/tar"; then
+	f=$(ls -d "$T"/v/0/0/* | head -1)
+	expect_eq "s3fs's modes: the view's files are 400 root's" \
+		"$(stat -c '%a %u:%g' "$T"/v/0/0/* | sort -u)" "400 0:0"
+	expect_run "s3fs's modes: another user is refused" 1 \
+		"cat: $f: Permission denied" -- as_nobody cat "$f"
+	unmount_view "$T/v"
+fi
+# the index made over the other mount serves this one: same sizes, mtimes
+if mountpoint -q "$P" && mount_view "$P/tar" "$T/v" "$O,symlinks=1,index=$T/idx/tar"; then
+	expect_eq "umask=0022: the slices are 444 root's" \
+		"$(stat -c '%a %u:%g' "$T"/v/0/0/*.*-*.tar | sort -u)" "444 0:0"
+	expect_eq "umask=0022: another user reads every file, whole shards through the bucket's mount" \
+		"$(as_nobody cat "$T"/v/0/0/* | sha256sum)" "$(cat "$T"/v/0/0/* | sha256sum)"
+	expect_eq "umask=0022: one whole shard, a symlink into the bucket's mount" \
+		"$(find "$T/v/0/0" -type l -printf '%f %l\n')" "000004-shard-000002.tar $P/tar/shard-000002.tar"
+	unmount_view "$T/v"
+else
+	bad "s3fs with allow_other,umask=0022: mount and view"
+	cat "$T/s3fs-pub.log" >&2
+fi
+fusermount3 -u "$P" || bad "unmount $P"
+
 # --- rclone mount of the same bucket: read-only, path-style; its S3
 # client refuses AWS_CA_BUNDLE (set on some machines) with an http
 # endpoint, so it runs without it.  Its mtimes are the same
@@ -209,6 +250,21 @@ print("same" if a == b else "differ")' "$T/idx/rclone-jsonl/manifest.json" "$T/i
 else
 	bad "rclone mounts the bucket"
 	cat "$T/rclone.log" >&2
+fi
+
+# --- the index in the bucket: made on local disk, uploaded beside the
+# shards (tar/.shardfs/), read from the mount where index= is left out ---
+for f in "$T/idx/tar"/*; do
+	bucket put "tar/.shardfs/${f##*/}" "$f"
+done
+if mount_view "$S/tar" "$T/v" world=2,workers=2,symlinks=0; then
+	out=$(shardfs-check view "$T/v")
+	expect_eq "the index read from the bucket: shardfs-check view" "$?" 0 || echo "$out" >&2
+	expect_eq "the index read from the bucket, not built in memory" \
+		"$(grep -c "no index" "${daemon_log[$T/v]}")" 0
+	unmount_view "$T/v"
+else
+	bad "mount with the index in the bucket"
 fi
 
 # --- an object deleted while a view serves it, then uploaded again ---
