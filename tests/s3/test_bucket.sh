@@ -10,8 +10,9 @@
 # shardfs-plan --json plans them, byte for byte against the bucket
 # (tests/mount/check_view.py), shardfs-check view, an epoch switch; what
 # the adapters report (mtime in whole seconds, st_nlink, inode numbers);
-# an object deleted and uploaded again while a view serves it
-# (docs/s3.md).  Everything it mounts is unmounted by path, the gateway
+# who may read (s3fs's modes, allow_other, as uid 65534); the index kept
+# in the bucket; an object deleted and uploaded again while a view serves
+# it (docs/s3.md).  Everything it mounts is unmounted by path, the gateway
 # stopped by the PID it started, on every exit.
 . "$(dirname "$0")/../mount/lib.sh"
 check="$TESTS/mount/check_view.py"
