@@ -11,8 +11,8 @@
 # (tests/mount/check_view.py), shardfs-check view, an epoch switch; what
 # the adapters report (mtime in whole seconds, st_nlink, inode numbers);
 # who may read (s3fs's modes, allow_other, as uid 65534); the index kept
-# in the bucket; an object deleted and uploaded again while a view serves
-# it (docs/s3.md).  Everything it mounts is unmounted by path, the gateway
+# in the bucket; a stream uploaded while follow=1 readers wait; an object
+# deleted and uploaded again while a view serves it (docs/s3.md).  Everything it mounts is unmounted by path, the gateway
 # stopped by the PID it started, on every exit.
 . "$(dirname "$0")/../mount/lib.sh"
 check="$TESTS/mount/check_view.py"
@@ -251,6 +251,42 @@ print("same" if a == b else "differ")' "$T/idx/rclone-jsonl/manifest.json" "$T/i
 else
 	bad "rclone mounts the bucket"
 	cat "$T/rclone.log" >&2
+fi
+
+# --- a stream that grows in the bucket (follow=1): a producer uploads
+# chunks (an upload appears whole: no temporary name needed) and the end
+# marker while two readers wait in stream.jsonl; s3fs sends no inotify
+# events, so the daemon lists every follow_interval ---
+mkdir -p "$T/stream"
+for i in 0 1 2; do
+	seq -f '{"i": %g}' $((i * 8)) $((i * 8 + 7)) > "$T/stream/chunk_0000$i.jsonl"
+done
+: > "$T/stream/end"
+bucket put stream/chunk_00000.jsonl "$T/stream/chunk_00000.jsonl"
+sleep 1.5 # s3fs's stat cache
+O=follow=1,window=4,world=2,workers=1,format=jsonl,follow_interval=1
+if mount_view "$S/stream" "$T/v" "$O,index=$T/idx/stream"; then
+	(
+		sleep 1
+		bucket put stream/chunk_00001.jsonl "$T/stream/chunk_00001.jsonl"
+		sleep 1
+		bucket put stream/chunk_00002.jsonl "$T/stream/chunk_00002.jsonl"
+		bucket put stream/.shardfs-end "$T/stream/end"
+	) &
+	producer=$!
+	timeout 60 cat "$T/v/0/0/stream.jsonl" > "$T/stream-r0" &
+	r0=$!
+	timeout 60 cat "$T/v/1/0/stream.jsonl" > "$T/stream-r1"
+	expect_eq "follow=1: reader 1 reads to the end" "$?" 0
+	wait $r0
+	expect_eq "follow=1: reader 0 reads to the end" "$?" 0
+	wait $producer
+	expect_eq "follow=1: 12 samples each" "$(cat "$T/stream-r0" | wc -l) $(cat "$T/stream-r1" | wc -l)" "12 12"
+	expect_eq "follow=1: every sample of the stream once" \
+		"$(sort "$T/stream-r0" "$T/stream-r1")" "$(sort "$T"/stream/chunk_*.jsonl)"
+	unmount_view "$T/v"
+else
+	bad "follow=1 over s3fs: mount"
 fi
 
 # --- the index in the bucket: made on local disk, uploaded beside the
