@@ -12,8 +12,9 @@
 # the adapters report (mtime in whole seconds, st_nlink, inode numbers);
 # who may read (s3fs's modes, allow_other, as uid 65534); the index kept
 # in the bucket; a stream uploaded while follow=1 readers wait; an object
-# deleted and uploaded again while a view serves it (docs/s3.md).  Everything it mounts is unmounted by path, the gateway
-# stopped by the PID it started, on every exit.
+# deleted and uploaded again while a view serves it (docs/s3.md).
+# Everything it mounts is unmounted by path, the gateway stopped by the
+# PID it started, on every exit.
 . "$(dirname "$0")/../mount/lib.sh"
 check="$TESTS/mount/check_view.py"
 counts="$TESTS/s3/counts.py"
