@@ -14,7 +14,10 @@ packages=(build-essential cmake pkg-config libfuse3-dev fuse3 libarchive-dev
 	# itself is not in Debian)
 	python3-braceexpand python3-numpy python3-yaml
 	# the Python suites' virtual environments (tests/python/venv.sh)
-	python3-venv)
+	python3-venv
+	# a dataset in an S3 bucket (tests/s3/test_bucket.sh; its server,
+	# versitygw, is built from its Go module by tests/s3/versitygw.sh)
+	s3fs rclone)
 missing=()
 for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
