@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # versitygw.sh: print the path of versitygw (a POSIX-backed S3 gateway),
 # built from its Go module at the pinned version with the Go toolchain on
-# PATH (1.25 or newer, what its go.mod asks), once, under
+# PATH or in /usr/local/go, where this kind of machine has it (1.25 or
+# newer, what its go.mod asks), once, under
 # /var/cache/shardfs-test/versitygw-VERSION (its module and build caches
 # beside it, go-mod and go-build), so that a second run builds nothing.  A
 # failed build is an error (exit 2), never a skip.
@@ -9,12 +10,13 @@ set -euo pipefail
 version=v1.8.0
 cache=/var/cache/shardfs-test
 dir=$cache/versitygw-$version
+PATH=$PATH:/usr/local/go/bin
 mkdir -p "$cache"
 exec 9>"$dir.lock"
 flock 9
 if [ ! -x "$dir/versitygw" ]; then
 	command -v go > /dev/null || {
-		echo "versitygw.sh: no go on PATH: install Go 1.25 or newer (https://go.dev/dl; Debian 12's golang-go, 1.19, is too old) to build versitygw $version" >&2
+		echo "versitygw.sh: no go on PATH: install Go 1.25 or newer (Debian 12's golang-go, 1.19, is too old) to build versitygw $version" >&2
 		exit 2
 	}
 	start=$(date +%s)
