@@ -21,26 +21,12 @@ import sys
 import time
 import traceback
 
+import pytorch_lightning as pl
 import torch
+from torch.utils.data import DataLoader
 
-# Debian's python3-torch 1.13.1 calls itself "1.13.0a0", a pre-release that
-# Lightning's version checks read as older than 1.13 (and then look for
-# torch._UntypedStorage, gone in 1.13): tell them the release it is
-if str(torch.__version__).startswith("1.13.0a0"):
-    torch.__version__ = "1.13.1"  # type: ignore[assignment]
-
-import pytorch_lightning as pl  # noqa: E402
-
-if torch.__version__ == "1.13.1":
-    # and its torch.distributed._shard does not import under Python 3.11
-    # (a dataclass with a mutable default), which LightningModule imports
-    # only to register ShardedTensor state-dict hooks: none here
-    pl.LightningModule._register_sharded_tensor_state_dict_hooks_if_available \
-        = lambda self: None
-from torch.utils.data import DataLoader  # noqa: E402
-
-import shardfs  # noqa: E402
-from shardfs.lightning import ShardfsEpoch  # noqa: E402
+import shardfs
+from shardfs.lightning import ShardfsEpoch
 
 
 class MarkedSamples:

@@ -1,4 +1,4 @@
-"""DDP jobs (gloo, CPU, Debian's torch 1.13) reading mounts through
+"""DDP jobs (gloo, CPU, torch 2.15.0 from PyPI) reading mounts through
 shardfs.ShardfsDataset: a job that matches its mounts reads exactly the
 plan of every epoch, every rank the same number of steps, its DataLoader
 workers forked, spawned or started by a forkserver; a job whose
