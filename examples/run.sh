@@ -63,5 +63,68 @@ rank 0: 11 steps, 88 rows
 rank 1: 11 steps, 88 rows
 distinct rows: 171"
 
+# Lightning DDP over part-*.parquet read with pyarrow: 5 files of 30, 41,
+# 25, 50 and 19 rows, world=2,workers=2,batch=4, 2 epochs; the counts and
+# every rank's keys of each epoch against shardfs-plan --json
+"$PY" - "$T/parquet" <<'PY' || exit 2
+import os, sys, pyarrow as pa, pyarrow.parquet as pq
+os.makedirs(sys.argv[1])
+first = 0
+for i, n in enumerate((30, 41, 25, 50, 19)):
+    pq.write_table(pa.table({
+        "key": ["k%04d" % k for k in range(first, first + n)],
+        "x": [float(k) for k in range(first, first + n)]}),
+        os.path.join(sys.argv[1], "part-%05d.parquet" % i),
+        row_group_size=8)
+    first += n
+PY
+shardfs-index "$T/parquet" --quiet || exit 2
+PO=world=2,workers=2,batch=4
+mount_view "$T/parquet" "$T/mnt-parquet" $PO || exit 2
+mkdir -p "$T/lout"
+(cd "$T/lout" && timeout 900 "$PY" "$EX/lightning_parquet.py" \
+	"$T/mnt-parquet" "$T/lout" 2 >"$T/lerr" 2>&1)
+rc=$?
+[ $rc -eq 0 ] || tail -40 "$T/lerr" >&2
+# what the plans say, into want<r>: per epoch, steps and rows, then the
+# keys in the order the DataLoader gives them (its 2 workers in turn)
+"$PY" - "$T/parquet" "$PO" "$T" <<'PY' || exit 2
+import json, subprocess, sys
+import pyarrow.parquet as pq
+src, opts, out = sys.argv[1:4]
+keys = {}
+for rank in range(2):
+    lines, rows = [], []
+    for e in range(2):
+        p = json.loads(subprocess.run(
+            ["shardfs-plan", src, "-o", "%s,epoch=%d" % (opts, e), "--json"],
+            capture_output=True, text=True, check=True).stdout)
+        per = []
+        for w in range(2):
+            r = next(x for x in p["readers"]
+                     if (x["rank"], x["worker"]) == (rank, w))
+            ks = []
+            for f in r["files"]:
+                if f["shard"] not in keys:
+                    keys[f["shard"]] = pq.read_table(
+                        "%s/%s" % (src, f["shard"])).column("key").to_pylist()
+                for first, n in f["runs"]:
+                    ks += keys[f["shard"]][first:first + n]
+            per.append(ks)
+        turns = [k for i in range(0, len(per[0]), 4)
+                 for k in per[0][i:i + 4] + per[1][i:i + 4]]
+        lines.append("epoch %d: %d steps, %d rows"
+                     % (e, len(turns) // 4, len(turns)))
+        rows += ["%d %s" % (e, k) for k in turns]
+    with open("%s/want%d" % (out, rank), "w") as f:
+        f.write("\n".join(lines + rows) + "\n")
+PY
+expect "lightning_parquet.py: exit status" "$rc" 0
+for r in 0 1; do
+	expect "lightning_parquet.py: rank $r's steps, rows and keys of epochs 0 and 1 are the plans'" \
+		"$(cat "$T/lout/rank$r.txt" 2>/dev/null)" "$(cat "$T/want$r")"
+	head -2 "$T/want$r"
+done
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
