@@ -126,5 +126,29 @@ for r in 0 1; do
 	head -2 "$T/want$r"
 done
 
+# a weighted mixture read through datasets: a JSONL source and a Parquet
+# one, proportion 3 : 1 of an epoch of 200, world=2,workers=2,block=8:
+# the two ranks' rows add up to exactly 150 and 50
+mkdir -p "$T/mix"
+shardfs-mkdata "$T/mix/text" --format jsonl --shards 4 --samples 20-60 \
+	>/dev/null && shardfs-index "$T/mix/text" --quiet &&
+	shardfs-mkdata "$T/mix/tab" --format parquet --shards 3 \
+		--samples 20-60 --seed 1 >/dev/null &&
+	shardfs-index "$T/mix/tab" --quiet || exit 2
+printf '%s' '{"sources": [{"path": "text", "proportion": 3},
+ {"path": "tab", "proportion": 1}], "epoch_size": 200}' >"$T/mix/mix.json"
+mount_view "$T/mix/mix.json" "$T/mnt-mix" world=2,workers=2,block=8 || exit 2
+got=$(for r in 0 1; do
+	HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 HF_HOME=$T/hf RANK=$r \
+		WORLD_SIZE=2 timeout 600 "$PY" "$EX/mixture_datasets.py" \
+		"$T/mnt-mix" 2>>"$T/merr" || echo "rank $r failed"
+done)
+grep -q failed <<<"$got" && tail -20 "$T/merr" >&2
+expect "mixture_datasets.py: each rank 100 rows, text 150 and tab 50 in all" \
+	"$got
+total: $(awk '{b += $6; t += $8} END {print "tab " b ", text " t}' <<<"$got")" \
+	"$(grep -o 'rank [01]: 100 rows, tab [0-9]*, text [0-9]*' <<<"$got")
+total: tab 50, text 150"
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
