@@ -150,5 +150,40 @@ total: $(awk '{b += $6; t += $8} END {print "tab " b ", text " t}' <<<"$got")" \
 	"$(grep -o 'rank [01]: 100 rows, tab [0-9]*, text [0-9]*' <<<"$got")
 total: tab 50, text 150"
 
+# DALI over tars without shard_id/num_shards/pad_last_batch (the tf/DALI
+# environment): 7 shards, world=2,workers=1,batch=4,block=9: every rank
+# per_reader / 4 full batches, the .jpg bytes of the plan's samples
+tfvenv=$(bash "$TESTS/python/venv.sh" "$TESTS/python/requirements-tf-dali.txt") ||
+	exit 2
+shardfs-mkdata "$T/tars" --format tar --shards 7 --samples 5-30 --seed 3 \
+	>/dev/null && shardfs-index "$T/tars" --quiet || exit 2
+DO=world=2,workers=1,batch=4,block=9
+mount_view "$T/tars" "$T/mnt-tars" $DO || exit 2
+for r in 0 1; do
+	got=$(timeout 600 "$tfvenv/bin/python" "$EX/dali_webdataset.py" \
+		"$T/mnt-tars" $r 2>"$T/derr") || tail -20 "$T/derr" >&2
+	want=$("$PY" - "$T/tars" "$DO" $r <<'PY'
+import hashlib, json, subprocess, sys, tarfile
+src, opts, rank = sys.argv[1], sys.argv[2], int(sys.argv[3])
+p = json.loads(subprocess.run(["shardfs-plan", src, "-o", opts, "--json"],
+                              capture_output=True, text=True,
+                              check=True).stdout)
+r = next(x for x in p["readers"] if (x["rank"], x["worker"]) == (rank, 0))
+h, n = hashlib.sha256(), 0
+for f in r["files"]:
+    with tarfile.open("%s/%s" % (src, f["shard"])) as t:
+        jpgs = [t.extractfile(m).read() for m in t if m.name.endswith(".jpg")]
+    for first, count in f["runs"]:
+        for data in jpgs[first:first + count]:
+            h.update(data)
+            n += 1
+print("rank %d: %d batches, %d samples, all full" % (rank, n // 4, n))
+print(h.hexdigest())
+PY
+)
+	expect "dali_webdataset.py: rank $r's batches and bytes are the plan's" \
+		"$got" "$want"
+done
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
