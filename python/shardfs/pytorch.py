@@ -5,12 +5,14 @@ Importing this module imports torch.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Dict, Iterator, Optional, Tuple, Union
+from pathlib import Path
+from typing import (Any, Callable, Dict, Iterator, List, Optional, Tuple,
+                    Union)
 
 from torch.utils.data import IterableDataset, get_worker_info
 
-from ._mount import Mount, _torch_dist, job_rank, job_world
-from .samples import PathLike, reader_for
+from ._mount import Mount, ShardfsError, _torch_dist, job_rank, job_world
+from .samples import PathLike, line_samples, reader_for
 
 
 class ShardfsDataset(IterableDataset):
@@ -48,6 +50,10 @@ class ShardfsDataset(IterableDataset):
         # the job's rank, world and where the world was found, once taken
         # for a worker that cannot find them
         self._job: Optional[Tuple[int, int, str]] = None
+        # the running iterator's place (state_dict), and the place the
+        # next iterator resumes at (load_state_dict)
+        self._state: Optional[Dict[str, Any]] = None
+        self._resume: Optional[Dict[str, Any]] = None
 
     def __getstate__(self) -> Dict[str, Any]:
         """What a worker started by spawn or forkserver gets: the job's
@@ -64,13 +70,60 @@ class ShardfsDataset(IterableDataset):
         rank, world, where = self._job or (job_rank(),) + job_world()
         if self.rank is not None:
             rank = self.rank
+        worker = info.id if info else 0
         mount = Mount(self.mount.path)  # this epoch's status
         mount._check_job(world, where, info.num_workers if info else 1,
                          self.batch_size, rank)
-        for path in mount.files(rank, info.id if info else 0):
+        resume, self._resume = self._resume, None
+        state: Dict[str, Any] = {"view": _view(mount), "rank": rank,
+                                 "worker": worker, "samples": 0,
+                                 "file": None, "in_file": 0, "offset": 0}
+        if resume is not None and any(resume.get(k) != state[k] for k in
+                                      ("view", "rank", "worker")):
+            resume = None  # another view (a new epoch, start=): all of it
+        self._state = state
+        files = mount.files(rank, worker)
+        top = mount.reader_dir(rank, worker)
+        skip = 0
+        if resume is not None and resume["file"] is not None:
+            files, skip = _resume_at(mount, rank, worker, files, top, resume)
+            state["samples"] = resume["samples"]
+        for path in files:
+            state["file"] = os.fspath(path.relative_to(top))
+            state["in_file"], state["offset"] = skip, 0
             read = self.samples or reader_for(path)
-            for sample in read(path):
+            if read is line_samples:
+                # lines: resumed at the byte after the last line read
+                state["offset"] = resume["offset"] if skip else 0
+                samples = _lines_from(path, state["offset"], state)
+            else:
+                samples = read(path)
+                for _ in range(skip):  # a prefix of one file, read again
+                    next(samples)
+            skip = 0
+            for sample in samples:
+                state["samples"] += 1
+                state["in_file"] += 1
                 yield self.transform(sample) if self.transform else sample
+
+    def state_dict(self) -> Dict[str, Any]:
+        """Where this worker's iterator is in its reader's view: the view
+        (its plan options and epoch), rank, worker, samples yielded, the
+        file being read, the samples of it yielded and, for line files,
+        the byte after the last line.  torchdata's StatefulDataLoader
+        calls it in each worker and saves it with its own state."""
+        return dict(self._state) if self._state else {}
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        """Resume from state_dict(): the next iterator of this worker
+        (StatefulDataLoader calls this before it) starts at the file and
+        sample after the last one yielded, without opening the files
+        before it (nor reading the lines before it), when the mount
+        serves the same view (epoch and plan options) for the same rank
+        and worker; else it reads its view from the start (a new epoch,
+        or a mount remounted with start= that already begins at the
+        rest: docs/plan.md, "Resuming an epoch")."""
+        self._resume = dict(state) if state else None
 
     def __len__(self) -> int:
         """Samples of this rank per epoch: per_reader x workers (what
@@ -86,3 +139,44 @@ def worker_files(mount: Union[Mount, PathLike], rank: Optional[int] = None
     the main process: the worker may not know the job's."""
     m = mount if isinstance(mount, Mount) else Mount(mount)
     return [os.fspath(p) for p in m.files(rank)]
+
+
+def _view(mount: Mount) -> Dict[str, Any]:
+    """What identifies the view a reader reads: the plan's options (the
+    epoch among them), not the ranks a mount serves."""
+    return {k: v for k, v in sorted(mount.options.items()) if k != "rank"}
+
+
+def _resume_at(mount: Mount, rank: int, worker: int, files: List[Path],
+               top: Path, resume: Dict[str, Any]) -> Tuple[List[Path], int]:
+    """The files left to read after `resume` (a state_dict of the same
+    view), and the samples of the first of them already read: the files
+    before the one being read are dropped unopened, and that one too when
+    the plan says all its samples were read."""
+    names = [os.fspath(p.relative_to(top)) for p in files]
+    if resume["file"] not in names:
+        raise ShardfsError(
+            "%s: the state to resume names %s, which the reader's view "
+            "does not hold: the state is of another mount (resume on the "
+            "mount it was saved on)" % (top, resume["file"]))
+    i = names.index(resume["file"])
+    skip = int(resume["in_file"])
+    planned = [f["samples"] for r in mount.plan()["readers"]
+               if (r["rank"], r["worker"]) == (rank // int(
+                   mount.options.get("replicas", 1)), worker)
+               for f in r["files"]]
+    if len(planned) == len(files) and skip >= planned[i]:
+        return files[i + 1:], 0
+    return files[i:], skip
+
+
+def _lines_from(path: PathLike, offset: int, state: Dict[str, Any]
+                ) -> Iterator[bytes]:
+    """The lines of a file from byte `offset` on, keeping in
+    state["offset"] the byte after the last line given."""
+    with open(path, "rb") as f:
+        f.seek(offset)
+        for line in f:
+            offset += len(line)
+            state["offset"] = offset
+            yield line

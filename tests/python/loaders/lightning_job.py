@@ -5,8 +5,10 @@ over the Parquet views (shardfs.ShardfsDataset, rows read with pyarrow),
 the epoch switched by shardfs's Lightning callback.  Every training step
 records the keys of its batch; each rank writes OUT/rank<r>-epoch<e>.json.
 --save writes a checkpoint when fit returns (trainer.save_checkpoint),
---resume fits from one (ckpt_path=), and --persistent gives the
-DataLoader persistent_workers=True.  Lightning's ddp launcher starts rank
+--resume fits from one (ckpt_path=), --persistent gives the
+DataLoader persistent_workers=True, --stateful makes it torchdata's
+StatefulDataLoader, --max-steps N stops the fit after N steps and
+--ckpt-every N DIR writes a checkpoint into DIR every N steps.  Lightning's ddp launcher starts rank
 1 by running this file again.  Each rank writes what it did and how it
 ended to OUT/rank<r>.log (its traceback, or a fatal signal's stacks), so
 that a failed job says what every rank said, not only what came last on
@@ -21,26 +23,12 @@ import sys
 import time
 import traceback
 
+import pytorch_lightning as pl
 import torch
+from torch.utils.data import DataLoader
 
-# Debian's python3-torch 1.13.1 calls itself "1.13.0a0", a pre-release that
-# Lightning's version checks read as older than 1.13 (and then look for
-# torch._UntypedStorage, gone in 1.13): tell them the release it is
-if str(torch.__version__).startswith("1.13.0a0"):
-    torch.__version__ = "1.13.1"  # type: ignore[assignment]
-
-import pytorch_lightning as pl  # noqa: E402
-
-if torch.__version__ == "1.13.1":
-    # and its torch.distributed._shard does not import under Python 3.11
-    # (a dataclass with a mutable default), which LightningModule imports
-    # only to register ShardedTensor state-dict hooks: none here
-    pl.LightningModule._register_sharded_tensor_state_dict_hooks_if_available \
-        = lambda self: None
-from torch.utils.data import DataLoader  # noqa: E402
-
-import shardfs  # noqa: E402
-from shardfs.lightning import ShardfsEpoch  # noqa: E402
+import shardfs
+from shardfs.lightning import ShardfsEpoch
 
 
 class MarkedSamples:
@@ -252,14 +240,28 @@ def fit(mnt: str, out: str, epochs: str, workers: str, batch: str) -> None:
     # workers started by a fork server, not forked from a rank: a rank has
     # gloo's threads, and CPython 3.11's fork can deadlock in its child
     # (PyOS_AfterFork_Child waiting for a lock one of them held; seen here)
-    loader = DataLoader(ds, batch_size=int(batch), num_workers=int(workers),
-                        multiprocessing_context="forkserver",
-                        persistent_workers="--persistent" in sys.argv)
+    # --stateful: torchdata's StatefulDataLoader, whose state Lightning
+    # saves in a checkpoint and gives back to it on a resume mid-epoch
+    make = DataLoader
+    if "--stateful" in sys.argv:
+        from torchdata.stateful_dataloader import StatefulDataLoader
+        make = StatefulDataLoader
+    loader = make(ds, batch_size=int(batch), num_workers=int(workers),
+                  multiprocessing_context="forkserver",
+                  persistent_workers="--persistent" in sys.argv)
+    # --ckpt-every N DIR: a checkpoint every N steps, mid-epoch
+    every = []
+    if option("--ckpt-every"):
+        args = sys.argv[sys.argv.index("--ckpt-every") + 1:]
+        every = [pl.callbacks.ModelCheckpoint(
+            dirpath=args[1], every_n_train_steps=int(args[0]),
+            save_top_k=-1)]
     trainer = pl.Trainer(strategy=strategy, accelerator="cpu", devices=2,
                          max_epochs=int(epochs),
+                         max_steps=int(option("--max-steps") or -1),
                          use_distributed_sampler=False,
-                         callbacks=[ShardfsEpoch(mnt)], logger=False,
-                         enable_checkpointing=False,
+                         callbacks=[ShardfsEpoch(mnt)] + every,
+                         logger=False, enable_checkpointing=bool(every),
                          enable_progress_bar=False,
                          enable_model_summary=False)
     trainer.fit(Model(out), loader, ckpt_path=option("--resume"))

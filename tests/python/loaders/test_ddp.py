@@ -1,4 +1,4 @@
-"""DDP jobs (gloo, CPU, Debian's torch 1.13) reading mounts through
+"""DDP jobs (gloo, CPU, torch 2.15.0 from PyPI) reading mounts through
 shardfs.ShardfsDataset: a job that matches its mounts reads exactly the
 plan of every epoch, every rank the same number of steps, its DataLoader
 workers forked, spawned or started by a forkserver; a job whose
@@ -22,8 +22,8 @@ JOB = Path(__file__).with_name("ddp_job.py")
 
 
 def launch(world: int, mounts: List[Path], out: Path, epochs: str,
-           workers: int, batch: int, context: Optional[str] = None
-           ) -> List[Tuple[int, str]]:
+           workers: int, batch: int, context: Optional[str] = None,
+           fsdp: bool = False) -> List[Tuple[int, str]]:
     """Run the job's ranks; (exit status, stderr) of each.  With a
     multiprocessing context, the ranks' DataLoader workers start by it,
     and each rank is given its rank and world size as
@@ -35,7 +35,7 @@ def launch(world: int, mounts: List[Path], out: Path, epochs: str,
     procs = []
     for r in range(world):
         env = dict(os.environ, RANK=str(r), WORLD_SIZE=str(world),
-                   DDP_STORE=store)
+                   DDP_STORE=store, FSDP="1" if fsdp else "0")
         args = [str(mounts[r]), str(out), epochs, str(workers), str(batch)]
         if context:
             del env["RANK"], env["WORLD_SIZE"]
@@ -65,10 +65,20 @@ def lines(src: Path, shard: str) -> List[str]:
 # and world of the rank that started them
 @pytest.mark.parametrize("context", [None, "spawn", "forkserver"])
 def test_ddp_reads_the_plan(context, data, mount, tmp_path) -> None:
+    check_reads_the_plan(context, False, data, mount, tmp_path)
+
+
+def test_fsdp_reads_the_plan(data, mount, tmp_path) -> None:
+    """FSDP (torch.distributed.fsdp.fully_shard, FSDP2) on CPU over gloo:
+    every step all-gathers parameters and reduce-scatters gradients."""
+    check_reads_the_plan(None, True, data, mount, tmp_path)
+
+
+def check_reads_the_plan(context, fsdp, data, mount, tmp_path) -> None:
     src = data("jsonl", 9, "4-40", seed=2)
     opts = "world=2,workers=2,batch=4,block=11"
     mounts = [mount(src, "rank=%d,%s" % (r, opts)) for r in range(2)]
-    results = launch(2, mounts, tmp_path, "0,1", 2, 4, context)
+    results = launch(2, mounts, tmp_path, "0,1", 2, 4, context, fsdp)
     assert [rc for rc, _ in results] == [0, 0], results
     cache: dict = {}
     for epoch in (0, 1):

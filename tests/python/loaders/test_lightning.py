@@ -1,4 +1,4 @@
-"""Lightning (pytorch-lightning 2.1.4 on Debian's torch 1.13):
+"""Lightning (pytorch-lightning 2.6.6 on torch 2.15.0 from PyPI):
 Trainer(strategy="ddp", accelerator="cpu"), 2 processes x 2 DataLoader
 workers, shardfs.ShardfsDataset over Parquet views read with pyarrow,
 2 epochs switched by shardfs.lightning.ShardfsEpoch on one shared mount:
@@ -140,7 +140,7 @@ def test_lightning_resumed_fit_reads_each_epochs_plan(data, mount,
     """A fit on a mount a previous job left at epoch 2 reads epoch 0; a
     second fit resumed from its checkpoint (ckpt_path=) with max_epochs=3,
     on the mount now serving epoch 0, reads epochs 1 and 2.  Lightning
-    2.1.4 starts the first epoch's DataLoader workers before
+    (2.1.4, 2.6.6) starts the first epoch's DataLoader workers before
     on_train_epoch_start.  The first fit's workers are made anew each
     epoch, the second's are persistent (they list again each epoch)."""
     src = data("parquet", 6, "5-40", seed=7)
@@ -166,23 +166,63 @@ def test_lightning_resumed_fit_reads_each_epochs_plan(data, mount,
 
 
 def test_lightning_fsdp_on_cpu_not_run(data, mount, tmp_path) -> None:
-    """FSDP on CPU: Lightning 2.1.4 refuses it; when a release runs it,
+    """FSDP on CPU: Lightning (2.1.4 to 2.6.6) refuses it; when a release runs it,
     this fails and asks for the FSDP test."""
     src = data("parquet", 6, "5-40", seed=7)
     mnt = mount(src, "world=2,workers=2,batch=4")
     job = run_job(mnt, tmp_path, "fsdp")
-    refusal = ("You selected strategy to be `fsdp`, but GPU accelerator is "
-               "not used.")
+    refusal = ("The strategy `fsdp` requires a GPU accelerator, but "
+               "received `accelerator='cpu'`.")
     assert job.returncode != 0 and refusal in job.stderr, \
         "FSDP on CPU ran: test what it reads\n" + job.stderr[-3000:]
-    pytest.skip("not run: FSDP on CPU (pytorch-lightning 2.1.4: \"%s\")"
+    pytest.skip("not run: FSDP on CPU (pytorch-lightning 2.6.6: \"%s\")"
                 % refusal)
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "seen with pytorch-lightning 2.6.6 and torchdata 0.11.0: rank 0 "
+    "resumes exactly, rank 1's resumed epoch 0 starts 4 samples (one "
+    "batch of a worker) past the plan's next sample; not diagnosed yet "
+    "(Lightning saves the checkpoint on rank 0 only, with its loader "
+    "state, and fetches a batch ahead)"))
+def test_lightning_resumed_mid_epoch_reads_the_rest(data, mount, tmp_path
+                                                     ) -> None:
+    """A fit stopped after 3 steps of epoch 0 (max_steps) with a
+    StatefulDataLoader over ShardfsDataset, checkpointed at step 3
+    (ModelCheckpoint(every_n_train_steps=3)), then resumed
+    (ckpt_path=, max_epochs=2): the resumed fit reads exactly the rest of
+    epoch 0's plan, then epoch 1's."""
+    src = data("parquet", 6, "5-40", seed=7)
+    opts = "world=2,workers=2,batch=4"
+    mnt = mount(src, opts)
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    job = run_job(mnt, first, "ddp", 2, "--stateful", "--max-steps", "3",
+                  "--ckpt-every", "3", str(tmp_path / "ckpt"))
+    assert job.returncode == 0, job_said(job, first)
+    # written at step 3, in the middle of epoch 0 (a checkpoint written
+    # when fit returns counts a fit stopped by max_steps as a whole epoch)
+    ckpt = tmp_path / "ckpt" / "epoch=0-step=3.ckpt"
+    job = run_job(mnt, second, "ddp", 2, "--stateful", "--resume",
+                  str(ckpt))
+    assert job.returncode == 0, job_said(job, second)
+    cache: Dict[str, List[str]] = {}
+    for epoch in (0, 1):
+        p = plan(src, opts + ",epoch=%d" % epoch)
+        for r in range(2):
+            batches = []
+            for d in ((first, second) if epoch == 0 else (second,)):
+                f = d / ("rank%d-epoch%d.json" % (r, epoch))
+                batches += json.loads(f.read_text())["batches"]
+            want = [[source_keys(src, s, cache)[i]
+                     for s, i in planned_samples(p, r, w)] for w in range(2)]
+            turns = [k for i in range(0, len(want[0]), 4)
+                     for k in want[0][i:i + 4] + want[1][i:i + 4]]
+            assert [k for b in batches for k in b] == turns, (epoch, r)
+
+
 def callback(mnt: Path):
-    import torch
-    if str(torch.__version__).startswith("1.13.0a0"):
-        torch.__version__ = "1.13.1"  # see lightning_job.py
     from shardfs.lightning import ShardfsEpoch
     return ShardfsEpoch(mnt, timeout=30)
 
