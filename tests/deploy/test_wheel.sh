@@ -121,6 +121,9 @@ shardfs/_mount.py
 shardfs/_programs.py
 shardfs/_release.py
 shardfs/_version.py
+shardfs/follow.py
+shardfs/hf.py
+shardfs/lance_torch.py
 shardfs/lightning.py
 shardfs/py.typed
 shardfs/pytorch.py
