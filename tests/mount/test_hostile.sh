@@ -25,8 +25,6 @@
 
 GEN=$TESTS/mount/hostile_parquet.py
 PASS="0:PASS: disjoint, nothing missing, equal counts, every sample's bytes and order as planned"
-sanitized=0
-grep -q '^SHARDFS_SANITIZE:BOOL=ON' "$BUILD/CMakeCache.txt" 2>/dev/null && sanitized=1
 
 # peak_kb CMD...: run CMD (output discarded); print its peak RSS in KiB
 peak_kb() {
