@@ -51,8 +51,11 @@ int files_init(struct files *t, size_t cap)
 
 void files_destroy(struct files *t)
 {
+	unsigned i;
+
 	free(t->buckets);
-	free(t->failed_msg);
+	for (i = 0; i < FILES_FAILED; i++)
+		free(t->failed[i]);
 	pthread_cond_destroy(&t->done);
 	pthread_mutex_destroy(&t->lock);
 }
@@ -119,20 +122,22 @@ static size_t drop_unused(struct fs *fs, size_t max)
 	return n;
 }
 
-/* Log why ino cannot be read, unless that was the last thing logged: the
- * kernel retries a failed page on its own. */
-static void log_failure(struct fs *fs, fuse_ino_t ino, const char *msg)
+/* Log why a file cannot be read, unless that cause is among the last
+ * FILES_FAILED logged: the kernel retries a failed page on its own, and
+ * readers of the shard's other files meet the same cause. */
+static void log_failure(struct fs *fs, const char *msg)
 {
 	struct files *t = &fs->files;
-	bool again;
+	bool again = false;
+	unsigned i;
 
 	pthread_mutex_lock(&t->lock);
-	again = t->failed_ino == ino && t->failed_msg &&
-		!strcmp(t->failed_msg, msg);
+	for (i = 0; i < FILES_FAILED && !again; i++)
+		again = t->failed[i] && !strcmp(t->failed[i], msg);
 	if (!again) {
-		free(t->failed_msg);
-		t->failed_msg = strdup(msg);
-		t->failed_ino = ino;
+		free(t->failed[t->failed_next]);
+		t->failed[t->failed_next] = strdup(msg);
+		t->failed_next = (t->failed_next + 1) % FILES_FAILED;
 	}
 	pthread_mutex_unlock(&t->lock);
 	if (!again)
@@ -295,7 +300,7 @@ int files_get(struct fs *fs, struct view_ref *vr, uint32_t node,
 	free_list(fs, gone);
 	if (rc) {
 		atomic_fetch_add(&fs->errors, 1);
-		log_failure(fs, ino, err.msg);
+		log_failure(fs, err.msg);
 		return rc;
 	}
 	*built = true;
@@ -326,7 +331,7 @@ void files_fail(struct fs *fs, struct file_ent *f, const char *msg)
 	struct files *t = &fs->files;
 
 	atomic_fetch_add(&fs->errors, 1);
-	log_failure(fs, f->ino, msg);
+	log_failure(fs, msg);
 	pthread_mutex_lock(&t->lock);
 	if (!f->out) {
 		unlink_locked(t, f);

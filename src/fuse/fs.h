@@ -127,6 +127,8 @@ struct file_ent {
 	struct file_ent *next; /* files.buckets, files.lock */
 };
 
+#define FILES_FAILED 64
+
 /* The data files whose slices are kept: at most cap of them, holding at
  * most FILES_MEM_MAX bytes (files.c). */
 struct files {
@@ -137,8 +139,11 @@ struct files {
 	size_t mem; /* bytes the entries' slices hold */
 	unsigned builds; /* slices being built */
 	uint64_t tick;
-	fuse_ino_t failed_ino; /* the last file that could not be read, */
-	char *failed_msg; /* and why: logged once, not per read */
+	/* why files could not be read, as logged: the last FILES_FAILED
+	 * causes (a cause names its shard), each logged once, not per read
+	 * nor per file of the shard */
+	char *failed[FILES_FAILED];
+	unsigned failed_next;
 };
 
 /* The text a control file shows, as its last GETATTR or LOOKUP told the

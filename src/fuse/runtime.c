@@ -20,9 +20,12 @@ void fs_log(struct fs *fs, int prio, const char *fmt, ...)
 
 	va_start(ap, fmt);
 	if (fs->foreground) {
+		/* one line, whole, whichever threads log at once */
+		flockfile(stderr);
 		fputs("shardfs: ", stderr);
 		vfprintf(stderr, fmt, ap);
 		fputc('\n', stderr);
+		funlockfile(stderr);
 	} else {
 		vsyslog(prio, fmt, ap);
 	}

@@ -97,6 +97,21 @@ ln -s "$T/outside/shard-000004.jsonl" "$T/src/shard-000004.jsonl"
 expect_run "symlink: EIO" 1 "cat: $f: Input/output error" -- cat "$f"
 expect_eq "symlink: logged" "$(grep -c "^shardfs: shard-000004.jsonl: cannot open: a symlink on its path (shardfs reads only files inside the source)" "$log")" 1
 
+section "readers at once on the damaged shards: whole lines, each cause once"
+# Four readers meet the five causes above at the same time, as do the
+# prefetcher's threads: every line of the log is one line, whole, and each
+# cause is logged once in all (not once per read, nor per file).
+pids=()
+for r in 1 2 3 4; do
+	(for i in $(seq 20); do cat "$M"/*/*/* >/dev/null 2>&1; done) &
+	pids+=($!)
+done
+wait "${pids[@]}"
+expect_eq "at once: lines without the prefix, or with two" \
+	"$(grep -vc '^shardfs: ' "$log"):$(grep -c 'shardfs: shardfs: ' "$log")" "0:0"
+expect_eq "at once: each cause logged once" "$(for s in 0 1 2 3 4; do
+	grep -c "^shardfs: shard-00000$s.jsonl[: ]" "$log"; done | tr '\n' ' ')" "1 1 1 1 1 "
+
 section "the other shards keep their bytes"
 for s in 05 06 07; do
 	expect_eq "shard $s still right" "$(lines_ok "$(view_file $s)" "$T/jsonl")" ok
