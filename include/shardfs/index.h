@@ -46,6 +46,8 @@
 #include "shardfs/digest.h"
 #include "shardfs/error.h"
 #include "shardfs/format.h"
+#include "shardfs/shard.h"
+#include "shardfs/util.h"
 
 #define SFS_INDEX_VERSION 1
 #define SFS_INDEX_DIR ".shardfs"
@@ -54,51 +56,6 @@
 #define SFS_INDEX_PARTS_MAX 65536
 /* bytes of the boundary table's payload per checksum of its blocks file */
 #define SFS_INDEX_BLOCK_BYTES 4096
-
-/*
- * Who the source lets read a shard file, as sfs_index_check_source found
- * it (never saved in the index): its owner and group, and the permission
- * bits of its mode with the classes of users cleared that a directory on
- * its path (the source's, the ones above it and below it) does not let
- * through.  A view gives its files these (docs/view.md), so that with
- * allow_other the kernel (default_permissions) refuses a user the slice of
- * a shard that user could not read in the source.  known false: not
- * checked (an index not checked against its source).
- */
-struct sfs_access {
-	uint32_t uid, gid;
-	uint16_t mode; /* 0777 bits at most */
-	bool known;
-};
-
-/* One more file of a `files` sample that groups several files by key. */
-struct sfs_member {
-	char *path;
-	uint64_t size;
-	int64_t mtime_ns;
-	struct sfs_access access;
-};
-
-struct sfs_shard {
-	char *path; /* relative to the source */
-	uint64_t size;
-	int64_t mtime_ns;
-	const struct sfs_format_ops *format;
-	uint64_t nsamples;
-	uint64_t first_sample; /* global number of its sample 0 */
-	uint64_t bounds_at; /* first boundary in the table, or SFS_NO_BOUNDS
-				 * when the shard cannot be sliced */
-	/* the index whose table holds those boundaries (a mixture's
-	 * source, sfs_index_join with borrow); NULL: the shard's own */
-	const struct sfs_index *bounds_in;
-	uint64_t prefix_len; /* see format.h */
-	bool newline_missing; /* see format.h */
-	bool has_digest;
-	unsigned char digest[SFS_DIGEST_LEN]; /* over the shard, then members */
-	struct sfs_member *members; /* files: the rest of the sample's files */
-	size_t nmembers;
-	struct sfs_access access;
-};
 
 struct sfs_index {
 	char *source; /* absolute path of the source */
@@ -156,12 +113,6 @@ struct sfs_index {
 	 * an index whose tables are in memory or mapped */
 	struct sfs_spill *spill;
 };
-
-/* A stat's mtime in nanoseconds, as the index records it. */
-static inline int64_t sfs_mtime_ns(const struct stat *st)
-{
-	return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
-}
 
 /* True when the shard has boundaries in the table (sfs_index_read_bounds). */
 static inline bool sfs_shard_has_bounds(const struct sfs_shard *sh)
@@ -381,16 +332,18 @@ void sfs_index_access_meet(struct sfs_access *a, const struct sfs_access *b);
 /* Free idx and everything it owns.  NULL is a no-op. */
 void sfs_index_free(struct sfs_index *idx);
 
-/* True when a path from an index is safe to join to the source. */
-bool sfs_index_path_ok(const char *path);
+/* True when a path from an index is safe to join to the source (util.h). */
+static inline bool sfs_index_path_ok(const char *path)
+{
+	return sfs_path_ok(path);
+}
 
 /*
- * Open path (from an index) below the source directory srcfd with flags
- * (O_CLOEXEC is added, and O_NONBLOCK but to O_PATH: a FIFO planted as a
- * shard must not block) so that no component may be a symlink or lead out of the source:
- * openat2 with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS, or, on kernels
- * before 5.6, openat with O_NOFOLLOW (the last component only).  Returns
- * the descriptor, or -errno: -ELOOP for a symlink on the way, -EXDEV for a
+ * Open path (from an index) below the source directory srcfd with flags,
+ * as util.h's sfs_open_beneath opens it (O_CLOEXEC added; no component
+ * may be a symlink or lead out of the source), and O_NONBLOCK but to
+ * O_PATH: a FIFO planted as a shard must not block.  Returns the
+ * descriptor, or -errno: -ELOOP for a symlink on the way, -EXDEV for a
  * path that leaves the source.
  */
 int sfs_index_open_shard(int srcfd, const char *path, int flags);

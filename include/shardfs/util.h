@@ -98,4 +98,11 @@ int sfs_grow(void *arrayp, size_t *cap, size_t need, size_t size);
  */
 int sfs_open_beneath(int dirfd, const char *name, int flags, mode_t mode);
 
+/*
+ * True when path is safe to join to a directory: relative, '/'-separated,
+ * shorter than PATH_MAX, without empty, "." or ".." components (a path
+ * from an index or a dataset's manifest, before it is opened).
+ */
+bool sfs_path_ok(const char *path);
+
 #endif

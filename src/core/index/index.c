@@ -6,7 +6,6 @@
  * index with the source is index_source.c, joining indexes index_merge.c.
  */
 #include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,28 +36,6 @@ char *sfs_index_dir(const char *source, const char *dir)
 	if (asprintf(&out, "%s/%s", source, SFS_INDEX_DIR) < 0)
 		return NULL;
 	return out;
-}
-
-bool sfs_index_path_ok(const char *path)
-{
-	const char *p = path;
-
-	if (!*path || *path == '/' || strlen(path) >= PATH_MAX)
-		return false;
-	while (*p) {
-		const char *slash = strchr(p, '/');
-		size_t n = slash ? (size_t)(slash - p) : strlen(p);
-
-		if (n == 0 || (n == 1 && p[0] == '.') ||
-		    (n == 2 && p[0] == '.' && p[1] == '.'))
-			return false;
-		if (!slash)
-			break;
-		p = slash + 1;
-		if (!*p)
-			return false;
-	}
-	return true;
 }
 
 static void shard_clear(struct sfs_shard *sh)

@@ -6,12 +6,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "shardfs/index.h"
@@ -24,18 +22,9 @@
 
 int sfs_index_open_shard(int srcfd, const char *path, int flags)
 {
-	struct open_how how = {
-		/* openat2 refuses O_PATH with other flags */
-		.flags = (uint64_t)(flags | O_CLOEXEC |
-				    (flags & O_PATH ? 0 : O_NONBLOCK)),
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
-			   RESOLVE_NO_MAGICLINKS,
-	};
-	long fd = syscall(SYS_openat2, srcfd, path, &how, sizeof(how));
-
-	if (fd < 0 && errno == ENOSYS)
-		fd = openat(srcfd, path, (int)how.flags | O_NOFOLLOW);
-	return fd < 0 ? -errno : (int)fd;
+	/* openat2 refuses O_PATH with other flags */
+	return sfs_open_beneath(srcfd, path,
+				flags & O_PATH ? flags : flags | O_NONBLOCK, 0);
 }
 
 struct stale {
