@@ -57,6 +57,29 @@
 /* bytes of the boundary table's payload per checksum of its blocks file */
 #define SFS_INDEX_BLOCK_BYTES 4096
 
+/*
+ * A source an index joins (sfs_index_join with borrow): its own index,
+ * where it is and where that index was loaded from, and its shards' place
+ * in the joined index.  The strings are the joiner's (they live as long
+ * as it does, and it lives as long as the index).
+ */
+struct sfs_index_source {
+	struct sfs_index *idx; /* owned: its shards' bounds_in */
+	const char *path; /* the source's directory, absolute */
+	const char *index_dir; /* its index's, NULL: PATH/.shardfs */
+	size_t shard_lo, shard_hi; /* its shards in the joined index */
+};
+
+/*
+ * What joined an index's sources, as the index sees it: a struct of a
+ * layer above (a mixture, mixture.h) holds it, and the index frees
+ * that struct with release when it is freed, after the sources' indexes.
+ * The index knows nothing else of it.
+ */
+struct sfs_index_joiner {
+	void (*release)(struct sfs_index_joiner *j);
+};
+
 struct sfs_index {
 	char *source; /* absolute path of the source */
 	/* a part of an index (shardfs-index --part I/N): part I of nparts N;
@@ -99,13 +122,14 @@ struct sfs_index {
 	int digests_fd; /* the same file, open (sfs_index_read_digests) */
 	unsigned char digests_sum[SFS_DIGEST_LEN]; /* the manifest's */
 	bool digests_checked;
-	/* the mixture this index joins (mixture.h), owned; NULL for the
-	 * index of one source directory */
-	struct sfs_mix *mix;
-	/* the indexes its shards' bounds_in point to, owned (a mixture's
-	 * sources) */
-	struct sfs_index **sources;
+	/* the sources it joins (sfs_index_join with borrow), owned: the
+	 * indexes its shards' bounds_in point to; none for the index of one
+	 * source directory */
+	struct sfs_index_source *sources;
 	size_t nsources;
+	/* what joined them, owned (a mixture: mixture.h, sfs_mix_of); NULL
+	 * for the index of one source directory */
+	struct sfs_index_joiner *joiner;
 	/* owner of the tables while they are in temporary files (spill.h):
 	 * an index built with sfs_indexer_opts.spill_dir, whose bounds and
 	 * digests are NULL (nbounds counts the boundaries all the same);
@@ -289,9 +313,9 @@ int sfs_index_save(const struct sfs_index *idx, const char *dir,
  * member's) access who the source lets read it.  Returns 0 when all match, -ESTALE
  * with a message that names the changed shards (up to ten, and how many
  * more) and the command that rebuilds the index (dir as given to load, NULL
- * for the default), or -EACCES naming the shards it may not read.  The
- * index of a mixture is checked source by source, each against its own
- * index directory (dir is not used then).
+ * for the default), or -EACCES naming the shards it may not read.  An
+ * index that joins sources (a mixture's) is checked source by source, each
+ * against its own index directory (dir is not used then).
  */
 int sfs_index_check_source(struct sfs_index *idx, const char *dir, bool to_read,
 			   struct sfs_error *err);

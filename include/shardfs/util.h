@@ -75,6 +75,14 @@ char *sfs_name_escape(const char *name, bool always);
 	})
 
 /*
+ * The struct of type whose field member is at ptr: a struct that holds a
+ * lower layer's part (as struct sfs_mix holds an index's joiner) found
+ * again from that part.
+ */
+#define SFS_CONTAINER_OF(ptr, type, member) \
+	((type *)(void *)((char *)(ptr)-offsetof(type, member)))
+
+/*
  * Make *arrayp (a pointer to an array of elements of size bytes, possibly
  * NULL) hold at least need elements: when *cap is smaller, the array is
  * reallocated to the larger of need and twice *cap (at least 8) and *cap

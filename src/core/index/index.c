@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include "index_i.h"
-#include "shardfs/mixture.h"
 #include "shardfs/spill.h"
 #include "shardfs/util.h"
 
@@ -71,10 +70,11 @@ void sfs_index_free(struct sfs_index *idx)
 	free(idx->digests_path);
 	free(idx->bounds_heap);
 	sfs_spill_free(idx->spill);
-	sfs_mix_free(idx->mix);
 	for (i = 0; i < idx->nsources; i++)
-		sfs_index_free(idx->sources[i]);
+		sfs_index_free(idx->sources[i].idx);
 	free(idx->sources);
+	if (idx->joiner)
+		idx->joiner->release(idx->joiner);
 	free(idx->digests_heap);
 	free(idx->source);
 	free(idx);

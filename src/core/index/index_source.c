@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include "shardfs/index.h"
-#include "shardfs/mixture.h"
 #include "shardfs/util.h"
 
 #include "index_i.h"
@@ -393,15 +392,14 @@ static int check_shards(struct sfs_index *idx, size_t lo, size_t hi,
 int sfs_index_check_source(struct sfs_index *idx, const char *dir, bool to_read,
 			   struct sfs_error *err)
 {
-	const struct sfs_mix *m = idx->mix;
 	size_t i;
 	int rc;
 
-	if (!m)
+	if (!idx->nsources)
 		return check_shards(idx, 0, idx->nshards, idx->source, dir,
 				    to_read, err);
-	for (i = 0; i < m->nsources; i++) {
-		const struct sfs_mix_source *s = &m->sources[i];
+	for (i = 0; i < idx->nsources; i++) {
+		const struct sfs_index_source *s = &idx->sources[i];
 
 		rc = check_shards(idx, s->shard_lo, s->shard_hi, s->path,
 				  s->index_dir, to_read, err);
