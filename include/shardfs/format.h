@@ -29,7 +29,7 @@
 
 #include "shardfs/error.h"
 
-struct sfs_shard;
+struct sfs_shard; /* shard.h */
 
 /* Samples [first, first + count) of a shard. */
 struct sfs_run {

@@ -46,6 +46,8 @@
 #include "shardfs/digest.h"
 #include "shardfs/error.h"
 #include "shardfs/format.h"
+#include "shardfs/shard.h"
+#include "shardfs/util.h"
 
 #define SFS_INDEX_VERSION 1
 #define SFS_INDEX_DIR ".shardfs"
@@ -56,48 +58,26 @@
 #define SFS_INDEX_BLOCK_BYTES 4096
 
 /*
- * Who the source lets read a shard file, as sfs_index_check_source found
- * it (never saved in the index): its owner and group, and the permission
- * bits of its mode with the classes of users cleared that a directory on
- * its path (the source's, the ones above it and below it) does not let
- * through.  A view gives its files these (docs/view.md), so that with
- * allow_other the kernel (default_permissions) refuses a user the slice of
- * a shard that user could not read in the source.  known false: not
- * checked (an index not checked against its source).
+ * A source an index joins (sfs_index_join with borrow): its own index,
+ * where it is and where that index was loaded from, and its shards' place
+ * in the joined index.  The strings are the joiner's (they live as long
+ * as it does, and it lives as long as the index).
  */
-struct sfs_access {
-	uint32_t uid, gid;
-	uint16_t mode; /* 0777 bits at most */
-	bool known;
+struct sfs_index_source {
+	struct sfs_index *idx; /* owned: its shards' bounds_in */
+	const char *path; /* the source's directory, absolute */
+	const char *index_dir; /* its index's, NULL: PATH/.shardfs */
+	size_t shard_lo, shard_hi; /* its shards in the joined index */
 };
 
-/* One more file of a `files` sample that groups several files by key. */
-struct sfs_member {
-	char *path;
-	uint64_t size;
-	int64_t mtime_ns;
-	struct sfs_access access;
-};
-
-struct sfs_shard {
-	char *path; /* relative to the source */
-	uint64_t size;
-	int64_t mtime_ns;
-	const struct sfs_format_ops *format;
-	uint64_t nsamples;
-	uint64_t first_sample; /* global number of its sample 0 */
-	uint64_t bounds_at; /* first boundary in the table, or SFS_NO_BOUNDS
-				 * when the shard cannot be sliced */
-	/* the index whose table holds those boundaries (a mixture's
-	 * source, sfs_index_join with borrow); NULL: the shard's own */
-	const struct sfs_index *bounds_in;
-	uint64_t prefix_len; /* see format.h */
-	bool newline_missing; /* see format.h */
-	bool has_digest;
-	unsigned char digest[SFS_DIGEST_LEN]; /* over the shard, then members */
-	struct sfs_member *members; /* files: the rest of the sample's files */
-	size_t nmembers;
-	struct sfs_access access;
+/*
+ * What joined an index's sources, as the index sees it: a struct of a
+ * layer above (a mixture, mixture.h) holds it, and the index frees
+ * that struct with release when it is freed, after the sources' indexes.
+ * The index knows nothing else of it.
+ */
+struct sfs_index_joiner {
+	void (*release)(struct sfs_index_joiner *j);
 };
 
 struct sfs_index {
@@ -142,13 +122,14 @@ struct sfs_index {
 	int digests_fd; /* the same file, open (sfs_index_read_digests) */
 	unsigned char digests_sum[SFS_DIGEST_LEN]; /* the manifest's */
 	bool digests_checked;
-	/* the mixture this index joins (mixture.h), owned; NULL for the
-	 * index of one source directory */
-	struct sfs_mix *mix;
-	/* the indexes its shards' bounds_in point to, owned (a mixture's
-	 * sources) */
-	struct sfs_index **sources;
+	/* the sources it joins (sfs_index_join with borrow), owned: the
+	 * indexes its shards' bounds_in point to; none for the index of one
+	 * source directory */
+	struct sfs_index_source *sources;
 	size_t nsources;
+	/* what joined them, owned (a mixture: mixture.h, sfs_mix_of); NULL
+	 * for the index of one source directory */
+	struct sfs_index_joiner *joiner;
 	/* owner of the tables while they are in temporary files (spill.h):
 	 * an index built with sfs_indexer_opts.spill_dir, whose bounds and
 	 * digests are NULL (nbounds counts the boundaries all the same);
@@ -156,12 +137,6 @@ struct sfs_index {
 	 * an index whose tables are in memory or mapped */
 	struct sfs_spill *spill;
 };
-
-/* A stat's mtime in nanoseconds, as the index records it. */
-static inline int64_t sfs_mtime_ns(const struct stat *st)
-{
-	return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
-}
 
 /* True when the shard has boundaries in the table (sfs_index_read_bounds). */
 static inline bool sfs_shard_has_bounds(const struct sfs_shard *sh)
@@ -338,9 +313,9 @@ int sfs_index_save(const struct sfs_index *idx, const char *dir,
  * member's) access who the source lets read it.  Returns 0 when all match, -ESTALE
  * with a message that names the changed shards (up to ten, and how many
  * more) and the command that rebuilds the index (dir as given to load, NULL
- * for the default), or -EACCES naming the shards it may not read.  The
- * index of a mixture is checked source by source, each against its own
- * index directory (dir is not used then).
+ * for the default), or -EACCES naming the shards it may not read.  An
+ * index that joins sources (a mixture's) is checked source by source, each
+ * against its own index directory (dir is not used then).
  */
 int sfs_index_check_source(struct sfs_index *idx, const char *dir, bool to_read,
 			   struct sfs_error *err);
@@ -381,16 +356,18 @@ void sfs_index_access_meet(struct sfs_access *a, const struct sfs_access *b);
 /* Free idx and everything it owns.  NULL is a no-op. */
 void sfs_index_free(struct sfs_index *idx);
 
-/* True when a path from an index is safe to join to the source. */
-bool sfs_index_path_ok(const char *path);
+/* True when a path from an index is safe to join to the source (util.h). */
+static inline bool sfs_index_path_ok(const char *path)
+{
+	return sfs_path_ok(path);
+}
 
 /*
- * Open path (from an index) below the source directory srcfd with flags
- * (O_CLOEXEC is added, and O_NONBLOCK but to O_PATH: a FIFO planted as a
- * shard must not block) so that no component may be a symlink or lead out of the source:
- * openat2 with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS, or, on kernels
- * before 5.6, openat with O_NOFOLLOW (the last component only).  Returns
- * the descriptor, or -errno: -ELOOP for a symlink on the way, -EXDEV for a
+ * Open path (from an index) below the source directory srcfd with flags,
+ * as util.h's sfs_open_beneath opens it (O_CLOEXEC added; no component
+ * may be a symlink or lead out of the source), and O_NONBLOCK but to
+ * O_PATH: a FIFO planted as a shard must not block.  Returns the
+ * descriptor, or -errno: -ELOOP for a symlink on the way, -EXDEV for a
  * path that leaves the source.
  */
 int sfs_index_open_shard(int srcfd, const char *path, int flags);

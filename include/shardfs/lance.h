@@ -24,6 +24,10 @@
 #include "shardfs/error.h"
 #include "shardfs/format.h"
 
+/* The Lance driver (format.c's table holds it too): its name, its
+ * operations, for code that reads Lance's own files (the auditor). */
+extern const struct sfs_format_ops sfs_format_lance;
+
 /* The directory of a dataset that holds its manifests. */
 #define SFS_LANCE_VERSIONS "_versions"
 

@@ -10,16 +10,16 @@
  * source has exactly one weight, of the same kind for all: proportion (a
  * relative weight), repeat (a factor) or choose (samples per epoch).
  *
- * The type (mixture.c) knows nothing of the index; the loader
- * (mixture_load.c, the last section) loads and joins the sources' indexes.
- * Loading a mixture yields one index (struct sfs_index) whose source is the
- * deepest directory that holds every source and whose shards are every
- * source's shards, their paths relative to that directory, sorted by path
- * as in any index: a source's shards are consecutive there (sources may
- * not overlap).  The index owns the mixture (idx->mix), and the plan reads
- * it from there; everything else treats the index as any other.
- * A directory given where a source is accepted is loaded as the one index
- * it is, with idx->mix NULL.
+ * The loader (mixture_load.c, the last section) loads and joins the
+ * sources' indexes.  Loading a mixture yields one index (struct sfs_index)
+ * whose source is the deepest directory that holds every source and whose
+ * shards are every source's shards, their paths relative to that
+ * directory, sorted by path as in any index: a source's shards are
+ * consecutive there (sources may not overlap).  The index owns the
+ * mixture as its joiner (index.h: it knows no more of it than how to free
+ * it), and the plan finds it there (sfs_mix_of); everything else treats
+ * the index as any other.  A directory given where a source is accepted
+ * is loaded as the one index it is, without a mixture.
  */
 #ifndef SHARDFS_MIXTURE_H
 #define SHARDFS_MIXTURE_H
@@ -30,6 +30,7 @@
 
 #include "shardfs/digest.h"
 #include "shardfs/error.h"
+#include "shardfs/index.h"
 
 #define SFS_MIX_SOURCES_MAX 1024
 /* proportion and repeat are read to 9 decimal places */
@@ -65,6 +66,7 @@ struct sfs_mix_source {
 };
 
 struct sfs_mix {
+	struct sfs_index_joiner joiner; /* as the index that owns it sees it */
 	char *file; /* as given */
 	enum sfs_mix_weight kind;
 	uint64_t epoch_size; /* 0: the default (docs/plan.md) */
@@ -83,14 +85,22 @@ size_t sfs_mix_source_of(const struct sfs_mix *m, size_t shard);
 
 void sfs_mix_free(struct sfs_mix *m);
 
+/*
+ * Hand m to idx (taken): idx frees it (sfs_index_free), and sfs_mix_of
+ * finds it.  idx must have no joiner yet.
+ */
+void sfs_mix_attach(struct sfs_index *idx, struct sfs_mix *m);
+
+/* The mixture idx owns (sfs_mix_attach), or NULL: the index of one source
+ * directory. */
+struct sfs_mix *sfs_mix_of(const struct sfs_index *idx);
+
 /* Names of the enum values, for output. */
 const char *sfs_mix_weight_name(enum sfs_mix_weight w);
 const char *sfs_mix_sampling_name(enum sfs_mix_sampling s);
 const char *sfs_mix_batching_name(enum sfs_mix_batching b);
 
-/* ---- the loader (mixture_load.c), above the index ---- */
-
-struct sfs_index;
+/* ---- the loader (mixture_load.c) ---- */
 
 /*
  * Load what path names: a directory is a source (its index from index_dir,

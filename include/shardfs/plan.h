@@ -35,7 +35,6 @@
 #include "shardfs/error.h"
 #include "shardfs/index.h"
 #include "shardfs/options.h"
-#include "shardfs/slice.h"
 
 struct sfs_plan_file {
 	size_t shard; /* in idx->shards */

@@ -75,6 +75,14 @@ char *sfs_name_escape(const char *name, bool always);
 	})
 
 /*
+ * The struct of type whose field member is at ptr: a struct that holds a
+ * lower layer's part (as struct sfs_mix holds an index's joiner) found
+ * again from that part.
+ */
+#define SFS_CONTAINER_OF(ptr, type, member) \
+	((type *)(void *)((char *)(ptr)-offsetof(type, member)))
+
+/*
  * Make *arrayp (a pointer to an array of elements of size bytes, possibly
  * NULL) hold at least need elements: when *cap is smaller, the array is
  * reallocated to the larger of need and twice *cap (at least 8) and *cap
@@ -97,5 +105,12 @@ int sfs_grow(void *arrayp, size_t *cap, size_t need, size_t size);
  * symlink on the way, -EXDEV for a path that leaves dirfd.
  */
 int sfs_open_beneath(int dirfd, const char *name, int flags, mode_t mode);
+
+/*
+ * True when path is safe to join to a directory: relative, '/'-separated,
+ * shorter than PATH_MAX, without empty, "." or ".." components (a path
+ * from an index or a dataset's manifest, before it is opened).
+ */
+bool sfs_path_ok(const char *path);
 
 #endif

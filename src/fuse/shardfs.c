@@ -419,9 +419,9 @@ int main(int argc, char **argv)
 	 * parser reads it (\, and \\), so that a comma in it ends no option
 	 * (a directory "ds,allow_other" must not mount with allow_other) */
 	if (asprintf(&fsname, "fsname=%s",
-		     fs.follow	 ? follow_source(&fs) :
-		     fs.idx->mix ? fs.idx->mix->file :
-				   fs.idx->source) < 0) {
+		     fs.follow		? follow_source(&fs) :
+		     sfs_mix_of(fs.idx) ? sfs_mix_of(fs.idx)->file :
+					  fs.idx->source) < 0) {
 		fsname = NULL;
 		goto out;
 	}

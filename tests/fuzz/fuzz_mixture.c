@@ -98,6 +98,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				   .batch = 1 };
 	struct sfs_index *idx = NULL;
 	struct sfs_plan *plan = NULL;
+	const struct sfs_mix *m;
 	uint64_t sum = 0;
 	size_t i;
 	FILE *f = fopen(file, "w");
@@ -109,19 +110,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fclose(f);
 	if (sfs_source_load(file, NULL, &idx, NULL))
 		return 0;
-	if (!idx->mix)
+	m = sfs_mix_of(idx);
+	if (!m)
 		abort();
 	/* keep each input fast: a plan of many samples is not a finding */
-	for (i = 0; i < idx->mix->nsources; i++)
-		sum += idx->mix->kind == SFS_MIX_REPEAT ?
-			       idx->mix->sources[i].nsamples *
-				       (idx->mix->sources[i].weight /
-						SFS_MIX_SCALE +
+	for (i = 0; i < m->nsources; i++)
+		sum += m->kind == SFS_MIX_REPEAT ?
+			       m->sources[i].nsamples *
+				       (m->sources[i].weight / SFS_MIX_SCALE +
 					1) :
-		       idx->mix->kind == SFS_MIX_CHOOSE ?
-			       idx->mix->sources[i].weight :
-			       0;
-	if (sum > 100000 || idx->mix->epoch_size > 100000)
+		       m->kind == SFS_MIX_CHOOSE ? m->sources[i].weight :
+						   0;
+	if (sum > 100000 || m->epoch_size > 100000)
 		goto out;
 	sum = 0;
 	if (!sfs_plan_build(idx, &o, &plan, NULL)) {

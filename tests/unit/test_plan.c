@@ -483,7 +483,7 @@ static void mkmix(struct sfs_index *idx, enum sfs_mix_batching batching)
 		for (i = src->shard_lo; i < src->shard_hi; i++)
 			src->nsamples += idx->shards[i].nsamples;
 	}
-	idx->mix = m;
+	sfs_mix_attach(idx, m);
 }
 
 struct canceller {
@@ -582,7 +582,7 @@ static void test_plan_cancelled_at_any_moment(void **state)
 	check_cancels(idx, &o);
 	mkmix(idx, SFS_MIX_STRATIFIED);
 	check_cancels(idx, &o);
-	idx->mix->batching = SFS_MIX_RANDOM;
+	sfs_mix_of(idx)->batching = SFS_MIX_RANDOM;
 	check_cancels(idx, &o);
 	sfs_index_free(idx);
 }
@@ -971,7 +971,7 @@ static void check_stratified(const uint64_t *counts, const size_t *first,
 			n[s] += counts[k];
 		src->nsamples = n[s];
 	}
-	idx->mix = m;
+	sfs_mix_attach(idx, m);
 	want = malloc((N + 1) * sizeof(*want));
 	for (e = 0; e < 3; e++)
 		for (bl = 0; bl < 3; bl++)

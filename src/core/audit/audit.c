@@ -441,7 +441,7 @@ struct who {
 static int judge_sources(struct judge *j, const uint32_t *want,
 			 const uint32_t *got)
 {
-	const struct sfs_mix *m = j->idx->mix;
+	const struct sfs_mix *m = sfs_mix_of(j->idx);
 	struct sfs_verdict *v = j->v;
 	size_t s, k;
 	uint64_t x;
@@ -560,7 +560,7 @@ static int judge_counts(struct judge *j, const struct sfs_plan *p0)
 			}
 		}
 	}
-	if (!rc && j->idx->mix)
+	if (!rc && sfs_mix_of(j->idx))
 		rc = judge_sources(j, want, got);
 out:
 	free(want);

@@ -68,7 +68,7 @@ char *sfs_audit_write(const struct sfs_audit *a, const struct sfs_index *idx)
 	root = json_pack("{s:i, s:s, s:o, s:o, s:o, s:o*}", "shardfs_audit",
 			 REPORT_VERSION, "source", idx->source, "shards",
 			 shards, "mounts", mounts, "readers", readers,
-			 "mixture", sfs_mix_to_json(idx->mix));
+			 "mixture", sfs_mix_to_json(sfs_mix_of(idx)));
 	if (!root)
 		return NULL;
 	text = json_dumps(root, JSON_COMPACT);
@@ -92,18 +92,18 @@ static int same_mixture(const struct sfs_index *idx, json_t *mix,
 	const char *hex = json_string_value(json_object_get(mix, "digest"));
 	unsigned char d[SFS_DIGEST_LEN];
 
-	if (!idx->mix && (!mix || json_is_null(mix)))
+	if (!sfs_mix_of(idx) && (!mix || json_is_null(mix)))
 		return 0;
-	if (idx->mix && hex && !sfs_digest_parse(hex, d) &&
-	    !memcmp(d, idx->mix->digest, SFS_DIGEST_LEN))
+	if (sfs_mix_of(idx) && hex && !sfs_digest_parse(hex, d) &&
+	    !memcmp(d, sfs_mix_of(idx)->digest, SFS_DIGEST_LEN))
 		return 0;
 	return sfs_errorf(
 		err, -EINVAL,
 		"%s: its ranks mount %s%s, the first report's mount %s%s: every rank must mount the same mixture (same sources, weights and options)",
 		path, file ? "the mixture " : "one source directory",
 		file ? file : "",
-		idx->mix ? "the mixture " : "one source directory",
-		idx->mix ? idx->mix->file : "");
+		sfs_mix_of(idx) ? "the mixture " : "one source directory",
+		sfs_mix_of(idx) ? sfs_mix_of(idx)->file : "");
 }
 
 /* The plan-only index a report describes. */
@@ -151,11 +151,14 @@ out_nomem:
 /* The mixture of a report (mix, borrowed) into idx: -EINVAL when bad. */
 static int report_mixture(struct sfs_index *idx, json_t *mix)
 {
-	int rc = sfs_mix_from_json(mix, idx->nshards, &idx->mix);
+	struct sfs_mix *m;
+	int rc = sfs_mix_from_json(mix, idx->nshards, &m);
 	size_t i, k;
 
-	for (i = 0; !rc && idx->mix && i < idx->mix->nsources; i++) {
-		const struct sfs_mix_source *s = &idx->mix->sources[i];
+	if (!rc && m)
+		sfs_mix_attach(idx, m);
+	for (i = 0; !rc && m && i < m->nsources; i++) {
+		const struct sfs_mix_source *s = &m->sources[i];
 
 		for (k = s->shard_lo; k < s->shard_hi; k++)
 			if (strlen(idx->shards[k].path) <= s->prefix_len)

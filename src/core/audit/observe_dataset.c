@@ -38,13 +38,13 @@ int sfs_observe_collect(void *arg, uint64_t sample, const unsigned char d[32])
  * the dataset directory of a shard of that format.
  */
 static const struct dataset_reader {
-	const char *format;
+	const struct sfs_format_ops *format;
 	int (*read)(int dirfd, const char *path,
 		    const struct sfs_lance_view_reader *rd,
 		    struct sfs_error *err);
 	char *(*root)(const char *shard_path);
 } dataset_readers[] = {
-	{ "lance", sfs_lance_view_read, sfs_lance_root },
+	{ &sfs_format_lance, sfs_lance_view_read, sfs_lance_root },
 };
 
 static const struct dataset_reader *
@@ -55,7 +55,7 @@ dataset_reader(const struct sfs_format_ops *ops)
 	for (i = 0;
 	     ops && i < sizeof(dataset_readers) / sizeof(dataset_readers[0]);
 	     i++)
-		if (!strcmp(dataset_readers[i].format, ops->name))
+		if (dataset_readers[i].format == ops)
 			return &dataset_readers[i];
 	return NULL;
 }

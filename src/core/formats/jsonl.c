@@ -12,7 +12,7 @@
 
 #include "formats/format_i.h"
 #include "shardfs/digest.h"
-#include "shardfs/index.h"
+#include "shardfs/shard.h"
 
 #define READ_BLOCK (1 << 20)
 

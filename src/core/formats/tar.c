@@ -24,7 +24,6 @@
 
 #include "formats/format_i.h"
 #include "shardfs/digest.h"
-#include "shardfs/index.h"
 #include "shardfs/util.h"
 
 #define TAR_BLOCK 512

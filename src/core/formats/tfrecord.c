@@ -16,7 +16,7 @@
 #include "formats/format_i.h"
 #include "shardfs/crc32c.h"
 #include "shardfs/digest.h"
-#include "shardfs/index.h"
+#include "shardfs/shard.h"
 #include "shardfs/util.h"
 
 #define HEADER 12

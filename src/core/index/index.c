@@ -6,7 +6,6 @@
  * index with the source is index_source.c, joining indexes index_merge.c.
  */
 #include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +13,6 @@
 #include <unistd.h>
 
 #include "index_i.h"
-#include "shardfs/mixture.h"
 #include "shardfs/spill.h"
 #include "shardfs/util.h"
 
@@ -37,28 +35,6 @@ char *sfs_index_dir(const char *source, const char *dir)
 	if (asprintf(&out, "%s/%s", source, SFS_INDEX_DIR) < 0)
 		return NULL;
 	return out;
-}
-
-bool sfs_index_path_ok(const char *path)
-{
-	const char *p = path;
-
-	if (!*path || *path == '/' || strlen(path) >= PATH_MAX)
-		return false;
-	while (*p) {
-		const char *slash = strchr(p, '/');
-		size_t n = slash ? (size_t)(slash - p) : strlen(p);
-
-		if (n == 0 || (n == 1 && p[0] == '.') ||
-		    (n == 2 && p[0] == '.' && p[1] == '.'))
-			return false;
-		if (!slash)
-			break;
-		p = slash + 1;
-		if (!*p)
-			return false;
-	}
-	return true;
 }
 
 static void shard_clear(struct sfs_shard *sh)
@@ -94,10 +70,11 @@ void sfs_index_free(struct sfs_index *idx)
 	free(idx->digests_path);
 	free(idx->bounds_heap);
 	sfs_spill_free(idx->spill);
-	sfs_mix_free(idx->mix);
 	for (i = 0; i < idx->nsources; i++)
-		sfs_index_free(idx->sources[i]);
+		sfs_index_free(idx->sources[i].idx);
 	free(idx->sources);
+	if (idx->joiner)
+		idx->joiner->release(idx->joiner);
 	free(idx->digests_heap);
 	free(idx->source);
 	free(idx);

@@ -515,7 +515,7 @@ int sfs_index_check_bounds(struct sfs_index *idx, struct sfs_error *err)
 	int rc;
 
 	for (i = 0; i < idx->nsources; i++) {
-		rc = sfs_index_check_bounds(idx->sources[i], err);
+		rc = sfs_index_check_bounds(idx->sources[i].idx, err);
 		if (rc)
 			return rc;
 	}

@@ -6,16 +6,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "shardfs/index.h"
-#include "shardfs/mixture.h"
 #include "shardfs/util.h"
 
 #include "index_i.h"
@@ -24,18 +21,9 @@
 
 int sfs_index_open_shard(int srcfd, const char *path, int flags)
 {
-	struct open_how how = {
-		/* openat2 refuses O_PATH with other flags */
-		.flags = (uint64_t)(flags | O_CLOEXEC |
-				    (flags & O_PATH ? 0 : O_NONBLOCK)),
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
-			   RESOLVE_NO_MAGICLINKS,
-	};
-	long fd = syscall(SYS_openat2, srcfd, path, &how, sizeof(how));
-
-	if (fd < 0 && errno == ENOSYS)
-		fd = openat(srcfd, path, (int)how.flags | O_NOFOLLOW);
-	return fd < 0 ? -errno : (int)fd;
+	/* openat2 refuses O_PATH with other flags */
+	return sfs_open_beneath(srcfd, path,
+				flags & O_PATH ? flags : flags | O_NONBLOCK, 0);
 }
 
 struct stale {
@@ -404,15 +392,14 @@ static int check_shards(struct sfs_index *idx, size_t lo, size_t hi,
 int sfs_index_check_source(struct sfs_index *idx, const char *dir, bool to_read,
 			   struct sfs_error *err)
 {
-	const struct sfs_mix *m = idx->mix;
 	size_t i;
 	int rc;
 
-	if (!m)
+	if (!idx->nsources)
 		return check_shards(idx, 0, idx->nshards, idx->source, dir,
 				    to_read, err);
-	for (i = 0; i < m->nsources; i++) {
-		const struct sfs_mix_source *s = &m->sources[i];
+	for (i = 0; i < idx->nsources; i++) {
+		const struct sfs_index_source *s = &idx->sources[i];
 
 		rc = check_shards(idx, s->shard_lo, s->shard_hi, s->path,
 				  s->index_dir, to_read, err);

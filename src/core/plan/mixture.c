@@ -1,7 +1,7 @@
 /*
- * The mixture type: what a loaded mixture is, its names and its JSON form.
- * Reading a mixture file and joining its sources' indexes is
- * mixture_load.c, the only part of a mixture that knows the index.
+ * The mixture type: what a loaded mixture is, its names, its JSON form and
+ * its place in the index that owns it.  Reading a mixture file and joining
+ * its sources' indexes is mixture_load.c.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -11,6 +11,7 @@
 #include "mixture_i.h"
 #include "plan_json_i.h"
 #include "shardfs/mixture.h"
+#include "shardfs/util.h"
 
 #define NAME_MAX_LEN 64
 
@@ -48,6 +49,25 @@ void sfs_mix_free(struct sfs_mix *m)
 	free(m->sources);
 	free(m->file);
 	free(m);
+}
+
+static void mix_release(struct sfs_index_joiner *j)
+{
+	sfs_mix_free(SFS_CONTAINER_OF(j, struct sfs_mix, joiner));
+}
+
+void sfs_mix_attach(struct sfs_index *idx, struct sfs_mix *m)
+{
+	m->joiner.release = mix_release;
+	idx->joiner = &m->joiner;
+}
+
+struct sfs_mix *sfs_mix_of(const struct sfs_index *idx)
+{
+	/* a joiner of another kind is not a mixture */
+	if (!idx->joiner || idx->joiner->release != mix_release)
+		return NULL;
+	return SFS_CONTAINER_OF(idx->joiner, struct sfs_mix, joiner);
 }
 
 size_t sfs_mix_source_of(const struct sfs_mix *m, size_t shard)

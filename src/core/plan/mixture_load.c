@@ -369,13 +369,22 @@ static int join(struct loader *l, struct sfs_index **out)
 			}
 	}
 	mix_digest(m, idx, prefixes);
-	idx->mix = m;
-	l->mix = NULL;
 	/* the shards read their boundaries from the sources' tables */
-	idx->sources = l->idxs;
+	idx->sources = calloc(l->nidx, sizeof(*idx->sources));
+	if (!idx->sources)
+		goto out_nomem;
+	for (i = 0; i < l->nidx; i++)
+		idx->sources[i] = (struct sfs_index_source){
+			.idx = l->idxs[i],
+			.path = m->sources[i].path,
+			.index_dir = m->sources[i].index_dir,
+			.shard_lo = m->sources[i].shard_lo,
+			.shard_hi = m->sources[i].shard_hi,
+		};
 	idx->nsources = l->nidx;
-	l->idxs = NULL;
 	l->nidx = 0;
+	sfs_mix_attach(idx, m);
+	l->mix = NULL;
 	*out = idx;
 	idx = NULL;
 	rc = 0;

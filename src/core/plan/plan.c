@@ -38,7 +38,7 @@ unsigned sfs_plan_threads(struct builder *b)
 void sfs_plan_source_shards(const struct builder *b, size_t s, size_t *lo,
 			    size_t *hi)
 {
-	const struct sfs_mix *m = b->idx->mix;
+	const struct sfs_mix *m = sfs_mix_of(b->idx);
 
 	*lo = m ? m->sources[s].shard_lo : 0;
 	*hi = m ? m->sources[s].shard_hi : b->idx->nshards;
@@ -287,7 +287,7 @@ int sfs_plan_build_ranks(const struct sfs_index *idx,
 	size_t s;
 	int rc;
 
-	b.nsources = idx->mix ? idx->mix->nsources : 1;
+	b.nsources = sfs_mix_of(idx) ? sfs_mix_of(idx)->nsources : 1;
 	b.plan = calloc(1, sizeof(*b.plan));
 	b.seed = calloc(b.nsources + 1, sizeof(*b.seed));
 	b.pass0 = calloc(b.nsources + 1, sizeof(*b.pass0));

@@ -29,7 +29,7 @@ static json_t *file_json(const struct sfs_plan *plan,
 json_t *sfs_plan_mixture_json(const struct sfs_plan *plan,
 			      const struct sfs_index *idx)
 {
-	const struct sfs_mix *m = idx->mix;
+	const struct sfs_mix *m = sfs_mix_of(idx);
 	char hex[SFS_DIGEST_HEX];
 	json_t *sources = json_array(), *root;
 	size_t s;

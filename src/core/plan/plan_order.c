@@ -63,7 +63,7 @@ static void apportion(uint64_t total, const uint64_t *w, size_t n,
 /* Step 0 (docs/plan.md, Mixtures): every source's samples in the epoch. */
 int sfs_plan_allocate(struct builder *b)
 {
-	const struct sfs_mix *m = b->idx->mix;
+	const struct sfs_mix *m = sfs_mix_of(b->idx);
 	struct sfs_plan *plan = b->plan;
 	uint64_t *w = calloc(b->nsources + 1, sizeof(*w));
 	uint64_t *a = calloc(b->nsources + 1, sizeof(*a));
@@ -325,21 +325,21 @@ static int stream(struct builder *b, size_t s, unsigned __int128 lo,
 	struct sfs_prng rng;
 	int rc = 0;
 
-	if ((hi - lo) / n >= PASSES_MAX)
-		return b->idx->mix ?
-			       sfs_errorf(
-				       b->err, -EINVAL,
-				       "%s: the epoch takes %llu samples of source \"%s\", which has %llu: more than %u passes over it; lower its weight or epoch_size",
-				       b->idx->mix->file,
-				       (unsigned long long)(hi - lo),
-				       b->idx->mix->sources[s].name,
-				       (unsigned long long)n, PASSES_MAX) :
-			       sfs_errorf(
-				       b->err, -EINVAL,
-				       "epoch_size=%llu is more than %u passes over the %llu samples of %s; use a smaller epoch_size",
-				       (unsigned long long)(hi - lo),
-				       PASSES_MAX, (unsigned long long)n,
-				       b->idx->source);
+	if ((hi - lo) / n >= PASSES_MAX) {
+		const struct sfs_mix *m = sfs_mix_of(b->idx);
+
+		return m ? sfs_errorf(
+				   b->err, -EINVAL,
+				   "%s: the epoch takes %llu samples of source \"%s\", which has %llu: more than %u passes over it; lower its weight or epoch_size",
+				   m->file, (unsigned long long)(hi - lo),
+				   m->sources[s].name, (unsigned long long)n,
+				   PASSES_MAX) :
+			   sfs_errorf(
+				   b->err, -EINVAL,
+				   "epoch_size=%llu is more than %u passes over the %llu samples of %s; use a smaller epoch_size",
+				   (unsigned long long)(hi - lo), PASSES_MAX,
+				   (unsigned long long)n, b->idx->source);
+	}
 	/* a segment holds at least one sample and at most one unit's pass */
 	passes = (hi - 1) / n - p0 + 1;
 	order = malloc((nu + 1) * sizeof(*order));
@@ -609,7 +609,7 @@ const struct seg *sfs_plan_order_at(const struct builder *b, struct cursor *c,
  * begins. */
 int sfs_plan_order_epoch(struct builder *b)
 {
-	const struct sfs_mix *m = b->idx->mix;
+	const struct sfs_mix *m = sfs_mix_of(b->idx);
 	const struct sfs_plan_opts *o = b->o;
 	size_t S = b->nsources, s, i;
 	size_t *seg_lo = calloc(S + 1, sizeof(*seg_lo));

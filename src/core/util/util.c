@@ -1,6 +1,7 @@
 /* Chores written once: see include/shardfs/util.h. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,4 +181,26 @@ char *sfs_name_escape(const char *name, bool always)
 	}
 	out[at] = '\0';
 	return out;
+}
+
+bool sfs_path_ok(const char *path)
+{
+	const char *p = path;
+
+	if (!*path || *path == '/' || strlen(path) >= PATH_MAX)
+		return false;
+	while (*p) {
+		const char *slash = strchr(p, '/');
+		size_t n = slash ? (size_t)(slash - p) : strlen(p);
+
+		if (n == 0 || (n == 1 && p[0] == '.') ||
+		    (n == 2 && p[0] == '.' && p[1] == '.'))
+			return false;
+		if (!slash)
+			break;
+		p = slash + 1;
+		if (!*p)
+			return false;
+	}
+	return true;
 }

@@ -95,7 +95,9 @@ char *sfs_status_json_head(const struct sfs_status_in *in)
 		bytes += in->idx->shards[i].size;
 	text = dump(json_pack(
 		"{s:s, s:s?, s:o, s:o, s:{s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I, s:o}}",
-		"source", in->idx->mix ? in->idx->mix->file : in->idx->source,
+		"source",
+		sfs_mix_of(in->idx) ? sfs_mix_of(in->idx)->file :
+				      in->idx->source,
 		"index", in->index_dir, "options", options_json(in), "mixture",
 		sfs_plan_mixture_json(p, in->idx), "index_summary", "shards",
 		(json_int_t)in->idx->nshards, "samples",

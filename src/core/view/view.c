@@ -299,7 +299,7 @@ static int add_file(struct builder *b, uint32_t wdir, uint32_t plan, size_t fi,
 	const struct sfs_plan *p = v->plans[plan];
 	const struct sfs_plan_file *f = &p->files[fi];
 	const struct sfs_shard *sh = &v->idx->shards[f->shard];
-	const struct sfs_mix *mix = v->idx->mix;
+	const struct sfs_mix *mix = sfs_mix_of(v->idx);
 	const struct sfs_mix_source *src =
 		mix ? &mix->sources[sfs_mix_source_of(mix, f->shard)] : NULL;
 	/* a mixture's files are named by source, then path in the source */

@@ -27,7 +27,7 @@ static int dataset_name(struct builder *b, const struct sfs_shard *sh,
 			const struct sfs_dataset_view *dv, const char *prefix)
 {
 	const struct sfs_index *idx = b->v->idx;
-	const struct sfs_mix *mix = idx->mix;
+	const struct sfs_mix *mix = sfs_mix_of(idx);
 	const struct sfs_mix_source *src =
 		mix ? &mix->sources[sfs_mix_source_of(
 			      mix, (size_t)(sh - idx->shards))] :

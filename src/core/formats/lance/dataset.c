@@ -3,7 +3,7 @@
  * checked, its deletion files read and its live rows counted; or, for a
  * reader's view of a dataset the index counted so, only its manifest
  * decoded, the counts taken from it (sfs_lance_open_view).  Every file
- * is opened beneath the directory given (sfs_index_open_shard: no symlink,
+ * is opened beneath the directory given (sfs_open_beneath: no symlink,
  * no "..").
  */
 #include <errno.h>
@@ -16,7 +16,6 @@
 
 #include "formats/format_i.h"
 #include "formats/lance/lance_i.h"
-#include "shardfs/index.h"
 #include "shardfs/lance.h"
 #include "shardfs/util.h"
 
@@ -233,7 +232,7 @@ int sfs_lance_check_data_file(int dirfd, const char *root, const char *mpath,
 	free(rel);
 	if (!path)
 		return sfs_errorf(err, -ENOMEM, "out of memory");
-	fd = sfs_index_open_shard(dirfd, path, O_RDONLY);
+	fd = sfs_open_beneath(dirfd, path, O_RDONLY | O_NONBLOCK, 0);
 	if (fd < 0) {
 		rc = sfs_errorf(
 			err, -EINVAL,
@@ -286,7 +285,7 @@ static int read_deletion(int dirfd, const char *root, const char *mpath,
 	free(rel);
 	if (!path)
 		return sfs_errorf(err, -ENOMEM, "out of memory");
-	fd = sfs_index_open_shard(dirfd, path, O_RDONLY);
+	fd = sfs_open_beneath(dirfd, path, O_RDONLY | O_NONBLOCK, 0);
 	if (fd < 0) {
 		rc = sfs_errorf(
 			err, -EINVAL,
@@ -342,7 +341,8 @@ int sfs_lance_open_at(int dirfd, const char *manifest_path, int fd,
 		goto out;
 	}
 	if (fd < 0) {
-		own = sfs_index_open_shard(dirfd, manifest_path, O_RDONLY);
+		own = sfs_open_beneath(dirfd, manifest_path,
+				       O_RDONLY | O_NONBLOCK, 0);
 		if (own < 0) {
 			rc = sfs_errorf(err, -EIO, "%s: cannot open: %s",
 					manifest_path, strerror(-own));

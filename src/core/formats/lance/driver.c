@@ -28,8 +28,8 @@
 #include "formats/format_i.h"
 #include "formats/lance/lance_i.h"
 #include "shardfs/digest.h"
-#include "shardfs/index.h"
 #include "shardfs/lance.h"
+#include "shardfs/shard.h"
 
 #define NO_SLICE                                                         \
 	"a Lance dataset is shown to a reader as a dataset of its own, " \

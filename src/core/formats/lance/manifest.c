@@ -23,7 +23,6 @@
 
 #include "formats/format_i.h"
 #include "formats/lance/lance_i.h"
-#include "shardfs/index.h"
 #include "shardfs/lance.h"
 #include "shardfs/util.h"
 
@@ -213,7 +212,7 @@ static int read_data_file(struct sfs_pb_reader *r,
 	}
 	if (rc)
 		return rc;
-	if (!df->path || !sfs_index_path_ok(df->path))
+	if (!df->path || !sfs_path_ok(df->path))
 		return sfs_pb_fail(
 			r, 0,
 			"a data file path is missing, absolute or holds \"..\" (\"%s\"); the manifest is damaged: "
@@ -582,7 +581,8 @@ int sfs_lance_find(int dirfd, const char *rel, uint64_t want, char **name,
 	if ((size_t)snprintf(path, sizeof(path), "%s%s%s", rel, *rel ? "/" : "",
 			     SFS_LANCE_VERSIONS) >= sizeof(path))
 		return sfs_errorf(err, -ENAMETOOLONG, "%s: path too long", rel);
-	fd = sfs_index_open_shard(dirfd, path, O_RDONLY | O_DIRECTORY);
+	fd = sfs_open_beneath(dirfd, path, O_RDONLY | O_DIRECTORY | O_NONBLOCK,
+			      0);
 	/* no _versions/, or a symlink of that name (the walk skips those) */
 	if (fd == -ENOENT || fd == -ENOTDIR || fd == -ELOOP || fd == -EXDEV)
 		return 0;

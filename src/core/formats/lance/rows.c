@@ -20,7 +20,6 @@
 
 #include "formats/lance/lance_i.h"
 #include "shardfs/digest.h"
-#include "shardfs/index.h"
 #include "shardfs/lance.h"
 
 /* Hands every live row's digest of one fragment to fn. */

@@ -32,8 +32,8 @@
 #include "formats/format_i.h"
 #include "formats/lance/lance_i.h"
 #include "shardfs/digest.h"
-#include "shardfs/index.h"
 #include "shardfs/lance.h"
+#include "shardfs/shard.h"
 #include "shardfs/util.h"
 
 /* ---- output ---- */

@@ -17,8 +17,8 @@
 
 #include "formats/format_i.h"
 #include "formats/parquet/parquet_i.h"
-#include "shardfs/index.h"
 #include "shardfs/parquet.h"
+#include "shardfs/shard.h"
 #include "shardfs/util.h"
 
 static int parquet_scan(const struct sfs_scan_in *in, struct sfs_scan *out,
