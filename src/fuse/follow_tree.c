@@ -1006,10 +1006,14 @@ void follow_hide_consumed(struct fw *w)
 		size_t end =
 			i + (w->wins[k]->end_shard - w->wins[k]->first_shard);
 
-		for (; gone && i < end; i++)
+		for (; gone && i < end; i++) {
 			gone = faccessat(w->f->srcfd, names[i], F_OK,
 					 AT_SYMLINK_NOFOLLOW) &&
 			       errno == ENOENT;
+			/* its descriptor closed, its space freed */
+			if (gone)
+				fdcache_forget(&w->fs->fds, names[i]);
+		}
 		if (gone)
 			hidden = k + 1;
 	}

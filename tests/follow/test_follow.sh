@@ -189,6 +189,7 @@ mount_view "$T/k" "$T/k-m" "$FO,window=2" || bad "mount k"
 K=$T/k-m/0/0
 expect_eq "k: three windows" "$(ls "$K" | tr '\n' ' ')" \
 	"stream.jsonl window-00000000.jsonl window-00000001.jsonl window-00000002.jsonl "
+expect_eq "k: the stream read" "$(cat "$K/stream.jsonl" | wc -l)" 6
 exec {kfd}<"$K/window-00000000.jsonl"
 echo "0 0 1" > "$T/k-m/.shardfs/ack"
 expect_eq "k: c1 consumed" "$(cat "$T/k-m/.shardfs/consumed")" "c1.jsonl"
@@ -214,6 +215,8 @@ rm "$T/k/c1.jsonl"
 want="stream.jsonl window-00000002.jsonl "
 expect_eq "k: both consumed and deleted: only window 2 and the stream" \
 	"$(k_ls "$want")" "$want"
+expect_eq "k: the daemon holds no descriptor of them (their space is freed)" \
+	"$(ls -l "/proc/${daemon_pid[$T/k-m]}/fd" | grep -c '(deleted)')" 0
 expect_eq "k: their names: ENOENT" \
 	"$(cat "$K/window-00000000.jsonl" 2>&1; stat -c %s "$K/window-00000001.jsonl" 2>&1)" \
 	"cat: $K/window-00000000.jsonl: No such file or directory
