@@ -8,7 +8,12 @@
  *    "plan": {"per_reader", "padding", "dropped", "units", "remaining",
  *    "readers": [...]}, "counters": {...}}
  *
- * docs/view.md lists every field.
+ * A followed source's (follow=1) has the same members, its windows in
+ * "plan" (per_reader: per window), and two more before the counters:
+ * "follow", the stream and its windows, and "readers", its readers' acks
+ * and waits.
+ *
+ * docs/view.md lists every field; docs/follow.md the follow section.
  */
 #ifndef SHARDFS_STATUS_H
 #define SHARDFS_STATUS_H
@@ -61,6 +66,43 @@ char *sfs_status_json(const struct sfs_status_in *in);
  * without memory.
  */
 char *sfs_status_json_head(const struct sfs_status_in *in);
+
+/* A reader of a followed source, as its status shows it. */
+struct sfs_status_follow_reader {
+	uint32_t rank, worker;
+	uint64_t window; /* the window its last read was in */
+	uint64_t windows_read; /* acknowledged: windows before this one */
+	bool waiting; /* a read of it waits for the stream */
+};
+
+/* A followed source now (all borrowed; names escaped as JSON holds them,
+ * sfs_name_escape, or NULL). */
+struct sfs_status_follow {
+	const char *source, *index_dir, *format, *last_shard, *consumed, *log;
+	uint64_t window, shards, samples, bytes, first_window, windows,
+		per_window, padding, dropped;
+	bool ended, complete;
+	const struct sfs_status_follow_reader *readers;
+	size_t nreaders;
+};
+
+/*
+ * sfs_status_json_head of a followed source: the members of every
+ * status (in->idx and in->plan are not read: the stream is f, its
+ * windows' plan options in->options) and its "follow" section.  A heap
+ * string to join with the counters (sfs_status_json_join), or NULL
+ * without memory.
+ */
+char *sfs_status_follow_head(const struct sfs_status_in *in,
+			     const struct sfs_status_follow *f);
+
+/*
+ * progress=DIR's rank-R.json of a followed source: {"rank", "consumed"
+ * (escaped, or null), "windows_read", "ended"}, compact, no newline.  A
+ * heap string, or NULL without memory.
+ */
+char *sfs_status_follow_progress(uint32_t rank, const char *consumed,
+				 uint64_t windows_read, bool ended);
 
 /*
  * The plan inputs o as the status's "options" object gives them, as

@@ -256,7 +256,9 @@ class Mount:
               worker: Optional[int] = None) -> List[Path]:
         """The reader's files in reading order (the plan's), listed now:
         list again after an epoch switch.  A `files` dataset keeps its
-        sub-directories; its files are ordered by their sequence number."""
+        sub-directories; its files are ordered by their sequence number.
+        On a followed source (follow=1): its complete windows, without
+        `stream.<ext>` (the same bytes end to end)."""
         d = self.reader_dir(rank, worker)
         try:
             names = os.listdir(d)
@@ -266,7 +268,14 @@ class Mount:
                                % (d, e.strerror, self.path)) from None
         out: List[Path] = []
         subdirs = False
+        # a followed source (follow=1): its windows; stream.<ext> holds
+        # the same bytes again, end to end (docs/follow.md)
+        follow = self.status.get("follow")
+        stream = ("stream." + str(follow.get("format"))
+                  if isinstance(follow, dict) else None)
         for name in names:
+            if name == stream:
+                continue
             p = d / name
             if not p.is_symlink() and p.is_dir():
                 subdirs = True

@@ -1,7 +1,10 @@
 /*
  * The control directory, MNT/.shardfs/: epoch (read: the epoch served;
  * write a number: switch), plan.json (the plan being served, built once per
- * view), status (options, counts, counters; include/shardfs/status.h).
+ * view), status (options, counts, counters; include/shardfs/status.h); on
+ * a followed source (follow=1, docs/follow.md), in place of epoch and
+ * plan.json, which do not apply to it: consumed (the last shard every
+ * reader acknowledged) and ack (write "RANK WORKER WINDOW"; follow.c).
  * Reads are answered from a snapshot: with no_open=0, one taken at open
  * (read.c); with no_open, where the kernel sends no OPEN and reads through
  * its page cache, the one taken by the GETATTR or LOOKUP that told the
@@ -27,31 +30,57 @@
 #include "shardfs/status.h"
 #include "shardfs/util.h"
 
-static const char *const names[] = { "epoch", "plan.json", "status" };
+/* The control files by inode number (from FS_INO_EPOCH), and which mounts
+ * show them: a plain mount its epochs, a followed source its windows'
+ * consumption. */
+static const struct {
+	const char *name;
+	bool plain, follow;
+} files[FS_NCONTROL] = {
+	{ "epoch", true, false }, { "plan.json", true, false },
+	{ "status", true, true }, { "consumed", false, true },
+	{ "ack", false, true },
+};
 
 bool control_is(fuse_ino_t ino)
 {
-	return ino >= FS_INO_CTL && ino <= FS_INO_STATUS;
+	return ino >= FS_INO_CTL && ino < FS_INO_EPOCH + FS_NCONTROL;
 }
 
-fuse_ino_t control_lookup(fuse_ino_t parent, const char *name)
+/* The control file ino is one this mount shows. */
+static bool shown(const struct fs *fs, fuse_ino_t ino)
+{
+	size_t i = (size_t)(ino - FS_INO_EPOCH);
+
+	return fs->follow ? files[i].follow : files[i].plain;
+}
+
+fuse_ino_t control_lookup(const struct fs *fs, fuse_ino_t parent,
+			  const char *name)
 {
 	fuse_ino_t i;
 
 	if (parent == FS_INO_ROOT)
 		return strcmp(name, ".shardfs") ? 0 : FS_INO_CTL;
-	for (i = 0; parent == FS_INO_CTL && i < 3; i++)
-		if (!strcmp(name, names[i]))
-			return FS_INO_EPOCH + i;
+	for (i = FS_INO_EPOCH; parent == FS_INO_CTL && control_is(i); i++)
+		if (shown(fs, i) && !strcmp(name, files[i - FS_INO_EPOCH].name))
+			return i;
 	return 0;
 }
 
-const char *control_entry(size_t i, fuse_ino_t *ino)
+const char *control_entry(const struct fs *fs, size_t i, fuse_ino_t *ino)
 {
-	if (i >= 3)
-		return NULL;
-	*ino = FS_INO_EPOCH + (fuse_ino_t)i;
-	return names[i];
+	fuse_ino_t x;
+
+	for (x = FS_INO_EPOCH; control_is(x); x++) {
+		if (!shown(fs, x))
+			continue;
+		if (!i--) {
+			*ino = x;
+			return files[x - FS_INO_EPOCH].name;
+		}
+	}
+	return NULL;
 }
 
 static char *plan_json(struct fs *fs, struct view_ref *vr);
@@ -80,6 +109,10 @@ char *control_text(struct fs *fs, fuse_ino_t ino)
 		return epoch_text(fs);
 	case FS_INO_STATUS:
 		return status_json(fs);
+	case FS_INO_CONSUMED:
+		return follow_consumed_text(fs->follow);
+	case FS_INO_ACK:
+		return strdup(""); /* written, never read */
 	case FS_INO_PLAN:
 		vr = view_get(fs, FS_INO_ROOT, &node);
 		if (!vr)
@@ -207,7 +240,12 @@ int control_stat(struct fs *fs, fuse_ino_t ino, struct stat *st)
 		st->st_nlink = 2;
 		return 0;
 	}
-	st->st_mode = S_IFREG | (ino == FS_INO_EPOCH ? 0644 : 0444);
+	if (!control_is(ino) || !shown(fs, ino))
+		return -ENOENT;
+	/* the files written by the job: 0644, the mount's owner's (under
+	 * allow_other nobody else may write them) */
+	st->st_mode = S_IFREG |
+		      (ino == FS_INO_EPOCH || ino == FS_INO_ACK ? 0644 : 0444);
 	st->st_nlink = 1;
 	return snapshot(fs, ino, st);
 }
@@ -241,7 +279,7 @@ void control_free(struct fs *fs)
 {
 	size_t i;
 
-	for (i = 0; i < 3; i++)
+	for (i = 0; i < FS_NCONTROL; i++)
 		free(fs->snaps[i].text);
 	pthread_mutex_destroy(&fs->ctl_lock);
 	pthread_mutex_destroy(&fs->text_lock);
@@ -321,6 +359,13 @@ static char *status_json(struct fs *fs)
 	char *text = NULL;
 
 	counters_now(fs, &counters);
+	if (fs->follow) { /* its head kept per change of the stream */
+		char *head = follow_status_head(fs->follow, &in);
+
+		text = head ? sfs_status_json_join(head, &counters) : NULL;
+		free(head);
+		return text;
+	}
 	vr = view_get(fs, FS_INO_ROOT, &(uint32_t){ 0 });
 	if (!vr)
 		return NULL;
@@ -342,7 +387,10 @@ int control_write(struct fs *fs, fuse_ino_t ino, const char *buf, size_t size,
 	uint64_t epoch;
 	int rc;
 
-	if (ino != FS_INO_EPOCH)
+	/* one ack a write, at any offset: a job may keep the file open */
+	if (ino == FS_INO_ACK && fs->follow)
+		return follow_ack(fs->follow, buf, size);
+	if (ino != FS_INO_EPOCH || fs->follow)
 		return -EROFS;
 	if (off != 0 || sfs_options_parse_epoch(buf, size, &epoch, &err)) {
 		fs_log(fs, LOG_WARNING, "refused a write to .shardfs/epoch: %s",
@@ -361,8 +409,10 @@ int control_write(struct fs *fs, fuse_ino_t ino, const char *buf, size_t size,
 
 int control_truncate(struct fs *fs, fuse_ino_t ino, int to_set, struct stat *st)
 {
-	/* `echo 3 > epoch` truncates before it writes: let that pass */
-	if (ino != FS_INO_EPOCH ||
+	/* `echo 3 > epoch` (`echo 0 1 5 > ack`) truncates before it
+	 * writes: let that pass */
+	if ((ino != FS_INO_EPOCH && ino != FS_INO_ACK) || !control_is(ino) ||
+	    !shown(fs, ino) ||
 	    (to_set & ~(FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_MTIME |
 			FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_CTIME)))
 		return -EROFS;

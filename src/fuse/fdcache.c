@@ -259,6 +259,25 @@ struct fdcache_ent *fdcache_get(struct fdcache *c, const char *path,
 	return e;
 }
 
+void fdcache_forget(struct fdcache *c, const char *path)
+{
+	struct fdcache_ent *e = NULL;
+	unsigned i;
+
+	pthread_mutex_lock(&c->lock);
+	for (i = 0; i < c->n && !e; i++) {
+		if (!strcmp(c->ents[i]->path, path)) {
+			e = c->ents[i];
+			e->refs++;
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (e) {
+		fdcache_drop(c, e);
+		fdcache_put(c, e);
+	}
+}
+
 bool fdcache_put(struct fdcache *c, struct fdcache_ent *e)
 {
 	bool last;

@@ -89,4 +89,9 @@ bool fdcache_put(struct fdcache *c, struct fdcache_ent *e);
  * opens the file again, and e is closed on its last put. */
 void fdcache_drop(struct fdcache *c, struct fdcache_ent *e);
 
+/* Take path's entry out of the table, if it is there (fdcache_drop): a
+ * file deleted for good is closed once nobody reads it, so that its
+ * space is freed. */
+void fdcache_forget(struct fdcache *c, const char *path);
+
 #endif

@@ -8,10 +8,11 @@
  *   /<rank>/<worker>/window-<k>.<ext>   a complete window, never changes
  *   /<rank>/<worker>/stream.<ext>       the windows end to end; a read of
  *                                       bytes not there yet waits
- *   /.shardfs/status, /.shardfs/consumed
+ *   /.shardfs/status, consumed, ack      control.c's, as on every mount
  *
- * Inode numbers: 1 the root, 2..4 the control directory and its files,
- * then a kind in the top 4 bits: a rank's directory (its rank), a
+ * Inode numbers: 1 the root, 2..7 the control directory and its files
+ * (fs.h: on this mount .shardfs/status, consumed and ack), then a kind in
+ * the top 4 bits: a rank's directory (its rank), a
  * worker's directory and its stream (the reader's number here), a window
  * file (reader << 32 | window - first).  Windows are never freed before
  * the unmount: what a number names never changes.
@@ -24,13 +25,13 @@
  * entered the stream.
  *
  * This file: the options, the watcher, the windows and consumption;
- * follow_tree.c: the tree and its FUSE operations; follow_i.h: what they
- * share.
+ * follow_tree.c: the tree's nodes, which the operations of ops.c and
+ * read.c ask for; follow_i.h: what they share.  All of it hangs from
+ * fs->follow: no state of its own outside struct fs.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <jansson.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,11 +43,10 @@
 #include "fs.h"
 #include "shardfs/follow.h"
 #include "shardfs/index.h"
+#include "shardfs/status.h"
 #include "shardfs/util.h"
 
 #include "follow_i.h"
-
-static struct fw fw_state;
 
 static void note(void *arg, const char *msg)
 {
@@ -60,7 +60,7 @@ static const char *ext_of(const struct sfs_format_ops *ops)
 
 int follow_prepare(struct fs *fs, const char *src, struct sfs_error *err)
 {
-	struct fw *w = &fw_state;
+	struct fw *w;
 	const struct sfs_plan_opts *o = &fs->vopts.options.plan;
 	const struct sfs_format_ops *format = NULL;
 	size_t r, k, n;
@@ -84,12 +84,18 @@ int follow_prepare(struct fs *fs, const char *src, struct sfs_error *err)
 	if (fs->mount.format)
 		format = sfs_format_by_name(
 			sfs_follow_formats[fs->mount.format]);
-	memset(w, 0, sizeof(*w));
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return sfs_errorf(err, -ENOMEM, "out of memory");
+	/* fs owns it from here: follow_stop frees it, whatever failed */
+	fs->follow = w;
 	w->fs = fs;
 	w->n = fs->mount.window;
 	w->first = o->start / w->n;
 	w->wake[0] = w->wake[1] = -1;
 	w->progress_fd = -1;
+	pthread_mutex_init(&w->lock, NULL);
+	pthread_mutex_init(&w->text_lock, NULL);
 	if (fs->mount.progress_dir) {
 		w->progress_fd =
 			open(fs->mount.progress_dir,
@@ -100,8 +106,6 @@ int follow_prepare(struct fs *fs, const char *src, struct sfs_error *err)
 				"progress=%s: cannot open the directory (%s): create it; a symlink is not followed",
 				fs->mount.progress_dir, strerror(errno));
 	}
-	pthread_mutex_init(&w->lock, NULL);
-	pthread_mutex_init(&w->text_lock, NULL);
 	rc = sfs_follow_open(src, fs->mount.index_dir, true, format, note, fs,
 			     &w->f, err);
 	if (rc)
@@ -144,13 +148,17 @@ int follow_prepare(struct fs *fs, const char *src, struct sfs_error *err)
 	}
 	w->nranks = n;
 	w->nreaders_all = (size_t)(o->world / o->replicas) * o->workers;
-	fs->follow = w;
 	return 0;
 }
 
 const char *follow_source(const struct fs *fs)
 {
 	return fs->follow->f->source;
+}
+
+int follow_srcfd(const struct fs *fs)
+{
+	return fs->follow->f->srcfd;
 }
 
 /* ---- the windows, built by the watcher ---- */
@@ -365,13 +373,17 @@ static size_t advance(struct fw *w, bool scan)
 
 /* ---- consumption ---- */
 
-/* (follow_i.h) */
+/* (fs.h) */
 char *follow_consumed_text(struct fw *w)
 {
 	char *s = NULL;
+	int rc = 0;
 
-	if (w->consumed &&
-	    asprintf(&s, "%s\n", w->shards[w->consumed - 1].path) < 0)
+	pthread_mutex_lock(&w->lock);
+	if (w->consumed)
+		rc = asprintf(&s, "%s\n", w->shards[w->consumed - 1].path);
+	pthread_mutex_unlock(&w->lock);
+	if (rc < 0)
 		return NULL;
 	return s ? s : strdup("");
 }
@@ -403,7 +415,6 @@ static void write_progress(struct fw *w)
 	for (r = 0; w->progress_fd >= 0 && r < w->nranks; r++) {
 		uint64_t done = UINT64_MAX;
 		char name[64], *text = NULL, *cons = NULL;
-		json_t *j = NULL;
 		size_t c;
 		int rc = -ENOMEM;
 
@@ -415,13 +426,9 @@ static void write_progress(struct fw *w)
 		/* the name as JSON holds it (sfs_name_escape) */
 		cons = c ? sfs_name_escape(w->shards[c - 1].path, true) : NULL;
 		if (!c || cons)
-			j = json_pack("{s:I, s:s?, s:I, s:b}", "rank",
-				      (json_int_t)w->ranks[r], "consumed", cons,
-				      "windows_read",
-				      (json_int_t)(w->first + done), "ended",
-				      w->complete);
-		text = j ? json_dumps(j, JSON_COMPACT) : NULL;
-		json_decref(j);
+			text = sfs_status_follow_progress(w->ranks[r], cons,
+							  w->first + done,
+							  w->complete);
 		free(cons);
 		snprintf(name, sizeof(name), "rank-%u.json", w->ranks[r]);
 		if (text)
@@ -451,7 +458,7 @@ static int ack_number(const char **p, const char *end, uint64_t *v)
 	return n && !(*p < end && **p >= '0' && **p <= '9') ? 0 : -EINVAL;
 }
 
-/* (follow_i.h) */
+/* (fs.h) */
 int follow_ack(struct fw *w, const char *buf, size_t size)
 {
 	const char *p = buf, *end = buf + size;
@@ -559,6 +566,7 @@ static void *watch(void *arg)
 			break;
 		advance(w, true);
 		follow_tend_waiters(w);
+		follow_hide_consumed(w);
 		gap = (follow_now() - t0) * SCAN_GAP_FACTOR;
 		if (gap >= 0.001 &&
 		    poll(&q, 1, gap < 1 ? (int)(gap * 1000) : 1000) > 0) {
@@ -670,5 +678,8 @@ void follow_stop(struct fs *fs)
 		close(w->wake[0]);
 		close(w->wake[1]);
 	}
+	pthread_mutex_destroy(&w->lock);
+	pthread_mutex_destroy(&w->text_lock);
+	free(w);
 	fs->follow = NULL;
 }

@@ -73,6 +73,9 @@ struct fw {
 	uint32_t *ranks; /* shown, sorted */
 	size_t nranks;
 	size_t consumed; /* shards consumed */
+	/* windows (from first) consumed and deleted: no longer listed, their
+	 * inodes ESTALE; only the watcher moves it (follow_hide_consumed) */
+	size_t hidden;
 	/* the stream as published to the readers (w->lock): its shards,
 	 * who the source lets read each, its samples, its end, its log */
 	struct fshard *shards;
@@ -88,11 +91,10 @@ struct fw {
 	bool status_ended; /* f->ended and f->nshards as status_gen saw */
 	size_t status_nshards;
 	uint64_t padding, dropped; /* over the windows built */
-	pthread_mutex_t text_lock; /* guards the three below; taken before
+	pthread_mutex_t text_lock; /* guards the two below; taken before
 				    * w->lock, never after */
-	char *status_text; /* built for status_text_gen, padded */
+	char *status_text; /* built for status_text_gen */
 	uint64_t status_text_gen;
-	size_t status_len; /* status's text, padded (control_pad) */
 	/* per shard of the stream, why its bytes failed when last logged
 	 * (0: never, 1: gone, 2: changed): a cause is logged once */
 	unsigned char *failed;
@@ -121,20 +123,6 @@ static inline double follow_now(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* `.shardfs/consumed`: the last shard consumed and a newline, or ""; NULL
- * when out of memory.  With w->lock. */
-char *follow_consumed_text(struct fw *w);
-
-/*
- * A write of size bytes to .shardfs/ack: "RANK WORKER WINDOW\n", that
- * reader has taken every window up to WINDOW; consumption moves when
- * every reader has (docs/follow.md, "Consumption").  Takes w->lock.
- * Returns 0 (an ack of a window acknowledged already changes nothing), or
- * -EINVAL, logged with the write and the form expected: not three
- * numbers, a reader this mount does not serve, a window not complete.
- */
-int follow_ack(struct fw *w, const char *buf, size_t size);
-
 /*
  * Answer the parked reads whose bytes are there (or the stream complete),
  * those past follow_timeout= (EIO, logged), every one when stopping
@@ -143,5 +131,13 @@ int follow_ack(struct fw *w, const char *buf, size_t size);
  * stopped.  Without w->lock.
  */
 void follow_tend_waiters(struct fw *w);
+
+/*
+ * Stop listing the windows all of whose shards are consumed and gone
+ * from the source (deleted by the producer, as docs/follow.md lets it),
+ * and tell the kernel to forget their names.  Called by the watcher each
+ * turn; takes w->lock, but not while it looks at the source.
+ */
+void follow_hide_consumed(struct fw *w);
 
 #endif

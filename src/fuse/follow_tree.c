@@ -1,11 +1,13 @@
 /*
- * The tree of a followed source (follow=1) and its FUSE operations; the
- * inode numbers are explained in follow.c.
+ * The nodes of a followed source (follow=1): its rank and worker
+ * directories, window files and streams, which the operations of ops.c
+ * and read.c ask here for every inode that is not a control file (the
+ * control files, status, consumed and ack among them, are control.c's);
+ * the inode numbers are explained in follow.c.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,14 +19,11 @@
 #include "fs.h"
 #include "shardfs/follow.h"
 #include "shardfs/index.h"
+#include "shardfs/status.h"
 #include "shardfs/util.h"
 
 #include "follow_i.h"
 
-#define INO_CTL 2
-#define INO_STATUS 3
-#define INO_CONSUMED 4
-#define INO_ACK 5
 #define KIND_SHIFT 60
 #define K_RANK 1ULL
 #define K_WORKER 2ULL
@@ -73,8 +72,6 @@ static bool rank_shown(struct fw *w, uint64_t rank)
 			return true;
 	return false;
 }
-
-static int control_stat_of(struct fw *w, fuse_ino_t ino, struct stat *st);
 
 /* A file's mode and owner: the source's for the shards it serves (with
  * allow_other, default_permissions refuses whom the source would), else
@@ -130,23 +127,13 @@ static int stat_of(struct fw *w, fuse_ino_t ino, struct stat *st,
 	st->st_gid = fs->gid;
 	st->st_mtime = st->st_ctime = st->st_atime = fs->mounted;
 	*timeout = 0;
-	if (ino == FS_INO_ROOT || ino == INO_CTL || k == K_RANK ||
-	    k == K_WORKER) {
+	if (ino == FS_INO_ROOT || k == K_RANK || k == K_WORKER) {
 		if ((k == K_RANK && !rank_shown(w, v)) || (k == K_WORKER && !r))
 			return -ENOENT;
 		st->st_mode = S_IFDIR | 0555;
 		st->st_nlink = 2;
 		return 0;
 	}
-	if (ino == INO_ACK) {
-		/* written by the job (0644, the mount's owner's: under
-		 * allow_other nobody else may), reads empty */
-		st->st_mode = S_IFREG | 0644;
-		st->st_nlink = 1;
-		return 0;
-	}
-	if (ino == INO_STATUS || ino == INO_CONSUMED)
-		return -EINVAL; /* control_stat_of, without the lock */
 	if (!r)
 		return -ENOENT;
 	st->st_nlink = 1;
@@ -160,6 +147,8 @@ static int stat_of(struct fw *w, fuse_ino_t ino, struct stat *st,
 	v &= 0xffffffffULL;
 	if (v >= w->nwins)
 		return -ENOENT;
+	if (v < w->hidden) /* consumed and deleted: as a view's node gone */
+		return -ESTALE;
 	set_access(st, &r->acc[v]);
 	st->st_size =
 		(off_t)(r->at[v + 1] - r->at[v] + w->wins[v]->trailer_len);
@@ -177,19 +166,12 @@ static fuse_ino_t child(struct fw *w, fuse_ino_t parent, const char *name)
 	size_t i;
 
 	if (parent == FS_INO_ROOT) {
-		if (!strcmp(name, ".shardfs"))
-			return INO_CTL;
 		v = strtoull(name, &end, 10);
 		if (*name < '0' || *name > '9' || *end ||
 		    (name[0] == '0' && name[1]) || !rank_shown(w, v))
 			return 0;
 		return ino_of(K_RANK, v);
 	}
-	if (parent == INO_CTL)
-		return !strcmp(name, "status")	 ? INO_STATUS :
-		       !strcmp(name, "consumed") ? INO_CONSUMED :
-		       !strcmp(name, "ack")	 ? INO_ACK :
-						   0;
 	if (k == K_RANK) {
 		v = strtoull(name, &end, 10);
 		if (*name < '0' || *name > '9' || *end ||
@@ -211,28 +193,22 @@ static fuse_ino_t child(struct fw *w, fuse_ino_t parent, const char *name)
 	v = strtoull(name + 7, &end, 10);
 	snprintf(tail, sizeof(tail), ".%s", w->ext);
 	if (strcmp(end, tail) || end - name != 15 || v < w->first ||
-	    v - w->first >= w->nwins)
+	    v - w->first >= w->nwins || v - w->first < w->hidden)
 		return 0;
 	return ino_of(K_WINDOW, val_of(parent) << 32 | (v - w->first));
 }
 
-static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+void follow_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct fw *w = fs_of(req)->follow;
 	struct fuse_entry_param e = { 0 };
-	double t;
+	double t = 0;
 	int rc;
 
 	pthread_mutex_lock(&w->lock);
 	e.ino = child(w, parent, name);
-	t = 0;
-	rc = !e.ino ? -ENOENT :
-	     e.ino == INO_STATUS || e.ino == INO_CONSUMED ?
-		      0 :
-		      stat_of(w, e.ino, &e.attr, &t);
+	rc = e.ino ? stat_of(w, e.ino, &e.attr, &t) : -ENOENT;
 	pthread_mutex_unlock(&w->lock);
-	if (!rc && (e.ino == INO_STATUS || e.ino == INO_CONSUMED))
-		rc = control_stat_of(w, e.ino, &e.attr);
 	if (rc) {
 		fuse_reply_err(req, -rc);
 		return;
@@ -242,23 +218,16 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	fuse_reply_entry(req, &e);
 }
 
-static void op_getattr(fuse_req_t req, fuse_ino_t ino,
-		       struct fuse_file_info *fi)
+void follow_getattr(fuse_req_t req, fuse_ino_t ino)
 {
 	struct fw *w = fs_of(req)->follow;
 	struct stat st;
-	double t;
+	double t = 0;
 	int rc;
 
-	(void)fi;
-	t = 0;
-	if (ino == INO_STATUS || ino == INO_CONSUMED) {
-		rc = control_stat_of(w, ino, &st);
-	} else {
-		pthread_mutex_lock(&w->lock);
-		rc = stat_of(w, ino, &st, &t);
-		pthread_mutex_unlock(&w->lock);
-	}
+	pthread_mutex_lock(&w->lock);
+	rc = stat_of(w, ino, &st, &t);
+	pthread_mutex_unlock(&w->lock);
 	if (rc)
 		fuse_reply_err(req, -rc);
 	else
@@ -280,23 +249,12 @@ static fuse_ino_t entry(struct fw *w, fuse_ino_t ino, size_t i, char *name,
 	if (ino == FS_INO_ROOT) {
 		if (i == 0) {
 			snprintf(name, len, ".shardfs");
-			return INO_CTL;
+			return FS_INO_CTL;
 		}
 		if (i - 1 >= w->nranks)
 			return 0;
 		snprintf(name, len, "%u", w->ranks[i - 1]);
 		return ino_of(K_RANK, w->ranks[i - 1]);
-	}
-	if (ino == INO_CTL) {
-		static const char *const names[] = { "status", "consumed",
-						     "ack" };
-		static const fuse_ino_t inos[] = { INO_STATUS, INO_CONSUMED,
-						   INO_ACK };
-
-		if (i > 2)
-			return 0;
-		snprintf(name, len, "%s", names[i]);
-		return inos[i];
 	}
 	if (k == K_RANK) {
 		if (i >= w->fs->vopts.options.plan.workers)
@@ -306,6 +264,8 @@ static fuse_ino_t entry(struct fw *w, fuse_ino_t ino, size_t i, char *name,
 	}
 	if (k != K_WORKER)
 		return 0;
+	/* the windows but those consumed and deleted, then the stream */
+	i += w->hidden;
 	if (i < w->nwins) {
 		snprintf(name, len, "window-%08" PRIu64 ".%s", w->first + i,
 			 w->ext);
@@ -317,22 +277,46 @@ static fuse_ino_t entry(struct fw *w, fuse_ino_t ino, size_t i, char *name,
 	return ino_of(K_STREAM, val_of(ino));
 }
 
-static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		       struct fuse_file_info *fi)
+/* ino is one of the tree's directories; with w->lock. */
+static bool is_dir(struct fw *w, fuse_ino_t ino)
+{
+	uint64_t k = kind_of(ino);
+
+	return ino == FS_INO_ROOT ||
+	       (k == K_RANK && rank_shown(w, val_of(ino))) ||
+	       (k == K_WORKER && reader_of(w, ino));
+}
+
+void follow_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fw *w = fs_of(req)->follow;
+	struct stat st;
+	double t;
+	int rc;
+
+	pthread_mutex_lock(&w->lock);
+	rc = is_dir(w, ino) ? 0 : stat_of(w, ino, &st, &t) ? -ENOENT : -ENOTDIR;
+	pthread_mutex_unlock(&w->lock);
+	fi->fh = 0;
+	if (rc)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_open(req, fi);
+}
+
+void follow_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off)
 {
 	struct fw *w = fs_of(req)->follow;
 	char *buf = malloc(size), name[64];
 	size_t used = 0;
 	fuse_ino_t e;
 
-	(void)fi;
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
 	pthread_mutex_lock(&w->lock);
-	if (off == 0 && kind_of(ino) != K_WORKER && kind_of(ino) != K_RANK &&
-	    ino != FS_INO_ROOT && ino != INO_CTL) {
+	if (off == 0 && !is_dir(w, ino)) {
 		pthread_mutex_unlock(&w->lock);
 		free(buf);
 		fuse_reply_err(req, ENOTDIR);
@@ -346,9 +330,7 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		if (!e)
 			break;
 		st.st_ino = e;
-		st.st_mode = kind_of(e) == K_STREAM || kind_of(e) == K_WINDOW ||
-					     e == INO_STATUS ||
-					     e == INO_CONSUMED || e == INO_ACK ?
+		st.st_mode = kind_of(e) == K_STREAM || kind_of(e) == K_WINDOW ?
 				     S_IFREG :
 				     S_IFDIR;
 		n = fuse_add_direntry(req, buf + used, size - used, name, &st,
@@ -362,30 +344,28 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	free(buf);
 }
 
-static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+void follow_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fw *w = fs_of(req)->follow;
 	uint64_t k = kind_of(ino);
+	int rc = 0;
 
-	if (ino == INO_ACK) {
-		fi->direct_io = 1;
-		fuse_reply_open(req, fi);
-		return;
-	}
 	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
 		fuse_reply_err(req, EROFS);
 		return;
 	}
 	pthread_mutex_lock(&w->lock);
-	if (k == K_STREAM || ino == INO_STATUS || ino == INO_CONSUMED)
+	if (k == K_STREAM)
 		fi->direct_io = 1; /* its size changes; reads past it wait */
+	else if (k == K_WINDOW && (val_of(ino) & 0xffffffffULL) < w->hidden)
+		rc = ESTALE; /* consumed and deleted */
 	else if (k == K_WINDOW)
 		fi->keep_cache = 1;
 	else if (!reader_of(w, ino))
-		k = 0;
+		rc = ENOENT;
 	pthread_mutex_unlock(&w->lock);
-	if (!k && ino != INO_STATUS && ino != INO_CONSUMED) {
-		fuse_reply_err(req, ENOENT);
+	if (rc) {
+		fuse_reply_err(req, rc);
 		return;
 	}
 	fuse_reply_open(req, fi);
@@ -394,15 +374,10 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 /* What the status shows of the stream and its readers, taken under
  * w->lock (copies: nothing of it changes under the build). */
 struct status_snap {
-	uint64_t nshards, nsamples, nwins, padding, dropped;
+	uint64_t nshards, nsamples, bytes, nwins, padding, dropped;
 	bool ended, complete;
 	char *last, *cons, *logp; /* escaped (sfs_name_escape) or NULL */
-	struct sreader {
-		uint32_t rank, worker;
-		uint64_t window, done;
-		bool waiting;
-	} * r;
-	uint64_t gen;
+	struct sfs_status_follow_reader *r;
 };
 
 static void snap_free(struct status_snap *sn)
@@ -424,8 +399,9 @@ static int snap_take(struct fw *w, struct status_snap *sn)
 				    .padding = w->padding,
 				    .dropped = w->dropped,
 				    .ended = w->ended,
-				    .complete = w->complete,
-				    .gen = w->status_gen };
+				    .complete = w->complete };
+	for (i = 0; i < w->nshards; i++)
+		sn->bytes += w->shards[i].size;
 	/* names as JSON holds them (sfs_name_escape, docs/follow.md) */
 	if (w->nshards)
 		sn->last =
@@ -444,81 +420,63 @@ static int snap_take(struct fw *w, struct status_snap *sn)
 	for (i = 0; i < w->nreaders; i++) {
 		const struct freader *r = &w->readers[i];
 
-		sn->r[i] = (struct sreader){ r->rank, r->worker, r->window,
-					     r->done, r->waiting };
+		sn->r[i] = (struct sfs_status_follow_reader){
+			.rank = r->rank,
+			.worker = r->worker,
+			.window = r->window,
+			.windows_read = w->first + r->done,
+			.waiting = r->waiting
+		};
 	}
 	return 0;
 }
 
-/* The status text of sn (JSON and a newline), built without w->lock:
- * the rest of what it shows never changes after the mount. */
-static char *status_json(struct fw *w, const struct status_snap *sn)
+/* The status of sn but its counters (sfs_status_follow_head), built
+ * without w->lock: the rest of what it shows never changes after the
+ * mount. */
+static char *status_head(struct fw *w, const struct status_snap *sn,
+			 const struct sfs_status_in *in)
 {
-	json_t *readers = json_array(), *j, *opts;
-	char *s = NULL, *text, *src, *idx;
-	size_t i;
+	struct sfs_status_follow f = {
+		.format = w->ext,
+		.last_shard = sn->last,
+		.consumed = sn->cons,
+		.log = sn->logp,
+		.window = w->n,
+		.shards = sn->nshards,
+		.samples = sn->nsamples,
+		.bytes = sn->bytes,
+		.first_window = w->first,
+		.windows = sn->nwins,
+		.per_window = w->n / w->nreaders_all,
+		.padding = sn->padding,
+		.dropped = sn->dropped,
+		.ended = sn->ended,
+		.complete = sn->complete,
+		.readers = sn->r,
+		.nreaders = w->nreaders,
+	};
+	char *src, *idx = NULL, *s = NULL;
 
-	for (i = 0; readers && i < w->nreaders; i++) {
-		const struct sreader *r = &sn->r[i];
-
-		json_array_append_new(
-			readers,
-			json_pack("{s:I, s:I, s:I, s:I, s:b}", "rank",
-				  (json_int_t)r->rank, "worker",
-				  (json_int_t)r->worker, "window",
-				  (json_int_t)r->window, "windows_read",
-				  (json_int_t)(w->first + r->done), "waiting",
-				  r->waiting));
-	}
-	/* the plan inputs, as the normal status gives them, so that an
-	 * auditor can plan the windows again (shardfs-check view) */
-	text = sfs_status_options_json(&w->fs->vopts.options.plan);
-	opts = text ? json_loads(text, 0, NULL) : NULL;
-	free(text);
 	src = sfs_name_escape(w->f->source, false);
-	idx = w->fs->mount.index_dir ?
-		      sfs_name_escape(w->fs->mount.index_dir, false) :
-		      NULL;
-	if (!src || (w->fs->mount.index_dir && !idx)) {
-		json_decref(opts);
-		json_decref(readers);
-		goto out;
-	}
-	j = json_pack(
-		"{s:s, s:s?, s:o?, s:{s:s, s:I, s:I, s:I, s:s?, s:b, s:I, s:I, s:b, s:I, s:I, s:I, s:s?, s:s?}, s:o}",
-		"source", src, "index", idx, "options", opts, "follow",
-		"format", w->ext, "window", (json_int_t)w->n, "shards",
-		(json_int_t)sn->nshards, "samples", (json_int_t)sn->nsamples,
-		"last_shard", sn->last, "ended", sn->ended, "first_window",
-		(json_int_t)w->first, "windows", (json_int_t)sn->nwins,
-		"complete", sn->complete, "per_window",
-		(json_int_t)(w->n / w->nreaders_all), "padding",
-		(json_int_t)sn->padding, "dropped", (json_int_t)sn->dropped,
-		"consumed", sn->cons, "log", sn->logp, "readers", readers);
-	s = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
-	json_decref(j);
-out:
+	if (in->index_dir)
+		idx = sfs_name_escape(in->index_dir, false);
+	f.source = src;
+	f.index_dir = idx;
+	if (src && (!in->index_dir || idx))
+		s = sfs_status_follow_head(in, &f);
 	free(src);
 	free(idx);
-	if (s) {
-		char *t = realloc(s, strlen(s) + 2);
-
-		if (t)
-			strcat(t, "\n");
-		s = t ? t : s;
-	}
 	return s;
 }
 
 /*
- * The status text now, padded (control_pad: the size a reader was told
- * is the size of what it reads), its length in *len: a heap copy with
- * copy, else only non-NULL (not to be used); NULL without memory.  It
- * is built only when what it shows changed (w->status_gen: a window, an
- * ack, a wait) and kept, under w->text_lock: the lock reads take is held
- * only to copy what it shows, never to build it.
+ * (fs.h) The head is built only when what it shows changed
+ * (w->status_gen: a window, an ack, a wait) and kept, under w->text_lock:
+ * the lock reads take is held only to copy what it shows, never to build
+ * it.
  */
-static char *status_text(struct fw *w, size_t *len, bool copy)
+char *follow_status_head(struct fw *w, const struct sfs_status_in *in)
 {
 	struct status_snap sn;
 	uint64_t gen;
@@ -536,63 +494,18 @@ static char *status_text(struct fw *w, size_t *len, bool copy)
 		goto out;
 	}
 	pthread_mutex_unlock(&w->lock);
-	t = status_json(w, &sn);
+	t = status_head(w, &sn, in);
 	snap_free(&sn);
-	if (!t || control_pad(&t, w->status_len))
+	if (!t)
 		goto out;
 	free(w->status_text);
 	w->status_text = t;
-	w->status_len = strlen(t);
 	w->status_text_gen = gen;
 copy:
-	*len = w->status_len;
-	t = copy ? strdup(w->status_text) : w->status_text;
+	t = strdup(w->status_text);
 out:
 	pthread_mutex_unlock(&w->text_lock);
 	return t;
-}
-
-/* The text of a control file (a heap string, NULL without memory);
- * without w->lock. */
-static char *control_text_of(struct fw *w, fuse_ino_t ino)
-{
-	size_t len;
-	char *t;
-
-	if (ino == INO_STATUS)
-		return status_text(w, &len, true);
-	pthread_mutex_lock(&w->lock);
-	t = follow_consumed_text(w);
-	pthread_mutex_unlock(&w->lock);
-	return t;
-}
-
-/* Attributes of a control file (status, consumed); without w->lock. */
-static int control_stat_of(struct fw *w, fuse_ino_t ino, struct stat *st)
-{
-	size_t len;
-	char *t;
-
-	memset(st, 0, sizeof(*st));
-	st->st_ino = ino;
-	st->st_uid = w->fs->uid;
-	st->st_gid = w->fs->gid;
-	st->st_atime = st->st_ctime = w->fs->mounted;
-	st->st_mode = S_IFREG | 0444;
-	st->st_nlink = 1;
-	st->st_mtime = time(NULL);
-	if (ino == INO_STATUS) {
-		if (!status_text(w, &len, false))
-			return -ENOMEM;
-	} else {
-		t = control_text_of(w, ino);
-		if (!t)
-			return -ENOMEM;
-		len = strlen(t);
-		free(t);
-	}
-	st->st_size = (off_t)len;
-	return 0;
 }
 
 /* Room for n shards in w->failed, the new ones zero; with w->lock. */
@@ -606,14 +519,129 @@ static int grow_failed(struct fw *w, size_t n)
 	return 0;
 }
 
-/* Bytes [pos, pos + len) of reader r's window i (within it; with its
- * trailer) into buf, outside the lock: the extents are the window's,
- * which never changes.  Returns the count or -EIO (logged). */
-static ssize_t read_window(struct fw *w, const struct sfs_window *win,
-			   size_t ri, char *buf, size_t len, uint64_t pos)
+/*
+ * The bytes of a read as the main tree's reads answer them (read.c):
+ * pieces of shards, open in the descriptor cache (fdcache.c) and held
+ * until the reply is sent, so that the kernel can splice them; memory
+ * only for the bytes a format adds (a tar window's end-of-archive).
+ */
+struct pieces {
+	struct fuse_bufvec *bv; /* bv->count pieces, room for cap */
+	size_t cap;
+	struct fdcache_ent **held; /* the shards the pieces read */
+	size_t nheld, held_cap;
+	size_t shard; /* held[nheld - 1]'s shard in the stream */
+	size_t len; /* bytes in all pieces */
+};
+
+/* One more piece of n bytes: of memory mem, or of held[nheld - 1] at
+ * src.  0 or -ENOMEM. */
+static int piece_add(struct pieces *p, const void *mem, uint64_t src, size_t n)
+{
+	struct fuse_buf *b;
+
+	if (!p->bv || p->bv->count == p->cap) {
+		size_t cap = p->cap ? 2 * p->cap : 8;
+		struct fuse_bufvec *bv =
+			realloc(p->bv, sizeof(*bv) + cap * sizeof(bv->buf[0]));
+
+		if (!bv)
+			return -ENOMEM;
+		if (!p->bv)
+			*bv = (struct fuse_bufvec){ 0 };
+		p->bv = bv;
+		p->cap = cap;
+	}
+	b = &p->bv->buf[p->bv->count++];
+	memset(b, 0, sizeof(*b));
+	b->size = n;
+	if (mem) {
+		b->mem = (void *)mem;
+	} else {
+		b->flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK |
+			   FUSE_BUF_FD_RETRY;
+		b->fd = p->held[p->nheld - 1]->fd;
+		b->pos = (off_t)src;
+	}
+	p->len += n;
+	return 0;
+}
+
+/* Release what p holds. */
+static void pieces_free(struct fs *fs, struct pieces *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->nheld; i++)
+		fdcache_put(&fs->fds, p->held[i]);
+	free(p->held);
+	free(p->bv);
+}
+
+/*
+ * Shard i of the stream open in p (held[nheld - 1]): taken from the
+ * descriptor cache, which checks that it is as it entered the stream
+ * (size, mtime, still named).  Returns 0, or -EIO (logged once per shard
+ * and cause: deleted, or changed) or -ENOMEM.
+ */
+static int piece_shard(struct fw *w, struct pieces *p, size_t i)
+{
+	struct fs *fs = w->fs;
+	struct sfs_error err = { 0 };
+	struct fdcache_ent *e;
+	const char *path;
+	uint64_t size;
+	int64_t mtime;
+	unsigned char why;
+	bool say;
+	int rc;
+
+	if (p->nheld && p->shard == i)
+		return 0;
+	if (SFS_GROW(p->held, p->held_cap, p->nheld + 1))
+		return -ENOMEM;
+	/* the name lives as long as w; the array is grown by the watcher */
+	pthread_mutex_lock(&w->lock);
+	path = w->shards[i].path;
+	size = w->shards[i].size;
+	mtime = w->shards[i].mtime_ns;
+	pthread_mutex_unlock(&w->lock);
+	e = fdcache_get(&fs->fds, path, size, mtime, 0, &rc, &err);
+	if (e) {
+		p->held[p->nheld++] = e;
+		p->shard = i;
+		return 0;
+	}
+	if (rc == -ENOMEM)
+		return rc;
+	why = faccessat(w->f->srcfd, path, F_OK, AT_SYMLINK_NOFOLLOW) &&
+			      errno == ENOENT ?
+		      1 :
+		      2;
+	pthread_mutex_lock(&w->lock);
+	say = !grow_failed(w, i + 1) && w->failed[i] != why;
+	if (say)
+		w->failed[i] = why;
+	pthread_mutex_unlock(&w->lock);
+	atomic_fetch_add(&fs->errors, 1);
+	if (say)
+		fs_log(fs, LOG_ERR,
+		       "%s/%s: %s before every reader read it (it entered the stream with %" PRIu64
+		       " bytes): EIO for its bytes; a shard must not change or go before it is consumed (docs/follow.md)",
+		       w->f->source, path,
+		       why == 1 ? "deleted" : "changed or truncated", size);
+	return -EIO;
+}
+
+/* Bytes [pos, pos + len) of reader ri's file of window win (with its
+ * trailer) into p, outside w->lock: a window never changes.  Returns 0,
+ * -EIO (logged) or -ENOMEM. */
+static int window_pieces(struct fw *w, const struct sfs_window *win, size_t ri,
+			 struct pieces *p, uint64_t pos, size_t len)
 {
 	const struct sfs_window_reader *r = &win->readers[ri];
 	size_t done = 0, x;
+	int rc;
 
 	if (pos < r->size && r->n) {
 		for (x = sfs_window_find(r, pos); x < r->n && done < len; x++) {
@@ -623,58 +651,15 @@ static ssize_t read_window(struct fw *w, const struct sfs_window *win,
 					   (size_t)(e->len - in) :
 					   len - done;
 
-			if (e->mem) {
-				memcpy(buf + done, (const char *)e->mem + in,
-				       n);
-			} else {
-				const struct fshard *sh;
-				struct stat st;
-				char path[SFS_FOLLOW_LINE_MAX];
-				uint64_t size;
-				int64_t mtime;
-				ssize_t got = -1;
-				int fd;
-
-				pthread_mutex_lock(&w->lock);
-				sh = &w->shards[e->shard];
-				snprintf(path, sizeof(path), "%s", sh->path);
-				size = sh->size;
-				mtime = sh->mtime_ns;
-				pthread_mutex_unlock(&w->lock);
-				fd = openat(w->f->srcfd, path,
-					    O_RDONLY | O_CLOEXEC | O_NOFOLLOW |
-						    O_NONBLOCK);
-				if (fd >= 0 && !fstat(fd, &st) &&
-				    (uint64_t)st.st_size == size &&
-				    sfs_mtime_ns(&st) == mtime &&
-				    st.st_nlink > 0)
-					got = sfs_pread_full(fd, buf + done, n,
-							     e->src + in);
-				if (fd >= 0)
-					close(fd);
-				if (got != (ssize_t)n) {
-					unsigned char why = fd < 0 ? 1 : 2;
-					bool say;
-
-					pthread_mutex_lock(&w->lock);
-					say = !grow_failed(w, e->shard + 1) &&
-					      w->failed[e->shard] != why;
-					if (say)
-						w->failed[e->shard] = why;
-					pthread_mutex_unlock(&w->lock);
-					atomic_fetch_add(&w->fs->errors, 1);
-					if (!say)
-						return -EIO;
-					fs_log(w->fs, LOG_ERR,
-					       "%s/%s: %s before every reader read it (it entered the stream with %" PRIu64
-					       " bytes): EIO for its bytes; a shard must not change or go before it is consumed (docs/follow.md)",
-					       w->f->source, path,
-					       fd < 0 ? "deleted" :
-							"changed or truncated",
-					       size);
-					return -EIO;
-				}
-			}
+			rc = e->mem ? 0 : piece_shard(w, p, e->shard);
+			if (!rc)
+				rc = piece_add(p,
+					       e->mem ? (const char *)e->mem +
+								in :
+							NULL,
+					       e->src + in, n);
+			if (rc)
+				return rc;
 			done += n;
 		}
 	}
@@ -685,10 +670,9 @@ static ssize_t read_window(struct fw *w, const struct sfs_window *win,
 		x = (size_t)(win->trailer_len - in) < len - done ?
 			    (size_t)(win->trailer_len - in) :
 			    len - done;
-		memcpy(buf + done, (const char *)win->trailer + in, x);
-		done += x;
+		return piece_add(p, (const char *)win->trailer + in, 0, x);
 	}
-	return (ssize_t)done;
+	return 0;
 }
 
 /* The window (from first) holding byte pos of r's stream (pos below its
@@ -700,26 +684,28 @@ static size_t window_at(const struct fw *w, const struct freader *r,
 }
 
 /*
- * Bytes [pos, pos + size) of reader ri's stream into buf, what of them the
- * stream holds (pos below its size, or the stream complete); with w->lock
- * on entry and on return (let go while the shards are read).  Returns the
- * count, or -EIO, -EACCES.
+ * Bytes [pos, pos + size) of reader ri's stream into p, what of them the
+ * stream holds (pos below its size, or the stream complete); w->lock is
+ * taken to find the windows, let go while they are laid into p.  Returns
+ * 0, -EIO, -EACCES or -ENOMEM.
  */
-static ssize_t stream_bytes(struct fw *w, fuse_req_t req, size_t ri, char *buf,
-			    size_t size, uint64_t pos)
+static int stream_pieces(struct fw *w, fuse_req_t req, size_t ri,
+			 struct pieces *p, uint64_t pos, size_t size)
 {
 	struct freader *r = &w->readers[ri];
-	ssize_t got = 0;
-	size_t i;
+	const struct sfs_window *last;
+	uint64_t end, at, in;
+	size_t i, n;
+	int rc;
 
-	while ((size_t)got < size &&
-	       pos + (uint64_t)got < follow_reader_size(w, r)) {
-		uint64_t at = pos + (uint64_t)got, from, to;
+	pthread_mutex_lock(&w->lock);
+	while (p->len < size && pos + p->len < follow_reader_size(w, r)) {
 		const struct sfs_window *win;
-		ssize_t n;
+		uint64_t from, to;
 
 		/* r->at is grown (moved) by the watcher: what of it the read
 		 * needs is taken under the lock */
+		at = pos + p->len;
 		i = window_at(w, r, at);
 		win = w->wins[i];
 		from = r->at[i];
@@ -727,51 +713,69 @@ static ssize_t stream_bytes(struct fw *w, fuse_req_t req, size_t ri, char *buf,
 		if (r->window != w->first + i)
 			w->status_gen++;
 		r->window = w->first + i;
-		if (!may_read(req, &r->acc[i]))
+		if (!may_read(req, &r->acc[i])) {
+			pthread_mutex_unlock(&w->lock);
 			return -EACCES;
+		}
 		pthread_mutex_unlock(&w->lock);
 		/* within the window, without its trailer */
-		n = read_window(w, win, ri, buf + got,
-				(size_t)(to - at) < size - (size_t)got ?
-					(size_t)(to - at) :
-					size - (size_t)got,
-				at - from);
+		n = (size_t)(to - at) < size - p->len ? (size_t)(to - at) :
+							size - p->len;
+		rc = window_pieces(w, win, ri, p, at - from, n);
+		if (rc)
+			return rc;
 		pthread_mutex_lock(&w->lock);
-		if (n < 0)
-			return n;
-		got += n;
 	}
 	/* after the last window: the stream's ending */
-	if (w->complete && (size_t)got < size && w->nwins &&
-	    pos + (uint64_t)got >= follow_reader_size(w, r)) {
-		const struct sfs_window *last = w->wins[w->nwins - 1];
-		uint64_t in = pos + (uint64_t)got - follow_reader_size(w, r);
-
-		if (in < last->trailer_len) {
-			size_t n = (size_t)(last->trailer_len - in) <
-						   size - (size_t)got ?
-					   (size_t)(last->trailer_len - in) :
-					   size - (size_t)got;
-
-			memcpy(buf + got, (const char *)last->trailer + in, n);
-			got += (ssize_t)n;
-		}
-	}
-	return got;
+	end = follow_reader_size(w, r);
+	last = w->complete && w->nwins ? w->wins[w->nwins - 1] : NULL;
+	pthread_mutex_unlock(&w->lock);
+	if (!last || p->len >= size || pos + p->len < end)
+		return 0;
+	in = pos + p->len - end;
+	if (in >= last->trailer_len)
+		return 0;
+	n = (size_t)(last->trailer_len - in) < size - p->len ?
+		    (size_t)(last->trailer_len - in) :
+		    size - p->len;
+	return piece_add(p, (const char *)last->trailer + in, 0, n);
 }
 
-/* Answer req with buf's got bytes, or its error (got < 0); frees buf. */
-static void reply_read(struct fw *w, fuse_req_t req, char *buf, ssize_t got)
+/* Answer req with p's bytes, or rc; frees p.  Spliced as read.c's
+ * replies, or read into memory when too large for the splice pipe. */
+static void reply_pieces(struct fw *w, fuse_req_t req, struct pieces *p, int rc)
 {
-	if (got < 0) {
-		fuse_reply_err(req, (int)-got);
+	struct fs *fs = w->fs;
+	char *buf = NULL;
+	ssize_t got;
+
+	if (rc) {
+		fuse_reply_err(req, -rc);
+	} else if (!p->len) {
+		fuse_reply_buf(req, NULL, 0);
+	} else if (p->len <= fs->splice_max) {
+		atomic_fetch_add(&fs->bytes, p->len);
+		fuse_reply_data(req, p->bv, FUSE_BUF_SPLICE_MOVE);
 	} else {
-		atomic_fetch_add(&w->fs->bytes, (uint64_t)got);
-		/* a followed file's reads are all copies */
-		atomic_fetch_add(&w->fs->copied_reads, 1);
-		fuse_reply_buf(req, buf, (size_t)got);
+		struct fuse_bufvec dst = FUSE_BUFVEC_INIT(p->len);
+
+		buf = malloc(p->len);
+		dst.buf[0].mem = buf;
+		got = buf ? fuse_buf_copy(&dst, p->bv, 0) : -ENOMEM;
+		if (got == (ssize_t)p->len) {
+			atomic_fetch_add(&fs->bytes, p->len);
+			atomic_fetch_add(&fs->copied_reads, 1);
+			fuse_reply_buf(req, buf, p->len);
+		} else {
+			/* the shard went short between the check and the
+			 * read: never other bytes */
+			atomic_fetch_add(&fs->errors, 1);
+			fuse_reply_err(req, got < 0 && got != -EIO ? (int)-got :
+								     EIO);
+		}
+		free(buf);
 	}
-	free(buf);
+	pieces_free(fs, p);
 }
 
 /* Answer a read of reader ri's stream whose bytes are there (or the
@@ -779,15 +783,9 @@ static void reply_read(struct fw *w, fuse_req_t req, char *buf, ssize_t got)
 static void serve_stream(struct fw *w, fuse_req_t req, size_t ri, uint64_t pos,
 			 size_t size)
 {
-	char *buf = malloc(size ? size : 1);
-	ssize_t got = -ENOMEM;
+	struct pieces p = { 0 };
 
-	if (buf) {
-		pthread_mutex_lock(&w->lock);
-		got = stream_bytes(w, req, ri, buf, size, pos);
-		pthread_mutex_unlock(&w->lock);
-	}
-	reply_read(w, req, buf, got);
+	reply_pieces(w, req, &p, stream_pieces(w, req, ri, &p, pos, size));
 }
 
 /* The reader of q waits no more for it; with w->lock. */
@@ -936,40 +934,17 @@ void follow_tend_waiters(struct fw *w)
 	}
 }
 
-static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		    struct fuse_file_info *fi)
+void follow_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off)
 {
 	struct fs *fs = fs_of(req);
 	struct fw *w = fs->follow;
 	uint64_t k = kind_of(ino), pos = (uint64_t)off;
 	const struct sfs_window *win;
+	struct pieces p = { 0 };
 	struct freader *r;
 	size_t ri, i;
-	ssize_t got;
 	bool ready;
-	char *buf;
 
-	(void)fi;
-	if (ino == INO_ACK) {
-		fuse_reply_buf(req, NULL, 0);
-		return;
-	}
-	if (ino == INO_STATUS || ino == INO_CONSUMED) {
-		char *t;
-		size_t len;
-
-		t = control_text_of(w, ino);
-		if (!t) {
-			fuse_reply_err(req, ENOMEM);
-			return;
-		}
-		len = strlen(t);
-		fuse_reply_buf(
-			req, t + (pos < len ? pos : len),
-			pos < len ? (len - pos < size ? len - pos : size) : 0);
-		free(t);
-		return;
-	}
 	size = size < READ_MAX ? size : READ_MAX;
 	atomic_fetch_add(&fs->reads, 1);
 	pthread_mutex_lock(&w->lock);
@@ -991,116 +966,73 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	i = (size_t)(val_of(ino) & 0xffffffffULL);
-	win = w->wins[i];
+	win = i < w->hidden ? NULL : w->wins[i];
 	pthread_mutex_unlock(&w->lock);
-	buf = malloc(size ? size : 1);
+	if (!win) { /* consumed and deleted */
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
 	/* reads never consume: acks do (.shardfs/ack) */
-	got = buf ? read_window(w, win, ri, buf, size, pos) : -ENOMEM;
-	reply_read(w, req, buf, got);
+	reply_pieces(w, req, &p, window_pieces(w, win, ri, &p, pos, size));
 }
 
-/* libfuse refuses the session unless INIT repeats the mount's max_read */
-static void op_init(void *userdata, struct fuse_conn_info *conn)
+/* (follow_i.h) */
+void follow_hide_consumed(struct fw *w)
 {
-	conn->max_read = ((struct fs *)userdata)->max_read;
-}
+	const char **names = NULL;
+	size_t from, to, k, i, n = 0, cap = 0, hidden;
+	bool gone = true;
 
-/* The session ends (fuse_session_destroy, or the kernel's DESTROY): the
- * reads still parked are answered while it can. */
-static void op_destroy(void *userdata)
-{
-	follow_end_waits(userdata);
-}
-
-static void op_statfs(fuse_req_t req, fuse_ino_t ino)
-{
-	struct statvfs st = { 0 };
-
-	(void)ino;
-	st.f_bsize = st.f_frsize = 4096;
-	st.f_namemax = 255;
-	fuse_reply_statfs(req, &st);
-}
-
-static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
-		       int to_set, struct fuse_file_info *fi)
-{
-	struct fw *w = fs_of(req)->follow;
-	struct stat st;
-	double t;
-
-	(void)attr;
-	(void)fi;
-	/* `echo 0 1 5 > ack` truncates before it writes: let that pass */
-	if (ino != INO_ACK ||
-	    (to_set & ~(FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_MTIME |
-			FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_CTIME))) {
-		fuse_reply_err(req, EROFS);
-		return;
+	/* the windows after those hidden whose shards are all consumed, and
+	 * those shards' names (they live as long as w) */
+	pthread_mutex_lock(&w->lock);
+	from = w->hidden;
+	for (to = from; to < w->nwins && w->wins[to]->end_shard <= w->consumed;
+	     to++) {
+		for (i = w->wins[to]->first_shard; i < w->wins[to]->end_shard;
+		     i++) {
+			if (SFS_GROW(names, cap, n + 1))
+				break;
+			names[n++] = w->shards[i].path;
+		}
+		if (i < w->wins[to]->end_shard)
+			break;
 	}
-	stat_of(w, ino, &st, &t);
-	fuse_reply_attr(req, &st, 0);
-}
+	pthread_mutex_unlock(&w->lock);
+	/* which of them are gone from the source: outside the lock (a stat
+	 * each, on a network file system an RPC) */
+	hidden = from;
+	for (k = from, i = 0; gone && k < to; k++) {
+		size_t end =
+			i + (w->wins[k]->end_shard - w->wins[k]->first_shard);
 
-/* Only .shardfs/ack takes writes: one ack each, at any offset (a job may
- * keep it open). */
-static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
-		     size_t size, off_t off, struct fuse_file_info *fi)
-{
-	int rc;
-
-	(void)off;
-	(void)fi;
-	if (ino != INO_ACK) {
-		fuse_reply_err(req, EROFS);
-		return;
+		for (; gone && i < end; i++) {
+			gone = faccessat(w->f->srcfd, names[i], F_OK,
+					 AT_SYMLINK_NOFOLLOW) &&
+			       errno == ENOENT;
+			/* its descriptor closed, its space freed */
+			if (gone)
+				fdcache_forget(&w->fs->fds, names[i]);
+		}
+		if (gone)
+			hidden = k + 1;
 	}
-	rc = follow_ack(fs_of(req)->follow, buf, size);
-	if (rc)
-		fuse_reply_err(req, -rc);
-	else
-		fuse_reply_write(req, size);
-}
+	free(names);
+	if (hidden == from)
+		return;
+	pthread_mutex_lock(&w->lock);
+	w->hidden = hidden;
+	pthread_mutex_unlock(&w->lock);
+	/* the kernel forgets their names (it keeps a window's for long) */
+	for (k = from; w->fs->se && k < hidden; k++) {
+		char name[64];
+		int len = snprintf(name, sizeof(name),
+				   "window-%08" PRIu64 ".%s", w->first + k,
+				   w->ext);
 
-static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
-		     mode_t mode)
-{
-	(void)parent;
-	(void)name;
-	(void)mode;
-	fuse_reply_err(req, EROFS);
+		for (i = 0; i < w->nreaders; i++)
+			fuse_lowlevel_notify_inval_entry(w->fs->se,
+							 ino_of(K_WORKER, i),
+							 name, (size_t)len);
+	}
 }
-
-static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
-		      mode_t mode, struct fuse_file_info *fi)
-{
-	(void)parent;
-	(void)name;
-	(void)mode;
-	(void)fi;
-	fuse_reply_err(req, EROFS);
-}
-
-static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
-{
-	(void)parent;
-	(void)name;
-	fuse_reply_err(req, EROFS);
-}
-
-const struct fuse_lowlevel_ops follow_ops = {
-	.init = op_init,
-	.destroy = op_destroy,
-	.lookup = op_lookup,
-	.getattr = op_getattr,
-	.readdir = op_readdir,
-	.open = op_open,
-	.read = op_read,
-	.statfs = op_statfs,
-	.setattr = op_setattr,
-	.write = op_write,
-	.mkdir = op_mkdir,
-	.create = op_create,
-	.unlink = op_unlink,
-	.rmdir = op_unlink,
-};

@@ -8,10 +8,17 @@
  * and replies.  Every function here returns 0 or a negative errno; a reply
  * of an error is fuse_reply_err(req, -rc).
  *
- * Inode numbers: 1 the root, 2..5 the control directory and its files, and
+ * One table of operations (ops.c) serves every mount; on a followed
+ * source (follow=1) its nodes are the follow tree's (follow_tree.c), asked
+ * by the same operations.
+ *
+ * Inode numbers: 1 the root, 2..7 the control directory and its files
+ * (FS_INO_*; a mount shows those that apply to it, control.c), and
  * (generation << 32 | node) for every node of a view, so that an epoch
  * switch, which builds a new view with a new generation, never reuses an
- * inode number for other bytes.
+ * inode number for other bytes.  A followed source has no views: its
+ * nodes carry their kind in the top 4 bits (follow_tree.c), which no
+ * view's generation reaches.
  */
 #ifndef SHARDFS_FS_H
 #define SHARDFS_FS_H
@@ -35,6 +42,10 @@
 #define FS_INO_EPOCH 3
 #define FS_INO_PLAN 4
 #define FS_INO_STATUS 5
+#define FS_INO_CONSUMED 6 /* follow=1 */
+#define FS_INO_ACK 7 /* follow=1 */
+/* the control files, FS_INO_EPOCH .. FS_INO_ACK */
+#define FS_NCONTROL 5
 
 /*
  * A view and who holds it: the mount while it is current, open directories
@@ -194,7 +205,7 @@ struct fs {
 
 	pthread_mutex_t text_lock; /* builds the views' control texts */
 	pthread_mutex_t ctl_lock; /* guards snaps */
-	struct control_snap snaps[3]; /* epoch, plan.json, status */
+	struct control_snap snaps[FS_NCONTROL]; /* by FS_INO_* */
 	atomic_uint_fast64_t snap_ticket;
 	struct prefetch *prefetch; /* NULL with prefetch=0 */
 
@@ -382,9 +393,6 @@ bool prefetch_stop(struct prefetch *p);
 
 /* ---- follow.c: a source that grows (follow=1, docs/follow.md) ---- */
 
-/* The tree of a followed source, in place of fs_ops. */
-extern const struct fuse_lowlevel_ops follow_ops;
-
 /*
  * Check the options of follow=1, open the stream of src (its log read
  * back) and list it once; fs->follow is set.  Returns 0 or a negative
@@ -392,8 +400,10 @@ extern const struct fuse_lowlevel_ops follow_ops;
  */
 int follow_prepare(struct fs *fs, const char *src, struct sfs_error *err);
 
-/* The source followed (absolute). */
+/* The source followed (absolute), and its directory open (the shards'
+ * descriptors are opened beneath it, fdcache.c). */
 const char *follow_source(const struct fs *fs);
+int follow_srcfd(const struct fs *fs);
 
 /* Build the windows complete now and start the watcher (after the fork). */
 void follow_start(struct fs *fs);
@@ -405,18 +415,54 @@ void follow_end_waits(struct fs *fs);
 /* Stop the watcher and free the stream; NULL fs->follow is a no-op. */
 void follow_stop(struct fs *fs);
 
+/*
+ * The follow tree's nodes, asked by the operations of ops.c and read.c
+ * for every inode of a followed source but the control files: they reply
+ * to req themselves.  ENOENT for a name or inode that is none of the
+ * tree's.
+ */
+void follow_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
+void follow_getattr(fuse_req_t req, fuse_ino_t ino);
+void follow_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off);
+/* ENOTDIR for a file, else opens (no handle: reads go by inode). */
+void follow_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void follow_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+/* A read of a window or a stream: one past what is written is parked
+ * until its bytes come (docs/follow.md, "What readers see"). */
+void follow_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off);
+
+/* `.shardfs/status` but its counters (sfs_status_follow_head, with in's
+ * options), built only when what it shows changed: a heap string to
+ * join with the counters, NULL without memory. */
+char *follow_status_head(struct fw *w, const struct sfs_status_in *in);
+
+/* `.shardfs/consumed`: the last shard consumed and a newline, or ""; a
+ * heap string, NULL without memory. */
+char *follow_consumed_text(struct fw *w);
+
+/*
+ * A write of size bytes to .shardfs/ack: "RANK WORKER WINDOW\n", that
+ * reader has taken every window up to WINDOW; consumption moves when
+ * every reader has (docs/follow.md, "Consumption").  Returns 0 (an ack of
+ * a window acknowledged already changes nothing), or -EINVAL, logged with
+ * the write and the form expected: not three numbers, a reader this mount
+ * does not serve, a window not complete.
+ */
+int follow_ack(struct fw *w, const char *buf, size_t size);
+
 /* ---- control.c: MNT/.shardfs/ ---- */
 
 /* ino is the control directory or one of its files. */
 bool control_is(fuse_ino_t ino);
 
 /* The control inode called name in parent (".shardfs" in the root, a file
- * in the control directory), or 0. */
-fuse_ino_t control_lookup(fuse_ino_t parent, const char *name);
+ * of the control directory this mount shows), or 0. */
+fuse_ino_t control_lookup(const struct fs *fs, fuse_ino_t parent,
+			  const char *name);
 
-/* The i-th file of the control directory and its inode, NULL past the
- * last. */
-const char *control_entry(size_t i, fuse_ino_t *ino);
+/* The i-th file of the control directory this mount shows and its inode,
+ * NULL past the last. */
+const char *control_entry(const struct fs *fs, size_t i, fuse_ino_t *ino);
 
 /*
  * Attributes of a control inode.  A file's are those of its text now,
@@ -451,15 +497,17 @@ void control_free(struct fs *fs);
 
 /*
  * A write to a control inode: only .shardfs/epoch takes one (a number,
- * from offset 0: switch to that epoch).  Returns 0, -EROFS, -EINVAL or
- * -ENOMEM; refusals are logged.
+ * from offset 0: switch to that epoch), and on a followed source
+ * .shardfs/ack (follow_ack).  Returns 0, -EROFS, -EINVAL or -ENOMEM;
+ * refusals are logged.
  */
 int control_write(struct fs *fs, fuse_ino_t ino, const char *buf, size_t size,
 		  off_t off);
 
 /*
- * A setattr: truncating .shardfs/epoch (as `echo 3 > epoch` does) is let
- * through, with *st its attributes; anything else is refused.  Returns 0,
+ * A setattr: truncating .shardfs/epoch or .shardfs/ack (as `echo 3 >
+ * epoch` does) is let through, with *st its attributes; anything else is
+ * refused.  Returns 0,
  * -EROFS or -ENOMEM.
  */
 int control_truncate(struct fs *fs, fuse_ino_t ino, int to_set,

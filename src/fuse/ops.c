@@ -1,8 +1,10 @@
 /*
- * The FUSE operations: each finds what a request names (a view node or a
- * control file), asks the view, the read path (read.c) or the control
- * files (control.c), and replies.  Everything but .shardfs/epoch is
- * read-only.
+ * The FUSE operations of every mount: each finds what a request names (a
+ * view node, a control file, or on a followed source a node of its tree),
+ * asks the view, the read path (read.c), the control files (control.c)
+ * or the follow tree (follow_tree.c), and replies.  Everything but
+ * .shardfs/epoch (and .shardfs/ack on a followed source) is read-only:
+ * every other write answers EROFS.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -85,6 +87,10 @@ static void fs_getattr(fuse_req_t req, fuse_ino_t ino,
 			fuse_reply_attr(req, &st, 0);
 		return;
 	}
+	if (fs->follow) {
+		follow_getattr(req, ino);
+		return;
+	}
 	vr = view_get(fs, ino, &node);
 	if (!vr) {
 		fuse_reply_err(req, gone(fs, ino));
@@ -107,7 +113,7 @@ static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 	fs_readahead_once(fs);
 	memset(&e, 0, sizeof(e));
-	e.ino = control_lookup(parent, name);
+	e.ino = control_lookup(fs, parent, name);
 	if (e.ino || parent == FS_INO_CTL) {
 		if (!e.ino) {
 			fuse_reply_err(req, ENOENT);
@@ -122,6 +128,10 @@ static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	if (control_is(parent)) {
 		fuse_reply_err(req, ENOTDIR);
+		return;
+	}
+	if (fs->follow) {
+		follow_lookup(req, parent, name);
 		return;
 	}
 	vr = view_get(fs, parent, &node);
@@ -187,6 +197,10 @@ static void fs_readlink(fuse_req_t req, fuse_ino_t ino)
 	uint32_t node = (uint32_t)ino;
 	char *target;
 
+	if (!vr && fs->follow) { /* a followed source holds no symlink */
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
 	if (!vr) {
 		fuse_reply_err(req, control_is(ino) ? EINVAL : gone(fs, ino));
 		return;
@@ -217,6 +231,10 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino,
 
 	if (control_is(ino) && ino != FS_INO_CTL) {
 		fuse_reply_err(req, ENOTDIR);
+		return;
+	}
+	if (fs->follow && ino != FS_INO_CTL) {
+		follow_opendir(req, ino, fi);
 		return;
 	}
 	h = handle_new(fs, H_DIR);
@@ -302,13 +320,18 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 {
 	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
 	struct fs *fs = fs_of(req);
-	struct view_ref *vr = handle_view(fs, h);
+	struct view_ref *vr;
 	char *buf;
 	size_t used = 0;
 	uint32_t from = 0, to = 0; /* children given whole: lookups */
 	struct stat st;
 	off_t i;
 
+	if (!h) { /* a directory of a followed source (no readdirplus) */
+		follow_readdir(req, ino, size, off);
+		return;
+	}
+	vr = handle_view(fs, h);
 	if (h->vr && !vr) { /* its view was let go (FS_OLD_VIEWS) */
 		fuse_reply_err(req, EIO);
 		return;
@@ -325,7 +348,7 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 		fuse_ino_t ctl = FS_INO_CTL;
 
 		for (i = off;
-		     i < 2 || (name = control_entry((size_t)(i - 2), &ctl));
+		     i < 2 || (name = control_entry(fs, (size_t)(i - 2), &ctl));
 		     i++) {
 			if (i < 2)
 				name = i ? ".." : ".";
@@ -431,7 +454,7 @@ static void fs_statfs(fuse_req_t req, fuse_ino_t ino)
 
 	(void)ino;
 	memset(&st, 0, sizeof(st));
-	for (i = 0; i < fs->idx->nshards; i++)
+	for (i = 0; fs->idx && i < fs->idx->nshards; i++)
 		bytes += fs->idx->shards[i].size;
 	st.f_bsize = st.f_frsize = 4096;
 	st.f_blocks = (fsblkcnt_t)((bytes + 4095) / 4096);
@@ -592,6 +615,17 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
 	else
 		conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
+	/* A followed source's tree gives the kernel no entries with its
+	 * listings: its directories grow, and a lookup is cheap */
+	if (fs->follow)
+		conn->want &= ~FUSE_CAP_READDIRPLUS;
+}
+
+/* The session ends (fuse_session_destroy, or the kernel's DESTROY): the
+ * reads of a followed source still parked are answered while it can. */
+static void fs_destroy(void *userdata)
+{
+	follow_end_waits(userdata);
 }
 
 static void fs_mkdir(fuse_req_t req, fuse_ino_t p, const char *n, mode_t m)
@@ -655,6 +689,7 @@ static void fs_removexattr(fuse_req_t req, fuse_ino_t i, const char *n)
 
 const struct fuse_lowlevel_ops fs_ops = {
 	.init = fs_init,
+	.destroy = fs_destroy,
 	.lookup = fs_lookup,
 	.forget = fs_forget,
 	.forget_multi = fs_forget_multi,

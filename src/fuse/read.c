@@ -20,7 +20,8 @@ static void open_control(fuse_req_t req, struct fs *fs, fuse_ino_t ino,
 {
 	struct handle *h;
 
-	if ((fi->flags & O_ACCMODE) != O_RDONLY && ino != FS_INO_EPOCH) {
+	if ((fi->flags & O_ACCMODE) != O_RDONLY && ino != FS_INO_EPOCH &&
+	    ino != FS_INO_ACK) {
 		fuse_reply_err(req, EROFS);
 		return;
 	}
@@ -80,6 +81,10 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	if (control_is(ino)) {
 		open_control(req, fs, ino, fi);
+		return;
+	}
+	if (fs->follow) {
+		follow_open(req, ino, fi);
 		return;
 	}
 	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
@@ -241,6 +246,10 @@ void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	if (control_is(ino)) {
 		read_control(req, fs, ino, size, off,
 			     (const struct handle *)(uintptr_t)fi->fh);
+		return;
+	}
+	if (fs->follow) {
+		follow_read(req, ino, size, off);
 		return;
 	}
 	/* the view the inode was looked up in: the kernel holds the inode

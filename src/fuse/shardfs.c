@@ -379,7 +379,9 @@ int main(int argc, char **argv)
 	fs.foreground = a.foreground;
 	if (!bad && !a.foreground)
 		openlog(prog, LOG_PID, LOG_DAEMON);
-	fs.no_open = fs.mount.no_open;
+	/* a stream's size grows and its reads wait: never through the page
+	 * cache (docs/follow.md) */
+	fs.no_open = fs.mount.no_open && !fs.mount.follow;
 	fs.vopts.epochs = fs.mount.epochs;
 	fs.vopts.symlinks = fs.mount.symlinks;
 	if (bad ||
@@ -398,14 +400,17 @@ int main(int argc, char **argv)
 	fs.splice_max = fs.mount.splice ? splice_limit() : 0;
 	/* Requests no larger than a splice, or the kernel sends some of 1 MiB
 	 * whatever the read-ahead (large folios) and those are copied; a
-	 * followed source's reads are copied anyway.  The daemon passes
-	 * max_read itself: libfuse wants it at the mount and again at INIT */
+	 * followed source mounts without max_read, as it always has (its
+	 * stream's reads of 1 MiB are copied).  The daemon passes max_read
+	 * itself: libfuse wants it at the mount and again at INIT */
 	fs.max_read = fs.mount.max_read ? fs.mount.max_read :
 		      fs.follow		? 0 :
 				  (unsigned)(fs.splice_max & ~(size_t)4095);
 	raise_nofile();
-	if (!fs.follow && fdcache_init(&fs.fds, fs.srcfd, FD_CACHE)) {
-		fprintf(stderr, "%s: %s: %s\n", prog, fs.idx->source,
+	if (fdcache_init(&fs.fds, fs.follow ? follow_srcfd(&fs) : fs.srcfd,
+			 FD_CACHE)) {
+		fprintf(stderr, "%s: %s: %s\n", prog,
+			fs.follow ? follow_source(&fs) : fs.idx->source,
 			strerror(errno));
 		goto out;
 	}
@@ -439,8 +444,7 @@ int main(int argc, char **argv)
 	    fuse_opt_add_arg(&fargs, "-o") || fuse_opt_add_arg(&fargs, base) ||
 	    (a.debug && fuse_opt_add_arg(&fargs, "-d")))
 		goto out;
-	fs.se = fuse_session_new(&fargs, fs.follow ? &follow_ops : &fs_ops,
-				 sizeof(fs_ops), &fs);
+	fs.se = fuse_session_new(&fargs, &fs_ops, sizeof(fs_ops), &fs);
 	if (!fs.se) {
 		fprintf(stderr,
 			"%s: FUSE refused the options \"%s\"; see shardfs --help\n",
@@ -476,6 +480,8 @@ int main(int argc, char **argv)
 	 * not have them (and a lock one held would stay held) */
 	if (fs.follow)
 		follow_start(&fs);
+	/* a followed source has no plan order to read ahead in, nor a next
+	 * epoch: its windows come as the producer writes them */
 	bad = fs.mount.prefetch && !fs.follow ?
 		      prefetch_start(&fs, &fs.prefetch) :
 		      0;

@@ -17,6 +17,9 @@
 #   e. chunk_00003 after chunk_00005: refused, never served, logged
 #   f. a restart mid-stream: consumed shards deleted, remount with start=P
 #   g. a DDP job (gloo, 2 ranks, Debian's torch) over a growing source
+#   h. shards changed or deleted before they were consumed; writes; the
+#      status read by shardfs.Mount
+#   k. windows consumed and deleted are no longer listed
 # About a minute and a half on 2 cores; as root (/dev/fuse).
 . "$(dirname "$0")/../mount/lib.sh"
 PY=/usr/bin/python3
@@ -153,7 +156,77 @@ expect_eq "h: the log says which shard and what, once each" \
 	"$(log_count "$T/h-m" "$T/h/c0.jsonl: changed or truncated before every reader read it (it entered the stream with 4 bytes): EIO for its bytes") $(log_count "$T/h-m" "$T/h/c1.jsonl: deleted before every reader read it")" \
 	"1 1"
 expect_eq "h: nothing consumed" "$(cat "$T/h-m/.shardfs/consumed")" ""
+H=$T/h-m/0/0
+expect_eq "h: rename, link, symlink, mkdir, create answer EROFS, as on every mount" \
+	"$(mv "$H/stream.jsonl" "$H/s" 2>&1; ln "$H/stream.jsonl" "$H/l" 2>&1
+	ln -s x "$H/y" 2>&1; mkdir "$H/d" 2>&1; touch "$H/n" 2>&1)" \
+	"mv: cannot move '$H/stream.jsonl' to '$H/s': Read-only file system
+ln: failed to create hard link '$H/l': Read-only file system
+ln: failed to create symbolic link '$H/y': Read-only file system
+mkdir: cannot create directory ‘$H/d’: Read-only file system
+touch: cannot touch '$H/n': Read-only file system"
+expect_eq "h: shardfs.Mount reads the status (the schema of every mount, with its follow section) and lists the windows" \
+	"$(PYTHONPATH=$TESTS/../python $PY -c '
+import sys, shardfs
+m = shardfs.Mount(sys.argv[1])
+print(m.world, m.workers, m.per_reader, m.ranks,
+      " ".join(p.name for p in m.files(0, 0)),
+      m.status["follow"]["windows"], m.status["index_summary"]["shards"],
+      m.status["plan"]["readers"][0]["files"],
+      m.status["counters"]["errors"] > 0)' "$T/h-m")" \
+	"1 1 2 [0] window-00000000.jsonl window-00000001.jsonl window-00000002.jsonl 3 3 3 True"
+expect_eq "h: the control files, with the inode numbers of every mount's (status 5)" \
+	"$(cd "$T/h-m/.shardfs" && stat -c '%n %i' *)" "ack 7
+consumed 6
+status 5"
 unmount_view "$T/h-m"
+
+section "k. windows consumed and deleted are no longer listed"
+mkdir -p "$T/k"
+for c in 0 1 2; do printf 'a%s\nb%s\n' $c $c > "$T/k/c$c.jsonl"; done
+touch "$T/k/.shardfs-end"
+mount_view "$T/k" "$T/k-m" "$FO,window=2" || bad "mount k"
+K=$T/k-m/0/0
+expect_eq "k: three windows" "$(ls "$K" | tr '\n' ' ')" \
+	"stream.jsonl window-00000000.jsonl window-00000001.jsonl window-00000002.jsonl "
+expect_eq "k: the stream read" "$(cat "$K/stream.jsonl" | wc -l)" 6
+exec {kfd}<"$K/window-00000000.jsonl"
+echo "0 0 1" > "$T/k-m/.shardfs/ack"
+expect_eq "k: c1 consumed" "$(cat "$T/k-m/.shardfs/consumed")" "c1.jsonl"
+expect_eq "k: consumed but still in the source: still listed" \
+	"$(ls "$K" | tr '\n' ' ')" \
+	"stream.jsonl window-00000000.jsonl window-00000001.jsonl window-00000002.jsonl "
+# k_ls WANT: the listing of $K once it is WANT (the watcher's next turn),
+# or as it is after 10 s
+k_ls() {
+	local i l
+	for i in $(seq 100); do
+		l=$(ls "$K" | tr '\n' ' ')
+		[ "$l" = "$1" ] && break
+		sleep 0.1
+	done
+	printf '%s' "$l"
+}
+rm "$T/k/c0.jsonl"
+want="stream.jsonl window-00000001.jsonl window-00000002.jsonl "
+expect_eq "k: window 0's shard deleted, window 1's not yet: window 0 goes" \
+	"$(k_ls "$want")" "$want"
+rm "$T/k/c1.jsonl"
+want="stream.jsonl window-00000002.jsonl "
+expect_eq "k: both consumed and deleted: only window 2 and the stream" \
+	"$(k_ls "$want")" "$want"
+expect_eq "k: the daemon holds no descriptor of them (their space is freed)" \
+	"$(ls -l "/proc/${daemon_pid[$T/k-m]}/fd" | grep -c '(deleted)')" 0
+expect_eq "k: their names: ENOENT" \
+	"$(cat "$K/window-00000000.jsonl" 2>&1; stat -c %s "$K/window-00000001.jsonl" 2>&1)" \
+	"cat: $K/window-00000000.jsonl: No such file or directory
+stat: cannot statx '$K/window-00000001.jsonl': No such file or directory"
+expect_eq "k: a reader that held one open: ESTALE (its bytes are gone)" \
+	"$(cat <&$kfd 2>&1)" "cat: -: Stale file handle"
+exec {kfd}<&-
+expect_eq "k: window 2 read" "$(cat "$K/window-00000002.jsonl")" "a2
+b2"
+unmount_view "$T/k-m"
 
 section "i. shardfs-check view audits the windows of two daemons"
 mkdir -p "$T/i"

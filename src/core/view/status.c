@@ -36,9 +36,10 @@ static json_t *readers_json(const struct sfs_plan *p,
 }
 
 /* The plan inputs, then the ranks shown and the daemon's own options. */
-static json_t *options_json(const struct sfs_status_in *in)
+static json_t *options_json(const struct sfs_status_in *in,
+			    const struct sfs_plan_opts *plan)
 {
-	json_t *opts = sfs_options_to_json(&in->plan->opts);
+	json_t *opts = sfs_options_to_json(plan);
 	json_t *ranks = json_array();
 	size_t i;
 
@@ -98,7 +99,8 @@ char *sfs_status_json_head(const struct sfs_status_in *in)
 		"source",
 		sfs_mix_of(in->idx) ? sfs_mix_of(in->idx)->file :
 				      in->idx->source,
-		"index", in->index_dir, "options", options_json(in), "mixture",
+		"index", in->index_dir, "options",
+		options_json(in, &in->plan->opts), "mixture",
 		sfs_plan_mixture_json(p, in->idx), "index_summary", "shards",
 		(json_int_t)in->idx->nshards, "samples",
 		(json_int_t)in->idx->nsamples, "bytes", (json_int_t)bytes,
@@ -113,6 +115,83 @@ char *sfs_status_json_head(const struct sfs_status_in *in)
 	if (len >= 2)
 		text[len - 2] = '\0';
 	return text;
+}
+
+/* A followed source's readers: in "plan" as every status's, and with
+ * their acks and waits in "follow". */
+static json_t *follow_readers(const struct sfs_status_follow *f, bool plan)
+{
+	json_t *readers = json_array();
+	size_t i;
+
+	for (i = 0; readers && i < f->nreaders; i++) {
+		const struct sfs_status_follow_reader *r = &f->readers[i];
+
+		json_array_append_new(
+			readers,
+			/* samples and files served so far (the padding of
+			 * the last window is the stream's, in "follow") */
+			plan ? json_pack(
+				       "{s:I, s:I, s:I, s:I}", "rank",
+				       (json_int_t)r->rank, "worker",
+				       (json_int_t)r->worker, "samples",
+				       (json_int_t)(f->per_window * f->windows),
+				       "files", (json_int_t)f->windows) :
+			       json_pack("{s:I, s:I, s:I, s:I, s:b}", "rank",
+					 (json_int_t)r->rank, "worker",
+					 (json_int_t)r->worker, "window",
+					 (json_int_t)r->window, "windows_read",
+					 (json_int_t)r->windows_read, "waiting",
+					 r->waiting));
+	}
+	return readers;
+}
+
+char *sfs_status_follow_head(const struct sfs_status_in *in,
+			     const struct sfs_status_follow *f)
+{
+	char *text;
+	size_t len;
+
+	text = dump(json_pack(
+		"{s:s, s:s?, s:o, s:{s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I, s:o}, s:{s:s, s:I, s:I, s:I, s:s?, s:b, s:I, s:I, s:b, s:I, s:I, s:I, s:s?, s:s?}, s:o}",
+		"source", f->source, "index", f->index_dir, "options",
+		options_json(in, &in->options->plan), "index_summary", "shards",
+		(json_int_t)f->shards, "samples", (json_int_t)f->samples,
+		"bytes", (json_int_t)f->bytes, "plan", "per_reader",
+		(json_int_t)f->per_window, "padding", (json_int_t)f->padding,
+		"dropped", (json_int_t)f->dropped, "units",
+		(json_int_t)f->windows, "remaining",
+		(json_int_t)(f->samples > f->first_window * f->window ?
+				     f->samples - f->first_window * f->window :
+				     0),
+		"readers", follow_readers(f, true), "follow", "format",
+		f->format, "window", (json_int_t)f->window, "shards",
+		(json_int_t)f->shards, "samples", (json_int_t)f->samples,
+		"last_shard", f->last_shard, "ended", f->ended, "first_window",
+		(json_int_t)f->first_window, "windows", (json_int_t)f->windows,
+		"complete", f->complete, "per_window",
+		(json_int_t)f->per_window, "padding", (json_int_t)f->padding,
+		"dropped", (json_int_t)f->dropped, "consumed", f->consumed,
+		"log", f->log, "readers", follow_readers(f, false)));
+	if (!text)
+		return NULL;
+	len = strlen(text);
+	if (len >= 2)
+		text[len - 2] = '\0';
+	return text;
+}
+
+char *sfs_status_follow_progress(uint32_t rank, const char *consumed,
+				 uint64_t windows_read, bool ended)
+{
+	json_t *j = json_pack("{s:I, s:s?, s:I, s:b}", "rank", (json_int_t)rank,
+			      "consumed", consumed, "windows_read",
+			      (json_int_t)windows_read, "ended", ended);
+	char *s = j ? json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+
+	json_decref(j);
+	return s;
 }
 
 char *sfs_status_json_join(const char *head,
