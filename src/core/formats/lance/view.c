@@ -190,41 +190,37 @@ static void put_container(const struct container *c, const struct spans *del,
 		put(o, bits, 8192);
 }
 
-/*
- * A portable Roaring bitmap of every row of [0, rows) outside the sorted
- * runs keep: the piece's deletion file.  Without run containers, as
- * Lance writes them, up to RUNS_FROM bytes; past that a container whose
- * runs are smaller is written as runs (a fragment of 2^32 rows of which
- * a reader keeps a few: 65 536 full containers, 512 MiB as bitsets,
- * ~0.9 MB as runs).  Its size is known before anything is written: more
- * than budget is -EFBIG, *need set.  Sets *deleted.  Returns 0, -EFBIG or
- * -ENOMEM.
- */
-static int write_bitmap(const struct spans *keep, uint64_t rows,
-			uint64_t budget, struct out *o, uint64_t *deleted,
-			uint64_t *need)
+/* The rows of [0, rows) outside the sorted runs keep, as runs into del. */
+static int deleted_runs(const struct spans *keep, uint64_t rows,
+			struct spans *del)
 {
-	struct spans del = { 0 };
-	struct container *c = NULL;
-	unsigned char *bits = NULL;
-	uint64_t cursor = 0, plain, size, at;
-	size_t n = 0, cap = 0, i, j, nrun = 0;
-	bool runs = false;
+	uint64_t cursor = 0;
+	size_t i;
 	int rc = 0;
 
-	*deleted = 0;
-	/* the deleted runs: the gaps between the kept ones */
+	/* the gaps between the kept runs */
 	for (i = 0; !rc && i <= keep->n; i++) {
 		uint64_t next = i < keep->n ? keep->s[i].first : rows;
 
 		if (next > cursor)
-			rc = spans_add(&del, cursor, next - cursor);
+			rc = spans_add(del, cursor, next - cursor);
 		if (i < keep->n)
 			cursor = keep->s[i].first + keep->s[i].count;
 	}
-	/* the containers they touch: rows and runs in each */
-	for (j = 0; !rc && j < del.n; j++) {
-		uint64_t a = del.s[j].first, e = a + del.s[j].count, end;
+	return rc;
+}
+
+/* The containers the runs del touch, with their rows and runs, into
+ * *cp (*np of them); the rows into *deleted.  0 or -ENOMEM. */
+static int containers_of(const struct spans *del, struct container **cp,
+			 size_t *np, uint64_t *deleted)
+{
+	struct container *c = NULL;
+	size_t n = 0, cap = 0, j;
+	int rc = 0;
+
+	for (j = 0; !rc && j < del->n; j++) {
+		uint64_t a = del->s[j].first, e = a + del->s[j].count, end;
 
 		for (; a < e; a = end) {
 			uint32_t key = (uint32_t)(a >> 16);
@@ -244,38 +240,49 @@ static int write_bitmap(const struct spans *keep, uint64_t rows,
 			*deleted += end - a;
 		}
 	}
-	if (rc)
-		goto out;
-	plain = 8 + 8 * (uint64_t)n;
+	*cp = c;
+	*np = n;
+	return rc;
+}
+
+/*
+ * Each container's form (see write_bitmap): the bitmap's size, *runs set
+ * when some container is written as runs.
+ */
+static uint64_t choose_forms(struct container *c, size_t n, bool *runs)
+{
+	uint64_t plain = 8 + 8 * (uint64_t)n, size;
+	size_t i, nrun = 0;
+
+	*runs = false;
 	for (i = 0; i < n; i++) {
 		c[i].form = c[i].card > 4096 ? BITSET : ARRAY;
 		plain += container_size(&c[i], c[i].form);
 	}
-	size = plain;
-	if (plain > RUNS_FROM) {
-		size = 4 + (n + 7) / 8 + 4 * (uint64_t)n +
-		       (n >= 4 ? 4 * (uint64_t)n : 0);
-		for (i = 0; i < n; i++) {
-			if (container_size(&c[i], RUN) <
-			    container_size(&c[i], c[i].form)) {
-				c[i].form = RUN;
-				nrun++;
-			}
-			size += container_size(&c[i], c[i].form);
+	if (plain <= RUNS_FROM)
+		return plain;
+	size = 4 + (n + 7) / 8 + 4 * (uint64_t)n +
+	       (n >= 4 ? 4 * (uint64_t)n : 0);
+	for (i = 0; i < n; i++) {
+		if (container_size(&c[i], RUN) <
+		    container_size(&c[i], c[i].form)) {
+			c[i].form = RUN;
+			nrun++;
 		}
-		runs = nrun > 0;
-		if (!runs)
-			size = plain;
+		size += container_size(&c[i], c[i].form);
 	}
-	*need = size;
-	if (size > budget) {
-		rc = -EFBIG;
-		goto out;
-	}
-	if (!(bits = malloc(8192))) {
-		rc = -ENOMEM;
-		goto out;
-	}
+	*runs = nrun > 0;
+	return *runs ? size : plain;
+}
+
+/* The bitmap's cookie, its run flags, the containers' headers and their
+ * offsets. */
+static void put_roaring_header(struct out *o, const struct container *c,
+			       size_t n, bool runs)
+{
+	uint64_t at;
+	size_t i;
+
 	if (runs) {
 		unsigned char flags = 0;
 
@@ -301,6 +308,45 @@ static int write_bitmap(const struct spans *keep, uint64_t rows,
 		put_le(o, at, 4);
 		at += container_size(&c[i], c[i].form);
 	}
+}
+
+/*
+ * A portable Roaring bitmap of every row of [0, rows) outside the sorted
+ * runs keep: the piece's deletion file.  Without run containers, as
+ * Lance writes them, up to RUNS_FROM bytes; past that a container whose
+ * runs are smaller is written as runs (a fragment of 2^32 rows of which
+ * a reader keeps a few: 65 536 full containers, 512 MiB as bitsets,
+ * ~0.9 MB as runs).  Its size is known before anything is written: more
+ * than budget is -EFBIG, *need set.  Sets *deleted.  Returns 0, -EFBIG or
+ * -ENOMEM.
+ */
+static int write_bitmap(const struct spans *keep, uint64_t rows,
+			uint64_t budget, struct out *o, uint64_t *deleted,
+			uint64_t *need)
+{
+	struct spans del = { 0 };
+	struct container *c = NULL;
+	unsigned char *bits = NULL;
+	size_t n = 0, i;
+	bool runs;
+	int rc;
+
+	*deleted = 0;
+	rc = deleted_runs(keep, rows, &del);
+	if (!rc)
+		rc = containers_of(&del, &c, &n, deleted);
+	if (rc)
+		goto out;
+	*need = choose_forms(c, n, &runs);
+	if (*need > budget) {
+		rc = -EFBIG;
+		goto out;
+	}
+	if (!(bits = malloc(8192))) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	put_roaring_header(o, c, n, runs);
 	for (i = 0; i < n; i++)
 		put_container(&c[i], &del, bits, o);
 	rc = o->oom ? -ENOMEM : 0;
