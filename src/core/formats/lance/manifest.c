@@ -143,18 +143,9 @@ struct pb_def {
 };
 
 #define ANY_WIRE (-1)
-#define U64(n, s, m, name)                                   \
-	{                                                    \
-		n, SFS_PB_VARINT, name, offsetof(s, m), NULL \
-	}
-#define CALL(n, wire, name, fn)      \
-	{                            \
-		n, wire, name, 0, fn \
-	}
-#define END                         \
-	{                           \
-		0, 0, NULL, 0, NULL \
-	}
+
+/* Where member m of struct sfs_lance_<s> is. */
+#define AT(s, m) offsetof(struct sfs_lance_##s, m)
 
 static pb_call read_fragments, read_reader_flags, read_files,
 	read_deletion_file, read_path, read_field_ids, refuse_base_id,
@@ -162,30 +153,31 @@ static pb_call read_fragments, read_reader_flags, read_files,
 
 /* Manifest */
 static const struct pb_def manifest_defs[] = {
-	CALL(2, SFS_PB_LEN, "fragments", read_fragments),
-	U64(3, struct sfs_lance_manifest, version, "version"),
-	CALL(9, SFS_PB_VARINT, "reader_feature_flags", read_reader_flags),
-	U64(10, struct sfs_lance_manifest, writer_flags,
-	    "writer_feature_flags"),
-	END,
+	{ 2, SFS_PB_LEN, "fragments", .call = read_fragments },
+	{ 3, SFS_PB_VARINT, "version", .off = AT(manifest, version) },
+	{ 9, SFS_PB_VARINT, "reader_feature_flags", .call = read_reader_flags },
+	{ 10, SFS_PB_VARINT, "writer_feature_flags",
+	  .off = AT(manifest, writer_flags) },
+	{ 0 },
 };
 
 /* DataFragment */
 static const struct pb_def fragment_defs[] = {
-	U64(1, struct sfs_lance_fragment, id, "id"),
-	CALL(2, SFS_PB_LEN, "files", read_files),
-	CALL(3, SFS_PB_LEN, "deletion_file", read_deletion_file),
-	U64(4, struct sfs_lance_fragment, physical_rows, "physical_rows"),
-	END,
+	{ 1, SFS_PB_VARINT, "id", .off = AT(fragment, id) },
+	{ 2, SFS_PB_LEN, "files", .call = read_files },
+	{ 3, SFS_PB_LEN, "deletion_file", .call = read_deletion_file },
+	{ 4, SFS_PB_VARINT, "physical_rows",
+	  .off = AT(fragment, physical_rows) },
+	{ 0 },
 };
 
 /* DataFile */
 static const struct pb_def data_file_defs[] = {
-	CALL(1, SFS_PB_LEN, "path", read_path),
-	CALL(2, ANY_WIRE, "fields", read_field_ids), /* packed or not */
-	U64(6, struct sfs_lance_data_file, size, "file_size_bytes"),
-	CALL(7, SFS_PB_VARINT, "base_id", refuse_base_id),
-	END,
+	{ 1, SFS_PB_LEN, "path", .call = read_path },
+	{ 2, ANY_WIRE, "fields", .call = read_field_ids }, /* packed or not */
+	{ 6, SFS_PB_VARINT, "file_size_bytes", .off = AT(data_file, size) },
+	{ 7, SFS_PB_VARINT, "base_id", .call = refuse_base_id },
+	{ 0 },
 };
 
 /*
@@ -194,12 +186,12 @@ static const struct pb_def data_file_defs[] = {
  * field, as it always was.
  */
 static const struct pb_def deletion_defs[] = {
-	CALL(1, SFS_PB_VARINT, "DeletionFile", read_deletion_type),
-	U64(2, struct sfs_lance_deletion, read_version, "DeletionFile"),
-	U64(3, struct sfs_lance_deletion, id, "DeletionFile"),
-	U64(4, struct sfs_lance_deletion, num_deleted, "DeletionFile"),
-	CALL(7, SFS_PB_VARINT, "DeletionFile", refuse_deletion_base_id),
-	END,
+	{ 1, SFS_PB_VARINT, "DeletionFile", .call = read_deletion_type },
+	{ 2, SFS_PB_VARINT, "DeletionFile", .off = AT(deletion, read_version) },
+	{ 3, SFS_PB_VARINT, "DeletionFile", .off = AT(deletion, id) },
+	{ 4, SFS_PB_VARINT, "DeletionFile", .off = AT(deletion, num_deleted) },
+	{ 7, SFS_PB_VARINT, "DeletionFile", .call = refuse_deletion_base_id },
+	{ 0 },
 };
 
 static const struct pb_def *find_def(const struct pb_def *defs, uint32_t number)

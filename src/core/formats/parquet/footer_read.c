@@ -148,28 +148,10 @@ struct field_def {
 	field_call *call; /* FK_CALL */
 };
 
-#define I32(id, s, m, flags)                                            \
-	{                                                               \
-		id, SFS_TC_I32, #m, FK_I32, flags, offsetof(s, m), NULL \
-	}
-#define I64(id, s, m, flags)                                            \
-	{                                                               \
-		id, SFS_TC_I64, #m, FK_I64, flags, offsetof(s, m), NULL \
-	}
-#define BYTES(id, s, m, flags)                                               \
-	{                                                                    \
-		id, SFS_TC_BINARY, #m, FK_BYTES, flags, offsetof(s, m), NULL \
-	}
-#define CALL(id, type, name, fn, flags)               \
-	{                                             \
-		id, type, name, FK_CALL, flags, 0, fn \
-	}
+/* Where member m of struct sfs_parquet_<s> is. */
+#define AT(s, m) offsetof(struct sfs_parquet_##s, m)
 #define REQ F_REQUIRED
 #define NN F_NOT_NEGATIVE
-#define END                                     \
-	{                                       \
-		0, 0, NULL, FK_CALL, 0, 0, NULL \
-	}
 
 static field_call read_schema, read_row_groups, read_key_values, encrypted_file,
 	read_encodings, read_path, has_statistics, other_file, read_column_meta,
@@ -177,75 +159,101 @@ static field_call read_schema, read_row_groups, read_key_values, encrypted_file,
 
 /* FileMetaData */
 static const struct field_def file_fields[] = {
-	I32(1, struct sfs_parquet_meta, version, REQ),
-	CALL(2, SFS_TC_LIST, "schema", read_schema, REQ),
-	I64(3, struct sfs_parquet_meta, num_rows, REQ | NN),
-	CALL(4, SFS_TC_LIST, "row_groups", read_row_groups, REQ),
-	CALL(5, SFS_TC_LIST, "key_value_metadata", read_key_values, 0),
-	BYTES(6, struct sfs_parquet_meta, created_by, 0),
-	CALL(8, ANY_TYPE, "encryption_algorithm", encrypted_file, 0),
-	CALL(9, ANY_TYPE, "footer_signing_key_metadata", encrypted_file, 0),
-	END,
+	{ 1, SFS_TC_I32, "version", FK_I32, REQ, .off = AT(meta, version) },
+	{ 2, SFS_TC_LIST, "schema", FK_CALL, REQ, .call = read_schema },
+	{ 3, SFS_TC_I64, "num_rows", FK_I64, REQ | NN,
+	  .off = AT(meta, num_rows) },
+	{ 4, SFS_TC_LIST, "row_groups", FK_CALL, REQ, .call = read_row_groups },
+	{ 5, SFS_TC_LIST, "key_value_metadata", FK_CALL, 0,
+	  .call = read_key_values },
+	{ 6, SFS_TC_BINARY, "created_by", FK_BYTES, 0,
+	  .off = AT(meta, created_by) },
+	{ 8, ANY_TYPE, "encryption_algorithm", FK_CALL, 0,
+	  .call = encrypted_file },
+	{ 9, ANY_TYPE, "footer_signing_key_metadata", FK_CALL, 0,
+	  .call = encrypted_file },
+	{ 0 },
 };
 
 /* SchemaElement */
 static const struct field_def schema_fields[] = {
-	I32(1, struct sfs_parquet_schema, type, 0),
-	I32(2, struct sfs_parquet_schema, type_length, 0),
-	I32(3, struct sfs_parquet_schema, repetition_type, 0),
-	BYTES(4, struct sfs_parquet_schema, name, REQ),
-	I32(5, struct sfs_parquet_schema, num_children, NN),
-	I32(6, struct sfs_parquet_schema, converted_type, 0),
+	{ 1, SFS_TC_I32, "type", FK_I32, 0, .off = AT(schema, type) },
+	{ 2, SFS_TC_I32, "type_length", FK_I32, 0,
+	  .off = AT(schema, type_length) },
+	{ 3, SFS_TC_I32, "repetition_type", FK_I32, 0,
+	  .off = AT(schema, repetition_type) },
+	{ 4, SFS_TC_BINARY, "name", FK_BYTES, REQ, .off = AT(schema, name) },
+	{ 5, SFS_TC_I32, "num_children", FK_I32, NN,
+	  .off = AT(schema, num_children) },
+	{ 6, SFS_TC_I32, "converted_type", FK_I32, 0,
+	  .off = AT(schema, converted_type) },
 	{ 10, SFS_TC_STRUCT, "logicalType", FK_SPAN, 0,
-	  offsetof(struct sfs_parquet_schema, logical_type), NULL },
-	END,
+	  .off = AT(schema, logical_type) },
+	{ 0 },
 };
 
 /* RowGroup */
 static const struct field_def rg_fields[] = {
-	CALL(1, SFS_TC_LIST, "columns", read_columns, REQ),
-	I64(2, struct sfs_parquet_row_group, total_byte_size, REQ | NN),
-	I64(3, struct sfs_parquet_row_group, num_rows, REQ | NN),
-	END,
+	{ 1, SFS_TC_LIST, "columns", FK_CALL, REQ, .call = read_columns },
+	{ 2, SFS_TC_I64, "total_byte_size", FK_I64, REQ | NN,
+	  .off = AT(row_group, total_byte_size) },
+	{ 3, SFS_TC_I64, "num_rows", FK_I64, REQ | NN,
+	  .off = AT(row_group, num_rows) },
+	{ 0 },
 };
 
 /* ColumnChunk */
 static const struct field_def chunk_fields[] = {
-	CALL(1, SFS_TC_BINARY, "file_path", other_file, 0),
-	I64(2, struct sfs_parquet_chunk, file_offset, NN),
-	CALL(3, SFS_TC_STRUCT, "meta_data", read_column_meta, REQ),
-	I64(4, struct sfs_parquet_chunk, offset_index_offset, NN),
-	I32(5, struct sfs_parquet_chunk, offset_index_length, NN),
-	I64(6, struct sfs_parquet_chunk, column_index_offset, NN),
-	I32(7, struct sfs_parquet_chunk, column_index_length, NN),
-	CALL(8, ANY_TYPE, "crypto_metadata", encrypted_chunk, 0),
-	CALL(9, ANY_TYPE, "encrypted_column_metadata", encrypted_chunk, 0),
-	END,
+	{ 1, SFS_TC_BINARY, "file_path", FK_CALL, 0, .call = other_file },
+	{ 2, SFS_TC_I64, "file_offset", FK_I64, NN,
+	  .off = AT(chunk, file_offset) },
+	{ 3, SFS_TC_STRUCT, "meta_data", FK_CALL, REQ,
+	  .call = read_column_meta },
+	{ 4, SFS_TC_I64, "offset_index_offset", FK_I64, NN,
+	  .off = AT(chunk, offset_index_offset) },
+	{ 5, SFS_TC_I32, "offset_index_length", FK_I32, NN,
+	  .off = AT(chunk, offset_index_length) },
+	{ 6, SFS_TC_I64, "column_index_offset", FK_I64, NN,
+	  .off = AT(chunk, column_index_offset) },
+	{ 7, SFS_TC_I32, "column_index_length", FK_I32, NN,
+	  .off = AT(chunk, column_index_length) },
+	{ 8, ANY_TYPE, "crypto_metadata", FK_CALL, 0, .call = encrypted_chunk },
+	{ 9, ANY_TYPE, "encrypted_column_metadata", FK_CALL, 0,
+	  .call = encrypted_chunk },
+	{ 0 },
 };
 
 /* ColumnMetaData (into the chunk) */
 static const struct field_def cmd_fields[] = {
-	I32(1, struct sfs_parquet_chunk, type, REQ),
-	CALL(2, SFS_TC_LIST, "encodings", read_encodings, REQ),
-	CALL(3, SFS_TC_LIST, "path_in_schema", read_path, REQ),
-	I32(4, struct sfs_parquet_chunk, codec, REQ),
-	I64(5, struct sfs_parquet_chunk, num_values, REQ | NN),
-	I64(6, struct sfs_parquet_chunk, total_uncompressed_size, REQ | NN),
-	I64(7, struct sfs_parquet_chunk, total_compressed_size, REQ | NN),
-	I64(9, struct sfs_parquet_chunk, data_page_offset, REQ | NN),
-	I64(10, struct sfs_parquet_chunk, index_page_offset, NN),
-	I64(11, struct sfs_parquet_chunk, dictionary_page_offset, NN),
-	CALL(12, SFS_TC_STRUCT, "statistics", has_statistics, 0),
-	I64(14, struct sfs_parquet_chunk, bloom_filter_offset, NN),
-	I32(15, struct sfs_parquet_chunk, bloom_filter_length, NN),
-	END,
+	{ 1, SFS_TC_I32, "type", FK_I32, REQ, .off = AT(chunk, type) },
+	{ 2, SFS_TC_LIST, "encodings", FK_CALL, REQ, .call = read_encodings },
+	{ 3, SFS_TC_LIST, "path_in_schema", FK_CALL, REQ, .call = read_path },
+	{ 4, SFS_TC_I32, "codec", FK_I32, REQ, .off = AT(chunk, codec) },
+	{ 5, SFS_TC_I64, "num_values", FK_I64, REQ | NN,
+	  .off = AT(chunk, num_values) },
+	{ 6, SFS_TC_I64, "total_uncompressed_size", FK_I64, REQ | NN,
+	  .off = AT(chunk, total_uncompressed_size) },
+	{ 7, SFS_TC_I64, "total_compressed_size", FK_I64, REQ | NN,
+	  .off = AT(chunk, total_compressed_size) },
+	{ 9, SFS_TC_I64, "data_page_offset", FK_I64, REQ | NN,
+	  .off = AT(chunk, data_page_offset) },
+	{ 10, SFS_TC_I64, "index_page_offset", FK_I64, NN,
+	  .off = AT(chunk, index_page_offset) },
+	{ 11, SFS_TC_I64, "dictionary_page_offset", FK_I64, NN,
+	  .off = AT(chunk, dictionary_page_offset) },
+	{ 12, SFS_TC_STRUCT, "statistics", FK_CALL, 0, .call = has_statistics },
+	{ 14, SFS_TC_I64, "bloom_filter_offset", FK_I64, NN,
+	  .off = AT(chunk, bloom_filter_offset) },
+	{ 15, SFS_TC_I32, "bloom_filter_length", FK_I32, NN,
+	  .off = AT(chunk, bloom_filter_length) },
+	{ 0 },
 };
 
 /* KeyValue */
 static const struct field_def kv_fields[] = {
-	BYTES(1, struct sfs_parquet_key_value, key, REQ),
-	BYTES(2, struct sfs_parquet_key_value, value, 0),
-	END,
+	{ 1, SFS_TC_BINARY, "key", FK_BYTES, REQ, .off = AT(key_value, key) },
+	{ 2, SFS_TC_BINARY, "value", FK_BYTES, 0, .off = AT(key_value, value) },
+	{ 0 },
 };
 
 /* The fields of one struct seen so far (ids below 32 only: the known). */
