@@ -108,8 +108,9 @@ static int pool_grow(struct dec *d, void *arrayp, size_t *cap, size_t need,
 	rc = spend(d, (want - *cap) * size + (*cap ? 0 : MALLOC_HEADER));
 	if (rc)
 		return rc;
-	return sfs_grow(arrayp, cap, want, size) ? sfs_pq_footer_nomem(d->r) :
-						   0;
+	if (sfs_grow(arrayp, cap, want, size))
+		return sfs_pq_footer_nomem(d->r);
+	return 0;
 }
 
 /*
@@ -134,7 +135,6 @@ enum field_kind {
 #define F_NOT_NEGATIVE 2u /* a negative value is refused */
 #define ANY_TYPE (-1)
 
-struct field_def;
 typedef int field_call(struct dec *d, const struct where *w, void *dst,
 		       const struct sfs_thrift_field *f);
 
