@@ -329,6 +329,11 @@ out_free:
 	return rc ? CLI_ERROR : CLI_OK;
 }
 
+/*
+ * Long for a reason: getopt_long's table and its switch, one case per
+ * option, then the choice of merge, verify or build; each case is a
+ * line or two, and splitting the switch would scatter the options.
+ */
 int main(int argc, char **argv)
 {
 	enum {

@@ -69,6 +69,11 @@ static inline uint64_t sfs_tar_round(uint64_t n)
 }
 
 /* Little-endian decoding of untrusted bytes, one field at a time. */
+static inline uint32_t sfs_le16(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8;
+}
+
 static inline uint32_t sfs_le32(const unsigned char *p)
 {
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |

@@ -194,165 +194,191 @@ static int hash_member(struct archive *a, struct archive_entry *e,
 	return 0;
 }
 
+/* A tar being scanned (tar_scan's state). */
+struct tar_walk {
+	const struct sfs_scan_in *in;
+	struct sfs_scan *out;
+	struct sfs_error *err;
+	struct archive *a;
+	struct sfs_digest *d; /* NULL: no digests asked */
+	struct key key; /* the current sample's key */
+	size_t cap; /* of out->bounds */
+	uint64_t pending; /* first unassigned directory member */
+	uint64_t data_end, nmembers, ndigests;
+	bool compressed, open;
+};
+
+static int walk_nomem(struct tar_walk *w)
+{
+	return sfs_errorf(w->err, -ENOMEM, "%s: out of memory", w->in->path);
+}
+
+/* Member e (header at pos): its size within the file, and no global
+ * header between its own and its data. */
+static int check_member(struct tar_walk *w, struct archive_entry *e,
+			uint64_t pos)
+{
+	const struct sfs_scan_in *in = w->in;
+	int64_t size = archive_entry_size(e);
+	uint64_t data_at = (uint64_t)archive_filter_bytes(w->a, 0);
+
+	/* only an uncompressed archive's sizes are bounded by the file; a
+	 * compressed one's truncation is libarchive's error */
+	if (size < 0 || (!w->compressed && (uint64_t)size > in->size))
+		return sfs_errorf(
+			w->err, -EINVAL,
+			"%s: tar member \"%s\" at byte %llu has a bad size field",
+			in->path, archive_entry_pathname(e),
+			(unsigned long long)pos);
+	if (w->compressed)
+		return 0;
+	w->data_end = data_at + sfs_tar_round((uint64_t)size);
+	if (w->data_end > in->size)
+		return sfs_errorf(
+			w->err, -EINVAL,
+			"%s: truncated tar member \"%s\" at byte %llu: its data needs %llu bytes up to byte %llu, the file has %llu",
+			in->path, archive_entry_pathname(e),
+			(unsigned long long)pos, (unsigned long long)size,
+			(unsigned long long)w->data_end,
+			(unsigned long long)in->size);
+	/* its own header ends where its data starts */
+	if (data_at > pos + TAR_BLOCK)
+		return no_global_between(in, pos, data_at - TAR_BLOCK, w->err);
+	return 0;
+}
+
+/* Member e (header at pos) into the samples: a new key starts a sample
+ * (its boundary, the last one's digest); its bytes to the digest. */
+static int add_member(struct tar_walk *w, struct archive_entry *e, uint64_t pos)
+{
+	const char *name = archive_entry_pathname(e);
+	int isnew, rc;
+
+	if (archive_entry_filetype(e) == AE_IFDIR) {
+		if (w->pending == UINT64_MAX)
+			w->pending = pos;
+		return 0;
+	}
+	if (!name)
+		name = "";
+	isnew = key_next(&w->key, name);
+	if (isnew < 0)
+		return walk_nomem(w);
+	if (isnew) {
+		if (!w->compressed &&
+		    sfs_bounds_push(w->out, &w->cap,
+				    w->pending != UINT64_MAX ? w->pending :
+							       pos))
+			return walk_nomem(w);
+		w->out->nsamples++;
+		if (w->d &&
+		    (rc = sample_done(w->in, w->d, &w->open, &w->ndigests)))
+			return rc;
+	}
+	w->pending = UINT64_MAX;
+	if (!w->d)
+		return 0;
+	w->open = true;
+	return hash_member(w->a, e, name, w->d, w->in, w->err);
+}
+
+/* The next header could not be read (libarchive's r): the message.
+ * libarchive forgets the position once it fails: the bad header starts
+ * where the last good member ended. */
+static int bad_header(struct tar_walk *w)
+{
+	const struct sfs_scan_in *in = w->in;
+
+	if (w->nmembers == 0)
+		return sfs_errorf(w->err, -EINVAL,
+				  "%s: not a tar archive at byte %llu (%s)",
+				  in->path,
+				  (unsigned long long)w->out->prefix_len,
+				  archive_error_string(w->a));
+	if (w->compressed)
+		return sfs_errorf(
+			w->err, -EINVAL,
+			"%s: truncated or corrupt compressed tar after member %llu, at byte %llu of the decompressed stream (%s)",
+			in->path, (unsigned long long)w->nmembers,
+			(unsigned long long)archive_filter_bytes(w->a, 0),
+			archive_error_string(w->a));
+	return sfs_errorf(w->err, -EINVAL,
+			  "%s: malformed tar header at byte %llu (%s)",
+			  in->path, (unsigned long long)w->data_end,
+			  archive_error_string(w->a));
+}
+
+/* Every member, then the last sample's digest and the end boundary. */
+static int walk_members(struct tar_walk *w)
+{
+	struct sfs_scan *out = w->out;
+	struct archive_entry *e;
+	int rc, r;
+
+	while ((r = archive_read_next_header(w->a, &e)) == ARCHIVE_OK ||
+	       r == ARCHIVE_WARN) {
+		uint64_t pos = (uint64_t)archive_read_header_position(w->a);
+
+		w->nmembers++;
+		if (pos < out->prefix_len)
+			pos = out->prefix_len;
+		rc = check_member(w, e, pos);
+		if (!rc)
+			rc = add_member(w, e, pos);
+		if (rc)
+			return rc;
+	}
+	if (r != ARCHIVE_EOF)
+		return bad_header(w);
+	if (w->d && (rc = sample_done(w->in, w->d, &w->open, &w->ndigests)))
+		return rc;
+	out->digested = w->d != NULL;
+	out->sliceable = !w->compressed;
+	if (w->compressed) {
+		free(out->bounds);
+		out->bounds = NULL;
+		out->prefix_len = 0;
+		return 0;
+	}
+	if (sfs_bounds_push(out, &w->cap,
+			    w->data_end > out->prefix_len ? w->data_end :
+							    out->prefix_len))
+		return walk_nomem(w);
+	return 0;
+}
+
 static int tar_scan(const struct sfs_scan_in *in, struct sfs_scan *out,
 		    struct sfs_error *err)
 {
-	struct archive *a;
-	struct archive_entry *e;
-	struct sfs_digest *d = NULL;
-	struct key key = { 0 };
-	size_t cap = 0;
-	uint64_t pending = UINT64_MAX; /* first unassigned directory member */
-	uint64_t data_end = 0, nmembers = 0, ndigests = 0;
-	bool compressed, open = false;
-	int rc, r;
+	struct tar_walk w = {
+		.in = in, .out = out, .err = err, .pending = UINT64_MAX
+	};
+	int rc;
 
-	if (in->digest_fn && !(d = sfs_digest_new()))
-		return sfs_errorf(err, -ENOMEM, "%s: out of memory", in->path);
+	if (in->digest_fn && !(w.d = sfs_digest_new()))
+		return walk_nomem(&w);
 	rc = global_prefix(in, &out->prefix_len, err);
 	if (!rc && lseek(in->fd, 0, SEEK_SET) < 0)
 		rc = sfs_errorf(err, -EIO, "%s: cannot seek: %s", in->path,
 				strerror(errno));
-	a = rc ? NULL : archive_read_new();
-	if (!a) {
-		sfs_digest_free(d);
-		return rc ? rc :
-			    sfs_errorf(err, -ENOMEM, "%s: out of memory",
-				       in->path);
+	w.a = rc ? NULL : archive_read_new();
+	if (!w.a) {
+		sfs_digest_free(w.d);
+		return rc ? rc : walk_nomem(&w);
 	}
-	archive_read_support_filter_all(a);
-	archive_read_support_format_tar(a);
-	if (archive_read_open_fd(a, in->fd, READ_BLOCK) != ARCHIVE_OK) {
+	archive_read_support_filter_all(w.a);
+	archive_read_support_format_tar(w.a);
+	if (archive_read_open_fd(w.a, in->fd, READ_BLOCK) != ARCHIVE_OK) {
 		rc = sfs_errorf(err, -EINVAL,
 				"%s: not a tar archive at byte 0 (%s)",
-				in->path, archive_error_string(a));
-		goto out_free;
+				in->path, archive_error_string(w.a));
+	} else {
+		w.compressed = archive_filter_count(w.a) > 1;
+		rc = walk_members(&w);
 	}
-	compressed = archive_filter_count(a) > 1;
-	while ((r = archive_read_next_header(a, &e)) == ARCHIVE_OK ||
-	       r == ARCHIVE_WARN) {
-		uint64_t pos = (uint64_t)archive_read_header_position(a);
-		int64_t size = archive_entry_size(e);
-		int isnew;
-
-		nmembers++;
-		if (pos < out->prefix_len)
-			pos = out->prefix_len;
-		/* only an uncompressed archive's sizes are bounded by the
-		 * file; a compressed one's truncation is libarchive's error */
-		if (size < 0 || (!compressed && (uint64_t)size > in->size)) {
-			rc = sfs_errorf(
-				err, -EINVAL,
-				"%s: tar member \"%s\" at byte %llu has a bad size field",
-				in->path, archive_entry_pathname(e),
-				(unsigned long long)pos);
-			goto out_free;
-		}
-		if (!compressed) {
-			data_end = (uint64_t)archive_filter_bytes(a, 0) +
-				   sfs_tar_round((uint64_t)size);
-			if (data_end > in->size) {
-				rc = sfs_errorf(
-					err, -EINVAL,
-					"%s: truncated tar member \"%s\" at byte %llu: its data needs %llu bytes up to byte %llu, the file has %llu",
-					in->path, archive_entry_pathname(e),
-					(unsigned long long)pos,
-					(unsigned long long)size,
-					(unsigned long long)data_end,
-					(unsigned long long)in->size);
-				goto out_free;
-			}
-		}
-		/* its own header ends where its data starts */
-		if (!compressed &&
-		    (uint64_t)archive_filter_bytes(a, 0) > pos + TAR_BLOCK &&
-		    (rc = no_global_between(
-			     in, pos,
-			     (uint64_t)archive_filter_bytes(a, 0) - TAR_BLOCK,
-			     err)))
-			goto out_free;
-		if (archive_entry_filetype(e) == AE_IFDIR) {
-			if (pending == UINT64_MAX)
-				pending = pos;
-			continue;
-		}
-		isnew = key_next(&key, archive_entry_pathname(e) ?
-					       archive_entry_pathname(e) :
-					       "");
-		if (isnew < 0) {
-			rc = sfs_errorf(err, -ENOMEM, "%s: out of memory",
-					in->path);
-			goto out_free;
-		}
-		if (isnew) {
-			if (!compressed &&
-			    sfs_bounds_push(out, &cap,
-					    pending != UINT64_MAX ? pending :
-								    pos)) {
-				rc = sfs_errorf(err, -ENOMEM,
-						"%s: out of memory", in->path);
-				goto out_free;
-			}
-			out->nsamples++;
-			if (d && (rc = sample_done(in, d, &open, &ndigests)))
-				goto out_free;
-		}
-		pending = UINT64_MAX;
-		if (d) {
-			open = true;
-			rc = hash_member(a, e,
-					 archive_entry_pathname(e) ?
-						 archive_entry_pathname(e) :
-						 "",
-					 d, in, err);
-			if (rc)
-				goto out_free;
-		}
-	}
-	if (r != ARCHIVE_EOF) {
-		/* libarchive forgets the position once it fails: the bad
-		 * header starts where the last good member ended. */
-		if (nmembers == 0)
-			rc = sfs_errorf(
-				err, -EINVAL,
-				"%s: not a tar archive at byte %llu (%s)",
-				in->path, (unsigned long long)out->prefix_len,
-				archive_error_string(a));
-		else if (compressed)
-			rc = sfs_errorf(
-				err, -EINVAL,
-				"%s: truncated or corrupt compressed tar after member %llu, at byte %llu of the decompressed stream (%s)",
-				in->path, (unsigned long long)nmembers,
-				(unsigned long long)archive_filter_bytes(a, 0),
-				archive_error_string(a));
-		else
-			rc = sfs_errorf(
-				err, -EINVAL,
-				"%s: malformed tar header at byte %llu (%s)",
-				in->path, (unsigned long long)data_end,
-				archive_error_string(a));
-		goto out_free;
-	}
-	if (d && (rc = sample_done(in, d, &open, &ndigests)))
-		goto out_free;
-	out->digested = d != NULL;
-	out->sliceable = !compressed;
-	if (compressed) {
-		free(out->bounds);
-		out->bounds = NULL;
-		out->prefix_len = 0;
-	} else if (sfs_bounds_push(out, &cap,
-				   data_end > out->prefix_len ?
-					   data_end :
-					   out->prefix_len)) {
-		rc = sfs_errorf(err, -ENOMEM, "%s: out of memory", in->path);
-		goto out_free;
-	}
-	rc = 0;
-out_free:
-	free(key.buf);
-	sfs_digest_free(d);
-	archive_read_free(a);
+	free(w.key.buf);
+	sfs_digest_free(w.d);
+	archive_read_free(w.a);
 	return rc;
 }
 

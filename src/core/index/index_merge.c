@@ -97,6 +97,100 @@ static int spill_shard(struct sfs_spill *spill, size_t rec,
 }
 
 /*
+ * Every shard of idxs[0 .. nidx) with its path in the joined index
+ * (prefixes[i] and its own) into all (n + 1 entries, n the shards'
+ * count), in path order.  Returns 0 or -ENOMEM.
+ */
+static int collect_shards(const struct sfs_index *const *idxs,
+			  const char *const *prefixes, size_t nidx,
+			  struct part_shard *all)
+{
+	size_t i, k, n = 0;
+
+	for (i = 0; i < nidx; i++)
+		for (k = 0; k < idxs[i]->nshards; k++) {
+			all[n].idx = idxs[i];
+			all[n].sh = &idxs[i]->shards[k];
+			all[n].part = i;
+			if (asprintf(&all[n].path, "%s%s", prefixes[i],
+				     idxs[i]->shards[k].path) < 0) {
+				all[n].path = NULL;
+				return -ENOMEM;
+			}
+			n++;
+		}
+	qsort(all, n, sizeof(*all), part_shard_cmp);
+	return 0;
+}
+
+static int join_nomem(struct sfs_error *err)
+{
+	return sfs_errorf(err, -ENOMEM, "out of memory joining indexes");
+}
+
+/*
+ * Shard i of the joined index idx from p: its fields, its members under
+ * their new paths, its first sample, and its boundaries (borrowed, or
+ * copied to idx's heap or spill at *nbounds, which moves past them) and
+ * digests.  Returns 0 or -errno with err set.
+ */
+static int join_shard(struct sfs_index *idx, size_t i, struct part_shard *p,
+		      const char *prefix, bool borrow, uint64_t *nbounds,
+		      struct sfs_error *err)
+{
+	const struct sfs_shard *from = p->sh;
+	struct sfs_shard *sh = &idx->shards[i];
+	size_t k;
+	int rc;
+
+	*sh = *from;
+	sh->members = NULL;
+	sh->nmembers = 0;
+	sh->path = p->path;
+	p->path = NULL;
+	idx->nshards = i + 1;
+	sh->members = calloc(from->nmembers + 1, sizeof(*sh->members));
+	if (!sh->members)
+		return join_nomem(err);
+	for (k = 0; k < from->nmembers; k++) {
+		sh->members[k] = from->members[k];
+		if (asprintf(&sh->members[k].path, "%s%s", prefix,
+			     from->members[k].path) < 0) {
+			sh->members[k].path = NULL;
+			return join_nomem(err);
+		}
+		sh->nmembers = k + 1;
+	}
+	sh->first_sample = i ? idx->shards[i - 1].first_sample +
+					   idx->shards[i - 1].nsamples :
+			       0;
+	if (idx->spill) {
+		rc = spill_shard(idx->spill, i, p->idx, from, err);
+		if (rc)
+			return rc;
+	}
+	if (sfs_shard_has_bounds(from) && borrow) {
+		sh->bounds_in = from->bounds_in ? from->bounds_in : p->idx;
+	} else if (sfs_shard_has_bounds(from)) {
+		if (idx->bounds_heap) {
+			rc = sfs_index_read_bounds(p->idx, from, 0,
+						   from->nsamples + 1,
+						   idx->bounds_heap + *nbounds,
+						   err);
+			if (rc)
+				return rc;
+		}
+		sh->bounds_at = *nbounds;
+		*nbounds += from->nsamples + 1;
+	}
+	if (idx->digests_heap)
+		memcpy(idx->digests_heap + sh->first_sample * SFS_DIGEST_LEN,
+		       p->idx->digests + from->first_sample * SFS_DIGEST_LEN,
+		       from->nsamples * SFS_DIGEST_LEN);
+	return 0;
+}
+
+/*
  * sfs_index_join, its tables spilled into spill_dir when not NULL (borrow
  * false then).
  */
@@ -109,7 +203,7 @@ static int join(const struct sfs_index *const *idxs,
 	struct part_shard *all = NULL;
 	struct sfs_index *idx = NULL;
 	uint64_t nbounds = 0;
-	size_t n = 0, i, k;
+	size_t n = 0, i;
 	bool digests = true;
 	int rc;
 
@@ -121,21 +215,8 @@ static int join(const struct sfs_index *const *idxs,
 	}
 	all = calloc(n + 1, sizeof(*all));
 	idx = calloc(1, sizeof(*idx));
-	if (!all || !idx)
+	if (!all || !idx || collect_shards(idxs, prefixes, nidx, all))
 		goto out_nomem;
-	for (i = 0, n = 0; i < nidx; i++)
-		for (k = 0; k < idxs[i]->nshards; k++) {
-			all[n].idx = idxs[i];
-			all[n].sh = &idxs[i]->shards[k];
-			all[n].part = i;
-			if (asprintf(&all[n].path, "%s%s", prefixes[i],
-				     idxs[i]->shards[k].path) < 0) {
-				all[n].path = NULL;
-				goto out_nomem;
-			}
-			n++;
-		}
-	qsort(all, n, sizeof(*all), part_shard_cmp);
 	for (i = 0; i < n; i++) {
 		if (i && !strcmp(all[i].path, all[i - 1].path)) {
 			rc = sfs_errorf(err, -EINVAL,
@@ -166,56 +247,10 @@ static int join(const struct sfs_index *const *idxs,
 			goto out_nomem;
 	}
 	for (i = 0, nbounds = 0; i < n; i++) {
-		const struct sfs_shard *from = all[i].sh;
-		const char *prefix = prefixes[all[i].part];
-		struct sfs_shard *sh = &idx->shards[i];
-
-		*sh = *from;
-		sh->members = NULL;
-		sh->nmembers = 0;
-		sh->path = all[i].path;
-		all[i].path = NULL;
-		idx->nshards = i + 1;
-		sh->members = calloc(from->nmembers + 1, sizeof(*sh->members));
-		if (!sh->members)
-			goto out_nomem;
-		for (k = 0; k < from->nmembers; k++) {
-			sh->members[k] = from->members[k];
-			if (asprintf(&sh->members[k].path, "%s%s", prefix,
-				     from->members[k].path) < 0) {
-				sh->members[k].path = NULL;
-				goto out_nomem;
-			}
-			sh->nmembers = k + 1;
-		}
-		sh->first_sample = i ? idx->shards[i - 1].first_sample +
-						   idx->shards[i - 1].nsamples :
-				       0;
-		if (idx->spill) {
-			rc = spill_shard(idx->spill, i, all[i].idx, from, err);
-			if (rc)
-				goto out_free;
-		}
-		if (sfs_shard_has_bounds(from) && borrow) {
-			sh->bounds_in = from->bounds_in ? from->bounds_in :
-							  all[i].idx;
-		} else if (sfs_shard_has_bounds(from)) {
-			if (idx->bounds_heap) {
-				rc = sfs_index_read_bounds(
-					all[i].idx, from, 0, from->nsamples + 1,
-					idx->bounds_heap + nbounds, err);
-				if (rc)
-					goto out_free;
-			}
-			sh->bounds_at = nbounds;
-			nbounds += from->nsamples + 1;
-		}
-		if (idx->digests_heap)
-			memcpy(idx->digests_heap +
-				       sh->first_sample * SFS_DIGEST_LEN,
-			       all[i].idx->digests +
-				       from->first_sample * SFS_DIGEST_LEN,
-			       from->nsamples * SFS_DIGEST_LEN);
+		rc = join_shard(idx, i, &all[i], prefixes[all[i].part], borrow,
+				&nbounds, err);
+		if (rc)
+			goto out_free;
 	}
 	idx->bounds = idx->bounds_heap;
 	idx->nbounds = nbounds;
@@ -225,7 +260,7 @@ static int join(const struct sfs_index *const *idxs,
 	rc = 0;
 	goto out_free;
 out_nomem:
-	rc = sfs_errorf(err, -ENOMEM, "out of memory joining indexes");
+	rc = join_nomem(err);
 out_free:
 	for (i = 0; all && i < n; i++)
 		free(all[i].path);

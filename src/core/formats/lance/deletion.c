@@ -102,127 +102,171 @@ static int roaring_fail(struct runs *r, size_t at, const char *what)
 		r->path, at, what);
 }
 
-static int roaring_parse(const unsigned char *buf, size_t len, struct runs *r)
+/* A Roaring bitmap's layout: its containers' count, their run bitmap
+ * (NULL: none), where their headers are and where the first begins. */
+struct roaring {
+	const unsigned char *runmap;
+	uint32_t n;
+	size_t hdr, pos;
+};
+
+static int roaring_header(const unsigned char *buf, size_t len, struct runs *r,
+			  struct roaring *h)
 {
-	const unsigned char *runmap = NULL;
-	uint32_t cookie, n, i, k;
-	size_t pos, hdr;
-	int rc, prev_key = -1;
+	uint32_t cookie;
+	size_t pos;
 
 	if (len < 8)
 		return roaring_fail(r, 0, "shorter than a Roaring header");
 	cookie = sfs_le32(buf);
+	h->runmap = NULL;
 	if ((cookie & 0xffff) == SERIAL_COOKIE) {
-		n = (cookie >> 16) + 1;
+		h->n = (cookie >> 16) + 1;
 		pos = 4;
-		if ((n + 7) / 8 > len - pos)
+		if ((h->n + 7) / 8 > len - pos)
 			return roaring_fail(r, pos,
 					    "the run bitmap runs past the end");
-		runmap = buf + pos;
-		pos += (n + 7) / 8;
+		h->runmap = buf + pos;
+		pos += (h->n + 7) / 8;
 	} else if (cookie == SERIAL_COOKIE_NO_RUN) {
-		n = sfs_le32(buf + 4);
+		h->n = sfs_le32(buf + 4);
 		pos = 8;
-		if (n > 65536)
+		if (h->n > 65536)
 			return roaring_fail(r, 4, "more than 65536 containers");
 	} else {
 		return roaring_fail(r, 0, "unknown cookie");
 	}
-	hdr = pos;
-	if ((size_t)n * 4 > len - pos)
+	h->hdr = pos;
+	if ((size_t)h->n * 4 > len - pos)
 		return roaring_fail(r, pos,
 				    "the container headers run past the end");
-	pos += (size_t)n * 4;
-	if (!runmap || n >= NO_OFFSET_THRESHOLD) {
-		if ((size_t)n * 4 > len - pos)
+	pos += (size_t)h->n * 4;
+	if (!h->runmap || h->n >= NO_OFFSET_THRESHOLD) {
+		if ((size_t)h->n * 4 > len - pos)
 			return roaring_fail(
 				r, pos,
 				"the container offsets run past the end");
-		pos += (size_t)n * 4;
+		pos += (size_t)h->n * 4;
 	}
-	for (i = 0; i < n; i++) {
-		uint32_t key = (uint32_t)buf[hdr + 4 * i] |
-			       (uint32_t)buf[hdr + 4 * i + 1] << 8;
-		uint32_t card = ((uint32_t)buf[hdr + 4 * i + 2] |
-				 (uint32_t)buf[hdr + 4 * i + 3] << 8) +
-				1;
+	h->pos = pos;
+	return 0;
+}
+
+/* A run container at *pos (values hi + ...): its runs to r, their
+ * values counted in *seen; *pos moves past it. */
+static int run_container(const unsigned char *buf, size_t len, size_t *pos,
+			 uint64_t hi, struct runs *r, uint64_t *seen)
+{
+	size_t at = *pos, p = *pos;
+	uint32_t nruns, start, rlen, k;
+	int rc;
+
+	if (len - p < 2)
+		return roaring_fail(r, p, "a run container is cut");
+	nruns = sfs_le16(buf + p);
+	p += 2;
+	if ((size_t)nruns * 4 > len - p)
+		return roaring_fail(r, at, "a run container is cut");
+	for (k = 0; k < nruns; k++, p += 4) {
+		start = sfs_le16(buf + p);
+		rlen = sfs_le16(buf + p + 2) + 1;
+		if (start + rlen > 65536)
+			return roaring_fail(
+				r, p, "a run passes the end of its container");
+		rc = runs_add(r, hi + start, rlen, p);
+		if (rc)
+			return rc;
+		*seen += rlen;
+	}
+	*pos = p;
+	return 0;
+}
+
+/* A bitset container at *pos, as run_container. */
+static int bitset_container(const unsigned char *buf, size_t len, size_t *pos,
+			    uint64_t hi, struct runs *r, uint64_t *seen)
+{
+	size_t p = *pos;
+	uint32_t k;
+	int rc;
+
+	if (BITSET_BYTES > len - p)
+		return roaring_fail(r, p, "a bitset container is cut");
+	for (k = 0; k < 65536; k++) {
+		if (!(buf[p + k / 8] >> (k % 8) & 1))
+			continue;
+		rc = runs_add(r, hi + k, 1, p + k / 8);
+		if (rc)
+			return rc;
+		(*seen)++;
+	}
+	*pos = p + BITSET_BYTES;
+	return 0;
+}
+
+/* An array container of card values at *pos, as run_container. */
+static int array_container(const unsigned char *buf, size_t len, size_t *pos,
+			   uint64_t hi, uint32_t card, struct runs *r,
+			   uint64_t *seen)
+{
+	size_t p = *pos;
+	uint32_t k;
+	int rc;
+
+	if ((size_t)card * 2 > len - p)
+		return roaring_fail(r, p, "an array container is cut");
+	for (k = 0; k < card; k++, p += 2) {
+		rc = runs_add(r, hi + sfs_le16(buf + p), 1, p);
+		if (rc)
+			return rc;
+	}
+	*seen = card;
+	*pos = p;
+	return 0;
+}
+
+static int roaring_parse(const unsigned char *buf, size_t len, struct runs *r)
+{
+	struct roaring h = { 0 };
+	uint32_t i;
+	int rc, prev_key = -1;
+
+	rc = roaring_header(buf, len, r, &h);
+	for (i = 0; !rc && i < h.n; i++) {
+		size_t head = h.hdr + 4 * (size_t)i;
+		uint32_t key = sfs_le16(buf + head);
+		uint32_t card = sfs_le16(buf + head + 2) + 1;
 		uint64_t hi = (uint64_t)key << 16, seen = 0;
-		size_t at = pos;
 
 		if ((int)key <= prev_key)
-			return roaring_fail(r, hdr + 4 * i,
+			return roaring_fail(r, head,
 					    "container keys do not rise");
 		prev_key = (int)key;
-		if (!runmap || n >= NO_OFFSET_THRESHOLD) {
-			size_t off = hdr + 4 * (size_t)n + 4 * i;
+		if (!h.runmap || h.n >= NO_OFFSET_THRESHOLD) {
+			size_t off = h.hdr + 4 * (size_t)h.n + 4 * i;
 
-			if (sfs_le32(buf + off) != pos)
+			if (sfs_le32(buf + off) != h.pos)
 				return roaring_fail(
 					r, off,
 					"a container offset does not match the containers' sizes");
 		}
-		if (runmap && (runmap[i / 8] >> (i % 8) & 1)) {
-			uint32_t nruns, start, rlen;
-
-			if (len - pos < 2)
-				return roaring_fail(r, pos,
-						    "a run container is cut");
-			nruns = (uint32_t)buf[pos] | (uint32_t)buf[pos + 1]
-							     << 8;
-			pos += 2;
-			if ((size_t)nruns * 4 > len - pos)
-				return roaring_fail(r, at,
-						    "a run container is cut");
-			for (k = 0; k < nruns; k++, pos += 4) {
-				start = (uint32_t)buf[pos] |
-					(uint32_t)buf[pos + 1] << 8;
-				rlen = ((uint32_t)buf[pos + 2] |
-					(uint32_t)buf[pos + 3] << 8) +
-				       1;
-				if (start + rlen > 65536)
-					return roaring_fail(
-						r, pos,
-						"a run passes the end of its container");
-				rc = runs_add(r, hi + start, rlen, pos);
-				if (rc)
-					return rc;
-				seen += rlen;
-			}
-		} else if (card > ARRAY_MAX) {
-			if (BITSET_BYTES > len - pos)
-				return roaring_fail(
-					r, pos, "a bitset container is cut");
-			for (k = 0; k < 65536; k++) {
-				if (!(buf[pos + k / 8] >> (k % 8) & 1))
-					continue;
-				rc = runs_add(r, hi + k, 1, pos + k / 8);
-				if (rc)
-					return rc;
-				seen++;
-			}
-			pos += BITSET_BYTES;
-		} else {
-			if ((size_t)card * 2 > len - pos)
-				return roaring_fail(
-					r, pos, "an array container is cut");
-			for (k = 0; k < card; k++, pos += 2) {
-				rc = runs_add(r,
-					      hi + ((uint32_t)buf[pos] |
-						    (uint32_t)buf[pos + 1]
-							    << 8),
-					      1, pos);
-				if (rc)
-					return rc;
-			}
-			seen = card;
-		}
-		if (seen != card)
+		if (h.runmap && (h.runmap[i / 8] >> (i % 8) & 1))
+			rc = run_container(buf, len, &h.pos, hi, r, &seen);
+		else if (card > ARRAY_MAX)
+			rc = bitset_container(buf, len, &h.pos, hi, r, &seen);
+		else
+			rc = array_container(buf, len, &h.pos, hi, card, r,
+					     &seen);
+		if (!rc && seen != card)
 			return roaring_fail(
-				r, hdr + 4 * i + 2,
+				r, head + 2,
 				"a container holds another number of values than its header says");
 	}
-	if (pos != len)
-		return roaring_fail(r, pos, "bytes follow the last container");
+	if (rc)
+		return rc;
+	if (h.pos != len)
+		return roaring_fail(r, h.pos,
+				    "bytes follow the last container");
 	return 0;
 }
 

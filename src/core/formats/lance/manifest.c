@@ -5,13 +5,9 @@
  * tests/lance/) is: other sections (the transaction, the index section),
  * the manifest as a u32 little-endian length and that many bytes of
  * protobuf `Manifest`, then a 16-byte footer: the u64 position of that
- * length, u16 major and u16 minor version, "LANC".  Of the Manifest we
- * read version (3), fragments (2), reader_feature_flags (9) and
- * writer_feature_flags (10); of a DataFragment id (1), files (2),
- * deletion_file (3) and physical_rows (4); of a DataFile path (1), fields
- * (2), file_size_bytes (6) and base_id (7); of a DeletionFile file_type
- * (1), read_version (2), id (3), num_deleted_rows (4) and base_id (7).
- * Every other field is skipped by its wire type.
+ * length, u16 major and u16 minor version, "LANC".  The fields read of
+ * each message are in its table below (manifest_defs, ...); every other
+ * field is skipped by its wire type.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -117,11 +113,133 @@ static int grow(struct sfs_pb_reader *r, struct decoded *d, void *arrayp,
 	return sfs_grow(arrayp, cap, want, size) ? nomem(r) : 0;
 }
 
+/*
+ * ---- The messages, each described once ----
+ *
+ * A field of a message this decoder reads: its number, the wire type it
+ * must have (ANY_WIRE: its call checks), its name in messages, and where
+ * its varint goes (a uint64_t at off) or the call that decodes it.
+ * read_message walks a table; every field it does not list is skipped by
+ * its wire type.  A call gets the message's state: the budget, and the
+ * count, capacity and position its repeated fields need.
+ */
+struct msg {
+	struct decoded *d;
+	size_t cap; /* of the array its repeated field grows */
+	size_t count; /* DataFragment: its data files, decoded or not */
+	size_t flags_at; /* Manifest: where reader_feature_flags is */
+};
+
+typedef int pb_call(struct sfs_pb_reader *r, const struct sfs_pb_field *f,
+		    void *obj, struct msg *st);
+
+struct pb_def {
+	uint32_t number;
+	int wire;
+	const char *name;
+	size_t off; /* a varint into the uint64_t at off, when call is NULL */
+	pb_call *call;
+};
+
+#define ANY_WIRE (-1)
+
+/* Where member m of struct sfs_lance_<s> is. */
+#define AT(s, m) offsetof(struct sfs_lance_##s, m)
+
+static pb_call read_fragments, read_reader_flags, read_files,
+	read_deletion_file, read_path, read_field_ids, refuse_base_id,
+	read_deletion_type, refuse_deletion_base_id;
+
+/* Manifest */
+static const struct pb_def manifest_defs[] = {
+	{ 2, SFS_PB_LEN, "fragments", .call = read_fragments },
+	{ 3, SFS_PB_VARINT, "version", .off = AT(manifest, version) },
+	{ 9, SFS_PB_VARINT, "reader_feature_flags", .call = read_reader_flags },
+	{ 10, SFS_PB_VARINT, "writer_feature_flags",
+	  .off = AT(manifest, writer_flags) },
+	{ 0 },
+};
+
+/* DataFragment */
+static const struct pb_def fragment_defs[] = {
+	{ 1, SFS_PB_VARINT, "id", .off = AT(fragment, id) },
+	{ 2, SFS_PB_LEN, "files", .call = read_files },
+	{ 3, SFS_PB_LEN, "deletion_file", .call = read_deletion_file },
+	{ 4, SFS_PB_VARINT, "physical_rows",
+	  .off = AT(fragment, physical_rows) },
+	{ 0 },
+};
+
+/* DataFile */
+static const struct pb_def data_file_defs[] = {
+	{ 1, SFS_PB_LEN, "path", .call = read_path },
+	{ 2, ANY_WIRE, "fields", .call = read_field_ids }, /* packed or not */
+	{ 6, SFS_PB_VARINT, "file_size_bytes", .off = AT(data_file, size) },
+	{ 7, SFS_PB_VARINT, "base_id", .call = refuse_base_id },
+	{ 0 },
+};
+
+/*
+ * DeletionFile: file_type (1), read_version (2), id (3), num_deleted_rows
+ * (4), base_id (7); a wrong wire type is named by the message, not the
+ * field, as it always was.
+ */
+static const struct pb_def deletion_defs[] = {
+	{ 1, SFS_PB_VARINT, "DeletionFile", .call = read_deletion_type },
+	{ 2, SFS_PB_VARINT, "DeletionFile", .off = AT(deletion, read_version) },
+	{ 3, SFS_PB_VARINT, "DeletionFile", .off = AT(deletion, id) },
+	{ 4, SFS_PB_VARINT, "DeletionFile", .off = AT(deletion, num_deleted) },
+	{ 7, SFS_PB_VARINT, "DeletionFile", .call = refuse_deletion_base_id },
+	{ 0 },
+};
+
+static const struct pb_def *find_def(const struct pb_def *defs, uint32_t number)
+{
+	for (; defs->name; defs++)
+		if (defs->number == number)
+			return defs;
+	return NULL;
+}
+
+/* Known field f (defined by fd) into obj, as fd says. */
+static int read_value(struct sfs_pb_reader *r, const struct pb_def *fd,
+		      const struct sfs_pb_field *f, void *obj, struct msg *st)
+{
+	int rc = 0;
+
+	if (fd->wire != ANY_WIRE)
+		rc = sfs_pb_expect(r, f, fd->wire, fd->name);
+	if (rc)
+		return rc;
+	if (fd->call)
+		return fd->call(r, f, obj, st);
+	return sfs_pb_varint(r, (uint64_t *)((char *)obj + fd->off));
+}
+
+/* The fields of the message r reads, described by defs, into obj. */
+static int read_message(struct sfs_pb_reader *r, const struct pb_def *defs,
+			void *obj, struct msg *st)
+{
+	struct sfs_pb_field f;
+	int rc;
+
+	while ((rc = sfs_pb_next(r, &f)) > 0) {
+		const struct pb_def *fd = find_def(defs, f.number);
+
+		rc = fd ? read_value(r, fd, &f, obj, st) : sfs_pb_skip(r, &f);
+		if (rc)
+			return rc;
+	}
+	return rc;
+}
+
+/* ---- DataFile ---- */
+
 /* A packed (or single, unpacked) int32 of DataFile.fields. */
 static int read_field_ids(struct sfs_pb_reader *r, const struct sfs_pb_field *f,
-			  struct sfs_lance_data_file *df, size_t *cap,
-			  struct decoded *d)
+			  void *obj, struct msg *st)
 {
+	struct sfs_lance_data_file *df = obj;
 	struct sfs_pb_reader packed;
 	int32_t v;
 	int rc;
@@ -130,7 +248,7 @@ static int read_field_ids(struct sfs_pb_reader *r, const struct sfs_pb_field *f,
 		rc = sfs_pb_int32(r, &v);
 		if (rc)
 			return rc;
-		rc = grow(r, d, &df->fields, cap, df->nfields + 1,
+		rc = grow(r, st->d, &df->fields, &st->cap, df->nfields + 1,
 			  sizeof(*df->fields));
 		if (rc)
 			return rc;
@@ -144,8 +262,8 @@ static int read_field_ids(struct sfs_pb_reader *r, const struct sfs_pb_field *f,
 		rc = sfs_pb_int32(&packed, &v);
 		if (rc)
 			break;
-		rc = grow(&packed, d, &df->fields, cap, df->nfields + 1,
-			  sizeof(*df->fields));
+		rc = grow(&packed, st->d, &df->fields, &st->cap,
+			  df->nfields + 1, sizeof(*df->fields));
 		if (rc)
 			break;
 		df->fields[df->nfields++] = v;
@@ -153,63 +271,52 @@ static int read_field_ids(struct sfs_pb_reader *r, const struct sfs_pb_field *f,
 	return rc;
 }
 
+static int read_path(struct sfs_pb_reader *r, const struct sfs_pb_field *f,
+		     void *obj, struct msg *st)
+{
+	struct sfs_lance_data_file *df = obj;
+	const unsigned char *p;
+	size_t n;
+	int rc = sfs_pb_bytes(r, &p, &n);
+
+	if (rc)
+		return rc;
+	if (df->path)
+		return sfs_pb_fail(r, f->at, "the path is given twice");
+	if (memchr(p, 0, n))
+		return sfs_pb_fail(r, f->at, "the path holds a NUL byte");
+	rc = spend(r, st->d, (uint64_t)n + 1 + MALLOC_HEADER);
+	if (rc)
+		return rc;
+	df->path = strndup((const char *)p, n);
+	return df->path ? 0 : nomem(r);
+}
+
+static int refuse_base_id(struct sfs_pb_reader *r, const struct sfs_pb_field *f,
+			  void *obj, struct msg *st)
+{
+	uint32_t base_id;
+	int rc = sfs_pb_uint32(r, &base_id);
+
+	(void)obj;
+	(void)st;
+	if (rc)
+		return rc;
+	return sfs_pb_fail(
+		r, f->at,
+		"the data file lives in another base path (base_id %u: a shallow clone or imported files): only data files inside the dataset are read; "
+		"deep-copy the dataset first",
+		base_id);
+}
+
 static int read_data_file(struct sfs_pb_reader *r,
 			  struct sfs_lance_data_file *df, struct decoded *d)
 {
-	struct sfs_pb_field f;
-	const unsigned char *p;
-	size_t n, cap = 0;
-	uint32_t base_id;
+	struct msg st = { .d = d };
 	int rc;
 
 	df->at = r->base;
-	while ((rc = sfs_pb_next(r, &f)) > 0) {
-		switch (f.number) {
-		case 1:
-			rc = sfs_pb_expect(r, &f, SFS_PB_LEN, "path");
-			if (!rc)
-				rc = sfs_pb_bytes(r, &p, &n);
-			if (rc)
-				return rc;
-			if (df->path)
-				return sfs_pb_fail(r, f.at,
-						   "the path is given twice");
-			if (memchr(p, 0, n))
-				return sfs_pb_fail(r, f.at,
-						   "the path holds a NUL byte");
-			rc = spend(r, d, (uint64_t)n + 1 + MALLOC_HEADER);
-			if (rc)
-				return rc;
-			df->path = strndup((const char *)p, n);
-			if (!df->path)
-				return nomem(r);
-			break;
-		case 2:
-			rc = read_field_ids(r, &f, df, &cap, d);
-			break;
-		case 6:
-			rc = sfs_pb_expect(r, &f, SFS_PB_VARINT,
-					   "file_size_bytes");
-			if (!rc)
-				rc = sfs_pb_varint(r, &df->size);
-			break;
-		case 7:
-			rc = sfs_pb_expect(r, &f, SFS_PB_VARINT, "base_id");
-			if (!rc)
-				rc = sfs_pb_uint32(r, &base_id);
-			if (!rc)
-				return sfs_pb_fail(
-					r, f.at,
-					"the data file lives in another base path (base_id %u: a shallow clone or imported files): only data files inside the dataset are read; "
-					"deep-copy the dataset first",
-					base_id);
-			break;
-		default:
-			rc = sfs_pb_skip(r, &f);
-		}
-		if (rc)
-			return rc;
-	}
+	rc = read_message(r, data_file_defs, df, &st);
 	if (rc)
 		return rc;
 	if (!df->path || !sfs_path_ok(df->path))
@@ -221,114 +328,90 @@ static int read_data_file(struct sfs_pb_reader *r,
 	return 0;
 }
 
-static int read_deletion(struct sfs_pb_reader *r, struct sfs_lance_deletion *d)
+/* ---- DeletionFile ---- */
+
+static int read_deletion_type(struct sfs_pb_reader *r,
+			      const struct sfs_pb_field *f, void *obj,
+			      struct msg *st)
 {
-	struct sfs_pb_field f;
+	struct sfs_lance_deletion *del = obj;
 	uint64_t v;
-	int rc;
+	int rc = sfs_pb_varint(r, &v);
 
-	d->present = true;
-	d->at = r->base;
-	while ((rc = sfs_pb_next(r, &f)) > 0) {
-		if (f.number == 1 || f.number == 2 || f.number == 3 ||
-		    f.number == 4 || f.number == 7) {
-			rc = sfs_pb_expect(r, &f, SFS_PB_VARINT,
-					   "DeletionFile");
-			if (!rc)
-				rc = sfs_pb_varint(r, &v);
-			if (rc)
-				return rc;
-		} else {
-			rc = sfs_pb_skip(r, &f);
-			if (rc)
-				return rc;
-			continue;
-		}
-		switch (f.number) {
-		case 1:
-			if (v != SFS_LANCE_DELETION_ARROW &&
-			    v != SFS_LANCE_DELETION_BITMAP)
-				return sfs_pb_fail(
-					r, f.at,
-					"deletion file type %llu is unknown (0 ARROW_ARRAY and 1 BITMAP are read): "
-					"the dataset is newer than this shardfs",
-					(unsigned long long)v);
-			d->type = (uint32_t)v;
-			break;
-		case 2:
-			d->read_version = v;
-			break;
-		case 3:
-			d->id = v;
-			break;
-		case 4:
-			d->num_deleted = v;
-			break;
-		case 7:
-			return sfs_pb_fail(
-				r, f.at,
-				"the deletion file lives in another base path (base_id %llu): only files inside the dataset are read; "
-				"deep-copy the dataset first",
-				(unsigned long long)v);
-		}
-	}
-	return rc;
-}
-
-static int read_fragment(struct sfs_pb_reader *r, struct sfs_lance_fragment *fr,
-			 struct decoded *d)
-{
-	struct sfs_pb_reader sub;
-	struct sfs_pb_field f;
-	size_t cap = 0, nfiles = 0;
-	int rc;
-
-	fr->at = r->base;
-	fr->len = r->len;
-	while ((rc = sfs_pb_next(r, &f)) > 0) {
-		switch (f.number) {
-		case 1:
-			rc = sfs_pb_expect(r, &f, SFS_PB_VARINT, "id");
-			if (!rc)
-				rc = sfs_pb_varint(r, &fr->id);
-			break;
-		case 2:
-			rc = sfs_pb_expect(r, &f, SFS_PB_LEN, "files");
-			if (!rc)
-				rc = sfs_pb_message(r, "DataFile", &sub);
-			if (rc)
-				break;
-			nfiles++;
-			if (d->shallow)
-				break;
-			rc = grow(&sub, d, &fr->files, &cap, fr->nfiles + 1,
-				  sizeof(*fr->files));
-			if (rc)
-				return rc;
-			memset(&fr->files[fr->nfiles], 0, sizeof(*fr->files));
-			rc = read_data_file(&sub, &fr->files[fr->nfiles++], d);
-			break;
-		case 3:
-			rc = sfs_pb_expect(r, &f, SFS_PB_LEN, "deletion_file");
-			if (!rc)
-				rc = sfs_pb_message(r, "DeletionFile", &sub);
-			if (!rc)
-				rc = read_deletion(&sub, &fr->deletion);
-			break;
-		case 4:
-			rc = sfs_pb_expect(r, &f, SFS_PB_VARINT,
-					   "physical_rows");
-			if (!rc)
-				rc = sfs_pb_varint(r, &fr->physical_rows);
-			break;
-		default:
-			rc = sfs_pb_skip(r, &f);
-		}
-		if (rc)
-			return rc;
-	}
+	(void)st;
 	if (rc)
 		return rc;
+	if (v != SFS_LANCE_DELETION_ARROW && v != SFS_LANCE_DELETION_BITMAP)
+		return sfs_pb_fail(
+			r, f->at,
+			"deletion file type %llu is unknown (0 ARROW_ARRAY and 1 BITMAP are read): "
+			"the dataset is newer than this shardfs",
+			(unsigned long long)v);
+	del->type = (uint32_t)v;
+	return 0;
+}
+
+static int refuse_deletion_base_id(struct sfs_pb_reader *r,
+				   const struct sfs_pb_field *f, void *obj,
+				   struct msg *st)
+{
+	uint64_t v;
+	int rc = sfs_pb_varint(r, &v);
+
+	(void)obj;
+	(void)st;
+	if (rc)
+		return rc;
+	return sfs_pb_fail(
+		r, f->at,
+		"the deletion file lives in another base path (base_id %llu): only files inside the dataset are read; "
+		"deep-copy the dataset first",
+		(unsigned long long)v);
+}
+
+/* ---- DataFragment ---- */
+
+static int read_files(struct sfs_pb_reader *r, const struct sfs_pb_field *f,
+		      void *obj, struct msg *st)
+{
+	struct sfs_lance_fragment *fr = obj;
+	struct sfs_pb_reader sub;
+	int rc = sfs_pb_message(r, "DataFile", &sub);
+
+	(void)f;
+	if (rc)
+		return rc;
+	st->count++;
+	if (st->d->shallow)
+		return 0;
+	rc = grow(&sub, st->d, &fr->files, &st->cap, fr->nfiles + 1,
+		  sizeof(*fr->files));
+	if (rc)
+		return rc;
+	memset(&fr->files[fr->nfiles], 0, sizeof(*fr->files));
+	return read_data_file(&sub, &fr->files[fr->nfiles++], st->d);
+}
+
+static int read_deletion_file(struct sfs_pb_reader *r,
+			      const struct sfs_pb_field *f, void *obj,
+			      struct msg *st)
+{
+	struct sfs_lance_fragment *fr = obj;
+	struct sfs_pb_reader sub;
+	int rc = sfs_pb_message(r, "DeletionFile", &sub);
+
+	(void)f;
+	if (rc)
+		return rc;
+	fr->deletion.present = true;
+	fr->deletion.at = sub.base;
+	return read_message(&sub, deletion_defs, &fr->deletion, st);
+}
+
+/* What a fragment must say, checked once it is read. */
+static int check_fragment(struct sfs_pb_reader *r,
+			  const struct sfs_lance_fragment *fr, size_t nfiles)
+{
 	if (!nfiles)
 		return sfs_pb_fail(
 			r, 0,
@@ -357,67 +440,69 @@ static int read_fragment(struct sfs_pb_reader *r, struct sfs_lance_fragment *fr,
 	return 0;
 }
 
+static int read_fragment(struct sfs_pb_reader *r, struct sfs_lance_fragment *fr,
+			 struct decoded *d)
+{
+	struct msg st = { .d = d };
+	int rc;
+
+	fr->at = r->base;
+	fr->len = r->len;
+	rc = read_message(r, fragment_defs, fr, &st);
+	if (rc)
+		return rc;
+	return check_fragment(r, fr, st.count);
+}
+
+/* ---- Manifest ---- */
+
+static int read_fragments(struct sfs_pb_reader *r, const struct sfs_pb_field *f,
+			  void *obj, struct msg *st)
+{
+	struct sfs_lance_manifest *m = obj;
+	struct sfs_pb_reader sub;
+	int rc = sfs_pb_message(r, "DataFragment", &sub);
+
+	(void)f;
+	if (rc)
+		return rc;
+	st->d->nfragments = m->nfragments;
+	rc = grow(&sub, st->d, &m->fragments, &st->cap, m->nfragments + 1,
+		  sizeof(*m->fragments));
+	if (rc)
+		return rc;
+	memset(&m->fragments[m->nfragments], 0, sizeof(*m->fragments));
+	return read_fragment(&sub, &m->fragments[m->nfragments++], st->d);
+}
+
+static int read_reader_flags(struct sfs_pb_reader *r,
+			     const struct sfs_pb_field *f, void *obj,
+			     struct msg *st)
+{
+	struct sfs_lance_manifest *m = obj;
+
+	st->flags_at = f->at;
+	return sfs_pb_varint(r, &m->reader_flags);
+}
+
 static int read_manifest(struct sfs_pb_reader *r, struct sfs_lance_manifest *m,
 			 bool shallow)
 {
 	struct decoded d = { .shallow = shallow };
-	struct sfs_pb_reader sub;
-	struct sfs_pb_field f;
-	size_t cap = 0, flags_at = 0;
+	struct msg st = { .d = &d };
 	int rc;
 
-	while ((rc = sfs_pb_next(r, &f)) > 0) {
-		switch (f.number) {
-		case 2:
-			rc = sfs_pb_expect(r, &f, SFS_PB_LEN, "fragments");
-			if (!rc)
-				rc = sfs_pb_message(r, "DataFragment", &sub);
-			if (rc)
-				break;
-			d.nfragments = m->nfragments;
-			rc = grow(&sub, &d, &m->fragments, &cap,
-				  m->nfragments + 1, sizeof(*m->fragments));
-			if (rc)
-				return rc;
-			memset(&m->fragments[m->nfragments], 0,
-			       sizeof(*m->fragments));
-			rc = read_fragment(&sub, &m->fragments[m->nfragments++],
-					   &d);
-			break;
-		case 3:
-			rc = sfs_pb_expect(r, &f, SFS_PB_VARINT, "version");
-			if (!rc)
-				rc = sfs_pb_varint(r, &m->version);
-			break;
-		case 9:
-			flags_at = f.at;
-			rc = sfs_pb_expect(r, &f, SFS_PB_VARINT,
-					   "reader_feature_flags");
-			if (!rc)
-				rc = sfs_pb_varint(r, &m->reader_flags);
-			break;
-		case 10:
-			rc = sfs_pb_expect(r, &f, SFS_PB_VARINT,
-					   "writer_feature_flags");
-			if (!rc)
-				rc = sfs_pb_varint(r, &m->writer_flags);
-			break;
-		default:
-			rc = sfs_pb_skip(r, &f);
-		}
-		if (rc)
-			return rc;
-	}
+	rc = read_message(r, manifest_defs, m, &st);
 	if (rc)
 		return rc;
 	if (m->reader_flags & SFS_LANCE_FLAG_BASE_PATHS)
 		return sfs_pb_fail(
-			r, flags_at,
+			r, st.flags_at,
 			"reader feature flag 16 (base paths: files outside the dataset directory, a shallow clone) is set: "
 			"only datasets whose files are all inside their directory are read; deep-copy the dataset first");
 	if (m->reader_flags & ~(uint64_t)SFS_LANCE_FLAGS_READ)
 		return sfs_pb_fail(
-			r, flags_at,
+			r, st.flags_at,
 			"reader feature flags 0x%llx are set that this shardfs does not know (it reads 0x%x): "
 			"the dataset needs a newer reader; upgrade shardfs, or write the dataset with the Lance version shardfs was tested with (docs/formats.md)",
 			(unsigned long long)(m->reader_flags &

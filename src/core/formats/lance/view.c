@@ -190,41 +190,37 @@ static void put_container(const struct container *c, const struct spans *del,
 		put(o, bits, 8192);
 }
 
-/*
- * A portable Roaring bitmap of every row of [0, rows) outside the sorted
- * runs keep: the piece's deletion file.  Without run containers, as
- * Lance writes them, up to RUNS_FROM bytes; past that a container whose
- * runs are smaller is written as runs (a fragment of 2^32 rows of which
- * a reader keeps a few: 65 536 full containers, 512 MiB as bitsets,
- * ~0.9 MB as runs).  Its size is known before anything is written: more
- * than budget is -EFBIG, *need set.  Sets *deleted.  Returns 0, -EFBIG or
- * -ENOMEM.
- */
-static int write_bitmap(const struct spans *keep, uint64_t rows,
-			uint64_t budget, struct out *o, uint64_t *deleted,
-			uint64_t *need)
+/* The rows of [0, rows) outside the sorted runs keep, as runs into del. */
+static int deleted_runs(const struct spans *keep, uint64_t rows,
+			struct spans *del)
 {
-	struct spans del = { 0 };
-	struct container *c = NULL;
-	unsigned char *bits = NULL;
-	uint64_t cursor = 0, plain, size, at;
-	size_t n = 0, cap = 0, i, j, nrun = 0;
-	bool runs = false;
+	uint64_t cursor = 0;
+	size_t i;
 	int rc = 0;
 
-	*deleted = 0;
-	/* the deleted runs: the gaps between the kept ones */
+	/* the gaps between the kept runs */
 	for (i = 0; !rc && i <= keep->n; i++) {
 		uint64_t next = i < keep->n ? keep->s[i].first : rows;
 
 		if (next > cursor)
-			rc = spans_add(&del, cursor, next - cursor);
+			rc = spans_add(del, cursor, next - cursor);
 		if (i < keep->n)
 			cursor = keep->s[i].first + keep->s[i].count;
 	}
-	/* the containers they touch: rows and runs in each */
-	for (j = 0; !rc && j < del.n; j++) {
-		uint64_t a = del.s[j].first, e = a + del.s[j].count, end;
+	return rc;
+}
+
+/* The containers the runs del touch, with their rows and runs, into
+ * *cp (*np of them); the rows into *deleted.  0 or -ENOMEM. */
+static int containers_of(const struct spans *del, struct container **cp,
+			 size_t *np, uint64_t *deleted)
+{
+	struct container *c = NULL;
+	size_t n = 0, cap = 0, j;
+	int rc = 0;
+
+	for (j = 0; !rc && j < del->n; j++) {
+		uint64_t a = del->s[j].first, e = a + del->s[j].count, end;
 
 		for (; a < e; a = end) {
 			uint32_t key = (uint32_t)(a >> 16);
@@ -244,38 +240,49 @@ static int write_bitmap(const struct spans *keep, uint64_t rows,
 			*deleted += end - a;
 		}
 	}
-	if (rc)
-		goto out;
-	plain = 8 + 8 * (uint64_t)n;
+	*cp = c;
+	*np = n;
+	return rc;
+}
+
+/*
+ * Each container's form (see write_bitmap): the bitmap's size, *runs set
+ * when some container is written as runs.
+ */
+static uint64_t choose_forms(struct container *c, size_t n, bool *runs)
+{
+	uint64_t plain = 8 + 8 * (uint64_t)n, size;
+	size_t i, nrun = 0;
+
+	*runs = false;
 	for (i = 0; i < n; i++) {
 		c[i].form = c[i].card > 4096 ? BITSET : ARRAY;
 		plain += container_size(&c[i], c[i].form);
 	}
-	size = plain;
-	if (plain > RUNS_FROM) {
-		size = 4 + (n + 7) / 8 + 4 * (uint64_t)n +
-		       (n >= 4 ? 4 * (uint64_t)n : 0);
-		for (i = 0; i < n; i++) {
-			if (container_size(&c[i], RUN) <
-			    container_size(&c[i], c[i].form)) {
-				c[i].form = RUN;
-				nrun++;
-			}
-			size += container_size(&c[i], c[i].form);
+	if (plain <= RUNS_FROM)
+		return plain;
+	size = 4 + (n + 7) / 8 + 4 * (uint64_t)n +
+	       (n >= 4 ? 4 * (uint64_t)n : 0);
+	for (i = 0; i < n; i++) {
+		if (container_size(&c[i], RUN) <
+		    container_size(&c[i], c[i].form)) {
+			c[i].form = RUN;
+			nrun++;
 		}
-		runs = nrun > 0;
-		if (!runs)
-			size = plain;
+		size += container_size(&c[i], c[i].form);
 	}
-	*need = size;
-	if (size > budget) {
-		rc = -EFBIG;
-		goto out;
-	}
-	if (!(bits = malloc(8192))) {
-		rc = -ENOMEM;
-		goto out;
-	}
+	*runs = nrun > 0;
+	return *runs ? size : plain;
+}
+
+/* The bitmap's cookie, its run flags, the containers' headers and their
+ * offsets. */
+static void put_roaring_header(struct out *o, const struct container *c,
+			       size_t n, bool runs)
+{
+	uint64_t at;
+	size_t i;
+
 	if (runs) {
 		unsigned char flags = 0;
 
@@ -301,6 +308,45 @@ static int write_bitmap(const struct spans *keep, uint64_t rows,
 		put_le(o, at, 4);
 		at += container_size(&c[i], c[i].form);
 	}
+}
+
+/*
+ * A portable Roaring bitmap of every row of [0, rows) outside the sorted
+ * runs keep: the piece's deletion file.  Without run containers, as
+ * Lance writes them, up to RUNS_FROM bytes; past that a container whose
+ * runs are smaller is written as runs (a fragment of 2^32 rows of which
+ * a reader keeps a few: 65 536 full containers, 512 MiB as bitsets,
+ * ~0.9 MB as runs).  Its size is known before anything is written: more
+ * than budget is -EFBIG, *need set.  Sets *deleted.  Returns 0, -EFBIG or
+ * -ENOMEM.
+ */
+static int write_bitmap(const struct spans *keep, uint64_t rows,
+			uint64_t budget, struct out *o, uint64_t *deleted,
+			uint64_t *need)
+{
+	struct spans del = { 0 };
+	struct container *c = NULL;
+	unsigned char *bits = NULL;
+	size_t n = 0, i;
+	bool runs;
+	int rc;
+
+	*deleted = 0;
+	rc = deleted_runs(keep, rows, &del);
+	if (!rc)
+		rc = containers_of(&del, &c, &n, deleted);
+	if (rc)
+		goto out;
+	*need = choose_forms(c, n, &runs);
+	if (*need > budget) {
+		rc = -EFBIG;
+		goto out;
+	}
+	if (!(bits = malloc(8192))) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	put_roaring_header(o, c, n, runs);
 	for (i = 0; i < n; i++)
 		put_container(&c[i], &del, bits, o);
 	rc = o->oom ? -ENOMEM : 0;
@@ -505,184 +551,237 @@ static size_t fragment_of(const uint64_t *first, size_t nfragments, uint64_t a)
 	return SFS_PARTITION_POINT(i, 1, nfragments, first[i] <= a) - 1;
 }
 
-int sfs_lance_view_build(int dirfd, const struct sfs_lance_dataset *ds,
-			 const struct sfs_run *runs, size_t nruns,
-			 struct sfs_dataset_view **out, struct sfs_error *err)
-{
-	struct sfs_dataset_view *v = calloc(1, sizeof(*v));
-	struct spans live = { 0 }, sel = { 0 };
-	struct out man = { 0 }, file = { 0 };
-	uint64_t *first = NULL, rflags = 0, wflags = 0, nfrag = 0, version = 0;
-	uint64_t held = 0, need = 0; /* bytes of the bitmaps written */
-	unsigned char *used = NULL;
-	const unsigned char *src = ds->buf; /* the manifest ds decoded */
-	size_t len = ds->len, cap = 0, f, i, live_of = SIZE_MAX;
-	char *root = NULL, *slash, *mname = NULL;
-	int rc;
+/* A reader's dataset being built (sfs_lance_view_build's state). */
+struct builder {
+	int dirfd;
+	const struct sfs_lance_dataset *ds;
+	struct sfs_dataset_view *v;
+	size_t cap; /* of v->files */
+	char *root; /* the dataset's directory */
+	uint64_t *first; /* fragment f's live rows begin at first[f] */
+	unsigned char *used; /* fragment f's data files are in v */
+	struct spans live, sel; /* fragment live_of's live rows; the run's */
+	size_t live_of;
+	struct out man, file; /* the manifest; the deletion file being made */
+	uint64_t nfrag; /* the view's fragments so far */
+	uint64_t held, need; /* bytes of the bitmaps written; the last's */
+	struct sfs_error *err;
+};
 
-	*out = NULL;
-	if (!v || !(first = calloc(ds->m->nfragments + 1, sizeof(*first))) ||
-	    !(used = calloc(ds->m->nfragments + 1, 1)) ||
-	    !(root = strdup(ds->manifest_path))) {
-		rc = sfs_errorf(err, -ENOMEM, "out of memory");
-		goto out;
-	}
-	/* the dataset's directory: the manifest path less _versions/<name> */
-	slash = strrchr(root, '/');
+/* The dataset's directory: the manifest path less _versions/<name>. */
+static void strip_versions(char *root)
+{
+	char *slash = strrchr(root, '/');
+
 	*slash = '\0';
 	slash = strrchr(root, '/');
 	if (slash)
 		*slash = '\0';
 	else
 		*root = '\0';
-	for (f = 0; f < ds->m->nfragments; f++)
-		first[f + 1] = first[f] + ds->m->fragments[f].physical_rows -
-			       ds->m->fragments[f].deleted;
-	rc = copy_manifest_fields(src, len, ds->manifest_path, &man, &rflags,
-				  &wflags, err);
-	for (i = 0; !rc && i < nruns; i++) {
-		uint64_t a = runs[i].first, e = a + runs[i].count;
+}
 
-		if (e < a || e > ds->rows) {
-			rc = sfs_errorf(err, -EINVAL,
-					"%s: rows %llu..%llu are past its %llu",
-					ds->manifest_path,
-					(unsigned long long)a,
-					(unsigned long long)e,
-					(unsigned long long)ds->rows);
-			break;
-		}
-		f = fragment_of(first, ds->m->nfragments, a);
-		while (!rc && a < e) {
-			const struct sfs_lance_fragment *fr =
-				&ds->m->fragments[f];
-			uint64_t hi = e < first[f + 1] ? e : first[f + 1];
-			uint64_t deleted = 0, id = 0;
-			struct out frag = { 0 };
-			char *path;
+/* The deletion file of the view's fragment frag (deleted rows of it, in
+ * b->file): its DeletionFile message, and the file added to the view. */
+static int add_deletion(struct builder *b, struct out *frag, uint64_t deleted)
+{
+	struct out del = { 0 };
+	uint64_t id = 0;
+	char *path = NULL;
+	int rc;
 
-			if (hi == a) { /* a fragment without live rows */
-				f++;
-				continue;
-			}
-			/* its data files first: checked against the rows the
-			 * manifest claims before a bitmap is sized by them */
-			if (!used[f])
-				rc = add_data_files(dirfd, ds, f, root, v, &cap,
-						    err);
-			used[f] = 1;
-			if (!rc && live_of != f) {
-				live.n = 0;
-				rc = sfs_lance_live_runs(dirfd, ds, f,
-							 spans_add, &live, err);
-				live_of = f;
-			}
-			if (!rc)
-				rc = select_live(&live, a - first[f],
-						 hi - first[f], &sel);
-			file.len = 0;
-			if (!rc)
-				rc = write_bitmap(&sel, fr->physical_rows,
-						  SFS_LANCE_VIEW_MAX - held,
-						  &file, &deleted, &need);
-			if (rc == -EFBIG)
-				rc = sfs_errorf(
-					err, rc,
-					"%s: fragment %llu (%llu rows): the deletion file a reader's rows of it need takes %llu bytes, past the %llu left of the %llu a reader's dataset may hold (SFS_LANCE_VIEW_MAX): give each reader fewer, longer runs (a larger block, shuffle=units), or rewrite the dataset in smaller fragments",
-					ds->manifest_path,
-					(unsigned long long)fr->id,
-					(unsigned long long)fr->physical_rows,
-					(unsigned long long)need,
-					(unsigned long long)(SFS_LANCE_VIEW_MAX -
-							     held),
-					(unsigned long long)SFS_LANCE_VIEW_MAX);
-			held += file.len;
-			put_vfield(&frag, 1, nfrag);
-			if (!rc)
-				rc = copy_data_files(src, len,
-						     ds->manifest_path, fr,
-						     &frag, err);
-			if (!rc && deleted)
-				rc = file.oom ? -ENOMEM :
-						name_of(file.p, file.len,
-							UINT64_MAX, &id);
-			if (!rc && deleted) {
-				struct out del = { 0 };
-
-				put_vfield(&del, 1, SFS_LANCE_DELETION_BITMAP);
-				put_vfield(&del, 2, 1);
-				put_vfield(&del, 3, id);
-				put_vfield(&del, 4, deleted);
-				put_lfield(&frag, 3, del.p, del.len);
-				free(del.p);
-				path = NULL;
-				if (asprintf(&path,
-					     "_deletions/%llu-1-%llu.bin",
-					     (unsigned long long)nfrag,
-					     (unsigned long long)id) < 0)
-					path = NULL;
-				rc = add_file(v, &cap, path, &file, NULL);
-				memset(&file, 0, sizeof(file));
-			}
-			put_vfield(&frag, 4, fr->physical_rows);
-			put_lfield(&man, 2, frag.p, frag.len);
-			free(frag.p);
-			v->rows += hi - a;
-			nfrag++;
-			a = hi;
-			f++;
-		}
-	}
-	free(file.p);
-	if (rc == -ENOMEM && !err->msg[0])
-		rc = sfs_errorf(err, rc, "out of memory");
+	rc = b->file.oom ? -ENOMEM :
+			   name_of(b->file.p, b->file.len, UINT64_MAX, &id);
 	if (rc)
-		goto out;
+		return rc;
+	put_vfield(&del, 1, SFS_LANCE_DELETION_BITMAP);
+	put_vfield(&del, 2, 1);
+	put_vfield(&del, 3, id);
+	put_vfield(&del, 4, deleted);
+	put_lfield(frag, 3, del.p, del.len);
+	free(del.p);
+	if (asprintf(&path, "_deletions/%llu-1-%llu.bin",
+		     (unsigned long long)b->nfrag, (unsigned long long)id) < 0)
+		path = NULL;
+	rc = add_file(b->v, &b->cap, path, &b->file, NULL);
+	memset(&b->file, 0, sizeof(b->file));
+	return rc;
+}
+
+/*
+ * Live rows [a, hi) of fragment f as a fragment of the view: the source's
+ * data files, a deletion file for the rows it leaves out, its message in
+ * the view's manifest.
+ */
+static int view_fragment(struct builder *b, size_t f, uint64_t a, uint64_t hi)
+{
+	const struct sfs_lance_dataset *ds = b->ds;
+	const struct sfs_lance_fragment *fr = &ds->m->fragments[f];
+	uint64_t deleted = 0;
+	struct out frag = { 0 };
+	int rc = 0;
+
+	/* its data files first: checked against the rows the manifest
+	 * claims before a bitmap is sized by them */
+	if (!b->used[f])
+		rc = add_data_files(b->dirfd, ds, f, b->root, b->v, &b->cap,
+				    b->err);
+	b->used[f] = 1;
+	if (!rc && b->live_of != f) {
+		b->live.n = 0;
+		rc = sfs_lance_live_runs(b->dirfd, ds, f, spans_add, &b->live,
+					 b->err);
+		b->live_of = f;
+	}
+	if (!rc)
+		rc = select_live(&b->live, a - b->first[f], hi - b->first[f],
+				 &b->sel);
+	b->file.len = 0;
+	if (!rc)
+		rc = write_bitmap(&b->sel, fr->physical_rows,
+				  SFS_LANCE_VIEW_MAX - b->held, &b->file,
+				  &deleted, &b->need);
+	if (rc == -EFBIG)
+		rc = sfs_errorf(
+			b->err, rc,
+			"%s: fragment %llu (%llu rows): the deletion file a reader's rows of it need takes %llu bytes, past the %llu left of the %llu a reader's dataset may hold (SFS_LANCE_VIEW_MAX): give each reader fewer, longer runs (a larger block, shuffle=units), or rewrite the dataset in smaller fragments",
+			ds->manifest_path, (unsigned long long)fr->id,
+			(unsigned long long)fr->physical_rows,
+			(unsigned long long)b->need,
+			(unsigned long long)(SFS_LANCE_VIEW_MAX - b->held),
+			(unsigned long long)SFS_LANCE_VIEW_MAX);
+	b->held += b->file.len;
+	put_vfield(&frag, 1, b->nfrag);
+	if (!rc)
+		rc = copy_data_files(ds->buf, ds->len, ds->manifest_path, fr,
+				     &frag, b->err);
+	if (!rc && deleted)
+		rc = add_deletion(b, &frag, deleted);
+	put_vfield(&frag, 4, fr->physical_rows);
+	put_lfield(&b->man, 2, frag.p, frag.len);
+	free(frag.p);
+	b->v->rows += hi - a;
+	b->nfrag++;
+	return rc;
+}
+
+/* The dataset's live rows [a, e): a view fragment for each fragment they
+ * touch. */
+static int view_run(struct builder *b, uint64_t a, uint64_t e)
+{
+	const struct sfs_lance_dataset *ds = b->ds;
+	size_t f;
+	int rc = 0;
+
+	if (e < a || e > ds->rows)
+		return sfs_errorf(b->err, -EINVAL,
+				  "%s: rows %llu..%llu are past its %llu",
+				  ds->manifest_path, (unsigned long long)a,
+				  (unsigned long long)e,
+				  (unsigned long long)ds->rows);
+	f = fragment_of(b->first, ds->m->nfragments, a);
+	while (!rc && a < e) {
+		uint64_t hi = e < b->first[f + 1] ? e : b->first[f + 1];
+
+		if (hi != a) /* else a fragment without live rows */
+			rc = view_fragment(b, f, a, hi);
+		a = hi;
+		f++;
+	}
+	return rc;
+}
+
+/*
+ * The view's manifest file: the source's fields kept, its flags, its
+ * fragments' count, its version (named by its bytes), the footer.
+ */
+static int add_manifest(struct builder *b, uint64_t rflags, uint64_t wflags)
+{
+	const unsigned char *src = b->ds->buf;
+	size_t len = b->ds->len;
+	struct out file = { 0 };
+	uint64_t version = 0;
+	char *mname = NULL;
+	int rc;
+
 	rflags &= ~(uint64_t)SFS_LANCE_FLAG_STABLE_ROW_IDS;
 	wflags &= ~(uint64_t)SFS_LANCE_FLAG_STABLE_ROW_IDS;
-	put_vfield(&man, 9, rflags | SFS_LANCE_FLAG_DELETION_FILES);
-	put_vfield(&man, 10, wflags | SFS_LANCE_FLAG_DELETION_FILES);
-	if (nfrag)
-		put_vfield(&man, 11, nfrag - 1);
+	put_vfield(&b->man, 9, rflags | SFS_LANCE_FLAG_DELETION_FILES);
+	put_vfield(&b->man, 10, wflags | SFS_LANCE_FLAG_DELETION_FILES);
+	if (b->nfrag)
+		put_vfield(&b->man, 11, b->nfrag - 1);
 	/* its version names the rest of its bytes; below 10^18, so that the
 	 * name "{version}.manifest" is one of Lance's V1 names (a V2 name
 	 * has 20 digits) */
-	rc = man.oom ?
-		     -ENOMEM :
-		     name_of(man.p, man.len, 1000000000000000000ULL, &version);
-	put_vfield(&man, 3, version);
+	rc = b->man.oom ? -ENOMEM :
+			  name_of(b->man.p, b->man.len, 1000000000000000000ULL,
+				  &version);
+	put_vfield(&b->man, 3, version);
 	/* the file: the length, the manifest, the footer */
-	memset(&file, 0, sizeof(file));
-	put_le(&file, man.len, 4);
-	put(&file, man.p, man.len);
+	put_le(&file, b->man.len, 4);
+	put(&file, b->man.p, b->man.len);
 	put_le(&file, 0, 8);
 	put(&file, src + len - 8, 8); /* the source's versions and LANC */
 	if (!rc && asprintf(&mname, "_versions/%llu.manifest",
 			    (unsigned long long)version) < 0)
 		rc = -ENOMEM;
-	if (!rc) {
-		rc = add_file(v, &cap, mname, &file, NULL);
-		mname = NULL;
-	} else {
+	if (!rc)
+		rc = add_file(b->v, &b->cap, mname, &file, NULL);
+	else
 		free(file.p);
-	}
 	if (rc)
+		rc = sfs_errorf(b->err, rc, "out of memory");
+	return rc;
+}
+
+int sfs_lance_view_build(int dirfd, const struct sfs_lance_dataset *ds,
+			 const struct sfs_run *runs, size_t nruns,
+			 struct sfs_dataset_view **out, struct sfs_error *err)
+{
+	struct builder b = {
+		.dirfd = dirfd, .ds = ds, .live_of = SIZE_MAX, .err = err
+	};
+	uint64_t rflags = 0, wflags = 0;
+	size_t f, i;
+	int rc;
+
+	*out = NULL;
+	b.v = calloc(1, sizeof(*b.v));
+	if (!b.v ||
+	    !(b.first = calloc(ds->m->nfragments + 1, sizeof(*b.first))) ||
+	    !(b.used = calloc(ds->m->nfragments + 1, 1)) ||
+	    !(b.root = strdup(ds->manifest_path))) {
+		rc = sfs_errorf(err, -ENOMEM, "out of memory");
+		goto out;
+	}
+	strip_versions(b.root);
+	for (f = 0; f < ds->m->nfragments; f++)
+		b.first[f + 1] = b.first[f] +
+				 ds->m->fragments[f].physical_rows -
+				 ds->m->fragments[f].deleted;
+	rc = copy_manifest_fields(ds->buf, ds->len, ds->manifest_path, &b.man,
+				  &rflags, &wflags, err);
+	for (i = 0; !rc && i < nruns; i++)
+		rc = view_run(&b, runs[i].first, runs[i].first + runs[i].count);
+	free(b.file.p);
+	if (rc == -ENOMEM && !err->msg[0])
 		rc = sfs_errorf(err, rc, "out of memory");
+	if (!rc)
+		rc = add_manifest(&b, rflags, wflags);
 	if (!rc) { /* the view's: where the dataset is */
-		v->root = root;
-		root = NULL;
+		b.v->root = b.root;
+		b.root = NULL;
 	}
 out:
-	free(mname);
-	free(man.p);
-	free(live.s);
-	free(sel.s);
-	free(first);
-	free(used);
-	free(root);
+	free(b.man.p);
+	free(b.live.s);
+	free(b.sel.s);
+	free(b.first);
+	free(b.used);
+	free(b.root);
 	if (rc)
-		sfs_dataset_view_free(v);
+		sfs_dataset_view_free(b.v);
 	else
-		*out = v;
+		*out = b.v;
 	return rc;
 }

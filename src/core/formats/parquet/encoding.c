@@ -434,188 +434,247 @@ static void release(struct sfs_pq_page *pg, uint64_t *v, uint64_t n)
 }
 
 /* n values of the page's encoding from b into pg (see parquet_i.h). */
+/* PLAIN_DICTIONARY, RLE_DICTIONARY: a bit width, then the indexes. */
+static int dict_decode(struct sfs_pq_page *pg, const struct sfs_pq_value *dict,
+		       uint32_t ndict, struct sfs_pq_bytes *b, uint32_t n)
+{
+	uint64_t i;
+
+	if (!dict)
+		return -ENOENT;
+	if (b->pos >= b->len && n)
+		return -1;
+	pg->bit_width = n ? b->p[b->pos++] : 0;
+	pg->idx = malloc((n ? n : 1) * sizeof(*pg->idx));
+	if (!pg->idx)
+		return -ENOMEM;
+	if (pg->bit_width > 32 ||
+	    hybrid_decode(b, pg->bit_width, pg->idx, n,
+			  ndict ? ndict - 1 : 0) ||
+	    (n && !ndict))
+		return -1;
+	for (i = 0; i < n; i++)
+		pg->vals[i] = dict[pg->idx[i]];
+	return 0;
+}
+
+/* RLE: BOOLEAN values, as the length-prefixed hybrid of width 1. */
+static int rle_bool_decode(struct sfs_pq_page *pg, const struct sfs_pq_leaf *lf,
+			   struct sfs_pq_bytes *b, uint32_t n)
+{
+	struct sfs_pq_value *v = pg->vals;
+	struct sfs_pq_bytes rb;
+	unsigned char *t;
+	uint32_t *bits;
+	uint64_t i;
+	int rc;
+
+	if (lf->type != SFS_PQ_T_BOOLEAN || take_prefixed(b, &rb))
+		return -1;
+	rc = arena_take(pg, n, &t);
+	if (rc)
+		return rc;
+	bits = malloc((n ? n : 1) * sizeof(*bits));
+	if (!bits)
+		return -ENOMEM;
+	if (hybrid_decode(&rb, 1, bits, n, 1)) {
+		free(bits);
+		return -1;
+	}
+	for (i = 0; i < n; i++) {
+		t[i] = (unsigned char)bits[i];
+		v[i] = (struct sfs_pq_value){
+			(const unsigned char *)(uintptr_t)(t - pg->arena.p + i),
+			1
+		};
+	}
+	free(bits);
+	fix_arena(v, n, &pg->arena);
+	return 0;
+}
+
+/* DELTA_BINARY_PACKED: INT32 and INT64 values, w bytes each. */
+static int delta_int_decode(struct sfs_pq_page *pg,
+			    const struct sfs_pq_leaf *lf,
+			    struct sfs_pq_bytes *b, uint32_t n, uint32_t w)
+{
+	struct sfs_pq_value *v = pg->vals;
+	uint64_t *d = NULL, cnt = 0, i;
+	unsigned char *t;
+	int rc;
+
+	if (lf->type != SFS_PQ_T_INT32 && lf->type != SFS_PQ_T_INT64)
+		return -1;
+	rc = delta_decode(b, n, &d, &cnt, pg);
+	if (!rc && cnt >= n)
+		rc = arena_take(pg, (size_t)n * w, &t);
+	if (rc || cnt < n) {
+		release(pg, d, cnt < n ? cnt : n);
+		return rc ? rc : -1;
+	}
+	for (i = 0; i < n; i++) {
+		unsigned k;
+
+		for (k = 0; k < w; k++)
+			t[i * w + k] = (unsigned char)(d[i] >> (8 * k));
+		v[i] = (struct sfs_pq_value){
+			(const unsigned char *)(uintptr_t)(t - pg->arena.p +
+							   i * w),
+			w
+		};
+	}
+	release(pg, d, n);
+	fix_arena(v, n, &pg->arena);
+	return 0;
+}
+
+/* DELTA_LENGTH_BYTE_ARRAY: the lengths, then the bytes, in place. */
+static int delta_length_decode(struct sfs_pq_page *pg,
+			       const struct sfs_pq_leaf *lf,
+			       struct sfs_pq_bytes *b, uint32_t n)
+{
+	uint64_t *d = NULL, cnt = 0, i;
+	int rc;
+
+	if (lf->type != SFS_PQ_T_BYTE_ARRAY)
+		return -1;
+	rc = delta_decode(b, n, &d, &cnt, pg);
+	if (rc || cnt < n) {
+		release(pg, d, cnt < n ? cnt : n);
+		return rc ? rc : -1;
+	}
+	for (i = 0; i < n; i++) {
+		if (d[i] > b->len - b->pos) {
+			release(pg, d, n);
+			return -1;
+		}
+		pg->vals[i] =
+			(struct sfs_pq_value){ b->p + b->pos, (uint32_t)d[i] };
+		b->pos += (size_t)d[i];
+	}
+	release(pg, d, n);
+	return 0;
+}
+
+/*
+ * The bytes the n values of DELTA_BYTE_ARRAY prefixes pre and suffixes
+ * suf build, into *built: -1 when a prefix is longer than the value
+ * before or the suffixes run past b.
+ */
+static int dba_measure(const struct sfs_pq_bytes *b, const uint64_t *pre,
+		       const uint64_t *suf, uint32_t n, uint64_t *built)
+{
+	uint64_t prev_len = 0, suffixes = 0, i;
+
+	*built = 0;
+	for (i = 0; i < n; i++) {
+		if (pre[i] > prev_len || suf[i] > b->len - b->pos - suffixes ||
+		    pre[i] + suf[i] > UINT32_MAX)
+			return -1;
+		suffixes += suf[i];
+		prev_len = pre[i] + suf[i];
+		*built += prev_len;
+	}
+	return 0;
+}
+
+/*
+ * DELTA_BYTE_ARRAY: each value is a prefix of the one before and a
+ * suffix: a page of n values may build n times its longest, so what they
+ * build is added up (and charged) before it is built.
+ */
+static int delta_byte_array_decode(struct sfs_pq_page *pg,
+				   const struct sfs_pq_leaf *lf,
+				   struct sfs_pq_bytes *b, uint32_t n)
+{
+	uint64_t *d = NULL, *d2 = NULL, cnt = 0, cnt2 = 0, i;
+	uint64_t prev_len, built;
+	size_t at = 0;
+	unsigned char *t = NULL;
+	int rc;
+
+	if (lf->type != SFS_PQ_T_BYTE_ARRAY && lf->type != SFS_PQ_T_FLBA)
+		return -1;
+	rc = delta_decode(b, n, &d, &cnt, pg);
+	if (!rc)
+		rc = delta_decode(b, n, &d2, &cnt2, pg);
+	if (!rc && (cnt < n || cnt2 < n || dba_measure(b, d, d2, n, &built)))
+		rc = -1;
+	if (rc)
+		goto out;
+	/* n <= 2^24 values of < 2^32 bytes: built fits a u64 */
+	rc = built > SIZE_MAX ? charge(pg, UINT64_MAX) :
+				arena_take(pg, (size_t)built, &t);
+	if (rc == -EFBIG)
+		pg->want = built;
+	if (rc)
+		goto out;
+	for (i = 0, prev_len = 0; i < n; i++) {
+		/* the previous value ends at t + at */
+		memcpy(t + at, t + at - prev_len, (size_t)d[i]);
+		memcpy(t + at + d[i], b->p + b->pos, (size_t)d2[i]);
+		b->pos += (size_t)d2[i];
+		pg->vals[i] = (struct sfs_pq_value){ t + at,
+						     (uint32_t)(d[i] + d2[i]) };
+		prev_len = d[i] + d2[i];
+		at += (size_t)prev_len;
+	}
+out:
+	release(pg, d, cnt < n ? cnt : n);
+	release(pg, d2, cnt2 < n ? cnt2 : n);
+	return rc;
+}
+
+/* BYTE_STREAM_SPLIT: byte k of every value, then byte k + 1, ... */
+static int byte_stream_split_decode(struct sfs_pq_page *pg,
+				    struct sfs_pq_bytes *b, uint32_t n,
+				    uint32_t w)
+{
+	struct sfs_pq_value *v = pg->vals;
+	unsigned char *t;
+	uint64_t i;
+	uint32_t k;
+	int rc;
+
+	if (!w || (uint64_t)n * w > b->len - b->pos)
+		return -1;
+	rc = arena_take(pg, (size_t)n * w, &t);
+	if (rc)
+		return rc;
+	for (i = 0; i < n; i++) {
+		for (k = 0; k < w; k++)
+			t[i * w + k] = b->p[b->pos + (size_t)k * n + i];
+		v[i] = (struct sfs_pq_value){
+			(const unsigned char *)(uintptr_t)(t - pg->arena.p +
+							   i * w),
+			w
+		};
+	}
+	b->pos += (size_t)n * w;
+	fix_arena(v, n, &pg->arena);
+	return 0;
+}
+
 int sfs_pq_values_decode(struct sfs_pq_page *pg, const struct sfs_pq_leaf *lf,
 			 const struct sfs_pq_value *dict, uint32_t ndict,
 			 struct sfs_pq_bytes *b, int32_t enc, uint32_t n)
 {
-	struct sfs_pq_value *v = pg->vals;
-	uint64_t *d = NULL, *d2 = NULL, cnt = 0, cnt2 = 0, i;
-	uint32_t w = fixed_width(lf);
-	int rc = 0;
-
 	switch (enc) {
 	case SFS_PQ_ENC_PLAIN:
-		return sfs_pq_plain_decode(b, lf, v, n, &pg->arena);
+		return sfs_pq_plain_decode(b, lf, pg->vals, n, &pg->arena);
 	case SFS_PQ_ENC_PLAIN_DICTIONARY:
 	case SFS_PQ_ENC_RLE_DICTIONARY:
-		if (!dict)
-			return -ENOENT;
-		if (b->pos >= b->len && n)
-			return -1;
-		pg->bit_width = n ? b->p[b->pos++] : 0;
-		pg->idx = malloc((n ? n : 1) * sizeof(*pg->idx));
-		if (!pg->idx)
-			return -ENOMEM;
-		if (pg->bit_width > 32 ||
-		    hybrid_decode(b, pg->bit_width, pg->idx, n,
-				  ndict ? ndict - 1 : 0) ||
-		    (n && !ndict))
-			return -1;
-		for (i = 0; i < n; i++)
-			v[i] = dict[pg->idx[i]];
-		return 0;
-	case SFS_PQ_ENC_RLE: {
-		uint32_t *bits;
-		struct sfs_pq_bytes rb;
-		unsigned char *t;
-
-		if (lf->type != SFS_PQ_T_BOOLEAN || take_prefixed(b, &rb))
-			return -1;
-		rc = arena_take(pg, n, &t);
-		if (rc)
-			return rc;
-		bits = malloc((n ? n : 1) * sizeof(*bits));
-		if (!bits)
-			return -ENOMEM;
-		if (hybrid_decode(&rb, 1, bits, n, 1)) {
-			free(bits);
-			return -1;
-		}
-		for (i = 0; i < n; i++) {
-			t[i] = (unsigned char)bits[i];
-			v[i] = (struct sfs_pq_value){
-				(const unsigned char *)(uintptr_t)(t -
-								   pg->arena.p +
-								   i),
-				1
-			};
-		}
-		free(bits);
-		fix_arena(v, n, &pg->arena);
-		return 0;
-	}
-	case SFS_PQ_ENC_DELTA_BINARY_PACKED: {
-		unsigned char *t;
-
-		if (lf->type != SFS_PQ_T_INT32 && lf->type != SFS_PQ_T_INT64)
-			return -1;
-		rc = delta_decode(b, n, &d, &cnt, pg);
-		if (!rc && cnt >= n)
-			rc = arena_take(pg, (size_t)n * w, &t);
-		if (rc || cnt < n) {
-			release(pg, d, cnt < n ? cnt : n);
-			return rc ? rc : -1;
-		}
-		for (i = 0; i < n; i++) {
-			unsigned k;
-
-			for (k = 0; k < w; k++)
-				t[i * w + k] = (unsigned char)(d[i] >> (8 * k));
-			v[i] = (struct sfs_pq_value){
-				(const unsigned char *)(uintptr_t)(t -
-								   pg->arena.p +
-								   i * w),
-				w
-			};
-		}
-		release(pg, d, n);
-		fix_arena(v, n, &pg->arena);
-		return 0;
-	}
+		return dict_decode(pg, dict, ndict, b, n);
+	case SFS_PQ_ENC_RLE:
+		return rle_bool_decode(pg, lf, b, n);
+	case SFS_PQ_ENC_DELTA_BINARY_PACKED:
+		return delta_int_decode(pg, lf, b, n, fixed_width(lf));
 	case SFS_PQ_ENC_DELTA_LENGTH_BYTE_ARRAY:
-		if (lf->type != SFS_PQ_T_BYTE_ARRAY)
-			return -1;
-		rc = delta_decode(b, n, &d, &cnt, pg);
-		if (rc || cnt < n) {
-			release(pg, d, cnt < n ? cnt : n);
-			return rc ? rc : -1;
-		}
-		for (i = 0; i < n; i++) {
-			if (d[i] > b->len - b->pos) {
-				release(pg, d, n);
-				return -1;
-			}
-			v[i] = (struct sfs_pq_value){ b->p + b->pos,
-						      (uint32_t)d[i] };
-			b->pos += (size_t)d[i];
-		}
-		release(pg, d, n);
-		return 0;
-	case SFS_PQ_ENC_DELTA_BYTE_ARRAY: {
-		/* each value is a prefix of the one before and a suffix: a
-		 * page of n values may build n times its longest, so what they
-		 * build is added up (and charged) before it is built */
-		uint64_t prev_len = 0, built = 0, suffixes = 0;
-		size_t at = 0;
-		unsigned char *t = NULL;
-
-		if (lf->type != SFS_PQ_T_BYTE_ARRAY &&
-		    lf->type != SFS_PQ_T_FLBA)
-			return -1;
-		rc = delta_decode(b, n, &d, &cnt, pg);
-		if (!rc)
-			rc = delta_decode(b, n, &d2, &cnt2, pg);
-		if (rc || cnt < n || cnt2 < n) {
-			rc = rc ? rc : -1;
-			goto dba_out;
-		}
-		for (i = 0; i < n; i++) {
-			if (d[i] > prev_len ||
-			    d2[i] > b->len - b->pos - suffixes ||
-			    d[i] + d2[i] > UINT32_MAX) {
-				rc = -1;
-				goto dba_out;
-			}
-			suffixes += d2[i];
-			prev_len = d[i] + d2[i];
-			built += prev_len;
-		}
-		/* n <= 2^24 values of < 2^32 bytes: built fits a u64 */
-		rc = built > SIZE_MAX ? charge(pg, UINT64_MAX) :
-					arena_take(pg, (size_t)built, &t);
-		if (rc == -EFBIG)
-			pg->want = built;
-		if (rc)
-			goto dba_out;
-		for (i = 0, prev_len = 0; i < n; i++) {
-			/* the previous value ends at t + at */
-			memcpy(t + at, t + at - prev_len, (size_t)d[i]);
-			memcpy(t + at + d[i], b->p + b->pos, (size_t)d2[i]);
-			b->pos += (size_t)d2[i];
-			v[i] = (struct sfs_pq_value){
-				t + at, (uint32_t)(d[i] + d2[i])
-			};
-			prev_len = d[i] + d2[i];
-			at += (size_t)prev_len;
-		}
-dba_out:
-		release(pg, d, cnt < n ? cnt : n);
-		release(pg, d2, cnt2 < n ? cnt2 : n);
-		return rc;
-	}
-	case SFS_PQ_ENC_BYTE_STREAM_SPLIT: {
-		unsigned char *t;
-		uint32_t k;
-
-		if (!w || (uint64_t)n * w > b->len - b->pos)
-			return -1;
-		rc = arena_take(pg, (size_t)n * w, &t);
-		if (rc)
-			return rc;
-		for (i = 0; i < n; i++) {
-			for (k = 0; k < w; k++)
-				t[i * w + k] = b->p[b->pos + (size_t)k * n + i];
-			v[i] = (struct sfs_pq_value){
-				(const unsigned char *)(uintptr_t)(t -
-								   pg->arena.p +
-								   i * w),
-				w
-			};
-		}
-		b->pos += (size_t)n * w;
-		fix_arena(v, n, &pg->arena);
-		return 0;
-	}
+		return delta_length_decode(pg, lf, b, n);
+	case SFS_PQ_ENC_DELTA_BYTE_ARRAY:
+		return delta_byte_array_decode(pg, lf, b, n);
+	case SFS_PQ_ENC_BYTE_STREAM_SPLIT:
+		return byte_stream_split_decode(pg, b, n, fixed_width(lf));
 	default:
 		return -ENOTSUP;
 	}

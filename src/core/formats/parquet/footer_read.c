@@ -14,75 +14,6 @@
 #include "shardfs/parquet.h"
 #include "shardfs/util.h"
 
-/* A field of a struct this decoder knows: its name and compact type. */
-struct field_def {
-	int id;
-	int type;
-	const char *name;
-};
-
-static const struct field_def file_fields[] = {
-	{ 1, SFS_TC_I32, "version" },
-	{ 2, SFS_TC_LIST, "schema" },
-	{ 3, SFS_TC_I64, "num_rows" },
-	{ 4, SFS_TC_LIST, "row_groups" },
-	{ 5, SFS_TC_LIST, "key_value_metadata" },
-	{ 6, SFS_TC_BINARY, "created_by" },
-	{ 0, 0, NULL },
-};
-
-static const struct field_def schema_fields[] = {
-	{ 1, SFS_TC_I32, "type" },
-	{ 2, SFS_TC_I32, "type_length" },
-	{ 3, SFS_TC_I32, "repetition_type" },
-	{ 4, SFS_TC_BINARY, "name" },
-	{ 5, SFS_TC_I32, "num_children" },
-	{ 6, SFS_TC_I32, "converted_type" },
-	{ 10, SFS_TC_STRUCT, "logicalType" },
-	{ 0, 0, NULL },
-};
-
-static const struct field_def rg_fields[] = {
-	{ 1, SFS_TC_LIST, "columns" },
-	{ 2, SFS_TC_I64, "total_byte_size" },
-	{ 3, SFS_TC_I64, "num_rows" },
-	{ 0, 0, NULL },
-};
-
-static const struct field_def chunk_fields[] = {
-	{ 1, SFS_TC_BINARY, "file_path" },
-	{ 2, SFS_TC_I64, "file_offset" },
-	{ 3, SFS_TC_STRUCT, "meta_data" },
-	{ 4, SFS_TC_I64, "offset_index_offset" },
-	{ 5, SFS_TC_I32, "offset_index_length" },
-	{ 6, SFS_TC_I64, "column_index_offset" },
-	{ 7, SFS_TC_I32, "column_index_length" },
-	{ 0, 0, NULL },
-};
-
-static const struct field_def cmd_fields[] = {
-	{ 1, SFS_TC_I32, "type" },
-	{ 2, SFS_TC_LIST, "encodings" },
-	{ 3, SFS_TC_LIST, "path_in_schema" },
-	{ 4, SFS_TC_I32, "codec" },
-	{ 5, SFS_TC_I64, "num_values" },
-	{ 6, SFS_TC_I64, "total_uncompressed_size" },
-	{ 7, SFS_TC_I64, "total_compressed_size" },
-	{ 9, SFS_TC_I64, "data_page_offset" },
-	{ 10, SFS_TC_I64, "index_page_offset" },
-	{ 11, SFS_TC_I64, "dictionary_page_offset" },
-	{ 12, SFS_TC_STRUCT, "statistics" },
-	{ 14, SFS_TC_I64, "bloom_filter_offset" },
-	{ 15, SFS_TC_I32, "bloom_filter_length" },
-	{ 0, 0, NULL },
-};
-
-static const struct field_def kv_fields[] = {
-	{ 1, SFS_TC_BINARY, "key" },
-	{ 2, SFS_TC_BINARY, "value" },
-	{ 0, 0, NULL },
-};
-
 /*
  * What is being decoded, for messages: "row group 2 column 5".  Kept as
  * numbers and formatted only for a message: a footer has many chunks.
@@ -110,6 +41,220 @@ static struct where_str where_fmt(const struct where *w)
 		snprintf(o.s, sizeof(o.s), "%s", w->what);
 	return o;
 }
+
+/*
+ * Arrays are sized by what was decoded, never by a count read from the
+ * file: a count only bounds the loop, the array grows (SFS_GROW) as
+ * elements arrive.  The chunks of every row group, their encodings and
+ * their paths go to one array each (m->chunk_pool, ...), in footer order,
+ * and the row groups' and chunks' pointers are set into them once the
+ * footer is read: a small array per chunk would cost malloc's overhead
+ * and SFS_GROW's first 8 elements each, 50 times the footer's bytes.
+ * What they take is charged as they grow, before they grow: their
+ * capacity (up to twice what they hold) and malloc's header, refused past
+ * SFS_PARQUET_DECODED_MAX.
+ */
+
+/* The pools being filled and what the decoded structures take. */
+struct pools {
+	size_t chunks_cap, encodings_cap, paths_cap;
+	size_t rg_cap;
+	uint64_t bytes;
+};
+
+/* A footer being decoded: its reader, what it decodes to, the pools. */
+struct dec {
+	struct sfs_thrift_reader *r;
+	struct sfs_parquet_meta *m;
+	struct pools *p;
+};
+
+/* n more bytes of decoded structures: refused past the budget. */
+static int spend(struct dec *d, size_t n)
+{
+	struct sfs_thrift_reader *r = d->r;
+
+	d->p->bytes += n;
+	if (d->p->bytes <= SFS_PARQUET_DECODED_MAX)
+		return 0;
+	return sfs_errorf(
+		r->err, -EFBIG,
+		"%s: footer at byte %llu: its %zu-byte footer decodes to more than the %u MiB shardfs decodes per footer (%zu row groups, %zu column chunks so far): rewrite the file with fewer, larger row groups (e.g. pyarrow's row_group_size)",
+		r->path, (unsigned long long)(r->base + r->pos), r->len,
+		SFS_PARQUET_DECODED_MAX >> 20, d->m->nrow_groups,
+		d->m->nchunk_pool);
+}
+
+#define MALLOC_HEADER 16
+
+/*
+ * Room for need elements of size bytes in *arrayp (capacity *cap): the
+ * capacity it grows to (double, at least 8: what sfs_grow gives when
+ * asked for it) is charged before it is allocated.  0, -EFBIG or -ENOMEM.
+ */
+static int pool_grow(struct dec *d, void *arrayp, size_t *cap, size_t need,
+		     size_t size)
+{
+	size_t want;
+	int rc;
+
+	if (need <= *cap)
+		return 0;
+	want = *cap ? 2 * *cap : 8;
+	if (want < need)
+		want = need;
+	if (want > SFS_PARQUET_DECODED_MAX / size)
+		return spend(d, SFS_PARQUET_DECODED_MAX + (size_t)1);
+	rc = spend(d, (want - *cap) * size + (*cap ? 0 : MALLOC_HEADER));
+	if (rc)
+		return rc;
+	if (sfs_grow(arrayp, cap, want, size))
+		return sfs_pq_footer_nomem(d->r);
+	return 0;
+}
+
+/*
+ * ---- The structs, each described once ----
+ *
+ * A field of a struct this decoder knows: its id and compact type (bool
+ * fields as SFS_TC_TRUE; ANY_TYPE: refused whatever its type, by its
+ * call), its name in parquet.thrift, how it is decoded, whether the
+ * struct needs it and whether it may be negative.  read_struct walks a
+ * table: a known field of the wrong type, or twice, is refused; an
+ * unknown one is skipped; a required one missing is refused at the end.
+ */
+enum field_kind {
+	FK_I32, /* an int32_t at off */
+	FK_I64, /* an int64_t at off */
+	FK_BYTES, /* a binary value: a struct sfs_parquet_bytes at off */
+	FK_SPAN, /* skipped; its encoded bytes: a sfs_parquet_bytes at off */
+	FK_CALL, /* call decodes it */
+};
+
+#define F_REQUIRED 1u /* the struct is refused without it */
+#define F_NOT_NEGATIVE 2u /* a negative value is refused */
+#define ANY_TYPE (-1)
+
+typedef int field_call(struct dec *d, const struct where *w, void *dst,
+		       const struct sfs_thrift_field *f);
+
+struct field_def {
+	int id;
+	int type;
+	const char *name;
+	enum field_kind kind;
+	unsigned flags;
+	size_t off; /* FK_I32 .. FK_SPAN: where in the struct decoded */
+	field_call *call; /* FK_CALL */
+};
+
+/* Where member m of struct sfs_parquet_<s> is. */
+#define AT(s, m) offsetof(struct sfs_parquet_##s, m)
+#define REQ F_REQUIRED
+#define NN F_NOT_NEGATIVE
+
+static field_call read_schema, read_row_groups, read_key_values, encrypted_file,
+	read_encodings, read_path, has_statistics, other_file, read_column_meta,
+	encrypted_chunk, read_columns;
+
+/* FileMetaData */
+static const struct field_def file_fields[] = {
+	{ 1, SFS_TC_I32, "version", FK_I32, REQ, .off = AT(meta, version) },
+	{ 2, SFS_TC_LIST, "schema", FK_CALL, REQ, .call = read_schema },
+	{ 3, SFS_TC_I64, "num_rows", FK_I64, REQ | NN,
+	  .off = AT(meta, num_rows) },
+	{ 4, SFS_TC_LIST, "row_groups", FK_CALL, REQ, .call = read_row_groups },
+	{ 5, SFS_TC_LIST, "key_value_metadata", FK_CALL, 0,
+	  .call = read_key_values },
+	{ 6, SFS_TC_BINARY, "created_by", FK_BYTES, 0,
+	  .off = AT(meta, created_by) },
+	{ 8, ANY_TYPE, "encryption_algorithm", FK_CALL, 0,
+	  .call = encrypted_file },
+	{ 9, ANY_TYPE, "footer_signing_key_metadata", FK_CALL, 0,
+	  .call = encrypted_file },
+	{ 0 },
+};
+
+/* SchemaElement */
+static const struct field_def schema_fields[] = {
+	{ 1, SFS_TC_I32, "type", FK_I32, 0, .off = AT(schema, type) },
+	{ 2, SFS_TC_I32, "type_length", FK_I32, 0,
+	  .off = AT(schema, type_length) },
+	{ 3, SFS_TC_I32, "repetition_type", FK_I32, 0,
+	  .off = AT(schema, repetition_type) },
+	{ 4, SFS_TC_BINARY, "name", FK_BYTES, REQ, .off = AT(schema, name) },
+	{ 5, SFS_TC_I32, "num_children", FK_I32, NN,
+	  .off = AT(schema, num_children) },
+	{ 6, SFS_TC_I32, "converted_type", FK_I32, 0,
+	  .off = AT(schema, converted_type) },
+	{ 10, SFS_TC_STRUCT, "logicalType", FK_SPAN, 0,
+	  .off = AT(schema, logical_type) },
+	{ 0 },
+};
+
+/* RowGroup */
+static const struct field_def rg_fields[] = {
+	{ 1, SFS_TC_LIST, "columns", FK_CALL, REQ, .call = read_columns },
+	{ 2, SFS_TC_I64, "total_byte_size", FK_I64, REQ | NN,
+	  .off = AT(row_group, total_byte_size) },
+	{ 3, SFS_TC_I64, "num_rows", FK_I64, REQ | NN,
+	  .off = AT(row_group, num_rows) },
+	{ 0 },
+};
+
+/* ColumnChunk */
+static const struct field_def chunk_fields[] = {
+	{ 1, SFS_TC_BINARY, "file_path", FK_CALL, 0, .call = other_file },
+	{ 2, SFS_TC_I64, "file_offset", FK_I64, NN,
+	  .off = AT(chunk, file_offset) },
+	{ 3, SFS_TC_STRUCT, "meta_data", FK_CALL, REQ,
+	  .call = read_column_meta },
+	{ 4, SFS_TC_I64, "offset_index_offset", FK_I64, NN,
+	  .off = AT(chunk, offset_index_offset) },
+	{ 5, SFS_TC_I32, "offset_index_length", FK_I32, NN,
+	  .off = AT(chunk, offset_index_length) },
+	{ 6, SFS_TC_I64, "column_index_offset", FK_I64, NN,
+	  .off = AT(chunk, column_index_offset) },
+	{ 7, SFS_TC_I32, "column_index_length", FK_I32, NN,
+	  .off = AT(chunk, column_index_length) },
+	{ 8, ANY_TYPE, "crypto_metadata", FK_CALL, 0, .call = encrypted_chunk },
+	{ 9, ANY_TYPE, "encrypted_column_metadata", FK_CALL, 0,
+	  .call = encrypted_chunk },
+	{ 0 },
+};
+
+/* ColumnMetaData (into the chunk) */
+static const struct field_def cmd_fields[] = {
+	{ 1, SFS_TC_I32, "type", FK_I32, REQ, .off = AT(chunk, type) },
+	{ 2, SFS_TC_LIST, "encodings", FK_CALL, REQ, .call = read_encodings },
+	{ 3, SFS_TC_LIST, "path_in_schema", FK_CALL, REQ, .call = read_path },
+	{ 4, SFS_TC_I32, "codec", FK_I32, REQ, .off = AT(chunk, codec) },
+	{ 5, SFS_TC_I64, "num_values", FK_I64, REQ | NN,
+	  .off = AT(chunk, num_values) },
+	{ 6, SFS_TC_I64, "total_uncompressed_size", FK_I64, REQ | NN,
+	  .off = AT(chunk, total_uncompressed_size) },
+	{ 7, SFS_TC_I64, "total_compressed_size", FK_I64, REQ | NN,
+	  .off = AT(chunk, total_compressed_size) },
+	{ 9, SFS_TC_I64, "data_page_offset", FK_I64, REQ | NN,
+	  .off = AT(chunk, data_page_offset) },
+	{ 10, SFS_TC_I64, "index_page_offset", FK_I64, NN,
+	  .off = AT(chunk, index_page_offset) },
+	{ 11, SFS_TC_I64, "dictionary_page_offset", FK_I64, NN,
+	  .off = AT(chunk, dictionary_page_offset) },
+	{ 12, SFS_TC_STRUCT, "statistics", FK_CALL, 0, .call = has_statistics },
+	{ 14, SFS_TC_I64, "bloom_filter_offset", FK_I64, NN,
+	  .off = AT(chunk, bloom_filter_offset) },
+	{ 15, SFS_TC_I32, "bloom_filter_length", FK_I32, NN,
+	  .off = AT(chunk, bloom_filter_length) },
+	{ 0 },
+};
+
+/* KeyValue */
+static const struct field_def kv_fields[] = {
+	{ 1, SFS_TC_BINARY, "key", FK_BYTES, REQ, .off = AT(key_value, key) },
+	{ 2, SFS_TC_BINARY, "value", FK_BYTES, 0, .off = AT(key_value, value) },
+	{ 0 },
+};
 
 /* The fields of one struct seen so far (ids below 32 only: the known). */
 struct seen {
@@ -139,7 +284,7 @@ static const struct field_def *known(struct sfs_thrift_reader *r,
 	*rc = 0;
 	if (!d)
 		return NULL;
-	if (type != d->type) {
+	if (d->type != ANY_TYPE && type != d->type) {
 		*rc = sfs_thrift_fail(r, f->at,
 				      "%s: field %d (%s) is %s, expected %s",
 				      where_fmt(w).s, d->id, d->name,
@@ -157,13 +302,13 @@ static const struct field_def *known(struct sfs_thrift_reader *r,
 	return d;
 }
 
-/* Every field of defs whose id is in required must have been seen. */
+/* Every required field of defs must have been seen. */
 static int check_required(struct sfs_thrift_reader *r, size_t at,
 			  const struct field_def *defs, const struct where *w,
-			  const struct seen *seen, uint32_t required)
+			  const struct seen *seen)
 {
 	for (; defs->name; defs++)
-		if ((required & (1u << defs->id)) &&
+		if ((defs->flags & F_REQUIRED) &&
 		    !(seen->bits & (1u << defs->id)))
 			return sfs_thrift_fail(r, at,
 					       "%s: no %s (field %d, required)",
@@ -180,6 +325,79 @@ static int not_negative(struct sfs_thrift_reader *r, size_t at,
 	return sfs_thrift_fail(r, at, "%s: %s is negative (%lld)",
 			       where_fmt(w).s, name, (long long)v);
 }
+
+static int read_bytes(struct sfs_thrift_reader *r, struct sfs_parquet_bytes *b)
+{
+	return sfs_thrift_read_binary(r, &b->p, &b->len);
+}
+
+/* The value of known field f (defined by fd) into dst, as fd says. */
+static int read_value(struct dec *d, const struct field_def *fd,
+		      const struct where *w, void *dst,
+		      const struct sfs_thrift_field *f)
+{
+	struct sfs_thrift_reader *r = d->r;
+	char *at = (char *)dst + fd->off;
+	struct sfs_parquet_bytes *b = (struct sfs_parquet_bytes *)at;
+	size_t start = r->pos;
+	int64_t v = 0;
+	int rc;
+
+	switch (fd->kind) {
+	case FK_I32:
+		rc = sfs_thrift_read_i32(r, (int32_t *)at);
+		v = *(int32_t *)at;
+		break;
+	case FK_I64:
+		rc = sfs_thrift_read_i64(r, (int64_t *)at);
+		v = *(int64_t *)at;
+		break;
+	case FK_BYTES:
+		return read_bytes(r, b);
+	case FK_SPAN:
+		rc = sfs_thrift_skip(r, f->type);
+		b->p = r->buf + start;
+		b->len = r->pos - start;
+		return rc;
+	default:
+		return fd->call(d, w, dst, f);
+	}
+	if (rc || !(fd->flags & F_NOT_NEGATIVE))
+		return rc;
+	return not_negative(r, f->at, w, fd->name, v);
+}
+
+/* The struct at the reader's position, whose fields defs describes, into
+ * dst (named w in messages). */
+static int read_struct(struct dec *d, const struct field_def *defs,
+		       const struct where *w, void *dst)
+{
+	struct sfs_thrift_reader *r = d->r;
+	struct sfs_thrift_field f;
+	struct seen seen = { 0 };
+	size_t at = r->pos;
+	int last = 0, rc;
+
+	rc = sfs_thrift_struct_begin(r);
+	while (!rc) {
+		const struct field_def *fd;
+
+		rc = sfs_thrift_read_field(r, &last, &f);
+		if (rc || f.type == SFS_TC_STOP)
+			break;
+		fd = known(r, defs, w, &seen, &f, &rc);
+		if (rc)
+			break;
+		rc = fd ? read_value(d, fd, w, dst, &f) :
+			  sfs_thrift_skip(r, f.type);
+	}
+	sfs_thrift_struct_end(r);
+	if (rc)
+		return rc;
+	return check_required(r, at, defs, w, &seen);
+}
+
+/* ---- The fields decoded by a call ---- */
 
 /* Read a list header whose elements must be of type want. */
 static int read_list_of(struct sfs_thrift_reader *r, const struct where *w,
@@ -202,218 +420,145 @@ static int read_list_of(struct sfs_thrift_reader *r, const struct where *w,
 	return 0;
 }
 
-/*
- * Arrays are sized by what was decoded, never by a count read from the
- * file: a count only bounds the loop, the array grows (SFS_GROW) as
- * elements arrive.  The chunks of every row group, their encodings and
- * their paths go to one array each (m->chunk_pool, ...), in footer order,
- * and the row groups' and chunks' pointers are set into them once the
- * footer is read: a small array per chunk would cost malloc's overhead
- * and SFS_GROW's first 8 elements each, 50 times the footer's bytes.
- * What they take is charged as they grow, before they grow: their
- * capacity (up to twice what they hold) and malloc's header, refused past
- * SFS_PARQUET_DECODED_MAX.
- */
-
-/* The pools being filled and what the decoded structures take. */
-struct pools {
-	size_t chunks_cap, encodings_cap, paths_cap;
-	size_t rg_cap;
-	uint64_t bytes;
-};
-
-/* n more bytes of decoded structures: refused past the budget. */
-static int spend(struct sfs_thrift_reader *r, struct sfs_parquet_meta *m,
-		 struct pools *p, size_t n)
+static int read_schema(struct dec *d, const struct where *w, void *dst,
+		       const struct sfs_thrift_field *f)
 {
-	p->bytes += n;
-	if (p->bytes <= SFS_PARQUET_DECODED_MAX)
-		return 0;
-	return sfs_errorf(
-		r->err, -EFBIG,
-		"%s: footer at byte %llu: its %zu-byte footer decodes to more than the %u MiB shardfs decodes per footer (%zu row groups, %zu column chunks so far): rewrite the file with fewer, larger row groups (e.g. pyarrow's row_group_size)",
-		r->path, (unsigned long long)(r->base + r->pos), r->len,
-		SFS_PARQUET_DECODED_MAX >> 20, m->nrow_groups, m->nchunk_pool);
-}
-
-#define MALLOC_HEADER 16
-
-/*
- * Room for need elements of size bytes in *arrayp (capacity *cap): the
- * capacity it grows to (double, at least 8: what sfs_grow gives when
- * asked for it) is charged before it is allocated.  0, -EFBIG or -ENOMEM.
- */
-static int pool_grow(struct sfs_thrift_reader *r, struct sfs_parquet_meta *m,
-		     struct pools *p, void *arrayp, size_t *cap, size_t need,
-		     size_t size)
-{
-	size_t want;
-	int rc;
-
-	if (need <= *cap)
-		return 0;
-	want = *cap ? 2 * *cap : 8;
-	if (want < need)
-		want = need;
-	if (want > SFS_PARQUET_DECODED_MAX / size)
-		return spend(r, m, p, SFS_PARQUET_DECODED_MAX + (size_t)1);
-	rc = spend(r, m, p, (want - *cap) * size + (*cap ? 0 : MALLOC_HEADER));
-	if (rc)
-		return rc;
-	return sfs_grow(arrayp, cap, want, size) ? sfs_pq_footer_nomem(r) : 0;
-}
-
-static int read_bytes(struct sfs_thrift_reader *r, struct sfs_parquet_bytes *b)
-{
-	return sfs_thrift_read_binary(r, &b->p, &b->len);
-}
-
-static int read_schema_element(struct sfs_thrift_reader *r, size_t i,
-			       struct sfs_parquet_schema *e)
-{
-	struct sfs_thrift_field f;
-	struct seen seen = { 0 };
-	struct where w = { "schema element", i, 0, 1 };
-	size_t at = r->pos, start;
-	int last = 0, rc;
-
-	memset(e, 0, sizeof(*e));
-	e->type = e->type_length = e->repetition_type = -1;
-	e->num_children = e->converted_type = -1;
-	rc = sfs_thrift_struct_begin(r);
-	while (!rc) {
-		const struct field_def *d;
-
-		rc = sfs_thrift_read_field(r, &last, &f);
-		if (rc || f.type == SFS_TC_STOP)
-			break;
-		d = known(r, schema_fields, &w, &seen, &f, &rc);
-		if (rc)
-			break;
-		switch (d ? d->id : 0) {
-		case 1:
-			rc = sfs_thrift_read_i32(r, &e->type);
-			break;
-		case 2:
-			rc = sfs_thrift_read_i32(r, &e->type_length);
-			break;
-		case 3:
-			rc = sfs_thrift_read_i32(r, &e->repetition_type);
-			break;
-		case 4:
-			rc = read_bytes(r, &e->name);
-			break;
-		case 5:
-			rc = sfs_thrift_read_i32(r, &e->num_children);
-			if (!rc && e->num_children < 0)
-				rc = not_negative(r, f.at, &w, "num_children",
-						  e->num_children);
-			break;
-		case 6:
-			rc = sfs_thrift_read_i32(r, &e->converted_type);
-			break;
-		case 10:
-			start = r->pos;
-			rc = sfs_thrift_skip(r, f.type);
-			e->logical_type.p = r->buf + start;
-			e->logical_type.len = r->pos - start;
-			break;
-		default:
-			rc = sfs_thrift_skip(r, f.type);
-		}
-	}
-	sfs_thrift_struct_end(r);
-	if (rc)
-		return rc;
-	return check_required(r, at, schema_fields, &w, &seen, 1u << 4);
-}
-
-static int read_schema(struct sfs_thrift_reader *r, struct sfs_parquet_meta *m,
-		       struct pools *p)
-{
-	struct where w = { .what = "FileMetaData" };
+	struct sfs_parquet_meta *m = dst;
 	size_t n, i, cap = 0;
 	int rc;
 
-	rc = read_list_of(r, &w, "schema", SFS_TC_STRUCT, &n);
+	(void)f;
+	rc = read_list_of(d->r, w, "schema", SFS_TC_STRUCT, &n);
 	for (i = 0; !rc && i < n; i++) {
-		rc = pool_grow(r, m, p, &m->schema, &cap, i + 1,
-			       sizeof(*m->schema));
-		if (!rc)
-			rc = read_schema_element(r, i, &m->schema[i]);
+		struct where we = { "schema element", i, 0, 1 };
+		struct sfs_parquet_schema *e;
+
+		rc = pool_grow(d, &m->schema, &cap, i + 1, sizeof(*m->schema));
+		if (rc)
+			break;
+		e = &m->schema[i];
+		memset(e, 0, sizeof(*e));
+		e->type = e->type_length = e->repetition_type = -1;
+		e->num_children = e->converted_type = -1;
+		rc = read_struct(d, schema_fields, &we, e);
 		if (!rc)
 			m->nschema = i + 1;
 	}
 	return rc;
 }
 
-static int read_key_value(struct sfs_thrift_reader *r, size_t i,
-			  struct sfs_parquet_key_value *kv)
+static int read_key_values(struct dec *d, const struct where *w, void *dst,
+			   const struct sfs_thrift_field *f)
 {
-	struct sfs_thrift_field f;
-	struct seen seen = { 0 };
-	struct where w = { "key_value_metadata", i, 0, 1 };
-	size_t at = r->pos;
-	int last = 0, rc;
-
-	memset(kv, 0, sizeof(*kv));
-	rc = sfs_thrift_struct_begin(r);
-	while (!rc) {
-		const struct field_def *d;
-
-		rc = sfs_thrift_read_field(r, &last, &f);
-		if (rc || f.type == SFS_TC_STOP)
-			break;
-		d = known(r, kv_fields, &w, &seen, &f, &rc);
-		if (rc)
-			break;
-		if (d && d->id == 1)
-			rc = read_bytes(r, &kv->key);
-		else if (d && d->id == 2)
-			rc = read_bytes(r, &kv->value);
-		else
-			rc = sfs_thrift_skip(r, f.type);
-	}
-	sfs_thrift_struct_end(r);
-	if (rc)
-		return rc;
-	return check_required(r, at, kv_fields, &w, &seen, 1u << 1);
-}
-
-static int read_key_values(struct sfs_thrift_reader *r,
-			   struct sfs_parquet_meta *m, struct pools *p)
-{
-	struct where w = { .what = "FileMetaData" };
+	struct sfs_parquet_meta *m = dst;
 	size_t n, i, cap = 0;
 	int rc;
 
-	rc = read_list_of(r, &w, "key_value_metadata", SFS_TC_STRUCT, &n);
+	(void)f;
+	rc = read_list_of(d->r, w, "key_value_metadata", SFS_TC_STRUCT, &n);
 	for (i = 0; !rc && i < n; i++) {
-		rc = pool_grow(r, m, p, &m->key_values, &cap, i + 1,
+		struct where wk = { "key_value_metadata", i, 0, 1 };
+
+		rc = pool_grow(d, &m->key_values, &cap, i + 1,
 			       sizeof(*m->key_values));
-		if (!rc)
-			rc = read_key_value(r, i, &m->key_values[i]);
+		if (rc)
+			break;
+		memset(&m->key_values[i], 0, sizeof(m->key_values[i]));
+		rc = read_struct(d, kv_fields, &wk, &m->key_values[i]);
 		if (!rc)
 			m->nkey_values = i + 1;
 	}
 	return rc;
 }
 
-static int read_encodings(struct sfs_thrift_reader *r, const struct where *w,
-			  struct sfs_parquet_meta *m, struct pools *p,
-			  struct sfs_parquet_chunk *c)
+static int read_row_groups(struct dec *d, const struct where *w, void *dst,
+			   const struct sfs_thrift_field *f)
 {
+	struct sfs_parquet_meta *m = dst;
 	size_t n, i;
 	int rc;
 
-	rc = read_list_of(r, w, "encodings", SFS_TC_I32, &n);
+	(void)f;
+	rc = read_list_of(d->r, w, "row_groups", SFS_TC_STRUCT, &n);
+	for (i = 0; !rc && i < n; i++) {
+		struct where wg = { "row group", i, 0, 1 };
+		struct sfs_parquet_row_group *g;
+
+		rc = pool_grow(d, &m->row_groups, &d->p->rg_cap, i + 1,
+			       sizeof(*m->row_groups));
+		if (rc)
+			break;
+		g = &m->row_groups[i];
+		memset(g, 0, sizeof(*g));
+		g->at = d->r->pos;
+		rc = read_struct(d, rg_fields, &wg, g);
+		g->len = d->r->pos - g->at;
+		m->nrow_groups = i + 1;
+	}
+	return rc;
+}
+
+/* RowGroup.columns: the chunks go to m->chunk_pool. */
+static int read_columns(struct dec *d, const struct where *w, void *dst,
+			const struct sfs_thrift_field *f)
+{
+	struct sfs_parquet_row_group *g = dst;
+	struct sfs_parquet_meta *m = d->m;
+	size_t n, j, k;
+	int rc;
+
+	(void)f;
+	rc = read_list_of(d->r, w, "columns", SFS_TC_STRUCT, &n);
+	for (j = 0; !rc && j < n; j++) {
+		struct where wc = { "row group", w->a, j, 2 };
+		struct sfs_parquet_chunk *c;
+
+		k = m->nchunk_pool;
+		rc = pool_grow(d, &m->chunk_pool, &d->p->chunks_cap, k + 1,
+			       sizeof(*m->chunk_pool));
+		if (rc)
+			break;
+		m->nchunk_pool = k + 1;
+		g->nchunks = j + 1;
+		c = &m->chunk_pool[k];
+		memset(c, 0, sizeof(*c));
+		c->index_page_offset = c->dictionary_page_offset = -1;
+		c->offset_index_offset = c->column_index_offset = -1;
+		c->offset_index_length = c->column_index_length = -1;
+		c->bloom_filter_offset = -1;
+		c->bloom_filter_length = -1;
+		c->at = d->r->pos;
+		rc = read_struct(d, chunk_fields, &wc, c);
+		c->len = d->r->pos - c->at;
+	}
+	return rc;
+}
+
+static int read_column_meta(struct dec *d, const struct where *w, void *dst,
+			    const struct sfs_thrift_field *f)
+{
+	(void)f;
+	return read_struct(d, cmd_fields, w, dst);
+}
+
+/* ColumnMetaData.encodings: to m->encoding_pool. */
+static int read_encodings(struct dec *d, const struct where *w, void *dst,
+			  const struct sfs_thrift_field *f)
+{
+	struct sfs_parquet_chunk *c = dst;
+	struct sfs_parquet_meta *m = d->m;
+	size_t n, i;
+	int rc;
+
+	(void)f;
+	rc = read_list_of(d->r, w, "encodings", SFS_TC_I32, &n);
 	for (i = 0; !rc && i < n; i++) {
 		size_t k = m->nencoding_pool;
 
-		rc = pool_grow(r, m, p, &m->encoding_pool, &p->encodings_cap,
+		rc = pool_grow(d, &m->encoding_pool, &d->p->encodings_cap,
 			       k + 1, sizeof(*m->encoding_pool));
 		if (!rc)
-			rc = sfs_thrift_read_i32(r, &m->encoding_pool[k]);
+			rc = sfs_thrift_read_i32(d->r, &m->encoding_pool[k]);
 		if (!rc) {
 			m->nencoding_pool = k + 1;
 			c->nencodings = i + 1;
@@ -422,21 +567,24 @@ static int read_encodings(struct sfs_thrift_reader *r, const struct where *w,
 	return rc;
 }
 
-static int read_path(struct sfs_thrift_reader *r, const struct where *w,
-		     struct sfs_parquet_meta *m, struct pools *p,
-		     struct sfs_parquet_chunk *c)
+/* ColumnMetaData.path_in_schema: to m->path_pool. */
+static int read_path(struct dec *d, const struct where *w, void *dst,
+		     const struct sfs_thrift_field *f)
 {
+	struct sfs_parquet_chunk *c = dst;
+	struct sfs_parquet_meta *m = d->m;
 	size_t n, i;
 	int rc;
 
-	rc = read_list_of(r, w, "path_in_schema", SFS_TC_BINARY, &n);
+	(void)f;
+	rc = read_list_of(d->r, w, "path_in_schema", SFS_TC_BINARY, &n);
 	for (i = 0; !rc && i < n; i++) {
 		size_t k = m->npath_pool;
 
-		rc = pool_grow(r, m, p, &m->path_pool, &p->paths_cap, k + 1,
+		rc = pool_grow(d, &m->path_pool, &d->p->paths_cap, k + 1,
 			       sizeof(*m->path_pool));
 		if (!rc)
-			rc = read_bytes(r, &m->path_pool[k]);
+			rc = read_bytes(d->r, &m->path_pool[k]);
 		if (!rc) {
 			m->npath_pool = k + 1;
 			c->npath = i + 1;
@@ -445,252 +593,47 @@ static int read_path(struct sfs_thrift_reader *r, const struct where *w,
 	return rc;
 }
 
-static int read_i64_field(struct sfs_thrift_reader *r, const struct where *w,
-			  const struct sfs_thrift_field *f,
-			  const struct field_def *d, int64_t *v)
+/* ColumnMetaData.statistics: skipped, but a slice must drop them. */
+static int has_statistics(struct dec *d, const struct where *w, void *dst,
+			  const struct sfs_thrift_field *f)
 {
-	int rc = sfs_thrift_read_i64(r, v);
+	struct sfs_parquet_chunk *c = dst;
 
-	if (rc)
-		return rc;
-	return not_negative(r, f->at, w, d->name, *v);
+	(void)w;
+	c->has_statistics = true;
+	return sfs_thrift_skip(d->r, f->type);
 }
 
-static int read_i32_field(struct sfs_thrift_reader *r, const struct where *w,
-			  const struct sfs_thrift_field *f,
-			  const struct field_def *d, int32_t *v)
+static int other_file(struct dec *d, const struct where *w, void *dst,
+		      const struct sfs_thrift_field *f)
 {
-	int rc = sfs_thrift_read_i32(r, v);
-
-	if (rc)
-		return rc;
-	return not_negative(r, f->at, w, d->name, *v);
+	(void)dst;
+	return sfs_thrift_fail(
+		d->r, f->at,
+		"%s: its data is in another file (file_path): not supported, only self-contained files are",
+		where_fmt(w).s);
 }
 
-static int read_column_meta(struct sfs_thrift_reader *r, const struct where *w,
-			    struct sfs_parquet_meta *m, struct pools *p,
-			    struct sfs_parquet_chunk *c)
+static int encrypted_chunk(struct dec *d, const struct where *w, void *dst,
+			   const struct sfs_thrift_field *f)
 {
-	struct sfs_thrift_field f;
-	struct seen seen = { 0 };
-	size_t at = r->pos;
-	int last = 0, rc;
-
-	rc = sfs_thrift_struct_begin(r);
-	while (!rc) {
-		const struct field_def *d;
-
-		rc = sfs_thrift_read_field(r, &last, &f);
-		if (rc || f.type == SFS_TC_STOP)
-			break;
-		d = known(r, cmd_fields, w, &seen, &f, &rc);
-		if (rc)
-			break;
-		switch (d ? d->id : 0) {
-		case 1:
-			rc = sfs_thrift_read_i32(r, &c->type);
-			break;
-		case 2:
-			rc = read_encodings(r, w, m, p, c);
-			break;
-		case 3:
-			rc = read_path(r, w, m, p, c);
-			break;
-		case 4:
-			rc = sfs_thrift_read_i32(r, &c->codec);
-			break;
-		case 5:
-			rc = read_i64_field(r, w, &f, d, &c->num_values);
-			break;
-		case 6:
-			rc = read_i64_field(r, w, &f, d,
-					    &c->total_uncompressed_size);
-			break;
-		case 7:
-			rc = read_i64_field(r, w, &f, d,
-					    &c->total_compressed_size);
-			break;
-		case 9:
-			rc = read_i64_field(r, w, &f, d, &c->data_page_offset);
-			break;
-		case 10:
-			rc = read_i64_field(r, w, &f, d, &c->index_page_offset);
-			break;
-		case 11:
-			rc = read_i64_field(r, w, &f, d,
-					    &c->dictionary_page_offset);
-			break;
-		case 12:
-			c->has_statistics = true;
-			rc = sfs_thrift_skip(r, f.type);
-			break;
-		case 14:
-			rc = read_i64_field(r, w, &f, d,
-					    &c->bloom_filter_offset);
-			break;
-		case 15:
-			rc = read_i32_field(r, w, &f, d,
-					    &c->bloom_filter_length);
-			break;
-		default:
-			rc = sfs_thrift_skip(r, f.type);
-		}
-	}
-	sfs_thrift_struct_end(r);
-	if (rc)
-		return rc;
-	return check_required(r, at, cmd_fields, w, &seen,
-			      1u << 1 | 1u << 2 | 1u << 3 | 1u << 4 | 1u << 5 |
-				      1u << 6 | 1u << 7 | 1u << 9);
+	(void)dst;
+	return sfs_errorf(
+		d->r->err, -ENOTSUP,
+		"%s: footer at byte %llu: %s is encrypted: encrypted Parquet files are not supported, decrypt it first",
+		d->r->path, (unsigned long long)(d->r->base + f->at),
+		where_fmt(w).s);
 }
 
-static int read_chunk(struct sfs_thrift_reader *r, struct sfs_parquet_meta *m,
-		      struct pools *p, size_t rg, size_t col,
-		      struct sfs_parquet_chunk *c)
+static int encrypted_file(struct dec *d, const struct where *w, void *dst,
+			  const struct sfs_thrift_field *f)
 {
-	struct sfs_thrift_field f;
-	struct seen seen = { 0 };
-	struct where w = { "row group", rg, col, 2 };
-	int last = 0, rc;
-
-	memset(c, 0, sizeof(*c));
-	c->index_page_offset = c->dictionary_page_offset = -1;
-	c->offset_index_offset = c->column_index_offset = -1;
-	c->offset_index_length = c->column_index_length = -1;
-	c->bloom_filter_offset = -1;
-	c->bloom_filter_length = -1;
-	c->at = r->pos;
-	rc = sfs_thrift_struct_begin(r);
-	while (!rc) {
-		const struct field_def *d;
-
-		rc = sfs_thrift_read_field(r, &last, &f);
-		if (rc || f.type == SFS_TC_STOP)
-			break;
-		if (f.id == 8 || f.id == 9) {
-			rc = sfs_errorf(
-				r->err, -ENOTSUP,
-				"%s: footer at byte %llu: %s is encrypted: encrypted Parquet files are not supported, decrypt it first",
-				r->path, (unsigned long long)(r->base + f.at),
-				where_fmt(&w).s);
-			break;
-		}
-		d = known(r, chunk_fields, &w, &seen, &f, &rc);
-		if (rc)
-			break;
-		switch (d ? d->id : 0) {
-		case 1:
-			rc = sfs_thrift_fail(
-				r, f.at,
-				"%s: its data is in another file (file_path): not supported, only self-contained files are",
-				where_fmt(&w).s);
-			break;
-		case 2:
-			rc = read_i64_field(r, &w, &f, d, &c->file_offset);
-			break;
-		case 3:
-			rc = read_column_meta(r, &w, m, p, c);
-			break;
-		case 4:
-			rc = read_i64_field(r, &w, &f, d,
-					    &c->offset_index_offset);
-			break;
-		case 5:
-			rc = read_i32_field(r, &w, &f, d,
-					    &c->offset_index_length);
-			break;
-		case 6:
-			rc = read_i64_field(r, &w, &f, d,
-					    &c->column_index_offset);
-			break;
-		case 7:
-			rc = read_i32_field(r, &w, &f, d,
-					    &c->column_index_length);
-			break;
-		default:
-			rc = sfs_thrift_skip(r, f.type);
-		}
-	}
-	sfs_thrift_struct_end(r);
-	c->len = r->pos - c->at;
-	if (rc)
-		return rc;
-	return check_required(r, c->at, chunk_fields, &w, &seen, 1u << 3);
-}
-
-static int read_row_group(struct sfs_thrift_reader *r,
-			  struct sfs_parquet_meta *m, struct pools *p, size_t i,
-			  struct sfs_parquet_row_group *g)
-{
-	struct sfs_thrift_field f;
-	struct seen seen = { 0 };
-	struct where w = { "row group", i, 0, 1 };
-	size_t n, j, k;
-	int last = 0, rc;
-
-	memset(g, 0, sizeof(*g));
-	g->at = r->pos;
-	rc = sfs_thrift_struct_begin(r);
-	while (!rc) {
-		const struct field_def *d;
-
-		rc = sfs_thrift_read_field(r, &last, &f);
-		if (rc || f.type == SFS_TC_STOP)
-			break;
-		d = known(r, rg_fields, &w, &seen, &f, &rc);
-		if (rc)
-			break;
-		switch (d ? d->id : 0) {
-		case 1:
-			rc = read_list_of(r, &w, "columns", SFS_TC_STRUCT, &n);
-			for (j = 0; !rc && j < n; j++) {
-				k = m->nchunk_pool;
-				rc = pool_grow(r, m, p, &m->chunk_pool,
-					       &p->chunks_cap, k + 1,
-					       sizeof(*m->chunk_pool));
-				if (rc)
-					break;
-				m->nchunk_pool = k + 1;
-				g->nchunks = j + 1;
-				rc = read_chunk(r, m, p, i, j,
-						&m->chunk_pool[k]);
-			}
-			break;
-		case 2:
-			rc = read_i64_field(r, &w, &f, d, &g->total_byte_size);
-			break;
-		case 3:
-			rc = read_i64_field(r, &w, &f, d, &g->num_rows);
-			break;
-		default:
-			rc = sfs_thrift_skip(r, f.type);
-		}
-	}
-	sfs_thrift_struct_end(r);
-	g->len = r->pos - g->at;
-	if (rc)
-		return rc;
-	return check_required(r, g->at, rg_fields, &w, &seen,
-			      1u << 1 | 1u << 2 | 1u << 3);
-}
-
-static int read_row_groups(struct sfs_thrift_reader *r,
-			   struct sfs_parquet_meta *m, struct pools *p)
-{
-	struct where w = { .what = "FileMetaData" };
-	size_t n, i;
-	int rc;
-
-	rc = read_list_of(r, &w, "row_groups", SFS_TC_STRUCT, &n);
-	for (i = 0; !rc && i < n; i++) {
-		rc = pool_grow(r, m, p, &m->row_groups, &p->rg_cap, i + 1,
-			       sizeof(*m->row_groups));
-		if (rc)
-			break;
-		rc = read_row_group(r, m, p, i, &m->row_groups[i]);
-		m->nrow_groups = i + 1;
-	}
-	return rc;
+	(void)w;
+	(void)dst;
+	return sfs_errorf(
+		d->r->err, -ENOTSUP,
+		"%s: footer at byte %llu: the file is encrypted (plaintext footer with encryption fields): encrypted Parquet files are not supported, decrypt it first",
+		d->r->path, (unsigned long long)(d->r->base + f->at));
 }
 
 /* Point the row groups and chunks into the pools, filled in their order. */
@@ -719,55 +662,9 @@ static int read_file_meta(struct sfs_thrift_reader *r,
 			  struct sfs_parquet_meta *m, struct pools *p)
 {
 	struct where w = { .what = "FileMetaData" };
-	struct sfs_thrift_field f;
-	struct seen seen = { 0 };
-	int last = 0, rc;
+	struct dec d = { r, m, p };
 
-	rc = sfs_thrift_struct_begin(r);
-	while (!rc) {
-		const struct field_def *d;
-
-		rc = sfs_thrift_read_field(r, &last, &f);
-		if (rc || f.type == SFS_TC_STOP)
-			break;
-		if (f.id == 8 || f.id == 9) {
-			rc = sfs_errorf(
-				r->err, -ENOTSUP,
-				"%s: footer at byte %llu: the file is encrypted (plaintext footer with encryption fields): encrypted Parquet files are not supported, decrypt it first",
-				r->path, (unsigned long long)(r->base + f.at));
-			break;
-		}
-		d = known(r, file_fields, &w, &seen, &f, &rc);
-		if (rc)
-			break;
-		switch (d ? d->id : 0) {
-		case 1:
-			rc = sfs_thrift_read_i32(r, &m->version);
-			break;
-		case 2:
-			rc = read_schema(r, m, p);
-			break;
-		case 3:
-			rc = read_i64_field(r, &w, &f, d, &m->num_rows);
-			break;
-		case 4:
-			rc = read_row_groups(r, m, p);
-			break;
-		case 5:
-			rc = read_key_values(r, m, p);
-			break;
-		case 6:
-			rc = read_bytes(r, &m->created_by);
-			break;
-		default:
-			rc = sfs_thrift_skip(r, f.type);
-		}
-	}
-	sfs_thrift_struct_end(r);
-	if (rc)
-		return rc;
-	return check_required(r, 0, file_fields, &w, &seen,
-			      1u << 1 | 1u << 2 | 1u << 3 | 1u << 4);
+	return read_struct(&d, file_fields, &w, m);
 }
 
 /* All len bytes at off, or -errno; the file ending before them is -EIO. */
