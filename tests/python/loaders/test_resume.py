@@ -166,8 +166,8 @@ def test_another_ranks_state_is_refused(data, mount, tmp_path) -> None:
                         str(tmp_path / "r0" / "state")],
                        env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode != 0
-    assert ("shardfs.ShardfsError: %s/1/0: the state to resume is rank "
-            "0's, and this is rank 1: each rank resumes from its own state "
-            "(Lightning saves rank 0's DataLoader state only: give the "
+    assert ("shardfs._mount.ShardfsError: %s/1/0: the state to resume is "
+            "rank 0's, and this is rank 1: each rank resumes from its own "
+            "state (Lightning saves rank 0's DataLoader state only: give the "
             "Trainer shardfs.lightning.ShardfsEpoch, which keeps every "
             "rank's)" % mnt) in p.stderr, p.stderr[-3000:]
