@@ -150,6 +150,126 @@ total: $(awk '{b += $6; t += $8} END {print "tab " b ", text " t}' <<<"$got")" \
 	"$(grep -o 'rank [01]: 100 rows, tab [0-9]*, text [0-9]*' <<<"$got")
 total: tab 50, text 150"
 
+# a source still being written, two daemons as two nodes (follow=1, one
+# per rank, the same source): a 2-rank DDP job reads its windows with
+# shardfs.follow.windows while a producer appends 12 JSONL chunks of 3 to
+# 30 lines; each reader's samples of every window are the ones
+# shardfs-plan --window prints, every window acknowledged at the end
+mkdir -p "$T/grow" "$T/fout"
+FW=32
+FO=follow=1,follow_timeout=300,format=jsonl,window=$FW,world=2,workers=2,batch=4
+mount_view "$T/grow" "$T/mnt-f0" "$FO,rank=0" || exit 2
+mount_view "$T/grow" "$T/mnt-f1" "$FO,rank=1" || exit 2
+timeout 600 "$PY" "$EX/follow_ddp.py" "$T/fout" "$T/mnt-f0" "$T/mnt-f1" \
+	>"$T/fgot" 2>"$T/ferr" &
+fjob=$!
+# the producer starts once both ranks read: the source is empty until
+# then, so every step is taken while it writes or after
+for _ in $(seq 1200); do
+	[ "$(grep -c '^rank [01]: reading ' "$T/ferr")" -ge 2 ] && break
+	kill -0 $fjob 2>/dev/null || break
+	sleep 0.1
+done
+"$PY" - "$T/grow" "$FW" "$T/mnt-f0" "$T/mnt-f1" >"$T/fprod" <<'PY'
+import json, os, random, sys, time
+src, n, mnts = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+rng = random.Random(5)
+
+def acks():
+    return [x["windows_read"] for m in mnts for x in json.load(
+        open(os.path.join(m, ".shardfs", "status")))["readers"]]
+
+written, waited = 0, False
+for c in range(12):
+    tmp = os.path.join(src, "chunk_%05d.jsonl.tmp" % c)
+    with open(tmp, "w") as f:
+        for i in range(rng.randint(3, 30)):
+            f.write('{"key": "c%02d-%02d"}\n' % (c, i))
+            written += 1
+    os.rename(tmp, tmp[:-len(".tmp")])
+    time.sleep(rng.uniform(0.1, 0.6))
+    # once 2 windows are complete, the rest only after every reader took
+    # window 0 (windows() acknowledges it when it opens window 1): the
+    # job trains while the source grows
+    if written >= 2 * n and not waited:
+        deadline = time.monotonic() + 300
+        while min(acks()) < 1 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        waited = min(acks()) >= 1
+        print("follow: every reader acknowledged window 0 with %d samples "
+              "written: %s" % (written, "yes" if waited else
+                               "no, after 300 s: %s" % acks()))
+        if not waited:
+            break
+open(os.path.join(src, ".shardfs-end"), "w").close()
+PY
+cat "$T/fprod"
+wait $fjob
+rc=$?
+[ $rc -eq 0 ] || tail -30 "$T/ferr" >&2
+# what the windows' plans say (shardfs-plan --window, the follow log read
+# back) against what each reader trained on, window by window; and each
+# mount's acknowledgements (status: windows_read, consumed)
+"$PY" - "$T/grow" "$FW" "$T/fout" "$T/mnt-f0" "$T/mnt-f1" \
+	>"$T/fcmp" <<'PY' || exit 2
+import json, os, subprocess, sys
+src, n, out, mnts = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+plans = [json.loads(ln) for ln in subprocess.run(
+    ["shardfs-plan", src, "--window", n, "-o", "world=2,workers=2,batch=4"],
+    capture_output=True, text=True, check=True).stdout.splitlines()]
+lines = {}
+def key(shard, i):
+    if shard not in lines:
+        with open(os.path.join(src, shard)) as f:
+            lines[shard] = [json.loads(ln)["key"] for ln in f]
+    return lines[shard][i]
+want, got = [], []
+for rank in range(2):
+    done = json.load(open(os.path.join(out, "rank%d.json" % rank)))
+    for w in range(2):
+        for p in plans:
+            r = next(x for x in p["readers"]
+                     if (x["rank"], x["worker"]) == (rank, w))
+            keys = [key(s, i) for s, first, count in r["runs"]
+                    for i in range(first, first + count)]
+            want.append("rank %d worker %d window %d: %s"
+                        % (rank, w, p["window"], " ".join(keys)))
+            mine = [k for ww, win, k in done["samples"]
+                    if (ww, win) == (w, p["window"])]
+            got.append("rank %d worker %d window %d: %s"
+                       % (rank, w, p["window"], " ".join(mine)))
+    st = json.load(open(os.path.join(mnts[rank], ".shardfs", "status")))
+    got.append("rank %d acknowledged: %s, consumed %s" % (rank, sorted(
+        (x["worker"], x["windows_read"]) for x in st["readers"]),
+        st["follow"]["consumed"]))
+    want.append("rank %d acknowledged: %s, consumed %s" % (rank, [
+        (w, len(plans)) for w in range(2)], "chunk_00011.jsonl"))
+per = sum(p["per_reader"] for p in plans)
+print("%d windows of %s, %d samples, %d padding; every reader %d samples"
+      % (len(plans), n, plans[-1]["samples"][1],
+         sum(p["padding"] for p in plans), per))
+print("\n".join(got))
+print("==")
+print("\n".join(want))
+PY
+head -1 "$T/fcmp"
+expect "follow_ddp.py: exit status, each rank's steps, samples and windows" \
+	"$rc
+$(cat "$T/fgot")" "0
+$("$PY" - "$T/fcmp" <<'PY'
+import re, sys
+head = open(sys.argv[1]).readline()
+w, per = re.match(r"(\d+) windows .* every reader (\d+) samples", head).groups()
+for r in range(2):
+    print("rank %d: %d steps, %d samples, %s windows"
+          % (r, 2 * int(per) // 4, 2 * int(per), w))
+PY
+)"
+expect "follow_ddp.py: the job took window 0 while the source grew" \
+	"$(grep -c 'acknowledged window 0 .*: yes$' "$T/fprod")" 1
+expect "follow_ddp.py: every reader's samples of every window are its plan's, every window acknowledged" \
+	"$(sed -n '2,/^==$/p' "$T/fcmp" | sed '$d')" "$(sed '1,/^==$/d' "$T/fcmp")"
+
 # DALI over tars without shard_id/num_shards/pad_last_batch (the tf/DALI
 # environment): 7 shards, world=2,workers=1,batch=4,block=9: every rank
 # per_reader / 4 full batches, the .jpg bytes of the plan's samples

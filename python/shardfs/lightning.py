@@ -1,5 +1,6 @@
 """Lightning: a callback that switches a mount's epoch before each
-training epoch's DataLoader iterator is made.
+training epoch's DataLoader iterator is made, and keeps every rank's
+DataLoader state in a checkpoint.
 
 Importing this module imports Lightning: `lightning.pytorch` when the
 program imported it (or when it is the one installed), else
@@ -10,9 +11,9 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, List, Optional, Union
 
-from ._mount import Mount, job_rank
+from ._mount import Mount, _torch_dist, job_rank
 
 if "lightning.pytorch" in sys.modules or "pytorch_lightning" not in sys.modules:
     try:
@@ -42,11 +43,23 @@ class ShardfsEpoch(Callback):
     mount serves it.  With one mount per node (`rank=` the node's ranks,
     or no `rank=` on a single node) that is the node's first rank; with
     one mount per rank (`rank=r`, a daemon each) every rank switches its
-    own.  No collective call is made: a rank never waits for another
-    rank, only for its mount.
+    own.  The switch makes no collective call: a rank never waits for
+    another rank, only for its mount.
 
     Give the Trainer `use_distributed_sampler=False` (Lightning 1.x:
-    `replace_sampler_ddp=False`) so that the view is not split again."""
+    `replace_sampler_ddp=False`) so that the view is not split again.
+
+    And every rank's DataLoader state, for a fit resumed mid-epoch (a
+    StatefulDataLoader over ShardfsDataset): Lightning puts the loader's
+    state in the checkpoint's loop state, but only rank 0 writes the
+    checkpoint, so every rank would resume from rank 0's place.  In
+    on_save_checkpoint (which every rank runs) the ranks' loader states
+    are gathered (torch.distributed.all_gather_object) into the
+    checkpoint's "shardfs_loader_states", one per rank; in
+    on_load_checkpoint, before Lightning restores its loops, each rank
+    puts its own back in the loop state.  A checkpoint of another world
+    size restores no loader state: each loader reads its view from the
+    start (a mount remounted with start= Mount.resume_start(steps))."""
 
     def __init__(self, mount: Union[Mount, str, "os.PathLike[str]"],
                  offset: int = 0, timeout: float = 600.0) -> None:
@@ -87,8 +100,20 @@ class ShardfsEpoch(Callback):
         self.switch(trainer, epoch)
         self._first = int(trainer.current_epoch) if epoch is None else epoch
 
+    def on_save_checkpoint(self, trainer: Any, pl_module: Any,
+                           checkpoint: Dict[str, Any]) -> None:
+        world = int(getattr(trainer, "world_size", 1))
+        dist = _torch_dist()
+        if world < 2 or dist is None:
+            return
+        mine = _loop_state(checkpoint).get(_LOADERS)
+        states: List[Any] = [None] * world
+        dist.all_gather_object(states, mine)
+        checkpoint[_RANKS_LOADERS] = states
+
     def on_load_checkpoint(self, trainer: Any, pl_module: Any,
                            checkpoint: Dict[str, Any]) -> None:
+        _own_loader_state(trainer, checkpoint)
         fn = getattr(trainer.state, "fn", None)
         if getattr(fn, "value", fn) != "fit":  # validate, test, predict
             return
@@ -109,6 +134,38 @@ class ShardfsEpoch(Callback):
         first, self._first = self._first, None
         if first != int(trainer.current_epoch):
             self.switch(trainer)
+
+
+# where Lightning (2.2 on) keeps the loaders' states in a checkpoint's
+# fit loop state, and where this callback keeps every rank's
+_LOADERS = "combined_loader"
+_RANKS_LOADERS = "shardfs_loader_states"
+
+
+def _loop_state(checkpoint: Dict[str, Any]) -> Dict[str, Any]:
+    """The fit loop's own state in a checkpoint ({} when it has none)."""
+    try:
+        state = checkpoint["loops"]["fit_loop"]["state_dict"]
+    except (KeyError, TypeError):
+        return {}
+    return state if isinstance(state, dict) else {}
+
+
+def _own_loader_state(trainer: Any, checkpoint: Dict[str, Any]) -> None:
+    """Put this rank's loader state, kept by on_save_checkpoint, where
+    Lightning restores the loaders' from; a checkpoint of another world
+    size: none (the loaders start their views)."""
+    states = checkpoint.get(_RANKS_LOADERS)
+    loop = _loop_state(checkpoint)
+    if not isinstance(states, list) or not loop:
+        return
+    rank = int(getattr(trainer, "global_rank", job_rank()))
+    world = int(getattr(trainer, "world_size", 1))
+    mine = states[rank] if len(states) == world else None
+    if mine is None:
+        loop.pop(_LOADERS, None)
+    else:
+        loop[_LOADERS] = mine
 
 
 def _resumed_epoch(trainer: Any, checkpoint: Dict[str, Any]) -> int:

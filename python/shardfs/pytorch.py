@@ -79,8 +79,16 @@ class ShardfsDataset(IterableDataset):
                                  "worker": worker, "samples": 0,
                                  "file": None, "in_file": 0, "offset": 0}
         if resume is not None and any(resume.get(k) != state[k] for k in
-                                      ("view", "rank", "worker")):
+                                      ("view", "worker")):
             resume = None  # another view (a new epoch, start=): all of it
+        if resume is not None and resume.get("rank") != rank:
+            raise ShardfsError(
+                "%s: the state to resume is rank %s's, and this is rank "
+                "%d: each rank resumes from its own state (Lightning saves "
+                "rank 0's DataLoader state only: give the Trainer "
+                "shardfs.lightning.ShardfsEpoch, which keeps every rank's)"
+                % (mount.reader_dir(rank, worker), resume.get("rank"),
+                   rank))
         self._state = state
         files = mount.files(rank, worker)
         top = mount.reader_dir(rank, worker)
@@ -119,10 +127,12 @@ class ShardfsDataset(IterableDataset):
         (StatefulDataLoader calls this before it) starts at the file and
         sample after the last one yielded, without opening the files
         before it (nor reading the lines before it), when the mount
-        serves the same view (epoch and plan options) for the same rank
-        and worker; else it reads its view from the start (a new epoch,
+        serves the same view (epoch and plan options) for the same
+        worker; else it reads its view from the start (a new epoch,
         or a mount remounted with start= that already begins at the
-        rest: docs/plan.md, "Resuming an epoch")."""
+        rest: docs/plan.md, "Resuming an epoch").  The state of another
+        rank of the same view is an error (ShardfsError, raised by the
+        next iterator), never a silent read from the start."""
         self._resume = dict(state) if state else None
 
     def __len__(self) -> int:

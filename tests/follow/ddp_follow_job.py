@@ -1,5 +1,6 @@
-"""One rank of a DDP job (gloo, CPU, Debian's torch) reading a followed
-mount: python3 ddp_follow_job.py MNT OUT NUM_WORKERS BATCH, with RANK,
+"""One rank of a DDP job (gloo, CPU, the torch 2 of
+tests/python/requirements.txt) reading a followed mount: python
+ddp_follow_job.py MNT OUT NUM_WORKERS BATCH, with RANK,
 WORLD_SIZE and DDP_STORE (the gloo group's file store) set by the caller
 (follow_test.py ddp).  DataLoader worker w of rank r reads
 MNT/r/w/stream.jsonl line by line to its end (a read blocks while the

@@ -8,7 +8,7 @@ samples (docs/follow.md, "Not done yet"), and the checks' tally.
 Every sample is unique and names itself: a JSONL line
 {"id": "c00003-0012", "x": "..."}, a tar sample of two members
 c00003-0012.txt (the id) and c00003-0012.cls, a TFRecord record b"c00003-0012 ...".
-The standard library only (the DDP job adds Debian's torch)."""
+The standard library only (the DDP job adds torch)."""
 from __future__ import annotations
 
 import io

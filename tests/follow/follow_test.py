@@ -561,7 +561,7 @@ def ddp(src: str, tmp: str, n: int, batch: int, mnt0: str, mnt1: str) -> int:
         env = dict(os.environ, RANK=str(r), WORLD_SIZE="2",
                    DDP_STORE=store)
         procs.append(subprocess.Popen(
-            ["/usr/bin/python3", os.path.join(HERE, "ddp_follow_job.py"),
+            [sys.executable, os.path.join(HERE, "ddp_follow_job.py"),
              m, tmp, "2", str(batch)], env=env, stderr=subprocess.PIPE,
             text=True))
     p = Producer(src, "jsonl", 41)

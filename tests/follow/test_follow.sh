@@ -16,13 +16,21 @@
 #      until the rename
 #   e. chunk_00003 after chunk_00005: refused, never served, logged
 #   f. a restart mid-stream: consumed shards deleted, remount with start=P
-#   g. a DDP job (gloo, 2 ranks, Debian's torch) over a growing source
+#   g. a DDP job (gloo, 2 ranks, the pinned torch 2 of
+#      tests/python/requirements.txt) over a growing source
 #   h. shards changed or deleted before they were consumed; writes; the
 #      status read by shardfs.Mount
 #   k. windows consumed and deleted are no longer listed
 # About a minute and a half on 2 cores; as root (/dev/fuse).
 . "$(dirname "$0")/../mount/lib.sh"
-PY=/usr/bin/python3
+# the environment of the Python suites (tests/python/venv.sh: cached,
+# built once): follow_test.py and the DDP job it starts run in it
+venv=$(bash "$TESTS/python/venv.sh" "$TESTS/python/requirements.txt") || {
+	bad "could not install tests/python/requirements.txt (torch 2)"
+	finish
+	exit
+}
+PY=$venv/bin/python
 F=$TESTS/follow
 FO="follow=1,follow_timeout=60"
 

@@ -89,8 +89,11 @@ venv=$(bash "$TESTS/python/venv.sh" "$TESTS/lance/requirements.txt") || {
 	exit
 }
 py=$venv/bin/python
-tvenv=$(bash "$TESTS/python/venv.sh" "$TESTS/lance/requirements-torch.txt") || {
-	bad "install pylance beside Debian's torch"
+# the PyTorch recipe and the DDP job: in the Python suites' environment
+# (pylance 14.0.2 with the pinned torch 2, tests/python/requirements.txt;
+# cached, built once)
+tvenv=$(bash "$TESTS/python/venv.sh" "$TESTS/python/requirements.txt") || {
+	bad "install tests/python/requirements.txt (pylance with torch 2)"
 	finish
 	exit
 }

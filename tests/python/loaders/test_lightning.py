@@ -179,19 +179,16 @@ def test_lightning_fsdp_on_cpu_not_run(data, mount, tmp_path) -> None:
                 % refusal)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "seen with pytorch-lightning 2.6.6 and torchdata 0.11.0: rank 0 "
-    "resumes exactly, rank 1's resumed epoch 0 starts 4 samples (one "
-    "batch of a worker) past the plan's next sample; not diagnosed yet "
-    "(Lightning saves the checkpoint on rank 0 only, with its loader "
-    "state, and fetches a batch ahead)"))
 def test_lightning_resumed_mid_epoch_reads_the_rest(data, mount, tmp_path
                                                      ) -> None:
     """A fit stopped after 3 steps of epoch 0 (max_steps) with a
     StatefulDataLoader over ShardfsDataset, checkpointed at step 3
     (ModelCheckpoint(every_n_train_steps=3)), then resumed
-    (ckpt_path=, max_epochs=2): the resumed fit reads exactly the rest of
-    epoch 0's plan, then epoch 1's."""
+    (ckpt_path=, max_epochs=2): each rank's resumed fit reads exactly the
+    rest of its epoch 0 plan, then epoch 1's.  Lightning writes the
+    checkpoint on rank 0 only, with rank 0's loader state in its loop
+    state: ShardfsEpoch keeps every rank's in it (without, rank 1 read
+    its view again from the start, and never the end of it)."""
     src = data("parquet", 6, "5-40", seed=7)
     opts = "world=2,workers=2,batch=4"
     mnt = mount(src, opts)
@@ -204,6 +201,17 @@ def test_lightning_resumed_mid_epoch_reads_the_rest(data, mount, tmp_path
     # written at step 3, in the middle of epoch 0 (a checkpoint written
     # when fit returns counts a fit stopped by max_steps as a whole epoch)
     ckpt = tmp_path / "ckpt" / "epoch=0-step=3.ckpt"
+    # the checkpoint holds each rank's loader state, each of its own rank,
+    # both workers 3 batches in (rank 0: worker 0 two, worker 1 one)
+    import torch
+    states = torch.load(ckpt, weights_only=False)["shardfs_loader_states"]
+    for r in range(2):
+        snap = states[r][0]["_snapshot"]
+        assert snap["_snapshot_step"] == 3, r
+        got = [snap["_worker_snapshots"]["worker_%d" % w]["dataset_state"]
+               for w in range(2)]
+        assert [(s["rank"], s["worker"], s["samples"]) for s in got] == \
+            [(r, 0, 8), (r, 1, 4)], r
     job = run_job(mnt, second, "ddp", 2, "--stateful", "--resume",
                   str(ckpt))
     assert job.returncode == 0, job_said(job, second)

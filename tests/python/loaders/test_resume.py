@@ -149,3 +149,25 @@ def test_interleaved_world_4_resumes_at_world_2(data, mount, tmp_path
     assert set(read) == set(everything)
     assert len(read) - len(set(read)) <= p["padding"] + p2["padding"]
     assert len(read) == stop * 4 * 2 + 2 * 2 * p2["per_reader"]
+
+
+def test_another_ranks_state_is_refused(data, mount, tmp_path) -> None:
+    """A rank given another rank's state of the same view (what Lightning
+    gives every rank without ShardfsEpoch: rank 0's) fails, naming both
+    ranks and the fix, rather than reading its view again from the start
+    while the loader counts the steps of the other rank."""
+    src = data("jsonl", 6, "10-30", seed=12)
+    mnt = mount(src, "world=2,workers=2,batch=2")
+    job(mnt, tmp_path / "r0", 2, rank=0, world=2)
+    env = dict(os.environ, RANK="1", WORLD_SIZE="2")
+    out = tmp_path / "r1"
+    out.mkdir()
+    p = subprocess.run([sys.executable, str(JOB), str(mnt), str(out), "-1",
+                        str(tmp_path / "r0" / "state")],
+                       env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode != 0
+    assert ("shardfs._mount.ShardfsError: %s/1/0: the state to resume is "
+            "rank 0's, and this is rank 1: each rank resumes from its own "
+            "state (Lightning saves rank 0's DataLoader state only: give the "
+            "Trainer shardfs.lightning.ShardfsEpoch, which keeps every "
+            "rank's)" % mnt) in p.stderr, p.stderr[-3000:]
