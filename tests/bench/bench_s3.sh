@@ -26,8 +26,10 @@
 #     Streaming (remote=s3://data/mds, local cache emptied first) and
 #     LitData (s3://data/litdata, storage_options endpoint_url, cache_dir
 #     emptied first), each iterating its loader twice.
-# Per system and epoch: samples/s, time to the first batch, requests and
-# bytes from the server (the proxy's counters).  Medians of RUNS and the
+# Per system and epoch: samples/s, time to the first batch (from the
+# epoch's start: the dataset's construction and shardfs's mount of the
+# views included, the import of a peer's package not), requests and bytes
+# from the server (the proxy's counters).  Medians of RUNS and the
 # load average are printed by bench_s3.py report.
 #
 # The peers run in the venv of tests/s3/requirements-bench.txt (torch 2,

@@ -184,6 +184,12 @@ def run_rank(args):
     dist.init_process_group(
         "gloo", init_method="file://" + args.store, rank=rank,
         world_size=WORLD, timeout=datetime.timedelta(seconds=args.timeout))
+    # the peer's import is left out of its first batch (Streaming's takes
+    # seconds): a trainer pays it once, at its start, whatever it reads
+    t = time.time()
+    if args.system in ("streaming", "litdata"):
+        __import__(args.system)
+    imported = time.time() - t
     epochs = []
     loader = set_epoch = None
     for epoch in range(EPOCHS):
@@ -192,6 +198,7 @@ def run_rank(args):
         began = time.time()
         if loader is None:  # constructing it is part of the first epoch
             loader, set_epoch = rank_loader(args, rank)
+        built = time.time()
         if set_epoch:
             set_epoch(epoch)
         first, samples, nbytes = None, 0, 0
@@ -204,7 +211,8 @@ def run_rank(args):
         dist.barrier()
         after = proxy_stats(args.proxy) if rank == 0 else None
         epochs.append({"epoch": epoch, "samples": samples, "bytes": nbytes,
-                       "began": began, "first": first, "end": end,
+                       "began": began, "built": built, "first": first,
+                       "end": end, "import_s": imported,
                        "proxy": [before, after]})
     with open("%s.rank%d" % (args.out, rank), "w") as f:
         json.dump(epochs, f)
@@ -319,6 +327,8 @@ def job(args):
                 res["first_s"] = max(x["first"] - x["began"] for x in rs) + \
                     (ready if e == 0 and ready else 0)
             res["proxy"] = delta(*ranks[0][e]["proxy"])
+            res["built_s"] = max(x["built"] - x["began"] for x in rs)
+            res["import_s"] = max(x["import_s"] for x in rs)
         if e == 0 and ready is not None:
             res["mount_s"] = ready
         if e == EPOCHS - 1:
@@ -410,6 +420,13 @@ def report(args):
                         for k, div in (("prefetch_files", 1),
                                        ("prefetch_bytes", 1e6),
                                        ("prefetch_errors", 1)))))
+    print()
+    print("before the first batch (medians): the loader's construction %s; "
+          "the import of its package, not counted: %s" % tuple(
+              ", ".join("%s %s s" % (LABEL[s], cell(med(
+                  [r[k] for r in good if r["system"] == s and
+                   r["epoch"] == 0 and k in r]), "%.2f"))
+                  for s in systems) for k in ("built_s", "import_s")))
     samples = sorted({r["samples"] for r in good})
     print()
     print("samples per epoch: %s; load average (1 min) at the end of the "
