@@ -28,7 +28,7 @@ run() {
 b=tests/bench
 # every command the benchmarks call, named at once when one is missing
 . $b/lib.sh
-need fio /usr/bin/time node npm python3 sha256sum
+need fio /usr/bin/time node npm python3 sha256sum s3fs rclone curl
 run bench_index "plan world=64 workers=8 shuffle=samples" bash $b/bench_index.sh 200 10 1
 run bench_read "cached readlink: view" bash $b/bench_read.sh 1
 run bench_check "audit rate / cat rate:" bash $b/bench_check.sh 1
@@ -41,4 +41,5 @@ run bench_lance "scan-4000, contiguous, symlinks=0:" bash $b/bench_lance.sh --sm
 run bench_scale "samples: ready" bash $b/bench_scale.sh 20 1
 run bench_follow "stream / direct:" bash $b/bench_follow.sh 1
 run bench_peers "| shardfs, symlinks=1 |" bash $b/bench_peers.sh
+run bench_s3 "| shardfs, symlinks=1 | 2 (warm) |" bash $b/bench_s3.sh
 exit "$failed"

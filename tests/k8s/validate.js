@@ -38,6 +38,11 @@ function sidecarRules(where, podSpec) {
 	for (const c of podSpec.containers)
 		check(`${where}: ${c.name} sees the view`, () => assert((c.volumeMounts || []).some(m => m.name === out.name && m.mountPropagation === "HostToContainer"), `no HostToContainer mount of volume ${out.name}`));
 	check(`${where}: the shared volume is an emptyDir`, () => assert(podSpec.volumes.some(v => v.name === out.name && v.emptyDir), `volume ${out.name} is not an emptyDir`));
+	// a source another sidecar mounts (s3fs): mounted Bidirectional by an
+	// init container before this one, which waits on its startup probe
+	const before = podSpec.initContainers.slice(0, podSpec.initContainers.indexOf(side));
+	for (const m of (side.volumeMounts || []).filter(m => m.mountPropagation === "HostToContainer"))
+		check(`${where}: shardfs sees the mount of volume ${m.name}`, () => assert(before.some(c => c.restartPolicy === "Always" && c.startupProbe && (c.volumeMounts || []).some(n => n.name === m.name && n.mountPropagation === "Bidirectional")), `no native sidecar with a startup probe before it mounts ${m.name} Bidirectional`));
 }
 
 // A Job that indexes parts (shardfs-index --part I/N) must be an Indexed
