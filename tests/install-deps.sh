@@ -10,13 +10,13 @@ packages=(build-essential cmake pkg-config libfuse3-dev fuse3 libarchive-dev
 	python3-torch python3-torchvision valgrind
 	# what the benchmarks call (tests/bench/; smoke.sh runs each in CI)
 	fio time
-	# WebDataset's dependencies (tests/e2e/test_webdataset.sh; WebDataset
+	# WebDataset's dependencies (tests/python/e2e/test_webdataset.sh; WebDataset
 	# itself is not in Debian)
 	python3-braceexpand python3-numpy python3-yaml
 	# the Python suites' virtual environments (tests/python/venv.sh)
 	python3-venv
-	# a dataset in an S3 bucket (tests/s3/test_bucket.sh; its server,
-	# versitygw, is built from its Go module by tests/s3/versitygw.sh)
+	# a dataset in an S3 bucket (tests/mount/s3/test_bucket.sh; its server,
+	# versitygw, is built from its Go module by tests/mount/s3/versitygw.sh)
 	s3fs rclone)
 missing=()
 for p in "${packages[@]}"; do

@@ -2,7 +2,7 @@
 # The loader benchmark, results in docs/benchmarks.md ("A training job").
 # Usage: tests/bench/bench_ddp.sh [RUNS] [KIB]   (as root: it mounts)
 #
-# The DDP job of tests/e2e/ddp.py (world=2 ranks x workers=2 DataLoader
+# The DDP job of tests/python/e2e/ddp.py (world=2 ranks x workers=2 DataLoader
 # workers, batch 32, gloo, a linear model: the loader is the bottleneck)
 # for one epoch over 32 tar shards of 4 MiB / KIB samples of KIB KiB each
 # (default 16: 256 samples a shard, 128 MiB in all; warm page cache),
@@ -51,7 +51,7 @@ PY
 }
 job() { # job NAME ARGS...
 	rm -rf "$work/$1"
-	$PY "$top/tests/e2e/ddp.py" --world 2 --workers 2 --batch 32 --epochs 0 --out "$work/$1" "${@:2}" >/dev/null
+	$PY "$top/tests/python/e2e/ddp.py" --world 2 --workers 2 --batch 32 --epochs 0 --out "$work/$1" "${@:2}" >/dev/null
 	rate "$work/$1"
 }
 mount_ranks() { # mount_ranks NAME OPTIONS: one mount per rank, in $list

@@ -21,7 +21,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "follow"))
+                                "..", "mount", "follow"))
 import follow_lib as L  # noqa: E402
 
 

@@ -105,7 +105,7 @@ ts=$(bench_size 5000 500)
 mkdir -p "$B/tp"
 $PY - "$B/tp" "$tc" "$ts" <<EOF
 import random, sys
-sys.path.insert(0, "$top/tests/follow")
+sys.path.insert(0, "$top/tests/mount/follow")
 import follow_lib as L
 rng = random.Random(3)
 for c in range(int(sys.argv[2])):

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Lance datasets, results in docs/benchmarks.md ("Lance").  Datasets
-# written by pylance 14.0.2 (tests/lance/requirements.txt,
+# written by pylance 14.0.2 (tests/mount/lance/requirements.txt,
 # tests/bench/lance_bench.py), made once and kept under $BENCH_DIR:
 #   frags: FRAGS fragments of 10 rows (id, key), rows id % 100 = 7
 #          deleted (a deletion file in every tenth fragment); nodel: the
@@ -48,7 +48,7 @@ bin=${BENCH_BUILD:-$top/build}
 if [ -z "${BENCH_BUILD:-}" ]; then
 	cmake -S "$top" -B "$bin" > /dev/null && cmake --build "$bin" -j "$(nproc)" > /dev/null
 fi
-venv=$(bash "$top/tests/python/venv.sh" "$top/tests/lance/requirements.txt")
+venv=$(bash "$top/tests/python/venv.sh" "$top/tests/mount/lance/requirements.txt")
 PY=$venv/bin/python
 drv=$top/tests/bench/lance_bench.py
 B=${BENCH_DIR:-/tmp/shardfs-bench}/lance

@@ -28,7 +28,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/tests/bench/lib.sh"
 need /usr/bin/time node npm
-. "$top/tests/parquet/npm.sh"
+. "$top/tests/cli/parquet/npm.sh"
 rows=${1:-4000000}
 runs=${2:-5}
 bin=$top/build

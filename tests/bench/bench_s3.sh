@@ -5,8 +5,8 @@
 # Usage: tests/bench/bench_s3.sh [RUNS [SAMPLES [SHARDS]]]   (as root: it
 # mounts)
 #
-# The server is the S3 test's versitygw (tests/s3/versitygw.sh) on
-# 127.0.0.1, with keep-alive, behind tests/s3/delay_proxy.py, which adds
+# The server is the S3 test's versitygw (tests/mount/s3/versitygw.sh) on
+# 127.0.0.1, with keep-alive, behind tests/mount/s3/delay_proxy.py, which adds
 # DELAY_MS (default 10) ms to every connection and every request (this
 # kernel has no netem) and counts requests and bytes.  SAMPLES (default
 # 4096) image-like samples of 8-200 KB (.bin + .cls), cut into SHARDS
@@ -18,7 +18,7 @@
 #     threads (--jobs 8; one per core by default), and --no-hash over
 #     rclone mount (its default cache mode, off): time and requests;
 #   - each system in turn, one DDP-shaped job of two epochs
-#     (tests/s3/bench_s3.py job: 2 ranks in a gloo group, DataLoaders of
+#     (tests/mount/s3/bench_s3.py job: 2 ranks in a gloo group, DataLoaders of
 #     2 workers, batch 32, decode-free): shardfs with symlinks=1 and
 #     symlinks=0 (one view per rank, world=2,workers=2, prefetch at its
 #     defaults) over a fresh s3fs mount whose use_cache directory is
@@ -32,7 +32,7 @@
 # from the server (the proxy's counters).  Medians of RUNS and the
 # load average are printed by bench_s3.py report.
 #
-# The peers run in the venv of tests/s3/requirements-bench.txt (torch 2,
+# The peers run in the venv of tests/mount/s3/requirements-bench.txt (torch 2,
 # Streaming 0.13.0, LitData 0.2.76), made once by tests/python/venv.sh.
 # Under BENCH_SMOKE=1 (smoke.sh): 200 samples in 4 shards, one run,
 # shardfs with symlinks=1 alone, with Debian's python3 and torch 1.13.
@@ -46,10 +46,10 @@ delay=${DELAY_MS:-10}
 need s3fs fusermount3 mountpoint curl
 bin=$top/build
 cmake -S "$top" -B "$bin" >/dev/null && cmake --build "$bin" -j "$(nproc)" >/dev/null
-D=$top/tests/s3/bench_s3.py
-gw=$(bash "$top/tests/s3/versitygw.sh")
-s3venv=$(bash "$top/tests/python/venv.sh" "$top/tests/s3/requirements-s3.txt")
-req=$top/tests/s3/requirements-bench.txt
+D=$top/tests/mount/s3/bench_s3.py
+gw=$(bash "$top/tests/mount/s3/versitygw.sh")
+s3venv=$(bash "$top/tests/python/venv.sh" "$top/tests/mount/s3/requirements-s3.txt")
+req=$top/tests/mount/s3/requirements-bench.txt
 if [ -z "${BENCH_SMOKE:-}" ]; then
 	PY=$(bash "$top/tests/python/venv.sh" "$req")/bin/python
 	systems=${SYSTEMS:-links slices streaming litdata}
@@ -117,7 +117,7 @@ ROOT_ACCESS_KEY_ID=$AWS_ACCESS_KEY_ID ROOT_SECRET_ACCESS_KEY=$AWS_SECRET_ACCESS_
 gw_pid=$!
 wait_port "$port" "$work/gw.log"
 pport=$(free_port)
-python3 "$top/tests/s3/delay_proxy.py" "$pport" "$port" "$delay" > "$work/proxy.log" 2>&1 &
+python3 "$top/tests/mount/s3/delay_proxy.py" "$pport" "$port" "$delay" > "$work/proxy.log" 2>&1 &
 proxy_pid=$!
 wait_port "$pport" "$work/proxy.log"
 url=http://127.0.0.1:$port proxy=http://127.0.0.1:$pport

@@ -37,7 +37,7 @@ ddp_shards() {
 	local src=${BENCH_DIR:-/tmp/shardfs-bench}/ddp-32-$1
 	if [ ! -d "$src" ]; then
 		mkdir -p "$src"
-		$PY "$top/tests/e2e/make_tars.py" "$src" \
+		$PY "$top/tests/python/e2e/make_tars.py" "$src" \
 			$(printf "$((4096 / $1)) %.0s" $(seq "$(bench_size 32 8)")) \
 			--payload $(($1 * 1024)) >&2
 	fi

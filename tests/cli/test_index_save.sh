@@ -3,7 +3,7 @@
 # as it found it (issue 30): no samples-*, blocks-* or digests-* table
 # that no manifest names, no temporary file; an index already there is
 # untouched and still loads.  Needs root (a small tmpfs as the --out dir).
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 FULL=$T/full
 mkdir -p "$FULL"
 # unmounted on every path, before lib.sh's trap removes $T

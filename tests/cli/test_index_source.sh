@@ -4,7 +4,7 @@
 # source, no symlink on the way, O_NONBLOCK, regular files only), so a
 # shard swapped for a FIFO is reported, never waited on, and a directory
 # swapped for a symlink is refused, never indexed from outside the source.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 
 # slow_source DIR SUB: DIR/shard-000000.tar, one sparse 256 MiB member that
 # the indexer (--jobs 1, hashing) is busy with for a while, then

@@ -4,7 +4,7 @@
 # that points up, a folder's private header included from another folder,
 # or a public header without a layer fails it, each named with its file,
 # its include and the rule.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 TOP=$(cd "$TESTS/.." && pwd)
 CHECK=$TOP/src/core/layers.cmake
 

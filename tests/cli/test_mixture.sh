@@ -3,7 +3,7 @@
 # grid against the independent Python reference of docs/plan.md, the
 # allocation rules, what epochs take of a source over time, and every bad
 # mixture file refused with the file, the field and the fix.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 
 shardfs-mkdata "$T/web" --format jsonl --shards 6 --samples 20-60 --seed 11 >/dev/null
 shardfs-mkdata "$T/code" --format tar --shards 4 --samples 5-25 --size 1-64 --seed 12 >/dev/null

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # shardfs-plan: its messages, its summary, and its plans against the
 # independent Python implementation of docs/plan.md.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 
 shardfs-mkdata "$T/tar" --format tar --shards 11 --samples 1-60 --size 1-64 --seed 5
 shardfs-mkdata "$T/jsonl" --format jsonl --shards 7 --samples 5-50 --seed 6

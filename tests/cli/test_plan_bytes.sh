@@ -5,7 +5,7 @@
 # epoch_size, compressed (unsliceable) shards and every kind of mixture, as
 # JSON and as the summary, errors included.  A change here is a change of
 # the plan contract (docs/plan.md), which every rank of a job relies on.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 
 cd "$T" || exit 1
 shardfs-mkdata tar --format tar --shards 11 --samples 1-60 --size 1-64 --seed 5 >/dev/null

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # shardfs-mkdata, shardfs-index and slices, read by real tools: GNU tar,
 # bsdtar, Python's tarfile and readers written here.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 
 digest_tree() { (cd "$1" && find . -path ./.shardfs -prune -o -type f -print | sort | xargs sha256sum); }
 samples_in_index() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["samples"])' "$1/.shardfs/manifest.json"; }

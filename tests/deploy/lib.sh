@@ -4,7 +4,7 @@
 # [/var/cache/shardfs-test] for the next run, and the Debian packages they
 # need, installed with apt-get -- or the test fails saying so.
 # Arguments: BUILD TESTS VERSION (the project's version, from ctest).
-. "$(dirname "${BASH_SOURCE[0]}")/../cli/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 VERSION=$3
 cache=${SHARDFS_TEST_CACHE:-/var/cache/shardfs-test}
 base=$cache/debian-12-minbase

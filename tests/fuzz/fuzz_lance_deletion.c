@@ -6,7 +6,7 @@
  * the bytes, never crash.  What it reports must hold together: runs in
  * increasing order, none touching the next, none empty, all below the
  * fragment's rows, adding up to the count it returns.  Seeds: the deletion
- * files pylance wrote in tests/lance/fixtures, each behind its byte.
+ * files pylance wrote in tests/unit/fixtures/lance, each behind its byte.
  */
 #include <stdint.h>
 #include <stdlib.h>

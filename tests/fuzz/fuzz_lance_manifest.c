@@ -8,7 +8,7 @@
  * files counted, each decoded later from its own bytes) must agree with
  * the whole decode wherever the whole one accepts, and never crash where it
  * refuses.  Seeds: every version of the datasets pylance wrote in
- * tests/lance/fixtures.
+ * tests/unit/fixtures/lance.
  */
 #include <inttypes.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /*
  * libFuzzer harness: a reader's Lance dataset built for runs read from the
  * input (pairs of u16 little-endian: first, count, each taken modulo what
- * fits) over tests/lance/fixtures/frags.lance (1732 live rows in 6
+ * fits) over tests/unit/fixtures/lance/frags.lance (1732 live rows in 6
  * fragments, Arrow and bitmap deletions), then read back with the
  * module's own readers: the new manifest must decode, every fragment's
  * data files must be one source fragment's, its bitmap must decode, and
@@ -81,7 +81,7 @@ static void setup(void)
 	if (!dir) {
 		snprintf(path, sizeof(path), "%s", __FILE__);
 		*strrchr(path, '/') = '\0';
-		strncat(path, "/../lance/fixtures",
+		strncat(path, "/../unit/fixtures/lance",
 			sizeof(path) - strlen(path) - 1);
 		dir = path;
 	}

@@ -6,7 +6,7 @@
 # fails with EINVAL, the log names the block) and the view being served
 # stays right.  An index without a blocks file (an older shardfs's) is
 # checked whole at mount, as before.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 M=$T/mnt
 O="rank=0,world=2,workers=1,block=1000,shuffle=units"
 

@@ -2,7 +2,7 @@
 # shardfs-check: passes on correct views of every format (one mount, and
 # one mount per rank), fails naming the fault on broken set-ups, and merge
 # of per-rank reports gives the single-machine verdict.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 
 shardfs-mkdata "$T/tar" --format tar --shards 7 --samples 3-30 --size 0-900 --seed 21
 shardfs-mkdata "$T/jsonl" --format jsonl --shards 5 --samples 3-30 --seed 22

@@ -4,7 +4,7 @@
 # compressed shard, and small ones): indexed with the sample counts of the
 # same archives uncompressed, served whole (symlinks), read back by GNU tar
 # and Python's tarfile with exact per-reader counts, audited by shardfs-check.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 
 for t in gzip bzip2 xz zstd; do
 	command -v $t > /dev/null || { bad "$t is not installed: run bash tests/install-deps.sh"; }

@@ -8,7 +8,7 @@
 # other bytes, and the other files must keep working.  (The prefetcher may
 # log the same fault on its own line, "shardfs: prefetch: ...": the counts
 # below are the readers' lines.)
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 PY=/usr/bin/python3
 check="$TESTS/mount/check_view.py"
 M=$T/mnt

@@ -4,7 +4,7 @@
 # through mount(8).  mount(8) finds helpers only on fixed paths, so the
 # build is installed (cmake --install: /usr/local and /sbin) and the
 # installed files are removed again when the test ends.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 
 cmake --install "$BUILD" --prefix /usr/local > /dev/null
 installed=$(cat "$BUILD/install_manifest.txt")

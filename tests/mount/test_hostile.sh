@@ -21,7 +21,7 @@
 #     their data files hold: refused within 100 MB, indexed or mounted.
 # The files come from tests/mount/hostile_parquet.py.  Memory bounds are
 # skipped in a sanitizer build (ASan's own memory would cross them).
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 
 GEN=$TESTS/mount/hostile_parquet.py
 PASS="0:PASS: disjoint, nothing missing, equal counts, every sample's bytes and order as planned"
@@ -156,16 +156,16 @@ else
 	bad "mount the 20 000 row groups file"
 fi
 # ---- a Lance manifest claiming 2^32 rows a fragment ----
-# (tests/lance/forge_rows.py: the fixture's manifest, every fragment's
+# (tests/mount/lance/forge_rows.py: the fixture's manifest, every fragment's
 # physical_rows made 2^32; the code before digested them in
 # shardfs-index, 23.7 GB when the OOM killer came, and built a 268 MB
 # deletion bitmap per reader at mount): refused against the data files'
 # footers before anything is sized by the claim, by the indexer and by a
 # mount without an index
 mkdir "$T/lance"
-cp -r "$TESTS/lance/fixtures/frags.lance" "$T/lance/"
+cp -r "$TESTS/unit/fixtures/lance/frags.lance" "$T/lance/"
 man=_versions/18446744073709551608.manifest
-python3 "$TESTS/lance/forge_rows.py" "$T/lance/frags.lance/$man" 4294967296 ||
+python3 "$TESTS/mount/lance/forge_rows.py" "$T/lance/frags.lance/$man" 4294967296 ||
 	bad "forge the Lance manifest"
 claim="$man: byte 221: fragment 0 claims 4294967296 rows (physical_rows), its data file data/000110100011101001001010cfc0f34d2f88ddc62c15e42dee.lance holds 1 (its footer): the manifest is damaged or forged; restore it from the dataset's writer, or index another version; fix or remove it, or run shardfs-index --skip-bad to index the rest"
 expect_run "a Lance manifest claiming 2^32 rows: refused by shardfs-index" 2 \

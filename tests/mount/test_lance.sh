@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
-# Lance datasets written by pylance (tests/lance/requirements.txt:
+# Lance datasets written by pylance (tests/mount/lance/requirements.txt:
 # fragments of 1 to 50 000 rows, appends, deletions of both kinds,
 # strings, nulls, lists, fixed-size vectors) mounted for real: every
 # reader directory holds one Lance dataset, named like the source, that
 # lance.dataset() opens as exactly the reader's rows in plan order, under
-# a grid of plan options (tests/lance/check_mount.py says what is
+# a grid of plan options (tests/mount/lance/check_mount.py says what is
 # checked); an epoch switch gives the next epoch's rows under new names;
 # the recipe of docs/loaders.md runs through PyTorch's DataLoader and a
 # DDP job on a mount; shardfs-check view proves every Lance mount of the
 # grid (every reader's rows are its plan's, its data files the source's)
 # and fails, with its exact findings, on a copy of a view whose deletion
 # file or data file was tampered with.  Arguments: BUILD TESTS.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 
 # Who may read a reader's dataset with allow_other and symlinks=0 (run
 # first: the fixture is enough, pylance is not needed).  A data file has
@@ -24,7 +24,7 @@ as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
 modes_of() { find "$1" -type f -printf '%m %U:%G\n' | sort -u | tr '\n' ' '; }
 P=$T/perm/frags.lance
 mkdir -p "$T/perm"
-cp -r "$TESTS/lance/fixtures/frags.lance" "$T/perm/"
+cp -r "$TESTS/unit/fixtures/lance/frags.lance" "$T/perm/"
 chmod -R go+rX "$T/perm"
 chmod 755 "$T"
 shardfs-index "$P" --quiet || bad "perm: shardfs-index"
@@ -83,7 +83,7 @@ if mount_view "$P" "$m" "$O"; then
 	unmount_view "$m"
 fi
 
-venv=$(bash "$TESTS/python/venv.sh" "$TESTS/lance/requirements.txt") || {
+venv=$(bash "$TESTS/python/venv.sh" "$TESTS/mount/lance/requirements.txt") || {
 	bad "install pylance"
 	finish
 	exit
@@ -99,7 +99,7 @@ tvenv=$(bash "$TESTS/python/venv.sh" "$TESTS/python/requirements.txt") || {
 }
 tpy=$tvenv/bin/python
 
-"$py" "$TESTS/lance/make_datasets.py" "$T/src" --big --rich > "$T/expected.json" ||
+"$py" "$TESTS/mount/lance/make_datasets.py" "$T/src" --big --rich > "$T/expected.json" ||
 	{ bad "make_datasets.py"; finish; exit; }
 for ds in frags big; do
 	shardfs-index "$T/src/$ds.lance" --quiet || bad "$ds: shardfs-index"
@@ -109,7 +109,7 @@ done
 check() {
 	local m=$T/mnt got
 	mount_view "$T/src/$1.lance" "$m" "$2" || { bad "$1: $2: mount"; return; }
-	got=$("$py" "$TESTS/lance/check_mount.py" "$T/src/$1.lance" "$m" "$1.lance" ${3:-} 2>&1)
+	got=$("$py" "$TESTS/mount/lance/check_mount.py" "$T/src/$1.lance" "$m" "$1.lance" ${3:-} 2>&1)
 	expect_eq "$1: $2: every reader's dataset is its rows (and the union the source's)" \
 		"$(grep -vc ': ok$' <<<"$got")" 0 || printf '%s\n' "$got" >&2
 	# the auditor checks one epoch per mount (epochs=1)
@@ -161,7 +161,7 @@ if mount_view "$T/src/frags.lance" "$m" world=2,workers=2,block=100,seed=1; then
 	before=$(cd "$d" && ls _versions _deletions | sort)
 	echo 1 > "$m/.shardfs/epoch"
 	after=$(cd "$d" && ls _versions _deletions | sort)
-	got=$("$py" "$TESTS/lance/check_mount.py" "$T/src/frags.lance" "$m" frags.lance 2>&1)
+	got=$("$py" "$TESTS/mount/lance/check_mount.py" "$T/src/frags.lance" "$m" frags.lance 2>&1)
 	expect_eq "epoch 1: every reader's dataset is its rows" \
 		"$(grep -vc ': ok$' <<<"$got")" 0 || printf '%s\n' "$got" >&2
 	expect_eq "epoch 1: the manifest has a new name" \
@@ -171,7 +171,7 @@ if mount_view "$T/src/frags.lance" "$m" world=2,workers=2,block=100,seed=1; then
 	# the loaders.md recipe, as written there, through PyTorch's DataLoader
 	sed -n '/^# recipe: lance$/,/^```$/p' "$TESTS/../docs/loaders.md" | sed '$d' > "$T/recipe.py"
 	expect_eq "the recipe is in docs/loaders.md" "$(grep -c 'lance.dataset' "$T/recipe.py")" 1
-	got=$("$tpy" "$TESTS/lance/torch_recipe.py" "$T/recipe.py" "$m" "$T/src/frags.lance" frags.lance 2>&1)
+	got=$("$tpy" "$TESTS/mount/lance/torch_recipe.py" "$T/recipe.py" "$m" "$T/src/frags.lance" frags.lance 2>&1)
 	expect_eq "the recipe: every rank's rows, in order, equal steps" "$(tail -1 <<<"$got")" \
 		"ok: 4 readers, $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["per_reader"])' "$m/.shardfs/plan.json") rows each" ||
 		printf '%s\n' "$got" >&2
@@ -182,12 +182,12 @@ if mount_view "$T/src/frags.lance" "$m" world=2,workers=2,block=100,seed=1; then
 fi
 
 # shardfs-check view against tampered views: copies of a mount of the
-# fixture dataset (tests/lance/fixtures, fixed names and rows) with one
+# fixture dataset (tests/unit/fixtures/lance, fixed names and rows) with one
 # reader's deletion file changed (still valid, as many rows deleted, one
 # other row live), a data file's symlink pointing elsewhere, a status
 # whose plan is not the one served; each fails with its exact findings
 mkdir -p "$T/fx" "$T/elsewhere"
-cp -r "$TESTS/lance/fixtures/frags.lance" "$T/fx/"
+cp -r "$TESTS/unit/fixtures/lance/frags.lance" "$T/fx/"
 shardfs-index "$T/fx/frags.lance" --quiet || bad "fixture: shardfs-index"
 if mount_view "$T/fx/frags.lance" "$m" world=2,workers=2; then
 	for c in good deletion link plan; do cp -a "$m" "$T/copy-$c"; done
@@ -199,7 +199,7 @@ PASS: disjoint, nothing missing, equal counts, every sample's bytes and order as
 	got=$(shardfs-check view "$T/copy-good" 2>&1)
 	expect_eq "a copy of a view passes" "$?:$got" "0:$pass"
 	expect_eq "tamper: a deletion file's rows move" \
-		"$(python3 "$TESTS/lance/tamper_deletion.py" "$T"/copy-deletion/1/0/frags.lance/_deletions/*.bin)" \
+		"$(python3 "$TESTS/mount/lance/tamper_deletion.py" "$T"/copy-deletion/1/0/frags.lance/_deletions/*.bin)" \
 		"row 133 live, row 134 deleted"
 	got=$(shardfs-check view "$T/copy-deletion" 2>&1)
 	expect_eq "a changed deletion file: a row of another reader read, a row missing" "$?:$got" \
@@ -345,10 +345,10 @@ done
 
 # a DDP job (gloo, 2 ranks sharing a mount, DataLoader num_workers=2)
 # through the recipe, over two epochs: equal steps, full batches, every
-# live row once plus the plan's padding (tests/lance/ddp_lance.py)
+# live row once plus the plan's padding (tests/mount/lance/ddp_lance.py)
 if mount_view "$T/src/frags.lance" "$m" world=2,workers=2,batch=8,block=100,seed=4; then
 	mkdir -p "$T/ddp"
-	got=$("$tpy" "$TESTS/lance/ddp_lance.py" "$T/recipe.py" "$m" "$T/src/frags.lance" \
+	got=$("$tpy" "$TESTS/mount/lance/ddp_lance.py" "$T/recipe.py" "$m" "$T/src/frags.lance" \
 		frags.lance 0,1 "$T/ddp" 2>&1)
 	expect_eq "DDP over Lance views: equal steps, exact union" "$(tail -1 <<<"$got")" \
 		"ok: 2 ranks, 2 epochs, 110 steps each, every live row once plus the padding" ||

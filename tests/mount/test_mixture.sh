@@ -3,7 +3,7 @@
 # tar, Python and the auditor byte for byte, per-source counts exact,
 # replicas identical, an epoch switch, and the negative control: ranks that mount different
 # mixtures are named.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 
 mkdir -p "$T/d"
 shardfs-mkdata "$T/d/web" --format jsonl --shards 5 --samples 20-40 --seed 31 >/dev/null
@@ -29,7 +29,7 @@ names=$(cd "$M" && find . -mindepth 3 -type f -printf '%f\n' | cut -d- -f2- | cu
 expect_eq "file names start with the source" "$names" "code math web "
 shardfs-plan "$T/mix.json" -o "$opts" --json > "$T/plan.json"
 expect_eq "the plan of the mount is the reference's" \
-	"$(python3 "$TESTS/plan/plan_reference.py" "$T/mix.json" "$T/plan.json")" \
+	"$(python3 "$TESTS/cli/plan_reference.py" "$T/mix.json" "$T/plan.json")" \
 	"plan matches the reference: 8 readers x 50 samples"
 
 # every tar slice reads with GNU tar, every jsonl slice has whole lines,

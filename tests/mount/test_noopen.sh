@@ -6,7 +6,7 @@
 # (even to a text of the same length, even through a descriptor held
 # open); more files than the daemon keeps slices of read right twice.
 # no_open=0 is run beside it: there every open is a round trip.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 PY=/usr/bin/python3
 O="world=2,workers=2,block=3,symlinks=0"
 

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # Parquet shards mounted for real and cut to the row: files written by
-# DuckDB and parquet-wasm (tests/parquet/write.mjs: every codec, v1/v2
+# DuckDB and parquet-wasm (tests/cli/parquet/write.mjs: every codec, v1/v2
 # pages, dictionaries, PLAIN, dictionary, RLE, DELTA_* and
 # BYTE_STREAM_SPLIT encodings, nullable and nested columns) and by
 # shardfs-mkdata, under a
 # grid of plan options; every view file read by DuckDB, hyparquet and
-# parquet-wasm as exactly the rows its plan names (tests/parquet/views.mjs),
+# parquet-wasm as exactly the rows its plan names (tests/cli/parquet/views.mjs),
 # equal rows per reader; the auditor proves every row by its digest; bad
 # files are refused with the file, the byte and what is wrong.
-. "$(dirname "$0")/lib.sh"
-. "$TESTS/parquet/npm.sh"
+. "$(dirname "$0")/../lib.sh"
+. "$TESTS/cli/parquet/npm.sh"
 parquet_npm "$BUILD" "$TESTS" || { bad "install the npm packages"; finish; exit; }
 
 PASS="0:PASS: disjoint, nothing missing, equal counts, every sample's bytes and order as planned"

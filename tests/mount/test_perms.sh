@@ -6,7 +6,7 @@
 # so that with allow_other (which brings default_permissions) the kernel
 # refuses a user the samples of a shard that user cannot read in the
 # source.  Symlinks lead to the source, whose own modes apply.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 M=$T/mnt
 as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
 

@@ -7,7 +7,7 @@
 # shard gone is logged once and costs nothing else; a source that stalls is
 # logged, and unmount returns within seconds however long the source takes;
 # on a local source only the next file's start is asked for.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 check="$TESTS/mount/check_view.py"
 S=$T/slow M=$T/mnt
 LAT=$T/latency

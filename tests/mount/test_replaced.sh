@@ -4,7 +4,7 @@
 # line naming it, at their next read, as docs/security.md says, instead of
 # serving the bytes of a file the source no longer has; and once the shard
 # is back as indexed, they read its bytes again.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 M=$T/mnt
 O="world=1,workers=1,block=20,shuffle=none,symlinks=0,prefetch=0"
 

@@ -4,7 +4,7 @@
 # option, an index= that is not there is refused, old epochs held open are
 # bounded, and a reader cannot make the control files cost the daemon a
 # rebuild per stat.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 M=$T/m
 
 shardfs-mkdata "$T/tar" --format tar --shards 6 --samples 5-20 --size 1-300 --seed 51 >/dev/null

@@ -4,7 +4,7 @@
 # of pod gives the right rank directories to a second process in the same
 # namespace; SIGTERM unmounts and exits 0; each broken environment gives
 # its one-line message.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 sidecar="$TESTS/../mount-helpers/shardfs-sidecar"
 
 shardfs-mkdata "$T/src" --format tar --shards 6 --samples 5-20 --seed 41 > /dev/null

@@ -5,7 +5,7 @@
 # Memcheck must report zero errors and no definitely or indirectly lost
 # bytes.  (Not run in the sanitizer build: valgrind and ASan exclude each
 # other.)
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 check="$TESTS/mount/check_view.py"
 M=$T/mnt
 shardfs-mkdata "$T/tar" --format tar --shards 6 --samples 5-40 --size 0-900 --seed 21 >/dev/null

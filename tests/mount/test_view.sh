@@ -3,7 +3,7 @@
 # checked byte for byte against the source; real tools on the slices;
 # directory order, links, provenance, epoch switches, odd reads, mmap,
 # cp -a, and every refusal.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 check="$TESTS/mount/check_view.py"
 
 # --- datasets ---

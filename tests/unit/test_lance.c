@@ -1,8 +1,8 @@
 /*
  * Lance: the bounded protobuf reader on bytes built here (an encoder of the
  * test's own), manifests built here and refused with exact messages, the
- * datasets pylance 14.0.2 wrote (tests/lance/fixtures, made by
- * tests/lance/make_datasets.py) counted as pylance counts them, and
+ * datasets pylance 14.0.2 wrote (tests/unit/fixtures/lance, made by
+ * tests/mount/lance/make_datasets.py) counted as pylance counts them, and
  * deletion files of both kinds, written by pylance and built here.
  */
 #include <fcntl.h>
@@ -16,7 +16,7 @@
 #include "shardfs/util.h"
 
 #ifndef LANCE_FIXTURES
-#error "LANCE_FIXTURES names tests/lance/fixtures"
+#error "LANCE_FIXTURES names tests/unit/fixtures/lance"
 #endif
 
 /* ---- a protobuf encoder of the test's own ---- */
@@ -651,7 +651,7 @@ static struct sfs_lance_dataset *open_newest(int dirfd, const char *ds,
 
 static void test_lance_pylance_frags(void **state)
 {
-	/* tests/lance/fixtures/expected.json, as pylance reported it */
+	/* tests/unit/fixtures/lance/expected.json, as pylance reported it */
 	static const uint64_t want[][4] = {
 		/* id, physical_rows, deleted, type (2: none) */
 		{ 0, 1, 0, 2 },	  { 1, 300, 4, SFS_LANCE_DELETION_ARROW },

@@ -157,7 +157,7 @@ def rank_loader(args, rank):
         with open("%s.%d" % (args.resume, rank), "rb") as f:
             state = pickle.load(f)
     if s in ("links", "slices"):
-        sys.path.insert(0, os.path.join(TOP, "tests", "e2e"))
+        sys.path.insert(0, os.path.join(TOP, "tests", "python", "e2e"))
         # the package as `pip install ./python` gives it: the recipe then
         # reads with shardfs.samples.tar_samples, not its tarfile fallback
         sys.path.insert(0, os.path.join(TOP, "python"))

@@ -2,7 +2,7 @@
  * Lance manifests: finding a dataset's newest one and decoding it.
  *
  * A manifest file (written by Lance; checked against pylance 14.0.2, see
- * tests/lance/) is: other sections (the transaction, the index section),
+ * tests/mount/lance/) is: other sections (the transaction, the index section),
  * the manifest as a u32 little-endian length and that many bytes of
  * protobuf `Manifest`, then a 16-byte footer: the u64 position of that
  * length, u16 major and u16 minor version, "LANC".  The fields read of
