@@ -20,6 +20,9 @@
 #     decoded once for all of them;
 #   - shuffle=samples (a cut per row) over 20 readers: mount, read every
 #     file, unmount;
+#   - the cold first read of the cut slices of 8 shardfs-mkdata shards
+#     (world=3,workers=2, epochs 1-3) with pyarrow, against pyarrow
+#     reading the shards they are cut from (rows/s; PYARROW_PYTHON);
 #   - rank 1 of world=4 reading its share with DuckDB through the mount
 #     against the same rows read from the source by LIMIT/OFFSET.
 # Every figure is the median of RUNS.
@@ -140,6 +143,42 @@ t=$(for r in $(seq "$runs"); do
 	timed sh -c "'$bin/shardfs' '$B/s20k' '$m' -o world=5,workers=4,shuffle=samples,block=0 && cat '$m'/*/*/* > /dev/null; fusermount3 -u '$m'"
 done | median)
 echo "mount, read every file, unmount: ${t}s"
+
+echo
+echo "== cold first read of cut slices with pyarrow: 8 shardfs-mkdata shards of 40-60 k rows, world=3,workers=2, epochs 1-3, against pyarrow reading the shards they are cut from"
+# PYARROW_PYTHON: a python with pyarrow (e.g. a venv of tests/README.md)
+py=${PYARROW_PYTHON:-python3}
+if ! "$py" -c 'import pyarrow.parquet' 2> /dev/null; then
+	echo "skipped: $py cannot import pyarrow (set PYARROW_PYTHON)"
+else
+	if [ ! -f "$B/mk/.done" ]; then
+		rm -rf "$B/mk"
+		"$bin/shardfs-mkdata" "$B/mk" --format parquet --shards 8 --samples 40000-60000 > /dev/null
+		touch "$B/mk/.done"
+	fi
+	"$bin/shardfs-index" "$B/mk" --no-hash --quiet
+	# the seconds and rows pyarrow takes to read FILE...
+	pyread() { "$py" -c 'import sys, time, pyarrow.parquet as pq
+t = time.monotonic(); n = sum(pq.read_table(p).num_rows for p in sys.argv[1:])
+print("%.3f %d" % (time.monotonic() - t, n))' "$@"; }
+	rs=""
+	for r in $(seq "$runs"); do
+		for e in 1 2 3; do
+			"$bin/shardfs" "$B/mk" "$m" -o world=3,workers=2,epoch=$e
+			# the cut slices (a whole shard is a symlink), and their shards
+			cut=$(find "$m"/[0-9]* -type f -size +10k | sort)
+			src=$(for f in $cut; do b=$(basename "$f"); b=${b#*-}; echo "$B/mk/${b%%.*}.parquet"; done | sort -u)
+			drop
+			v=$(pyread $cut)
+			fusermount3 -u "$m"
+			drop
+			s=$(pyread $src)
+			rs+="$(echo "$v $s" | awk '{printf "%.2f", ($2 / $1) / ($4 / $3)}')"$'\n'
+			echo "epoch $e: slices ${v% *}s, the source ${s% *}s (${v#* } and ${s#* } rows), load $(cut -d' ' -f1 /proc/loadavg)"
+		done
+	done
+	echo "rows/s of the slices over the source's, median of $((runs * 3)): $(echo -n "$rs" | median)"
+fi
 
 echo
 echo "== rank 1 of world=4 reads its share with DuckDB (warm caches)"

@@ -94,6 +94,29 @@ static void encode_levels(const struct sfs_pq_column *c, uint32_t e0,
 }
 
 /*
+ * The values of c's decoded page before entry e (entries at max_def):
+ * every entry's when the column is required, else counted from the
+ * nearer end of the page, as a cut per row would otherwise walk half a
+ * page for each.
+ */
+static uint32_t values_before(const struct sfs_pq_column *c, uint32_t e)
+{
+	const struct sfs_pq_page *pg = &c->pg;
+	uint32_t i, k = 0;
+
+	if (!c->lf.max_def)
+		return e;
+	if (e <= pg->n / 2) {
+		for (i = 0; i < e; i++)
+			k += pg->def[i] == c->lf.max_def;
+		return k;
+	}
+	for (i = e; i < pg->n; i++)
+		k += pg->def[i] == c->lf.max_def;
+	return pg->nvals - k;
+}
+
+/*
  * Entries [e0, e1) of c's decoded page as a new page (header and body)
  * in *out: levels re-encoded, values PLAIN or, dictionary-encoded, their
  * indexes in the page's encoding; compressed with the chunk's codec.
@@ -109,8 +132,7 @@ static int reencode(struct sfs_pq_column *c, uint32_t e0, uint32_t e1,
 	size_t rep_len;
 	int last = 0, sub = 0, rc;
 
-	for (i = 0; i < e0; i++)
-		k0 += pg->def[i] == c->lf.max_def;
+	k0 = values_before(c, e0);
 	k1 = k0;
 	for (i = e0; i < e1; i++) {
 		k1 += pg->def[i] == c->lf.max_def;
@@ -268,8 +290,13 @@ static int cut_column(struct sfs_pq_column *c, uint64_t *have, int64_t first,
 			rc = decode(c, &h, have);
 			if (rc)
 				return rc;
-			/* entry i belongs to the row last begun (rep 0) */
-			for (i = 0; i < c->pg.n; i++) {
+			if (!c->lf.max_rep) {
+				/* entry i is row lo + i */
+				e0 = (uint32_t)((first > lo ? first : lo) - lo);
+				e1 = (uint32_t)((end < hi ? end : hi) - lo);
+			}
+			/* else entry i belongs to the row last begun (rep 0) */
+			for (i = 0; c->lf.max_rep && i < c->pg.n; i++) {
 				r += c->pg.rep[i] == 0;
 				if (r >= first && r < end) {
 					if (e0 == UINT32_MAX)
