@@ -14,6 +14,7 @@
 #include "fs.h"
 #include "shardfs/follow.h"
 #include "shardfs/index.h"
+#include "shardfs/window.h"
 
 /* A shard of the stream as the readers see it: the watcher's copy of
  * w->f's, published under w->lock (w->f itself is the watcher's, scanned

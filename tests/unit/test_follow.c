@@ -14,6 +14,7 @@
 #include "helpers.h"
 #include "shardfs/crc32c.h"
 #include "shardfs/follow.h"
+#include "shardfs/window.h"
 
 /* A TFRecord file of one record holding data. */
 static void tfrecord(const char *dir, const char *name, const char *data)

@@ -26,6 +26,7 @@
 #include "shardfs/follow.h"
 #include "shardfs/observe.h"
 #include "shardfs/util.h"
+#include "shardfs/window.h"
 
 #include "observe_i.h"
 
