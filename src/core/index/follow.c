@@ -48,13 +48,6 @@ static void note(struct sfs_follow *f, const char *fmt, ...)
 		f->note(f->note_arg, msg);
 }
 
-/* A format whose files concatenate: its slices are byte ranges. */
-static bool followable(const struct sfs_format_ops *ops)
-{
-	return !ops->lay_out && !ops->dataset && !ops->tree &&
-	       !ops->whole_file && !ops->declared;
-}
-
 /* A time sfs_mtime_ns holds without overflow: the log's int64_t ns. */
 static bool mtime_fits(const struct stat *st)
 {
@@ -462,7 +455,7 @@ int sfs_follow_open(const char *source, const char *index_dir, bool write_log,
 {
 	struct sfs_follow *f = calloc(1, sizeof(*f));
 	const char *unused = NULL;
-	char *dir = NULL;
+	char *dir = NULL, names[64];
 	int rc = 0, dirfd = -1;
 
 	if (!f)
@@ -483,11 +476,13 @@ int sfs_follow_open(const char *source, const char *index_dir, bool write_log,
 			source, strerror(errno));
 		goto fail;
 	}
-	if (format && !followable(format)) {
+	if (format && !format->concatenates) {
 		rc = sfs_errorf(
 			err, -EINVAL,
-			"format=%s cannot be followed: only formats whose files concatenate (jsonl, tfrecord, tar) can",
-			format->name);
+			"format=%s cannot be followed: only formats whose files concatenate (%s) can",
+			format->name,
+			sfs_format_concatenating_names(0, ", ", names,
+						       sizeof(names)));
 		goto fail;
 	}
 	dir = sfs_index_dir(f->source, index_dir);
@@ -713,6 +708,7 @@ static int accept(struct sfs_follow *f, const char *name)
 	struct sfs_follow_shard sh = { 0 };
 	struct sfs_error e = { 0 };
 	struct stat st;
+	char names[64];
 	int fd, rc;
 
 	if (!ops)
@@ -733,11 +729,13 @@ static int accept(struct sfs_follow *f, const char *name)
 		close(fd);
 		return SKIPPED;
 	}
-	if (!f->format && !followable(ops)) {
+	if (!f->format && !ops->concatenates) {
 		if (refuse_once(f, name, &st))
 			note(f,
-			     "%s/%s: refused: %s shards cannot be followed, only jsonl, tfrecord and tar",
-			     f->source, name, ops->name);
+			     "%s/%s: refused: %s shards cannot be followed, only %s",
+			     f->source, name, ops->name,
+			     sfs_format_concatenating_names(0, " and ", names,
+							    sizeof(names)));
 		close(fd);
 		return SKIPPED;
 	}
