@@ -365,12 +365,12 @@ static int setup(struct fs *fs, const struct args *a)
 	fs->splice_max = fs->mount.splice ? splice_limit() : 0;
 	/* Requests no larger than a splice, or the kernel sends some of 1 MiB
 	 * whatever the read-ahead (large folios) and those are copied; a
-	 * followed source mounts without max_read, as it always has (its
-	 * stream's reads of 1 MiB are copied).  The daemon passes max_read
-	 * itself: libfuse wants it at the mount and again at INIT */
-	fs->max_read = fs->mount.max_read ? fs->mount.max_read :
-		       fs->follow	  ? 0 :
-				    (unsigned)(fs->splice_max & ~(size_t)4095);
+	 * followed source's too, whose reads splice from the descriptor
+	 * cache as a view's do.  The daemon passes max_read itself: libfuse
+	 * wants it at the mount and again at INIT */
+	fs->max_read = fs->mount.max_read ?
+			       fs->mount.max_read :
+			       (unsigned)(fs->splice_max & ~(size_t)4095);
 	raise_nofile();
 	if (fdcache_init(&fs->fds, fs->follow ? follow_srcfd(fs) : fs->srcfd,
 			 FD_CACHE)) {
