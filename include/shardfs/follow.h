@@ -8,10 +8,8 @@
  * kept in a log (follow.log in the index directory) so that a restart
  * finds the shards already consumed and maybe deleted where they were.
  *
- * A window (sfs_window) is samples [kN, (k+1)N) of the stream planned like
- * an epoch of its own (epoch k), laid out for some readers as extents of
- * the shards: what a reader's window file and its part of stream.<ext>
- * hold.  Nothing here knows FUSE.
+ * Its windows, planned with the plan's options, are the view's
+ * (window.h).  Nothing here knows FUSE.
  */
 #ifndef SHARDFS_FOLLOW_H
 #define SHARDFS_FOLLOW_H
@@ -23,7 +21,6 @@
 
 #include "shardfs/error.h"
 #include "shardfs/format.h"
-#include "shardfs/options.h"
 
 #define SFS_FOLLOW_LOG "follow.log"
 #define SFS_FOLLOW_END ".shardfs-end"
@@ -153,78 +150,5 @@ ssize_t sfs_follow_find(const struct sfs_follow *f, const char *name);
 /* The shard of the stream holding its sample s (empty shards hold none),
  * or nshards when s is past the stream's samples (binary search). */
 size_t sfs_follow_shard_at(const struct sfs_follow *f, uint64_t s);
-
-/*
- * The window option checked against the plan options: window must be a
- * positive multiple of world / replicas * workers * batch.  Returns 0 or
- * -EINVAL with the nearest valid values.
- */
-int sfs_follow_check_window(uint64_t window, const struct sfs_plan_opts *o,
-			    struct sfs_error *err);
-
-/*
- * Windows of a stream of total samples, window samples each, starting at
- * sample start: *full complete ones (from window start / window on, the
- * first one maybe partly skipped), and with ended a last, partial one
- * (*last true) after them.
- */
-void sfs_follow_windows(uint64_t total, uint64_t window, uint64_t start,
-			bool ended, uint64_t *first, uint64_t *full,
-			bool *last);
-
-/* A byte range of a shard of the stream (mem NULL) or static bytes. */
-struct sfs_wext {
-	uint64_t pos; /* in the reader's window, from its start */
-	uint64_t len;
-	uint64_t src; /* in the shard */
-	const void *mem;
-	size_t shard; /* in the stream */
-};
-
-/* Samples [first, first + count) of shard of the stream. */
-struct sfs_wrun {
-	size_t shard;
-	uint64_t first, count;
-};
-
-struct sfs_window_reader {
-	struct sfs_wext *ext;
-	size_t n;
-	struct sfs_wrun *runs; /* its samples, in order */
-	size_t nruns;
-	uint64_t size; /* bytes, without the trailer */
-	uint64_t samples;
-};
-
-struct sfs_window {
-	uint64_t k;
-	uint64_t per_reader, padding, dropped;
-	size_t first_shard, end_shard; /* the shards it reads: [first, end) */
-	uint64_t last_sample; /* one past its last sample in the stream */
-	size_t nreaders;
-	struct sfs_window_reader *readers; /* as asked, in order */
-	/* the bytes that end a window file (a tar's end-of-archive), and the
-	 * stream after its last window; static */
-	const void *trailer;
-	uint64_t trailer_len;
-};
-
-/*
- * Lay out window k of f (window samples each; with last, the partial one
- * at the end) for readers[0 .. nreaders) (plan reader numbers), planned
- * with o (epoch k; start: what of the stream's first start samples lie in
- * it).  Scans the shards whose boundaries are not known.  Returns 0 and
- * the window in *out; -ENODATA when remainder=drop leaves nothing of a
- * last window; a shard's errors; -ENOMEM.
- */
-int sfs_window_build(struct sfs_follow *f, const struct sfs_plan_opts *o,
-		     uint64_t window, uint64_t k, bool last,
-		     const size_t *readers, size_t nreaders,
-		     struct sfs_window **out, struct sfs_error *err);
-
-void sfs_window_free(struct sfs_window *w);
-
-/* The extent holding byte pos of reader r's window (pos < size). */
-size_t sfs_window_find(const struct sfs_window_reader *r, uint64_t pos);
 
 #endif

@@ -151,6 +151,13 @@ struct sfs_format_ops {
 	 */
 	bool declared;
 	/*
+	 * Its files concatenate: a shard is its samples end to end, each a
+	 * byte range of it, so that a source that grows (follow=1,
+	 * docs/follow.md) can be served as one stream of its shards, in
+	 * windows whose files end in the first of its suffixes.
+	 */
+	bool concatenates;
+	/*
 	 * What one run of a slice becomes when each run is a piece of its
 	 * own in the slice's structure, costing a build and a read of its
 	 * own ("row group": Parquet cuts a row group per run; "fragment":
@@ -304,6 +311,18 @@ int sfs_format_dataset(const struct sfs_format_ops *ops, int dirfd,
 
 /* The i-th driver of the format table, or NULL past the last. */
 const struct sfs_format_ops *sfs_format_at(size_t i);
+
+/* The i-th driver whose files concatenate (the ones follow=1 can follow),
+ * in the table's order, or NULL past the last. */
+const struct sfs_format_ops *sfs_format_concatenating(size_t i);
+
+/*
+ * The names of the drivers whose files concatenate from the from-th on,
+ * into buf (len bytes, cut short if need be): "a, b" and the last joined
+ * by last (" and ", " or ").  Returns buf.
+ */
+const char *sfs_format_concatenating_names(size_t from, const char *last,
+					   char *buf, size_t len);
 
 /*
  * Scan through ops, after the checks every driver shares (an empty file is

@@ -38,16 +38,13 @@ set(layer_of_mixture.h plan)
 set(layer_of_slice.h view)
 set(layer_of_view.h view)
 set(layer_of_status.h view)
+set(layer_of_window.h view)
 set(layer_of_audit.h audit)
 set(layer_of_observe.h audit)
 
 # Includes allowed although they point up or cross a folder, each with
 # its reason: "FILE|INCLUDE" (paths from the top of the tree).
 set(allowed
-	# follow=1 is being rewritten into the one tree: until then its
-	# windows are laid out here with the plan's options
-	# (sfs_follow_check_window, sfs_window_build)
-	"include/shardfs/follow.h|shardfs/options.h"
 	# the JSON forms of options and mixtures, which the layers above the
 	# plan embed in their documents: jansson stays out of the public
 	# headers

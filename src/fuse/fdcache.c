@@ -145,17 +145,14 @@ static bool wait_freed(struct fdcache *c)
 	return true;
 }
 
-struct fdcache_ent *fdcache_get(struct fdcache *c, const char *path,
-				uint64_t size, int64_t mtime_ns, unsigned flags,
-				int *rc, struct sfs_error *err)
+/* path's entry in the table, with a reference taken, or NULL; a reader
+ * (not ahead) gets it only while path still names its file. */
+static struct fdcache_ent *lookup(struct fdcache *c, const char *path,
+				  bool ahead)
 {
-	bool ahead = flags & FDCACHE_AHEAD;
-	bool wait = !ahead && !(flags & FDCACHE_NOWAIT);
 	struct fdcache_ent *e = NULL;
 	bool recheck = false;
-	struct stat st;
 	unsigned i;
-	int fd;
 
 	pthread_mutex_lock(&c->lock);
 	for (i = 0; i < c->n; i++) {
@@ -178,20 +175,20 @@ struct fdcache_ent *fdcache_get(struct fdcache *c, const char *path,
 		fdcache_put(c, e);
 		e = NULL;
 	}
-	if (e) {
-		*rc = fdcache_check(e, size, mtime_ns, err);
-		if (!*rc)
-			return e;
-		/* deleted or changed (a new file may even have the old one's
-		 * inode number): the next get opens path again */
-		fdcache_drop(c, e);
-		fdcache_put(c, e);
-		return NULL;
-	}
+	return e;
+}
+
+/* Open path below the source, giving back descriptors nobody holds (and
+ * waiting for one, as flags say) when the daemon has none left.  Returns
+ * the descriptor, or a negative errno with a message naming path. */
+static int open_evicting(struct fdcache *c, const char *path, unsigned flags,
+			 struct sfs_error *err)
+{
+	bool wait = !(flags & FDCACHE_AHEAD) && !(flags & FDCACHE_NOWAIT);
+	bool evicted;
+	int fd;
 
 	for (;;) {
-		bool evicted;
-
 		fd = sfs_index_open_shard(c->srcfd, path, O_RDONLY);
 		if (fd >= 0 || (fd != -EMFILE && fd != -ENFILE))
 			break;
@@ -202,31 +199,39 @@ struct fdcache_ent *fdcache_get(struct fdcache *c, const char *path,
 		pthread_mutex_lock(&c->lock);
 		evicted = evict(c) || (wait && wait_freed(c));
 		pthread_mutex_unlock(&c->lock);
-		if (!evicted && (flags & FDCACHE_NOWAIT)) {
-			*rc = sfs_errorf(err, -EMFILE,
-					 "%s: cannot open: too many open files",
-					 path);
-			return NULL;
-		}
+		if (!evicted && (flags & FDCACHE_NOWAIT))
+			return sfs_errorf(
+				err, -EMFILE,
+				"%s: cannot open: too many open files", path);
 		if (!evicted) {
 			struct rlimit rl = { 0 };
 
 			getrlimit(RLIMIT_NOFILE, &rl);
-			*rc = sfs_errorf(
+			return sfs_errorf(
 				err, -EIO,
 				"%s: cannot open: too many open files (the daemon may hold %llu, and reads in progress and the prefetcher hold them all); raise the limit (ulimit -n, LimitNOFILE=) or read fewer files at once",
 				path, (unsigned long long)rl.rlim_cur);
-			return NULL;
 		}
 	}
-	if (fd < 0) {
-		*rc = sfs_errorf(
+	if (fd < 0)
+		return sfs_errorf(
 			err, -EIO, "%s: cannot open: %s", path,
 			fd == -ELOOP || fd == -EXDEV ?
 				"a symlink on its path (shardfs reads only files inside the source)" :
 				strerror(-fd));
-		return NULL;
-	}
+	return fd;
+}
+
+/* A new entry for fd, open as path, checked against the index (size,
+ * mtime_ns), with one reference, cached when there is room; else NULL
+ * with *rc and fd closed. */
+static struct fdcache_ent *ent_add(struct fdcache *c, int fd, const char *path,
+				   uint64_t size, int64_t mtime_ns, bool ahead,
+				   int *rc, struct sfs_error *err)
+{
+	struct fdcache_ent *e = NULL;
+	struct stat st;
+
 	if (fstat(fd, &st) < 0)
 		*rc = sfs_errorf(err, -EIO, "%s: %s", path, strerror(errno));
 	else
@@ -257,6 +262,32 @@ struct fdcache_ent *fdcache_get(struct fdcache *c, const char *path,
 	}
 	pthread_mutex_unlock(&c->lock);
 	return e;
+}
+
+struct fdcache_ent *fdcache_get(struct fdcache *c, const char *path,
+				uint64_t size, int64_t mtime_ns, unsigned flags,
+				int *rc, struct sfs_error *err)
+{
+	bool ahead = flags & FDCACHE_AHEAD;
+	struct fdcache_ent *e = lookup(c, path, ahead);
+	int fd;
+
+	if (e) {
+		*rc = fdcache_check(e, size, mtime_ns, err);
+		if (!*rc)
+			return e;
+		/* deleted or changed (a new file may even have the old one's
+		 * inode number): the next get opens path again */
+		fdcache_drop(c, e);
+		fdcache_put(c, e);
+		return NULL;
+	}
+	fd = open_evicting(c, path, flags, err);
+	if (fd < 0) {
+		*rc = fd;
+		return NULL;
+	}
+	return ent_add(c, fd, path, size, mtime_ns, ahead, rc, err);
 }
 
 void fdcache_forget(struct fdcache *c, const char *path)

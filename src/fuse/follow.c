@@ -53,16 +53,12 @@ static void note(void *arg, const char *msg)
 	fs_log(arg, LOG_WARNING, "%s", msg);
 }
 
-static const char *ext_of(const struct sfs_format_ops *ops)
-{
-	return ops->name;
-}
-
 int follow_prepare(struct fs *fs, const char *src, struct sfs_error *err)
 {
 	struct fw *w;
 	const struct sfs_plan_opts *o = &fs->vopts.options.plan;
 	const struct sfs_format_ops *format = NULL;
+	char names[64];
 	size_t r, k, n;
 	int rc;
 
@@ -116,9 +112,12 @@ int follow_prepare(struct fs *fs, const char *src, struct sfs_error *err)
 	if (!w->f->format)
 		return sfs_errorf(
 			err, -EINVAL,
-			"follow=1: %s holds no shard yet, so its format is not known: add format=jsonl (or tfrecord, tar)",
-			w->f->source);
-	w->ext = ext_of(w->f->format);
+			"follow=1: %s holds no shard yet, so its format is not known: add format=%s (or %s)",
+			w->f->source, sfs_format_concatenating(0)->name,
+			sfs_format_concatenating_names(1, ", ", names,
+						       sizeof(names)));
+	/* the first of the driver's endings, without its dot */
+	w->ext = w->f->format->suffixes[0] + 1;
 	if (w->f->log_path) {
 		w->log_path = strdup(w->f->log_path);
 		if (!w->log_path)

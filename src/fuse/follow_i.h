@@ -1,7 +1,8 @@
 /*
- * What follow.c (the watcher, the windows, consumption) and follow_tree.c
- * (the tree and its operations) of the follow=1 daemon share.  Private to
- * src/fuse/.
+ * What follow.c (the watcher, the windows, consumption), follow_tree.c
+ * (the tree and its operations) and follow_read.c (their reads, and the
+ * reads waiting for their bytes) of the follow=1 daemon share.  Private
+ * to src/fuse/.
  */
 #ifndef SHARDFS_FUSE_FOLLOW_I_H
 #define SHARDFS_FUSE_FOLLOW_I_H
@@ -14,6 +15,7 @@
 #include "fs.h"
 #include "shardfs/follow.h"
 #include "shardfs/index.h"
+#include "shardfs/window.h"
 
 /* A shard of the stream as the readers see it: the watcher's copy of
  * w->f's, published under w->lock (w->f itself is the watcher's, scanned
@@ -139,5 +141,41 @@ void follow_tend_waiters(struct fw *w);
  * turn; takes w->lock, but not while it looks at the source.
  */
 void follow_hide_consumed(struct fw *w);
+
+/* The tree's inode numbers (follow.c): a kind in the top bits, a value
+ * below. */
+#define KIND_SHIFT 60
+#define K_RANK 1ULL
+#define K_WORKER 2ULL
+#define K_STREAM 3ULL
+#define K_WINDOW 4ULL
+
+static inline fuse_ino_t ino_of(uint64_t kind, uint64_t v)
+{
+	return (fuse_ino_t)(kind << KIND_SHIFT | v);
+}
+
+static inline uint64_t kind_of(fuse_ino_t ino)
+{
+	return (uint64_t)ino >> KIND_SHIFT;
+}
+
+static inline uint64_t val_of(fuse_ino_t ino)
+{
+	return (uint64_t)ino & ((1ULL << KIND_SHIFT) - 1);
+}
+
+/* The reader a worker directory, stream or window inode is of, or NULL
+ * (follow_tree.c). */
+struct freader *follow_reader_of(struct fw *w, fuse_ino_t ino);
+
+/*
+ * The caller of req may read bytes a file of access a serves, as the
+ * kernel's default_permissions would decide: the stream's modes narrow as
+ * windows with other shards come, so a stream opened before is checked
+ * again at each window it reads (supplementary groups read only when the
+ * group's bits decide).  (follow_tree.c)
+ */
+bool follow_may_read(fuse_req_t req, const struct sfs_access *a);
 
 #endif

@@ -2,8 +2,10 @@
  * The nodes of a followed source (follow=1): its rank and worker
  * directories, window files and streams, which the operations of ops.c
  * and read.c ask here for every inode that is not a control file (the
- * control files, status, consumed and ack among them, are control.c's);
- * the inode numbers are explained in follow.c.
+ * control files, status, consumed and ack among them, are control.c's):
+ * their lookups, attributes, listings and status.  Their reads, and the
+ * reads parked until their bytes come, are follow_read.c's; the inode
+ * numbers are explained in follow.c.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,34 +26,8 @@
 
 #include "follow_i.h"
 
-#define KIND_SHIFT 60
-#define K_RANK 1ULL
-#define K_WORKER 2ULL
-#define K_STREAM 3ULL
-#define K_WINDOW 4ULL
-/* a waiting read says so in the log this often */
-#define WAIT_LOG_SECONDS 30
-#define READ_MAX (1 << 20)
-
-/* ---- the tree ---- */
-
-static fuse_ino_t ino_of(uint64_t kind, uint64_t v)
-{
-	return (fuse_ino_t)(kind << KIND_SHIFT | v);
-}
-
-static uint64_t kind_of(fuse_ino_t ino)
-{
-	return (uint64_t)ino >> KIND_SHIFT;
-}
-
-static uint64_t val_of(fuse_ino_t ino)
-{
-	return (uint64_t)ino & ((1ULL << KIND_SHIFT) - 1);
-}
-
-/* The reader a worker directory, stream or window inode is of, or NULL. */
-static struct freader *reader_of(struct fw *w, fuse_ino_t ino)
+/* (follow_i.h) */
+struct freader *follow_reader_of(struct fw *w, fuse_ino_t ino)
 {
 	uint64_t k = kind_of(ino), v = val_of(ino);
 
@@ -85,14 +61,8 @@ static void set_access(struct stat *st, const struct sfs_access *a)
 	}
 }
 
-/*
- * The caller of req may read bytes a file of access a serves, as the
- * kernel's default_permissions would decide: the stream's modes narrow as
- * windows with other shards come, so a stream opened before is checked
- * again at each window it reads (supplementary groups read only when the
- * group's bits decide).
- */
-static bool may_read(fuse_req_t req, const struct sfs_access *a)
+/* (follow_i.h) */
+bool follow_may_read(fuse_req_t req, const struct sfs_access *a)
 {
 	const struct fuse_ctx *c = fuse_req_ctx(req);
 	gid_t groups[64];
@@ -119,7 +89,7 @@ static int stat_of(struct fw *w, fuse_ino_t ino, struct stat *st,
 {
 	struct fs *fs = w->fs;
 	uint64_t k = kind_of(ino), v = val_of(ino);
-	struct freader *r = reader_of(w, ino);
+	struct freader *r = follow_reader_of(w, ino);
 
 	memset(st, 0, sizeof(*st));
 	st->st_ino = ino;
@@ -284,7 +254,7 @@ static bool is_dir(struct fw *w, fuse_ino_t ino)
 
 	return ino == FS_INO_ROOT ||
 	       (k == K_RANK && rank_shown(w, val_of(ino))) ||
-	       (k == K_WORKER && reader_of(w, ino));
+	       (k == K_WORKER && follow_reader_of(w, ino));
 }
 
 void follow_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -361,7 +331,7 @@ void follow_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		rc = ESTALE; /* consumed and deleted */
 	else if (k == K_WINDOW)
 		fi->keep_cache = 1;
-	else if (!reader_of(w, ino))
+	else if (!follow_reader_of(w, ino))
 		rc = ENOENT;
 	pthread_mutex_unlock(&w->lock);
 	if (rc) {
@@ -506,474 +476,6 @@ copy:
 out:
 	pthread_mutex_unlock(&w->text_lock);
 	return t;
-}
-
-/* Room for n shards in w->failed, the new ones zero; with w->lock. */
-static int grow_failed(struct fw *w, size_t n)
-{
-	size_t old = w->failed_cap;
-
-	if (SFS_GROW(w->failed, w->failed_cap, n))
-		return -ENOMEM;
-	memset(w->failed + old, 0, w->failed_cap - old);
-	return 0;
-}
-
-/*
- * The bytes of a read as the main tree's reads answer them (read.c):
- * pieces of shards, open in the descriptor cache (fdcache.c) and held
- * until the reply is sent, so that the kernel can splice them; memory
- * only for the bytes a format adds (a tar window's end-of-archive).
- */
-struct pieces {
-	struct fuse_bufvec *bv; /* bv->count pieces, room for cap */
-	size_t cap;
-	struct fdcache_ent **held; /* the shards the pieces read */
-	size_t nheld, held_cap;
-	size_t shard; /* held[nheld - 1]'s shard in the stream */
-	size_t len; /* bytes in all pieces */
-};
-
-/* One more piece of n bytes: of memory mem, or of held[nheld - 1] at
- * src.  0 or -ENOMEM. */
-static int piece_add(struct pieces *p, const void *mem, uint64_t src, size_t n)
-{
-	struct fuse_buf *b;
-
-	if (!p->bv || p->bv->count == p->cap) {
-		size_t cap = p->cap ? 2 * p->cap : 8;
-		struct fuse_bufvec *bv =
-			realloc(p->bv, sizeof(*bv) + cap * sizeof(bv->buf[0]));
-
-		if (!bv)
-			return -ENOMEM;
-		if (!p->bv)
-			*bv = (struct fuse_bufvec){ 0 };
-		p->bv = bv;
-		p->cap = cap;
-	}
-	b = &p->bv->buf[p->bv->count++];
-	memset(b, 0, sizeof(*b));
-	b->size = n;
-	if (mem) {
-		b->mem = (void *)mem;
-	} else {
-		b->flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK |
-			   FUSE_BUF_FD_RETRY;
-		b->fd = p->held[p->nheld - 1]->fd;
-		b->pos = (off_t)src;
-	}
-	p->len += n;
-	return 0;
-}
-
-/* Release what p holds. */
-static void pieces_free(struct fs *fs, struct pieces *p)
-{
-	size_t i;
-
-	for (i = 0; i < p->nheld; i++)
-		fdcache_put(&fs->fds, p->held[i]);
-	free(p->held);
-	free(p->bv);
-}
-
-/*
- * Shard i of the stream open in p (held[nheld - 1]): taken from the
- * descriptor cache, which checks that it is as it entered the stream
- * (size, mtime, still named).  Returns 0, or -EIO (logged once per shard
- * and cause: deleted, or changed) or -ENOMEM.
- */
-static int piece_shard(struct fw *w, struct pieces *p, size_t i)
-{
-	struct fs *fs = w->fs;
-	struct sfs_error err = { 0 };
-	struct fdcache_ent *e;
-	const char *path;
-	uint64_t size;
-	int64_t mtime;
-	unsigned char why;
-	bool say;
-	int rc;
-
-	if (p->nheld && p->shard == i)
-		return 0;
-	if (SFS_GROW(p->held, p->held_cap, p->nheld + 1))
-		return -ENOMEM;
-	/* the name lives as long as w; the array is grown by the watcher */
-	pthread_mutex_lock(&w->lock);
-	path = w->shards[i].path;
-	size = w->shards[i].size;
-	mtime = w->shards[i].mtime_ns;
-	pthread_mutex_unlock(&w->lock);
-	e = fdcache_get(&fs->fds, path, size, mtime, 0, &rc, &err);
-	if (e) {
-		p->held[p->nheld++] = e;
-		p->shard = i;
-		return 0;
-	}
-	if (rc == -ENOMEM)
-		return rc;
-	why = faccessat(w->f->srcfd, path, F_OK, AT_SYMLINK_NOFOLLOW) &&
-			      errno == ENOENT ?
-		      1 :
-		      2;
-	pthread_mutex_lock(&w->lock);
-	say = !grow_failed(w, i + 1) && w->failed[i] != why;
-	if (say)
-		w->failed[i] = why;
-	pthread_mutex_unlock(&w->lock);
-	atomic_fetch_add(&fs->errors, 1);
-	if (say)
-		fs_log(fs, LOG_ERR,
-		       "%s/%s: %s before every reader read it (it entered the stream with %" PRIu64
-		       " bytes): EIO for its bytes; a shard must not change or go before it is consumed (docs/follow.md)",
-		       w->f->source, path,
-		       why == 1 ? "deleted" : "changed or truncated", size);
-	return -EIO;
-}
-
-/* Bytes [pos, pos + len) of reader ri's file of window win (with its
- * trailer) into p, outside w->lock: a window never changes.  Returns 0,
- * -EIO (logged) or -ENOMEM. */
-static int window_pieces(struct fw *w, const struct sfs_window *win, size_t ri,
-			 struct pieces *p, uint64_t pos, size_t len)
-{
-	const struct sfs_window_reader *r = &win->readers[ri];
-	size_t done = 0, x;
-	int rc;
-
-	if (pos < r->size && r->n) {
-		for (x = sfs_window_find(r, pos); x < r->n && done < len; x++) {
-			const struct sfs_wext *e = &r->ext[x];
-			uint64_t in = pos + done - e->pos;
-			size_t n = (size_t)(e->len - in) < len - done ?
-					   (size_t)(e->len - in) :
-					   len - done;
-
-			rc = e->mem ? 0 : piece_shard(w, p, e->shard);
-			if (!rc)
-				rc = piece_add(p,
-					       e->mem ? (const char *)e->mem +
-								in :
-							NULL,
-					       e->src + in, n);
-			if (rc)
-				return rc;
-			done += n;
-		}
-	}
-	if (done < len && pos + done >= r->size &&
-	    pos + done < r->size + win->trailer_len) {
-		uint64_t in = pos + done - r->size;
-
-		x = (size_t)(win->trailer_len - in) < len - done ?
-			    (size_t)(win->trailer_len - in) :
-			    len - done;
-		return piece_add(p, (const char *)win->trailer + in, 0, x);
-	}
-	return 0;
-}
-
-/* The window (from first) holding byte pos of r's stream (pos below its
- * size). */
-static size_t window_at(const struct fw *w, const struct freader *r,
-			uint64_t pos)
-{
-	return SFS_PARTITION_POINT(i, 1, w->nwins, r->at[i] <= pos) - 1;
-}
-
-/*
- * Bytes [pos, pos + size) of reader ri's stream into p, what of them the
- * stream holds (pos below its size, or the stream complete); w->lock is
- * taken to find the windows, let go while they are laid into p.  Returns
- * 0, -EIO, -EACCES or -ENOMEM.
- */
-static int stream_pieces(struct fw *w, fuse_req_t req, size_t ri,
-			 struct pieces *p, uint64_t pos, size_t size)
-{
-	struct freader *r = &w->readers[ri];
-	const struct sfs_window *last;
-	uint64_t end, at, in;
-	size_t i, n;
-	int rc;
-
-	pthread_mutex_lock(&w->lock);
-	while (p->len < size && pos + p->len < follow_reader_size(w, r)) {
-		const struct sfs_window *win;
-		uint64_t from, to;
-
-		/* r->at is grown (moved) by the watcher: what of it the read
-		 * needs is taken under the lock */
-		at = pos + p->len;
-		i = window_at(w, r, at);
-		win = w->wins[i];
-		from = r->at[i];
-		to = r->at[i + 1];
-		if (r->window != w->first + i)
-			w->status_gen++;
-		r->window = w->first + i;
-		if (!may_read(req, &r->acc[i])) {
-			pthread_mutex_unlock(&w->lock);
-			return -EACCES;
-		}
-		pthread_mutex_unlock(&w->lock);
-		/* within the window, without its trailer */
-		n = (size_t)(to - at) < size - p->len ? (size_t)(to - at) :
-							size - p->len;
-		rc = window_pieces(w, win, ri, p, at - from, n);
-		if (rc)
-			return rc;
-		pthread_mutex_lock(&w->lock);
-	}
-	/* after the last window: the stream's ending */
-	end = follow_reader_size(w, r);
-	last = w->complete && w->nwins ? w->wins[w->nwins - 1] : NULL;
-	pthread_mutex_unlock(&w->lock);
-	if (!last || p->len >= size || pos + p->len < end)
-		return 0;
-	in = pos + p->len - end;
-	if (in >= last->trailer_len)
-		return 0;
-	n = (size_t)(last->trailer_len - in) < size - p->len ?
-		    (size_t)(last->trailer_len - in) :
-		    size - p->len;
-	return piece_add(p, (const char *)last->trailer + in, 0, n);
-}
-
-/* Answer req with p's bytes, or rc; frees p.  Spliced as read.c's
- * replies, or read into memory when too large for the splice pipe. */
-static void reply_pieces(struct fw *w, fuse_req_t req, struct pieces *p, int rc)
-{
-	struct fs *fs = w->fs;
-	char *buf = NULL;
-	ssize_t got;
-
-	if (rc) {
-		fuse_reply_err(req, -rc);
-	} else if (!p->len) {
-		fuse_reply_buf(req, NULL, 0);
-	} else if (p->len <= fs->splice_max) {
-		atomic_fetch_add(&fs->bytes, p->len);
-		fuse_reply_data(req, p->bv, FUSE_BUF_SPLICE_MOVE);
-	} else {
-		struct fuse_bufvec dst = FUSE_BUFVEC_INIT(p->len);
-
-		buf = malloc(p->len);
-		dst.buf[0].mem = buf;
-		got = buf ? fuse_buf_copy(&dst, p->bv, 0) : -ENOMEM;
-		if (got == (ssize_t)p->len) {
-			atomic_fetch_add(&fs->bytes, p->len);
-			atomic_fetch_add(&fs->copied_reads, 1);
-			fuse_reply_buf(req, buf, p->len);
-		} else {
-			/* the shard went short between the check and the
-			 * read: never other bytes */
-			atomic_fetch_add(&fs->errors, 1);
-			fuse_reply_err(req, got < 0 && got != -EIO ? (int)-got :
-								     EIO);
-		}
-		free(buf);
-	}
-	pieces_free(fs, p);
-}
-
-/* Answer a read of reader ri's stream whose bytes are there (or the
- * stream complete); without w->lock. */
-static void serve_stream(struct fw *w, fuse_req_t req, size_t ri, uint64_t pos,
-			 size_t size)
-{
-	struct pieces p = { 0 };
-
-	reply_pieces(w, req, &p, stream_pieces(w, req, ri, &p, pos, size));
-}
-
-/* The reader of q waits no more for it; with w->lock. */
-static void unpark(struct fw *w, struct fwaiter *q)
-{
-	struct freader *r = &w->readers[q->ri];
-
-	if (!--r->nwaiting) {
-		r->waiting = false;
-		w->status_gen++;
-	}
-}
-
-/* An interrupted read (the reader was killed, or gave up): if it is
- * parked, it is answered EINTR.  libfuse calls this with the request
- * held: the pointer is only compared. */
-static void interrupted(fuse_req_t req, void *data)
-{
-	struct fw *w = data;
-	struct fwaiter **pp, *q = NULL;
-
-	pthread_mutex_lock(&w->lock);
-	for (pp = &w->waiters; *pp; pp = &(*pp)->next) {
-		if ((*pp)->req == req) {
-			q = *pp;
-			*pp = q->next;
-			unpark(w, q);
-			break;
-		}
-	}
-	pthread_mutex_unlock(&w->lock);
-	if (q) {
-		fuse_reply_err(req, EINTR);
-		free(q);
-	}
-}
-
-/*
- * A read of bytes reader ri's stream does not hold yet: park it (the
- * request kept, no thread held) for the watcher to answer when the bytes
- * come (follow_tend_waiters), after follow_timeout=, on interrupt, or at
- * the unmount.  Without w->lock.
- */
-static void park(struct fw *w, fuse_req_t req, size_t ri, uint64_t pos,
-		 size_t size)
-{
-	struct fwaiter *q = calloc(1, sizeof(*q));
-	struct freader *r;
-	uint64_t k;
-
-	if (!q) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	*q = (struct fwaiter){ .req = req,
-			       .ri = ri,
-			       .pos = pos,
-			       .size = size,
-			       .start = follow_now() };
-	q->logged = q->start;
-	/* before it is on the list: an interrupt that comes now finds it
-	 * not there, and fuse_req_interrupted below sees it */
-	fuse_req_interrupt_func(req, interrupted, w);
-	pthread_mutex_lock(&w->lock);
-	r = &w->readers[ri];
-	if (pos < follow_reader_size(w, r) || w->complete) {
-		pthread_mutex_unlock(&w->lock);
-		free(q);
-		serve_stream(w, req, ri, pos, size);
-		return;
-	}
-	if (w->stop || fuse_req_interrupted(req) || !w->running) {
-		/* no watcher (it could not start): nothing would answer it */
-		pthread_mutex_unlock(&w->lock);
-		free(q);
-		fuse_reply_err(req, w->stop || w->running ? EINTR : EIO);
-		return;
-	}
-	q->next = w->waiters;
-	w->waiters = q;
-	k = w->first + w->nwins;
-	if (!r->nwaiting++ || r->window != k)
-		w->status_gen++;
-	r->waiting = true;
-	r->window = k;
-	pthread_mutex_unlock(&w->lock);
-	/* the watcher times it out: wake it to take its second's tick */
-	if (write(w->wake[1], "w", 1) < 0 && errno != EAGAIN)
-		fs_log(w->fs, LOG_WARNING, "follow: %s", strerror(errno));
-}
-
-/* (follow_i.h) */
-void follow_tend_waiters(struct fw *w)
-{
-	struct fs *fs = w->fs;
-	struct fwaiter *done = NULL, **pp, *q;
-	double t = follow_now();
-
-	pthread_mutex_lock(&w->lock);
-	for (pp = &w->waiters; (q = *pp);) {
-		struct freader *r = &w->readers[q->ri];
-		uint64_t k = w->first + w->nwins, need = (k + 1) * w->n;
-		bool out = t - q->start >= fs->mount.follow_timeout;
-
-		if (w->stop || w->complete ||
-		    q->pos < follow_reader_size(w, r)) {
-			q->rc = w->stop ? -EINTR : 0;
-		} else if (out || t - q->logged >= WAIT_LOG_SECONDS) {
-			fs_log(fs, out ? LOG_ERR : LOG_INFO,
-			       "reader %u/%u %s window %" PRIu64
-			       " for %.0f s: the stream holds %" PRIu64
-			       " samples, the window needs %" PRIu64
-			       " (%" PRIu64
-			       " missing) after the last shard %s%s",
-			       r->rank, r->worker,
-			       out ? "gave up waiting for" : "waits for", k,
-			       t - q->start, w->nsamples, need,
-			       need - w->nsamples,
-			       w->nshards ? w->shards[w->nshards - 1].path :
-					    "(none yet)",
-			       out ? " (follow_timeout=): EIO" : "");
-			q->logged = t;
-			if (!out) {
-				pp = &q->next;
-				continue;
-			}
-			atomic_fetch_add(&fs->errors, 1);
-			q->rc = -EIO;
-		} else {
-			pp = &q->next;
-			continue;
-		}
-		*pp = q->next;
-		unpark(w, q);
-		q->next = done;
-		done = q;
-	}
-	pthread_mutex_unlock(&w->lock);
-	while ((q = done)) {
-		done = q->next;
-		if (q->rc)
-			fuse_reply_err(q->req, -q->rc);
-		else
-			serve_stream(w, q->req, q->ri, q->pos, q->size);
-		free(q);
-	}
-}
-
-void follow_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off)
-{
-	struct fs *fs = fs_of(req);
-	struct fw *w = fs->follow;
-	uint64_t k = kind_of(ino), pos = (uint64_t)off;
-	const struct sfs_window *win;
-	struct pieces p = { 0 };
-	struct freader *r;
-	size_t ri, i;
-	bool ready;
-
-	size = size < READ_MAX ? size : READ_MAX;
-	atomic_fetch_add(&fs->reads, 1);
-	pthread_mutex_lock(&w->lock);
-	r = reader_of(w, ino);
-	if (!r || (k != K_STREAM && k != K_WINDOW)) {
-		pthread_mutex_unlock(&w->lock);
-		fuse_reply_err(req, r ? EISDIR : ENOENT);
-		return;
-	}
-	ri = (size_t)(r - w->readers);
-	if (k == K_STREAM) {
-		/* a read that must wait holds no thread: it is parked */
-		ready = pos < follow_reader_size(w, r) || w->complete;
-		pthread_mutex_unlock(&w->lock);
-		if (ready)
-			serve_stream(w, req, ri, pos, size);
-		else
-			park(w, req, ri, pos, size);
-		return;
-	}
-	i = (size_t)(val_of(ino) & 0xffffffffULL);
-	win = i < w->hidden ? NULL : w->wins[i];
-	pthread_mutex_unlock(&w->lock);
-	if (!win) { /* consumed and deleted */
-		fuse_reply_err(req, ESTALE);
-		return;
-	}
-	/* reads never consume: acks do (.shardfs/ack) */
-	reply_pieces(w, req, &p, window_pieces(w, win, ri, &p, pos, size));
 }
 
 /* (follow_i.h) */

@@ -351,14 +351,136 @@ static void raise_nofile(void)
 	}
 }
 
+/*
+ * What the daemon needs to serve once the source is loaded: its owner,
+ * the largest read it asks for, the descriptor cache.  0, or -1 after a
+ * message on stderr.
+ */
+static int setup(struct fs *fs, const struct args *a)
+{
+	fs->single = a->single;
+	fs->uid = getuid();
+	fs->gid = getgid();
+	fs->mounted = time(NULL);
+	fs->splice_max = fs->mount.splice ? splice_limit() : 0;
+	/* Requests no larger than a splice, or the kernel sends some of 1 MiB
+	 * whatever the read-ahead (large folios) and those are copied; a
+	 * followed source's too, whose reads splice from the descriptor
+	 * cache as a view's do.  The daemon passes max_read itself: libfuse
+	 * wants it at the mount and again at INIT */
+	fs->max_read = fs->mount.max_read ?
+			       fs->mount.max_read :
+			       (unsigned)(fs->splice_max & ~(size_t)4095);
+	raise_nofile();
+	if (fdcache_init(&fs->fds, fs->follow ? follow_srcfd(fs) : fs->srcfd,
+			 FD_CACHE)) {
+		fprintf(stderr, "%s: %s: %s\n", prog,
+			fs->follow ? follow_source(fs) : fs->idx->source,
+			strerror(errno));
+		return -1;
+	}
+	/* Replies too large to splice are read into a buffer allocated per
+	 * request (as libfuse's own fallback does): keep those allocations
+	 * off mmap and the heap untrimmed, or every request pays for fresh
+	 * pages (the read path in docs/benchmarks.md measures it) */
+	mallopt(M_MMAP_THRESHOLD, 4 << 20);
+	mallopt(M_TRIM_THRESHOLD, 64 << 20);
+	return 0;
+}
+
+/* The options FUSE mounts with, into *base (the caller frees it), and the
+ * arguments of fuse_session_new into fargs.  0, or -1 out of memory. */
+static int fuse_argv(const struct fs *fs, const struct args *a,
+		     const char *argv0, struct fuse_args *fargs, char **base)
+{
+	char *fsname = NULL, *maxread = NULL;
+	int rc = -1;
+
+	/* The source's path is anyone's choice: escaped as libfuse's option
+	 * parser reads it (\, and \\), so that a comma in it ends no option
+	 * (a directory "ds,allow_other" must not mount with allow_other) */
+	if (asprintf(&fsname, "fsname=%s",
+		     fs->follow		 ? follow_source(fs) :
+		     sfs_mix_of(fs->idx) ? sfs_mix_of(fs->idx)->file :
+					   fs->idx->source) < 0) {
+		fsname = NULL;
+		goto out;
+	}
+	if (fs->max_read &&
+	    asprintf(&maxread, "max_read=%u", fs->max_read) < 0) {
+		maxread = NULL;
+		goto out;
+	}
+	if (fuse_opt_add_opt_escaped(base, fsname) ||
+	    fuse_opt_add_opt(base, "subtype=shardfs") ||
+	    (maxread && fuse_opt_add_opt(base, maxread)) ||
+	    (a->allow_other && fuse_opt_add_opt(base, "default_permissions")) ||
+	    (a->fuse_opts && fuse_opt_add_opt(base, a->fuse_opts)))
+		goto out;
+	if (fuse_opt_add_arg(fargs, argv0) || fuse_opt_add_arg(fargs, "-o") ||
+	    fuse_opt_add_arg(fargs, *base) ||
+	    (a->debug && fuse_opt_add_arg(fargs, "-d")))
+		goto out;
+	rc = 0;
+out:
+	free(fsname);
+	free(maxread);
+	return rc;
+}
+
+/* Mounted on mnt: say what is served, in the log. */
+static void log_serving(struct fs *fs, const char *mnt)
+{
+	if (fs->follow)
+		fs_log(fs, LOG_INFO,
+		       "following %s on %s: windows of %llu samples",
+		       follow_source(fs), mnt,
+		       (unsigned long long)fs->mount.window);
+	else
+		fs_log(fs, LOG_INFO,
+		       "serving %s on %s: %zu shards, %llu samples, epoch %llu",
+		       fs->idx->source, mnt, fs->idx->nshards,
+		       (unsigned long long)fs->idx->nsamples,
+		       (unsigned long long)fs->vopts.options.plan.epoch);
+}
+
+/* The daemon's threads (after the fork of fuse_daemonize: the daemon
+ * would not have them, and a lock one held would stay held), then its
+ * loop until unmounted.  Returns the loop's. */
+static int serve(struct fs *fs, bool single)
+{
+	struct fuse_loop_config *cfg;
+	int bad, rc;
+
+	if (fs->follow)
+		follow_start(fs);
+	/* a followed source has no plan order to read ahead in, nor a next
+	 * epoch: its windows come as the producer writes them */
+	bad = fs->mount.prefetch && !fs->follow ?
+		      prefetch_start(fs, &fs->prefetch) :
+		      0;
+	if (bad)
+		fs_log(fs, LOG_WARNING,
+		       "cannot start the prefetch threads: %s; serving without prefetch (mount with fewer prefetch_threads=)",
+		       strerror(-bad));
+	if (!fs->follow)
+		fs_ahead_start(fs);
+	if (single)
+		return fuse_session_loop(fs->se);
+	cfg = fuse_loop_cfg_create();
+	fuse_loop_cfg_set_max_threads(cfg, MAX_THREADS);
+	rc = fuse_session_loop_mt(fs->se, cfg);
+	fuse_loop_cfg_destroy(cfg);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	struct fs fs = { 0 };
 	struct args a = { 0 };
 	struct sfs_error err = { 0 };
 	struct fuse_args fargs = FUSE_ARGS_INIT(0, NULL);
-	struct fuse_loop_config *cfg = NULL;
-	char *base = NULL, *fsname = NULL, *maxread = NULL, *mnt = NULL;
+	char *base = NULL, *mnt = NULL;
 	int rc = 1, bad;
 
 	sfs_options_init(&fs.vopts.options);
@@ -393,56 +515,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: %s\n", prog, err.msg);
 		goto out;
 	}
-	fs.single = a.single;
-	fs.uid = getuid();
-	fs.gid = getgid();
-	fs.mounted = time(NULL);
-	fs.splice_max = fs.mount.splice ? splice_limit() : 0;
-	/* Requests no larger than a splice, or the kernel sends some of 1 MiB
-	 * whatever the read-ahead (large folios) and those are copied; a
-	 * followed source mounts without max_read, as it always has (its
-	 * stream's reads of 1 MiB are copied).  The daemon passes max_read
-	 * itself: libfuse wants it at the mount and again at INIT */
-	fs.max_read = fs.mount.max_read ? fs.mount.max_read :
-		      fs.follow		? 0 :
-				  (unsigned)(fs.splice_max & ~(size_t)4095);
-	raise_nofile();
-	if (fdcache_init(&fs.fds, fs.follow ? follow_srcfd(&fs) : fs.srcfd,
-			 FD_CACHE)) {
-		fprintf(stderr, "%s: %s: %s\n", prog,
-			fs.follow ? follow_source(&fs) : fs.idx->source,
-			strerror(errno));
-		goto out;
-	}
-	/* Replies too large to splice are read into a buffer allocated per
-	 * request (as libfuse's own fallback does): keep those allocations
-	 * off mmap and the heap untrimmed, or every request pays for fresh
-	 * pages (the read path in docs/benchmarks.md measures it) */
-	mallopt(M_MMAP_THRESHOLD, 4 << 20);
-	mallopt(M_TRIM_THRESHOLD, 64 << 20);
-	/* The source's path is anyone's choice: escaped as libfuse's option
-	 * parser reads it (\, and \\), so that a comma in it ends no option
-	 * (a directory "ds,allow_other" must not mount with allow_other) */
-	if (asprintf(&fsname, "fsname=%s",
-		     fs.follow		? follow_source(&fs) :
-		     sfs_mix_of(fs.idx) ? sfs_mix_of(fs.idx)->file :
-					  fs.idx->source) < 0) {
-		fsname = NULL;
-		goto out;
-	}
-	if (fs.max_read && asprintf(&maxread, "max_read=%u", fs.max_read) < 0) {
-		maxread = NULL;
-		goto out;
-	}
-	if (fuse_opt_add_opt_escaped(&base, fsname) ||
-	    fuse_opt_add_opt(&base, "subtype=shardfs") ||
-	    (maxread && fuse_opt_add_opt(&base, maxread)) ||
-	    (a.allow_other && fuse_opt_add_opt(&base, "default_permissions")) ||
-	    (a.fuse_opts && fuse_opt_add_opt(&base, a.fuse_opts)))
-		goto out;
-	if (fuse_opt_add_arg(&fargs, argv[0]) ||
-	    fuse_opt_add_arg(&fargs, "-o") || fuse_opt_add_arg(&fargs, base) ||
-	    (a.debug && fuse_opt_add_arg(&fargs, "-d")))
+	if (setup(&fs, &a) || fuse_argv(&fs, &a, argv[0], &fargs, &base))
 		goto out;
 	fs.se = fuse_session_new(&fargs, &fs_ops, sizeof(fs_ops), &fs);
 	if (!fs.se) {
@@ -462,43 +535,11 @@ int main(int argc, char **argv)
 			prog, a.mnt);
 		goto out_signals;
 	}
-	if (fs.follow)
-		fs_log(&fs, LOG_INFO,
-		       "following %s on %s: windows of %llu samples",
-		       follow_source(&fs), mnt,
-		       (unsigned long long)fs.mount.window);
-	else
-		fs_log(&fs, LOG_INFO,
-		       "serving %s on %s: %zu shards, %llu samples, epoch %llu",
-		       fs.idx->source, mnt, fs.idx->nshards,
-		       (unsigned long long)fs.idx->nsamples,
-		       (unsigned long long)fs.vopts.options.plan.epoch);
+	log_serving(&fs, mnt);
 	plan_readahead(&fs, mnt, fs.mount.readahead_kb);
 	if (fuse_daemonize(a.foreground))
 		goto out_unmount;
-	/* threads only after the fork of fuse_daemonize: the daemon would
-	 * not have them (and a lock one held would stay held) */
-	if (fs.follow)
-		follow_start(&fs);
-	/* a followed source has no plan order to read ahead in, nor a next
-	 * epoch: its windows come as the producer writes them */
-	bad = fs.mount.prefetch && !fs.follow ?
-		      prefetch_start(&fs, &fs.prefetch) :
-		      0;
-	if (bad)
-		fs_log(&fs, LOG_WARNING,
-		       "cannot start the prefetch threads: %s; serving without prefetch (mount with fewer prefetch_threads=)",
-		       strerror(-bad));
-	if (!fs.follow)
-		fs_ahead_start(&fs);
-	if (a.single) {
-		rc = fuse_session_loop(fs.se);
-	} else {
-		cfg = fuse_loop_cfg_create();
-		fuse_loop_cfg_set_max_threads(cfg, MAX_THREADS);
-		rc = fuse_session_loop_mt(fs.se, cfg);
-		fuse_loop_cfg_destroy(cfg);
-	}
+	rc = serve(&fs, a.single);
 	fs_log(&fs, LOG_INFO, "unmounting %s", mnt);
 	fs_release_views(&fs);
 out_unmount:
@@ -530,8 +571,6 @@ out_files:
 	sfs_options_clear(&fs.vopts.options);
 	fuse_opt_free_args(&fargs);
 	free(base);
-	free(fsname);
-	free(maxread);
 	free(a.fuse_opts);
 	sfs_mount_opts_clear(&fs.mount);
 	free(fs.readahead_path);

@@ -12,6 +12,7 @@
 #include "shardfs/index.h"
 #include "shardfs/options.h"
 #include "shardfs/plan.h"
+#include "shardfs/window.h"
 
 static const char *prog = "shardfs-plan";
 

@@ -14,6 +14,8 @@
 #include "helpers.h"
 #include "shardfs/crc32c.h"
 #include "shardfs/follow.h"
+#include "shardfs/options.h"
+#include "shardfs/window.h"
 
 /* A TFRecord file of one record holding data. */
 static void tfrecord(const char *dir, const char *name, const char *data)
@@ -29,6 +31,32 @@ static void tfrecord(const char *dir, const char *name, const char *data)
 	c = sfs_crc32c_masked(data, n);
 	memcpy(b + 12 + n, &c, 4);
 	free(write_at(dir, name, b, 16 + n));
+}
+
+/* format='s values after "auto" are the drivers the table says can be
+ * followed, each once, and follow=1's messages list those. */
+static void test_follow_formats(void **state)
+{
+	const struct sfs_format_ops *ops;
+	char names[64];
+	size_t i, n = 0;
+
+	(void)state;
+	assert_string_equal(sfs_follow_formats[0], "auto");
+	for (i = 1; sfs_follow_formats[i]; i++) {
+		ops = sfs_format_by_name(sfs_follow_formats[i]);
+		assert_non_null(ops);
+		assert_true(ops->concatenates);
+	}
+	while (sfs_format_concatenating(n))
+		n++;
+	assert_int_equal(n, i - 1);
+	assert_string_equal(sfs_format_concatenating_names(0, " and ", names,
+							   sizeof(names)),
+			    "tar, jsonl and tfrecord");
+	assert_string_equal(sfs_format_concatenating_names(1, ", ", names,
+							   sizeof(names)),
+			    "jsonl, tfrecord");
 }
 
 static void test_log_parse(void **state)
@@ -793,6 +821,7 @@ static void test_log_locked(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_follow_formats),
 		cmocka_unit_test(test_log_parse),
 		cmocka_unit_test(test_log_parse_signed),
 		cmocka_unit_test(test_log_refused),

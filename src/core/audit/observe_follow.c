@@ -26,6 +26,7 @@
 #include "shardfs/follow.h"
 #include "shardfs/observe.h"
 #include "shardfs/util.h"
+#include "shardfs/window.h"
 
 #include "observe_i.h"
 
@@ -296,24 +297,15 @@ static const unsigned char *digest_of(struct fcheck *c, uint64_t g)
 	return c->sd.d[lo][g - c->f->shards[lo].first];
 }
 
-/* Judge one reader's window file against its runs. */
-static int judge_reader(struct fcheck *c, struct wstate *ws,
-			const struct fmount *m, const struct freader *fr,
-			const struct sfs_window_reader *wr)
+/* The samples of the stream wr's window file holds, as planned, into
+ * *out (caller frees), counted in ws->planned.  0 or -ENOMEM. */
+static int planned_samples(struct fcheck *c, struct wstate *ws,
+			   const struct sfs_window_reader *wr, uint64_t **out,
+			   size_t *n)
 {
-	const struct sfs_window *win = ws->win;
-	const char *ext = c->f->format->name;
-	struct sfs_error err = { 0 };
-	struct job j = { 0 };
-	char file[64], path[PATH_MAX], a[PATH_MAX], b[PATH_MAX];
-	uint64_t *exp = NULL, *got = NULL, e = 0;
-	size_t i, k, bad = 0, first_bad = 0;
-	int rc = 0;
+	uint64_t *exp = malloc((wr->samples + 1) * sizeof(*exp));
+	size_t i, k, e = 0;
 
-	snprintf(file, sizeof(file), "window-%08" PRIu64 ".%s", win->k, ext);
-	snprintf(path, sizeof(path), "%s/%u/%u/%s", m->path, fr->rank,
-		 fr->worker, file);
-	exp = malloc((wr->samples + 1) * sizeof(*exp));
 	if (!exp)
 		return -ENOMEM;
 	for (i = 0; i < wr->nruns; i++)
@@ -322,6 +314,120 @@ static int judge_reader(struct fcheck *c, struct wstate *ws,
 				   wr->runs[i].first + k;
 	for (i = 0; i < e; i++)
 		ws->planned[exp[i] - ws->lo]++;
+	*out = exp;
+	*n = e;
+	return 0;
+}
+
+/* Each sample read (j's digests) as a sample of the stream into got: the
+ * planned one (exp[0 .. e)) when its bytes are, else the sample of the
+ * window with those bytes, else none (UINT64_MAX); counted in ws->read.
+ * Returns how many are not the planned one, the first in *first_bad. */
+static size_t identify(struct fcheck *c, struct wstate *ws, const struct job *j,
+		       const uint64_t *exp, size_t e, uint64_t *got,
+		       size_t *first_bad)
+{
+	size_t i, lo, bad = 0;
+
+	for (i = 0; i < j->ndigests; i++) {
+		struct dentry key = { .d = j->digests[i], .g = 0 }, *hit;
+
+		if (i < e && !memcmp(digest_of(c, exp[i]), j->digests[i],
+				     SFS_DIGEST_LEN)) {
+			got[i] = exp[i];
+		} else {
+			/* the first entry with these bytes */
+			lo = SFS_PARTITION_POINT(at, 0, ws->nmap,
+						 memcmp(ws->map[at].d, key.d,
+							SFS_DIGEST_LEN) < 0);
+			hit = lo < ws->nmap && !memcmp(ws->map[lo].d, key.d,
+						       SFS_DIGEST_LEN) ?
+				      &ws->map[lo] :
+				      NULL;
+			got[i] = hit ? hit->g : UINT64_MAX;
+			if (!bad++)
+				*first_bad = i;
+		}
+		if (got[i] != UINT64_MAX)
+			ws->read[got[i] - ws->lo]++;
+	}
+	return bad;
+}
+
+/* got[0 .. n) holds the samples of exp[0 .. e), in another order (false
+ * too when out of memory: the samples are then judged one by one). */
+static bool same_samples(const uint64_t *exp, size_t e, const uint64_t *got,
+			 size_t n)
+{
+	uint64_t *x = malloc((e + 1) * sizeof(*x));
+	uint64_t *y = malloc((n + 1) * sizeof(*y));
+	bool same = x && y && n == e;
+
+	if (same) {
+		memcpy(x, exp, e * sizeof(*x));
+		memcpy(y, got, e * sizeof(*y));
+		qsort(x, e, sizeof(*x), u64_cmp);
+		qsort(y, e, sizeof(*y), u64_cmp);
+		same = !memcmp(x, y, e * sizeof(*x));
+	}
+	free(x);
+	free(y);
+	return same;
+}
+
+/* A finding for each sample of got[from .. n) that is not exp's. */
+static int report_samples(struct fcheck *c, const struct sfs_window *win,
+			  const struct fmount *m, const struct freader *fr,
+			  const char *file, const uint64_t *exp, size_t e,
+			  const uint64_t *got, size_t n, size_t from)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+	size_t i;
+	int rc = 0;
+
+	for (i = from; !rc && i < n; i++) {
+		if (i < e && got[i] == exp[i])
+			continue;
+		if (got[i] == UINT64_MAX)
+			snprintf(a, sizeof(a),
+				 "bytes that are no sample of window %" PRIu64,
+				 win->k);
+		else
+			name_of(c->f, got[i], a, sizeof(a));
+		if (i < e)
+			name_of(c->f, exp[i], b, sizeof(b));
+		else
+			snprintf(b, sizeof(b), "no sample");
+		rc = sfs_verdict_add(
+			c->v, c->o->max_findings, SFS_FIND_BYTES,
+			"window %" PRIu64
+			": rank %u worker %u (%s), %s, sample %zu: read %s, the plan says %s",
+			win->k, fr->rank, fr->worker, m->path, file, i, a, b);
+	}
+	return rc;
+}
+
+/* Judge one reader's window file against its runs. */
+static int judge_reader(struct fcheck *c, struct wstate *ws,
+			const struct fmount *m, const struct freader *fr,
+			const struct sfs_window_reader *wr)
+{
+	const struct sfs_window *win = ws->win;
+	/* the window files' ending: the driver's first, without its dot */
+	const char *ext = c->f->format->suffixes[0] + 1;
+	struct sfs_error err = { 0 };
+	struct job j = { 0 };
+	char file[64], path[PATH_MAX], a[PATH_MAX], b[PATH_MAX];
+	uint64_t *exp = NULL, *got = NULL;
+	size_t e = 0, first_bad = 0;
+	int rc = 0;
+
+	snprintf(file, sizeof(file), "window-%08" PRIu64 ".%s", win->k, ext);
+	snprintf(path, sizeof(path), "%s/%u/%u/%s", m->path, fr->rank,
+		 fr->worker, file);
+	rc = planned_samples(c, ws, wr, &exp, &e);
+	if (rc)
+		return rc;
 	rc = digest_file(c->f->format, AT_FDCWD, path, path, &j, &err);
 	if (rc) {
 		rc = sfs_verdict_add(c->v, c->o->max_findings, SFS_FIND_BYTES,
@@ -343,78 +449,19 @@ static int judge_reader(struct fcheck *c, struct wstate *ws,
 		rc = -ENOMEM;
 		goto out;
 	}
-	/* each sample read: the planned one when its bytes are, else the
-	 * sample of the window with those bytes, else none (UINT64_MAX) */
-	for (i = 0; !rc && i < j.ndigests; i++) {
-		struct dentry key = { .d = j.digests[i], .g = 0 }, *hit;
-		size_t lo;
-
-		if (i < e && !memcmp(digest_of(c, exp[i]), j.digests[i],
-				     SFS_DIGEST_LEN)) {
-			got[i] = exp[i];
-		} else {
-			/* the first entry with these bytes */
-			lo = SFS_PARTITION_POINT(at, 0, ws->nmap,
-						 memcmp(ws->map[at].d, key.d,
-							SFS_DIGEST_LEN) < 0);
-			hit = lo < ws->nmap && !memcmp(ws->map[lo].d, key.d,
-						       SFS_DIGEST_LEN) ?
-				      &ws->map[lo] :
-				      NULL;
-			got[i] = hit ? hit->g : UINT64_MAX;
-			if (!bad++)
-				first_bad = i;
-		}
-		if (got[i] != UINT64_MAX)
-			ws->read[got[i] - ws->lo]++;
-	}
-	if (rc || !bad)
+	if (rc || !identify(c, ws, &j, exp, e, got, &first_bad))
 		goto out;
-	{ /* the plan's samples in another order? */
-		uint64_t *x = malloc((e + 1) * sizeof(*x));
-		uint64_t *y = malloc((j.ndigests + 1) * sizeof(*y));
-		bool same = x && y && j.ndigests == e;
-
-		if (same) {
-			memcpy(x, exp, e * sizeof(*x));
-			memcpy(y, got, e * sizeof(*y));
-			qsort(x, e, sizeof(*x), u64_cmp);
-			qsort(y, e, sizeof(*y), u64_cmp);
-			same = !memcmp(x, y, e * sizeof(*x));
-		}
-		free(x);
-		free(y);
-		if (same) {
-			rc = sfs_verdict_add(
-				c->v, c->o->max_findings, SFS_FIND_ORDER,
-				"window %" PRIu64
-				": rank %u worker %u (%s), %s: the plan's samples in another order: sample %zu is %s, the plan says %s",
-				win->k, fr->rank, fr->worker, m->path, file,
-				first_bad,
-				name_of(c->f, got[first_bad], a, sizeof(a)),
-				name_of(c->f, exp[first_bad], b, sizeof(b)));
-			goto out;
-		}
-	}
-	for (i = first_bad; !rc && i < j.ndigests; i++) {
-		if (i < e && got[i] == exp[i])
-			continue;
-		if (got[i] == UINT64_MAX)
-			snprintf(a, sizeof(a),
-				 "bytes that are no sample of window %" PRIu64,
-				 win->k);
-		else
-			name_of(c->f, got[i], a, sizeof(a));
-		if (i < e)
-			name_of(c->f, exp[i], b, sizeof(b));
-		else
-			snprintf(b, sizeof(b), "no sample");
+	if (same_samples(exp, e, got, j.ndigests))
 		rc = sfs_verdict_add(
-			c->v, c->o->max_findings, SFS_FIND_BYTES,
+			c->v, c->o->max_findings, SFS_FIND_ORDER,
 			"window %" PRIu64
-			": rank %u worker %u (%s), %s, sample %zu: read %s, the plan says %s",
-			win->k, fr->rank, fr->worker, m->path, file, i, a, b);
-	}
+			": rank %u worker %u (%s), %s: the plan's samples in another order: sample %zu is %s, the plan says %s",
+			win->k, fr->rank, fr->worker, m->path, file, first_bad,
+			name_of(c->f, got[first_bad], a, sizeof(a)),
+			name_of(c->f, exp[first_bad], b, sizeof(b)));
+	else
+		rc = report_samples(c, win, m, fr, file, exp, e, got,
+				    j.ndigests, first_bad);
 out:
 	free(exp);
 	free(got);
@@ -550,7 +597,7 @@ static ssize_t read_some(int fd, void *buf, size_t len)
 static int check_stream(struct fcheck *c, const struct fmount *m,
 			const struct freader *fr, uint64_t trailer)
 {
-	const char *ext = c->f->format->name;
+	const char *ext = c->f->format->suffixes[0] + 1;
 	char path[PATH_MAX], wpath[PATH_MAX], tail[64] = "";
 	static const size_t chunk = 1 << 16;
 	char *a = malloc(chunk), *b = malloc(chunk);

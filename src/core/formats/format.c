@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -50,6 +51,34 @@ const struct sfs_format_ops *sfs_format_detect(const char *filename)
 const struct sfs_format_ops *sfs_format_at(size_t i)
 {
 	return i < NFORMATS ? formats[i] : NULL;
+}
+
+const struct sfs_format_ops *sfs_format_concatenating(size_t i)
+{
+	size_t k;
+
+	for (k = 0; k < NFORMATS; k++)
+		if (formats[k]->concatenates && !i--)
+			return formats[k];
+	return NULL;
+}
+
+const char *sfs_format_concatenating_names(size_t from, const char *last,
+					   char *buf, size_t len)
+{
+	const struct sfs_format_ops *ops;
+	size_t at = 0, i;
+
+	buf[0] = '\0';
+	for (i = from; (ops = sfs_format_concatenating(i)) && at < len; i++) {
+		const char *sep = i == from			  ? "" :
+				  sfs_format_concatenating(i + 1) ? ", " :
+								    last;
+
+		at += (size_t)snprintf(buf + at, len - at, "%s%s", sep,
+				       ops->name);
+	}
+	return buf;
 }
 
 int sfs_format_dataset(const struct sfs_format_ops *ops, int dirfd,

@@ -145,6 +145,7 @@ static const char *const jsonl_suffixes[] = { ".jsonl", ".ndjson", NULL };
 
 const struct sfs_format_ops sfs_format_jsonl = {
 	.name = "jsonl",
+	.concatenates = true,
 	.suffixes = jsonl_suffixes,
 	.scan = jsonl_scan,
 	.run_suffix = jsonl_run_suffix,

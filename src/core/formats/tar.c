@@ -465,6 +465,7 @@ static const char *const tar_suffixes[] = {
 
 const struct sfs_format_ops sfs_format_tar = {
 	.name = "tar",
+	.concatenates = true,
 	.suffixes = tar_suffixes,
 	.scan = tar_scan,
 	.slice_suffix = tar_slice_suffix,

@@ -290,6 +290,7 @@ static const char *const tfrecord_suffixes[] = { ".tfrecord", ".tfrecords",
 
 const struct sfs_format_ops sfs_format_tfrecord = {
 	.name = "tfrecord",
+	.concatenates = true,
 	.suffixes = tfrecord_suffixes,
 	.scan = tfrecord_scan,
 	.verify = tfrecord_verify,

@@ -107,8 +107,8 @@ const struct sfs_opt sfs_mount_options[] = {
 	  "BYTES", "-",
 	  "the largest read request (FUSE's max_read); by\n"
 	  "default the largest reply libfuse can splice:\n"
-	  "pipe-max-size less 16 KiB (none with splice=0 or\n"
-	  "follow=1, whose reads are copied)",
+	  "pipe-max-size less 16 KiB (none with splice=0,\n"
+	  "whose reads are copied)",
 	  false },
 	{ "prefetch_files", SFS_OPT_U32, MOUNT(prefetch_files), 1, 1024, NULL,
 	  "N", "16",

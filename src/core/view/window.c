@@ -1,5 +1,5 @@
 /*
- * A window of a followed stream (follow.h): samples [kN, (k+1)N) planned
+ * A window of a followed stream (window.h): samples [kN, (k+1)N) planned
  * like an epoch of their own, over an index of just those samples (the
  * shards they lie in, each cut to its part), and laid out for some
  * readers as the slices of their files, end to end, without the bytes
@@ -10,11 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shardfs/follow.h"
 #include "shardfs/index.h"
 #include "shardfs/plan.h"
 #include "shardfs/slice.h"
 #include "shardfs/util.h"
+#include "shardfs/window.h"
 
 void sfs_follow_windows(uint64_t total, uint64_t window, uint64_t start,
 			bool ended, uint64_t *first, uint64_t *full, bool *last)
