@@ -771,8 +771,9 @@ def readme(args):
         head += ["%s: samples/s warm" % k] + (
             ["%s: slow storage" % k] if slow else []) + [
             "%s: CPU per sample" % k]
-    head += ["first batch", "memory per rank", "preparation",
-             "every reader the same samples"]
+    both = " / ".join(name.get(st.tag.split("-")[0], st.tag) for st in sets)
+    head += ["first batch, " + both, "memory per rank, " + both,
+             "preparation, " + both, "every reader the same samples"]
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     behind = []
 
@@ -813,7 +814,9 @@ def readme(args):
     out.append("")
     out.append("Ratios: this system's median over shardfs's (tar shards, "
                "the package's reader) in the same rounds; a rate above 1, "
-               "or a time, CPU or memory below 1, is shardfs behind. Sizes "
+               "or a time, CPU or memory below 1, is shardfs behind; "
+               "preparation \"none\": the files are read as they are (Ray "
+               "reads the Parquet files shardfs also serves). Sizes "
                "%s; load average %.1f–%.1f on 2 cores." % (
                    ", ".join("%s %d" % (name.get(st.tag.split("-")[0],
                                                  st.tag), st.n)
