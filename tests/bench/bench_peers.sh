@@ -1,57 +1,76 @@
 #!/usr/bin/env bash
-# shardfs against its peers, results in docs/benchmarks.md.
+# shardfs against its peers, results in docs/benchmarks.md ("Against the
+# peers") and README's table.
 # Usage: tests/bench/bench_peers.sh [IMAGES [SMALL [RUNS]]]   (as root: it
 # mounts and drops caches)
 #
 # The same samples, written once as tar shards (32 shards cut at a byte
 # size, so their counts differ): IMAGES image-like samples of 8-200 KB
-# (default 20000, 2 GB) and SMALL records of 100-1000 bytes (default
-# 200000; 0 skips a set), each a .bin and a .cls label.  Each peer's own
-# format is converted from them with its own writer (MosaicML Streaming
-# MDSWriter, litdata.optimize, datasets from_generator + save_to_disk),
-# then read by the same DDP-shaped job (tests/bench/peers/peers.py: 2 rank
-# processes in a gloo group, a DataLoader of 2 workers each, batch 32 for
-# images and 256 for records, decode-free: key, bytes, label) through
-# shardfs (symlinks=1 and 0, one mount per rank), Streaming, LitData,
-# WebDataset (split_by_node, split_by_worker, with_epoch) and datasets
-# (split_dataset_by_node; map-style and IterableDataset).  RUNS (default 3)
-# rounds, every system once a round in turn; then RESUME_RUNS (default 1)
-# rounds of a resume to the middle of the epoch, COLD_RUNS (default 1)
-# rounds after dropping the page cache, and SLOW_RUNS (default 1) cold
-# rounds with every system's data read through tests/bench/slowfs.c at
-# SLOW_MS (default 2) ms a request, slow storage such as a network file
-# system.  peers.py report prints the medians and ratios.
+# (default 4000, 400 MB) and SMALL records of 100-1000 bytes (default
+# 50000; 0 skips a set), each a .bin and a .cls label.  From the tars, all
+# fed by the shardfs package's tar reader: JSONL (the bytes in base64) and
+# Parquet files, one per tar, that shardfs also serves and Ray Data reads;
+# each peer's own format with its own writer (MosaicML Streaming MDSWriter,
+# litdata.optimize with at least 4 chunks per reader, datasets
+# from_generator + save_to_disk).  A read-only pass over the tars with the
+# same reader is timed too ("read" in the preparation lines).
 #
-# The peers run in a venv over Debian's python3-torch 1.13, pinned in
-# tests/bench/peers/requirements.txt, made once by tests/python/venv.sh
-# (about 90 s, offline from its wheel cache after the first time).  Under BENCH_SMOKE=1 (smoke.sh): 200
-# image samples, one round, no resume or cold rounds, no conversions:
-# shardfs and WebDataset (which reads the tars) if the peers' venv is
-# already there, else shardfs alone (CI does not install the venv).
+# Each system is read by the same DDP-shaped job (tests/bench/peers/peers.py:
+# 2 rank processes in a gloo group, a DataLoader of 2 workers each, batch 32
+# for images and 256 for records, decode-free: key, bytes, label): shardfs
+# (one mount per rank) over the tars read by the package's reader
+# (symlinks=1 and 0) and by tarfile, over the JSONL and over the Parquet;
+# WebDataset (split_by_node, split_by_worker, with_epoch) with tarfile and
+# with the package's reader; Streaming; LitData; Ray Data (one driver,
+# streaming_split(2, equal=True), a task per rank with iter_torch_batches,
+# over the Parquet); datasets (split_dataset_by_node; map-style and
+# IterableDataset).  RUNS (default 3) rounds; a round is every system warm,
+# then every system cold (page cache dropped), then every system cold on
+# slow storage (tests/bench/slowfs.c over the data at SLOW_MS, default 2,
+# ms a request; Streaming with remote= and a local cache, LitData with
+# "local:" and a cache directory, both emptied per job), the systems in
+# another order each round.  RESUME_RUNS (default 0) rounds of a resume to
+# mid-epoch.  Every job records every reader's sample count, the CPU
+# seconds of all its processes and the load average at its start.
+# peers.py report prints the tables (rows whose readers got unequal counts
+# marked UNEVEN), peers.py readme README's table.
+#
+# Two environments, both on PyPI's torch 2.15.0 (tests/python/venv.sh,
+# cached): tests/bench/peers/requirements.txt (Streaming, LitData, Ray
+# Data, WebDataset; it also runs shardfs's rows) and the Python suites'
+# tests/python/requirements.txt for datasets 5.2.0 (Streaming 0.13.0 needs
+# transformers < 5, whose huggingface_hub < 1 datasets 5.2.0 refuses).
+# Under BENCH_SMOKE=1 (smoke.sh): 200 image samples, one warm round, no
+# conversions: shardfs and WebDataset if the peers' environment is already
+# there, else shardfs alone with Debian's Python (CI does not install it).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/tests/bench/lib.sh"
-images=${1:-$(bench_size 20000 200)}
-small=${2:-$(bench_size 200000 0)}
+images=${1:-$(bench_size 4000 200)}
+small=${2:-$(bench_size 50000 0)}
 runs=${3:-$(bench_size 3 1)}
-cold_runs=${COLD_RUNS:-$(bench_size 1 0)}
-resume=${RESUME_RUNS:-$(bench_size 1 0)}
-slow_runs=${SLOW_RUNS:-$(bench_size 1 0)}
+resume=${RESUME_RUNS:-0}
+cold=${COLD:-$(bench_size 1 0)} # cold and slow rounds too
 bin=$top/build
 cmake -S "$top" -B "$bin" >/dev/null && cmake --build "$bin" -j "$(nproc)" >/dev/null
 D=$top/tests/bench/peers/peers.py
 req=$top/tests/bench/peers/requirements.txt
+reqhf=$top/tests/python/requirements.txt
+B=${BENCH_DIR:-/var/tmp/peers}
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-export HF_DATASETS_CACHE=${BENCH_DIR:-/var/tmp/peers}/hf-cache
+export HF_DATASETS_CACHE=$B/hf-cache RAY_USAGE_STATS_ENABLED=0
 # the smoke never installs: it uses the environment if a run made it
 if [ -n "${BENCH_SMOKE:-}" ]; then
 	venv=$(bash "$top/tests/python/venv.sh" --built "$req") || venv=
+	venvhf=
 else
 	venv=$(bash "$top/tests/python/venv.sh" "$req")
+	venvhf=$(bash "$top/tests/python/venv.sh" "$reqhf")
 fi
 if [ -n "$venv" ]; then
 	PY=$venv/bin/python
-	systems="links slices streaming litdata wds hf_map hf_stream"
+	systems="links links_tarfile slices jsonl parquet wds wds_fast streaming litdata ray"
+	[ -z "$venvhf" ] || systems="$systems hf_map hf_stream"
 	# the smoke skips the conversions (half a minute even on tiny data)
 	[ -z "${BENCH_SMOKE:-}" ] || systems="links slices wds"
 else
@@ -59,14 +78,17 @@ else
 	systems="links slices"
 	echo "no peers' venv: shardfs only"
 fi
-B=${BENCH_DIR:-/var/tmp/peers}
+PYHF=${venvhf:+$venvhf/bin/python}
+py() { # py SYSTEM: the Python that runs SYSTEM's job
+	case $1 in hf_* | arrow) echo "$PYHF" ;; *) echo "$PY" ;; esac
+}
 mkdir -p "$B"
 work=$(mktemp -d "$B/run-XXXXXX")
 # slowfs over $B, mounted outside it: a mount inside its own source would
 # be walked through itself
 slow=$(mktemp -d /tmp/peers-slow-XXXXXX)
 mnts=("$slow")
-for s in links slices; do for r in 0 1; do mnts+=("$work/m-$s-$r" "$work/m-r$s-$r"); done; done
+for s in $systems; do for r in 0 1; do mnts+=("$work/m-$s-$r" "$work/m-r$s-$r"); done; done
 cleanup() {
 	local m
 	for m in "${mnts[@]}"; do
@@ -76,61 +98,86 @@ cleanup() {
 	rmdir "$slow"
 }
 trap cleanup EXIT
-can_drop=1
-echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || can_drop=0
-[ "$can_drop" = 1 ] || { echo "cannot drop caches here: no cold rounds"; cold_runs=0 slow_runs=0; }
+echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || {
+	echo "cannot drop caches here: no cold rounds"
+	cold=0
+}
 res=$work/results.jsonl prep=$work/prep
 
 root=$B # where the jobs read the data: $B, or slowfs over it
 data() { # data SYSTEM TAG: the directory SYSTEM reads
 	case $1 in
 	streaming) echo "$root/$2-mds" ;; litdata) echo "$root/$2-litdata" ;;
-	hf_*) echo "$root/$2-arrow" ;; *) echo "$root/$2" ;;
+	hf_*) echo "$root/$2-arrow" ;; jsonl) echo "$root/$2-jsonl" ;;
+	parquet | ray) echo "$root/$2-parquet" ;; *) echo "$root/$2" ;;
 	esac
 }
 job() { # job SYSTEM TAG N BATCH [ARGS...]
 	local s=$1 tag=$2 n=$3 batch=$4 extra=()
 	shift 4
 	case $s in
-	links | slices)
+	links | links_tarfile | slices | jsonl | parquet)
 		local o=symlinks=1 m=m-$s start=0
 		[ "$s" = slices ] && o=symlinks=0
 		if [ "${1:-}" = --resume ]; then start=$((n / 2)) m=m-r$s; shift 2; fi
-		extra=(--mount "$bin/shardfs,$root/$tag,$work/$m,world=2,workers=2,batch=$batch,$o,start=$start")
+		extra=(--mount "$bin/shardfs,$(data "$s" "$tag"),$work/$m,world=2,workers=2,batch=$batch,$o,start=$start")
 		;;
-	wds) extra=(--wds-epoch $((n / 4))) ;;
+	wds | wds_fast) extra=(--wds-epoch $((n / 4))) ;;
 	esac
-	$PY "$D" job --system "$s" --data "$(data "$s" "$tag")" --out "$res" \
-		--tag "$tag" --batch "$batch" "${extra[@]}" "$@" > "$work/last.log" 2>&1 ||
+	"$(py "$s")" "$D" job --system "$s" --data "$(data "$s" "$tag")" \
+		--out "$res" --tag "$tag" --batch "$batch" --timeout 300 "${extra[@]}" "$@" \
+		> "$work/last.log" 2>&1 ||
 		{ echo "  $s $tag $*: failed, see below"; grep -E 'Error|error' "$work/last.log" | sort | uniq -c | head -5; }
 }
 
 bench() { # bench TAG KIND N BATCH
-	local tag=$1 kind=$2 n=$3 batch=$4 r s f
+	local tag=$1 kind=$2 n=$3 batch=$4 r s f order
 	if [ ! -d "$B/$tag" ]; then
 		echo "generating $n $kind samples in $B/$tag"
 		$PY "$D" make "$B/$tag" --kind "$kind" --samples "$n"
 	fi
 	cat "$B/$tag"/*.tar > /dev/null
-	# preparation: every tool from scratch, timed (once; the conversions
-	# are minutes at the default size)
+	# preparation: every tool from scratch, timed (once); shardfs's JSONL
+	# and Parquet are its input, made here untimed, then indexed, timed
 	rm -rf "$B/$tag/.shardfs"
 	echo "$tag:shardfs-index $(timed "$bin/shardfs-index" "$B/$tag" --quiet)" >> "$prep"
 	if [ -z "${BENCH_SMOKE:-}" ] && [ "$PY" != /usr/bin/python3 ]; then
-		for f in mds litdata arrow; do
+		echo "$tag:read $(timed $PY "$D" convert read "$B/$tag" -)" >> "$prep"
+		for f in jsonl parquet mds litdata arrow; do
+			case $f in arrow) [ -n "$PYHF" ] || continue ;; esac
 			rm -rf "${B:?}/$tag-$f"
-			echo "$tag:$f $(timed $PY "$D" convert $f "$B/$tag" "$B/$tag-$f" 2>> "$work/convert.log")" >> "$prep"
+			echo "$tag:$f $(timed "$(py $f)" "$D" convert $f "$B/$tag" "$B/$tag-$f" --samples "$n" 2>> "$work/convert.log")" >> "$prep"
+		done
+		for f in jsonl parquet; do
+			echo "$tag:shardfs-index-$f $(timed "$bin/shardfs-index" "$B/$tag-$f" --quiet)" >> "$prep"
 		done
 	fi
 	for r in $(seq "$runs"); do
-		for s in $systems; do job "$s" "$tag" "$n" "$batch"; done
+		# every system once a mode, starting one further each round
+		order=$(echo $systems | tr ' ' '\n' | awk -v r="$r" '{a[NR] = $0}
+			END {for (i = 0; i < NR; i++) print a[(i + r - 1) % NR + 1]}')
+		echo "$tag round $r: load average $(cut -d' ' -f1-3 /proc/loadavg)"
+		for s in $order; do job "$s" "$tag" "$n" "$batch"; done
+		[ "$cold" -gt 0 ] || continue
+		echo "$tag round $r, cold: load average $(cut -d' ' -f1-3 /proc/loadavg)"
+		for s in $order; do job "$s" "$tag" "$n" "$batch" --cold; done
+		"$bin/tests/slowfs" "$B" "$slow" -o "latency=${SLOW_MS:-2}"
+		root=$slow
+		echo "$tag round $r, slow: load average $(cut -d' ' -f1-3 /proc/loadavg)"
+		for s in $order; do
+			case $s in
+			streaming | litdata) job "$s" "$tag" "$n" "$batch" --cold --slow --cache ;;
+			*) job "$s" "$tag" "$n" "$batch" --cold --slow ;;
+			esac
+		done
+		root=$B
+		fusermount3 -u "$slow"
 	done
 	for r in $(seq "$resume"); do
 		for s in $systems; do
 			case $s in
 			links | slices) job "$s" "$tag" "$n" "$batch" --resume x ;;
-			wds) ;; # no resume in WebDataset: nothing to measure
-			*)
+			streaming | litdata | hf_*)
 				job "$s" "$tag" "$n" "$batch" --stop-after $((n / 4 / batch)) \
 					--save-state "$work/state-$s" --tag "stop-$tag"
 				job "$s" "$tag" "$n" "$batch" --resume "$work/state-$s"
@@ -138,20 +185,13 @@ bench() { # bench TAG KIND N BATCH
 			esac
 		done
 	done
-	for r in $(seq "$cold_runs"); do
-		for s in $systems; do job "$s" "$tag" "$n" "$batch" --cold; done
-	done
-	[ "$slow_runs" -gt 0 ] || return 0
-	"$bin/tests/slowfs" "$B" "$slow" -o "latency=${SLOW_MS:-2}"
-	root=$slow
-	for r in $(seq "$slow_runs"); do
-		for s in $systems; do job "$s" "$tag" "$n" "$batch" --cold --slow; done
-	done
-	root=$B
-	fusermount3 -u "$slow"
 }
 [ "$images" -gt 0 ] && bench "image-$images" image "$images" 32
 [ "$small" -gt 0 ] && bench "small-$small" small "$small" 256
-cp "$res" "$B/results-$(date +%Y%m%d-%H%M%S).jsonl"
-echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB; peers: $PY"
+stamp=$(date +%Y%m%d-%H%M%S)
+cp "$res" "$B/results-$stamp.jsonl"
+cp "$prep" "$B/prep-$stamp"
+echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB; peers: $PY${PYHF:+, datasets: $PYHF}"
+echo "results: $B/results-$stamp.jsonl, $B/prep-$stamp (README's table:" \
+	"$PY $D readme $B/results-$stamp.jsonl --prep $B/prep-$stamp --update README.md)"
 $PY "$D" report "$res" --prep "$prep"

@@ -30,7 +30,7 @@ runs=${2:-3}
 bin=${BIN:-$top/build}
 cmake -S "$top" -B "$bin" > /dev/null
 cmake --build "$bin" -j 2 > /dev/null
-req=$top/tests/bench/peers/requirements.txt
+req=$top/tests/bench/peers/requirements-scale.txt
 venv=$(bash "$top/tests/python/venv.sh" "$req")
 PY=$venv/bin/python
 D=$top/tests/bench/peers/scale.py
