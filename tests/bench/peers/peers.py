@@ -109,6 +109,26 @@ def _litdata_fn(path):
         yield {"key": s["key"], "bin": s["bin"], "cls": int(s["cls"])}
 
 
+def write_mds(files, out, size_limit):
+    """Streaming's MDS of the samples of the tars FILES, in OUT, shards of
+    SIZE_LIMIT bytes at most"""
+    from streaming import MDSWriter
+    cols = {"key": "str", "bin": "bytes", "cls": "int"}
+    with MDSWriter(out=out, columns=cols, size_limit=size_limit) as w:
+        for f in files:
+            for s in tar_samples(f):
+                w.write({"key": s["key"], "bin": s["bin"],
+                         "cls": int(s["cls"])})
+
+
+def write_litdata(files, out, **chunk):
+    """LitData's chunks of the samples of the tars FILES, in OUT; CHUNK:
+    litdata.optimize's chunk_size= or chunk_bytes="""
+    from litdata import optimize
+    optimize(fn=_litdata_fn, inputs=files, output_dir=out,
+             num_workers=WORKERS, **chunk)
+
+
 def convert(args):
     files = shards(args.src)
     if args.system == "read":
@@ -117,23 +137,15 @@ def convert(args):
         n = sum(1 for f in files for _ in tar_samples(f))
         print(n)
     elif args.system == "mds":
-        from streaming import MDSWriter
-        cols = {"key": "str", "bin": "bytes", "cls": "int"}
-        with MDSWriter(out=args.out, columns=cols, size_limit=1 << 26) as w:
-            for f in files:
-                for s in tar_samples(f):
-                    w.write({"key": s["key"], "bin": s["bin"],
-                             "cls": int(s["cls"])})
+        write_mds(files, args.out, 1 << 26)
     elif args.system == "litdata":
-        from litdata import optimize
         # at least 4 chunks per DataLoader worker of the job: LitData
         # hands whole chunks to workers, so fewer chunks than world x
         # workers leaves a worker without data
         if not args.samples:
             sys.exit("convert litdata: give --samples N")
         per = -(-args.samples // (WORLD * WORKERS * 4))
-        optimize(fn=_litdata_fn, inputs=files, output_dir=args.out,
-                 chunk_size=per, num_workers=WORKERS)
+        write_litdata(files, args.out, chunk_size=per)
     elif args.system == "arrow":
         import datasets
         feats = datasets.Features({"key": datasets.Value("string"),
@@ -469,6 +481,51 @@ def mountpoint(path):
     return subprocess.run(["mountpoint", "-q", path]).returncode == 0
 
 
+def mount_views(spec, daemons, mnts, t0, timeout):
+    """One view per rank as SPEC (SHARDFS,SRC,MNT,OPTS) says: MNT-R with
+    rank=R,OPTS, each daemon added to DAEMONS and its mount point to MNTS
+    as it starts (for unmount_views, however this ends); then waits until
+    every view answers, until TIMEOUT s after T0 at most"""
+    exe, src, mnt, opts = spec.split(",", 3)
+    for r in range(WORLD):
+        m = "%s-%d" % (mnt, r)
+        os.makedirs(m, exist_ok=True)
+        daemons.append(subprocess.Popen(
+            [exe, src, m, "-f", "-o", "rank=%d,%s" % (r, opts)]))
+        mnts.append(m)
+    for m in mnts:
+        while not os.path.isdir(os.path.join(m, ".shardfs")):
+            if time.time() - t0 > timeout:
+                raise SystemExit("mount timed out: " + m)
+            time.sleep(0.005)
+
+
+def unmount_views(mnts, daemons):
+    """Unmount what mount_views mounted, and wait for its daemons"""
+    for m in mnts:
+        if mountpoint(m):
+            subprocess.run(["fusermount3", "-u", m])
+    for d in daemons:
+        try:
+            d.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            d.kill()
+            d.wait()
+
+
+def rank_results(work):
+    """What each rank of a job wrote (WORK/r.rankR), None for a rank that
+    wrote nothing"""
+    ranks = []
+    for r in range(WORLD):
+        try:
+            with open("%s/r.rank%d" % (work, r)) as f:
+                ranks.append(json.load(f))
+        except OSError:
+            ranks.append(None)
+    return ranks
+
+
 def job(args):
     if args.cold:
         subprocess.run(["sync"], check=True)
@@ -486,18 +543,7 @@ def job(args):
     os.makedirs(work)
     try:
         if args.mount:
-            exe, src, mnt, opts = args.mount.split(",", 3)
-            for r in range(WORLD):
-                m = "%s-%d" % (mnt, r)
-                os.makedirs(m, exist_ok=True)
-                daemons.append(subprocess.Popen(
-                    [exe, src, m, "-f", "-o", "rank=%d,%s" % (r, opts)]))
-                mnts.append(m)
-            for m in mnts:
-                while not os.path.isdir(os.path.join(m, ".shardfs")):
-                    if time.time() - t0 > 30:
-                        raise SystemExit("mount timed out: " + m)
-                    time.sleep(0.005)
+            mount_views(args.mount, daemons, mnts, t0, 30)
         env = dict(os.environ, WORLD_SIZE=str(WORLD),
                    LOCAL_WORLD_SIZE=str(WORLD), MASTER_ADDR="127.0.0.1",
                    MASTER_PORT=str(29500 + os.getpid() % 1000),
@@ -540,15 +586,7 @@ def job(args):
             time.sleep(0.05)
         codes = [p.wait() for p in ranks]
     finally:
-        for m in mnts:
-            if mountpoint(m):
-                subprocess.run(["fusermount3", "-u", m])
-        for d in daemons:
-            try:
-                d.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                d.kill()
-                d.wait()
+        unmount_views(mnts, daemons)
     ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     # CPU seconds of the job: of every process the job waited for
     # (getrusage of children: ranks, their workers, the daemons), or, when
@@ -567,13 +605,7 @@ def job(args):
            "cpu_waited_s": waited, "cpu_seen_s": seen,
            "resume": resumed, "codes": codes,
            "timed_out": timed_out, "peak_kib": peak, "daemon_kib": dpeak}
-    ranks = []
-    for r in range(WORLD):
-        try:
-            with open("%s/r.rank%d" % (work, r)) as f:
-                ranks.append(json.load(f))
-        except OSError:
-            ranks.append(None)
+    ranks = rank_results(work)
     if all(ranks):
         res["steps"] = [x["steps"] for x in ranks]
         res["samples"] = [x["samples"] for x in ranks]

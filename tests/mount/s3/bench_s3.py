@@ -23,92 +23,34 @@ from the same server.
       the table: medians [min-max] of the runs
 """
 import argparse
-import glob
-import io
 import json
 import os
-import random
 import shutil
 import subprocess
 import sys
-import tarfile
 import time
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TOP = os.path.abspath(os.path.join(HERE, "..", ".."))
-WORLD, WORKERS, EPOCHS = 2, 2, 2
+TOP = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+# the tars, the peers' formats, the views' mounts and the ranks' results
+# are made as tests/bench/peers/peers.py makes them (its image-like
+# samples; its world of 2 ranks of 2 workers)
+sys.path.insert(0, os.path.join(TOP, "tests", "bench", "peers"))
+import peers  # noqa: E402
+
+WORLD, WORKERS, EPOCHS = peers.WORLD, peers.WORKERS, 2
 LABEL = {"links": "shardfs, symlinks=1", "slices": "shardfs, symlinks=0",
          "streaming": "MosaicML Streaming", "litdata": "LitData"}
 
 
 # ---------------------------------------------------------------- data
-def make(args):
-    rng = random.Random(args.seed)
-    lo, hi = 8000, 200000
-    sizes = [rng.randint(lo, hi) for _ in range(args.samples)]
-    target = sum(sizes) / args.shards
-    os.makedirs(args.dir, exist_ok=True)
-    blob = os.urandom(hi)
-    shard, fill, tar = 0, 0, None
-    for i, size in enumerate(sizes):
-        if tar is None:
-            tar = tarfile.open(os.path.join(args.dir, "shard-%05d.tar" % shard),
-                               "w", format=tarfile.USTAR_FORMAT)
-        key = "s%09d" % i
-        off = rng.randint(0, hi - size)
-        for ext, data in (("bin", blob[off:off + size]),
-                          ("cls", str(i % 1000).encode())):
-            info = tarfile.TarInfo("%s.%s" % (key, ext))
-            info.size = len(data)
-            info.mtime = 0
-            tar.addfile(info, io.BytesIO(data))
-        fill += size
-        if fill >= target and shard < args.shards - 1:
-            tar.close()
-            tar, fill, shard = None, 0, shard + 1
-    tar.close()
-
-
-def tar_samples(path):
-    """(key, bin bytes, label) of one tar shard, in order."""
-    with tarfile.open(path, "r:") as tar:
-        sample = {}
-        for m in tar:
-            key, _, ext = m.name.partition(".")
-            if sample and sample["key"] != key:
-                yield sample
-                sample = {}
-            sample["key"] = key
-            sample[ext] = tar.extractfile(m).read()
-        if sample:
-            yield sample
-
-
-def shards(src):
-    return sorted(glob.glob(os.path.join(src, "*.tar")))
-
-
-def _litdata_fn(path):
-    for s in tar_samples(path):
-        yield {"key": s["key"], "bin": s["bin"], "cls": int(s["cls"])}
-
-
 def convert(args):
-    files = shards(args.src)
+    files = peers.shards(args.src)
     if args.system == "mds":
-        from streaming import MDSWriter
-        cols = {"key": "str", "bin": "bytes", "cls": "int"}
-        with MDSWriter(out=args.out, columns=cols,
-                       size_limit=args.chunk_bytes) as w:
-            for f in files:
-                for s in tar_samples(f):
-                    w.write({"key": s["key"], "bin": s["bin"],
-                             "cls": int(s["cls"])})
+        peers.write_mds(files, args.out, args.chunk_bytes)
     elif args.system == "litdata":
-        from litdata import optimize
-        optimize(fn=_litdata_fn, inputs=files, output_dir=args.out,
-                 chunk_bytes=args.chunk_bytes, num_workers=WORKERS)
+        peers.write_litdata(files, args.out, chunk_bytes=args.chunk_bytes)
     else:
         sys.exit("convert: unknown format " + args.system)
 
@@ -139,7 +81,7 @@ def rank_loader(args, rank):
     from torch.utils.data import DataLoader
     B, s = args.batch, args.system
     if s in ("links", "slices"):
-        sys.path.insert(0, os.path.join(TOP, "tests", "e2e"))
+        sys.path.insert(0, os.path.join(TOP, "tests", "python", "e2e"))
         # the package as `pip install ./python` gives it: the recipe then
         # reads with shardfs.samples.tar_samples
         sys.path.insert(0, os.path.join(TOP, "python"))
@@ -220,10 +162,6 @@ def run_rank(args):
 
 
 # ---------------------------------------------------------------- job
-def mountpoint(path):
-    return subprocess.run(["mountpoint", "-q", path]).returncode == 0
-
-
 def delta(before, after):
     """What the proxy counted between two snapshots."""
     kinds = {k: v - before["kinds"].get(k, 0)
@@ -247,18 +185,7 @@ def job(args):
     ready = None
     try:
         if args.mount:
-            exe, src, mnt, opts = args.mount.split(",", 3)
-            for r in range(WORLD):
-                m = "%s-%d" % (mnt, r)
-                os.makedirs(m, exist_ok=True)
-                daemons.append(subprocess.Popen(
-                    [exe, src, m, "-f", "-o", "rank=%d,%s" % (r, opts)]))
-                mnts.append(m)
-            for m in mnts:
-                while not os.path.isdir(os.path.join(m, ".shardfs")):
-                    if time.time() - t0 > 60:
-                        raise SystemExit("mount timed out: " + m)
-                    time.sleep(0.005)
+            peers.mount_views(args.mount, daemons, mnts, t0, 60)
             ready = time.time() - t0
         env = dict(os.environ, WORLD_SIZE=str(WORLD),
                    LOCAL_WORLD_SIZE=str(WORLD), MASTER_ADDR="127.0.0.1",
@@ -289,21 +216,8 @@ def job(args):
             with open(os.path.join(m, ".shardfs", "status")) as f:
                 status.append(json.load(f).get("counters", {}))
     finally:
-        for m in mnts:
-            if mountpoint(m):
-                subprocess.run(["fusermount3", "-u", m])
-        for d in daemons:
-            try:
-                d.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                d.kill()
-    ranks = []
-    for r in range(WORLD):
-        try:
-            with open("%s/r.rank%d" % (work, r)) as f:
-                ranks.append(json.load(f))
-        except OSError:
-            ranks.append(None)
+        peers.unmount_views(mnts, daemons)
+    ranks = peers.rank_results(work)
     cache = None
     if args.cache and os.path.isdir(args.cache):
         cache = int(subprocess.run(["du", "-sb", args.cache],
@@ -447,6 +361,7 @@ def main():
     m.add_argument("--samples", type=int, required=True)
     m.add_argument("--shards", type=int, required=True)
     m.add_argument("--seed", type=int, default=1)
+    m.set_defaults(kind="image")
     c = sub.add_parser("convert")
     c.add_argument("system")
     c.add_argument("src")
@@ -473,7 +388,7 @@ def main():
     r.add_argument("--index")
     args = p.parse_args()
     if args.cmd == "make":
-        make(args)
+        peers.make(args)
     elif args.cmd == "convert":
         convert(args)
     elif args.cmd == "job":
