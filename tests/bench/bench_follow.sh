@@ -31,34 +31,7 @@ BF="$PY $top/tests/bench/bench_follow.py"
 mkdir -p "${BENCH_DIR:-/tmp/shardfs-bench}"
 B=$(mktemp -d "${BENCH_DIR:-/tmp/shardfs-bench}/follow-XXXXXX")
 mounts=()
-cleanup() {
-	local i
-	for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do
-		# by /proc/mounts: a crashed FUSE server fails mountpoint -q
-		grep -qF " ${mounts[i]} " /proc/mounts &&
-			{ fusermount3 -u "${mounts[i]}" || umount -l "${mounts[i]}"; }
-	done
-	wait
-	rm -rf --one-file-system "$B"
-}
-trap cleanup EXIT
-
-# mnt CMD SRC MNT OPTS: mount in the foreground of a background job (its
-# pid in $pid, its log in $B/MNT.log) and wait until it answers
-mnt() {
-	local i
-	mkdir -p "$3"
-	mounts+=("$3")
-	"$1" "$2" "$3" -f -o "$4" 2>"$B/$(basename "$3").log" &
-	pid=$!
-	for i in $(seq 400); do
-		mountpoint -q "$3" && return 0
-		sleep 0.05
-	done
-	cat "$B/$(basename "$3").log" >&2
-	return 1
-}
-umnt() { fusermount3 -u "$1"; wait "$2" || true; }
+trap bench_cleanup EXIT
 rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 col() { awk -v c="$1" '{print $c}'; }
 
@@ -80,21 +53,21 @@ lat_runs() {
 lat_once_inotify() {
 	local d=$B/lat-$RANDOM
 	mkdir -p "$d/src"
-	mnt "$bin/shardfs" "$d/src" "$d/m" "follow=1,format=jsonl,window=16,follow_timeout=60"
+	bench_mount "$bin/shardfs" "$d/src" "$d/m" "follow=1,format=jsonl,window=16,follow_timeout=60"
 	local p=$pid
 	$BF latency "$d/m/0/0" "$d/src" "$1" 16 0.02
-	umnt "$d/m" "$p"
+	bench_umount "$d/m" "$p"
 }
 lat_once_poll() {
 	local d=$B/lat-$RANDOM
 	mkdir -p "$d/under"
-	mnt "$bin/tests/slowfs" "$d/under" "$d/slow" "latency=0,timeout=0"
+	bench_mount "$bin/tests/slowfs" "$d/under" "$d/slow" "latency=0,timeout=0"
 	local sp=$pid
-	mnt "$bin/shardfs" "$d/slow" "$d/m" "follow=1,format=jsonl,window=16,follow_timeout=60,follow_interval=1"
+	bench_mount "$bin/shardfs" "$d/slow" "$d/m" "follow=1,format=jsonl,window=16,follow_timeout=60,follow_interval=1"
 	local p=$pid
 	$BF latency "$d/m/0/0" "$d/under" "$1" 16 1.0
-	umnt "$d/m" "$p"
-	umnt "$d/slow" "$sp"
+	bench_umount "$d/m" "$p"
+	bench_umount "$d/slow" "$sp"
 }
 lat_mode=lat_once_inotify lat_runs "inotify (local ext4)" "$(bench_size 200 20)"
 lat_mode=lat_once_poll lat_runs "polling (follow_interval=1, through slowfs)" "$(bench_size 20 3)"
@@ -113,7 +86,7 @@ for c in range(int(sys.argv[2])):
     L.write_chunk(sys.argv[1], L.chunk_name(c, "jsonl"), data)
 open(sys.argv[1] + "/.shardfs-end", "w").close()
 EOF
-mnt "$bin/shardfs" "$B/tp" "$B/tp-m" "follow=1,format=jsonl,window=$ts,follow_timeout=60"
+bench_mount "$bin/shardfs" "$B/tp" "$B/tp-m" "follow=1,format=jsonl,window=$ts,follow_timeout=60"
 tpid=$pid
 $BF read "$B/tp-m/0/0/stream.jsonl" >/dev/null # warm: the daemon indexed at mount
 $BF read "$B"/tp/chunk_*.jsonl >/dev/null
@@ -130,24 +103,24 @@ dm=$(printf '%s\n' "${direct[@]}" | median)
 sm=$(printf '%s\n' "${stream[@]}" | median)
 echo "direct: $dm GB/s, stream.jsonl: $sm GB/s ($(col 2 <<<"$d") bytes, $tc chunks)"
 echo "stream / direct: $(ratio "$sm" "$dm")"
-umnt "$B/tp-m" "$tpid"
+bench_umount "$B/tp-m" "$tpid"
 
 echo "== memory after $nchunks chunks"
 mkdir -p "$B/rss"
-mnt "$bin/shardfs" "$B/rss" "$B/rss-m" "follow=1,format=jsonl,window=100,follow_timeout=600"
+bench_mount "$bin/shardfs" "$B/rss" "$B/rss-m" "follow=1,format=jsonl,window=100,follow_timeout=600"
 rp=$pid
 r0=$(rss_kb "$rp")
 out=$($BF produce "$B/rss-m/0/0" "$B/rss" "$nchunks" 10 100)
 r1=$(rss_kb "$rp")
 hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$rp/status")
 touch "$B/rss/.shardfs-end"
-umnt "$B/rss-m" "$rp"
+bench_umount "$B/rss-m" "$rp"
 "$bin/shardfs-index" "$B/rss" --no-hash --quiet
-mnt "$bin/shardfs" "$B/rss" "$B/rss-s" "world=1,workers=1"
+bench_mount "$bin/shardfs" "$B/rss" "$B/rss-s" "world=1,workers=1"
 sp=$pid
 cat "$B/rss-s/0/0/"* >/dev/null
 r2=$(rss_kb "$sp")
-umnt "$B/rss-s" "$sp"
+bench_umount "$B/rss-s" "$sp"
 echo "chunks written in $(col 2 <<<"$out") s, all readable $(col 3 <<<"$out") s after the first"
 echo "follow RSS: empty $r0 KB, after $nchunks chunks $r1 KB (peak $hwm KB)"
 echo "plain mount of the same chunks: $r2 KB; follow / plain: $(ratio "$r1" "$r2")"

@@ -25,33 +25,7 @@ BF="$PY $top/tests/bench/bench_follow.py"
 mkdir -p "${BENCH_DIR:-/tmp/shardfs-bench}"
 B=$(mktemp -d "${BENCH_DIR:-/tmp/shardfs-bench}/follow-read-XXXXXX")
 mounts=()
-cleanup() {
-	local i
-	for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do
-		grep -qF " ${mounts[i]} " /proc/mounts &&
-			{ fusermount3 -u "${mounts[i]}" || umount -l "${mounts[i]}"; }
-	done
-	wait
-	rm -rf --one-file-system "$B"
-}
-trap cleanup EXIT
-
-# mnt SRC MNT OPTS: mount in the foreground of a background job (its pid
-# in $pid) and wait until it answers
-mnt() {
-	local i
-	mkdir -p "$2"
-	mounts+=("$2")
-	"$bin/shardfs" "$1" "$2" -f -o "$3" >/dev/null 2>"$B/$(basename "$2").log" &
-	pid=$!
-	for i in $(seq 400); do
-		mountpoint -q "$2" && return 0
-		sleep 0.01
-	done
-	cat "$B/$(basename "$2").log" >&2
-	return 1
-}
-umnt() { fusermount3 -u "$1"; wait "$2" || true; }
+trap bench_cleanup EXIT
 col() { awk -v c="$1" '{print $c}'; }
 gbs() { awk '{printf "%.3f", $2 / $3 / 1e9}'; }
 # cold FILE...: drop the pages of FILE... from the page cache
@@ -88,7 +62,7 @@ window=$((samples / 8))
 ready() {
 	local t0 t1 i
 	t0=$(date +%s.%N)
-	mnt "$src" "$2" "$1"
+	bench_mount "$bin/shardfs" "$src" "$2" "$1"
 	for i in $(seq 2000); do
 		[ "$(ls "$2/0/0" 2>/dev/null | wc -l)" -ge "$3" ] && break
 		sleep 0.005
@@ -103,16 +77,16 @@ fr=() pr=()
 for r in $(seq "$runs"); do
 	ready "$fopts" "$B/f$r" 9
 	fr+=("$secs")
-	umnt "$B/f$r" "$pid"
+	bench_umount "$B/f$r" "$pid"
 	ready "$popts" "$B/p$r" 1
 	pr+=("$secs")
-	umnt "$B/p$r" "$pid"
+	bench_umount "$B/p$r" "$pid"
 done
 echo "== mount-to-ready (s, median of $runs): follow $(printf '%s\n' "${fr[@]}" | median), plain $(printf '%s\n' "${pr[@]}" | median) ($nchunks chunks, $samples samples)"
 
-mnt "$src" "$B/fm" "$fopts"
+bench_mount "$bin/shardfs" "$src" "$B/fm" "$fopts"
 fpid=$pid
-mnt "$src" "$B/pm" "$popts"
+bench_mount "$bin/shardfs" "$src" "$B/pm" "$popts"
 ppid=$pid
 stream=$B/fm/0/0/stream.jsonl
 wins=("$B"/fm/0/0/window-*.jsonl)
@@ -139,5 +113,5 @@ for mode in warm cold; do
 	res[$mode]="stream $(printf '%s\n' "${s[@]}" | median), windows $(printf '%s\n' "${w[@]}" | median), plain view $(printf '%s\n' "${p[@]}" | median), direct $(printf '%s\n' "${d[@]}" | median)"
 	echo "== $mode read rate (GB/s, median of $runs, $bytes bytes): ${res[$mode]}"
 done
-umnt "$B/fm" "$fpid"
-umnt "$B/pm" "$ppid"
+bench_umount "$B/fm" "$fpid"
+bench_umount "$B/pm" "$ppid"

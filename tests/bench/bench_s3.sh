@@ -165,19 +165,12 @@ printf '%s:%s\n' "$AWS_ACCESS_KEY_ID" "$AWS_SECRET_ACCESS_KEY" > "$work/passwd"
 chmod 600 "$work/passwd"
 mkdir -p "$S"
 s3fs_mount() {
-	local i
 	rm -rf "$work/s3fs-cache"
 	mkdir -p "$work/s3fs-cache"
 	s3fs data "$S" -f -o "url=$proxy,use_path_request_style,passwd_file=$work/passwd,ro,use_cache=$work/s3fs-cache" \
 		>> "$work/s3fs.log" 2>&1 &
 	s3fs_pid=$!
-	for i in $(seq 100); do
-		mountpoint -q "$S" && return 0
-		sleep 0.1
-	done
-	echo "bench_s3: s3fs did not mount $S" >&2
-	cat "$work/s3fs.log" >&2
-	return 1
+	wait_mounted "$S" 10 || { cat "$work/s3fs.log" >&2; return 1; }
 }
 s3fs_umount() { fusermount3 -u "$S"; wait "$s3fs_pid"; s3fs_pid=; }
 # rclone mount, for the indexer only: its default cache mode (off) reads
@@ -191,17 +184,10 @@ cat > "$work/rclone.conf" <<-EOF
 	env_auth = true
 EOF
 rclone_mount() {
-	local i
 	env -u AWS_CA_BUNDLE rclone --config "$work/rclone.conf" mount gw:data "$S" \
 		--read-only 2>> "$work/rclone.log" &
 	s3fs_pid=$!
-	for i in $(seq 100); do
-		mountpoint -q "$S" && return 0
-		sleep 0.1
-	done
-	echo "bench_s3: rclone did not mount $S" >&2
-	cat "$work/rclone.log" >&2
-	return 1
+	wait_mounted "$S" 10 || { cat "$work/rclone.log" >&2; return 1; }
 }
 stats() { curl -s "$proxy/__proxy/stats"; }
 

@@ -44,3 +44,47 @@ ddp_shards() {
 	[ -f "$src/.shardfs/manifest.json" ] || "$bin/shardfs-index" "$src" --no-hash --quiet
 	echo "$src"
 }
+
+# wait_mounted MNT SECONDS: wait until MNT answers, SECONDS at most; else
+# say so and fail
+wait_mounted() {
+	local i
+	for i in $(seq $(($2 * 100))); do
+		mountpoint -q "$1" && return 0
+		sleep 0.01
+	done
+	echo "$(basename "$0"): nothing mounted on $1 after $2 s" >&2
+	return 1
+}
+
+# Foreground daemons in background jobs, for a benchmark that mounts
+# several: bench_mount adds each mount point to $mounts, its log goes to
+# $B/MNT.log (B: the script's scratch directory); the script sets
+# `mounts=()` and `trap bench_cleanup EXIT` first.
+# bench_mount CMD SRC MNT OPTS: mount, the daemon's pid in $pid, and wait
+# (20 s at most) until it answers
+bench_mount() {
+	local log
+	log=$B/$(basename "$3").log
+	mkdir -p "$3"
+	mounts+=("$3")
+	"$1" "$2" "$3" -f -o "$4" > /dev/null 2> "$log" &
+	pid=$!
+	wait_mounted "$3" 20 && return 0
+	cat "$log" >&2
+	return 1
+}
+# bench_umount MNT PID: unmount, and wait for its daemon
+bench_umount() { fusermount3 -u "$1"; wait "$2" || true; }
+# bench_cleanup: unmount $mounts, the last first, wait for the daemons,
+# remove $B
+bench_cleanup() {
+	local i
+	for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do
+		# by /proc/mounts: a crashed FUSE server fails mountpoint -q
+		grep -qF " ${mounts[i]} " /proc/mounts &&
+			{ fusermount3 -u "${mounts[i]}" || umount -l "${mounts[i]}"; }
+	done
+	wait
+	rm -rf --one-file-system "$B"
+}
