@@ -347,10 +347,11 @@ def report(args):
           "jobs: median %.1f [%.1f–%.1f]" % (
               "/".join(map(str, samples)),
               *med([r["load"][0] for r in rows])))
-    for r in rows:
-        if any(r["codes"]) or "rate" not in r:
-            print("FAILED: %s epoch %d codes %s" % (r["system"], r["epoch"],
-                                                    r["codes"]))
+    failed = [r for r in rows if any(r["codes"]) or "rate" not in r]
+    for r in failed:
+        print("FAILED: %s epoch %d codes %s" % (r["system"], r["epoch"],
+                                                r["codes"]))
+    return 1 if failed else 0
 
 
 def main():
@@ -396,7 +397,7 @@ def main():
     elif args.cmd == "rank":
         run_rank(args)
     else:
-        report(args)
+        sys.exit(report(args))
 
 
 if __name__ == "__main__":
