@@ -73,8 +73,6 @@ struct decoded {
 	bool shallow; /* fragments' data files counted, not decoded */
 };
 
-#define MALLOC_HEADER 16
-
 static int spend(struct sfs_pb_reader *r, struct decoded *d, uint64_t n)
 {
 	if (n <= SFS_LANCE_DECODED_MAX - d->bytes) {
@@ -90,27 +88,17 @@ static int spend(struct sfs_pb_reader *r, struct decoded *d, uint64_t n)
 		d->nfragments);
 }
 
-/* Room for need elements of size bytes in *arrayp (capacity *cap): the
- * capacity it grows to (double, at least 8, as sfs_grow gives when asked
- * for it) is charged first.  0, -EFBIG or -ENOMEM. */
+/* Room for need elements of size bytes in *arrayp (capacity *cap): what
+ * sfs_grow allocates for it is charged first.  0, -EFBIG or -ENOMEM. */
 static int grow(struct sfs_pb_reader *r, struct decoded *d, void *arrayp,
 		size_t *cap, size_t need, size_t size)
 {
-	size_t want;
-	int rc;
+	int rc = spend(r, d,
+		       sfs_grow_cost(*cap, need, size, SFS_LANCE_DECODED_MAX));
 
-	if (need <= *cap)
-		return 0;
-	want = *cap ? 2 * *cap : 8;
-	if (want < need)
-		want = need;
-	if (want > SFS_LANCE_DECODED_MAX / size)
-		return spend(r, d, UINT64_MAX);
-	rc = spend(r, d,
-		   (uint64_t)(want - *cap) * size + (*cap ? 0 : MALLOC_HEADER));
 	if (rc)
 		return rc;
-	return sfs_grow(arrayp, cap, want, size) ? nomem(r) : 0;
+	return sfs_grow(arrayp, cap, need, size) ? nomem(r) : 0;
 }
 
 /*
@@ -285,7 +273,7 @@ static int read_path(struct sfs_pb_reader *r, const struct sfs_pb_field *f,
 		return sfs_pb_fail(r, f->at, "the path is given twice");
 	if (memchr(p, 0, n))
 		return sfs_pb_fail(r, f->at, "the path holds a NUL byte");
-	rc = spend(r, st->d, (uint64_t)n + 1 + MALLOC_HEADER);
+	rc = spend(r, st->d, (uint64_t)n + 1 + SFS_MALLOC_HEADER);
 	if (rc)
 		return rc;
 	df->path = strndup((const char *)p, n);
