@@ -102,6 +102,27 @@ static int grow(struct sfs_pb_reader *r, struct decoded *d, void *arrayp,
 }
 
 /*
+ * One more element of size bytes at the end of *arrayp (count *n,
+ * capacity *cap), its room charged by grow: zeroed, into *slot, and
+ * counted in *n before it is read, so that what a failed read leaves in
+ * it is freed with the rest.  0, -EFBIG or -ENOMEM.
+ */
+static int add_slot(struct sfs_pb_reader *r, struct decoded *d, void *arrayp,
+		    size_t *cap, size_t *n, size_t size, void **slot)
+{
+	char *array;
+	int rc = grow(r, d, arrayp, cap, *n + 1, size);
+
+	if (rc)
+		return rc;
+	memcpy(&array, arrayp, sizeof(array));
+	*slot = array + *n * size;
+	memset(*slot, 0, size);
+	(*n)++;
+	return 0;
+}
+
+/*
  * ---- The messages, each described once ----
  *
  * A field of a message this decoder reads: its number, the wire type it
@@ -364,6 +385,7 @@ static int read_files(struct sfs_pb_reader *r, const struct sfs_pb_field *f,
 {
 	struct sfs_lance_fragment *fr = obj;
 	struct sfs_pb_reader sub;
+	void *df;
 	int rc = sfs_pb_message(r, "DataFile", &sub);
 
 	(void)f;
@@ -372,12 +394,9 @@ static int read_files(struct sfs_pb_reader *r, const struct sfs_pb_field *f,
 	st->count++;
 	if (st->d->shallow)
 		return 0;
-	rc = grow(&sub, st->d, &fr->files, &st->cap, fr->nfiles + 1,
-		  sizeof(*fr->files));
-	if (rc)
-		return rc;
-	memset(&fr->files[fr->nfiles], 0, sizeof(*fr->files));
-	return read_data_file(&sub, &fr->files[fr->nfiles++], st->d);
+	rc = add_slot(&sub, st->d, &fr->files, &st->cap, &fr->nfiles,
+		      sizeof(*fr->files), &df);
+	return rc ? rc : read_data_file(&sub, df, st->d);
 }
 
 static int read_deletion_file(struct sfs_pb_reader *r,
@@ -449,18 +468,16 @@ static int read_fragments(struct sfs_pb_reader *r, const struct sfs_pb_field *f,
 {
 	struct sfs_lance_manifest *m = obj;
 	struct sfs_pb_reader sub;
+	void *fr;
 	int rc = sfs_pb_message(r, "DataFragment", &sub);
 
 	(void)f;
 	if (rc)
 		return rc;
 	st->d->nfragments = m->nfragments;
-	rc = grow(&sub, st->d, &m->fragments, &st->cap, m->nfragments + 1,
-		  sizeof(*m->fragments));
-	if (rc)
-		return rc;
-	memset(&m->fragments[m->nfragments], 0, sizeof(*m->fragments));
-	return read_fragment(&sub, &m->fragments[m->nfragments++], st->d);
+	rc = add_slot(&sub, st->d, &m->fragments, &st->cap, &m->nfragments,
+		      sizeof(*m->fragments), &fr);
+	return rc ? rc : read_fragment(&sub, fr, st->d);
 }
 
 static int read_reader_flags(struct sfs_pb_reader *r,
