@@ -127,7 +127,9 @@ static int add_slot(struct sfs_pb_reader *r, struct decoded *d, void *arrayp,
  *
  * A field of a message this decoder reads: its number, the wire type it
  * must have (ANY_WIRE: its call checks), its name in messages, and where
- * its varint goes (a uint64_t at off) or the call that decodes it.
+ * its varint goes (a uint64_t at off) or the call that decodes it; a
+ * field that is a message (sub: its name) is opened first, and its call
+ * gets a reader of that message's bytes.
  * read_message walks a table; every field it does not list is skipped by
  * its wire type.  A call gets the message's state: the budget, and the
  * count, capacity and position its repeated fields need.
@@ -148,6 +150,7 @@ struct pb_def {
 	const char *name;
 	size_t off; /* a varint into the uint64_t at off, when call is NULL */
 	pb_call *call;
+	const char *sub; /* the message the field is, or NULL */
 };
 
 #define ANY_WIRE (-1)
@@ -161,7 +164,8 @@ static pb_call read_fragments, read_reader_flags, read_files,
 
 /* Manifest */
 static const struct pb_def manifest_defs[] = {
-	{ 2, SFS_PB_LEN, "fragments", .call = read_fragments },
+	{ 2, SFS_PB_LEN, "fragments", .call = read_fragments,
+	  .sub = "DataFragment" },
 	{ 3, SFS_PB_VARINT, "version", .off = AT(manifest, version) },
 	{ 9, SFS_PB_VARINT, "reader_feature_flags", .call = read_reader_flags },
 	{ 10, SFS_PB_VARINT, "writer_feature_flags",
@@ -172,8 +176,9 @@ static const struct pb_def manifest_defs[] = {
 /* DataFragment */
 static const struct pb_def fragment_defs[] = {
 	{ 1, SFS_PB_VARINT, "id", .off = AT(fragment, id) },
-	{ 2, SFS_PB_LEN, "files", .call = read_files },
-	{ 3, SFS_PB_LEN, "deletion_file", .call = read_deletion_file },
+	{ 2, SFS_PB_LEN, "files", .call = read_files, .sub = "DataFile" },
+	{ 3, SFS_PB_LEN, "deletion_file", .call = read_deletion_file,
+	  .sub = "DeletionFile" },
 	{ 4, SFS_PB_VARINT, "physical_rows",
 	  .off = AT(fragment, physical_rows) },
 	{ 0 },
@@ -214,12 +219,17 @@ static const struct pb_def *find_def(const struct pb_def *defs, uint32_t number)
 static int read_value(struct sfs_pb_reader *r, const struct pb_def *fd,
 		      const struct sfs_pb_field *f, void *obj, struct msg *st)
 {
+	struct sfs_pb_reader sub;
 	int rc = 0;
 
 	if (fd->wire != ANY_WIRE)
 		rc = sfs_pb_expect(r, f, fd->wire, fd->name);
+	if (!rc && fd->sub)
+		rc = sfs_pb_message(r, fd->sub, &sub);
 	if (rc)
 		return rc;
+	if (fd->sub)
+		return fd->call(&sub, f, obj, st);
 	if (fd->call)
 		return fd->call(r, f, obj, st);
 	return sfs_pb_varint(r, (uint64_t *)((char *)obj + fd->off));
@@ -384,19 +394,16 @@ static int read_files(struct sfs_pb_reader *r, const struct sfs_pb_field *f,
 		      void *obj, struct msg *st)
 {
 	struct sfs_lance_fragment *fr = obj;
-	struct sfs_pb_reader sub;
 	void *df;
-	int rc = sfs_pb_message(r, "DataFile", &sub);
+	int rc;
 
 	(void)f;
-	if (rc)
-		return rc;
 	st->count++;
 	if (st->d->shallow)
 		return 0;
-	rc = add_slot(&sub, st->d, &fr->files, &st->cap, &fr->nfiles,
+	rc = add_slot(r, st->d, &fr->files, &st->cap, &fr->nfiles,
 		      sizeof(*fr->files), &df);
-	return rc ? rc : read_data_file(&sub, df, st->d);
+	return rc ? rc : read_data_file(r, df, st->d);
 }
 
 static int read_deletion_file(struct sfs_pb_reader *r,
@@ -404,15 +411,11 @@ static int read_deletion_file(struct sfs_pb_reader *r,
 			      struct msg *st)
 {
 	struct sfs_lance_fragment *fr = obj;
-	struct sfs_pb_reader sub;
-	int rc = sfs_pb_message(r, "DeletionFile", &sub);
 
 	(void)f;
-	if (rc)
-		return rc;
 	fr->deletion.present = true;
-	fr->deletion.at = sub.base;
-	return read_message(&sub, deletion_defs, &fr->deletion, st);
+	fr->deletion.at = r->base;
+	return read_message(r, deletion_defs, &fr->deletion, st);
 }
 
 /* What a fragment must say, checked once it is read. */
@@ -467,17 +470,14 @@ static int read_fragments(struct sfs_pb_reader *r, const struct sfs_pb_field *f,
 			  void *obj, struct msg *st)
 {
 	struct sfs_lance_manifest *m = obj;
-	struct sfs_pb_reader sub;
 	void *fr;
-	int rc = sfs_pb_message(r, "DataFragment", &sub);
+	int rc;
 
 	(void)f;
-	if (rc)
-		return rc;
 	st->d->nfragments = m->nfragments;
-	rc = add_slot(&sub, st->d, &m->fragments, &st->cap, &m->nfragments,
+	rc = add_slot(r, st->d, &m->fragments, &st->cap, &m->nfragments,
 		      sizeof(*m->fragments), &fr);
-	return rc ? rc : read_fragment(&sub, fr, st->d);
+	return rc ? rc : read_fragment(r, fr, st->d);
 }
 
 static int read_reader_flags(struct sfs_pb_reader *r,
