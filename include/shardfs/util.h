@@ -95,6 +95,18 @@ int sfs_grow(void *arrayp, size_t *cap, size_t need, size_t size);
 #define SFS_GROW(array, cap, need) \
 	sfs_grow(&(array), &(cap), (need), sizeof(*(array)))
 
+/* What malloc takes beside each block it gives: charged with it. */
+#define SFS_MALLOC_HEADER 16
+
+/*
+ * The bytes sfs_grow(arrayp, &cap, need, size) allocates anew, for a
+ * decoder that charges them to its budget first: the capacity it grows
+ * to less cap, times size, and SFS_MALLOC_HEADER for a first block; 0
+ * when cap holds need, UINT64_MAX when the capacity it grows to holds
+ * more than max bytes.
+ */
+uint64_t sfs_grow_cost(size_t cap, size_t need, size_t size, uint64_t max);
+
 /*
  * Open name in the directory open as dirfd, for a directory another user
  * may write (the source, an emptyDir): no component may be a symlink or

@@ -66,6 +66,27 @@ int sfs_pwrite_full(int fd, const void *buf, size_t len, uint64_t off)
 	return 0;
 }
 
+/* The capacity sfs_grow gives an array of capacity cap that must hold
+ * need (> cap) elements. */
+static size_t grown_cap(size_t cap, size_t need)
+{
+	size_t n = cap > SIZE_MAX / 2 ? SIZE_MAX : cap ? 2 * cap : 8;
+
+	return n < need ? need : n;
+}
+
+uint64_t sfs_grow_cost(size_t cap, size_t need, size_t size, uint64_t max)
+{
+	size_t n;
+
+	if (need <= cap)
+		return 0;
+	n = grown_cap(cap, need);
+	if (size && n > max / size)
+		return UINT64_MAX;
+	return (uint64_t)(n - cap) * size + (cap ? 0 : SFS_MALLOC_HEADER);
+}
+
 int sfs_grow(void *arrayp, size_t *cap, size_t need, size_t size)
 {
 	void *array, *grown;
@@ -73,9 +94,7 @@ int sfs_grow(void *arrayp, size_t *cap, size_t need, size_t size)
 
 	if (need <= *cap)
 		return 0;
-	n = *cap > SIZE_MAX / 2 ? SIZE_MAX : *cap ? 2 * *cap : 8;
-	if (n < need)
-		n = need;
+	n = grown_cap(*cap, need);
 	if (size && n > SIZE_MAX / size)
 		return -ENOMEM;
 	/* the caller's pointer is read and written as bytes: arrays of any

@@ -76,6 +76,20 @@ static char *dump(json_t *o)
 	return text;
 }
 
+/* dump of o less the "\n}" that close it: a head the counters follow. */
+static char *dump_head(json_t *o)
+{
+	char *text = dump(o);
+	size_t len;
+
+	if (!text)
+		return NULL;
+	len = strlen(text);
+	if (len >= 2)
+		text[len - 2] = '\0';
+	return text;
+}
+
 char *sfs_status_options_json(const struct sfs_plan_opts *o)
 {
 	json_t *j = sfs_options_to_json(o);
@@ -89,12 +103,11 @@ char *sfs_status_json_head(const struct sfs_status_in *in)
 {
 	const struct sfs_plan *p = in->plan;
 	uint64_t bytes = 0;
-	char *text;
-	size_t i, len;
+	size_t i;
 
 	for (i = 0; i < in->idx->nshards; i++)
 		bytes += in->idx->shards[i].size;
-	text = dump(json_pack(
+	return dump_head(json_pack(
 		"{s:s, s:s?, s:o, s:o, s:{s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I, s:o}}",
 		"source",
 		sfs_mix_of(in->idx) ? sfs_mix_of(in->idx)->file :
@@ -109,12 +122,6 @@ char *sfs_status_json_head(const struct sfs_status_in *in)
 		"units", (json_int_t)p->nunits, "remaining",
 		(json_int_t)p->remaining, "readers",
 		readers_json(p, in->options)));
-	if (!text)
-		return NULL;
-	len = strlen(text);
-	if (len >= 2)
-		text[len - 2] = '\0';
-	return text;
 }
 
 /* A followed source's readers: in "plan" as every status's, and with
@@ -150,10 +157,7 @@ static json_t *follow_readers(const struct sfs_status_follow *f, bool plan)
 char *sfs_status_follow_head(const struct sfs_status_in *in,
 			     const struct sfs_status_follow *f)
 {
-	char *text;
-	size_t len;
-
-	text = dump(json_pack(
+	return dump_head(json_pack(
 		"{s:s, s:s?, s:o, s:{s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I, s:o}, s:{s:s, s:I, s:I, s:I, s:s?, s:b, s:I, s:I, s:b, s:I, s:I, s:I, s:s?, s:s?}, s:o}",
 		"source", f->source, "index", f->index_dir, "options",
 		options_json(in, &in->options->plan), "index_summary", "shards",
@@ -174,12 +178,6 @@ char *sfs_status_follow_head(const struct sfs_status_in *in,
 		(json_int_t)f->per_window, "padding", (json_int_t)f->padding,
 		"dropped", (json_int_t)f->dropped, "consumed", f->consumed,
 		"log", f->log, "readers", follow_readers(f, false)));
-	if (!text)
-		return NULL;
-	len = strlen(text);
-	if (len >= 2)
-		text[len - 2] = '\0';
-	return text;
 }
 
 char *sfs_status_follow_progress(uint32_t rank, const char *consumed,

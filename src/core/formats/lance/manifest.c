@@ -73,8 +73,6 @@ struct decoded {
 	bool shallow; /* fragments' data files counted, not decoded */
 };
 
-#define MALLOC_HEADER 16
-
 static int spend(struct sfs_pb_reader *r, struct decoded *d, uint64_t n)
 {
 	if (n <= SFS_LANCE_DECODED_MAX - d->bytes) {
@@ -90,27 +88,38 @@ static int spend(struct sfs_pb_reader *r, struct decoded *d, uint64_t n)
 		d->nfragments);
 }
 
-/* Room for need elements of size bytes in *arrayp (capacity *cap): the
- * capacity it grows to (double, at least 8, as sfs_grow gives when asked
- * for it) is charged first.  0, -EFBIG or -ENOMEM. */
+/* Room for need elements of size bytes in *arrayp (capacity *cap): what
+ * sfs_grow allocates for it is charged first.  0, -EFBIG or -ENOMEM. */
 static int grow(struct sfs_pb_reader *r, struct decoded *d, void *arrayp,
 		size_t *cap, size_t need, size_t size)
 {
-	size_t want;
-	int rc;
+	int rc = spend(r, d,
+		       sfs_grow_cost(*cap, need, size, SFS_LANCE_DECODED_MAX));
 
-	if (need <= *cap)
-		return 0;
-	want = *cap ? 2 * *cap : 8;
-	if (want < need)
-		want = need;
-	if (want > SFS_LANCE_DECODED_MAX / size)
-		return spend(r, d, UINT64_MAX);
-	rc = spend(r, d,
-		   (uint64_t)(want - *cap) * size + (*cap ? 0 : MALLOC_HEADER));
 	if (rc)
 		return rc;
-	return sfs_grow(arrayp, cap, want, size) ? nomem(r) : 0;
+	return sfs_grow(arrayp, cap, need, size) ? nomem(r) : 0;
+}
+
+/*
+ * One more element of size bytes at the end of *arrayp (count *n,
+ * capacity *cap), its room charged by grow: zeroed, into *slot, and
+ * counted in *n before it is read, so that what a failed read leaves in
+ * it is freed with the rest.  0, -EFBIG or -ENOMEM.
+ */
+static int add_slot(struct sfs_pb_reader *r, struct decoded *d, void *arrayp,
+		    size_t *cap, size_t *n, size_t size, void **slot)
+{
+	char *array;
+	int rc = grow(r, d, arrayp, cap, *n + 1, size);
+
+	if (rc)
+		return rc;
+	memcpy(&array, arrayp, sizeof(array));
+	*slot = array + *n * size;
+	memset(*slot, 0, size);
+	(*n)++;
+	return 0;
 }
 
 /*
@@ -118,7 +127,9 @@ static int grow(struct sfs_pb_reader *r, struct decoded *d, void *arrayp,
  *
  * A field of a message this decoder reads: its number, the wire type it
  * must have (ANY_WIRE: its call checks), its name in messages, and where
- * its varint goes (a uint64_t at off) or the call that decodes it.
+ * its varint goes (a uint64_t at off) or the call that decodes it; a
+ * field that is a message (sub: its name) is opened first, and its call
+ * gets a reader of that message's bytes.
  * read_message walks a table; every field it does not list is skipped by
  * its wire type.  A call gets the message's state: the budget, and the
  * count, capacity and position its repeated fields need.
@@ -139,6 +150,7 @@ struct pb_def {
 	const char *name;
 	size_t off; /* a varint into the uint64_t at off, when call is NULL */
 	pb_call *call;
+	const char *sub; /* the message the field is, or NULL */
 };
 
 #define ANY_WIRE (-1)
@@ -152,7 +164,8 @@ static pb_call read_fragments, read_reader_flags, read_files,
 
 /* Manifest */
 static const struct pb_def manifest_defs[] = {
-	{ 2, SFS_PB_LEN, "fragments", .call = read_fragments },
+	{ 2, SFS_PB_LEN, "fragments", .call = read_fragments,
+	  .sub = "DataFragment" },
 	{ 3, SFS_PB_VARINT, "version", .off = AT(manifest, version) },
 	{ 9, SFS_PB_VARINT, "reader_feature_flags", .call = read_reader_flags },
 	{ 10, SFS_PB_VARINT, "writer_feature_flags",
@@ -163,8 +176,9 @@ static const struct pb_def manifest_defs[] = {
 /* DataFragment */
 static const struct pb_def fragment_defs[] = {
 	{ 1, SFS_PB_VARINT, "id", .off = AT(fragment, id) },
-	{ 2, SFS_PB_LEN, "files", .call = read_files },
-	{ 3, SFS_PB_LEN, "deletion_file", .call = read_deletion_file },
+	{ 2, SFS_PB_LEN, "files", .call = read_files, .sub = "DataFile" },
+	{ 3, SFS_PB_LEN, "deletion_file", .call = read_deletion_file,
+	  .sub = "DeletionFile" },
 	{ 4, SFS_PB_VARINT, "physical_rows",
 	  .off = AT(fragment, physical_rows) },
 	{ 0 },
@@ -205,12 +219,17 @@ static const struct pb_def *find_def(const struct pb_def *defs, uint32_t number)
 static int read_value(struct sfs_pb_reader *r, const struct pb_def *fd,
 		      const struct sfs_pb_field *f, void *obj, struct msg *st)
 {
+	struct sfs_pb_reader sub;
 	int rc = 0;
 
 	if (fd->wire != ANY_WIRE)
 		rc = sfs_pb_expect(r, f, fd->wire, fd->name);
+	if (!rc && fd->sub)
+		rc = sfs_pb_message(r, fd->sub, &sub);
 	if (rc)
 		return rc;
+	if (fd->sub)
+		return fd->call(&sub, f, obj, st);
 	if (fd->call)
 		return fd->call(r, f, obj, st);
 	return sfs_pb_varint(r, (uint64_t *)((char *)obj + fd->off));
@@ -285,7 +304,7 @@ static int read_path(struct sfs_pb_reader *r, const struct sfs_pb_field *f,
 		return sfs_pb_fail(r, f->at, "the path is given twice");
 	if (memchr(p, 0, n))
 		return sfs_pb_fail(r, f->at, "the path holds a NUL byte");
-	rc = spend(r, st->d, (uint64_t)n + 1 + MALLOC_HEADER);
+	rc = spend(r, st->d, (uint64_t)n + 1 + SFS_MALLOC_HEADER);
 	if (rc)
 		return rc;
 	df->path = strndup((const char *)p, n);
@@ -375,21 +394,16 @@ static int read_files(struct sfs_pb_reader *r, const struct sfs_pb_field *f,
 		      void *obj, struct msg *st)
 {
 	struct sfs_lance_fragment *fr = obj;
-	struct sfs_pb_reader sub;
-	int rc = sfs_pb_message(r, "DataFile", &sub);
+	void *df;
+	int rc;
 
 	(void)f;
-	if (rc)
-		return rc;
 	st->count++;
 	if (st->d->shallow)
 		return 0;
-	rc = grow(&sub, st->d, &fr->files, &st->cap, fr->nfiles + 1,
-		  sizeof(*fr->files));
-	if (rc)
-		return rc;
-	memset(&fr->files[fr->nfiles], 0, sizeof(*fr->files));
-	return read_data_file(&sub, &fr->files[fr->nfiles++], st->d);
+	rc = add_slot(r, st->d, &fr->files, &st->cap, &fr->nfiles,
+		      sizeof(*fr->files), &df);
+	return rc ? rc : read_data_file(r, df, st->d);
 }
 
 static int read_deletion_file(struct sfs_pb_reader *r,
@@ -397,15 +411,11 @@ static int read_deletion_file(struct sfs_pb_reader *r,
 			      struct msg *st)
 {
 	struct sfs_lance_fragment *fr = obj;
-	struct sfs_pb_reader sub;
-	int rc = sfs_pb_message(r, "DeletionFile", &sub);
 
 	(void)f;
-	if (rc)
-		return rc;
 	fr->deletion.present = true;
-	fr->deletion.at = sub.base;
-	return read_message(&sub, deletion_defs, &fr->deletion, st);
+	fr->deletion.at = r->base;
+	return read_message(r, deletion_defs, &fr->deletion, st);
 }
 
 /* What a fragment must say, checked once it is read. */
@@ -460,19 +470,14 @@ static int read_fragments(struct sfs_pb_reader *r, const struct sfs_pb_field *f,
 			  void *obj, struct msg *st)
 {
 	struct sfs_lance_manifest *m = obj;
-	struct sfs_pb_reader sub;
-	int rc = sfs_pb_message(r, "DataFragment", &sub);
+	void *fr;
+	int rc;
 
 	(void)f;
-	if (rc)
-		return rc;
 	st->d->nfragments = m->nfragments;
-	rc = grow(&sub, st->d, &m->fragments, &st->cap, m->nfragments + 1,
-		  sizeof(*m->fragments));
-	if (rc)
-		return rc;
-	memset(&m->fragments[m->nfragments], 0, sizeof(*m->fragments));
-	return read_fragment(&sub, &m->fragments[m->nfragments++], st->d);
+	rc = add_slot(r, st->d, &m->fragments, &st->cap, &m->nfragments,
+		      sizeof(*m->fragments), &fr);
+	return rc ? rc : read_fragment(r, fr, st->d);
 }
 
 static int read_reader_flags(struct sfs_pb_reader *r,

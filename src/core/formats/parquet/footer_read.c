@@ -70,13 +70,14 @@ struct dec {
 };
 
 /* n more bytes of decoded structures: refused past the budget. */
-static int spend(struct dec *d, size_t n)
+static int spend(struct dec *d, uint64_t n)
 {
 	struct sfs_thrift_reader *r = d->r;
 
-	d->p->bytes += n;
-	if (d->p->bytes <= SFS_PARQUET_DECODED_MAX)
+	if (n <= SFS_PARQUET_DECODED_MAX - d->p->bytes) {
+		d->p->bytes += n;
 		return 0;
+	}
 	return sfs_errorf(
 		r->err, -EFBIG,
 		"%s: footer at byte %llu: its %zu-byte footer decodes to more than the %u MiB shardfs decodes per footer (%zu row groups, %zu column chunks so far): rewrite the file with fewer, larger row groups (e.g. pyarrow's row_group_size)",
@@ -85,30 +86,19 @@ static int spend(struct dec *d, size_t n)
 		d->m->nchunk_pool);
 }
 
-#define MALLOC_HEADER 16
-
 /*
- * Room for need elements of size bytes in *arrayp (capacity *cap): the
- * capacity it grows to (double, at least 8: what sfs_grow gives when
- * asked for it) is charged before it is allocated.  0, -EFBIG or -ENOMEM.
+ * Room for need elements of size bytes in *arrayp (capacity *cap): what
+ * sfs_grow allocates for it is charged first.  0, -EFBIG or -ENOMEM.
  */
 static int pool_grow(struct dec *d, void *arrayp, size_t *cap, size_t need,
 		     size_t size)
 {
-	size_t want;
-	int rc;
+	int rc = spend(d, sfs_grow_cost(*cap, need, size,
+					SFS_PARQUET_DECODED_MAX));
 
-	if (need <= *cap)
-		return 0;
-	want = *cap ? 2 * *cap : 8;
-	if (want < need)
-		want = need;
-	if (want > SFS_PARQUET_DECODED_MAX / size)
-		return spend(d, SFS_PARQUET_DECODED_MAX + (size_t)1);
-	rc = spend(d, (want - *cap) * size + (*cap ? 0 : MALLOC_HEADER));
 	if (rc)
 		return rc;
-	if (sfs_grow(arrayp, cap, want, size))
+	if (sfs_grow(arrayp, cap, need, size))
 		return sfs_pq_footer_nomem(d->r);
 	return 0;
 }
