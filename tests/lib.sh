@@ -56,8 +56,8 @@ expect_reference() {
 	expect_eq "$1 $3 matches the reference" "$?" "0" || echo "$got"
 }
 
-# 1 in a sanitizer build: bounds on memory are not asserted there (ASan's
-# own memory would cross them)
+# 1 in a sanitizer build: bounds on memory and time are not asserted
+# there (ASan's own memory and its slower copies would cross them)
 sanitized=0
 grep -q '^SHARDFS_SANITIZE:BOOL=ON' "$BUILD/CMakeCache.txt" 2>/dev/null && sanitized=1
 

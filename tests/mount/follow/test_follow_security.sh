@@ -250,8 +250,11 @@ for _ in range(300):
     os.stat(p)
 print("%.2f" % (time.monotonic() - t))' "$T/s-m")
 echo "300 stats of the status at world=256 x workers=16: $took s"
-expect_eq "s: 300 stats of a 4096-reader status take under a second" \
-	"$($PY -c 'import sys; print(float(sys.argv[1]) < 1.0)' "$took")" True
+# (not in a sanitizer build, whose copies of the 480 KB text at each stat
+# cost more than the bound: 2.7 s in a CI run)
+[ "$sanitized" == 1 ] ||
+	expect_eq "s: 300 stats of a 4096-reader status take under a second" \
+		"$($PY -c 'import sys; print(float(sys.argv[1]) < 1.0)' "$took")" True
 expect_eq "s: its size is stable and it parses (4096 readers)" \
 	"$($PY -c '
 import json, os, sys
