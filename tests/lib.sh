@@ -114,6 +114,17 @@ unmount_view() {
 	fi
 }
 
+# wait_log MNT SECONDS TEXT: until MNT's daemon log holds TEXT (SECONDS at
+# most); 1 when it does not
+wait_log() {
+	local i
+	for i in $(seq $(($2 * 10))); do
+		grep -qF -- "$3" "${daemon_log[$1]}" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # counter MNT NAME: a counter of MNT/.shardfs/status
 counter() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["counters"][sys.argv[2]])' "$1/.shardfs/status" "$2"; }
 

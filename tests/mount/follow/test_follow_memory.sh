@@ -10,15 +10,6 @@
 # chunk, the stream goes on.  Mounts and unmounts (tests/lib.sh).
 . "$(dirname "$0")/../../lib.sh"
 
-# wait_log MNT TEXT: until MNT's daemon log holds TEXT (30 s at most)
-wait_log() {
-	local i
-	for i in $(seq 300); do
-		grep -qF -- "$2" "${daemon_log[$1]}" && return 0
-		sleep 0.1
-	done
-	return 1
-}
 # hwm PID: the process's peak resident memory, kB
 hwm() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status"; }
 
@@ -30,7 +21,7 @@ mount_view "$S" "$M" "follow=1,follow_interval=1,follow_timeout=30,format=jsonl,
 	bad "mount"
 head -c 100000000 /dev/zero | tr '\0' '\n' > "$S/.c1.jsonl.tmp"
 mv "$S/.c1.jsonl.tmp" "$S/c1.jsonl"
-wait_log "$M" "c1.jsonl: waiting: c1.jsonl: holds more than 16777216 samples, the most a followed chunk may (8 bytes of the daemon's memory each until its windows are laid out): write smaller chunks (tried again when it changes)" &&
+wait_log "$M" 30 "c1.jsonl: waiting: c1.jsonl: holds more than 16777216 samples, the most a followed chunk may (8 bytes of the daemon's memory each until its windows are laid out): write smaller chunks (tried again when it changes)" &&
 	ok || bad "a chunk of 10^8 samples: the waiting line"
 peak=$(hwm "${daemon_pid[$M]}")
 if [ "$sanitized" == 1 ] || [ "$peak" -lt 300000 ]; then ok; else

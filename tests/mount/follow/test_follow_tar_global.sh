@@ -46,15 +46,6 @@ members() {
 	timeout 30 python3 -c 'import sys, tarfile; print("\n".join(m.name for m in tarfile.open(sys.argv[1])))' "$1"
 }
 
-# wait_log MNT TEXT: until MNT's daemon log holds TEXT (10 s at most)
-wait_log() {
-	local i
-	for i in $(seq 100); do
-		grep -qF -- "$2" "${daemon_log[$1]}" && return 0
-		sleep 0.1
-	done
-	return 1
-}
 
 S=$T/src
 M=$T/m
@@ -65,13 +56,13 @@ mount_view "$S" "$M" "follow=1,follow_interval=1,follow_timeout=30,format=tar,wi
 chunk "$S" c1.tar b 3 first
 chunk "$S" c2.tar c 3 none
 
-wait_log "$M" "c1.tar: waiting: c1.tar: a global pax header at byte 0 (1024 bytes before its first member): in a followed stream it would apply to the members of every chunk after it (renaming them); write chunks without one (Python's tarfile: no pax_headers=; GNU tar: --format=gnu or ustar) (tried again when it changes)" &&
+wait_log "$M" 10 "c1.tar: waiting: c1.tar: a global pax header at byte 0 (1024 bytes before its first member): in a followed stream it would apply to the members of every chunk after it (renaming them); write chunks without one (Python's tarfile: no pax_headers=; GNU tar: --format=gnu or ustar) (tried again when it changes)" &&
 	ok || bad "c1.tar with a global pax header first: the waiting line"
 expect_eq "c1.tar waits: no window yet, c2.tar held back" \
 	"$(timeout 10 ls "$M/0/0")" "stream.tar"
 
 chunk "$S" c1.tar b 3 between
-wait_log "$M" "c1.tar: waiting: c1.tar: global pax header at byte 1024, after the first member: it would apply to the members after it wherever a slice puts them (renaming them); put global headers only at the start of the archive, or write none (tried again when it changes)" &&
+wait_log "$M" 10 "c1.tar: waiting: c1.tar: global pax header at byte 1024, after the first member: it would apply to the members after it wherever a slice puts them (renaming them); put global headers only at the start of the archive, or write none (tried again when it changes)" &&
 	ok || bad "c1.tar with a global pax header between members: the waiting line"
 expect_eq "c1.tar still waits" "$(timeout 10 ls "$M/0/0")" "stream.tar"
 
