@@ -168,24 +168,44 @@ static fuse_ino_t child(struct fw *w, fuse_ino_t parent, const char *name)
 	return ino_of(K_WINDOW, val_of(parent) << 32 | (v - w->first));
 }
 
-void follow_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+/*
+ * What a lookup or a readdirplus tells the kernel of ino, with w->lock.
+ * A window never changes: the kernel keeps its entry and attributes as a
+ * view's.  The stream grows: its attributes are never kept, so that a
+ * reader's stat asks again and sees what is readable now.  A directory
+ * lists more windows as they come; the control directory is control.c's
+ * (nothing of it kept, as on every mount).
+ */
+static int entry_of(struct fw *w, fuse_ino_t ino, struct fuse_entry_param *e)
 {
-	struct fw *w = fs_of(req)->follow;
-	struct fuse_entry_param e = { 0 };
 	double t = 0;
 	int rc;
 
+	memset(e, 0, sizeof(*e));
+	e->ino = ino;
+	if (ino == FS_INO_CTL)
+		return control_stat(w->fs, ino, &e->attr);
+	rc = stat_of(w, ino, &e->attr, &t);
+	e->attr_timeout = t;
+	e->entry_timeout = kind_of(ino) == K_WINDOW ? VIEW_TIMEOUT : 1.0;
+	return rc;
+}
+
+void follow_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct fw *w = fs_of(req)->follow;
+	struct fuse_entry_param e;
+	fuse_ino_t ino;
+	int rc;
+
 	pthread_mutex_lock(&w->lock);
-	e.ino = child(w, parent, name);
-	rc = e.ino ? stat_of(w, e.ino, &e.attr, &t) : -ENOENT;
+	ino = child(w, parent, name);
+	rc = ino ? entry_of(w, ino, &e) : -ENOENT;
 	pthread_mutex_unlock(&w->lock);
-	if (rc) {
+	if (rc)
 		fuse_reply_err(req, -rc);
-		return;
-	}
-	e.attr_timeout = t;
-	e.entry_timeout = kind_of(e.ino) == K_WINDOW ? VIEW_TIMEOUT : 1.0;
-	fuse_reply_entry(req, &e);
+	else
+		fuse_reply_entry(req, &e);
 }
 
 void follow_getattr(fuse_req_t req, fuse_ino_t ino)
@@ -274,12 +294,13 @@ void follow_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_open(req, fi);
 }
 
-void follow_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off)
+void follow_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    bool plus)
 {
 	struct fw *w = fs_of(req)->follow;
 	char *buf = malloc(size), name[64];
 	size_t used = 0;
-	fuse_ino_t e;
+	fuse_ino_t c;
 
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);
@@ -293,21 +314,25 @@ void follow_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off)
 		return;
 	}
 	for (;; off++) {
-		struct stat st = { 0 };
-		size_t n;
+		struct fuse_entry_param e = { 0 };
 
-		e = entry(w, ino, (size_t)off, name, sizeof(name));
-		if (!e)
+		c = entry(w, ino, (size_t)off, name, sizeof(name));
+		if (!c)
 			break;
-		st.st_ino = e;
-		st.st_mode = kind_of(e) == K_STREAM || kind_of(e) == K_WINDOW ?
-				     S_IFREG :
-				     S_IFDIR;
-		n = fuse_add_direntry(req, buf + used, size - used, name, &st,
-				      off + 1);
-		if (n > size - used)
+		/* an entry that cannot be stat'ed (none is: entry() lists
+		 * what stat_of answers) goes without a lookup */
+		if (!plus || entry_of(w, c, &e)) {
+			memset(&e, 0, sizeof(e));
+			e.attr.st_ino = c;
+			e.attr.st_mode = kind_of(c) == K_STREAM ||
+							 kind_of(c) ==
+								 K_WINDOW ?
+						 S_IFREG :
+						 S_IFDIR;
+		}
+		if (!fs_add_entry(req, buf, size, &used, name, &e, off + 1,
+				  plus))
 			break;
-		used += n;
 	}
 	pthread_mutex_unlock(&w->lock);
 	fuse_reply_buf(req, buf, used);

@@ -262,6 +262,19 @@ int fs_thread_start(pthread_t *tid, void *(*fn)(void *), void *arg);
  */
 void fs_readahead_once(struct fs *fs);
 
+/* ---- ops.c: what the follow tree's operations share with the views' ---- */
+
+/*
+ * Add entry name of a listing to buf (size bytes, *used of them taken),
+ * the next one at offset next; with plus (readdirplus) e whole (its inode,
+ * attributes and timeouts: a lookup the kernel counts), else e->attr's
+ * inode and type.  "." and ".." never carry a lookup.  Returns false when
+ * buf is full (nothing added).
+ */
+bool fs_add_entry(fuse_req_t req, char *buf, size_t size, size_t *used,
+		  const char *name, const struct fuse_entry_param *e,
+		  off_t next, bool plus);
+
 /* ---- views.c: views and handles; *_locked functions need fs.lock ---- */
 
 /*
@@ -423,7 +436,9 @@ void follow_stop(struct fs *fs);
  */
 void follow_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
 void follow_getattr(fuse_req_t req, fuse_ino_t ino);
-void follow_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off);
+/* plus: readdirplus, each entry with what a lookup of it would give */
+void follow_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    bool plus);
 /* ENOTDIR for a file, else opens (no handle: reads go by inode). */
 void follow_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void follow_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);

@@ -265,32 +265,45 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino,
 		handle_free(fs, h);
 }
 
-/* Add one entry; returns false when buf is full. */
-static bool add_entry(fuse_req_t req, char *buf, size_t size, size_t *used,
-		      const char *name, const struct stat *st, off_t next,
-		      bool plus, double timeout)
+/* (fs.h) */
+bool fs_add_entry(fuse_req_t req, char *buf, size_t size, size_t *used,
+		  const char *name, const struct fuse_entry_param *e,
+		  off_t next, bool plus)
 {
-	struct fuse_entry_param e;
+	struct fuse_entry_param d;
 	size_t n;
 
 	if (plus) {
-		memset(&e, 0, sizeof(e));
-		e.attr = *st;
-		/* "." and ".." carry no lookup: leave e.ino 0 */
-		if (strcmp(name, ".") && strcmp(name, "..")) {
-			e.ino = st->st_ino;
-			e.attr_timeout = e.entry_timeout = timeout;
+		d = *e;
+		/* "." and ".." carry no lookup: leave d.ino 0 */
+		if (!strcmp(name, ".") || !strcmp(name, "..")) {
+			d.ino = 0;
+			d.attr_timeout = d.entry_timeout = 0;
 		}
 		n = fuse_add_direntry_plus(req, buf + *used, size - *used, name,
-					   &e, next);
+					   &d, next);
 	} else {
-		n = fuse_add_direntry(req, buf + *used, size - *used, name, st,
-				      next);
+		n = fuse_add_direntry(req, buf + *used, size - *used, name,
+				      &e->attr, next);
 	}
 	if (n > size - *used)
 		return false;
 	*used += n;
 	return true;
+}
+
+/* Add one entry of a view or the control directory, whose entry and
+ * attributes hold for timeout; false when buf is full. */
+static bool add_entry(fuse_req_t req, char *buf, size_t size, size_t *used,
+		      const char *name, const struct stat *st, off_t next,
+		      bool plus, double timeout)
+{
+	struct fuse_entry_param e = { .ino = st->st_ino,
+				      .attr = *st,
+				      .attr_timeout = timeout,
+				      .entry_timeout = timeout };
+
+	return fs_add_entry(req, buf, size, used, name, &e, next, plus);
 }
 
 /*
@@ -327,8 +340,8 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 	struct stat st;
 	off_t i;
 
-	if (!h) { /* a directory of a followed source (no readdirplus) */
-		follow_readdir(req, ino, size, off);
+	if (!h) { /* a directory of a followed source */
+		follow_readdir(req, ino, size, off, plus);
 		return;
 	}
 	vr = handle_view(fs, h);
@@ -615,10 +628,6 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
 	else
 		conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
-	/* A followed source's tree gives the kernel no entries with its
-	 * listings: its directories grow, and a lookup is cheap */
-	if (fs->follow)
-		conn->want &= ~FUSE_CAP_READDIRPLUS;
 }
 
 /* The session ends (fuse_session_destroy, or the kernel's DESTROY): the
