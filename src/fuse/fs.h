@@ -275,6 +275,20 @@ bool fs_add_entry(fuse_req_t req, char *buf, size_t size, size_t *used,
 		  const char *name, const struct fuse_entry_param *e,
 		  off_t next, bool plus);
 
+/* The largest extended attribute's value: a longer one is E2BIG. */
+#define FS_XATTR_MAX 65536
+
+/*
+ * user.shardfs.range of a file of samples runs[0 .. n): "3-9,12", each
+ * run its first sample and, when longer than one, its last.  Returns 0
+ * and a heap string in *out, -E2BIG (over FS_XATTR_MAX) or -ENOMEM.
+ */
+int fs_xattr_range(const struct sfs_run *runs, size_t n, char **out);
+
+/* Answer a getxattr or listxattr of size bytes with value (len bytes):
+ * its length when size is 0, ERANGE when it does not fit. */
+void fs_reply_xattr(fuse_req_t req, const char *value, size_t len, size_t size);
+
 /* ---- views.c: views and handles; *_locked functions need fs.lock ---- */
 
 /*
@@ -439,6 +453,11 @@ void follow_getattr(fuse_req_t req, fuse_ino_t ino);
 /* plus: readdirplus, each entry with what a lookup of it would give */
 void follow_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    bool plus);
+/* The extended attributes of a window file or a stream (docs/follow.md,
+ * "What readers see"); a directory has none. */
+void follow_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+		     size_t size);
+void follow_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
 /* ENOTDIR for a file, else opens (no handle: reads go by inode). */
 void follow_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void follow_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);

@@ -4,6 +4,10 @@
 #   a. its directories answer readdirplus: `ls -l` of a worker's directory
 #      takes no lookup of its entries, and shows the windows' exact sizes
 #      and the stream's size now, also right after it grew
+#   b. window files and streams carry extended attributes, as a view's
+#      files do: the shards a window reads, its samples as the stream's
+#      sample numbers, its padding, its window (epoch); a stream's source
+#      and its samples so far
 # Mounts and unmounts (tests/lib.sh); as root.
 . "$(dirname "$0")/../../lib.sh"
 
@@ -59,6 +63,49 @@ expect_eq "a: the windows' bytes" \
 	"$(cat "$W"/window-* | sort | tr -d '\n')" \
 	'{"i":00}{"i":01}{"i":02}{"i":03}{"i":04}{"i":05}{"i":06}{"i":07}{"i":08}{"i":09}{"i":10}{"i":11}'
 unmount_view "$T/a-m"
+
+printf '== b. extended attributes\n'
+mkdir -p "$T/b"
+shard "$T/b" c0.jsonl 0
+shard "$T/b" c1.jsonl 4
+printf '{"i":08}\n{"i":09}\n{"i":10}\n' >"$T/b/c2.jsonl"
+touch "$T/b/.shardfs-end"
+# interleaved, unshuffled: reader 0 takes the even samples, reader 1 the
+# odd ones; the last window's 3 samples give reader 1 one of padding
+mount_view "$T/b" "$T/b-m" \
+	"follow=1,window=8,workers=2,shuffle=none,partition=interleaved" ||
+	bad "mount b"
+# xattrs FILE: its user.shardfs attributes, as getfattr dumps them
+xattrs() { getfattr --absolute-names -d -m - "$1" | tail -n +2; }
+expect_eq "b: reader 0's window 0 reads c0 and c1, samples 0,2,4,6" \
+	"$(tr -d '\n' <"$T/b-m/0/0/window-00000000.jsonl"; echo; xattrs "$T/b-m/0/0/window-00000000.jsonl")" \
+	"{\"i\":00}{\"i\":02}{\"i\":04}{\"i\":06}
+user.shardfs.epoch=\"0\"
+user.shardfs.padding=\"0\"
+user.shardfs.range=\"0,2,4,6\"
+user.shardfs.samples=\"4\"
+user.shardfs.source=\"$T/b/c0.jsonl\\012$T/b/c1.jsonl\""
+expect_eq "b: reader 1's last window: sample 8 again as padding" \
+	"$(tr -d '\n' <"$T/b-m/0/1/window-00000001.jsonl"; echo; xattrs "$T/b-m/0/1/window-00000001.jsonl")" \
+	"{\"i\":09}{\"i\":08}
+user.shardfs.epoch=\"1\"
+user.shardfs.padding=\"1\"
+user.shardfs.range=\"9,8\"
+user.shardfs.samples=\"2\"
+user.shardfs.source=\"$T/b/c2.jsonl\""
+expect_eq "b: one attribute's value, as a loader asks for it" \
+	"$(getfattr --absolute-names --only-values -n user.shardfs.source "$T/b-m/0/0/window-00000000.jsonl")" \
+	"$T/b/c0.jsonl
+$T/b/c1.jsonl"
+expect_eq "b: a stream: its source and its samples in the windows so far" \
+	"$(xattrs "$T/b-m/0/1/stream.jsonl")" \
+	"user.shardfs.padding=\"1\"
+user.shardfs.samples=\"6\"
+user.shardfs.source=\"$T/b\""
+expect_eq "b: a stream has no range, a directory no attribute" \
+	"$(getfattr --absolute-names -n user.shardfs.range "$T/b-m/0/0/stream.jsonl" 2>&1; xattrs "$T/b-m/0/0")" \
+	"$T/b-m/0/0/stream.jsonl: user.shardfs.range: No such attribute"
+unmount_view "$T/b-m"
 
 expect_eq "nothing of this test left mounted" \
 	"$(awk -v t="$T" 'index($2, t) == 1' /proc/mounts | wc -l)" 0
