@@ -354,9 +354,11 @@ void follow_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fi->direct_io = 1; /* its size changes; reads past it wait */
 	else if (k == K_WINDOW && (val_of(ino) & 0xffffffffULL) < w->hidden)
 		rc = ESTALE; /* consumed and deleted */
-	else if (k == K_WINDOW)
+	else if (k == K_WINDOW && follow_reader_of(w, ino)) {
 		fi->keep_cache = 1;
-	else if (!follow_reader_of(w, ino))
+		follow_ahead(w, follow_reader_of(w, ino),
+			     val_of(ino) & 0xffffffffULL);
+	} else if (!follow_reader_of(w, ino))
 		rc = ENOENT;
 	pthread_mutex_unlock(&w->lock);
 	if (rc) {

@@ -407,6 +407,21 @@ int prefetch_start(struct fs *fs, struct prefetch **out);
 void prefetch_after(struct prefetch *p, const struct view_ref *vr,
 		    uint32_t node);
 
+/* What one trigger may read ahead: *bytes, in at most *files files
+ * (prefetch_mb and prefetch_files over a source that must be read, the
+ * next file's first chunk over a local one). */
+void prefetch_budget(const struct prefetch *p, uint64_t *bytes,
+		     uint32_t *files);
+
+/*
+ * Queue bytes [lo, hi) of path (relative to the source, borrowed: it must
+ * live as long as p; size and mtime as recorded, checked before it is
+ * read), at most *budget of them, which it lowers: for a mount without
+ * views (follow=1), whose queued chunks no switch drops.
+ */
+void prefetch_range(struct prefetch *p, const char *path, uint64_t size,
+		    int64_t mtime, uint64_t lo, uint64_t hi, uint64_t *budget);
+
 /* Its counters so far into c's prefetch_* (0 for p NULL). */
 void prefetch_counters(const struct prefetch *p, struct sfs_status_counters *c);
 

@@ -454,11 +454,9 @@ static int serve(struct fs *fs, bool single)
 
 	if (fs->follow)
 		follow_start(fs);
-	/* a followed source has no plan order to read ahead in, nor a next
-	 * epoch: its windows come as the producer writes them */
-	bad = fs->mount.prefetch && !fs->follow ?
-		      prefetch_start(fs, &fs->prefetch) :
-		      0;
+	/* a followed source's readers read their windows in order: the
+	 * next ones built are read ahead (follow_ahead) */
+	bad = fs->mount.prefetch ? prefetch_start(fs, &fs->prefetch) : 0;
 	if (bad)
 		fs_log(fs, LOG_WARNING,
 		       "cannot start the prefetch threads: %s; serving without prefetch (mount with fewer prefetch_threads=)",

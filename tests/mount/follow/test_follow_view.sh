@@ -8,6 +8,10 @@
 #      files do: the shards a window reads, its samples as the stream's
 #      sample numbers, its padding, its window (epoch); a stream's source
 #      and its samples so far
+#   c. over slow storage (slowfs), the prefetcher reads the windows after
+#      the one a reader reached, of those built only: exact counters,
+#      for window files and for the stream, and as windows come; the
+#      bytes read are the shards'
 # Mounts and unmounts (tests/lib.sh); as root.
 . "$(dirname "$0")/../../lib.sh"
 
@@ -106,6 +110,112 @@ expect_eq "b: a stream has no range, a directory no attribute" \
 	"$(getfattr --absolute-names -n user.shardfs.range "$T/b-m/0/0/stream.jsonl" 2>&1; xattrs "$T/b-m/0/0")" \
 	"$T/b-m/0/0/stream.jsonl: user.shardfs.range: No such attribute"
 unmount_view "$T/b-m"
+
+printf '== c. prefetch\n'
+# bigshard DIR K: c<K>.jsonl, 4 lines of about 1 KB, each shard's size
+# its own
+bigshard() {
+	python3 - "$1/.c$2.tmp" "$2" <<'PY'
+import sys
+k = int(sys.argv[2])
+with open(sys.argv[1], "w") as f:
+    for i in range(4):
+        f.write('{"k":%d,"i":%d,"pad":"%s"}\n' % (k, i, "x" * (1000 + 97 * k + i)))
+PY
+	mv "$1/.c$2.tmp" "$1/c$2.jsonl"
+}
+# bytes FILES...: their sizes added
+bytes() { stat -c %s "$@" | awk '{ s += $1 } END { print s }'; }
+# prefetched MNT FILES: prefetch_files once it is FILES (10 s at most)
+prefetched() {
+	local i n
+	for i in $(seq 100); do
+		n=$(counter "$1" prefetch_files)
+		[ "$n" -ge "$2" ] && break
+		sleep 0.1
+	done
+	echo "$n"
+}
+mkdir -p "$T/c" "$T/c-slow" "$T/c-idx"
+for k in 0 1 2 3 4 5; do bigshard "$T/c" $k; done
+touch "$T/c/.shardfs-end"
+# slow_mount DIR [OPTS]: slowfs over DIR on $T/c-slow, 1 ms a request
+slow_pid=
+slow_mount() {
+	local i
+	slowfs "$1" "$T/c-slow" -f -o "latency=1${2:+,$2}" 2>"$T/slowfs.log" &
+	slow_pid=$!
+	for i in $(seq 200); do
+		mountpoint -q "$T/c-slow" && return 0
+		sleep 0.05
+	done
+	bad "slowfs did not mount $T/c-slow"
+}
+slow_umount() {
+	fusermount3 -u "$T/c-slow"
+	wait "$slow_pid"
+	slow_pid=
+}
+# the view over slowfs goes first: its daemon holds files of it
+on_exit() {
+	if mountpoint -q "$T/c-m"; then
+		fusermount3 -u "$T/c-m" || umount -l "$T/c-m"
+	fi
+	if [ -n "$slow_pid" ]; then
+		fusermount3 -u "$T/c-slow" || umount -l "$T/c-slow"
+		wait "$slow_pid"
+	fi
+	unmount_all
+}
+trap on_exit EXIT
+slow_mount "$T/c"
+# slowfs is read-only: the follow log goes to index=
+C="follow=1,window=4,shuffle=none,index=$T/c-idx,prefetch_files=2,prefetch_threads=2"
+mount_view "$T/c-slow" "$T/c-m" "$C" || bad "mount c"
+same=0
+for k in 0 1 2 3 4 5; do
+	cmp -s "$T/c-m/0/0/window-0000000$k.jsonl" "$T/c/c$k.jsonl" &&
+		same=$((same + 1))
+done
+expect_eq "c: the window files, read in order, are the shards" "$same" 6
+expect_eq "c: windows 1 to 5 read ahead, whole, once each" \
+	"$(prefetched "$T/c-m" 5) $(counter "$T/c-m" prefetch_bytes)" \
+	"5 $(bytes "$T"/c/c[1-5].jsonl)"
+expect_eq "c: no prefetch error, nothing dropped" \
+	"$(counter "$T/c-m" prefetch_errors) $(counter "$T/c-m" prefetch_dropped)" "0 0"
+unmount_view "$T/c-m"
+mount_view "$T/c-slow" "$T/c-m" "$C" || bad "mount c (stream)"
+expect_eq "c: the stream, read through, is the shards" \
+	"$(cat "$T/c-m/0/0/stream.jsonl" | cmp - <(cat "$T"/c/c[0-5].jsonl) && echo same)" same
+expect_eq "c: reading the stream reads windows 1 to 5 ahead" \
+	"$(prefetched "$T/c-m" 5) $(counter "$T/c-m" prefetch_bytes)" \
+	"5 $(bytes "$T"/c/c[1-5].jsonl)"
+unmount_view "$T/c-m"
+# a source that grows: only what is built is read ahead
+mkdir -p "$T/g" "$T/g-idx"
+bigshard "$T/g" 0
+bigshard "$T/g" 1
+slow_umount
+# (entries not kept: the new shard is seen at the next listing)
+slow_mount "$T/g" timeout=0
+mount_view "$T/c-slow" "$T/c-m" \
+	"follow=1,follow_interval=1,window=4,shuffle=none,index=$T/g-idx,prefetch_files=4" ||
+	bad "mount c (growing)"
+cat "$T/c-m/0/0/window-00000000.jsonl" >/dev/null
+expect_eq "c: growing: window 1, the only one built after 0, read ahead" \
+	"$(prefetched "$T/c-m" 1) $(counter "$T/c-m" prefetch_bytes)" \
+	"1 $(bytes "$T/g/c1.jsonl")"
+bigshard "$T/g" 2
+for i in $(seq 100); do
+	[ -e "$T/c-m/0/0/window-00000002.jsonl" ] && break
+	sleep 0.1
+done
+cat "$T/c-m/0/0/window-00000001.jsonl" >/dev/null
+expect_eq "c: growing: window 2 read ahead once it is built and window 1 reached" \
+	"$(prefetched "$T/c-m" 2) $(counter "$T/c-m" prefetch_bytes)" \
+	"2 $(bytes "$T"/g/c[12].jsonl)"
+unmount_view "$T/c-m"
+slow_umount
 
 expect_eq "nothing of this test left mounted" \
 	"$(awk -v t="$T" 'index($2, t) == 1' /proc/mounts | wc -l)" 0
