@@ -139,23 +139,6 @@ prefetched() {
 mkdir -p "$T/c" "$T/c-slow" "$T/c-idx"
 for k in 0 1 2 3 4 5; do bigshard "$T/c" $k; done
 touch "$T/c/.shardfs-end"
-# slow_mount DIR [OPTS]: slowfs over DIR on $T/c-slow, 1 ms a request
-slow_pid=
-slow_mount() {
-	local i
-	slowfs "$1" "$T/c-slow" -f -o "latency=1${2:+,$2}" 2>"$T/slowfs.log" &
-	slow_pid=$!
-	for i in $(seq 200); do
-		mountpoint -q "$T/c-slow" && return 0
-		sleep 0.05
-	done
-	bad "slowfs did not mount $T/c-slow"
-}
-slow_umount() {
-	fusermount3 -u "$T/c-slow"
-	wait "$slow_pid"
-	slow_pid=
-}
 # the view over slowfs goes first: its daemon holds files of it
 on_exit() {
 	if mountpoint -q "$T/c-m"; then
@@ -168,7 +151,7 @@ on_exit() {
 	unmount_all
 }
 trap on_exit EXIT
-slow_mount "$T/c"
+mount_slowfs "$T/c" "$T/c-slow" latency=1
 # slowfs is read-only: the follow log goes to index=
 C="follow=1,window=4,shuffle=none,index=$T/c-idx,prefetch_files=2,prefetch_threads=2"
 mount_view "$T/c-slow" "$T/c-m" "$C" || bad "mount c"
@@ -195,9 +178,9 @@ unmount_view "$T/c-m"
 mkdir -p "$T/g" "$T/g-idx"
 bigshard "$T/g" 0
 bigshard "$T/g" 1
-slow_umount
+unmount_slowfs "$T/c-slow"
 # (entries not kept: the new shard is seen at the next listing)
-slow_mount "$T/g" timeout=0
+mount_slowfs "$T/g" "$T/c-slow" latency=1,timeout=0
 mount_view "$T/c-slow" "$T/c-m" \
 	"follow=1,follow_interval=1,window=4,shuffle=none,index=$T/g-idx,prefetch_files=4" ||
 	bad "mount c (growing)"
@@ -215,7 +198,7 @@ expect_eq "c: growing: window 2 read ahead once it is built and window 1 reached
 	"$(prefetched "$T/c-m" 2) $(counter "$T/c-m" prefetch_bytes)" \
 	"2 $(bytes "$T"/g/c[12].jsonl)"
 unmount_view "$T/c-m"
-slow_umount
+unmount_slowfs "$T/c-slow"
 
 expect_eq "nothing of this test left mounted" \
 	"$(awk -v t="$T" 'index($2, t) == 1' /proc/mounts | wc -l)" 0
