@@ -322,13 +322,12 @@ void follow_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		/* an entry that cannot be stat'ed (none is: entry() lists
 		 * what stat_of answers) goes without a lookup */
 		if (!plus || entry_of(w, c, &e)) {
+			bool file = kind_of(c) == K_STREAM ||
+				    kind_of(c) == K_WINDOW;
+
 			memset(&e, 0, sizeof(e));
 			e.attr.st_ino = c;
-			e.attr.st_mode = kind_of(c) == K_STREAM ||
-							 kind_of(c) ==
-								 K_WINDOW ?
-						 S_IFREG :
-						 S_IFDIR;
+			e.attr.st_mode = file ? S_IFREG : S_IFDIR;
 		}
 		if (!fs_add_entry(req, buf, size, &used, name, &e, off + 1,
 				  plus))
@@ -343,6 +342,7 @@ void follow_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fw *w = fs_of(req)->follow;
 	uint64_t k = kind_of(ino);
+	struct freader *r;
 	int rc = 0;
 
 	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
@@ -350,16 +350,18 @@ void follow_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	pthread_mutex_lock(&w->lock);
-	if (k == K_STREAM)
+	r = follow_reader_of(w, ino);
+	if (!r)
+		rc = ENOENT;
+	else if (k == K_STREAM)
 		fi->direct_io = 1; /* its size changes; reads past it wait */
 	else if (k == K_WINDOW && (val_of(ino) & 0xffffffffULL) < w->hidden)
 		rc = ESTALE; /* consumed and deleted */
-	else if (k == K_WINDOW && follow_reader_of(w, ino)) {
+	else if (k == K_WINDOW) {
 		fi->keep_cache = 1;
-		follow_ahead(w, follow_reader_of(w, ino),
-			     val_of(ino) & 0xffffffffULL);
-	} else if (!follow_reader_of(w, ino))
-		rc = ENOENT;
+		/* the reader reached it: the windows after it are next */
+		follow_ahead(w, r, val_of(ino) & 0xffffffffULL);
+	}
 	pthread_mutex_unlock(&w->lock);
 	if (rc) {
 		fuse_reply_err(req, rc);
@@ -604,9 +606,9 @@ static int window_range(const struct fw *w, const struct sfs_window_reader *wr,
 static int window_sources(const struct fw *w, const struct sfs_window *win,
 			  const struct sfs_window_reader *wr, char **out)
 {
-	size_t n = win->end_shard - win->first_shard, i, len = 0;
+	size_t n = win->end_shard - win->first_shard, i, len = 0, cap;
 	bool *read = calloc(n ? n : 1, sizeof(*read));
-	const char *src = w->f->source;
+	const char *src = w->f->source, *path;
 	char *s;
 
 	if (!read)
@@ -617,19 +619,19 @@ static int window_sources(const struct fw *w, const struct sfs_window *win,
 		if (read[i])
 			len += strlen(src) +
 			       strlen(w->shards[i + win->first_shard].path) + 2;
-	s = len <= FS_XATTR_MAX ? malloc(len + 1) : NULL;
-	if (s) {
-		s[0] = '\0';
-		for (i = 0, len = 0; i < n; i++)
-			if (read[i])
-				len += (size_t)sprintf(
-					s + len, "%s%s/%s", len ? "\n" : "",
-					src,
-					w->shards[i + win->first_shard].path);
+	cap = len + 1;
+	s = len <= FS_XATTR_MAX ? malloc(cap) : NULL;
+	for (i = 0, len = 0; s && i < n; i++) {
+		path = w->shards[i + win->first_shard].path;
+		if (read[i])
+			len += (size_t)snprintf(s + len, cap - len, "%s%s/%s",
+						len ? "\n" : "", src, path);
 	}
+	if (s && !len)
+		s[0] = '\0';
 	free(read);
 	if (!s)
-		return len > FS_XATTR_MAX ? -E2BIG : -ENOMEM;
+		return cap - 1 > FS_XATTR_MAX ? -E2BIG : -ENOMEM;
 	*out = s;
 	return 0;
 }
