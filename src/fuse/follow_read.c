@@ -285,11 +285,11 @@ static int stream_pieces(struct fw *w, fuse_req_t req, size_t ri,
 		if (r->window != w->first + i)
 			w->status_gen++;
 		r->window = w->first + i;
-		follow_ahead(w, r, i);
 		if (!follow_may_read(req, &r->acc[i])) {
 			pthread_mutex_unlock(&w->lock);
 			return -EACCES;
 		}
+		follow_ahead(w, r, i);
 		pthread_mutex_unlock(&w->lock);
 		/* within the window, without its trailer */
 		n = (size_t)(to - at) < size - p->len ? (size_t)(to - at) :

@@ -551,13 +551,15 @@ out_session:
 	 * a clean unmount, as asked */
 	rc = rc == 0 || rc == SIGTERM || rc == SIGINT || rc == SIGHUP ? 0 : 1;
 out:
-	follow_stop(&fs);
-	fs_release_views(&fs);
+	/* first: its queued chunks name shards of the index or, on a
+	 * followed source, of the stream, which follow_stop frees */
 	if (!prefetch_stop(fs.prefetch)) {
 		fs_log(&fs, LOG_WARNING,
 		       "exiting while prefetch reads still wait for the stalled source: they end with the process");
 		_exit(rc);
 	}
+	follow_stop(&fs);
+	fs_release_views(&fs);
 	if (fs.fds.ents)
 		fdcache_destroy(&fs.fds);
 	if (fs.srcfd >= 0)
