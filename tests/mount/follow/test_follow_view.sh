@@ -12,6 +12,9 @@
 #      the one a reader reached, of those built only: exact counters,
 #      for window files and for the stream, and as windows come; the
 #      bytes read are the shards'
+#   d. readers that open a shard at once (over slowfs: each open takes
+#      20 ms) leave one descriptor of it in the daemon, not one each (a
+#      consumed and deleted shard's descriptors are all closed)
 # Mounts and unmounts (tests/lib.sh); as root.
 . "$(dirname "$0")/../../lib.sh"
 
@@ -197,6 +200,30 @@ cat "$T/c-m/0/0/window-00000001.jsonl" >/dev/null
 expect_eq "c: growing: window 2 read ahead once it is built and window 1 reached" \
 	"$(prefetched "$T/c-m" 2) $(counter "$T/c-m" prefetch_bytes)" \
 	"2 $(bytes "$T"/g/c[12].jsonl)"
+unmount_view "$T/c-m"
+unmount_slowfs "$T/c-slow"
+
+printf '== d. one descriptor a shard\n'
+mkdir -p "$T/d" "$T/d-idx"
+for k in 0 1 2 3; do bigshard "$T/d" $k; done
+touch "$T/d/.shardfs-end"
+mount_slowfs "$T/d" "$T/c-slow" latency=20
+# 4 readers, each with samples of every shard: their streams read alike
+mount_view "$T/c-slow" "$T/c-m" \
+	"follow=1,window=4,workers=4,index=$T/d-idx,prefetch=0" ||
+	bad "mount d"
+ls "$T"/c-m/0/* >/dev/null
+pids=()
+for k in 0 1 2 3; do
+	cat "$T/c-m/0/$k/stream.jsonl" >"$T/d-read-$k" &
+	pids+=($!)
+done
+wait "${pids[@]}"
+expect_eq "d: the streams hold every sample once" \
+	"$(cat "$T"/d-read-* | sort | cmp - <(sort "$T"/d/c*.jsonl) && echo same)" same
+expect_eq "d: every shard open once in the daemon" \
+	"$(ls -l "/proc/${daemon_pid[$T/c-m]}/fd" | grep -o '/c[0-9].jsonl$' | sort | uniq -c | awk '{ print $1 }' | tr '\n' ' ')" \
+	"1 1 1 1 "
 unmount_view "$T/c-m"
 unmount_slowfs "$T/c-slow"
 
