@@ -125,6 +125,32 @@ wait_log() {
 	return 1
 }
 
+# mount_slowfs DIR MNT OPTS: slowfs (tests/bench/slowfs.c, slow storage)
+# over DIR on MNT with -o OPTS, its pid in slow_pid; 1 when it does not
+# mount.  The script unmounts it (unmount_slowfs) after the views over it,
+# whose daemons hold its files, on every path.
+slow_pid=
+mount_slowfs() {
+	local i
+	mkdir -p "$2"
+	slowfs "$1" "$2" -f -o "$3" 2>"$T/slowfs.log" &
+	slow_pid=$!
+	for i in $(seq 200); do
+		mountpoint -q "$2" && return 0
+		sleep 0.05
+	done
+	bad "slowfs did not mount $2"
+	return 1
+}
+
+# unmount_slowfs MNT: unmount the slowfs on MNT; it must exit 0
+unmount_slowfs() {
+	fusermount3 -u "$1"
+	wait "$slow_pid"
+	expect_eq "slowfs exits 0" "$?" 0
+	slow_pid=
+}
+
 # counter MNT NAME: a counter of MNT/.shardfs/status
 counter() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["counters"][sys.argv[2]])' "$1/.shardfs/status" "$2"; }
 

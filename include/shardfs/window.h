@@ -58,6 +58,7 @@ struct sfs_window_reader {
 	size_t nruns;
 	uint64_t size; /* bytes, without the trailer */
 	uint64_t samples;
+	uint64_t padding; /* of the samples, those repeated as padding */
 };
 
 struct sfs_window {

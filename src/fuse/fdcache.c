@@ -222,9 +222,20 @@ static int open_evicting(struct fdcache *c, const char *path, unsigned flags,
 	return fd;
 }
 
+/* path has an entry in the table; with c->lock. */
+static bool cached_locked(const struct fdcache *c, const char *path)
+{
+	unsigned i;
+
+	for (i = 0; i < c->n; i++)
+		if (!strcmp(c->ents[i]->path, path))
+			return true;
+	return false;
+}
+
 /* A new entry for fd, open as path, checked against the index (size,
- * mtime_ns), with one reference, cached when there is room; else NULL
- * with *rc and fd closed. */
+ * mtime_ns), with one reference, cached when there is room and path has
+ * no entry yet; else NULL with *rc and fd closed. */
 static struct fdcache_ent *ent_add(struct fdcache *c, int fd, const char *path,
 				   uint64_t size, int64_t mtime_ns, bool ahead,
 				   int *rc, struct sfs_error *err)
@@ -256,7 +267,10 @@ static struct fdcache_ent *ent_add(struct fdcache *c, int fd, const char *path,
 	e->ahead = ahead;
 	pthread_mutex_lock(&c->lock);
 	e->used = ++c->tick;
-	if (c->n < c->cap || evict(c)) {
+	/* two gets that missed at once (a reader and the prefetcher) open
+	 * path twice: one entry a path, so that fdcache_forget closes every
+	 * descriptor of it; the other is closed at its last put */
+	if (!cached_locked(c, path) && (c->n < c->cap || evict(c))) {
 		e->cached = true;
 		c->ents[c->n++] = e;
 	}

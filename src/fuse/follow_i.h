@@ -52,6 +52,9 @@ struct freader {
 	struct sfs_access *acc;
 	size_t acc_cap;
 	struct sfs_access stream_acc; /* of its stream: every window's */
+	/* its windows (from first) before this one are queued for the
+	 * prefetcher (follow_ahead) */
+	uint64_t ahead;
 	bool waiting; /* reads of it are parked: nwaiting of them */
 	size_t nwaiting;
 };
@@ -141,6 +144,18 @@ void follow_tend_waiters(struct fw *w);
  * turn; takes w->lock, but not while it looks at the source.
  */
 void follow_hide_consumed(struct fw *w);
+
+/*
+ * Reader r reached window i (from first): queue for the prefetcher
+ * (prefetch.c) the source bytes of its windows after i, as many as one
+ * trigger may read (prefetch_files=, prefetch_mb=), of those built only:
+ * a window is built once every byte of it is written, so nothing is read
+ * ahead of the producer.  r->ahead keeps what was queued, so a call costs
+ * a comparison until a window more is built or reached.  With w->lock
+ * (the prefetcher's is taken inside it, never the other way round); a
+ * no-op with prefetch=0.  (follow_read.c)
+ */
+void follow_ahead(struct fw *w, struct freader *r, uint64_t i);
 
 /* The tree's inode numbers (follow.c): a kind in the top bits, a value
  * below. */

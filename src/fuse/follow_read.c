@@ -195,6 +195,58 @@ static int window_pieces(struct fw *w, const struct sfs_window *win, size_t ri,
 	return 0;
 }
 
+/* Queue the source bytes of reader ri's file of window win, the span of
+ * its samples in each shard it reads, within *budget; with w->lock.
+ * 0 or -ENOMEM. */
+static int window_ahead(struct fw *w, const struct sfs_window *win, size_t ri,
+			uint64_t *budget)
+{
+	const struct sfs_window_reader *wr = &win->readers[ri];
+	size_t n = win->end_shard - win->first_shard, x, s;
+	uint64_t *lo = calloc(2 * (n ? n : 1), sizeof(*lo)), *hi = lo + n;
+
+	if (!lo)
+		return -ENOMEM;
+	for (x = 0; x < wr->n; x++) {
+		const struct sfs_wext *e = &wr->ext[x];
+
+		s = e->shard - win->first_shard;
+		if (e->mem || !e->len)
+			continue;
+		if (!hi[s] || e->src < lo[s])
+			lo[s] = e->src;
+		if (e->src + e->len > hi[s])
+			hi[s] = e->src + e->len;
+	}
+	for (s = 0; s < n && *budget; s++) {
+		const struct fshard *sh = &w->shards[win->first_shard + s];
+
+		if (hi[s])
+			prefetch_range(w->fs->prefetch, sh->path, sh->size,
+				       sh->mtime_ns, lo[s], hi[s], budget);
+	}
+	free(lo);
+	return 0;
+}
+
+/* (follow_i.h) */
+void follow_ahead(struct fw *w, struct freader *r, uint64_t i)
+{
+	uint64_t budget, k, end;
+	uint32_t files;
+
+	if (!w->fs->prefetch)
+		return;
+	prefetch_budget(w->fs->prefetch, &budget, &files);
+	end = i + 1 + files < w->nwins ? i + 1 + files : w->nwins;
+	for (k = r->ahead > i + 1 ? r->ahead : i + 1; k < end && budget; k++)
+		if (window_ahead(w, w->wins[k], (size_t)(r - w->readers),
+				 &budget))
+			break;
+	if (k > r->ahead)
+		r->ahead = k;
+}
+
 /* The window (from first) holding byte pos of r's stream (pos below its
  * size). */
 static size_t window_at(const struct fw *w, const struct freader *r,
@@ -237,6 +289,7 @@ static int stream_pieces(struct fw *w, fuse_req_t req, size_t ri,
 			pthread_mutex_unlock(&w->lock);
 			return -EACCES;
 		}
+		follow_ahead(w, r, i);
 		pthread_mutex_unlock(&w->lock);
 		/* within the window, without its trailer */
 		n = (size_t)(to - at) < size - p->len ? (size_t)(to - at) :

@@ -168,24 +168,44 @@ static fuse_ino_t child(struct fw *w, fuse_ino_t parent, const char *name)
 	return ino_of(K_WINDOW, val_of(parent) << 32 | (v - w->first));
 }
 
-void follow_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+/*
+ * What a lookup or a readdirplus tells the kernel of ino, with w->lock.
+ * A window never changes: the kernel keeps its entry and attributes as a
+ * view's.  The stream grows: its attributes are never kept, so that a
+ * reader's stat asks again and sees what is readable now.  A directory
+ * lists more windows as they come; the control directory is control.c's
+ * (nothing of it kept, as on every mount).
+ */
+static int entry_of(struct fw *w, fuse_ino_t ino, struct fuse_entry_param *e)
 {
-	struct fw *w = fs_of(req)->follow;
-	struct fuse_entry_param e = { 0 };
 	double t = 0;
 	int rc;
 
+	memset(e, 0, sizeof(*e));
+	e->ino = ino;
+	if (ino == FS_INO_CTL)
+		return control_stat(w->fs, ino, &e->attr);
+	rc = stat_of(w, ino, &e->attr, &t);
+	e->attr_timeout = t;
+	e->entry_timeout = kind_of(ino) == K_WINDOW ? VIEW_TIMEOUT : 1.0;
+	return rc;
+}
+
+void follow_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct fw *w = fs_of(req)->follow;
+	struct fuse_entry_param e;
+	fuse_ino_t ino;
+	int rc;
+
 	pthread_mutex_lock(&w->lock);
-	e.ino = child(w, parent, name);
-	rc = e.ino ? stat_of(w, e.ino, &e.attr, &t) : -ENOENT;
+	ino = child(w, parent, name);
+	rc = ino ? entry_of(w, ino, &e) : -ENOENT;
 	pthread_mutex_unlock(&w->lock);
-	if (rc) {
+	if (rc)
 		fuse_reply_err(req, -rc);
-		return;
-	}
-	e.attr_timeout = t;
-	e.entry_timeout = kind_of(e.ino) == K_WINDOW ? VIEW_TIMEOUT : 1.0;
-	fuse_reply_entry(req, &e);
+	else
+		fuse_reply_entry(req, &e);
 }
 
 void follow_getattr(fuse_req_t req, fuse_ino_t ino)
@@ -274,12 +294,13 @@ void follow_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_open(req, fi);
 }
 
-void follow_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off)
+void follow_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    bool plus)
 {
 	struct fw *w = fs_of(req)->follow;
 	char *buf = malloc(size), name[64];
 	size_t used = 0;
-	fuse_ino_t e;
+	fuse_ino_t c;
 
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);
@@ -293,21 +314,24 @@ void follow_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off)
 		return;
 	}
 	for (;; off++) {
-		struct stat st = { 0 };
-		size_t n;
+		struct fuse_entry_param e = { 0 };
 
-		e = entry(w, ino, (size_t)off, name, sizeof(name));
-		if (!e)
+		c = entry(w, ino, (size_t)off, name, sizeof(name));
+		if (!c)
 			break;
-		st.st_ino = e;
-		st.st_mode = kind_of(e) == K_STREAM || kind_of(e) == K_WINDOW ?
-				     S_IFREG :
-				     S_IFDIR;
-		n = fuse_add_direntry(req, buf + used, size - used, name, &st,
-				      off + 1);
-		if (n > size - used)
+		/* an entry that cannot be stat'ed (none is: entry() lists
+		 * what stat_of answers) goes without a lookup */
+		if (!plus || entry_of(w, c, &e)) {
+			bool file = kind_of(c) == K_STREAM ||
+				    kind_of(c) == K_WINDOW;
+
+			memset(&e, 0, sizeof(e));
+			e.attr.st_ino = c;
+			e.attr.st_mode = file ? S_IFREG : S_IFDIR;
+		}
+		if (!fs_add_entry(req, buf, size, &used, name, &e, off + 1,
+				  plus))
 			break;
-		used += n;
 	}
 	pthread_mutex_unlock(&w->lock);
 	fuse_reply_buf(req, buf, used);
@@ -318,6 +342,7 @@ void follow_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fw *w = fs_of(req)->follow;
 	uint64_t k = kind_of(ino);
+	struct freader *r;
 	int rc = 0;
 
 	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
@@ -325,14 +350,18 @@ void follow_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	pthread_mutex_lock(&w->lock);
-	if (k == K_STREAM)
+	r = follow_reader_of(w, ino);
+	if (!r)
+		rc = ENOENT;
+	else if (k == K_STREAM)
 		fi->direct_io = 1; /* its size changes; reads past it wait */
 	else if (k == K_WINDOW && (val_of(ino) & 0xffffffffULL) < w->hidden)
 		rc = ESTALE; /* consumed and deleted */
-	else if (k == K_WINDOW)
+	else if (k == K_WINDOW) {
 		fi->keep_cache = 1;
-	else if (!follow_reader_of(w, ino))
-		rc = ENOENT;
+		/* the reader reached it: the windows after it are next */
+		follow_ahead(w, r, val_of(ino) & 0xffffffffULL);
+	}
 	pthread_mutex_unlock(&w->lock);
 	if (rc) {
 		fuse_reply_err(req, rc);
@@ -537,4 +566,163 @@ void follow_hide_consumed(struct fw *w)
 							 ino_of(K_WORKER, i),
 							 name, (size_t)len);
 	}
+}
+
+/* ---- extended attributes (docs/follow.md, "What readers see") ---- */
+
+static int number(uint64_t v, char **out)
+{
+	return asprintf(out, "%" PRIu64, v) < 0 ? -ENOMEM : 0;
+}
+
+/* The runs of wr as the stream's sample numbers, adjacent ones joined:
+ * user.shardfs.range, into *out; with w->lock.  0, -E2BIG or -ENOMEM. */
+static int window_range(const struct fw *w, const struct sfs_window_reader *wr,
+			char **out)
+{
+	struct sfs_run *runs = calloc(wr->nruns ? wr->nruns : 1, sizeof(*runs));
+	size_t i, n = 0;
+	int rc;
+
+	if (!runs)
+		return -ENOMEM;
+	for (i = 0; i < wr->nruns; i++) {
+		const struct sfs_wrun *x = &wr->runs[i];
+		uint64_t first = w->shards[x->shard].first + x->first;
+
+		if (n && runs[n - 1].first + runs[n - 1].count == first)
+			runs[n - 1].count += x->count;
+		else
+			runs[n++] = (struct sfs_run){ first, x->count };
+	}
+	rc = fs_xattr_range(runs, n, out);
+	free(runs);
+	return rc;
+}
+
+/* The shards wr's file of window win reads, their absolute paths one a
+ * line in the stream's order: user.shardfs.source, into *out; with
+ * w->lock.  0, -E2BIG or -ENOMEM. */
+static int window_sources(const struct fw *w, const struct sfs_window *win,
+			  const struct sfs_window_reader *wr, char **out)
+{
+	size_t n = win->end_shard - win->first_shard, i, len = 0, cap;
+	bool *read = calloc(n ? n : 1, sizeof(*read));
+	const char *src = w->f->source, *path;
+	char *s;
+
+	if (!read)
+		return -ENOMEM;
+	for (i = 0; i < wr->nruns; i++)
+		read[wr->runs[i].shard - win->first_shard] = true;
+	for (i = 0; i < n; i++)
+		if (read[i])
+			len += strlen(src) +
+			       strlen(w->shards[i + win->first_shard].path) + 2;
+	cap = len + 1;
+	s = len <= FS_XATTR_MAX ? malloc(cap) : NULL;
+	for (i = 0, len = 0; s && i < n; i++) {
+		path = w->shards[i + win->first_shard].path;
+		if (read[i])
+			len += (size_t)snprintf(s + len, cap - len, "%s%s/%s",
+						len ? "\n" : "", src, path);
+	}
+	if (s && !len)
+		s[0] = '\0';
+	free(read);
+	if (!s)
+		return cap - 1 > FS_XATTR_MAX ? -E2BIG : -ENOMEM;
+	*out = s;
+	return 0;
+}
+
+/* Attribute name of reader ri's file of window i (from first); with
+ * w->lock.  0 and a heap string in *out, or -errno. */
+static int window_xattr(struct fw *w, size_t ri, uint64_t i, const char *name,
+			char **out)
+{
+	const struct sfs_window *win;
+	const struct sfs_window_reader *wr;
+
+	if (i >= w->nwins)
+		return -ENOENT;
+	if (i < w->hidden) /* consumed and deleted */
+		return -ESTALE;
+	win = w->wins[i];
+	wr = &win->readers[ri];
+	if (!strcmp(name, SFS_XATTR_SOURCE))
+		return window_sources(w, win, wr, out);
+	if (!strcmp(name, SFS_XATTR_SAMPLES))
+		return number(wr->samples, out);
+	if (!strcmp(name, SFS_XATTR_PADDING))
+		return number(wr->padding, out);
+	if (!strcmp(name, SFS_XATTR_RANGE))
+		return window_range(w, wr, out);
+	if (!strcmp(name, SFS_XATTR_EPOCH)) /* window k is planned as epoch k */
+		return number(win->k, out);
+	return -ENODATA;
+}
+
+/* Attribute name of reader ri's stream: its source, and its samples in
+ * the windows built so far; with w->lock. */
+static int stream_xattr(struct fw *w, size_t ri, const char *name, char **out)
+{
+	uint64_t samples = 0, padding = 0;
+	size_t i;
+
+	if (!strcmp(name, SFS_XATTR_SOURCE)) {
+		*out = strdup(w->f->source);
+		return *out ? 0 : -ENOMEM;
+	}
+	for (i = 0; i < w->nwins; i++) {
+		samples += w->wins[i]->readers[ri].samples;
+		padding += w->wins[i]->readers[ri].padding;
+	}
+	if (!strcmp(name, SFS_XATTR_SAMPLES))
+		return number(samples, out);
+	if (!strcmp(name, SFS_XATTR_PADDING))
+		return number(padding, out);
+	return -ENODATA;
+}
+
+void follow_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+		     size_t size)
+{
+	struct fw *w = fs_of(req)->follow;
+	uint64_t k = kind_of(ino);
+	struct freader *r;
+	char *value = NULL;
+	int rc = -ENODATA; /* a directory has none */
+
+	pthread_mutex_lock(&w->lock);
+	r = follow_reader_of(w, ino);
+	if (r && k == K_WINDOW)
+		rc = window_xattr(w, (size_t)(r - w->readers),
+				  val_of(ino) & 0xffffffffULL, name, &value);
+	else if (r && k == K_STREAM)
+		rc = stream_xattr(w, (size_t)(r - w->readers), name, &value);
+	pthread_mutex_unlock(&w->lock);
+	if (rc) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	fs_reply_xattr(req, value, strlen(value), size);
+	free(value);
+}
+
+void follow_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	static const char window_names[] = SFS_XATTR_SOURCE
+		"\0" SFS_XATTR_SAMPLES "\0" SFS_XATTR_RANGE
+		"\0" SFS_XATTR_PADDING "\0" SFS_XATTR_EPOCH;
+	static const char stream_names[] = SFS_XATTR_SOURCE
+		"\0" SFS_XATTR_SAMPLES "\0" SFS_XATTR_PADDING;
+	uint64_t k = kind_of(ino);
+
+	if (k == K_WINDOW)
+		fs_reply_xattr(req, window_names, sizeof(window_names), size);
+	else if (k == K_STREAM)
+		fs_reply_xattr(req, stream_names, sizeof(stream_names), size);
+	else
+		fs_reply_xattr(req, NULL, 0, size);
 }

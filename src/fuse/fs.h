@@ -262,6 +262,33 @@ int fs_thread_start(pthread_t *tid, void *(*fn)(void *), void *arg);
  */
 void fs_readahead_once(struct fs *fs);
 
+/* ---- ops.c: what the follow tree's operations share with the views' ---- */
+
+/*
+ * Add entry name of a listing to buf (size bytes, *used of them taken),
+ * the next one at offset next; with plus (readdirplus) e whole (its inode,
+ * attributes and timeouts: a lookup the kernel counts), else e->attr's
+ * inode and type.  "." and ".." never carry a lookup.  Returns false when
+ * buf is full (nothing added).
+ */
+bool fs_add_entry(fuse_req_t req, char *buf, size_t size, size_t *used,
+		  const char *name, const struct fuse_entry_param *e,
+		  off_t next, bool plus);
+
+/* The largest extended attribute's value: a longer one is E2BIG. */
+#define FS_XATTR_MAX 65536
+
+/*
+ * user.shardfs.range of a file of samples runs[0 .. n): "3-9,12", each
+ * run its first sample and, when longer than one, its last.  Returns 0
+ * and a heap string in *out, -E2BIG (over FS_XATTR_MAX) or -ENOMEM.
+ */
+int fs_xattr_range(const struct sfs_run *runs, size_t n, char **out);
+
+/* Answer a getxattr or listxattr of size bytes with value (len bytes):
+ * its length when size is 0, ERANGE when it does not fit. */
+void fs_reply_xattr(fuse_req_t req, const char *value, size_t len, size_t size);
+
 /* ---- views.c: views and handles; *_locked functions need fs.lock ---- */
 
 /*
@@ -380,6 +407,21 @@ int prefetch_start(struct fs *fs, struct prefetch **out);
 void prefetch_after(struct prefetch *p, const struct view_ref *vr,
 		    uint32_t node);
 
+/* What one trigger may read ahead: *bytes, in at most *files files
+ * (prefetch_mb and prefetch_files over a source that must be read, the
+ * next file's first chunk over a local one). */
+void prefetch_budget(const struct prefetch *p, uint64_t *bytes,
+		     uint32_t *files);
+
+/*
+ * Queue bytes [lo, hi) of path (relative to the source, borrowed: it must
+ * live as long as p; size and mtime as recorded, checked before it is
+ * read), at most *budget of them, which it lowers: for a mount without
+ * views (follow=1), whose queued chunks no switch drops.
+ */
+void prefetch_range(struct prefetch *p, const char *path, uint64_t size,
+		    int64_t mtime, uint64_t lo, uint64_t hi, uint64_t *budget);
+
 /* Its counters so far into c's prefetch_* (0 for p NULL). */
 void prefetch_counters(const struct prefetch *p, struct sfs_status_counters *c);
 
@@ -423,7 +465,14 @@ void follow_stop(struct fs *fs);
  */
 void follow_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
 void follow_getattr(fuse_req_t req, fuse_ino_t ino);
-void follow_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off);
+/* plus: readdirplus, each entry with what a lookup of it would give */
+void follow_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    bool plus);
+/* The extended attributes of a window file or a stream (docs/follow.md,
+ * "What readers see"); a directory has none. */
+void follow_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+		     size_t size);
+void follow_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
 /* ENOTDIR for a file, else opens (no handle: reads go by inode). */
 void follow_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void follow_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);

@@ -17,8 +17,6 @@
 
 #include "fs.h"
 
-#define XATTR_MAX 65536
-
 /* The error for an inode no view answers for: EIO when its view was let
  * go (FS_OLD_VIEWS), ESTALE when it is gone. */
 static int gone(struct fs *fs, fuse_ino_t ino)
@@ -265,32 +263,45 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino,
 		handle_free(fs, h);
 }
 
-/* Add one entry; returns false when buf is full. */
-static bool add_entry(fuse_req_t req, char *buf, size_t size, size_t *used,
-		      const char *name, const struct stat *st, off_t next,
-		      bool plus, double timeout)
+/* (fs.h) */
+bool fs_add_entry(fuse_req_t req, char *buf, size_t size, size_t *used,
+		  const char *name, const struct fuse_entry_param *e,
+		  off_t next, bool plus)
 {
-	struct fuse_entry_param e;
+	struct fuse_entry_param d;
 	size_t n;
 
 	if (plus) {
-		memset(&e, 0, sizeof(e));
-		e.attr = *st;
-		/* "." and ".." carry no lookup: leave e.ino 0 */
-		if (strcmp(name, ".") && strcmp(name, "..")) {
-			e.ino = st->st_ino;
-			e.attr_timeout = e.entry_timeout = timeout;
+		d = *e;
+		/* "." and ".." carry no lookup: leave d.ino 0 */
+		if (!strcmp(name, ".") || !strcmp(name, "..")) {
+			d.ino = 0;
+			d.attr_timeout = d.entry_timeout = 0;
 		}
 		n = fuse_add_direntry_plus(req, buf + *used, size - *used, name,
-					   &e, next);
+					   &d, next);
 	} else {
-		n = fuse_add_direntry(req, buf + *used, size - *used, name, st,
-				      next);
+		n = fuse_add_direntry(req, buf + *used, size - *used, name,
+				      &e->attr, next);
 	}
 	if (n > size - *used)
 		return false;
 	*used += n;
 	return true;
+}
+
+/* Add one entry of a view or the control directory, whose entry and
+ * attributes hold for timeout; false when buf is full. */
+static bool add_entry(fuse_req_t req, char *buf, size_t size, size_t *used,
+		      const char *name, const struct stat *st, off_t next,
+		      bool plus, double timeout)
+{
+	struct fuse_entry_param e = { .ino = st->st_ino,
+				      .attr = *st,
+				      .attr_timeout = timeout,
+				      .entry_timeout = timeout };
+
+	return fs_add_entry(req, buf, size, used, name, &e, next, plus);
 }
 
 /*
@@ -327,8 +338,8 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 	struct stat st;
 	off_t i;
 
-	if (!h) { /* a directory of a followed source (no readdirplus) */
-		follow_readdir(req, ino, size, off);
+	if (!h) { /* a directory of a followed source */
+		follow_readdir(req, ino, size, off, plus);
 		return;
 	}
 	vr = handle_view(fs, h);
@@ -476,7 +487,6 @@ static int xattr_value(struct fs *fs, const struct view_ref *vr, uint32_t node,
 	const struct sfs_plan_file *f = sfs_view_file(v, n);
 	const struct sfs_plan *p = v->plans[n->plan];
 	char *s = NULL;
-	size_t i, len = 0;
 	int rc = 0;
 
 	if (!strcmp(name, SFS_XATTR_SOURCE)) {
@@ -493,21 +503,7 @@ static int xattr_value(struct fs *fs, const struct view_ref *vr, uint32_t node,
 	} else if (!strcmp(name, SFS_XATTR_PADDING)) {
 		rc = asprintf(&s, "%" PRIu64, f->npadding);
 	} else if (!strcmp(name, SFS_XATTR_RANGE)) {
-		s = malloc(XATTR_MAX + 32);
-		for (i = 0; s && i < f->nruns && len < XATTR_MAX; i++) {
-			const struct sfs_run *r = &sfs_plan_file_runs(p, f)[i];
-
-			len += (size_t)snprintf(s + len, 32, "%s%" PRIu64,
-						i ? "," : "", r->first);
-			if (r->count > 1)
-				len += (size_t)snprintf(
-					s + len, 32, "-%" PRIu64,
-					r->first + r->count - 1);
-		}
-		if (s && len >= XATTR_MAX) {
-			free(s);
-			return -E2BIG;
-		}
+		return fs_xattr_range(sfs_plan_file_runs(p, f), f->nruns, out);
 	} else {
 		return -ENODATA;
 	}
@@ -517,8 +513,33 @@ static int xattr_value(struct fs *fs, const struct view_ref *vr, uint32_t node,
 	return 0;
 }
 
-static void reply_xattr(fuse_req_t req, const char *value, size_t len,
-			size_t size)
+/* (fs.h) */
+int fs_xattr_range(const struct sfs_run *runs, size_t n, char **out)
+{
+	char *s = malloc(FS_XATTR_MAX + 32);
+	size_t i, len = 0;
+
+	if (!s)
+		return -ENOMEM;
+	s[0] = '\0';
+	for (i = 0; i < n && len < FS_XATTR_MAX; i++) {
+		len += (size_t)snprintf(s + len, 32, "%s%" PRIu64, i ? "," : "",
+					runs[i].first);
+		if (runs[i].count > 1)
+			len += (size_t)snprintf(s + len, 32, "-%" PRIu64,
+						runs[i].first + runs[i].count -
+							1);
+	}
+	if (len >= FS_XATTR_MAX) {
+		free(s);
+		return -E2BIG;
+	}
+	*out = s;
+	return 0;
+}
+
+/* (fs.h) */
+void fs_reply_xattr(fuse_req_t req, const char *value, size_t len, size_t size)
 {
 	if (size == 0)
 		fuse_reply_xattr(req, len);
@@ -544,6 +565,10 @@ static void fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		fuse_reply_err(req, EOPNOTSUPP);
 		return;
 	}
+	if (fs->follow && !control_is(ino)) {
+		follow_getxattr(req, ino, name, size);
+		return;
+	}
 	vr = control_is(ino) ? NULL : view_get(fs, ino, &node);
 	if (!vr || vr->v->nodes[node].kind == SFS_NODE_DIR) {
 		if (vr)
@@ -557,7 +582,7 @@ static void fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	reply_xattr(req, value, strlen(value), size);
+	fs_reply_xattr(req, value, strlen(value), size);
 	free(value);
 }
 
@@ -574,6 +599,10 @@ static void fs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	uint32_t node;
 	bool file, dataset = false;
 
+	if (fs->follow && !control_is(ino)) {
+		follow_listxattr(req, ino, size);
+		return;
+	}
 	vr = control_is(ino) ? NULL : view_get(fs, ino, &node);
 	file = vr && vr->v->nodes[node].kind != SFS_NODE_DIR;
 	if (file)
@@ -581,9 +610,9 @@ static void fs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	if (vr)
 		view_unref(fs, vr);
 	if (dataset)
-		reply_xattr(req, dataset_names, sizeof(dataset_names), size);
+		fs_reply_xattr(req, dataset_names, sizeof(dataset_names), size);
 	else
-		reply_xattr(req, names, file ? sizeof(names) : 0, size);
+		fs_reply_xattr(req, names, file ? sizeof(names) : 0, size);
 }
 
 static void fs_init(void *userdata, struct fuse_conn_info *conn)
@@ -615,10 +644,6 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
 	else
 		conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
-	/* A followed source's tree gives the kernel no entries with its
-	 * listings: its directories grow, and a lookup is cheap */
-	if (fs->follow)
-		conn->want &= ~FUSE_CAP_READDIRPLUS;
 }
 
 /* The session ends (fuse_session_destroy, or the kernel's DESTROY): the

@@ -7,7 +7,9 @@
  * away: that is what fills the source's page cache on a FUSE or network
  * source, where posix_fadvise does not reach the server.  On a local file
  * system, which reads ahead well on its own, they only posix_fadvise the
- * first chunk of the next file.  The reader then
+ * first chunk of the next file.  On a followed source a reader's next
+ * files are its next complete windows (follow_ahead, follow_read.c),
+ * queued by prefetch_range.  The reader then
  * finds the pages there, whether it reads the source through the view or
  * through a symlink.
  *
@@ -385,10 +387,7 @@ void prefetch_after(struct prefetch *p, const struct view_ref *vr,
 	t = reader_of(v->plans[plan], f);
 	end = v->plans[plan]->readers[t].file_at +
 	      v->plans[plan]->readers[t].nfiles;
-	/* a local disk serves the reader best alone: more read ahead than
-	 * the next file's start slowed it (docs/benchmarks.md) */
-	budget = p->copy ? p->max_bytes : CHUNK;
-	max_files = p->copy ? p->max_files : 1;
+	prefetch_budget(p, &budget, &max_files);
 	pthread_mutex_lock(&p->lock);
 	for (files = 0; files < max_files && budget; files++) {
 		/* the reader's next file: in this epoch, or the next one's
@@ -407,6 +406,27 @@ void prefetch_after(struct prefetch *p, const struct view_ref *vr,
 		add_file_locked(p, v, v->plans[plan], f, vr->gen, &budget);
 	}
 out:
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* (fs.h) */
+void prefetch_budget(const struct prefetch *p, uint64_t *bytes, uint32_t *files)
+{
+	/* a local disk serves the reader best alone: more read ahead than
+	 * the next file's start slowed it (docs/benchmarks.md) */
+	*bytes = p->copy ? p->max_bytes : CHUNK;
+	*files = p->copy ? p->max_files : 1;
+}
+
+/* (fs.h) */
+void prefetch_range(struct prefetch *p, const char *path, uint64_t size,
+		    int64_t mtime, uint64_t lo, uint64_t hi, uint64_t *budget)
+{
+	/* generation 0: a mount without views never drops them */
+	struct job j = { .path = path, .size = size, .mtime = mtime };
+
+	pthread_mutex_lock(&p->lock);
+	add_range_locked(p, &j, lo, hi, budget);
 	pthread_mutex_unlock(&p->lock);
 }
 
@@ -495,7 +515,7 @@ int prefetch_start(struct fs *fs, struct prefetch **out)
 	p->max_files = fs->mount.prefetch_files;
 	p->max_bytes = (uint64_t)fs->mount.prefetch_mb << 20;
 	p->nthreads = fs->mount.prefetch_threads;
-	p->copy = must_copy(fs->srcfd);
+	p->copy = must_copy(fs->fds.srcfd); /* a view's or a followed one */
 	p->tids = calloc(p->nthreads, sizeof(*p->tids));
 	p->slots = calloc(p->nthreads, sizeof(*p->slots));
 	if (!p->tids || !p->slots) {

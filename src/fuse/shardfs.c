@@ -454,11 +454,9 @@ static int serve(struct fs *fs, bool single)
 
 	if (fs->follow)
 		follow_start(fs);
-	/* a followed source has no plan order to read ahead in, nor a next
-	 * epoch: its windows come as the producer writes them */
-	bad = fs->mount.prefetch && !fs->follow ?
-		      prefetch_start(fs, &fs->prefetch) :
-		      0;
+	/* a followed source's readers read their windows in order: the
+	 * next ones built are read ahead (follow_ahead) */
+	bad = fs->mount.prefetch ? prefetch_start(fs, &fs->prefetch) : 0;
 	if (bad)
 		fs_log(fs, LOG_WARNING,
 		       "cannot start the prefetch threads: %s; serving without prefetch (mount with fewer prefetch_threads=)",
@@ -553,13 +551,15 @@ out_session:
 	 * a clean unmount, as asked */
 	rc = rc == 0 || rc == SIGTERM || rc == SIGINT || rc == SIGHUP ? 0 : 1;
 out:
-	follow_stop(&fs);
-	fs_release_views(&fs);
+	/* first: its queued chunks name shards of the index or, on a
+	 * followed source, of the stream, which follow_stop frees */
 	if (!prefetch_stop(fs.prefetch)) {
 		fs_log(&fs, LOG_WARNING,
 		       "exiting while prefetch reads still wait for the stalled source: they end with the process");
 		_exit(rc);
 	}
+	follow_stop(&fs);
+	fs_release_views(&fs);
 	if (fs.fds.ents)
 		fdcache_destroy(&fs.fds);
 	if (fs.srcfd >= 0)

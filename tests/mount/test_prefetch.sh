@@ -20,25 +20,8 @@ shardfs-index "$T/files" --format files --quiet
 # slowfs over DIR on $S: 5 ms a request, or what $LAT says while it exists;
 # OPTS add slowfs options.  The view above it goes first at exit: its
 # daemon holds files of $S.
-slow_pid=
-slow_mount() {
-	local i
-	mkdir -p "$S"
-	slowfs "$1" "$S" -f -o "latency=5,latency_file=$LAT${2:+,$2}" 2>"$T/slowfs.log" &
-	slow_pid=$!
-	for i in $(seq 200); do
-		mountpoint -q "$S" && return 0
-		sleep 0.05
-	done
-	bad "slowfs did not mount $S"
-	return 1
-}
-slow_umount() {
-	fusermount3 -u "$S"
-	wait "$slow_pid"
-	expect_eq "slowfs exits 0" "$?" 0
-	slow_pid=
-}
+slow_mount() { mount_slowfs "$1" "$S" "latency=5,latency_file=$LAT${2:+,$2}"; }
+slow_umount() { unmount_slowfs "$S"; }
 on_exit() {
 	rm -f "$LAT"
 	if mountpoint -q "$M"; then fusermount3 -u "$M" || umount -l "$M"; fi

@@ -211,6 +211,7 @@ static int lay_out(const struct widx *w, const struct sfs_plan *p,
 	size_t i, j, cap = 0, rcap = 0;
 	int rc = 0;
 
+	r->padding = pr->npadding;
 	for (i = 0; !rc && i < pr->nfiles; i++) {
 		const struct sfs_plan_file *pf = &p->files[pr->file_at + i];
 		const struct sfs_run *runs = sfs_plan_file_runs(p, pf);
