@@ -114,7 +114,8 @@ const struct sfs_opt sfs_mount_options[] = {
 	  "N", "16",
 	  "with prefetch=1: source files read ahead of a\n"
 	  "reader, in its plan order, from its first read of a\n"
-	  "file or lookup of a symlink",
+	  "file or lookup of a symlink (follow=1: its next\n"
+	  "complete windows)",
 	  false },
 	{ "prefetch_mb", SFS_OPT_U32, MOUNT(prefetch_mb), 1, 65536, NULL, "MB",
 	  "256",
