@@ -5,12 +5,14 @@
  * definition levels as u32 little-endian, and for a value its length as
  * u32 little-endian and its bytes), then "Z".
  *
- * The columns are decoded on the calling thread (column.c), and the bytes
+ * The columns are decoded on the calling thread (column.c) into the bytes
  * of a batch of rows (BATCH_ROWS, or BATCH_BYTES and the row that passes
- * them) are gathered, then digested on up to HASHERS_MAX threads at once:
- * a SHA-256 per row costs more than the decoding, and one big file is
- * still hashed on every CPU.  The digests go to the caller in row order.
- * Memory: one page of each column, and one batch.
+ * them); a full batch is digested by up to HASHERS_MAX - 1 helper threads
+ * while the calling thread fills the next one: a SHA-256 per row costs as
+ * much as the decoding, and one big file still uses every CPU.  With no
+ * helper (one CPU, or a small file) the calling thread digests each batch
+ * itself.  The digests go to the caller in row order, from the calling
+ * thread.  Memory: one page of each column, and two batches.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -140,40 +142,38 @@ static void hashers_stop(struct hashers *hs)
 	pthread_mutex_destroy(&hs->lock);
 }
 
-/* Digest every row of b: a share on each helper, the first on d. */
-static int hash_batch(struct hashers *hs, struct batch *b, struct sfs_digest *d)
+/* Hand every row of b to the helpers, a share each. */
+static void hand_out(struct hashers *hs, struct batch *b)
 {
-	size_t per = (b->n + hs->n) / (hs->n + 1);
+	size_t per = (b->n + hs->n - 1) / hs->n;
 	unsigned i;
-	int rc;
 
-	if (hs->n && b->n > 1) {
-		pthread_mutex_lock(&hs->lock);
-		for (i = 0; i < hs->n; i++) {
-			hs->h[i].from = per * (i + 1) < b->n ? per * (i + 1) :
-							       b->n;
-			hs->h[i].to = per * (i + 2) < b->n ? per * (i + 2) :
-							     b->n;
-			hs->h[i].rc = 0;
-		}
-		hs->b = b;
-		hs->busy = hs->n;
-		hs->gen++;
-		pthread_cond_broadcast(&hs->go);
-		pthread_mutex_unlock(&hs->lock);
-	} else {
-		per = b->n;
+	pthread_mutex_lock(&hs->lock);
+	for (i = 0; i < hs->n; i++) {
+		hs->h[i].from = per * i < b->n ? per * i : b->n;
+		hs->h[i].to = per * (i + 1) < b->n ? per * (i + 1) : b->n;
+		hs->h[i].rc = 0;
 	}
-	rc = hash_rows(b, 0, per < b->n ? per : b->n, d);
-	if (hs->n && b->n > 1) {
-		pthread_mutex_lock(&hs->lock);
-		while (hs->busy)
-			pthread_cond_wait(&hs->done, &hs->lock);
-		pthread_mutex_unlock(&hs->lock);
-		for (i = 0; i < hs->n; i++)
-			if (!rc)
-				rc = hs->h[i].rc;
-	}
+	hs->b = b;
+	hs->busy = hs->n;
+	hs->gen++;
+	pthread_cond_broadcast(&hs->go);
+	pthread_mutex_unlock(&hs->lock);
+}
+
+/* Wait for the helpers to finish the batch handed out; their error. */
+static int wait_helpers(struct hashers *hs)
+{
+	unsigned i;
+	int rc = 0;
+
+	pthread_mutex_lock(&hs->lock);
+	while (hs->busy)
+		pthread_cond_wait(&hs->done, &hs->lock);
+	pthread_mutex_unlock(&hs->lock);
+	for (i = 0; i < hs->n; i++)
+		if (!rc)
+			rc = hs->h[i].rc;
 	return rc;
 }
 
@@ -253,21 +253,60 @@ static int row_bytes(struct sfs_pq_column *c, struct batch *b)
 	return started ? 0 : 1;
 }
 
-/* Digest the rows of b, hand them to fn from row *row on, empty b. */
-static int flush(struct hashers *hs, struct batch *b, struct sfs_digest *d,
-		 const struct sfs_parquet_meta *m, sfs_parquet_row_fn fn,
-		 void *arg, uint64_t *row, struct sfs_error *err)
+/* The rows' digests on their way to the caller. */
+struct rows_out {
+	const struct sfs_parquet_meta *m;
+	sfs_parquet_row_fn fn;
+	void *arg;
+	uint64_t row; /* the next row fn gets */
+	struct hashers hs;
+	struct sfs_digest *d; /* the calling thread's */
+	struct batch *b[2]; /* b[cur] is being filled */
+	int cur;
+	bool out; /* the other batch is with the helpers */
+	int failed; /* what stopped the digests going to fn, or 0 */
+	struct sfs_error *err;
+};
+
+/* Hand the digests of b to fn, in order; empty b. */
+static int give(struct rows_out *o, struct batch *b, int hrc)
 {
 	size_t r;
-	int rc = 0;
+	int rc = o->failed;
 
-	if (b->n && hash_batch(hs, b, d))
-		return sfs_errorf(err, -EIO, "%s: SHA-256 failed", m->path);
+	if (!rc && hrc)
+		rc = sfs_errorf(o->err, -EIO, "%s: SHA-256 failed", o->m->path);
 	for (r = 0; !rc && r < b->n; r++)
-		rc = fn(arg, (*row)++, b->digests + r * SFS_DIGEST_LEN);
+		rc = o->fn(o->arg, o->row++, b->digests + r * SFS_DIGEST_LEN);
 	b->n = 0;
 	b->len = 0;
+	o->failed = rc;
 	return rc;
+}
+
+/*
+ * The batch being filled is done: the one with the helpers goes to fn
+ * first, then this one goes to the helpers (or is digested here when
+ * there are none, or drain is set, and goes to fn).
+ */
+static int flush(struct rows_out *o, bool drain)
+{
+	struct batch *b = o->b[o->cur], *prev = o->b[!o->cur];
+	int rc = 0;
+
+	if (o->out) {
+		o->out = false;
+		rc = give(o, prev, wait_helpers(&o->hs));
+	}
+	if (rc || !b->n)
+		return rc;
+	if (o->hs.n && !drain) {
+		hand_out(&o->hs, b);
+		o->out = true;
+		o->cur = !o->cur;
+		return 0;
+	}
+	return give(o, b, hash_rows(b, 0, b->n, o->d));
 }
 
 /* Whether column k of row group g holds no row past the num_rows read. */
@@ -296,17 +335,19 @@ int sfs_parquet_rows(int fd, const struct sfs_parquet_meta *m,
 		calloc(m->nleaves ? m->nleaves : 1, sizeof(*lf));
 	struct sfs_pq_column *cols =
 		calloc(m->nleaves ? m->nleaves : 1, sizeof(*cols));
-	struct sfs_digest *d = sfs_digest_new();
-	struct batch *b = calloc(1, sizeof(*b));
-	struct hashers hs = { 0 };
+	struct rows_out o = { .m = m, .fn = fn, .arg = arg, .err = err };
 	unsigned cpus = m->num_rows >= THREADED_ROWS ? sfs_pool_cpus() : 1;
-	uint64_t row = 0, held = 0;
+	uint64_t held = 0;
+	struct batch *b;
 	size_t g, k, opened = 0;
 	int64_t r;
 	int rc, frc;
 
-	hashers_start(&hs, cpus - 1);
-	if (!lf || !cols || !d || !b) {
+	o.d = sfs_digest_new();
+	o.b[0] = calloc(1, sizeof(*o.b[0]));
+	o.b[1] = cpus > 1 ? calloc(1, sizeof(*o.b[1])) : NULL;
+	hashers_start(&o.hs, o.b[1] ? cpus - 1 : 0);
+	if (!lf || !cols || !o.d || !o.b[0]) {
 		rc = sfs_errorf(err, -ENOMEM, "%s: out of memory", m->path);
 		goto out;
 	}
@@ -319,6 +360,7 @@ int sfs_parquet_rows(int fd, const struct sfs_parquet_meta *m,
 			cols[k].held = &held;
 		}
 		for (r = 0; !rc && r < m->row_groups[g].num_rows; r++) {
+			b = o.b[o.cur];
 			for (k = 0; !rc && k < m->nleaves; k++) {
 				rc = row_bytes(&cols[k], b);
 				if (rc == 1)
@@ -333,27 +375,29 @@ int sfs_parquet_rows(int fd, const struct sfs_parquet_meta *m,
 				break;
 			b->ends[b->n++] = b->len;
 			if (b->n == BATCH_ROWS || b->len >= BATCH_BYTES)
-				rc = flush(&hs, b, d, m, fn, arg, &row, err);
+				rc = flush(&o, false);
 		}
 		for (k = 0; !rc && k < m->nleaves; k++)
-			rc = check_end(&cols[k], b, m, g, err);
+			rc = check_end(&cols[k], o.b[o.cur], m, g, err);
 		for (k = 0; k < opened; k++)
 			sfs_pq_col_close(&cols[k]);
 		opened = 0;
 	}
 	/* the rows before a malformed one go to fn first, as they were
 	 * read: its error comes first when it has one */
-	frc = b ? flush(&hs, b, d, m, fn, arg, &row, err) : 0;
+	frc = flush(&o, true);
 	if (frc)
 		rc = frc;
 out:
 	for (k = 0; k < opened; k++)
 		sfs_pq_col_close(&cols[k]);
-	hashers_stop(&hs);
-	if (b)
-		free(b->bytes);
-	free(b);
-	sfs_digest_free(d);
+	hashers_stop(&o.hs);
+	for (k = 0; k < 2; k++) {
+		if (o.b[k])
+			free(o.b[k]->bytes);
+		free(o.b[k]);
+	}
+	sfs_digest_free(o.d);
 	free(cols);
 	free(lf);
 	return rc;
