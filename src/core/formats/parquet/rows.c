@@ -201,6 +201,7 @@ static void put_u32(unsigned char *p, uint32_t v)
  */
 static int row_bytes(struct sfs_pq_column *c, struct batch *b)
 {
+	const struct sfs_pq_value *v;
 	struct sfs_pq_page_header h;
 	bool started = false;
 	unsigned char *p;
@@ -228,22 +229,25 @@ static int row_bytes(struct sfs_pq_column *c, struct batch *b)
 				"value %u continues a row that no page began",
 				c->at);
 		started = true;
-		if (reserve(b, 13))
+		v = c->pg.def[c->at] == c->lf.max_def ? &c->pg.vals[c->vat++] :
+							NULL;
+		if (reserve(b, v ? 13 + (size_t)v->len : 9))
 			return sfs_pq_col_nomem(c);
 		p = b->bytes + b->len;
 		p[0] = 'E';
 		put_u32(p + 1, c->pg.rep[c->at]);
 		put_u32(p + 5, c->pg.def[c->at]);
 		b->len += 9;
-		if (c->pg.def[c->at] == c->lf.max_def) {
-			const struct sfs_pq_value *v = &c->pg.vals[c->vat++];
-
+		if (v) {
 			put_u32(p + 9, v->len);
-			b->len += 4;
-			if (reserve(b, v->len))
-				return sfs_pq_col_nomem(c);
-			memcpy(b->bytes + b->len, v->p, v->len);
-			b->len += v->len;
+			/* fixed sizes are copied inline, not by a call */
+			if (v->len == 8)
+				memcpy(p + 13, v->p, 8);
+			else if (v->len == 4)
+				memcpy(p + 13, v->p, 4);
+			else
+				memcpy(p + 13, v->p, v->len);
+			b->len += 4 + (size_t)v->len;
 		}
 		c->at++;
 	}
