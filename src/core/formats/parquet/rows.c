@@ -11,8 +11,10 @@
  * while the calling thread fills the next one: a SHA-256 per row costs as
  * much as the decoding, and one big file still uses every CPU.  With no
  * helper (one CPU, or a small file) the calling thread digests each batch
- * itself.  The digests go to the caller in row order, from the calling
- * thread.  Memory: one page of each column, and two batches.
+ * itself.  A row of more than ROW_STREAM bytes is hashed as its bytes
+ * come, on the calling thread.  The digests go to the caller in row
+ * order, from the calling thread.  Memory: one page of each column, and
+ * two batches (each at most BATCH_BYTES + ROW_STREAM and an entry).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -31,12 +33,16 @@
 #define HASHERS_MAX 4
 /* a file of fewer rows is hashed on the calling thread alone */
 #define THREADED_ROWS 65536
+/* a row's bytes past this are hashed as they come, never held: a row is
+ * as big as the pages of its columns, which their budget bounds */
+#define ROW_STREAM (4u << 20)
 
 /* The bytes of rows gathered for their digests. */
 struct batch {
 	unsigned char *bytes; /* the rows', end to end */
 	size_t len, cap;
 	size_t ends[BATCH_ROWS]; /* row r is bytes [ends[r - 1], ends[r]) */
+	bool streamed[BATCH_ROWS]; /* row r's digest is there already */
 	size_t n;
 	unsigned char digests[BATCH_ROWS * SFS_DIGEST_LEN];
 };
@@ -71,6 +77,8 @@ static int hash_rows(struct batch *b, size_t from, size_t to,
 	size_t r, start;
 
 	for (r = from; r < to; r++) {
+		if (b->streamed[r])
+			continue;
 		start = r ? b->ends[r - 1] : 0;
 		if (sfs_digest_update(d, b->bytes + start,
 				      b->ends[r] - start) ||
@@ -195,11 +203,58 @@ static void put_u32(unsigned char *p, uint32_t v)
 	p[3] = (unsigned char)(v >> 24);
 }
 
+/* A row too big to hold (ROW_STREAM): hashed as its bytes come. */
+struct big_row {
+	struct sfs_digest *d;
+	bool on; /* the row being gathered is going to d */
+};
+
+/* Where the row being gathered begins in b. */
+static size_t row_start(const struct batch *b)
+{
+	return b->n ? b->ends[b->n - 1] : 0;
+}
+
+/* The row's bytes gathered so far to big->d when they are too many. */
+static int stream(struct batch *b, struct big_row *big)
+{
+	size_t start = row_start(b);
+
+	if (b->len - start < ROW_STREAM)
+		return 0;
+	if (sfs_digest_update(big->d, b->bytes + start, b->len - start))
+		return -EIO;
+	b->len = start;
+	big->on = true;
+	return 0;
+}
+
+/* The row gathered is done: b holds it, or its digest when it streamed. */
+static int end_row(struct batch *b, struct big_row *big)
+{
+	size_t start = row_start(b);
+
+	b->streamed[b->n] = big->on;
+	if (big->on) {
+		big->on = false;
+		if (sfs_digest_update(big->d, b->bytes + start,
+				      b->len - start) ||
+		    sfs_digest_final(big->d,
+				     b->digests + b->n * SFS_DIGEST_LEN))
+			return -EIO;
+		b->len = start;
+	}
+	b->ends[b->n++] = b->len;
+	return 0;
+}
+
 /*
- * The bytes of the next row of c onto b; 1 when c has no row left (b
- * holds one "Z" more then), -errno with the column's message.
+ * The bytes of the next row of c onto b (to big when the row grows too
+ * big); 1 when c has no row left (b holds one "Z" more then), -errno
+ * with the column's message.
  */
-static int row_bytes(struct sfs_pq_column *c, struct batch *b)
+static int row_bytes(struct sfs_pq_column *c, struct batch *b,
+		     struct big_row *big)
 {
 	const struct sfs_pq_value *v;
 	struct sfs_pq_page_header h;
@@ -248,6 +303,9 @@ static int row_bytes(struct sfs_pq_column *c, struct batch *b)
 			else
 				memcpy(p + 13, v->p, v->len);
 			b->len += 4 + (size_t)v->len;
+			if (stream(b, big))
+				return sfs_pq_col_fail(c, c->pg.h.at,
+						       "SHA-256 failed");
 		}
 		c->at++;
 	}
@@ -266,6 +324,7 @@ struct rows_out {
 	struct hashers hs;
 	struct sfs_digest *d; /* the calling thread's */
 	struct batch *b[2]; /* b[cur] is being filled */
+	struct big_row big; /* the calling thread's */
 	int cur;
 	bool out; /* the other batch is with the helpers */
 	int failed; /* what stopped the digests going to fn, or 0 */
@@ -315,13 +374,18 @@ static int flush(struct rows_out *o, bool drain)
 
 /* Whether column k of row group g holds no row past the num_rows read. */
 static int check_end(struct sfs_pq_column *c, struct batch *b,
-		     const struct sfs_parquet_meta *m, size_t g,
-		     struct sfs_error *err)
+		     struct big_row *big, const struct sfs_parquet_meta *m,
+		     size_t g, struct sfs_error *err)
 {
+	unsigned char none[SFS_DIGEST_LEN];
 	size_t len = b->len;
-	int rc = row_bytes(c, b);
+	int rc = row_bytes(c, b, big);
 
 	b->len = len;
+	if (big->on) {
+		big->on = false;
+		sfs_digest_final(big->d, none);
+	}
 	if (rc == 0)
 		return sfs_pq_col_fail(
 			c, c->pos,
@@ -348,10 +412,11 @@ int sfs_parquet_rows(int fd, const struct sfs_parquet_meta *m,
 	int rc, frc;
 
 	o.d = sfs_digest_new();
+	o.big.d = sfs_digest_new();
 	o.b[0] = calloc(1, sizeof(*o.b[0]));
 	o.b[1] = cpus > 1 ? calloc(1, sizeof(*o.b[1])) : NULL;
 	hashers_start(&o.hs, o.b[1] ? cpus - 1 : 0);
-	if (!lf || !cols || !o.d || !o.b[0]) {
+	if (!lf || !cols || !o.d || !o.big.d || !o.b[0]) {
 		rc = sfs_errorf(err, -ENOMEM, "%s: out of memory", m->path);
 		goto out;
 	}
@@ -366,7 +431,7 @@ int sfs_parquet_rows(int fd, const struct sfs_parquet_meta *m,
 		for (r = 0; !rc && r < m->row_groups[g].num_rows; r++) {
 			b = o.b[o.cur];
 			for (k = 0; !rc && k < m->nleaves; k++) {
-				rc = row_bytes(&cols[k], b);
+				rc = row_bytes(&cols[k], b, &o.big);
 				if (rc == 1)
 					rc = sfs_pq_col_fail(
 						&cols[k], cols[k].pos,
@@ -375,14 +440,16 @@ int sfs_parquet_rows(int fd, const struct sfs_parquet_meta *m,
 						(long long)m->row_groups[g]
 							.num_rows);
 			}
+			if (!rc && end_row(b, &o.big))
+				rc = sfs_errorf(err, -EIO, "%s: SHA-256 failed",
+						m->path);
 			if (rc)
 				break;
-			b->ends[b->n++] = b->len;
 			if (b->n == BATCH_ROWS || b->len >= BATCH_BYTES)
 				rc = flush(&o, false);
 		}
 		for (k = 0; !rc && k < m->nleaves; k++)
-			rc = check_end(&cols[k], o.b[o.cur], m, g, err);
+			rc = check_end(&cols[k], o.b[o.cur], &o.big, m, g, err);
 		for (k = 0; k < opened; k++)
 			sfs_pq_col_close(&cols[k]);
 		opened = 0;
@@ -401,6 +468,7 @@ out:
 			free(o.b[k]->bytes);
 		free(o.b[k]);
 	}
+	sfs_digest_free(o.big.d);
 	sfs_digest_free(o.d);
 	free(cols);
 	free(lf);
