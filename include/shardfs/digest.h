@@ -1,5 +1,6 @@
 /*
- * SHA-256 of shard bytes, through OpenSSL's EVP interface.
+ * SHA-256 of shard bytes, through OpenSSL (its SHA256_CTX calls where it
+ * has them, else EVP: digest.c says why).
  *
  * A digest is 32 raw bytes; on disk and in messages it is 64 lowercase hex
  * characters.  Files are read with pread in large blocks, so hashing runs at

@@ -49,6 +49,13 @@ typedef int (*sfs_extent_fn)(void *arg, uint64_t src, uint64_t len, void *mem);
 typedef int (*sfs_sample_fn)(void *arg, uint64_t sample,
 			     const unsigned char digest[32]);
 
+/*
+ * Called with a piece of a shard's boundaries, n of them, in order, as a
+ * scan finds them (see sfs_scan_in.bounds_fn): bounds is borrowed for the
+ * call.  Returns 0, or nonzero to stop the scan, which fails then.
+ */
+typedef int (*sfs_bounds_fn)(void *arg, const uint64_t *bounds, uint64_t n);
+
 /* What the caller knows about the shard being scanned (all borrowed). */
 struct sfs_scan_in {
 	int fd; /* open for reading, any file position */
@@ -67,9 +74,16 @@ struct sfs_scan_in {
 	 * its scan (the driver's out-of-memory error, with out->nsamples past
 	 * it) before its boundaries cost more (sfs_format_scan only) */
 	uint64_t max_samples;
+	/* when set, a scan hands its boundaries to bounds_fn a piece at a
+	 * time as it finds them, so that a shard of 100 M samples never
+	 * holds them whole (sfs_format_scan only): out->bounds then holds
+	 * only those after the first out->bounds_passed */
+	sfs_bounds_fn bounds_fn;
+	void *bounds_arg;
 };
 
-/* What a scan learns.  bounds is heap memory the caller takes. */
+/* What a scan learns.  bounds is heap memory the caller takes (the
+ * boundaries not handed to sfs_scan_in.bounds_fn). */
 struct sfs_scan {
 	uint64_t nsamples;
 	bool sliceable; /* bounds is set: the shard is cut at its bounds */
@@ -79,6 +93,12 @@ struct sfs_scan {
 	bool digested; /* digest_fn had every sample */
 	/* sfs_scan_in's, for the drivers' boundaries (sfs_bounds_push) */
 	uint64_t max_samples;
+	sfs_bounds_fn bounds_fn;
+	void *bounds_arg;
+	/* boundaries handed to bounds_fn: bounds[0] is boundary number
+	 * bounds_passed, and bounds holds nsamples + 1 - bounds_passed of a
+	 * sliceable shard */
+	uint64_t bounds_passed;
 };
 
 /* A file of a reader's dataset (dataset_view): synthesized bytes, or a file

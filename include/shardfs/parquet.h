@@ -301,10 +301,15 @@ int sfs_parquet_cut_pages(int fd, const struct sfs_parquet_meta *m,
  * when the definition level is the column's highest, the value as u32
  * length and bytes (INT32, INT64, INT96, FLOAT, DOUBLE little-endian as
  * PLAIN stores them, BOOLEAN one byte 0 or 1, byte arrays as they are),
- * then "Z" to end the column.  Calls fn(arg, row, digest); stops at and
- * returns fn's first nonzero return.  Memory: one decoded page per
- * column.  Errors as sfs_parquet_cut's, and a column that holds more or
- * fewer rows than its row group says.
+ * then "Z" to end the column.  Calls fn(arg, row, digest), in row order,
+ * from the calling thread; stops at and returns fn's first nonzero
+ * return.  The rows of a file of 65 536 rows or more are hashed on helper
+ * threads too (one fewer than sfs_pool_cpus(), at most 3).  Memory: one
+ * decoded page per column and two batches of rows' bytes (8 192 rows, or
+ * 1 MiB and the row that passes it; a row's bytes past 4 MiB are hashed
+ * as they come, not held).  Errors as sfs_parquet_cut's, and a
+ * column that holds more or fewer rows than its row group says; the rows
+ * before the one that fails go to fn first.
  */
 typedef int (*sfs_parquet_row_fn)(void *arg, uint64_t row,
 				  const unsigned char digest[32]);

@@ -3,12 +3,17 @@
 #   - shardfs-index --no-hash against bsdtar -tf over the same files
 #   - shardfs-index (hashing) against sha256sum over the same files
 #   - one epoch's plan for world=64 x workers=8, and index memory
-# on a generated tar dataset (default 10 000 shards x 100 samples).
+# on a generated tar dataset (default 10 000 shards x 100 samples);
+#   - the peak memory of indexing one JSONL shard of LINES short lines
+#     (BENCH_JSONL_LINES, default 100 000 000: 1.5 GB of scratch), with
+#     --no-hash and with digests: a shard's boundaries and digests go to
+#     the spill as its scan finds them, so memory must not grow with them.
 # Usage: tests/bench/bench_index.sh [SHARDS] [SAMPLES] [RUNS]
 # Everything runs warm (page cache), each figure the median of RUNS runs.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/tests/bench/lib.sh"
+need /usr/bin/time
 shards=${1:-10000}
 samples=${2:-100}
 runs=${3:-5}
@@ -58,3 +63,21 @@ echo
 echo "== plan"
 "$bin/tests/bench_plan" "$data" "$data.idx-hash" 64 8 units
 "$bin/tests/bench_plan" "$data" "$data.idx-hash" 64 8 samples | tail -1
+
+echo
+lines=${BENCH_JSONL_LINES:-$(bench_size 100000000 100000)}
+echo "== one JSONL shard of $lines lines"
+jl=${BENCH_DIR:-/tmp/shardfs-bench}/jsonl-$lines
+if [ ! -f "$jl/.done" ]; then
+	rm -rf "$jl"
+	mkdir -p "$jl"
+	awk -v n="$lines" 'BEGIN {for (i = 0; i < n; i++) printf "{\"i\":%d}\n", i}' > "$jl/big.jsonl"
+	touch "$jl/.done"
+fi
+for h in --no-hash ""; do
+	rm -rf "$jl.idx"
+	/usr/bin/time -f "%e %M" -o "$jl.time" "$bin/shardfs-index" "$jl" $h --out "$jl.idx" --quiet
+	read -r t peak < "$jl.time"
+	echo "shardfs-index ${h:-(digests)}: ${t}s, peak RSS ${peak} KB"
+done
+rm -rf "$jl.idx" "$jl.time"

@@ -6,7 +6,8 @@
 #     (every row decoded and digested) against DuckDB reading the same
 #     files: count(*) (footers only) and a hash of every value; and one
 #     file of all ROWS rows in row groups of 1 000 000 (a Spark part
-#     file): the indexer's peak memory must not grow with its rows;
+#     file): the indexer's peak memory must not grow with its rows; its
+#     time side by side with pyarrow's read_table (PYARROW_PYTHON);
 #   - one cut: the slice of half a row group (a cut at both ends) against
 #     the slice of the whole row group, for row groups of about 10 000 and
 #     100 000 rows: time to lay out, bytes synthesized (re-encoded pages and
@@ -76,6 +77,32 @@ t=$(for r in $(seq "$runs"); do timed ixbig; done | median)
 d=$(duck scan "$B/big/*.parquet" "$runs")
 peak=$(/usr/bin/time -f %M "$bin/shardfs-index" "$B/big" --out "$B/ixbig" --quiet 2>&1 | tail -1)
 echo "one file: shardfs-index ${t}s, peak RSS ${peak} KB; DuckDB hash of every value: ${d}s; ratio $(ratio "$t" "$d")"
+# side by side with pyarrow reading the file's columns (PYARROW_PYTHON, as
+# below): whole processes, alternated, medians of wall and of CPU seconds
+# (user + system: the figure that holds on a shared machine)
+py=${PYARROW_PYTHON:-python3}
+if "$py" -c 'import pyarrow.parquet' 2> /dev/null; then
+	# wall_cpu CMD...: "WALL CPU" seconds of CMD
+	wall_cpu() {
+		/usr/bin/time -f "%e %U %S" -o "$B/time" "$@" > /dev/null
+		awk '{print $1, $2 + $3}' "$B/time"
+	}
+	pa=""
+	ix=""
+	for r in $(seq "$runs"); do
+		pa+="$(wall_cpu "$py" -c 'import sys, pyarrow.parquet as pq; pq.read_table(sys.argv[1])' "$B"/big/*.parquet)"$'\n'
+		rm -rf "$B/ixbig"
+		ix+="$(wall_cpu "$bin/shardfs-index" "$B/big" --out "$B/ixbig" --quiet)"$'\n'
+	done
+	paw=$(echo -n "$pa" | cut -d' ' -f1 | median)
+	pac=$(echo -n "$pa" | cut -d' ' -f2 | median)
+	ixw=$(echo -n "$ix" | cut -d' ' -f1 | median)
+	ixc=$(echo -n "$ix" | cut -d' ' -f2 | median)
+	echo "one file against pyarrow read_table (python's start-up included), alternated, median of $runs: wall ${ixw}s against ${paw}s, ratio $(ratio "$ixw" "$paw"); CPU ${ixc}s against ${pac}s, ratio $(ratio "$ixc" "$pac") (the aim: 2.00 or less)"
+	rm -f "$B/time"
+else
+	echo "one file against pyarrow: skipped: $py cannot import pyarrow (set PYARROW_PYTHON)"
+fi
 rm -rf "$B/ixbig"
 
 echo

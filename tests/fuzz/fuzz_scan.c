@@ -2,7 +2,9 @@
  * libFuzzer harness: any bytes, scanned as a tar, jsonl and tfrecord shard.
  * A scan may refuse the bytes, never crash; when it accepts them its
  * boundaries must hold the index's invariants, the samples pass must find
- * as many samples, and a slice of every sample must read back in full.
+ * as many samples, a slice of every sample must read back in full, and the
+ * boundaries handed over a piece at a time (the indexer's spill) must be
+ * the same.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -20,6 +22,50 @@ static int count(void *arg, uint64_t sample, const unsigned char d[32])
 	(void)d;
 	++*(uint64_t *)arg;
 	return 0;
+}
+
+/* The boundaries a scan hands over, joined. */
+struct pieces {
+	uint64_t *bounds;
+	uint64_t n;
+};
+
+static int take(void *arg, const uint64_t *bounds, uint64_t n)
+{
+	struct pieces *p = arg;
+	uint64_t *b = realloc(p->bounds, (p->n + n) * sizeof(*b));
+
+	if (!b)
+		abort();
+	memcpy(b + p->n, bounds, n * sizeof(*b));
+	p->bounds = b;
+	p->n += n;
+	return 0;
+}
+
+/* The scan of fd again, its boundaries handed over: the same as whole's. */
+static void check_pieces(const struct sfs_format_ops *ops, int fd, size_t size,
+			 const struct sfs_scan *whole)
+{
+	struct pieces p = { 0 };
+	struct sfs_scan_in in = { .fd = fd,
+				  .path = "fuzz",
+				  .size = size,
+				  .bounds_fn = take,
+				  .bounds_arg = &p };
+	struct sfs_scan s;
+
+	if (sfs_format_scan(ops, &in, &s, NULL) ||
+	    s.nsamples != whole->nsamples || s.bounds_passed != p.n ||
+	    (whole->sliceable &&
+	     (p.n > s.nsamples + 1 ||
+	      (p.n &&
+	       memcmp(p.bounds, whole->bounds, p.n * sizeof(*p.bounds))) ||
+	      memcmp(s.bounds, whole->bounds + p.n,
+		     (s.nsamples + 1 - p.n) * sizeof(*p.bounds)))))
+		abort();
+	free(s.bounds);
+	free(p.bounds);
 }
 
 static void check(const struct sfs_format_ops *ops, int fd, size_t size)
@@ -62,6 +108,7 @@ static void check(const struct sfs_format_ops *ops, int fd, size_t size)
 	}
 	if (!ops->samples(fd, "fuzz", count, &n, NULL) && n != s.nsamples)
 		abort();
+	check_pieces(ops, fd, size, &s);
 	free(s.bounds);
 }
 

@@ -153,6 +153,60 @@ int scan_file(const struct sfs_format_ops *ops, const char *path,
 	return rc;
 }
 
+/* The pieces a scan hands over, joined. */
+struct pieces {
+	uint64_t *bounds;
+	uint64_t n, npieces;
+};
+
+static int take_piece(void *arg, const uint64_t *bounds, uint64_t n)
+{
+	struct pieces *p = arg;
+
+	assert_int_equal(n, 65536);
+	p->bounds = realloc(p->bounds, (p->n + n) * sizeof(*p->bounds));
+	assert_non_null(p->bounds);
+	memcpy(p->bounds + p->n, bounds, n * sizeof(*bounds));
+	p->n += n;
+	p->npieces++;
+	return 0;
+}
+
+uint64_t expect_bounds_pieces(const struct sfs_format_ops *ops,
+			      const char *path)
+{
+	struct sfs_scan_in in = { .path = path, .bounds_fn = take_piece };
+	struct pieces p = { 0 };
+	struct sfs_error err = { 0 };
+	struct sfs_scan whole, s;
+	struct stat st;
+
+	assert_int_equal(scan_file(ops, path, &whole, &err), 0);
+	assert_true(whole.sliceable);
+	assert_int_equal(whole.bounds_passed, 0);
+	in.bounds_arg = &p;
+	in.fd = open(path, O_RDONLY);
+	assert_true(in.fd >= 0);
+	assert_int_equal(fstat(in.fd, &st), 0);
+	in.size = (uint64_t)st.st_size;
+	assert_int_equal(sfs_format_scan(ops, &in, &s, &err), 0);
+	close(in.fd);
+	assert_int_equal(s.nsamples, whole.nsamples);
+	assert_int_equal(s.bounds_passed, p.n);
+	assert_true(p.n <= s.nsamples);
+	assert_true(s.nsamples + 1 - p.n <= 65536);
+	p.bounds = realloc(p.bounds, (s.nsamples + 1) * sizeof(*p.bounds));
+	assert_non_null(p.bounds);
+	memcpy(p.bounds + p.n, s.bounds,
+	       (s.nsamples + 1 - p.n) * sizeof(*p.bounds));
+	assert_memory_equal(p.bounds, whole.bounds,
+			    (s.nsamples + 1) * sizeof(*p.bounds));
+	free(p.bounds);
+	free(s.bounds);
+	free(whole.bounds);
+	return p.npieces;
+}
+
 struct buf read_all(const char *path)
 {
 	struct buf b = { 0 };

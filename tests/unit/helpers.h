@@ -45,6 +45,15 @@ char *write_at(const char *dir, const char *name, const void *data, size_t len);
 int scan_file(const struct sfs_format_ops *ops, const char *path,
 	      struct sfs_scan *out, struct sfs_error *err);
 
+/*
+ * Scan path with ops twice, its boundaries held whole and handed over in
+ * pieces (sfs_scan_in.bounds_fn): the same boundaries, pieces of 65 536
+ * (format_i.h's BOUNDS_PIECE), the last ones left in the scan; fails the
+ * test otherwise.  Returns the pieces handed over.
+ */
+uint64_t expect_bounds_pieces(const struct sfs_format_ops *ops,
+			      const char *path);
+
 /* Read the whole of path into a buffer. */
 struct buf read_all(const char *path);
 

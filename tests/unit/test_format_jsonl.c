@@ -31,6 +31,49 @@ static void test_format_jsonl_bounds_crlf_and_blank(void **state)
 	tmpdir_remove(dir);
 }
 
+static int refuse_piece(void *arg, const uint64_t *bounds, uint64_t n)
+{
+	(void)arg;
+	(void)bounds;
+	(void)n;
+	return -EIO;
+}
+
+/*
+ * A scan asked to hand its boundaries over (the indexer's spill) does so a
+ * piece at a time as it finds them, never holding a big shard's whole;
+ * a piece refused fails the scan.
+ */
+static void test_format_jsonl_bounds_in_pieces(void **state)
+{
+	const struct sfs_format_ops *ops = sfs_format_by_name("jsonl");
+	struct sfs_error err = { 0 };
+	struct sfs_scan_in in = { .bounds_fn = refuse_piece };
+	struct sfs_scan s;
+	size_t n = 200000;
+	char *dir = tmpdir_new(), *path, *text = malloc(2 * n + 1);
+	size_t i;
+
+	(void)state;
+	assert_non_null(text);
+	/* 333 334 lines of one and two bytes, the last without its newline */
+	for (i = 0; i < n; i++)
+		memcpy(text + 2 * i, i % 3 ? "\n\n" : "x\n", 2);
+	text[2 * n] = 'y';
+	path = write_at(dir, "x.jsonl", text, 2 * n + 1);
+	assert_int_equal(expect_bounds_pieces(ops, path), 5);
+	in.path = path;
+	in.size = 2 * n + 1;
+	in.fd = open(path, O_RDONLY);
+	assert_true(in.fd >= 0);
+	assert_int_not_equal(sfs_format_scan(ops, &in, &s, &err), 0);
+	close(in.fd);
+	free(s.bounds);
+	free(text);
+	free(path);
+	tmpdir_remove(dir);
+}
+
 /* Index text as the only shard and read back the slice of runs. */
 static void expect_slice(const char *text, const struct sfs_run *runs,
 			 size_t nruns, const char *want)
@@ -119,6 +162,7 @@ int main(void)
 		cmocka_unit_test(test_format_jsonl_bounds_crlf_and_blank),
 		cmocka_unit_test(test_format_jsonl_missing_final_newline),
 		cmocka_unit_test(test_format_jsonl_empty_file),
+		cmocka_unit_test(test_format_jsonl_bounds_in_pieces),
 		cmocka_unit_test(test_format_jsonl_detect),
 	};
 

@@ -74,6 +74,29 @@ static void test_format_tar_bounds_exact(void **state)
 	tmpdir_remove(dir);
 }
 
+/* Boundaries handed over a piece at a time (the indexer's spill): 70 000
+ * samples of one empty member each, after a global pax header. */
+static void test_format_tar_bounds_in_pieces(void **state)
+{
+	struct buf b = { 0 };
+	char *dir = tmpdir_new(), *path, name[32];
+	int i;
+
+	(void)state;
+	tar_pax(&b, 'g', "comment", "x");
+	for (i = 0; i < 70000; i++) {
+		snprintf(name, sizeof(name), "%06d.txt", i);
+		tar_member(&b, name, '0', NULL, 0);
+	}
+	tar_end(&b);
+	path = write_at(dir, "s.tar", b.p, b.len);
+	assert_int_equal(expect_bounds_pieces(sfs_format_by_name("tar"), path),
+			 1);
+	free(path);
+	buf_free(&b);
+	tmpdir_remove(dir);
+}
+
 /* Read a tar from memory: names and data of every member, joined. */
 static void list_tar(const struct buf *b, struct buf *names, struct buf *data)
 {
@@ -449,6 +472,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_format_tar_bounds_exact),
+		cmocka_unit_test(test_format_tar_bounds_in_pieces),
 		cmocka_unit_test(test_format_tar_slice_reads_back),
 		cmocka_unit_test(test_format_tar_slice_keeps_long_names),
 		cmocka_unit_test(test_format_tar_truncated_member),

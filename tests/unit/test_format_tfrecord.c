@@ -65,6 +65,24 @@ static void test_format_tfrecord_bounds(void **state)
 	tmpdir_remove(dir);
 }
 
+/* Boundaries handed over a piece at a time (the indexer's spill). */
+static void test_format_tfrecord_bounds_in_pieces(void **state)
+{
+	struct buf b = { 0 };
+	char *dir = tmpdir_new(), *path;
+	int i;
+
+	(void)state;
+	for (i = 0; i < 140000; i++)
+		record(&b, i % 2 ? "" : "ab");
+	path = write_at(dir, "x.tfrecord", b.p, b.len);
+	assert_int_equal(
+		expect_bounds_pieces(sfs_format_by_name("tfrecord"), path), 2);
+	free(path);
+	buf_free(&b);
+	tmpdir_remove(dir);
+}
+
 static void expect_error(const struct buf *b, const char *fmt)
 {
 	struct sfs_error err = { 0 };
@@ -171,6 +189,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_format_tfrecord_crc32c_known_value),
 		cmocka_unit_test(test_format_tfrecord_bounds),
+		cmocka_unit_test(test_format_tfrecord_bounds_in_pieces),
 		cmocka_unit_test(test_format_tfrecord_length_past_eof),
 		cmocka_unit_test(test_format_tfrecord_truncated_header),
 		cmocka_unit_test(test_format_tfrecord_not_tfrecord),

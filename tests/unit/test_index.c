@@ -949,6 +949,31 @@ static void test_index_spill_same_bytes(void **state)
 	tmpdir_remove(dir);
 }
 
+/* A shard whose boundaries go to the spill in several pieces (300 000
+ * lines: four), as the scan finds them, with digests and without: the
+ * bytes of the in-memory build. */
+static void test_index_spill_bound_pieces_same_bytes(void **state)
+{
+	char *dir = tmpdir_new(), *mem = tmpdir_new(), *spill = tmpdir_new();
+	char *nohash = tmpdir_new(), *text = malloc(300000);
+	int hash;
+
+	(void)state;
+	assert_non_null(text);
+	memset(text, '\n', 300000);
+	memcpy(text, "{}", 2);
+	free(write_at(dir, "big.jsonl", text, 300000));
+	free(write_at(dir, "small.jsonl", "{}\n", 3));
+	for (hash = 0; hash < 2; hash++)
+		expect_spill_same(dir, hash, hash ? mem : nohash, spill, NULL,
+				  2);
+	free(text);
+	tmpdir_remove(nohash);
+	tmpdir_remove(spill);
+	tmpdir_remove(mem);
+	tmpdir_remove(dir);
+}
+
 /* --merge: parts joined through a spill give the bytes of the in-memory
  * join, and of one run. */
 static void test_index_spill_merge_same_bytes(void **state)
@@ -1223,6 +1248,7 @@ int main(void)
 		cmocka_unit_test(test_index_spill_merge_same_bytes),
 		cmocka_unit_test(test_index_spill_failure_leaves_nothing),
 		cmocka_unit_test(test_index_spill_pieces_same_bytes),
+		cmocka_unit_test(test_index_spill_bound_pieces_same_bytes),
 		cmocka_unit_test(test_index_spill_records_in_pieces),
 		cmocka_unit_test(test_index_files_grouped_by_key),
 		cmocka_unit_test(test_index_verify_reports_mismatch),

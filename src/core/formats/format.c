@@ -118,6 +118,8 @@ int sfs_format_scan(const struct sfs_format_ops *ops,
 {
 	memset(out, 0, sizeof(*out));
 	out->max_samples = in->max_samples;
+	out->bounds_fn = in->bounds_fn;
+	out->bounds_arg = in->bounds_arg;
 	if (in->size == 0 && !ops->allow_empty)
 		return sfs_errorf(
 			err, -EINVAL,
@@ -169,14 +171,24 @@ int sfs_format_scan_samples(const struct sfs_format_ops *ops, int fd,
 
 int sfs_bounds_push(struct sfs_scan *out, size_t *cap, uint64_t off)
 {
+	uint64_t held = out->nsamples - out->bounds_passed;
+	int rc;
+
 	/* nsamples is max_samples at the last boundary of a shard of
 	 * max_samples samples, past it only for a larger shard */
 	if (out->max_samples && out->nsamples > out->max_samples)
 		return -ENOMEM;
+	if (out->bounds_fn && held == BOUNDS_PIECE) {
+		rc = out->bounds_fn(out->bounds_arg, out->bounds, held);
+		if (rc)
+			return rc;
+		out->bounds_passed += held;
+		held = 0;
+	}
 	/* room for the boundary after this one too */
-	if (SFS_GROW(out->bounds, *cap, (size_t)out->nsamples + 2))
+	if (SFS_GROW(out->bounds, *cap, (size_t)held + 2))
 		return -ENOMEM;
-	out->bounds[out->nsamples] = off;
+	out->bounds[held] = off;
 	return 0;
 }
 

@@ -16,7 +16,18 @@ extern const struct sfs_format_ops sfs_format_parquet;
 extern const struct sfs_format_ops sfs_format_opaque;
 extern const struct sfs_format_ops sfs_format_lance;
 
-/* Append a boundary to out->bounds, growing it.  Returns 0 or -ENOMEM. */
+/*
+ * Boundaries a scan holds before it hands them to sfs_scan.bounds_fn
+ * (512 KiB of them).
+ */
+#define BOUNDS_PIECE 65536
+
+/*
+ * Append boundary number out->nsamples to out->bounds, growing it, after
+ * handing the boundaries held to out->bounds_fn when there are
+ * BOUNDS_PIECE of them.  Returns 0, -ENOMEM, or bounds_fn's nonzero
+ * return.
+ */
 int sfs_bounds_push(struct sfs_scan *out, size_t *cap, uint64_t off);
 
 /*

@@ -180,6 +180,18 @@ static int collect_digest(void *arg, uint64_t sample,
 	return 0;
 }
 
+/* A piece of the boundaries a scan found, to the spill as they come. */
+static int spill_bounds(void *arg, const uint64_t *bounds, uint64_t n)
+{
+	struct item *it = arg;
+	int rc = sfs_spill_append(it->spill, it->rec, bounds, n, NULL, 0,
+				  it->spill_err);
+
+	if (rc)
+		it->spill_failed = true;
+	return rc;
+}
+
 /*
  * The digest of every sample, as the auditor will compute it from what a
  * loader reads (format.h's samples op), so that it need not read the
@@ -247,6 +259,8 @@ static int spill_item(struct job *j, size_t i, struct item *it,
 						   it->scan.bounds, e) :
 			     sfs_errorf(e, -ENOMEM, "out of memory");
 	}
+	/* those a scan handed over are there already */
+	nb = nb > it->scan.bounds_passed ? nb - it->scan.bounds_passed : 0;
 	if (!rc)
 		rc = sfs_spill_put(j->spill, i, it->scan.bounds, nb, it->sdig,
 				   it->nsdig - it->sdig_spilled, e);
@@ -291,6 +305,10 @@ static void build_one(struct job *j, size_t i, struct sfs_digest *d)
 	if (j->o->hash) {
 		in.digest_fn = collect_digest;
 		in.digest_arg = it;
+	}
+	if (j->spill) {
+		in.bounds_fn = spill_bounds;
+		in.bounds_arg = it;
 	}
 	rc = sfs_format_scan(it->ops, &in, &it->scan, &e);
 	if (!rc && j->o->hash) {

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -198,27 +199,43 @@ uint64_t sfs_spill_count(const struct sfs_spill *s, bool digests)
 	return s->total[digests ? DIGESTS : BOUNDS];
 }
 
-/* Stream n bytes of file f from off to put, through buf. */
+/*
+ * Stream n bytes of file f from off to put: mapped a piece at a time (put
+ * reads the page cache's pages, not a copy of them: the save hashes and
+ * writes gigabytes of digests), or read through buf where the file cannot
+ * be mapped.
+ */
 static int stream_range(const struct sfs_spill *s, int f, uint64_t off,
 			uint64_t n, unsigned char *buf,
 			int (*put)(void *arg, const void *buf, size_t len),
 			void *arg, struct sfs_error *err)
 {
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
 	int rc = 0;
 
 	while (!rc && n) {
 		size_t want = n < STREAM_PIECE ? n : STREAM_PIECE;
-		ssize_t got = pread(s->fd[f], buf, want, (off_t)off);
+		size_t skip = (size_t)(off % page);
+		void *map = mmap(NULL, skip + want, PROT_READ, MAP_SHARED,
+				 s->fd[f], (off_t)(off - skip));
+		ssize_t got;
 
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got <= 0)
-			return sfs_errorf(
-				err, -EIO,
-				"%s: cannot read back the indexer's temporary files at byte %llu: %s",
-				s->dir, (unsigned long long)off,
-				got ? strerror(errno) : "end of file");
-		rc = put(arg, buf, (size_t)got);
+		if (map != MAP_FAILED) {
+			rc = put(arg, (unsigned char *)map + skip, want);
+			munmap(map, skip + want);
+			got = (ssize_t)want;
+		} else {
+			got = pread(s->fd[f], buf, want, (off_t)off);
+			if (got < 0 && errno == EINTR)
+				continue;
+			if (got <= 0)
+				return sfs_errorf(
+					err, -EIO,
+					"%s: cannot read back the indexer's temporary files at byte %llu: %s",
+					s->dir, (unsigned long long)off,
+					got ? strerror(errno) : "end of file");
+			rc = put(arg, buf, (size_t)got);
+		}
 		off += (uint64_t)got;
 		n -= (uint64_t)got;
 	}

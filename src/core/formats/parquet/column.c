@@ -1,7 +1,7 @@
 /*
  * The page reader: a column chunk read page by page (PageHeader,
  * decompression, the dictionary, repetition and definition levels,
- * values), and every row digested.
+ * values); rows.c digests its rows.
  *
  * Nothing read is trusted: a page header lies inside its chunk, sizes are
  * capped (SFS_PQ_PAGE_MAX, SFS_PQ_ENTRIES_MAX), a decompressed page must
@@ -15,7 +15,6 @@
 #include <string.h>
 
 #include "formats/parquet/parquet_i.h"
-#include "shardfs/digest.h"
 #include "shardfs/parquet.h"
 #include "shardfs/util.h"
 
@@ -590,131 +589,4 @@ int sfs_pq_next_data_page(struct sfs_pq_column *c, struct sfs_pq_page_header *h)
 		}
 	}
 	return 0;
-}
-
-/* ---- rows ---- */
-
-static void put_u32(struct sfs_digest *d, uint32_t v)
-{
-	unsigned char le[4] = { (unsigned char)v, (unsigned char)(v >> 8),
-				(unsigned char)(v >> 16),
-				(unsigned char)(v >> 24) };
-
-	sfs_digest_update(d, le, 4);
-}
-
-/* Hash the entries of the next row of c; 1 when c has no row left. */
-static int hash_row(struct sfs_pq_column *c, struct sfs_digest *d)
-{
-	struct sfs_pq_page_header h;
-	bool started = false;
-	int rc;
-
-	for (;;) {
-		if (!c->loaded || c->at == c->pg.n) {
-			rc = sfs_pq_next_data_page(c, &h);
-			if (rc < 0)
-				return rc;
-			if (rc == 0)
-				break;
-			rc = sfs_pq_decode_page(c, &h);
-			if (rc)
-				return rc;
-			c->loaded = true;
-			c->at = c->vat = 0;
-			continue;
-		}
-		if (c->pg.rep[c->at] == 0 && started)
-			break;
-		if (c->pg.rep[c->at] != 0 && !started)
-			return sfs_pq_col_fail(
-				c, c->pg.h.at,
-				"value %u continues a row that no page began",
-				c->at);
-		started = true;
-		sfs_digest_update(d, "E", 1);
-		put_u32(d, c->pg.rep[c->at]);
-		put_u32(d, c->pg.def[c->at]);
-		if (c->pg.def[c->at] == c->lf.max_def) {
-			const struct sfs_pq_value *v = &c->pg.vals[c->vat++];
-
-			put_u32(d, v->len);
-			sfs_digest_update(d, v->p, v->len);
-		}
-		c->at++;
-	}
-	sfs_digest_update(d, "Z", 1);
-	return started ? 0 : 1;
-}
-
-int sfs_parquet_rows(int fd, const struct sfs_parquet_meta *m,
-		     sfs_parquet_row_fn fn, void *arg, struct sfs_error *err)
-{
-	struct sfs_pq_leaf *lf =
-		calloc(m->nleaves ? m->nleaves : 1, sizeof(*lf));
-	struct sfs_pq_column *cols =
-		calloc(m->nleaves ? m->nleaves : 1, sizeof(*cols));
-	struct sfs_digest *d = sfs_digest_new();
-	unsigned char digest[SFS_DIGEST_LEN];
-	uint64_t row = 0, held = 0;
-	size_t g, k, opened = 0;
-	int64_t r;
-	int rc;
-
-	if (!lf || !cols || !d) {
-		rc = sfs_errorf(err, -ENOMEM, "%s: out of memory", m->path);
-		goto out;
-	}
-	rc = sfs_pq_leaves(m, lf, err);
-	for (g = 0; !rc && g < m->nrow_groups; g++) {
-		/* one page of every column at once: one budget */
-		for (k = 0; !rc && k < m->nleaves; k++, opened = k) {
-			rc = sfs_pq_col_open(&cols[k], fd, m, g, k, &lf[k],
-					     err);
-			cols[k].held = &held;
-		}
-		for (r = 0; !rc && r < m->row_groups[g].num_rows; r++) {
-			for (k = 0; !rc && k < m->nleaves; k++) {
-				rc = hash_row(&cols[k], d);
-				if (rc == 1)
-					rc = sfs_pq_col_fail(
-						&cols[k], cols[k].pos,
-						"the column holds %lld rows, the row group %lld",
-						(long long)r,
-						(long long)m->row_groups[g]
-							.num_rows);
-			}
-			if (!rc && sfs_digest_final(d, digest))
-				rc = sfs_errorf(err, -EIO, "%s: SHA-256 failed",
-						m->path);
-			if (!rc)
-				rc = fn(arg, row++, digest);
-		}
-		for (k = 0; !rc && k < m->nleaves; k++) {
-			struct sfs_digest *x = sfs_digest_new();
-
-			rc = x ? hash_row(&cols[k], x) : -ENOMEM;
-			sfs_digest_free(x);
-			if (rc == 0)
-				rc = sfs_pq_col_fail(
-					&cols[k], cols[k].pos,
-					"the column holds more rows than the row group's %lld",
-					(long long)m->row_groups[g].num_rows);
-			else if (rc == 1)
-				rc = 0;
-			else if (rc == -ENOMEM)
-				rc = sfs_errorf(err, rc, "%s: out of memory",
-						m->path);
-		}
-		for (k = 0; k < opened; k++)
-			sfs_pq_col_close(&cols[k]);
-		opened = 0;
-	}
-out:
-	for (k = 0; k < opened; k++)
-		sfs_pq_col_close(&cols[k]);
-	sfs_digest_free(d);
-	free(cols);
-	free(lf);
-	return rc;
 }
