@@ -21,8 +21,10 @@
 #     (tests/mount/s3/bench_s3.py job: 2 ranks in a gloo group, DataLoaders of
 #     2 workers, batch 32, decode-free): shardfs with symlinks=1 and
 #     symlinks=0 (one view per rank, world=2,workers=2, prefetch at its
-#     defaults) over a fresh s3fs mount whose use_cache directory is
-#     emptied first, epoch 1 of the view served for the second epoch;
+#     defaults) over a fresh s3fs mount (ro,use_cache,kernel_cache,
+#     attr_timeout=3600,entry_timeout=3600: docs/deploy.md) whose use_cache
+#     directory is emptied first, epoch 1 of the view served for the
+#     second epoch;
 #     Streaming (remote=s3://data/mds, local cache emptied first) and
 #     LitData (s3://data/litdata, storage_options endpoint_url, cache_dir
 #     emptied first), each iterating its loader twice.
@@ -34,6 +36,10 @@
 #
 # The peers run in the venv of tests/mount/s3/requirements-bench.txt (torch 2,
 # Streaming 0.13.0, LitData 0.2.76), made once by tests/python/venv.sh.
+# While exploring: SYSTEMS= a subset of the four; S3FS_OPTIONS= replaces
+# the s3fs options added to ro,use_cache (below); SHARDFS_OPTIONS= is added
+# to the views' options; INDEX_RUNS=0 skips the indexer's last three
+# runs (the first, shardfs-index --out DIR, makes the views' index).
 # Under BENCH_SMOKE=1 (smoke.sh): 200 samples in 4 shards, one run,
 # shardfs with symlinks=1 alone, with Debian's python3 and torch 1.13.
 set -euo pipefail
@@ -122,7 +128,12 @@ proxy_pid=$!
 wait_port "$pport" "$work/proxy.log"
 url=http://127.0.0.1:$port proxy=http://127.0.0.1:$pport
 mkdir -p "$work/up"
+# the peers' formats only for the peers that run
 for f in tar mds litdata; do
+	case "$f: $systems " in
+	"mds:"*" streaming "* | "litdata:"*" litdata "* | tar:*) ;;
+	*) continue ;;
+	esac
 	[ -d "$data/$f" ] && ln -s "$data/$f" "$work/up/$f"
 done
 "$s3venv/bin/python" - "$url" "$work/up" <<-'PY'
@@ -164,10 +175,15 @@ echo "data: $samples samples of 8-200 KB in $nshards tar shards, $(($(cat "$data
 printf '%s:%s\n' "$AWS_ACCESS_KEY_ID" "$AWS_SECRET_ACCESS_KEY" > "$work/passwd"
 chmod 600 "$work/passwd"
 mkdir -p "$S"
+# for a dataset that does not change while mounted (docs/deploy.md, "A
+# dataset in S3"): kernel_cache keeps the page cache of an object across
+# opens, attr_timeout and entry_timeout let the kernel keep its attributes
+# and names an hour (libfuse's 1 s by default); S3FS_OPTIONS= replaces them
+s3fs_opts=${S3FS_OPTIONS-kernel_cache,attr_timeout=3600,entry_timeout=3600}
 s3fs_mount() {
 	rm -rf "$work/s3fs-cache"
 	mkdir -p "$work/s3fs-cache"
-	s3fs data "$S" -f -o "url=$proxy,use_path_request_style,passwd_file=$work/passwd,ro,use_cache=$work/s3fs-cache" \
+	s3fs data "$S" -f -o "url=$proxy,use_path_request_style,passwd_file=$work/passwd,ro,use_cache=$work/s3fs-cache${s3fs_opts:+,$s3fs_opts}" \
 		>> "$work/s3fs.log" 2>&1 &
 	s3fs_pid=$!
 	wait_mounted "$S" 10 || { cat "$work/s3fs.log" >&2; return 1; }
@@ -218,11 +234,13 @@ for r in $(seq "$runs"); do
 	echo "run $r of $runs ($(date -u +%H:%M:%S), load $(cut -d' ' -f1-3 /proc/loadavg))"
 	rm -rf "$work/idx" "$work/idx-nohash" "$work/idx-rclone"
 	index_run s3fs "shardfs-index --out DIR" --out "$work/idx"
-	index_run s3fs "shardfs-index --out DIR --no-hash" --out "$work/idx-nohash" --no-hash
-	rm -rf "$work/idx-nohash"
-	index_run s3fs "shardfs-index --out DIR --no-hash --jobs 8" --out "$work/idx-nohash" --no-hash --jobs 8
-	if command -v rclone > /dev/null; then
-		index_run rclone "shardfs-index --out DIR --no-hash" --out "$work/idx-rclone" --no-hash
+	if [ "${INDEX_RUNS:-1}" != 0 ]; then
+		index_run s3fs "shardfs-index --out DIR --no-hash" --out "$work/idx-nohash" --no-hash
+		rm -rf "$work/idx-nohash"
+		index_run s3fs "shardfs-index --out DIR --no-hash --jobs 8" --out "$work/idx-nohash" --no-hash --jobs 8
+		if command -v rclone > /dev/null; then
+			index_run rclone "shardfs-index --out DIR --no-hash" --out "$work/idx-rclone" --no-hash
+		fi
 	fi
 	for s in $systems; do
 		case $s in
@@ -231,7 +249,7 @@ for r in $(seq "$runs"); do
 			[ $s = slices ] && o=symlinks=0
 			s3fs_mount
 			$PY "$D" job --system $s --out "$res" --proxy "$proxy" --tag "$r" \
-				--mount "$bin/shardfs,$S/tar,$work/v-$s,world=2,workers=2,batch=32,$o,index=$work/idx" \
+				--mount "$bin/shardfs,$S/tar,$work/v-$s,world=2,workers=2,batch=32,$o,index=$work/idx${SHARDFS_OPTIONS:+,$SHARDFS_OPTIONS}" \
 				> "$work/job.log" 2>&1 || { echo "  $s: failed"; tail -20 "$work/job.log"; }
 			s3fs_umount
 			;;

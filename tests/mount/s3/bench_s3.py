@@ -96,6 +96,15 @@ def rank_loader(args, rank):
         from streaming import StreamingDataset, StreamingDataLoader
         ds = StreamingDataset(remote=args.remote, local=args.cache,
                               batch_size=B, shuffle=False)
+        # The dataset downloaded index.json with its streams' boto3
+        # clients; the loader's forked workers would inherit them and
+        # their kept-alive connection, and share it: one worker reads the
+        # other's response, which then waits out its 60 s read timeout
+        # (or a download fails its ETag check).  Drop them, with
+        # Streaming's own clean_up(), so each worker makes its own
+        # (tests/mount/s3/fork_client.py shows it without Streaming).
+        for stream in ds.streams:
+            stream._downloader.clean_up()
         dl = StreamingDataLoader(ds, batch_size=B, num_workers=WORKERS,
                                  collate_fn=collate)
         return dl, None
