@@ -122,6 +122,22 @@ int sfs_audit_add_sample(struct sfs_audit_reader *r, uint64_t shard,
 struct sfs_audit_sample *sfs_audit_planned(const struct sfs_plan *p, size_t t,
 					   size_t *n);
 
+/* How a reader's samples depart from its plan's (sfs_audit_compare). */
+enum sfs_audit_departure {
+	SFS_AUDIT_AS_PLANNED, /* every sample both hold is the plan's */
+	SFS_AUDIT_REORDERED, /* the plan's samples, in another order */
+	SFS_AUDIT_OTHER, /* other samples (or bytes that are none) */
+};
+
+/*
+ * The departure of a reader's samples got[0 .. ngot) from its plan's
+ * want[0 .. nwant) (a count that differs is the caller's to judge), the
+ * first sample that is not the plan's in *at; or -ENOMEM.
+ */
+int sfs_audit_compare(const struct sfs_audit_sample *want, size_t nwant,
+		      const struct sfs_audit_sample *got, size_t ngot,
+		      size_t *at);
+
 /* Fill an audit with what the plan says every reader reads. */
 int sfs_audit_from_plan(struct sfs_audit *a, const struct sfs_plan *plan,
 			const char *label);

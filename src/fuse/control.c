@@ -25,6 +25,7 @@
 #include <syslog.h>
 #include <time.h>
 
+#include "follow_i.h" /* w->status_gen: a followed status's head */
 #include "fs.h"
 #include "shardfs/options.h"
 #include "shardfs/status.h"
@@ -84,7 +85,10 @@ const char *control_entry(const struct fs *fs, size_t i, fuse_ino_t *ino)
 }
 
 static char *plan_json(struct fs *fs, struct view_ref *vr);
-static char *status_json(struct fs *fs);
+static int plan_text(struct fs *fs, const struct control_snap *snap,
+		     struct control_source *src, char **text);
+static int status_text(struct fs *fs, const struct control_snap *snap,
+		       struct control_source *src, char **text);
 
 static char *epoch_text(struct fs *fs)
 {
@@ -100,52 +104,62 @@ static char *epoch_text(struct fs *fs)
 /* The bytes of a control file now: a heap string, or NULL. */
 char *control_text(struct fs *fs, fuse_ino_t ino)
 {
-	struct view_ref *vr;
-	uint32_t node;
-	char *s;
+	struct control_source src = { 0 };
+	char *s = NULL;
 
 	switch (ino) {
 	case FS_INO_EPOCH:
 		return epoch_text(fs);
 	case FS_INO_STATUS:
-		return status_json(fs);
+		status_text(fs, NULL, &src, &s);
+		return s;
 	case FS_INO_CONSUMED:
 		return follow_consumed_text(fs->follow);
 	case FS_INO_ACK:
 		return strdup(""); /* written, never read */
 	case FS_INO_PLAN:
-		vr = view_get(fs, FS_INO_ROOT, &node);
-		if (!vr)
-			return NULL;
-		s = plan_json(fs, vr);
-		s = s ? strdup(s) : NULL;
-		view_unref(fs, vr);
+		plan_text(fs, NULL, &src, &s);
 		return s;
 	}
 	return NULL;
 }
 
-/* plan.json's text for the current view, or NULL when the snapshot of
- * view *gen already holds it (or without memory). */
-static char *plan_text(struct fs *fs, const struct control_snap *snap,
-		       uint32_t *gen)
+/* snap (NULL: none) holds the text made of src. */
+static bool unchanged(struct fs *fs, const struct control_snap *snap,
+		      const struct control_source *src)
+{
+	bool same;
+
+	if (!snap)
+		return false;
+	pthread_mutex_lock(&fs->ctl_lock);
+	/* whole: a counter added to the status is compared too (both
+	 * zeroed, then filled, by counters_now; copied by memcpy) */
+	same = snap->text && !memcmp(&snap->of, src, sizeof(*src));
+	pthread_mutex_unlock(&fs->ctl_lock);
+	return same;
+}
+
+/* plan.json's text for the current view into *text, made of *src (the
+ * view); *text NULL when snap holds it already.  0 or -ENOMEM. */
+static int plan_text(struct fs *fs, const struct control_snap *snap,
+		     struct control_source *src, char **text)
 {
 	struct view_ref *vr = view_get(fs, FS_INO_ROOT, &(uint32_t){ 0 });
 	const char *plan;
-	char *s = NULL;
-	bool same;
+	int rc = 0;
 
+	*text = NULL;
 	if (!vr)
-		return NULL;
-	*gen = vr->gen;
-	pthread_mutex_lock(&fs->ctl_lock);
-	same = snap->text && snap->gen == vr->gen;
-	pthread_mutex_unlock(&fs->ctl_lock);
-	plan = same ? NULL : plan_json(fs, vr);
-	if (plan)
-		s = strdup(plan);
+		return -ENOMEM;
+	src->gen = vr->gen;
+	if (!unchanged(fs, snap, src)) {
+		plan = plan_json(fs, vr);
+		*text = plan ? strdup(plan) : NULL;
+		rc = *text ? 0 : -ENOMEM;
+	}
 	view_unref(fs, vr);
-	return s;
+	return rc;
 }
 
 /* Slack in status's padded length: its text grows by digits at most. */
@@ -173,32 +187,43 @@ int control_pad(char **text, size_t len)
 
 /*
  * Take the control file's text now into its snapshot, unless the snapshot
- * holds the same text or a later one; its size and mtime into st.
+ * holds the same text or a later one; its size and mtime into st.  A text
+ * made of what the snapshot's was (plan.json: its view; status: the
+ * view's or stream's head and the counters) is not built again: a stat
+ * of a status of thousands of readers costs what one of a few does.
  */
 static int snapshot(struct fs *fs, fuse_ino_t ino, struct stat *st)
 {
 	struct control_snap *snap = &fs->snaps[ino - FS_INO_EPOCH];
 	uint64_t ticket = atomic_fetch_add(&fs->snap_ticket, 1) + 1;
-	uint32_t gen = 0;
-	char *text;
+	struct control_source src = { 0 };
+	char *text = NULL;
 	int rc;
 
-	if (ino == FS_INO_PLAN) {
-		text = plan_text(fs, snap, &gen);
-	} else {
-		text = control_text(fs, ino);
-		if (!text)
-			return -ENOMEM;
-	}
+	if (ino == FS_INO_PLAN)
+		rc = plan_text(fs, snap, &src, &text);
+	else if (ino == FS_INO_STATUS)
+		rc = status_text(fs, snap, &src, &text);
+	else
+		rc = (text = control_text(fs, ino)) ? 0 : -ENOMEM;
+	if (rc)
+		return rc;
 	pthread_mutex_lock(&fs->ctl_lock);
-	if (ino == FS_INO_STATUS && control_pad(&text, snap->len)) {
+	if (text && ino == FS_INO_STATUS && control_pad(&text, snap->len)) {
 		pthread_mutex_unlock(&fs->ctl_lock);
 		return -ENOMEM;
 	}
-	if (text && ticket > snap->ticket && snap->text &&
-	    !strcmp(text, snap->text)) {
+	if (!text) {
+		/* made of what the snapshot is (unless a snapshot taken
+		 * meanwhile changed it), seen later */
+		if (ticket > snap->ticket &&
+		    !memcmp(&snap->of, &src, sizeof(src)))
+			snap->ticket = ticket;
+	} else if (ticket > snap->ticket && snap->text &&
+		   !strcmp(text, snap->text)) {
 		snap->ticket = ticket; /* the same text, seen later */
-	} else if (text && ticket > snap->ticket) {
+		memcpy(&snap->of, &src, sizeof(src));
+	} else if (ticket > snap->ticket) {
 		struct timespec now;
 
 		clock_gettime(CLOCK_REALTIME, &now);
@@ -216,7 +241,7 @@ static int snapshot(struct fs *fs, fuse_ino_t ino, struct stat *st)
 		snap->text = text;
 		snap->len = strlen(text);
 		snap->ticket = ticket;
-		snap->gen = gen;
+		memcpy(&snap->of, &src, sizeof(src));
 		snap->mtime = now;
 		text = NULL;
 	}
@@ -340,13 +365,29 @@ static void counters_now(struct fs *fs, struct sfs_status_counters *c)
 	prefetch_counters(fs->prefetch, c);
 }
 
+/* The generation of what a followed source's status head shows: the
+ * head (follow_status_head) is the same text while it is. */
+static uint64_t stream_gen(struct fw *w)
+{
+	uint64_t gen;
+
+	pthread_mutex_lock(&w->lock);
+	gen = w->status_gen;
+	pthread_mutex_unlock(&w->lock);
+	return gen;
+}
+
 /*
- * The status now.  All of it but the counters is the current view's and
- * costs a walk of every reader (1.6 MB, tens of ms, at world=1024,
- * workers=16): it is built once per view and kept with it; only the
- * counters are written at each ask.
+ * The status now into *text, made of *src (the head and the counters);
+ * *text NULL when snap (NULL: none) holds that text already.  All of it
+ * but the counters is the current view's (a followed source's: its
+ * stream's) and costs a walk of every reader (1.6 MB, tens of ms, at
+ * world=1024, workers=16): it is built once per view (per change of the
+ * stream) and kept; only the counters are written when they changed.
+ * 0 or -ENOMEM.
  */
-static char *status_json(struct fs *fs)
+static int status_text(struct fs *fs, const struct control_snap *snap,
+		       struct control_source *src, char **text)
 {
 	struct sfs_status_in in = {
 		.idx = fs->idx,
@@ -354,30 +395,40 @@ static char *status_json(struct fs *fs)
 		.options = &fs->vopts.options,
 		.mount = &fs->mount,
 	};
-	struct sfs_status_counters counters;
 	struct view_ref *vr;
-	char *text = NULL;
+	char *head;
 
-	counters_now(fs, &counters);
-	if (fs->follow) { /* its head kept per change of the stream */
-		char *head = follow_status_head(fs->follow, &in);
-
-		text = head ? sfs_status_json_join(head, &counters) : NULL;
+	*text = NULL;
+	counters_now(fs, &src->counters);
+	if (fs->follow) {
+		/* taken before the head: a head built after it is as new
+		 * or newer, and the next ask builds again */
+		src->gen = stream_gen(fs->follow);
+		if (unchanged(fs, snap, src))
+			return 0;
+		head = follow_status_head(fs->follow, &in);
+		*text = head ? sfs_status_json_join(head, &src->counters) :
+			       NULL;
 		free(head);
-		return text;
+		return *text ? 0 : -ENOMEM;
 	}
 	vr = view_get(fs, FS_INO_ROOT, &(uint32_t){ 0 });
 	if (!vr)
-		return NULL;
+		return -ENOMEM;
+	src->gen = vr->gen;
+	if (unchanged(fs, snap, src)) {
+		view_unref(fs, vr);
+		return 0;
+	}
 	in.plan = vr->v->plans[0];
 	pthread_mutex_lock(&fs->text_lock);
 	if (!vr->status_head)
 		vr->status_head = sfs_status_json_head(&in);
 	if (vr->status_head)
-		text = sfs_status_json_join(vr->status_head, &counters);
+		*text = sfs_status_json_join(vr->status_head, &src->counters);
 	pthread_mutex_unlock(&fs->text_lock);
 	view_unref(fs, vr);
-	return text;
+	return *text ? 0 : -ENOMEM;
 }
 
 int control_write(struct fs *fs, fuse_ino_t ino, const char *buf, size_t size,

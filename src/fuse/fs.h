@@ -157,13 +157,22 @@ struct files {
 	unsigned failed_next;
 };
 
+/* What a control file's text is made of: while it stays the same, so
+ * does the text, which is then not built again. */
+struct control_source {
+	/* plan.json, status: the view's gen; a followed source's status:
+	 * its stream's status generation (follow_i.h) */
+	uint64_t gen;
+	struct sfs_status_counters counters; /* status; compared whole */
+};
+
 /* The text a control file shows, as its last GETATTR or LOOKUP told the
  * kernel (size, mtime): what its reads answer with no_open. */
 struct control_snap {
 	char *text; /* heap */
 	size_t len;
 	uint64_t ticket; /* the order the texts were taken in */
-	uint32_t gen; /* plan.json: the view it shows */
+	struct control_source of; /* what text was made of */
 	struct timespec mtime; /* changes with the text */
 };
 

@@ -10,7 +10,7 @@
 # The whole test runs in a private mount namespace of its own: whatever it
 # mounts, and does not unmount by path first, goes with it.
 if [ -z "${SHARDFS_TEST_NS:-}" ]; then
-	exec unshare -m --propagation private env SHARDFS_TEST_NS=1 bash "$0" "$@"
+	exec bash "$(dirname "$0")/../private_ns.sh" env SHARDFS_TEST_NS=1 bash "$0" "$@"
 fi
 . "$(dirname "$0")/lib.sh"
 deb=shardfs_${VERSION}_amd64.deb

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # shardfs-check: passes on correct views of every format (one mount, and
 # one mount per rank), fails naming the fault on broken set-ups, and merge
-# of per-rank reports gives the single-machine verdict.
+# of per-rank reports gives the single-machine verdict; on followed views
+# the judge names a window's order, overlap and missing samples, and a
+# stream file that is not its windows.
 . "$(dirname "$0")/../lib.sh"
 
 shardfs-mkdata "$T/tar" --format tar --shards 7 --samples 3-30 --size 0-900 --seed 21
@@ -123,6 +125,57 @@ mount_view "$T/jsonl" "$M" world=2,epochs=2 || bad "mount epochs=2"
 expect_run "epochs=2 refused" 2 "shardfs-check: $M is mounted with epochs=2: the auditor checks one epoch per mount; mount with epochs=1" \
 	-- shardfs-check view "$M"
 unmount_view "$M"
+
+# followed views (follow=1): the judge's words for a window read in
+# another order, a sample read twice (and so one missing), and a stream
+# file that is not its window files.  Each view is kept as a copy of its
+# status and files (the auditor reads nothing else of a mount), and the
+# copies are spoilt.
+mkdir -p "$T/fol"
+for c in 0 1 2; do
+	for l in 0 1 2 3 4 5 6; do printf '{"c":%d,"l":%d}\n' "$c" "$l"; done \
+		> "$T/fol/chunk_0000$c.jsonl"
+done
+touch "$T/fol/.shardfs-end"
+for r in 0 1; do
+	mount_view "$T/fol" "$M" "follow=1,format=jsonl,window=8,world=2,workers=2,rank=$r" ||
+		bad "mount follow rank $r"
+	mkdir -p "$T/fc$r/.shardfs"
+	cat "$M/.shardfs/status" > "$T/fc$r/.shardfs/status"
+	cp -r "$M/$r" "$T/fc$r/"
+	unmount_view "$M"
+done
+expect_eq "follow: the copies pass" \
+	"$(shardfs-check view "$T/fc0" "$T/fc1" | tail -1)" \
+	"PASS: disjoint, nothing missing, equal counts, every sample's bytes and order as planned"
+w=$T/fc0/0/0/window-00000000.jsonl
+cp "$w" "$T/w0"
+{ sed -n 2p "$T/w0"; sed -n 1p "$T/w0"; } > "$w"
+expect_eq "follow: a window in another order" \
+	"$(shardfs-check view "$T/fc0" "$T/fc1" | tail -3; echo "exit ${PIPESTATUS[0]}")" \
+	"FAIL: 2 findings: 1 bytes 1 order
+  order: window 0: rank 0 worker 0 ($T/fc0), window-00000000.jsonl: the plan's samples in another order: sample 0 is chunk_00000.jsonl:1, the plan says chunk_00000.jsonl:0
+  bytes: rank 0 worker 0 ($T/fc0): stream.jsonl is not its window files laid end to end: its bytes differ near byte 0 (window-00000000.jsonl)
+exit 1"
+cp "$T/w0" "$w"
+cp -r "$T/fc0/0/1" "$T/w01"
+cat "$T/fc0/0/0/window-00000001.jsonl" > "$T/fc0/0/1/window-00000001.jsonl"
+expect_eq "follow: another reader's samples" \
+	"$(shardfs-check view "$T/fc0" "$T/fc1" | tail -8)" \
+	"FAIL: 7 findings: 3 bytes 2 overlap 2 missing
+  bytes: window 1: rank 0 worker 1 ($T/fc0), window-00000001.jsonl, sample 0: read chunk_00001.jsonl:1, the plan says chunk_00001.jsonl:3
+  bytes: window 1: rank 0 worker 1 ($T/fc0), window-00000001.jsonl, sample 1: read chunk_00001.jsonl:2, the plan says chunk_00001.jsonl:4
+  overlap: window 1: chunk_00001.jsonl:1 is read 2 times, the plan reads it 1
+  overlap: window 1: chunk_00001.jsonl:2 is read 2 times, the plan reads it 1
+  missing: window 1: chunk_00001.jsonl:3 is read 0 times, the plan reads it 1
+  missing: window 1: chunk_00001.jsonl:4 is read 0 times, the plan reads it 1
+  bytes: rank 0 worker 1 ($T/fc0): stream.jsonl is not its window files laid end to end: its bytes differ near byte 28 (window-00000001.jsonl)"
+rm -r "$T/fc0/0/1" && mv "$T/w01" "$T/fc0/0/1"
+echo '{"y":2}' >> "$T/fc1/1/1/stream.jsonl"
+expect_eq "follow: a stream longer than its windows" \
+	"$(shardfs-check view "$T/fc0" "$T/fc1" | tail -2)" \
+	"FAIL: 1 finding: 1 bytes
+  bytes: rank 1 worker 1 ($T/fc1): stream.jsonl is not its window files laid end to end: it goes on after its window files end near byte 84"
 
 expect_run "not a view" 2 "shardfs-check: $T/tar/.shardfs/status: cannot read the view's status (unable to open $T/tar/.shardfs/status: No such file or directory); is a shardfs view mounted there?" \
 	-- shardfs-check view "$T/tar"

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The sidecar entrypoint in a private mount namespace per case (unshare -m:
-# whatever it mounts goes with the namespace): the environment of each kind
-# of pod gives the right rank directories to a second process in the same
-# namespace; SIGTERM unmounts and exits 0; each broken environment gives
-# its one-line message.
+# The sidecar entrypoint in a private mount namespace per case
+# (tests/private_ns.sh: whatever it mounts goes with the namespace): the
+# environment of each kind of pod gives the right rank directories to a
+# second process in the same namespace; SIGTERM unmounts and exits 0; each
+# broken environment gives its one-line message.  Such a namespace holds
+# no copy of the views mounted when it was made.
 . "$(dirname "$0")/../lib.sh"
 sidecar="$TESTS/../mount-helpers/shardfs-sidecar"
 
@@ -24,7 +25,7 @@ printf '%s\n' '{"sources": [{"path": "src", "proportion": 1}, {"path": "noindex"
 in_ns() {
 	local shared=$1
 	shift
-	unshare -m --propagation private env "$@" PATH="$PATH" T="$T" S="$sidecar" SHARED="$shared" bash -c '
+	bash "$TESTS/private_ns.sh" env "$@" PATH="$PATH" T="$T" S="$sidecar" SHARED="$shared" bash -c '
 		mkdir -p "$T/ns" && mount -t tmpfs ns "$T/ns"
 		[ "$SHARED" = 1 ] && mount --make-shared "$T/ns"
 		export SHARDFS_MOUNT=$T/ns/data SHARDFS_READY_FILE=$T/ns/ready
@@ -148,9 +149,25 @@ broken "a comma in the world" 1 "world \"2,allow_other\" is not a number: fix SH
 	SHARDFS_SOURCE="$T/src" RANK=0 WORLD_SIZE=2,allow_other
 broken "a comma in the index" 1 "SHARDFS_INDEX=$T/src/.shardfs,allow_other holds a comma, which would end the -o option: move the index to a directory without one (shardfs-index SRC --out DIR)" \
 	SHARDFS_SOURCE="$T/src" RANK=0 WORLD_SIZE=1 SHARDFS_INDEX="$T/src/.shardfs,allow_other"
-got=$(unshare -m --propagation private env PATH="$PATH" T="$T" S="$sidecar" bash -c '
+got=$(bash "$TESTS/private_ns.sh" env PATH="$PATH" T="$T" S="$sidecar" bash -c '
 	mount -t tmpfs nodev /dev
 	SHARDFS_SOURCE=$T/src RANK=0 WORLD_SIZE=1 bash "$S"; echo "exit=$?"' 2>&1)
 expect_eq "no /dev/fuse" "$got" "shardfs-sidecar: /dev/fuse is missing: give the container the device (securityContext.privileged: true, or a /dev/fuse device plugin)
 exit=1"
+
+# a namespace made while a view is mounted (another test's, run beside
+# this one) lets go of it: the view's daemon exits at its unmount, not
+# when that namespace ends (a copy of the view kept the daemon serving,
+# and a test that waits 30 s for its daemon failed while, say, a
+# deployment test's namespace lived)
+mount_view "$T/src2" "$T/v" world=1 || bad "mount v"
+bash "$TESTS/private_ns.sh" bash -c 'touch "$1"; exec sleep 60' _ "$T/ns-up" &
+ns=$!
+for i in $(seq 100); do [ -e "$T/ns-up" ] && break; sleep 0.1; done
+SECONDS=0
+unmount_view "$T/v"
+expect_eq "a view's daemon exits at its unmount while a later namespace lives" \
+	"$((SECONDS < 20))" 1
+kill "$ns"
+wait "$ns"
 finish

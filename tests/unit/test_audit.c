@@ -156,6 +156,44 @@ static void test_audit_replicas(void **state)
 	sfs_index_free(idx);
 }
 
+/* The step both judges share (sfs_observe_follow's and the plan's): where
+ * a reader's samples first depart from its plan's, and how. */
+static void test_audit_compare(void **state)
+{
+	const struct sfs_audit_sample want[] = { { 0, 0 }, { 0, 1 }, { 1, 0 } };
+	const struct sfs_audit_sample swapped[] = { { 0, 0 },
+						    { 1, 0 },
+						    { 0, 1 } };
+	const struct sfs_audit_sample other[] = { { 0, 0 },
+						  { 0, 1 },
+						  { 0, 1 } };
+	const struct sfs_audit_sample unknown[] = { { SFS_AUDIT_UNKNOWN, 0 } };
+	size_t at = 99;
+
+	(void)state;
+	assert_int_equal(sfs_audit_compare(want, 3, want, 3, &at),
+			 SFS_AUDIT_AS_PLANNED);
+	/* a count that differs is the caller's: the samples both hold are */
+	assert_int_equal(sfs_audit_compare(want, 3, want, 2, &at),
+			 SFS_AUDIT_AS_PLANNED);
+	assert_int_equal(sfs_audit_compare(want, 2, want, 3, &at),
+			 SFS_AUDIT_AS_PLANNED);
+	assert_int_equal(at, 99);
+	assert_int_equal(sfs_audit_compare(want, 3, swapped, 3, &at),
+			 SFS_AUDIT_REORDERED);
+	assert_int_equal(at, 1);
+	assert_int_equal(sfs_audit_compare(want, 3, other, 3, &at),
+			 SFS_AUDIT_OTHER);
+	assert_int_equal(at, 2);
+	/* the plan's samples in another order, but not all of them */
+	assert_int_equal(sfs_audit_compare(want, 3, swapped, 2, &at),
+			 SFS_AUDIT_OTHER);
+	assert_int_equal(at, 1);
+	assert_int_equal(sfs_audit_compare(want, 3, unknown, 1, &at),
+			 SFS_AUDIT_OTHER);
+	assert_int_equal(at, 0);
+}
+
 static void test_audit_report_round_trip(void **state)
 {
 	const uint64_t counts[] = { 6, 6, 4 };
@@ -214,6 +252,7 @@ int main(void)
 		cmocka_unit_test(test_audit_plan_passes),
 		cmocka_unit_test(test_audit_findings),
 		cmocka_unit_test(test_audit_replicas),
+		cmocka_unit_test(test_audit_compare),
 		cmocka_unit_test(test_audit_report_round_trip),
 	};
 

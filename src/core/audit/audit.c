@@ -238,6 +238,39 @@ static int sample_cmp(const void *x, const void *y)
 	return a->sample < b->sample ? -1 : a->sample > b->sample;
 }
 
+int sfs_audit_compare(const struct sfs_audit_sample *want, size_t nwant,
+		      const struct sfs_audit_sample *got, size_t ngot,
+		      size_t *at)
+{
+	struct sfs_audit_sample *x, *y;
+	size_t k;
+	int rc;
+
+	for (k = 0; k < nwant && k < ngot; k++)
+		if (sample_cmp(&got[k], &want[k]))
+			break;
+	if (k == nwant || k == ngot)
+		return SFS_AUDIT_AS_PLANNED;
+	*at = k;
+	if (nwant != ngot)
+		return SFS_AUDIT_OTHER;
+	/* the same samples in another order, or other bytes? */
+	x = malloc((nwant + 1) * sizeof(*x));
+	y = malloc((ngot + 1) * sizeof(*y));
+	rc = -ENOMEM;
+	if (x && y) {
+		memcpy(x, want, nwant * sizeof(*x));
+		memcpy(y, got, ngot * sizeof(*y));
+		qsort(x, nwant, sizeof(*x), sample_cmp);
+		qsort(y, ngot, sizeof(*y), sample_cmp);
+		rc = memcmp(x, y, nwant * sizeof(*x)) ? SFS_AUDIT_OTHER :
+							SFS_AUDIT_REORDERED;
+	}
+	free(x);
+	free(y);
+	return rc;
+}
+
 /* The file of reader r that holds its sample k. */
 static const char *file_of(const struct sfs_audit_reader *r, size_t k)
 {
@@ -321,10 +354,10 @@ static int judge_reader(struct judge *j, const struct sfs_audit_reader *r)
 {
 	const struct sfs_plan *p = j->plans[r->mount];
 	const char *mnt = j->a->mounts[r->mount].path;
-	struct sfs_audit_sample *want, *x = NULL, *y = NULL;
+	struct sfs_audit_sample *want;
 	char b1[4200], b2[4200];
-	size_t n, k;
-	int rc = 0;
+	size_t n, k = 0;
+	int rc = 0, how = SFS_AUDIT_AS_PLANNED;
 
 	if (r->rank >= p->opts.world || r->worker >= p->opts.workers)
 		return 0; /* reported as coverage */
@@ -337,45 +370,33 @@ static int judge_reader(struct judge *j, const struct sfs_audit_reader *r)
 			j->v, j->max, SFS_FIND_COUNT,
 			"rank %u worker %u (%s) read %zu samples, the plan gives every reader %zu",
 			r->rank, r->worker, mnt, r->nsamples, n);
-	for (k = 0; !rc && k < n && k < r->nsamples; k++)
-		if (sample_cmp(&r->samples[k], &want[k]))
-			break;
-	if (rc || k == n || k == r->nsamples)
-		goto out;
-	/* the same samples in another order, or other bytes? */
-	x = malloc((n + 1) * sizeof(*x));
-	y = malloc((r->nsamples + 1) * sizeof(*y));
-	if (!x || !y) {
-		rc = -ENOMEM;
-		goto out;
+	if (!rc)
+		how = sfs_audit_compare(want, n, r->samples, r->nsamples, &k);
+	/* in another order, but each of its datasets in the plan's: in
+	 * order */
+	if (how == SFS_AUDIT_REORDERED) {
+		int ordered = in_order_per_dataset(j, want, r->samples, n);
+
+		how = ordered < 0 ? ordered :
+		      ordered	  ? SFS_AUDIT_AS_PLANNED :
+				    how;
 	}
-	memcpy(x, want, n * sizeof(*x));
-	memcpy(y, r->samples, r->nsamples * sizeof(*y));
-	qsort(x, n, sizeof(*x), sample_cmp);
-	qsort(y, r->nsamples, sizeof(*y), sample_cmp);
-	if (n == r->nsamples && !memcmp(x, y, n * sizeof(*x))) {
-		/* each of its datasets in the plan's order: in order */
-		rc = in_order_per_dataset(j, want, r->samples, n);
-		if (rc > 0)
-			rc = 0;
-		else if (rc == 0)
-			rc = sfs_verdict_add(
-				j->v, j->max, SFS_FIND_ORDER,
-				"rank %u worker %u (%s) reads the planned samples in another order: %s, sample %zu is %s, the plan says %s",
-				r->rank, r->worker, mnt, file_of(r, k), k,
-				sample_name(j, &r->samples[k], b1, sizeof(b1)),
-				sample_name(j, &want[k], b2, sizeof(b2)));
-	} else {
+	if (how < 0)
+		rc = how;
+	else if (how == SFS_AUDIT_REORDERED)
+		rc = sfs_verdict_add(
+			j->v, j->max, SFS_FIND_ORDER,
+			"rank %u worker %u (%s) reads the planned samples in another order: %s, sample %zu is %s, the plan says %s",
+			r->rank, r->worker, mnt, file_of(r, k), k,
+			sample_name(j, &r->samples[k], b1, sizeof(b1)),
+			sample_name(j, &want[k], b2, sizeof(b2)));
+	else if (how == SFS_AUDIT_OTHER)
 		rc = sfs_verdict_add(
 			j->v, j->max, SFS_FIND_BYTES,
 			"rank %u worker %u (%s), %s, sample %zu: read %s, the plan says %s",
 			r->rank, r->worker, mnt, file_of(r, k), k,
 			sample_name(j, &r->samples[k], b1, sizeof(b1)),
 			sample_name(j, &want[k], b2, sizeof(b2)));
-	}
-out:
-	free(x);
-	free(y);
 	free(want);
 	return rc;
 }

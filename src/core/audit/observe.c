@@ -48,41 +48,44 @@ struct pass {
 	const struct sfs_observe_opts *o;
 };
 
+int sfs_observe_file(struct job *j, int dirfd, const char *path,
+		     const char *shown, struct sfs_digest *d,
+		     struct sfs_error *err)
+{
+	int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC), rc, e = errno;
+	struct stat st;
+
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		e = fd < 0 ? e : errno;
+		if (fd >= 0)
+			close(fd);
+		return sfs_errorf(err, -e, "%s: %s", shown, strerror(e));
+	}
+	j->bytes += (uint64_t)st.st_size;
+	rc = d ? sfs_digest_fd(d, fd, (uint64_t)st.st_size, shown, err) :
+		 j->ops->samples(fd, shown, sfs_observe_collect, j, err);
+	close(fd);
+	return rc;
+}
+
 static void run_job(struct job *j, bool verify, struct sfs_digest *d)
 {
 	struct sfs_error err = { 0 };
 	unsigned char out[SFS_DIGEST_LEN];
-	struct stat st;
+	bool whole = !(j->npaths == 1 && j->ops); /* one digest over all */
 	size_t i;
-	int fd, rc = 0;
+	int rc = 0;
 
 	if (j->kind != JOB_FILE) {
 		rc = j->kind == JOB_SCAN ?
 			     sfs_observe_dataset_scan(j, &err) :
 			     sfs_observe_dataset_read(j, verify, d, &err);
-		if (rc)
-			j->error = strdup(err.msg[0] ? err.msg : strerror(-rc));
-		return;
+		whole = false;
 	}
-	for (i = 0; !rc && i < j->npaths; i++) {
-		fd = open(j->paths[i], O_RDONLY | O_CLOEXEC);
-		if (fd < 0 || fstat(fd, &st) < 0) {
-			rc = sfs_errorf(&err, -EIO, "%s: %s", j->paths[i],
-					strerror(errno));
-			if (fd >= 0)
-				close(fd);
-			break;
-		}
-		j->bytes += (uint64_t)st.st_size;
-		if (j->npaths == 1 && j->ops)
-			rc = j->ops->samples(fd, j->paths[i],
-					     sfs_observe_collect, j, &err);
-		else /* a sample of several files: one digest over all */
-			rc = sfs_digest_fd(d, fd, (uint64_t)st.st_size,
-					   j->paths[i], &err);
-		close(fd);
-	}
-	if (!rc && !(j->npaths == 1 && j->ops)) {
+	for (i = 0; !rc && j->kind == JOB_FILE && i < j->npaths; i++)
+		rc = sfs_observe_file(j, AT_FDCWD, j->paths[i], j->paths[i],
+				      whole ? d : NULL, &err);
+	if (!rc && whole) {
 		rc = sfs_digest_final(d, out);
 		if (!rc)
 			rc = sfs_observe_collect(j, 0, out);
@@ -334,22 +337,64 @@ static int read_status(struct vmount *m, struct sfs_error *err)
 	return rc;
 }
 
+/* The slot of t that holds the sample with digest d, or the empty one it
+ * would go to. */
+static uint64_t slot_of(const struct sfs_observe_table *t,
+			const unsigned char *d)
+{
+	uint64_t s;
+
+	memcpy(&s, d, sizeof(s)); /* a digest's bytes are its hash */
+	for (s &= t->mask;
+	     t->slots[s] &&
+	     memcmp(t->digest(t->arg, t->slots[s] - 1), d, SFS_DIGEST_LEN);
+	     s = (s + 1) & t->mask)
+		;
+	return s;
+}
+
+int sfs_observe_table_build(struct sfs_observe_table *t, uint64_t lo,
+			    uint64_t hi)
+{
+	uint64_t g, s;
+
+	for (t->mask = 1; t->mask < 2 * (hi - lo) + 2; t->mask <<= 1)
+		;
+	t->slots = calloc(t->mask--, sizeof(*t->slots));
+	for (g = lo; t->slots && g < hi; g++) {
+		s = slot_of(t, t->digest(t->arg, g));
+		if (!t->slots[s]) /* the first with these bytes */
+			t->slots[s] = g + 1;
+	}
+	return t->slots ? 0 : -ENOMEM;
+}
+
+uint64_t sfs_observe_table_find(const struct sfs_observe_table *t,
+				const unsigned char *d, uint64_t planned)
+{
+	uint64_t s;
+
+	if (planned != UINT64_MAX &&
+	    !memcmp(t->digest(t->arg, planned), d, SFS_DIGEST_LEN))
+		return planned;
+	s = slot_of(t, d);
+	return t->slots[s] ? t->slots[s] - 1 : UINT64_MAX;
+}
+
 /* Digests of every source sample, and a table from digest to sample. */
 struct source_map {
 	/* per global sample: the index's digests, or own when hashed here */
 	const unsigned char (*dig)[SFS_DIGEST_LEN];
 	unsigned char (*own)[SFS_DIGEST_LEN];
-	uint64_t *table; /* global sample + 1, or 0 */
-	uint64_t mask;
+	struct sfs_observe_table table;
 	uint64_t n;
 };
 
-static uint64_t dig_hash(const unsigned char *d)
+static const unsigned char *source_digest(const void *arg, uint64_t g)
 {
-	uint64_t h;
+	const struct source_map *sm = arg;
 
-	memcpy(&h, d, sizeof(h));
-	return h;
+	return sm->dig[g];
 }
 
 /*
@@ -361,8 +406,8 @@ static int source_map_build(struct source_map *sm, const struct sfs_index *idx,
 			    struct sfs_verdict *v, struct sfs_error *err)
 {
 	struct pass p = { .what = "hashing source shards", .o = o };
-	uint64_t g, k;
-	size_t i, s;
+	uint64_t k;
+	size_t i;
 	int rc = 0;
 
 	sm->n = idx->nsamples;
@@ -429,28 +474,17 @@ static int source_map_build(struct source_map *sm, const struct sfs_index *idx,
 	if (rc)
 		return rc;
 table:
-	for (sm->mask = 1; sm->mask < 2 * sm->n + 2; sm->mask <<= 1)
-		;
-	sm->table = calloc(sm->mask, sizeof(*sm->table));
-	if (!sm->table)
+	sm->table.digest = source_digest;
+	sm->table.arg = sm;
+	if (sfs_observe_table_build(&sm->table, 0, sm->n))
 		return sfs_errorf(err, -ENOMEM, "out of memory");
-	sm->mask--;
-	for (g = 0; g < sm->n; g++) {
-		for (s = dig_hash(sm->dig[g]) & sm->mask; sm->table[s];
-		     s = (s + 1) & sm->mask)
-			if (!memcmp(sm->dig[sm->table[s] - 1], sm->dig[g],
-				    SFS_DIGEST_LEN))
-				break;
-		if (!sm->table[s])
-			sm->table[s] = g + 1;
-	}
 	return 0;
 }
 
 static void source_map_free(struct source_map *sm)
 {
 	free(sm->own);
-	free(sm->table);
+	free(sm->table.slots);
 }
 
 /* The sample with digest d: the planned one when it matches, else any. */
@@ -461,19 +495,15 @@ static struct sfs_audit_sample lookup(const struct source_map *sm,
 {
 	struct sfs_audit_sample out = { SFS_AUDIT_UNKNOWN, 0 };
 	size_t lo, hi;
-	uint64_t s, g;
+	uint64_t pg = planned ? idx->shards[planned->shard].first_sample +
+					planned->sample :
+				UINT64_MAX;
+	uint64_t g = sfs_observe_table_find(&sm->table, d, pg);
 
-	if (planned &&
-	    !memcmp(sm->dig[idx->shards[planned->shard].first_sample +
-			    planned->sample],
-		    d, SFS_DIGEST_LEN))
-		return *planned;
-	for (s = dig_hash(d) & sm->mask; sm->table[s]; s = (s + 1) & sm->mask)
-		if (!memcmp(sm->dig[sm->table[s] - 1], d, SFS_DIGEST_LEN))
-			break;
-	if (!sm->table[s])
+	if (g == UINT64_MAX)
 		return out;
-	g = sm->table[s] - 1;
+	if (g == pg)
+		return *planned;
 	/* the last shard that starts at or before g holds it (empty shards
 	 * before it start at the same sample) */
 	lo = 0;

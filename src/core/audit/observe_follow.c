@@ -51,7 +51,6 @@ struct fmount {
 /* Every source shard's sample digests, each shard digested once. */
 struct sdigests {
 	digest_t **d; /* per stream shard, NULL until digested */
-	size_t *n;
 	bool *failed;
 };
 
@@ -199,29 +198,12 @@ static int check_mounts(struct fcheck *c)
 	return rc;
 }
 
-/* The digests of the samples of file path (dirfd-relative when dirfd is
- * not AT_FDCWD) into j; a message in err. */
-static int digest_file(const struct sfs_format_ops *ops, int dirfd,
-		       const char *path, const char *shown, struct job *j,
-		       struct sfs_error *err)
-{
-	int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
-	int rc;
-
-	if (fd < 0)
-		return sfs_errorf(err, -errno, "%s: %s", shown,
-				  strerror(errno));
-	rc = ops->samples(fd, shown, sfs_observe_collect, j, err);
-	close(fd);
-	return rc;
-}
-
 /* Stream shard s digested (once); -EIO when it cannot be (a finding). */
 static int shard_digests(struct fcheck *c, size_t s)
 {
 	const struct sfs_follow_shard *sh = &c->f->shards[s];
 	struct sfs_error err = { 0 };
-	struct job j = { 0 };
+	struct job j = { .ops = c->f->format };
 	char shown[PATH_MAX];
 	int rc;
 
@@ -230,7 +212,7 @@ static int shard_digests(struct fcheck *c, size_t s)
 	if (c->sd.failed[s])
 		return -EIO;
 	snprintf(shown, sizeof(shown), "%s/%s", c->f->source, sh->path);
-	rc = digest_file(c->f->format, c->f->srcfd, sh->path, shown, &j, &err);
+	rc = sfs_observe_file(&j, c->f->srcfd, sh->path, shown, NULL, &err);
 	if (!rc && j.ndigests != sh->nsamples)
 		rc = sfs_errorf(
 			&err, -EIO,
@@ -245,75 +227,63 @@ static int shard_digests(struct fcheck *c, size_t s)
 		return rc ? rc : -EIO;
 	}
 	c->sd.d[s] = j.digests;
-	c->sd.n[s] = j.ndigests;
 	return 0;
 }
 
-/* A window's samples by digest, for a sample read in the wrong place. */
-struct dentry {
-	const unsigned char *d;
-	uint64_t g; /* its sample in the stream */
-};
-
-static int dentry_cmp(const void *a, const void *b)
+/* Stream sample g (below the stream's samples; UINT64_MAX: none) as
+ * (shard, sample). */
+static struct sfs_audit_sample sample_at(const struct sfs_follow *f, uint64_t g)
 {
-	const struct dentry *x = a, *y = b;
-	int r = memcmp(x->d, y->d, SFS_DIGEST_LEN);
+	size_t s = g == UINT64_MAX ? 0 : sfs_follow_shard_at(f, g);
 
-	return r ? r : (x->g > y->g) - (x->g < y->g);
+	return g == UINT64_MAX ?
+		       (struct sfs_audit_sample){ SFS_AUDIT_UNKNOWN, 0 } :
+		       (struct sfs_audit_sample){ s, g - f->shards[s].first };
 }
 
-static int u64_cmp(const void *a, const void *b)
+/* "shard:sample" of a sample of the stream. */
+static const char *name_of(const struct sfs_follow *f,
+			   struct sfs_audit_sample x, char *buf, size_t len)
 {
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* "shard:sample" of stream sample g (below the stream's samples). */
-static const char *name_of(const struct sfs_follow *f, uint64_t g, char *buf,
-			   size_t len)
-{
-	const struct sfs_follow_shard *sh =
-		&f->shards[sfs_follow_shard_at(f, g)];
-
-	snprintf(buf, len, "%s:%" PRIu64, sh->path, g - sh->first);
+	snprintf(buf, len, "%s:%" PRIu64, f->shards[x.shard].path, x.sample);
 	return buf;
 }
 
 struct wstate {
 	const struct sfs_window *win;
 	uint64_t lo, hi;
-	struct dentry *map;
-	size_t nmap;
+	struct sfs_observe_table map; /* its samples by their bytes */
 	uint32_t *planned, *read; /* per sample of [lo, hi) */
 };
 
-static const unsigned char *digest_of(struct fcheck *c, uint64_t g)
+/* The digest of stream sample g (arg: the fcheck). */
+static const unsigned char *digest_of(const void *arg, uint64_t g)
 {
-	size_t lo = 0, hi = c->f->nshards;
+	const struct fcheck *c = arg;
+	struct sfs_audit_sample x = sample_at(c->f, g);
 
-	lo = SFS_PARTITION_POINT(i, lo + 1, hi, c->f->shards[i].first <= g) - 1;
-	return c->sd.d[lo][g - c->f->shards[lo].first];
+	return c->sd.d[x.shard][x.sample];
 }
 
 /* The samples of the stream wr's window file holds, as planned, into
  * *out (caller frees), counted in ws->planned.  0 or -ENOMEM. */
 static int planned_samples(struct fcheck *c, struct wstate *ws,
-			   const struct sfs_window_reader *wr, uint64_t **out,
-			   size_t *n)
+			   const struct sfs_window_reader *wr,
+			   struct sfs_audit_sample **out, size_t *n)
 {
-	uint64_t *exp = malloc((wr->samples + 1) * sizeof(*exp));
+	struct sfs_audit_sample *exp = malloc((wr->samples + 1) * sizeof(*exp));
 	size_t i, k, e = 0;
 
 	if (!exp)
 		return -ENOMEM;
 	for (i = 0; i < wr->nruns; i++)
-		for (k = 0; k < wr->runs[i].count; k++)
-			exp[e++] = c->f->shards[wr->runs[i].shard].first +
-				   wr->runs[i].first + k;
-	for (i = 0; i < e; i++)
-		ws->planned[exp[i] - ws->lo]++;
+		for (k = 0; k < wr->runs[i].count; k++) {
+			exp[e++] = (struct sfs_audit_sample){
+				wr->runs[i].shard, wr->runs[i].first + k
+			};
+			ws->planned[c->f->shards[wr->runs[i].shard].first +
+				    wr->runs[i].first + k - ws->lo]++;
+		}
 	*out = exp;
 	*n = e;
 	return 0;
@@ -321,74 +291,41 @@ static int planned_samples(struct fcheck *c, struct wstate *ws,
 
 /* Each sample read (j's digests) as a sample of the stream into got: the
  * planned one (exp[0 .. e)) when its bytes are, else the sample of the
- * window with those bytes, else none (UINT64_MAX); counted in ws->read.
- * Returns how many are not the planned one, the first in *first_bad. */
-static size_t identify(struct fcheck *c, struct wstate *ws, const struct job *j,
-		       const uint64_t *exp, size_t e, uint64_t *got,
-		       size_t *first_bad)
+ * window with those bytes, else none (SFS_AUDIT_UNKNOWN); counted in
+ * ws->read. */
+static void identify(struct fcheck *c, struct wstate *ws, const struct job *j,
+		     const struct sfs_audit_sample *exp, size_t e,
+		     struct sfs_audit_sample *got)
 {
-	size_t i, lo, bad = 0;
+	uint64_t g, pg;
+	size_t i;
 
 	for (i = 0; i < j->ndigests; i++) {
-		struct dentry key = { .d = j->digests[i], .g = 0 }, *hit;
-
-		if (i < e && !memcmp(digest_of(c, exp[i]), j->digests[i],
-				     SFS_DIGEST_LEN)) {
-			got[i] = exp[i];
-		} else {
-			/* the first entry with these bytes */
-			lo = SFS_PARTITION_POINT(at, 0, ws->nmap,
-						 memcmp(ws->map[at].d, key.d,
-							SFS_DIGEST_LEN) < 0);
-			hit = lo < ws->nmap && !memcmp(ws->map[lo].d, key.d,
-						       SFS_DIGEST_LEN) ?
-				      &ws->map[lo] :
-				      NULL;
-			got[i] = hit ? hit->g : UINT64_MAX;
-			if (!bad++)
-				*first_bad = i;
-		}
-		if (got[i] != UINT64_MAX)
-			ws->read[got[i] - ws->lo]++;
+		pg = i < e ? c->f->shards[exp[i].shard].first + exp[i].sample :
+			     UINT64_MAX;
+		g = sfs_observe_table_find(&ws->map, j->digests[i], pg);
+		got[i] = sample_at(c->f, g);
+		if (g != UINT64_MAX)
+			ws->read[g - ws->lo]++;
 	}
-	return bad;
-}
-
-/* got[0 .. n) holds the samples of exp[0 .. e), in another order (false
- * too when out of memory: the samples are then judged one by one). */
-static bool same_samples(const uint64_t *exp, size_t e, const uint64_t *got,
-			 size_t n)
-{
-	uint64_t *x = malloc((e + 1) * sizeof(*x));
-	uint64_t *y = malloc((n + 1) * sizeof(*y));
-	bool same = x && y && n == e;
-
-	if (same) {
-		memcpy(x, exp, e * sizeof(*x));
-		memcpy(y, got, e * sizeof(*y));
-		qsort(x, e, sizeof(*x), u64_cmp);
-		qsort(y, e, sizeof(*y), u64_cmp);
-		same = !memcmp(x, y, e * sizeof(*x));
-	}
-	free(x);
-	free(y);
-	return same;
 }
 
 /* A finding for each sample of got[from .. n) that is not exp's. */
 static int report_samples(struct fcheck *c, const struct sfs_window *win,
 			  const struct fmount *m, const struct freader *fr,
-			  const char *file, const uint64_t *exp, size_t e,
-			  const uint64_t *got, size_t n, size_t from)
+			  const char *file, const struct sfs_audit_sample *exp,
+			  size_t e, const struct sfs_audit_sample *got,
+			  size_t n, size_t from)
 {
 	char a[PATH_MAX], b[PATH_MAX];
 	size_t i;
 	int rc = 0;
 
 	for (i = from; !rc && i < n; i++) {
-		if (i < e && got[i] == exp[i])
+		if (i < e && got[i].shard == exp[i].shard &&
+		    got[i].sample == exp[i].sample)
 			continue;
-		if (got[i] == UINT64_MAX)
+		if (got[i].shard == SFS_AUDIT_UNKNOWN)
 			snprintf(a, sizeof(a),
 				 "bytes that are no sample of window %" PRIu64,
 				 win->k);
@@ -416,11 +353,11 @@ static int judge_reader(struct fcheck *c, struct wstate *ws,
 	/* the window files' ending: the driver's first, without its dot */
 	const char *ext = c->f->format->suffixes[0] + 1;
 	struct sfs_error err = { 0 };
-	struct job j = { 0 };
+	struct job j = { .ops = c->f->format };
 	char file[64], path[PATH_MAX], a[PATH_MAX], b[PATH_MAX];
-	uint64_t *exp = NULL, *got = NULL;
-	size_t e = 0, first_bad = 0;
-	int rc = 0;
+	struct sfs_audit_sample *exp = NULL, *got = NULL;
+	size_t e = 0, at = 0;
+	int rc = 0, how;
 
 	snprintf(file, sizeof(file), "window-%08" PRIu64 ".%s", win->k, ext);
 	snprintf(path, sizeof(path), "%s/%u/%u/%s", m->path, fr->rank,
@@ -428,7 +365,7 @@ static int judge_reader(struct fcheck *c, struct wstate *ws,
 	rc = planned_samples(c, ws, wr, &exp, &e);
 	if (rc)
 		return rc;
-	rc = digest_file(c->f->format, AT_FDCWD, path, path, &j, &err);
+	rc = sfs_observe_file(&j, AT_FDCWD, path, path, NULL, &err);
 	if (rc) {
 		rc = sfs_verdict_add(c->v, c->o->max_findings, SFS_FIND_BYTES,
 				     "window %" PRIu64
@@ -449,19 +386,27 @@ static int judge_reader(struct fcheck *c, struct wstate *ws,
 		rc = -ENOMEM;
 		goto out;
 	}
-	if (rc || !identify(c, ws, &j, exp, e, got, &first_bad))
+	if (rc)
 		goto out;
-	if (same_samples(exp, e, got, j.ndigests))
+	identify(c, ws, &j, exp, e, got);
+	how = sfs_audit_compare(exp, e, got, j.ndigests, &at);
+	if (how == SFS_AUDIT_AS_PLANNED && j.ndigests > e) {
+		how = SFS_AUDIT_OTHER; /* samples past the plan's */
+		at = e;
+	}
+	if (how < 0)
+		rc = how;
+	else if (how == SFS_AUDIT_REORDERED)
 		rc = sfs_verdict_add(
 			c->v, c->o->max_findings, SFS_FIND_ORDER,
 			"window %" PRIu64
 			": rank %u worker %u (%s), %s: the plan's samples in another order: sample %zu is %s, the plan says %s",
-			win->k, fr->rank, fr->worker, m->path, file, first_bad,
-			name_of(c->f, got[first_bad], a, sizeof(a)),
-			name_of(c->f, exp[first_bad], b, sizeof(b)));
-	else
+			win->k, fr->rank, fr->worker, m->path, file, at,
+			name_of(c->f, got[at], a, sizeof(a)),
+			name_of(c->f, exp[at], b, sizeof(b)));
+	else if (how == SFS_AUDIT_OTHER)
 		rc = report_samples(c, win, m, fr, file, exp, e, got,
-				    j.ndigests, first_bad);
+				    j.ndigests, at);
 out:
 	free(exp);
 	free(got);
@@ -486,7 +431,8 @@ static int judge_counts(struct fcheck *c, const struct wstate *ws)
 			r > p ? SFS_FIND_OVERLAP : SFS_FIND_MISSING,
 			"window %" PRIu64
 			": %s is read %u time%s, the plan reads it %u",
-			ws->win->k, name_of(c->f, g, a, sizeof(a)), r,
+			ws->win->k,
+			name_of(c->f, sample_at(c->f, g), a, sizeof(a)), r,
 			r == 1 ? "" : "s", p);
 	}
 	return rc;
@@ -499,7 +445,7 @@ static int audit_window(struct fcheck *c, uint64_t k, bool last,
 	const struct sfs_plan_opts *o = &c->m[0].opts;
 	struct wstate ws = { 0 };
 	struct sfs_window *win = NULL;
-	size_t *ids = NULL, n = 0, i, j, s, x;
+	size_t *ids = NULL, n = 0, i, j, s;
 	const struct fmount **who = NULL;
 	const struct freader **fr = NULL;
 	int rc = 0;
@@ -548,16 +494,13 @@ static int audit_window(struct fcheck *c, uint64_t k, bool last,
 			goto out; /* a source finding says so */
 	ws.planned = calloc(ws.hi - ws.lo, sizeof(*ws.planned));
 	ws.read = calloc(ws.hi - ws.lo, sizeof(*ws.read));
-	ws.map = calloc(ws.hi - ws.lo, sizeof(*ws.map));
-	if (!ws.planned || !ws.read || !ws.map) {
+	ws.map.digest = digest_of;
+	ws.map.arg = c;
+	if (!ws.planned || !ws.read ||
+	    sfs_observe_table_build(&ws.map, ws.lo, ws.hi)) {
 		rc = sfs_errorf(err, -ENOMEM, "out of memory");
 		goto out;
 	}
-	for (x = 0; x < ws.hi - ws.lo; x++)
-		ws.map[ws.nmap++] =
-			(struct dentry){ .d = digest_of(c, ws.lo + x),
-					 .g = ws.lo + x };
-	qsort(ws.map, ws.nmap, sizeof(*ws.map), dentry_cmp);
 	for (i = 0; !rc && i < n; i++)
 		rc = judge_reader(c, &ws, who[i], fr[i], &win->readers[i]);
 	if (!rc)
@@ -571,23 +514,12 @@ static int audit_window(struct fcheck *c, uint64_t k, bool last,
 out:
 	free(ws.planned);
 	free(ws.read);
-	free(ws.map);
+	free(ws.map.slots);
 	free(ids);
 	free(who);
 	free(fr);
 	sfs_window_free(win);
 	return rc;
-}
-
-/* Read up to len bytes; 0 at the end, -errno. */
-static ssize_t read_some(int fd, void *buf, size_t len)
-{
-	ssize_t n;
-
-	do
-		n = read(fd, buf, len);
-	while (n < 0 && errno == EINTR);
-	return n < 0 ? -errno : n;
 }
 
 /*
@@ -635,7 +567,7 @@ static int check_stream(struct fcheck *c, const struct fmount *m,
 		size = (uint64_t)st.st_size - (lastw ? 0 : trailer);
 		while (!why && done < size) {
 			size_t want = size - done < chunk ? size - done : chunk;
-			ssize_t x = read_some(wfd, a, want), y;
+			ssize_t x = sfs_pread_full(wfd, a, want, done), y;
 
 			if (x <= 0) {
 				why = "a window file cannot be read";
@@ -707,9 +639,8 @@ int sfs_observe_follow(const char *const *paths, size_t nm,
 	if (rc)
 		goto out;
 	c.sd.d = calloc(c.f->nshards + 1, sizeof(*c.sd.d));
-	c.sd.n = calloc(c.f->nshards + 1, sizeof(*c.sd.n));
 	c.sd.failed = calloc(c.f->nshards + 1, sizeof(*c.sd.failed));
-	if (!c.sd.d || !c.sd.n || !c.sd.failed) {
+	if (!c.sd.d || !c.sd.failed) {
 		rc = sfs_errorf(err, -ENOMEM, "out of memory");
 		goto out;
 	}
@@ -749,7 +680,6 @@ out:
 		for (i = 0; i < c.f->nshards; i++)
 			free(c.sd.d ? c.sd.d[i] : NULL);
 	free(c.sd.d);
-	free(c.sd.n);
 	free(c.sd.failed);
 	sfs_follow_free(c.f);
 	for (i = 0; i < nm; i++) {

@@ -64,6 +64,16 @@ struct job {
 int sfs_observe_collect(void *arg, uint64_t sample, const unsigned char d[32]);
 
 /*
+ * Read file path (beneath dirfd, or AT_FDCWD): its samples' digests into
+ * j by j->ops's samples op, or with d, the whole file into d (a sample of
+ * several files); its size added to j->bytes.  Returns 0 or -errno with
+ * a message naming the file shown.
+ */
+int sfs_observe_file(struct job *j, int dirfd, const char *path,
+		     const char *shown, struct sfs_digest *d,
+		     struct sfs_error *err);
+
+/*
  * JOB_DATASET: read the reader's dataset directory j->paths[0] back with
  * its format's reader (rows into j->digests, fragments into j->frags,
  * data files into j->dfiles, each looked at: with verify, a regular one
@@ -77,6 +87,27 @@ int sfs_observe_dataset_read(struct job *j, bool verify, struct sfs_digest *d,
  * driver's scan.  Returns 0 or -errno with a message.
  */
 int sfs_observe_dataset_scan(struct job *j, struct sfs_error *err);
+
+/*
+ * Samples lo .. hi - 1 by their bytes: which one a digest is.  digest
+ * and arg (borrowed) are the caller's: the digest of sample g, alive as
+ * long as the table; slots is the table's (free it).
+ */
+struct sfs_observe_table {
+	const unsigned char *(*digest)(const void *arg, uint64_t g);
+	const void *arg;
+	uint64_t mask;
+	uint64_t *slots; /* a sample + 1, or 0: empty */
+};
+
+/* Fill t (digest and arg set) with samples lo .. hi - 1: 0 or -ENOMEM. */
+int sfs_observe_table_build(struct sfs_observe_table *t, uint64_t lo,
+			    uint64_t hi);
+
+/* The sample whose digest is d: planned (UINT64_MAX: none) when it is,
+ * else the first of t's that is, else UINT64_MAX. */
+uint64_t sfs_observe_table_find(const struct sfs_observe_table *t,
+				const unsigned char *d, uint64_t planned);
 
 /* The SHA-256 of source data files, each hashed once (--verify). */
 struct sfs_observe_hashes {
