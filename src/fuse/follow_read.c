@@ -328,7 +328,7 @@ static void reply_pieces(struct fw *w, fuse_req_t req, struct pieces *p, int rc)
 		fuse_reply_buf(req, NULL, 0);
 	} else if (p->len <= fs->splice_max) {
 		atomic_fetch_add(&fs->bytes, p->len);
-		fuse_reply_data(req, p->bv, FUSE_BUF_SPLICE_MOVE);
+		fuse_reply_data(req, p->bv, 0);
 	} else {
 		struct fuse_bufvec dst = FUSE_BUFVEC_INIT(p->len);
 

@@ -623,7 +623,7 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 
 	conn->max_read = fs->max_read;
 	if (conn->capable & FUSE_CAP_SPLICE_WRITE)
-		conn->want |= FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE;
+		conn->want |= FUSE_CAP_SPLICE_WRITE;
 	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
 		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
 	if (fs->no_open && (conn->capable & no_open_caps) != no_open_caps) {

@@ -225,7 +225,7 @@ static void read_slice(fuse_req_t req, struct fs *fs, struct file_ent *f,
 			fb->pos = (off_t)(x->src + a);
 		}
 	}
-	fuse_reply_data(req, bv, FUSE_BUF_SPLICE_MOVE);
+	fuse_reply_data(req, bv, 0);
 	free(bv);
 }
 

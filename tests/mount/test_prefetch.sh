@@ -6,7 +6,8 @@
 # ahead; an epoch switch while prefetching serves the new epoch right; a
 # shard gone is logged once and costs nothing else; a source that stalls is
 # logged, and unmount returns within seconds however long the source takes;
-# on a local source only the next file's start is asked for.
+# on a local source only the next file's start is asked for; reading the
+# view leaves the source's pages cached.
 . "$(dirname "$0")/../lib.sh"
 check="$TESTS/mount/check_view.py"
 S=$T/slow M=$T/mnt
@@ -91,6 +92,19 @@ for links in 0 1; do
 	expect_eq "symlinks=$links: nothing dropped" "$(counter "$M" prefetch_dropped)" 0
 	unmount_view "$M"
 done
+
+# --- a view's reads leave the source's pages in its page cache: replies
+# splice them without moving them (a move takes a page out of a FUSE
+# source's cache, slowfs's here, s3fs's in use, and the next epoch reads
+# it from the source again) ---
+cached() { fincore -b -n -o RES "$S"/*.tar | awk '{s += $1} END {print s}'; }
+mount_view "$S" "$M" "world=1,workers=1,shuffle=none,symlinks=0,prefetch=0" || bad "mount"
+cat "$S"/*.tar > /dev/null
+want=$(cached)
+[ "$want" -ge "$(du -cb "$T"/tar/*.tar | tail -1 | cut -f1)" ] && ok || bad "the source is not all cached: $want bytes"
+for f in $(reader_files "$M"); do cat "$f" > /dev/null; done
+expect_eq "symlinks=0: the source's pages stay cached after the view is read" "$(cached)" "$want"
+unmount_view "$M"
 
 # --- an epoch switch while the old epoch's files are being read ahead ---
 mount_view "$S" "$M" "world=2,workers=2,symlinks=0,prefetch_files=8" || bad "mount"
