@@ -44,8 +44,8 @@
 # tests/python/requirements.txt for datasets 5.2.0 (Streaming 0.13.0 needs
 # transformers < 5, whose huggingface_hub < 1 datasets 5.2.0 refuses) and
 # tests/bench/peers/requirements-energon.txt for Megatron-Energon 7.4.1
-# (its s3fs pulls aiobotocore, whose botocore < 1.44 the peers' boto3
-# 1.44 refuses).
+# (its s3fs pulls aiobotocore 3.10.0, whose botocore 1.43 the peers'
+# boto3 1.44.8 refuses).
 # Under BENCH_SMOKE=1 (smoke.sh): 200 image samples, one warm round, no
 # conversions: shardfs and WebDataset if the peers' environment is already
 # there, else shardfs alone with Debian's Python (CI does not install it).
