@@ -618,9 +618,9 @@ def job(args):
     args.out = os.path.abspath(args.out)
     args.data = os.path.abspath(args.data)
     work = args.out + ".d"
+    rtmp = ray_tmpdir(work) if args.system == "ray" else None
     subprocess.run(["rm", "-rf", work], check=True)
     os.makedirs(work)
-    rtmp = ray_tmpdir(work) if args.system == "ray" else None
     try:
         if args.mount:
             mount_views(args.mount, daemons, mnts, t0, 30)
