@@ -12,7 +12,8 @@
 # Parquet files, one per tar, that shardfs also serves and Ray Data reads;
 # each peer's own format with its own writer (MosaicML Streaming MDSWriter,
 # litdata.optimize with at least 4 chunks per reader, datasets
-# from_generator + save_to_disk).  A read-only pass over the tars with the
+# from_generator + save_to_disk; Megatron-Energon's `energon prepare` over
+# hard links of the tars).  A read-only pass over the tars with the
 # same reader is timed too ("read" in the preparation lines).
 #
 # Each system is read by the same DDP-shaped job (tests/bench/peers/peers.py:
@@ -23,7 +24,9 @@
 # WebDataset (split_by_node, split_by_worker, with_epoch) with tarfile and
 # with the package's reader; Streaming; LitData; Ray Data (one driver,
 # streaming_split(2, equal=True), a task per rank with iter_torch_batches,
-# over the Parquet); datasets (split_dataset_by_node; map-style and
+# over the Parquet; its temporary directory under the run's own, not
+# /tmp/ray); Megatron-Energon (get_train_dataset + get_loader, a
+# WorkerConfig per rank); datasets (split_dataset_by_node; map-style and
 # IterableDataset).  RUNS (default 3) rounds; a round is every system warm,
 # then every system cold (page cache dropped), then every system cold on
 # slow storage (tests/bench/slowfs.c over the data at SLOW_MS, default 2,
@@ -35,11 +38,14 @@
 # peers.py report prints the tables (rows whose readers got unequal counts
 # marked UNEVEN), peers.py readme README's table.
 #
-# Two environments, both on PyPI's torch 2.15.0 (tests/python/venv.sh,
+# Three environments, all on PyPI's torch 2.15.0 (tests/python/venv.sh,
 # cached): tests/bench/peers/requirements.txt (Streaming, LitData, Ray
-# Data, WebDataset; it also runs shardfs's rows) and the Python suites'
+# Data, WebDataset; it also runs shardfs's rows), the Python suites'
 # tests/python/requirements.txt for datasets 5.2.0 (Streaming 0.13.0 needs
-# transformers < 5, whose huggingface_hub < 1 datasets 5.2.0 refuses).
+# transformers < 5, whose huggingface_hub < 1 datasets 5.2.0 refuses) and
+# tests/bench/peers/requirements-energon.txt for Megatron-Energon 7.4.1
+# (its s3fs pulls aiobotocore 3.10.0, whose botocore 1.43 the peers'
+# boto3 1.44.8 refuses).
 # Under BENCH_SMOKE=1 (smoke.sh): 200 image samples, one warm round, no
 # conversions: shardfs and WebDataset if the peers' environment is already
 # there, else shardfs alone with Debian's Python (CI does not install it).
@@ -56,20 +62,23 @@ cmake -S "$top" -B "$bin" >/dev/null && cmake --build "$bin" -j "$(nproc)" >/dev
 D=$top/tests/bench/peers/peers.py
 req=$top/tests/bench/peers/requirements.txt
 reqhf=$top/tests/python/requirements.txt
+reqen=$top/tests/bench/peers/requirements-energon.txt
 B=${BENCH_DIR:-/var/tmp/peers}
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 export HF_DATASETS_CACHE=$B/hf-cache RAY_USAGE_STATS_ENABLED=0
 # the smoke never installs: it uses the environment if a run made it
 if [ -n "${BENCH_SMOKE:-}" ]; then
 	venv=$(bash "$top/tests/python/venv.sh" --built "$req") || venv=
-	venvhf=
+	venvhf= venven=
 else
 	venv=$(bash "$top/tests/python/venv.sh" "$req")
 	venvhf=$(bash "$top/tests/python/venv.sh" "$reqhf")
+	venven=$(bash "$top/tests/python/venv.sh" "$reqen")
 fi
 if [ -n "$venv" ]; then
 	PY=$venv/bin/python
 	systems="links links_tarfile slices jsonl parquet wds wds_fast streaming litdata ray"
+	[ -z "$venven" ] || systems="$systems energon"
 	[ -z "$venvhf" ] || systems="$systems hf_map hf_stream"
 	# the smoke skips the conversions (half a minute even on tiny data)
 	[ -z "${BENCH_SMOKE:-}" ] || systems="links slices wds"
@@ -79,11 +88,20 @@ else
 	echo "no peers' venv: shardfs only"
 fi
 PYHF=${venvhf:+$venvhf/bin/python}
+PYEN=${venven:+$venven/bin/python}
 py() { # py SYSTEM: the Python that runs SYSTEM's job
-	case $1 in hf_* | arrow) echo "$PYHF" ;; *) echo "$PY" ;; esac
+	case $1 in
+	hf_* | arrow) echo "$PYHF" ;; energon) echo "$PYEN" ;; *) echo "$PY" ;;
+	esac
 }
 mkdir -p "$B"
 work=$(mktemp -d "$B/run-XXXXXX")
+# Ray's session folders (logs, sockets) in the run's own directory, removed
+# with it, not in /tmp/ray (peers.py removes each job's; what /tmp/ray
+# held before the run is compared with what it holds after)
+export RAY_TMPDIR=$work/ray
+mkdir "$RAY_TMPDIR"
+tmpray=$(ls -A /tmp/ray 2>/dev/null || true)
 # slowfs over $B, mounted outside it: a mount inside its own source would
 # be walked through itself
 slow=$(mktemp -d /tmp/peers-slow-XXXXXX)
@@ -109,6 +127,7 @@ data() { # data SYSTEM TAG: the directory SYSTEM reads
 	case $1 in
 	streaming) echo "$root/$2-mds" ;; litdata) echo "$root/$2-litdata" ;;
 	hf_*) echo "$root/$2-arrow" ;; jsonl) echo "$root/$2-jsonl" ;;
+	energon) echo "$root/$2-energon" ;;
 	parquet | ray) echo "$root/$2-parquet" ;; *) echo "$root/$2" ;;
 	esac
 }
@@ -143,8 +162,11 @@ bench() { # bench TAG KIND N BATCH
 	echo "$tag:shardfs-index $(timed "$bin/shardfs-index" "$B/$tag" --quiet)" >> "$prep"
 	if [ -z "${BENCH_SMOKE:-}" ] && [ "$PY" != /usr/bin/python3 ]; then
 		echo "$tag:read $(timed $PY "$D" convert read "$B/$tag" -)" >> "$prep"
-		for f in jsonl parquet mds litdata arrow; do
-			case $f in arrow) [ -n "$PYHF" ] || continue ;; esac
+		for f in jsonl parquet mds litdata arrow energon; do
+			case $f in
+			arrow) [ -n "$PYHF" ] || continue ;;
+			energon) [ -n "$PYEN" ] || continue ;;
+			esac
 			rm -rf "${B:?}/$tag-$f"
 			echo "$tag:$f $(timed "$(py $f)" "$D" convert $f "$B/$tag" "$B/$tag-$f" --samples "$n" 2>> "$work/convert.log")" >> "$prep"
 		done
@@ -188,10 +210,14 @@ bench() { # bench TAG KIND N BATCH
 }
 [ "$images" -gt 0 ] && bench "image-$images" image "$images" 32
 [ "$small" -gt 0 ] && bench "small-$small" small "$small" 256
+if [ "$(ls -A /tmp/ray 2>/dev/null || true)" != "$tmpray" ]; then
+	echo "/tmp/ray changed during the run (Ray did not keep to RAY_TMPDIR):"
+	ls -la /tmp/ray
+fi
 stamp=$(date +%Y%m%d-%H%M%S)
 cp "$res" "$B/results-$stamp.jsonl"
 cp "$prep" "$B/prep-$stamp"
-echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB; peers: $PY${PYHF:+, datasets: $PYHF}"
+echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB; peers: $PY${PYHF:+, datasets: $PYHF}${PYEN:+, Energon: $PYEN}"
 echo "results: $B/results-$stamp.jsonl, $B/prep-$stamp (README's table:" \
 	"$PY $D readme $B/results-$stamp.jsonl --prep $B/prep-$stamp --update README.md)"
 $PY "$D" report "$res" --prep "$prep"

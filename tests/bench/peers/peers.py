@@ -10,13 +10,16 @@
       the shardfs package's tar reader (read: that pass alone; mds:
       MosaicML Streaming MDSWriter; litdata: litdata.optimize, at least 4
       chunks per reader; arrow: datasets from_generator + save_to_disk;
-      jsonl, parquet: a file per tar, shardfs's and Ray Data's input)
+      jsonl, parquet: a file per tar, shardfs's and Ray Data's input;
+      energon: the tars hard-linked into OUT, then `energon prepare`)
   peers.py job --system S --data DIR --out OUT.jsonl [--mount
       SHARDFS,SRC,MNT,OPTS] [--resume STATE] [--stop-after STEPS] [--cold
       [--slow [--cache]]]
       one DDP-shaped job: 2 rank processes (gloo), each a DataLoader of 2
       workers, batch B, decode-free (key, bytes, label); Ray Data: one
-      driver, streaming_split(2, equal=True), a task per rank.  It samples
+      driver, streaming_split(2, equal=True), a task per rank, its
+      temporary directory $RAY_TMPDIR/ray (RAY_TMPDIR: the job's own
+      directory when unset), removed after the job.  It samples
       the PSS of every rank's process tree (and the shardfs daemons' RSS)
       and the CPU time of every process, records every reader's sample
       count and the load average, and appends one JSON line; --cold drops
@@ -47,7 +50,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 WORLD, WORKERS = 2, 2
 SYSTEMS = ["links", "links_tarfile", "slices", "jsonl", "parquet", "wds",
-           "wds_fast", "streaming", "litdata", "ray", "hf_map", "hf_stream"]
+           "wds_fast", "streaming", "litdata", "ray", "energon", "hf_map",
+           "hf_stream"]
 LABEL = {"links": "shardfs, symlinks=1",  # tars, the package's reader
          "links_tarfile": "shardfs, symlinks=1, tarfile",
          "slices": "shardfs, symlinks=0",
@@ -56,6 +60,7 @@ LABEL = {"links": "shardfs, symlinks=1",  # tars, the package's reader
          "wds": "WebDataset, tarfile",
          "wds_fast": "WebDataset, package tar reader",
          "ray": "Ray Data (Parquet)",
+         "energon": "Megatron-Energon",
          "hf_map": "datasets, map-style",
          "hf_stream": "datasets, IterableDataset"}
 SHARDFS = ("links", "links_tarfile", "slices", "jsonl", "parquet")
@@ -193,6 +198,21 @@ def convert(args):
                 args.out, os.path.basename(f)[:-4] + ".parquet"),
                 row_group_size=max(16, min(1024, (8 << 20) // max(
                     1, t.nbytes // max(1, len(rows))))))
+    elif args.system == "energon":
+        # Energon's own preparation of the same tars: `energon prepare`
+        # writes .nv-meta/ into the data directory, so the tars are
+        # hard-linked into a directory of its own (shardfs-index's .shardfs/
+        # and this stay apart); CrudeWebdataset: the samples reach the job's
+        # cooker as they are in the tar, no sample type to map them to
+        os.makedirs(args.out)
+        for f in files:
+            os.link(f, os.path.join(args.out, os.path.basename(f)))
+        subprocess.run([os.path.join(os.path.dirname(sys.executable),
+                                     "energon"), "prepare", args.out,
+                        "--non-interactive", "--split-ratio", "1,0,0",
+                        "--sample-type", "CrudeWebdataset", "--no-progress",
+                        "--num-workers", str(WORKERS)],
+                       check=True, stdout=subprocess.DEVNULL)
     else:
         sys.exit("convert: unknown format " + args.system)
 
@@ -243,6 +263,45 @@ def wds_fast_samples(src):
     from shardfs.samples import tar_samples as fast
     for shard in src:
         yield from fast(shard["url"])
+
+
+def energon_loader(args, rank):
+    """Megatron-Energon as its docs load a prepared dataset: a
+    WorkerConfig of the rank (2 ranks x 2 workers), get_train_dataset with
+    a task encoder, get_loader.  Decode-free like every row: a crude
+    dataset (its "cookers" turn the tar's parts into a sample in the
+    user's code), the encoder's decoder off, batches made by the encoder
+    (Energon batches in the dataset, in the workers); one pass (repeat=
+    False), no shuffle buffer, whole shard slices read in sequence
+    (max_samples_per_sequence=None)"""
+    import dataclasses
+    from megatron.energon import (Cooker, DefaultTaskEncoder, Sample,
+                                  WorkerConfig, basic_sample_keys,
+                                  get_loader, get_train_dataset, stateless)
+
+    @dataclasses.dataclass
+    class BinSample(Sample):
+        bin: bytes
+        cls: bytes
+
+    @stateless
+    def cook(raw):
+        return BinSample(**basic_sample_keys(raw), bin=raw["bin"],
+                         cls=raw["cls"])
+
+    class Encoder(DefaultTaskEncoder):
+        decoder = None
+        cookers = [Cooker(cook)]
+
+        def batch(self, samples):
+            return collate([(s.__key__, s.bin, s.cls) for s in samples])
+
+    wc = WorkerConfig(rank=rank, world_size=WORLD, num_workers=WORKERS)
+    ds = get_train_dataset(args.data, worker_config=wc,
+                           batch_size=args.batch, shuffle_buffer_size=None,
+                           max_samples_per_sequence=None, repeat=False,
+                           task_encoder=Encoder())
+    return get_loader(ds)
 
 
 def rank_loader(args, rank):
@@ -320,6 +379,8 @@ def rank_loader(args, rank):
             ds = ds.with_epoch(args.wds_epoch)
         return DataLoader(ds, batch_size=B, num_workers=WORKERS,
                           collate_fn=collate)
+    if s == "energon":
+        return energon_loader(args, rank)
     if s in ("hf_map", "hf_stream"):
         import datasets
         from datasets.distributed import split_dataset_by_node
@@ -370,8 +431,12 @@ def run_ray(args):
     streaming_split(WORLD, equal=True), each split read by its own
     training worker (a Ray task here) with iter_torch_batches"""
     import ray
+    # Ray's temporary directory (a session folder of logs and sockets) in
+    # the job's own place, not /tmp/ray: job() sets RAY_TMPDIR and removes
+    # it; _temp_dir says the same to ray.init
     ray.init(include_dashboard=False, log_to_driver=False,
-             configure_logging=False)
+             configure_logging=False,
+             _temp_dir=os.path.join(os.environ["RAY_TMPDIR"], "ray"))
     files = sorted(glob.glob(os.path.join(args.data, "*.parquet")))
     ds = ray.data.read_parquet(files)
     its = ds.streaming_split(WORLD, equal=True)
@@ -526,6 +591,20 @@ def rank_results(work):
     return ranks
 
 
+def ray_tmpdir(work):
+    """Where a Ray job keeps its session folder: $RAY_TMPDIR/ray
+    (bench_peers.sh gives a short directory of its own), else WORK/ray.
+    Ray's socket paths below it must fit AF_UNIX's 107 bytes:
+    DIR/ray/session_2026-11-27_21-40-00_123456_12345/sockets/plasma_store
+    is DIR and 67 bytes"""
+    d = os.environ.get("RAY_TMPDIR") or work
+    if len(d) + 67 > 107:
+        raise SystemExit("peers.py: Ray's temporary directory %s is too "
+                         "long for its sockets (at most 40 bytes): set "
+                         "RAY_TMPDIR to a shorter directory" % d)
+    return d
+
+
 def job(args):
     if args.cold:
         subprocess.run(["sync"], check=True)
@@ -539,6 +618,7 @@ def job(args):
     args.out = os.path.abspath(args.out)
     args.data = os.path.abspath(args.data)
     work = args.out + ".d"
+    rtmp = ray_tmpdir(work) if args.system == "ray" else None
     subprocess.run(["rm", "-rf", work], check=True)
     os.makedirs(work)
     try:
@@ -549,6 +629,8 @@ def job(args):
                    MASTER_PORT=str(29500 + os.getpid() % 1000),
                    HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1",
                    TOKENIZERS_PARALLELISM="false")
+        if rtmp:
+            env["RAY_TMPDIR"] = rtmp
         cmd = [sys.executable, os.path.abspath(__file__), "rank",
                "--system", args.system, "--data", args.data,
                "--batch", str(args.batch), "--store", work + "/store",
@@ -587,6 +669,9 @@ def job(args):
         codes = [p.wait() for p in ranks]
     finally:
         unmount_views(mnts, daemons)
+        if rtmp:
+            subprocess.run(["rm", "-rf", "--one-file-system",
+                            os.path.join(rtmp, "ray")])
     ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     # CPU seconds of the job: of every process the job waited for
     # (getrusage of children: ranks, their workers, the daemons), or, when
@@ -633,7 +718,8 @@ PMAP = {"links": "shardfs-index", "links_tarfile": "shardfs-index",
         "slices": "shardfs-index", "jsonl": "shardfs-index-jsonl",
         "parquet": "shardfs-index-parquet", "streaming": "mds",
         "litdata": "litdata", "wds": None, "wds_fast": None,
-        "ray": None, "hf_map": "arrow", "hf_stream": "arrow"}
+        "ray": None, "energon": "energon", "hf_map": "arrow",
+        "hf_stream": "arrow"}
 
 
 def load_results(args):
