@@ -223,7 +223,8 @@ static int window_ahead(struct fw *w, const struct sfs_window *win, size_t ri,
 
 		if (hi[s])
 			prefetch_range(w->fs->prefetch, sh->path, sh->size,
-				       sh->mtime_ns, lo[s], hi[s], budget);
+				       sh->mtime_ns, win->first_shard + s,
+				       lo[s], hi[s], budget);
 	}
 	free(lo);
 	return 0;

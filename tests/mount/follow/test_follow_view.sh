@@ -15,6 +15,9 @@
 #   d. readers that open a shard at once (over slowfs: each open takes
 #      20 ms) leave one descriptor of it in the daemon, not one each (a
 #      consumed and deleted shard's descriptors are all closed)
+#   e. a shard consumed and deleted while its chunks wait in the
+#      prefetcher's queue: they are dropped, not errors; the daemon keeps
+#      no descriptor of it; its windows leave ls -l (readdirplus)
 # Mounts and unmounts (tests/lib.sh); as root.
 . "$(dirname "$0")/../../lib.sh"
 
@@ -224,6 +227,41 @@ expect_eq "d: the streams hold every sample once" \
 expect_eq "d: every shard open once in the daemon" \
 	"$(ls -l "/proc/${daemon_pid[$T/c-m]}/fd" | grep -o '/c[0-9].jsonl$' | sort | uniq -c | awk '{ print $1 }' | tr '\n' ' ')" \
 	"1 1 1 1 "
+unmount_view "$T/c-m"
+unmount_slowfs "$T/c-slow"
+
+printf '== e. consumed shards, read ahead no more\n'
+# over slowfs at 500 ms an operation, one prefetch thread: reaching window
+# 0 queues windows 1 to 3, which the job acknowledges at once (it read
+# them elsewhere); the producer deletes c0 to c3
+mkdir -p "$T/e" "$T/e-idx"
+for k in 0 1 2 3; do bigshard "$T/e" $k; done
+touch "$T/e/.shardfs-end"
+mount_slowfs "$T/e" "$T/c-slow" latency=500,timeout=0
+mount_view "$T/c-slow" "$T/c-m" \
+	"follow=1,follow_interval=1,window=4,shuffle=none,index=$T/e-idx,prefetch_files=3,prefetch_threads=1" ||
+	bad "mount e"
+exec 3<"$T/c-m/0/0/window-00000000.jsonl"
+echo "0 0 3" >"$T/c-m/.shardfs/ack"
+sleep 0.2
+rm "$T"/e/c[0-3].jsonl
+# the chunks of windows 1 to 3 are dropped, or read, by now
+for i in $(seq 100); do
+	[ "$(($(counter "$T/c-m" prefetch_dropped) + $(counter "$T/c-m" prefetch_files) + $(counter "$T/c-m" prefetch_errors)))" -ge 3 ] && break
+	sleep 0.1
+done
+sleep 1
+exec 3<&-
+expect_eq "e: a consumed shard's queued chunks are dropped, no error logged" \
+	"$(counter "$T/c-m" prefetch_errors) $(grep -c 'prefetch: ' "${daemon_log[$T/c-m]}")" "0 0"
+for i in $(seq 100); do
+	[ -e "$T/c-m/0/0/window-00000003.jsonl" ] || break
+	sleep 0.1
+done
+expect_eq "e: the daemon holds no descriptor of a deleted shard" \
+	"$(ls -l "/proc/${daemon_pid[$T/c-m]}/fd" | grep -c '/c[0-9].jsonl')" 0
+expect_eq "e: the consumed, deleted windows are gone from ls -l" \
+	"$(ls -l "$T/c-m/0/0" | awk 'NR > 1 { print $NF }')" "stream.jsonl"
 unmount_view "$T/c-m"
 unmount_slowfs "$T/c-slow"
 
