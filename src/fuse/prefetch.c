@@ -62,10 +62,12 @@ struct slot {
 	struct timespec started;
 };
 
-/* A chunk recently queued: (path, off) queued at serial. */
+/* A chunk recently queued: (path, off) queued at serial, its bytes
+ * [from, end) (less than the chunk when a budget cut it). */
 struct recent {
 	const char *path;
 	uint64_t off;
+	uint64_t from, end;
 	uint64_t serial;
 };
 
@@ -136,26 +138,41 @@ static struct recent *recent_locked(struct prefetch *p, const char *path,
 /* A chunk dropped before it was read: it may be queued again. */
 static void unqueued_locked(struct prefetch *p, const struct job *j)
 {
-	struct recent *r = recent_locked(p, j->path, j->off, false);
+	struct recent *r =
+		recent_locked(p, j->path, j->off - j->off % CHUNK, false);
 
 	if (r)
 		r->path = NULL;
 }
 
+/* Queue j, but what of its chunk is queued already: a chunk cut short by
+ * one trigger's budget is queued on by the next. */
 static void push_locked(struct prefetch *p, const struct job *j)
 {
-	struct recent *r;
+	uint64_t start = j->off - j->off % CHUNK, end = j->off + j->len;
+	struct recent *r = recent_locked(p, j->path, start, false);
+	struct job *q;
 
-	if (recent_locked(p, j->path, j->off, false))
+	if (r && r->from <= j->off && end <= r->end)
 		return;
 	if (p->n == QUEUE_MAX) {
 		atomic_fetch_add(&p->dropped, 1);
 		return;
 	}
-	p->queue[(p->head + p->n++) % QUEUE_MAX] = *j;
-	r = recent_locked(p, j->path, j->off, true);
-	r->path = j->path;
-	r->off = j->off;
+	q = &p->queue[(p->head + p->n++) % QUEUE_MAX];
+	*q = *j;
+	if (r && r->from <= j->off && j->off <= r->end) {
+		/* the rest of what was queued */
+		q->off = r->end;
+		q->len = end - r->end;
+	} else {
+		if (!r)
+			r = recent_locked(p, j->path, start, true);
+		r->path = j->path;
+		r->off = start;
+		r->from = j->off;
+	}
+	r->end = end;
 	r->serial = p->serial++;
 	pthread_cond_signal(&p->wake);
 }

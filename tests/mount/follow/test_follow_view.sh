@@ -18,6 +18,8 @@
 #   e. a shard consumed and deleted while its chunks wait in the
 #      prefetcher's queue: they are dropped, not errors; the daemon keeps
 #      no descriptor of it; its windows leave ls -l (readdirplus)
+#   f. the read-ahead stays within prefetch_mb past the window reached,
+#      however many windows the reader reached
 # Mounts and unmounts (tests/lib.sh); as root.
 . "$(dirname "$0")/../../lib.sh"
 
@@ -262,6 +264,41 @@ expect_eq "e: the daemon holds no descriptor of a deleted shard" \
 	"$(ls -l "/proc/${daemon_pid[$T/c-m]}/fd" | grep -c '/c[0-9].jsonl')" 0
 expect_eq "e: the consumed, deleted windows are gone from ls -l" \
 	"$(ls -l "$T/c-m/0/0" | awk 'NR > 1 { print $NF }')" "stream.jsonl"
+unmount_view "$T/c-m"
+unmount_slowfs "$T/c-slow"
+
+printf '== f. read ahead no further than prefetch_mb\n'
+# windows of about 600 KB, prefetch_mb=1: a reader that reaches window K
+# has the stream read ahead through 1 MiB past it, no further
+mkdir -p "$T/f" "$T/f-idx"
+for k in 0 1 2 3 4 5 6 7; do
+	python3 - "$T/f/.c$k.tmp" "$k" <<'PY'
+import sys
+with open(sys.argv[1], "w") as f:
+    for i in range(4):
+        f.write('{"k":%s,"i":%d,"pad":"%s"}\n' % (sys.argv[2], i, "x" * 150000))
+PY
+	mv "$T/f/.c$k.tmp" "$T/f/c$k.jsonl"
+done
+touch "$T/f/.shardfs-end"
+mount_slowfs "$T/f" "$T/c-slow" latency=1
+mount_view "$T/c-slow" "$T/c-m" \
+	"follow=1,window=4,shuffle=none,index=$T/f-idx,prefetch_mb=1,prefetch_files=16,prefetch_threads=2" ||
+	bad "mount f"
+W=$(stat -c %s "$T/f/c0.jsonl")
+got=
+for k in 0 1 2 3; do
+	exec 3<"$T/c-m/0/0/window-0000000$k.jsonl"
+	exec 3<&-
+	for i in $(seq 50); do
+		[ "$(counter "$T/c-m" prefetch_bytes)" -ge $((k * W + 1048576)) ] && break
+		sleep 0.1
+	done
+	sleep 0.5
+	got="$got $(counter "$T/c-m" prefetch_bytes)"
+done
+expect_eq "f: read ahead through 1 MiB past each window reached" \
+	"$got" " 1048576 $((W + 1048576)) $((2 * W + 1048576)) $((3 * W + 1048576))"
 unmount_view "$T/c-m"
 unmount_slowfs "$T/c-slow"
 
