@@ -12,6 +12,8 @@
 #      the one a reader reached, of those built only: exact counters,
 #      for window files and for the stream, and as windows come; the
 #      bytes read are the shards'
+#      (shards of 6 samples in windows of 4: what of a window is there
+#      before it is built is not read ahead)
 #   d. readers that open a shard at once (over slowfs: each open takes
 #      20 ms) leave one descriptor of it in the daemon, not one each (a
 #      consumed and deleted shard's descriptors are all closed)
@@ -120,20 +122,22 @@ expect_eq "b: a stream has no range, a directory no attribute" \
 unmount_view "$T/b-m"
 
 printf '== c. prefetch\n'
-# bigshard DIR K: c<K>.jsonl, 4 lines of about 1 KB, each shard's size
-# its own
+# bigshard DIR K [N]: c<K>.jsonl, N (4) lines of about 1 KB, each line's
+# size its own
 bigshard() {
-	python3 - "$1/.c$2.tmp" "$2" <<'PY'
+	python3 - "$1/.c$2.tmp" "$2" "${3:-4}" <<'PY'
 import sys
 k = int(sys.argv[2])
 with open(sys.argv[1], "w") as f:
-    for i in range(4):
+    for i in range(int(sys.argv[3])):
         f.write('{"k":%d,"i":%d,"pad":"%s"}\n' % (k, i, "x" * (1000 + 97 * k + i)))
 PY
 	mv "$1/.c$2.tmp" "$1/c$2.jsonl"
 }
 # bytes FILES...: their sizes added
 bytes() { stat -c %s "$@" | awk '{ s += $1 } END { print s }'; }
+# lines FILE FROM TO: the bytes of its lines FROM..TO (from 1)
+lines() { sed -n "$2,$3p" "$1" | wc -c; }
 # prefetched MNT FILES: prefetch_files once it is FILES (10 s at most)
 prefetched() {
 	local i n
@@ -182,10 +186,11 @@ expect_eq "c: reading the stream reads windows 1 to 5 ahead" \
 	"$(prefetched "$T/c-m" 5) $(counter "$T/c-m" prefetch_bytes)" \
 	"5 $(bytes "$T"/c/c[1-5].jsonl)"
 unmount_view "$T/c-m"
-# a source that grows: only what is built is read ahead
+# a source that grows: only what is built is read ahead.  Shards of 6
+# samples, windows of 4: c0 to c2 make windows 0 to 3, and half of window
+# 4 (c2's last 2 samples); window 4 is built once c3 comes
 mkdir -p "$T/g" "$T/g-idx"
-bigshard "$T/g" 0
-bigshard "$T/g" 1
+for k in 0 1 2; do bigshard "$T/g" $k 6; done
 unmount_slowfs "$T/c-slow"
 # (entries not kept: the new shard is seen at the next listing)
 mount_slowfs "$T/g" "$T/c-slow" latency=1,timeout=0
@@ -193,18 +198,21 @@ mount_view "$T/c-slow" "$T/c-m" \
 	"follow=1,follow_interval=1,window=4,shuffle=none,index=$T/g-idx,prefetch_files=4" ||
 	bad "mount c (growing)"
 cat "$T/c-m/0/0/window-00000000.jsonl" >/dev/null
-expect_eq "c: growing: window 1, the only one built after 0, read ahead" \
-	"$(prefetched "$T/c-m" 1) $(counter "$T/c-m" prefetch_bytes)" \
-	"1 $(bytes "$T/g/c1.jsonl")"
-bigshard "$T/g" 2
+# window 1: c0's samples 4, 5 and c1's 0, 1; window 2: c1's 2 to 5;
+# window 3: c2's 0 to 3 (4 ranges)
+expect_eq "c: growing: windows 1 to 3 read ahead, not the half of window 4" \
+	"$(prefetched "$T/c-m" 4) $(sleep 1; counter "$T/c-m" prefetch_bytes)" \
+	"4 $(($(lines "$T/g/c0.jsonl" 5 6) + $(bytes "$T/g/c1.jsonl") + $(lines "$T/g/c2.jsonl" 1 4)))"
+bigshard "$T/g" 3 6
 for i in $(seq 100); do
-	[ -e "$T/c-m/0/0/window-00000002.jsonl" ] && break
+	[ -e "$T/c-m/0/0/window-00000005.jsonl" ] && break
 	sleep 0.1
 done
 cat "$T/c-m/0/0/window-00000001.jsonl" >/dev/null
-expect_eq "c: growing: window 2 read ahead once it is built and window 1 reached" \
-	"$(prefetched "$T/c-m" 2) $(counter "$T/c-m" prefetch_bytes)" \
-	"2 $(bytes "$T"/g/c[12].jsonl)"
+# window 4: c2's 4, 5 and c3's 0, 1; window 5: c3's 2 to 5
+expect_eq "c: growing: windows 4 and 5 read ahead once built and window 1 reached" \
+	"$(prefetched "$T/c-m" 7) $(sleep 1; counter "$T/c-m" prefetch_bytes)" \
+	"7 $(bytes "$T"/g/c[0-3].jsonl | awk -v a="$(lines "$T/g/c0.jsonl" 1 4)" '{ print $1 - a }')"
 unmount_view "$T/c-m"
 unmount_slowfs "$T/c-slow"
 
