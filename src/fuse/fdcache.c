@@ -146,15 +146,17 @@ static bool wait_freed(struct fdcache *c)
 }
 
 /* path's entry in the table, with a reference taken, or NULL; a reader
- * (not ahead) gets it only while path still names its file. */
+ * (not ahead) gets it only while path still names its file.  *forgets:
+ * c->forgets when the table was searched. */
 static struct fdcache_ent *lookup(struct fdcache *c, const char *path,
-				  bool ahead)
+				  bool ahead, uint64_t *forgets)
 {
 	struct fdcache_ent *e = NULL;
 	bool recheck = false;
 	unsigned i;
 
 	pthread_mutex_lock(&c->lock);
+	*forgets = c->forgets;
 	for (i = 0; i < c->n; i++) {
 		if (!strcmp(c->ents[i]->path, path)) {
 			e = c->ents[i];
@@ -235,13 +237,16 @@ static bool cached_locked(const struct fdcache *c, const char *path)
 
 /* A new entry for fd, open as path, checked against the index (size,
  * mtime_ns), with one reference, cached when there is room and path has
- * no entry yet; else NULL with *rc and fd closed. */
+ * no entry yet; else NULL with *rc and fd closed.  forgets: c->forgets
+ * before path was opened. */
 static struct fdcache_ent *ent_add(struct fdcache *c, int fd, const char *path,
 				   uint64_t size, int64_t mtime_ns, bool ahead,
-				   int *rc, struct sfs_error *err)
+				   uint64_t forgets, int *rc,
+				   struct sfs_error *err)
 {
 	struct fdcache_ent *e = NULL;
 	struct stat st;
+	bool keep = true;
 
 	if (fstat(fd, &st) < 0)
 		*rc = sfs_errorf(err, -EIO, "%s: %s", path, strerror(errno));
@@ -266,11 +271,21 @@ static struct fdcache_ent *ent_add(struct fdcache *c, int fd, const char *path,
 	e->refs = 1;
 	e->ahead = ahead;
 	pthread_mutex_lock(&c->lock);
+	/* a forget since path was opened may have found no entry for it
+	 * while it was deleted (a consumed shard): cached, its descriptor
+	 * would keep the file's space until evicted.  Cached only while
+	 * path still names it. */
+	while (keep && c->forgets != forgets) {
+		forgets = c->forgets;
+		pthread_mutex_unlock(&c->lock);
+		keep = same_file(c->srcfd, path, fd);
+		pthread_mutex_lock(&c->lock);
+	}
 	e->used = ++c->tick;
 	/* two gets that missed at once (a reader and the prefetcher) open
 	 * path twice: one entry a path, so that fdcache_forget closes every
 	 * descriptor of it; the other is closed at its last put */
-	if (!cached_locked(c, path) && (c->n < c->cap || evict(c))) {
+	if (keep && !cached_locked(c, path) && (c->n < c->cap || evict(c))) {
 		e->cached = true;
 		c->ents[c->n++] = e;
 	}
@@ -283,7 +298,8 @@ struct fdcache_ent *fdcache_get(struct fdcache *c, const char *path,
 				int *rc, struct sfs_error *err)
 {
 	bool ahead = flags & FDCACHE_AHEAD;
-	struct fdcache_ent *e = lookup(c, path, ahead);
+	uint64_t forgets;
+	struct fdcache_ent *e = lookup(c, path, ahead, &forgets);
 	int fd;
 
 	if (e) {
@@ -301,7 +317,7 @@ struct fdcache_ent *fdcache_get(struct fdcache *c, const char *path,
 		*rc = fd;
 		return NULL;
 	}
-	return ent_add(c, fd, path, size, mtime_ns, ahead, rc, err);
+	return ent_add(c, fd, path, size, mtime_ns, ahead, forgets, rc, err);
 }
 
 void fdcache_forget(struct fdcache *c, const char *path)
@@ -310,6 +326,7 @@ void fdcache_forget(struct fdcache *c, const char *path)
 	unsigned i;
 
 	pthread_mutex_lock(&c->lock);
+	c->forgets++; /* a get under way when path went re-checks it */
 	for (i = 0; i < c->n && !e; i++) {
 		if (!strcmp(c->ents[i]->path, path)) {
 			e = c->ents[i];

@@ -44,6 +44,7 @@ struct fdcache {
 	unsigned n, cap;
 	uint64_t tick;
 	uint64_t puts; /* entries put back by their last holder */
+	uint64_t forgets; /* fdcache_forget calls so far */
 };
 
 /* Set up an empty cache of cap files below the directory srcfd. */

@@ -373,6 +373,17 @@ static size_t advance(struct fw *w, bool scan)
 /* ---- consumption ---- */
 
 /* (fs.h) */
+size_t follow_consumed_count(struct fw *w)
+{
+	size_t c;
+
+	pthread_mutex_lock(&w->lock);
+	c = w->consumed;
+	pthread_mutex_unlock(&w->lock);
+	return c;
+}
+
+/* (fs.h) */
 char *follow_consumed_text(struct fw *w)
 {
 	char *s = NULL;

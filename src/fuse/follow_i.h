@@ -52,9 +52,10 @@ struct freader {
 	struct sfs_access *acc;
 	size_t acc_cap;
 	struct sfs_access stream_acc; /* of its stream: every window's */
-	/* its windows (from first) before this one are queued for the
-	 * prefetcher (follow_ahead) */
-	uint64_t ahead;
+	/* the prefetcher was last asked (follow_ahead) for the windows
+	 * after window ahead_at - 1 (from first; 0: never), up to ahead_end
+	 * (as many as were built then, or the budget allowed) */
+	uint64_t ahead_at, ahead_end;
 	bool waiting; /* reads of it are parked: nwaiting of them */
 	size_t nwaiting;
 };

@@ -223,7 +223,8 @@ static int window_ahead(struct fw *w, const struct sfs_window *win, size_t ri,
 
 		if (hi[s])
 			prefetch_range(w->fs->prefetch, sh->path, sh->size,
-				       sh->mtime_ns, lo[s], hi[s], budget);
+				       sh->mtime_ns, win->first_shard + s,
+				       lo[s], hi[s], budget);
 	}
 	free(lo);
 	return 0;
@@ -239,12 +240,20 @@ void follow_ahead(struct fw *w, struct freader *r, uint64_t i)
 		return;
 	prefetch_budget(w->fs->prefetch, &budget, &files);
 	end = i + 1 + files < w->nwins ? i + 1 + files : w->nwins;
-	for (k = r->ahead > i + 1 ? r->ahead : i + 1; k < end && budget; k++)
+	/* walked from window i already, as far as there were windows: the
+	 * chunks are queued */
+	if (r->ahead_at == i + 1 && r->ahead_end >= end)
+		return;
+	/* a new walk from the window after i, with a fresh budget: what is
+	 * queued already (the prefetcher's recent chunks) is charged to it
+	 * but not queued again, so the read-ahead stays within the budget
+	 * of the window reached */
+	for (k = i + 1; k < end && budget; k++)
 		if (window_ahead(w, w->wins[k], (size_t)(r - w->readers),
 				 &budget))
 			break;
-	if (k > r->ahead)
-		r->ahead = k;
+	r->ahead_at = i + 1;
+	r->ahead_end = end;
 }
 
 /* The window (from first) holding byte pos of r's stream (pos below its

@@ -425,11 +425,13 @@ void prefetch_budget(const struct prefetch *p, uint64_t *bytes,
 /*
  * Queue bytes [lo, hi) of path (relative to the source, borrowed: it must
  * live as long as p; size and mtime as recorded, checked before it is
- * read), at most *budget of them, which it lowers: for a mount without
- * views (follow=1), whose queued chunks no switch drops.
+ * read), at most *budget of them, which it lowers: for a followed source
+ * (follow=1), path being shard number shard of the stream; its chunks
+ * still queued when that shard is consumed are dropped.
  */
 void prefetch_range(struct prefetch *p, const char *path, uint64_t size,
-		    int64_t mtime, uint64_t lo, uint64_t hi, uint64_t *budget);
+		    int64_t mtime, uint64_t shard, uint64_t lo, uint64_t hi,
+		    uint64_t *budget);
 
 /* Its counters so far into c's prefetch_* (0 for p NULL). */
 void prefetch_counters(const struct prefetch *p, struct sfs_status_counters *c);
@@ -493,6 +495,9 @@ void follow_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off);
  * options), built only when what it shows changed: a heap string to
  * join with the counters, NULL without memory. */
 char *follow_status_head(struct fw *w, const struct sfs_status_in *in);
+
+/* The number of shards consumed (the first of the stream's not yet). */
+size_t follow_consumed_count(struct fw *w);
 
 /* `.shardfs/consumed`: the last shard consumed and a newline, or ""; a
  * heap string, NULL without memory. */

@@ -18,8 +18,9 @@
  * chunks (more are dropped and counted).  Nothing is served from what the
  * prefetcher reads: it only warms caches, so an error, a changed shard or
  * a stalled source costs speed, never bytes; each is logged and the chunk
- * dropped.  Chunks of a view that is no longer current are dropped when
- * their turn comes.
+ * dropped.  Chunks of a view that is no longer current, or on a followed
+ * source of a shard already consumed (which its producer may delete), are
+ * dropped when their turn comes.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -47,7 +48,9 @@ struct job {
 	int64_t mtime;
 	uint64_t off, len;
 	bool last; /* the file's last chunk */
-	uint32_t gen; /* the view it was asked for */
+	/* the view it was asked for; on a followed source, its shard's
+	 * place in the stream */
+	uint64_t gen;
 };
 
 /* A worker thread and the chunk it reads, for the stall watch. */
@@ -59,10 +62,12 @@ struct slot {
 	struct timespec started;
 };
 
-/* A chunk recently queued: (path, off) queued at serial. */
+/* A chunk recently queued: (path, off) queued at serial, its bytes
+ * [from, end) (less than the chunk when a budget cut it). */
 struct recent {
 	const char *path;
 	uint64_t off;
+	uint64_t from, end;
 	uint64_t serial;
 };
 
@@ -133,26 +138,41 @@ static struct recent *recent_locked(struct prefetch *p, const char *path,
 /* A chunk dropped before it was read: it may be queued again. */
 static void unqueued_locked(struct prefetch *p, const struct job *j)
 {
-	struct recent *r = recent_locked(p, j->path, j->off, false);
+	struct recent *r =
+		recent_locked(p, j->path, j->off - j->off % CHUNK, false);
 
 	if (r)
 		r->path = NULL;
 }
 
+/* Queue j, but what of its chunk is queued already: a chunk cut short by
+ * one trigger's budget is queued on by the next. */
 static void push_locked(struct prefetch *p, const struct job *j)
 {
-	struct recent *r;
+	uint64_t start = j->off - j->off % CHUNK, end = j->off + j->len;
+	struct recent *r = recent_locked(p, j->path, start, false);
+	struct job *q;
 
-	if (recent_locked(p, j->path, j->off, false))
+	if (r && r->from <= j->off && end <= r->end)
 		return;
 	if (p->n == QUEUE_MAX) {
 		atomic_fetch_add(&p->dropped, 1);
 		return;
 	}
-	p->queue[(p->head + p->n++) % QUEUE_MAX] = *j;
-	r = recent_locked(p, j->path, j->off, true);
-	r->path = j->path;
-	r->off = j->off;
+	q = &p->queue[(p->head + p->n++) % QUEUE_MAX];
+	*q = *j;
+	if (r && r->from <= j->off && j->off <= r->end) {
+		/* the rest of what was queued */
+		q->off = r->end;
+		q->len = end - r->end;
+	} else {
+		if (!r)
+			r = recent_locked(p, j->path, start, true);
+		r->path = j->path;
+		r->off = start;
+		r->from = j->off;
+	}
+	r->end = end;
 	r->serial = p->serial++;
 	pthread_cond_signal(&p->wake);
 }
@@ -166,6 +186,15 @@ static uint32_t current_gen(struct fs *fs)
 	gen = fs->current ? fs->current->gen : 0;
 	pthread_mutex_unlock(&fs->lock);
 	return gen;
+}
+
+/* j's turn has come too late: its view is no longer served, or its shard
+ * has been consumed. */
+static bool stale(struct fs *fs, const struct job *j)
+{
+	if (fs->follow)
+		return j->gen < follow_consumed_count(fs->follow);
+	return j->gen != current_gen(fs);
 }
 
 /*
@@ -215,6 +244,11 @@ static int read_chunk(struct prefetch *p, const struct job *j, char *buf)
 		atomic_fetch_add(&p->files, 1);
 	if (!rc || atomic_load(&p->stopping))
 		return rc;
+	/* its shard consumed while it was read, and deleted: no error */
+	if (stale(p->fs, j)) {
+		atomic_fetch_add(&p->dropped, 1);
+		return 0;
+	}
 	atomic_fetch_add(&p->errors, 1);
 	pthread_mutex_lock(&p->lock);
 	again = p->failed == j->path;
@@ -244,7 +278,7 @@ static void *worker(void *arg)
 		p->head = (p->head + 1) % QUEUE_MAX;
 		p->n--;
 		pthread_mutex_unlock(&p->lock);
-		if (j.gen != current_gen(p->fs)) {
+		if (stale(p->fs, &j)) {
 			pthread_mutex_lock(&p->lock);
 			unqueued_locked(p, &j);
 			atomic_fetch_add(&p->dropped, 1);
@@ -420,10 +454,12 @@ void prefetch_budget(const struct prefetch *p, uint64_t *bytes, uint32_t *files)
 
 /* (fs.h) */
 void prefetch_range(struct prefetch *p, const char *path, uint64_t size,
-		    int64_t mtime, uint64_t lo, uint64_t hi, uint64_t *budget)
+		    int64_t mtime, uint64_t shard, uint64_t lo, uint64_t hi,
+		    uint64_t *budget)
 {
-	/* generation 0: a mount without views never drops them */
-	struct job j = { .path = path, .size = size, .mtime = mtime };
+	struct job j = {
+		.path = path, .size = size, .mtime = mtime, .gen = shard
+	};
 
 	pthread_mutex_lock(&p->lock);
 	add_range_locked(p, &j, lo, hi, budget);

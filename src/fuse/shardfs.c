@@ -558,6 +558,9 @@ out:
 		       "exiting while prefetch reads still wait for the stalled source: they end with the process");
 		_exit(rc);
 	}
+	/* the watcher, stopped next, answers parked reads, which ask for
+	 * it (follow_ahead) */
+	fs.prefetch = NULL;
 	follow_stop(&fs);
 	fs_release_views(&fs);
 	if (fs.fds.ents)

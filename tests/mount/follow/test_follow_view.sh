@@ -12,9 +12,16 @@
 #      the one a reader reached, of those built only: exact counters,
 #      for window files and for the stream, and as windows come; the
 #      bytes read are the shards'
+#      (shards of 6 samples in windows of 4: what of a window is there
+#      before it is built is not read ahead)
 #   d. readers that open a shard at once (over slowfs: each open takes
 #      20 ms) leave one descriptor of it in the daemon, not one each (a
 #      consumed and deleted shard's descriptors are all closed)
+#   e. a shard consumed and deleted while its chunks wait in the
+#      prefetcher's queue: they are dropped, not errors; the daemon keeps
+#      no descriptor of it; its windows leave ls -l (readdirplus)
+#   f. the read-ahead stays within prefetch_mb past the window reached,
+#      however many windows the reader reached
 # Mounts and unmounts (tests/lib.sh); as root.
 . "$(dirname "$0")/../../lib.sh"
 
@@ -115,20 +122,22 @@ expect_eq "b: a stream has no range, a directory no attribute" \
 unmount_view "$T/b-m"
 
 printf '== c. prefetch\n'
-# bigshard DIR K: c<K>.jsonl, 4 lines of about 1 KB, each shard's size
-# its own
+# bigshard DIR K [N]: c<K>.jsonl, N (4) lines of about 1 KB, each line's
+# size its own
 bigshard() {
-	python3 - "$1/.c$2.tmp" "$2" <<'PY'
+	python3 - "$1/.c$2.tmp" "$2" "${3:-4}" <<'PY'
 import sys
 k = int(sys.argv[2])
 with open(sys.argv[1], "w") as f:
-    for i in range(4):
+    for i in range(int(sys.argv[3])):
         f.write('{"k":%d,"i":%d,"pad":"%s"}\n' % (k, i, "x" * (1000 + 97 * k + i)))
 PY
 	mv "$1/.c$2.tmp" "$1/c$2.jsonl"
 }
 # bytes FILES...: their sizes added
 bytes() { stat -c %s "$@" | awk '{ s += $1 } END { print s }'; }
+# lines FILE FROM TO: the bytes of its lines FROM..TO (from 1)
+lines() { sed -n "$2,$3p" "$1" | wc -c; }
 # prefetched MNT FILES: prefetch_files once it is FILES (10 s at most)
 prefetched() {
 	local i n
@@ -177,10 +186,11 @@ expect_eq "c: reading the stream reads windows 1 to 5 ahead" \
 	"$(prefetched "$T/c-m" 5) $(counter "$T/c-m" prefetch_bytes)" \
 	"5 $(bytes "$T"/c/c[1-5].jsonl)"
 unmount_view "$T/c-m"
-# a source that grows: only what is built is read ahead
+# a source that grows: only what is built is read ahead.  Shards of 6
+# samples, windows of 4: c0 to c2 make windows 0 to 3, and half of window
+# 4 (c2's last 2 samples); window 4 is built once c3 comes
 mkdir -p "$T/g" "$T/g-idx"
-bigshard "$T/g" 0
-bigshard "$T/g" 1
+for k in 0 1 2; do bigshard "$T/g" $k 6; done
 unmount_slowfs "$T/c-slow"
 # (entries not kept: the new shard is seen at the next listing)
 mount_slowfs "$T/g" "$T/c-slow" latency=1,timeout=0
@@ -188,18 +198,21 @@ mount_view "$T/c-slow" "$T/c-m" \
 	"follow=1,follow_interval=1,window=4,shuffle=none,index=$T/g-idx,prefetch_files=4" ||
 	bad "mount c (growing)"
 cat "$T/c-m/0/0/window-00000000.jsonl" >/dev/null
-expect_eq "c: growing: window 1, the only one built after 0, read ahead" \
-	"$(prefetched "$T/c-m" 1) $(counter "$T/c-m" prefetch_bytes)" \
-	"1 $(bytes "$T/g/c1.jsonl")"
-bigshard "$T/g" 2
+# window 1: c0's samples 4, 5 and c1's 0, 1; window 2: c1's 2 to 5;
+# window 3: c2's 0 to 3 (4 ranges)
+expect_eq "c: growing: windows 1 to 3 read ahead, not the half of window 4" \
+	"$(prefetched "$T/c-m" 4) $(sleep 1; counter "$T/c-m" prefetch_bytes)" \
+	"4 $(($(lines "$T/g/c0.jsonl" 5 6) + $(bytes "$T/g/c1.jsonl") + $(lines "$T/g/c2.jsonl" 1 4)))"
+bigshard "$T/g" 3 6
 for i in $(seq 100); do
-	[ -e "$T/c-m/0/0/window-00000002.jsonl" ] && break
+	[ -e "$T/c-m/0/0/window-00000005.jsonl" ] && break
 	sleep 0.1
 done
 cat "$T/c-m/0/0/window-00000001.jsonl" >/dev/null
-expect_eq "c: growing: window 2 read ahead once it is built and window 1 reached" \
-	"$(prefetched "$T/c-m" 2) $(counter "$T/c-m" prefetch_bytes)" \
-	"2 $(bytes "$T"/g/c[12].jsonl)"
+# window 4: c2's 4, 5 and c3's 0, 1; window 5: c3's 2 to 5
+expect_eq "c: growing: windows 4 and 5 read ahead once built and window 1 reached" \
+	"$(prefetched "$T/c-m" 7) $(sleep 1; counter "$T/c-m" prefetch_bytes)" \
+	"7 $(bytes "$T"/g/c[0-3].jsonl | awk -v a="$(lines "$T/g/c0.jsonl" 1 4)" '{ print $1 - a }')"
 unmount_view "$T/c-m"
 unmount_slowfs "$T/c-slow"
 
@@ -224,6 +237,76 @@ expect_eq "d: the streams hold every sample once" \
 expect_eq "d: every shard open once in the daemon" \
 	"$(ls -l "/proc/${daemon_pid[$T/c-m]}/fd" | grep -o '/c[0-9].jsonl$' | sort | uniq -c | awk '{ print $1 }' | tr '\n' ' ')" \
 	"1 1 1 1 "
+unmount_view "$T/c-m"
+unmount_slowfs "$T/c-slow"
+
+printf '== e. consumed shards, read ahead no more\n'
+# over slowfs at 500 ms an operation, one prefetch thread: reaching window
+# 0 queues windows 1 to 3, which the job acknowledges at once (it read
+# them elsewhere); the producer deletes c0 to c3
+mkdir -p "$T/e" "$T/e-idx"
+for k in 0 1 2 3; do bigshard "$T/e" $k; done
+touch "$T/e/.shardfs-end"
+mount_slowfs "$T/e" "$T/c-slow" latency=500,timeout=0
+mount_view "$T/c-slow" "$T/c-m" \
+	"follow=1,follow_interval=1,window=4,shuffle=none,index=$T/e-idx,prefetch_files=3,prefetch_threads=1" ||
+	bad "mount e"
+exec 3<"$T/c-m/0/0/window-00000000.jsonl"
+echo "0 0 3" >"$T/c-m/.shardfs/ack"
+sleep 0.2
+rm "$T"/e/c[0-3].jsonl
+# the chunks of windows 1 to 3 are dropped, or read, by now
+for i in $(seq 100); do
+	[ "$(($(counter "$T/c-m" prefetch_dropped) + $(counter "$T/c-m" prefetch_files) + $(counter "$T/c-m" prefetch_errors)))" -ge 3 ] && break
+	sleep 0.1
+done
+sleep 1
+exec 3<&-
+expect_eq "e: a consumed shard's queued chunks are dropped, no error logged" \
+	"$(counter "$T/c-m" prefetch_errors) $(grep -c 'prefetch: ' "${daemon_log[$T/c-m]}")" "0 0"
+for i in $(seq 100); do
+	[ -e "$T/c-m/0/0/window-00000003.jsonl" ] || break
+	sleep 0.1
+done
+expect_eq "e: the daemon holds no descriptor of a deleted shard" \
+	"$(ls -l "/proc/${daemon_pid[$T/c-m]}/fd" | grep -c '/c[0-9].jsonl')" 0
+expect_eq "e: the consumed, deleted windows are gone from ls -l" \
+	"$(ls -l "$T/c-m/0/0" | awk 'NR > 1 { print $NF }')" "stream.jsonl"
+unmount_view "$T/c-m"
+unmount_slowfs "$T/c-slow"
+
+printf '== f. read ahead no further than prefetch_mb\n'
+# windows of about 600 KB, prefetch_mb=1: a reader that reaches window K
+# has the stream read ahead through 1 MiB past it, no further
+mkdir -p "$T/f" "$T/f-idx"
+for k in 0 1 2 3 4 5 6 7; do
+	python3 - "$T/f/.c$k.tmp" "$k" <<'PY'
+import sys
+with open(sys.argv[1], "w") as f:
+    for i in range(4):
+        f.write('{"k":%s,"i":%d,"pad":"%s"}\n' % (sys.argv[2], i, "x" * 150000))
+PY
+	mv "$T/f/.c$k.tmp" "$T/f/c$k.jsonl"
+done
+touch "$T/f/.shardfs-end"
+mount_slowfs "$T/f" "$T/c-slow" latency=1
+mount_view "$T/c-slow" "$T/c-m" \
+	"follow=1,window=4,shuffle=none,index=$T/f-idx,prefetch_mb=1,prefetch_files=16,prefetch_threads=2" ||
+	bad "mount f"
+W=$(stat -c %s "$T/f/c0.jsonl")
+got=
+for k in 0 1 2 3; do
+	exec 3<"$T/c-m/0/0/window-0000000$k.jsonl"
+	exec 3<&-
+	for i in $(seq 50); do
+		[ "$(counter "$T/c-m" prefetch_bytes)" -ge $((k * W + 1048576)) ] && break
+		sleep 0.1
+	done
+	sleep 0.5
+	got="$got $(counter "$T/c-m" prefetch_bytes)"
+done
+expect_eq "f: read ahead through 1 MiB past each window reached" \
+	"$got" " 1048576 $((W + 1048576)) $((2 * W + 1048576)) $((3 * W + 1048576))"
 unmount_view "$T/c-m"
 unmount_slowfs "$T/c-slow"
 
