@@ -207,6 +207,11 @@ struct fs {
 	struct handle *handles; /* every open file and directory */
 	uint32_t next_gen;
 	pthread_mutex_t switch_lock; /* one epoch switch at a time */
+	/* read-held by a lookup at the root from its view to its reply: a
+	 * switch write-takes it once before it tells the kernel that the
+	 * root's names are stale, so that no answer of the view it replaced
+	 * reaches the kernel after that (forget_old) */
+	pthread_rwlock_t root_lookups;
 	struct ahead ahead; /* switch_lock */
 
 	struct fdcache fds;
@@ -277,7 +282,8 @@ void fs_readahead_once(struct fs *fs);
  * Add entry name of a listing to buf (size bytes, *used of them taken),
  * the next one at offset next; with plus (readdirplus) e whole (its inode,
  * attributes and timeouts: a lookup the kernel counts), else e->attr's
- * inode and type.  "." and ".." never carry a lookup.  Returns false when
+ * inode and type.  "." and ".." never carry a lookup, nor an e whose ino
+ * is 0 (its attributes' st_ino is the entry's inode).  Returns false when
  * buf is full (nothing added).
  */
 bool fs_add_entry(fuse_req_t req, char *buf, size_t size, size_t *used,

@@ -100,13 +100,54 @@ static void fs_getattr(fuse_req_t req, fuse_ino_t ino,
 	fuse_reply_attr(req, &st, ino == FS_INO_ROOT ? 0 : VIEW_TIMEOUT);
 }
 
-static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+/* Look name up in the view parent is a node of. */
+static void view_lookup(fuse_req_t req, struct fs *fs, fuse_ino_t parent,
+			const char *name)
 {
-	struct fs *fs = fs_of(req);
 	struct fuse_entry_param e;
 	struct view_ref *vr;
 	uint32_t node;
 	int64_t child;
+	int rc;
+
+	vr = view_get(fs, parent, &node);
+	if (!vr) {
+		fuse_reply_err(req, gone(fs, parent));
+		return;
+	}
+	child = sfs_view_lookup(vr->v, node, name);
+	if (child < 0) {
+		/* read before the reference goes: a view let go is freed
+		 * with its last one */
+		rc = vr->v->nodes[node].kind == SFS_NODE_DIR ? ENOENT : ENOTDIR;
+		view_unref(fs, vr);
+		fuse_reply_err(req, rc);
+		return;
+	}
+	/* a symlink's reader reads the source itself: what it reaches
+	 * next is all the daemon learns */
+	if (vr->v->nodes[child].kind == SFS_NODE_LINK)
+		prefetch_after(fs->prefetch, vr, (uint32_t)child);
+	memset(&e, 0, sizeof(e));
+	e.ino = node_ino(vr, (uint32_t)child);
+	node_stat(fs, vr, (uint32_t)child, &e.attr);
+	e.attr_timeout = VIEW_TIMEOUT;
+	e.entry_timeout = VIEW_TIMEOUT;
+	pthread_mutex_lock(&fs->lock);
+	view_looked_up_locked(vr, (uint32_t)child);
+	pthread_mutex_unlock(&fs->lock);
+	if (fuse_reply_entry(req, &e)) {
+		pthread_mutex_lock(&fs->lock);
+		view_forgot_locked(fs, vr, (uint32_t)child, 1);
+		pthread_mutex_unlock(&fs->lock);
+	}
+	view_unref(fs, vr);
+}
+
+static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct fs *fs = fs_of(req);
+	struct fuse_entry_param e;
 	int rc;
 
 	fs_readahead_once(fs);
@@ -132,37 +173,13 @@ static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		follow_lookup(req, parent, name);
 		return;
 	}
-	vr = view_get(fs, parent, &node);
-	if (!vr) {
-		fuse_reply_err(req, gone(fs, parent));
+	if (parent != FS_INO_ROOT) {
+		view_lookup(req, fs, parent, name);
 		return;
 	}
-	child = sfs_view_lookup(vr->v, node, name);
-	if (child < 0) {
-		/* read before the reference goes: a view let go is freed
-		 * with its last one */
-		rc = vr->v->nodes[node].kind == SFS_NODE_DIR ? ENOENT : ENOTDIR;
-		view_unref(fs, vr);
-		fuse_reply_err(req, rc);
-		return;
-	}
-	/* a symlink's reader reads the source itself: what it reaches
-	 * next is all the daemon learns */
-	if (vr->v->nodes[child].kind == SFS_NODE_LINK)
-		prefetch_after(fs->prefetch, vr, (uint32_t)child);
-	e.ino = node_ino(vr, (uint32_t)child);
-	node_stat(fs, vr, (uint32_t)child, &e.attr);
-	e.attr_timeout = VIEW_TIMEOUT;
-	e.entry_timeout = VIEW_TIMEOUT;
-	pthread_mutex_lock(&fs->lock);
-	view_looked_up_locked(vr, (uint32_t)child);
-	pthread_mutex_unlock(&fs->lock);
-	if (fuse_reply_entry(req, &e)) {
-		pthread_mutex_lock(&fs->lock);
-		view_forgot_locked(fs, vr, (uint32_t)child, 1);
-		pthread_mutex_unlock(&fs->lock);
-	}
-	view_unref(fs, vr);
+	pthread_rwlock_rdlock(&fs->root_lookups);
+	view_lookup(req, fs, parent, name);
+	pthread_rwlock_unlock(&fs->root_lookups);
 }
 
 static void fs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
@@ -291,12 +308,13 @@ bool fs_add_entry(fuse_req_t req, char *buf, size_t size, size_t *used,
 }
 
 /* Add one entry of a view or the control directory, whose entry and
- * attributes hold for timeout; false when buf is full. */
+ * attributes hold for timeout, with a lookup when lookup (readdirplus);
+ * false when buf is full. */
 static bool add_entry(fuse_req_t req, char *buf, size_t size, size_t *used,
 		      const char *name, const struct stat *st, off_t next,
-		      bool plus, double timeout)
+		      bool plus, double timeout, bool lookup)
 {
-	struct fuse_entry_param e = { .ino = st->st_ino,
+	struct fuse_entry_param e = { .ino = lookup ? st->st_ino : 0,
 				      .attr = *st,
 				      .attr_timeout = timeout,
 				      .entry_timeout = timeout };
@@ -365,7 +383,7 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 				name = i ? ".." : ".";
 			if (control_stat(fs, ctl, &st) ||
 			    !add_entry(req, buf, size, &used, name, &st, i + 1,
-				       plus, 0))
+				       plus, 0, true))
 				break;
 		}
 	} else {
@@ -373,6 +391,12 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 		const struct sfs_view_node *d = &v->nodes[h->node];
 		/* ".", "..", [".shardfs" at the root,] then the children */
 		off_t extra = h->node == 0 ? 3 : 2;
+		/* The root's names lead to the current view: a listing of
+		 * the root opened before a switch and read after it would
+		 * give the kernel entries of the view it replaced, after
+		 * the switch told it those names are stale (forget_old).
+		 * Its children carry no lookup; a path walk looks them up. */
+		bool lookups = plus && h->node != 0;
 
 		for (i = off; i < extra + (off_t)d->nchildren; i++) {
 			const char *name;
@@ -393,10 +417,10 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 				node_stat(fs, vr, c, &st);
 			}
 			if (!add_entry(req, buf, size, &used, name, &st, i + 1,
-				       plus, timeout))
+				       plus, timeout, i < extra || lookups))
 				break;
 		}
-		if (plus && i > extra) {
+		if (lookups && i > extra) {
 			from = (uint32_t)((off > extra ? off : extra) - extra);
 			to = (uint32_t)(i - extra);
 			children_given(fs, vr, h->node, from, to, true);

@@ -487,6 +487,7 @@ int main(int argc, char **argv)
 	fs.srcfd = -1;
 	pthread_mutex_init(&fs.lock, NULL);
 	pthread_mutex_init(&fs.switch_lock, NULL);
+	pthread_rwlock_init(&fs.root_lookups, NULL);
 	pthread_mutex_init(&fs.ctl_lock, NULL);
 	pthread_mutex_init(&fs.text_lock, NULL);
 	if (files_init(&fs.files, FILES_CACHED)) {

@@ -158,9 +158,10 @@ struct held_name {
 	const char *name; /* in a view referenced meanwhile */
 };
 
-/* Note what the kernel holds of vr, children before their directories. */
-static bool add_held_locked(const struct view_ref *vr, struct held_name **names,
-			    size_t *n, size_t *cap)
+/* Note what the kernel holds of vr (with dirs_only, its directories),
+ * children before their directories. */
+static bool add_held_locked(const struct view_ref *vr, bool dirs_only,
+			    struct held_name **names, size_t *n, size_t *cap)
 {
 	uint32_t node;
 
@@ -169,7 +170,8 @@ static bool add_held_locked(const struct view_ref *vr, struct held_name **names,
 
 		/* the root's names were invalidated at the switch and now
 		 * belong to the current view */
-		if (!vr->held[node] || !nd->parent)
+		if (!vr->held[node] || !nd->parent ||
+		    (dirs_only && nd->kind != SFS_NODE_DIR))
 			continue;
 		if (SFS_GROW(*names, *cap, *n + 1))
 			return false;
@@ -186,6 +188,14 @@ static bool add_held_locked(const struct view_ref *vr, struct held_name **names,
  * Such an entry stays cached after its last use unless it is invalidated,
  * and with it the view: invalidate them now, so that the kernel forgets
  * each as soon as no one uses it.
+ *
+ * The replaced view's directories too.  Its names at the root were just
+ * invalidated, which drops everything beneath them no one uses; but a
+ * name at the root is invalidated by name, and the one the switch before
+ * invalidated may have been this view's already (looked up between that
+ * switch and its invalidation): in use then, what was looked up beneath
+ * it since is still cached, under a name no invalidation of the root
+ * reaches.
  */
 static void invalidate_held(struct fs *fs, const struct view_ref *replaced)
 {
@@ -195,14 +205,13 @@ static void invalidate_held(struct fs *fs, const struct view_ref *replaced)
 
 	pthread_mutex_lock(&fs->lock);
 	for (vr = fs->views; vr; vr = vr->next) {
-		if (vr == fs->current || vr == replaced || !vr->lookups ||
-		    vr->revoked)
+		if (vr == fs->current || !vr->lookups || vr->revoked)
 			continue;
 		if (SFS_GROW(views, views_cap, nviews + 1))
 			break;
 		views[nviews++] = vr;
 		vr->refs++;
-		if (!add_held_locked(vr, &names, &n, &cap))
+		if (!add_held_locked(vr, vr == replaced, &names, &n, &cap))
 			break;
 	}
 	pthread_mutex_unlock(&fs->lock);
@@ -314,6 +323,9 @@ static void *forget_old(void *arg)
 	const struct sfs_view_node *root = &v->nodes[0];
 	uint32_t i;
 
+	/* every lookup at the root that found the old view has replied */
+	pthread_rwlock_wrlock(&fs->root_lookups);
+	pthread_rwlock_unlock(&fs->root_lookups);
 	for (i = 0; fs->se && i < root->nchildren; i++) {
 		const char *name =
 			v->nodes[v->children[root->first_child + i]].name;

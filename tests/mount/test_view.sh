@@ -212,6 +212,29 @@ expect_eq "status counts the switch, not the rewrite" "$(counter "$M" epoch_swit
 # of 4 and built its own (the view = plan checks above ran on both kinds)
 expect_eq "three switches to the next epoch took its view built ahead" "$(counter "$M" switches_ahead)" 3
 
+# a listing of the root opened in epoch 1 and read in epoch 2 lists the
+# ranks, and leaves their names leading to epoch 2 (its entries carry no
+# lookup: a readdirplus of epoch 1's ranks after the switch would make
+# the kernel keep them, and serve epoch 1 under epoch 2's names)
+echo 2 > "$M/.shardfs/epoch"
+epoch2_ls=$(ls "$M/0/0")
+echo 1 > "$M/.shardfs/epoch"
+ls "$M/0/0" >/dev/null
+got=$(python3 - "$M" <<'PY'
+import os
+import sys
+mnt = sys.argv[1]
+fd = os.open(mnt, os.O_RDONLY | os.O_DIRECTORY)
+with open(os.path.join(mnt, ".shardfs", "epoch"), "w") as f:
+    f.write("2")
+print(" ".join(sorted(os.listdir(fd))))
+os.close(fd)
+PY
+)
+expect_eq "a root listing opened in epoch 1, read in epoch 2" "$got" ".shardfs 0 1"
+expect_eq "after it, the ranks list epoch 2" "$(ls "$M/0/0")" "$epoch2_ls"
+echo 1 > "$M/.shardfs/epoch"
+
 # read-only everywhere but the control file
 for cmd in "touch $M/0/0/new" "mkdir $M/0/x" "rm $slice" "mv $slice $M/0/0/y" \
 	"chmod 600 $slice" "ln -s /etc $M/0/l" "cp /etc/hostname $M/1/" "setfattr -n user.x -v 1 $slice"; do
