@@ -25,7 +25,6 @@
 #include <syslog.h>
 #include <time.h>
 
-#include "follow_i.h" /* w->status_gen: a followed status's head */
 #include "fs.h"
 #include "shardfs/options.h"
 #include "shardfs/status.h"
@@ -365,18 +364,6 @@ static void counters_now(struct fs *fs, struct sfs_status_counters *c)
 	prefetch_counters(fs->prefetch, c);
 }
 
-/* The generation of what a followed source's status head shows: the
- * head (follow_status_head) is the same text while it is. */
-static uint64_t stream_gen(struct fw *w)
-{
-	uint64_t gen;
-
-	pthread_mutex_lock(&w->lock);
-	gen = w->status_gen;
-	pthread_mutex_unlock(&w->lock);
-	return gen;
-}
-
 /*
  * The status now into *text, made of *src (the head and the counters);
  * *text NULL when snap (NULL: none) holds that text already.  All of it
@@ -403,7 +390,7 @@ static int status_text(struct fs *fs, const struct control_snap *snap,
 	if (fs->follow) {
 		/* taken before the head: a head built after it is as new
 		 * or newer, and the next ask builds again */
-		src->gen = stream_gen(fs->follow);
+		src->gen = follow_status_gen(fs->follow);
 		if (unchanged(fs, snap, src))
 			return 0;
 		head = follow_status_head(fs->follow, &in);

@@ -161,7 +161,7 @@ struct files {
  * does the text, which is then not built again. */
 struct control_source {
 	/* plan.json, status: the view's gen; a followed source's status:
-	 * its stream's status generation (follow_i.h) */
+	 * its stream's status generation (follow_status_gen) */
 	uint64_t gen;
 	struct sfs_status_counters counters; /* status; compared whole */
 };
@@ -495,6 +495,10 @@ void follow_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off);
  * options), built only when what it shows changed: a heap string to
  * join with the counters, NULL without memory. */
 char *follow_status_head(struct fw *w, const struct sfs_status_in *in);
+
+/* The generation of what the status head shows: while it stays the same,
+ * follow_status_head gives the same text. */
+uint64_t follow_status_gen(struct fw *w);
 
 /* The number of shards consumed (the first of the stream's not yet). */
 size_t follow_consumed_count(struct fw *w);
