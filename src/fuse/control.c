@@ -5,11 +5,12 @@
  * a followed source (follow=1, docs/follow.md), in place of epoch and
  * plan.json, which do not apply to it: consumed (the last shard every
  * reader acknowledged) and ack (write "RANK WORKER WINDOW"; follow.c).
- * Reads are answered from a snapshot: with no_open=0, one taken at open
- * (read.c); with no_open, where the kernel sends no OPEN and reads through
- * its page cache, the one taken by the GETATTR or LOOKUP that told the
- * kernel the file's size.  Such a snapshot's mtime changes with its text,
- * and the kernel then drops the pages of the older one
+ * Reads are answered from a snapshot (snapshot()), taken again only when
+ * what its text is made of changed: with no_open=0, a copy of the one
+ * taken at open (read.c); with no_open, where the kernel sends no OPEN and
+ * reads through its page cache, the one taken by the GETATTR or LOOKUP
+ * that told the kernel the file's size.  Such a snapshot's mtime changes
+ * with its text, and the kernel then drops the pages of the older one
  * (FUSE_CAP_AUTO_INVAL_DATA; every read() of a control file asks for its
  * attributes, which time out at once).  status changes with every read
  * (its counters), so a reader's GETATTR and its READ may find different
@@ -19,6 +20,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,8 +86,6 @@ const char *control_entry(const struct fs *fs, size_t i, fuse_ino_t *ino)
 }
 
 static char *plan_json(struct fs *fs, struct view_ref *vr);
-static int plan_text(struct fs *fs, const struct control_snap *snap,
-		     struct control_source *src, char **text);
 static int status_text(struct fs *fs, const struct control_snap *snap,
 		       struct control_source *src, char **text);
 
@@ -100,25 +100,17 @@ static char *epoch_text(struct fs *fs)
 	return asprintf(&s, "%" PRIu64 "\n", e) < 0 ? NULL : s;
 }
 
-/* The bytes of a control file now: a heap string, or NULL. */
-char *control_text(struct fs *fs, fuse_ino_t ino)
+/* The text of epoch, consumed or ack, cheap to make: a heap string, or
+ * NULL. */
+static char *small_text(struct fs *fs, fuse_ino_t ino)
 {
-	struct control_source src = { 0 };
-	char *s = NULL;
-
 	switch (ino) {
 	case FS_INO_EPOCH:
 		return epoch_text(fs);
-	case FS_INO_STATUS:
-		status_text(fs, NULL, &src, &s);
-		return s;
 	case FS_INO_CONSUMED:
 		return follow_consumed_text(fs->follow);
 	case FS_INO_ACK:
 		return strdup(""); /* written, never read */
-	case FS_INO_PLAN:
-		plan_text(fs, NULL, &src, &s);
-		return s;
 	}
 	return NULL;
 }
@@ -204,7 +196,7 @@ static int snapshot(struct fs *fs, fuse_ino_t ino, struct stat *st)
 	else if (ino == FS_INO_STATUS)
 		rc = status_text(fs, snap, &src, &text);
 	else
-		rc = (text = control_text(fs, ino)) ? 0 : -ENOMEM;
+		rc = (text = small_text(fs, ino)) ? 0 : -ENOMEM;
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&fs->ctl_lock);
@@ -297,6 +289,21 @@ int control_read(struct fs *fs, fuse_ino_t ino, size_t size, off_t off,
 		memcpy(*out, snap->text + o, *len);
 	pthread_mutex_unlock(&fs->ctl_lock);
 	return *out ? 0 : -ENOMEM;
+}
+
+/* (fs.h) A copy of the snapshot, so that an open at no_open=0 builds a
+ * text only when a stat would. */
+char *control_text(struct fs *fs, fuse_ino_t ino)
+{
+	struct stat st;
+	size_t len;
+	char *out;
+
+	if (snapshot(fs, ino, &st) ||
+	    control_read(fs, ino, SIZE_MAX, 0, &out, &len))
+		return NULL;
+	out[len] = '\0';
+	return out;
 }
 
 void control_free(struct fs *fs)

@@ -166,8 +166,9 @@ struct control_source {
 	struct sfs_status_counters counters; /* status; compared whole */
 };
 
-/* The text a control file shows, as its last GETATTR or LOOKUP told the
- * kernel (size, mtime): what its reads answer with no_open. */
+/* The text a control file shows, as its last GETATTR, LOOKUP or OPEN
+ * took it (size, mtime): what its reads answer with no_open, and what an
+ * open copies without. */
 struct control_snap {
 	char *text; /* heap */
 	size_t len;
@@ -548,7 +549,9 @@ int control_stat(struct fs *fs, fuse_ino_t ino, struct stat *st);
  */
 int control_pad(char **text, size_t len);
 
-/* The bytes of a control file now: a heap string, or NULL. */
+/* The bytes of a control file now: a copy of its snapshot, taken as
+ * control_stat takes it (built again only when what the text is made of
+ * changed), so a stat gives its size and mtime.  A heap string, or NULL. */
 char *control_text(struct fs *fs, fuse_ino_t ino);
 
 /*
