@@ -390,7 +390,6 @@ static int status_text(struct fs *fs, const struct control_snap *snap,
 		.mount = &fs->mount,
 	};
 	struct view_ref *vr;
-	char *head;
 
 	*text = NULL;
 	counters_now(fs, &src->counters);
@@ -400,10 +399,7 @@ static int status_text(struct fs *fs, const struct control_snap *snap,
 		src->gen = follow_status_gen(fs->follow);
 		if (unchanged(fs, snap, src))
 			return 0;
-		head = follow_status_head(fs->follow, &in);
-		*text = head ? sfs_status_json_join(head, &src->counters) :
-			       NULL;
-		free(head);
+		*text = follow_status_text(fs->follow, &in, &src->counters);
 		return *text ? 0 : -ENOMEM;
 	}
 	vr = view_get(fs, FS_INO_ROOT, &(uint32_t){ 0 });

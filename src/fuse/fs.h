@@ -492,13 +492,14 @@ void follow_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
  * until its bytes come (docs/follow.md, "What readers see"). */
 void follow_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off);
 
-/* `.shardfs/status` but its counters (sfs_status_follow_head, with in's
- * options), built only when what it shows changed: a heap string to
- * join with the counters, NULL without memory. */
-char *follow_status_head(struct fw *w, const struct sfs_status_in *in);
+/* `.shardfs/status` with the counters c: its head (sfs_status_follow_head,
+ * with in's options) built only when what it shows changed, joined with
+ * c.  A heap string, NULL without memory. */
+char *follow_status_text(struct fw *w, const struct sfs_status_in *in,
+			 const struct sfs_status_counters *c);
 
 /* The generation of what the status head shows: while it stays the same,
- * follow_status_head gives the same text. */
+ * follow_status_text gives the same text for the same counters. */
 uint64_t follow_status_gen(struct fw *w);
 
 /* The number of shards consumed (the first of the stream's not yet). */
