@@ -5,11 +5,12 @@
  * a followed source (follow=1, docs/follow.md), in place of epoch and
  * plan.json, which do not apply to it: consumed (the last shard every
  * reader acknowledged) and ack (write "RANK WORKER WINDOW"; follow.c).
- * Reads are answered from a snapshot: with no_open=0, one taken at open
- * (read.c); with no_open, where the kernel sends no OPEN and reads through
- * its page cache, the one taken by the GETATTR or LOOKUP that told the
- * kernel the file's size.  Such a snapshot's mtime changes with its text,
- * and the kernel then drops the pages of the older one
+ * Reads are answered from a snapshot (snapshot()), taken again only when
+ * what its text is made of changed: with no_open=0, a copy of the one
+ * taken at open (read.c); with no_open, where the kernel sends no OPEN and
+ * reads through its page cache, the one taken by the GETATTR or LOOKUP
+ * that told the kernel the file's size.  Such a snapshot's mtime changes
+ * with its text, and the kernel then drops the pages of the older one
  * (FUSE_CAP_AUTO_INVAL_DATA; every read() of a control file asks for its
  * attributes, which time out at once).  status changes with every read
  * (its counters), so a reader's GETATTR and its READ may find different
@@ -19,13 +20,13 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
 #include <time.h>
 
-#include "follow_i.h" /* w->status_gen: a followed status's head */
 #include "fs.h"
 #include "shardfs/options.h"
 #include "shardfs/status.h"
@@ -85,8 +86,6 @@ const char *control_entry(const struct fs *fs, size_t i, fuse_ino_t *ino)
 }
 
 static char *plan_json(struct fs *fs, struct view_ref *vr);
-static int plan_text(struct fs *fs, const struct control_snap *snap,
-		     struct control_source *src, char **text);
 static int status_text(struct fs *fs, const struct control_snap *snap,
 		       struct control_source *src, char **text);
 
@@ -101,25 +100,17 @@ static char *epoch_text(struct fs *fs)
 	return asprintf(&s, "%" PRIu64 "\n", e) < 0 ? NULL : s;
 }
 
-/* The bytes of a control file now: a heap string, or NULL. */
-char *control_text(struct fs *fs, fuse_ino_t ino)
+/* The text of epoch, consumed or ack, cheap to make: a heap string, or
+ * NULL. */
+static char *small_text(struct fs *fs, fuse_ino_t ino)
 {
-	struct control_source src = { 0 };
-	char *s = NULL;
-
 	switch (ino) {
 	case FS_INO_EPOCH:
 		return epoch_text(fs);
-	case FS_INO_STATUS:
-		status_text(fs, NULL, &src, &s);
-		return s;
 	case FS_INO_CONSUMED:
 		return follow_consumed_text(fs->follow);
 	case FS_INO_ACK:
 		return strdup(""); /* written, never read */
-	case FS_INO_PLAN:
-		plan_text(fs, NULL, &src, &s);
-		return s;
 	}
 	return NULL;
 }
@@ -205,7 +196,7 @@ static int snapshot(struct fs *fs, fuse_ino_t ino, struct stat *st)
 	else if (ino == FS_INO_STATUS)
 		rc = status_text(fs, snap, &src, &text);
 	else
-		rc = (text = control_text(fs, ino)) ? 0 : -ENOMEM;
+		rc = (text = small_text(fs, ino)) ? 0 : -ENOMEM;
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&fs->ctl_lock);
@@ -300,6 +291,21 @@ int control_read(struct fs *fs, fuse_ino_t ino, size_t size, off_t off,
 	return *out ? 0 : -ENOMEM;
 }
 
+/* (fs.h) A copy of the snapshot, so that an open at no_open=0 builds a
+ * text only when a stat would. */
+char *control_text(struct fs *fs, fuse_ino_t ino)
+{
+	struct stat st;
+	size_t len;
+	char *out;
+
+	if (snapshot(fs, ino, &st) ||
+	    control_read(fs, ino, SIZE_MAX, 0, &out, &len))
+		return NULL;
+	out[len] = '\0';
+	return out;
+}
+
 void control_free(struct fs *fs)
 {
 	size_t i;
@@ -365,18 +371,6 @@ static void counters_now(struct fs *fs, struct sfs_status_counters *c)
 	prefetch_counters(fs->prefetch, c);
 }
 
-/* The generation of what a followed source's status head shows: the
- * head (follow_status_head) is the same text while it is. */
-static uint64_t stream_gen(struct fw *w)
-{
-	uint64_t gen;
-
-	pthread_mutex_lock(&w->lock);
-	gen = w->status_gen;
-	pthread_mutex_unlock(&w->lock);
-	return gen;
-}
-
 /*
  * The status now into *text, made of *src (the head and the counters);
  * *text NULL when snap (NULL: none) holds that text already.  All of it
@@ -396,20 +390,16 @@ static int status_text(struct fs *fs, const struct control_snap *snap,
 		.mount = &fs->mount,
 	};
 	struct view_ref *vr;
-	char *head;
 
 	*text = NULL;
 	counters_now(fs, &src->counters);
 	if (fs->follow) {
 		/* taken before the head: a head built after it is as new
 		 * or newer, and the next ask builds again */
-		src->gen = stream_gen(fs->follow);
+		src->gen = follow_status_gen(fs->follow);
 		if (unchanged(fs, snap, src))
 			return 0;
-		head = follow_status_head(fs->follow, &in);
-		*text = head ? sfs_status_json_join(head, &src->counters) :
-			       NULL;
-		free(head);
+		*text = follow_status_text(fs->follow, &in, &src->counters);
 		return *text ? 0 : -ENOMEM;
 	}
 	vr = view_get(fs, FS_INO_ROOT, &(uint32_t){ 0 });

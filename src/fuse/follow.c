@@ -384,6 +384,17 @@ size_t follow_consumed_count(struct fw *w)
 }
 
 /* (fs.h) */
+uint64_t follow_status_gen(struct fw *w)
+{
+	uint64_t gen;
+
+	pthread_mutex_lock(&w->lock);
+	gen = w->status_gen;
+	pthread_mutex_unlock(&w->lock);
+	return gen;
+}
+
+/* (fs.h) */
 char *follow_consumed_text(struct fw *w)
 {
 	char *s = NULL;

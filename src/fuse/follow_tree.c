@@ -471,11 +471,12 @@ static char *status_head(struct fw *w, const struct status_snap *sn,
 
 /*
  * (fs.h) The head is built only when what it shows changed
- * (w->status_gen: a window, an ack, a wait) and kept, under w->text_lock:
- * the lock reads take is held only to copy what it shows, never to build
- * it.
+ * (w->status_gen: a window, an ack, a wait) and kept, under w->text_lock,
+ * which the join is made under too (the head is not copied): the lock
+ * reads take is held only to copy what it shows, never to build it.
  */
-char *follow_status_head(struct fw *w, const struct sfs_status_in *in)
+char *follow_status_text(struct fw *w, const struct sfs_status_in *in,
+			 const struct sfs_status_counters *c)
 {
 	struct status_snap sn;
 	uint64_t gen;
@@ -486,7 +487,7 @@ char *follow_status_head(struct fw *w, const struct sfs_status_in *in)
 	gen = w->status_gen;
 	if (w->status_text && w->status_text_gen == gen) {
 		pthread_mutex_unlock(&w->lock);
-		goto copy;
+		goto join;
 	}
 	if (snap_take(w, &sn)) {
 		pthread_mutex_unlock(&w->lock);
@@ -500,8 +501,8 @@ char *follow_status_head(struct fw *w, const struct sfs_status_in *in)
 	free(w->status_text);
 	w->status_text = t;
 	w->status_text_gen = gen;
-copy:
-	t = strdup(w->status_text);
+join:
+	t = sfs_status_json_join(w->status_text, c);
 out:
 	pthread_mutex_unlock(&w->text_lock);
 	return t;

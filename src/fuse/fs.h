@@ -161,13 +161,14 @@ struct files {
  * does the text, which is then not built again. */
 struct control_source {
 	/* plan.json, status: the view's gen; a followed source's status:
-	 * its stream's status generation (follow_i.h) */
+	 * its stream's status generation (follow_status_gen) */
 	uint64_t gen;
 	struct sfs_status_counters counters; /* status; compared whole */
 };
 
-/* The text a control file shows, as its last GETATTR or LOOKUP told the
- * kernel (size, mtime): what its reads answer with no_open. */
+/* The text a control file shows, as its last GETATTR, LOOKUP or OPEN
+ * took it (size, mtime): what its reads answer with no_open, and what an
+ * open copies without. */
 struct control_snap {
 	char *text; /* heap */
 	size_t len;
@@ -497,10 +498,15 @@ void follow_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
  * until its bytes come (docs/follow.md, "What readers see"). */
 void follow_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off);
 
-/* `.shardfs/status` but its counters (sfs_status_follow_head, with in's
- * options), built only when what it shows changed: a heap string to
- * join with the counters, NULL without memory. */
-char *follow_status_head(struct fw *w, const struct sfs_status_in *in);
+/* `.shardfs/status` with the counters c: its head (sfs_status_follow_head,
+ * with in's options) built only when what it shows changed, joined with
+ * c.  A heap string, NULL without memory. */
+char *follow_status_text(struct fw *w, const struct sfs_status_in *in,
+			 const struct sfs_status_counters *c);
+
+/* The generation of what the status head shows: while it stays the same,
+ * follow_status_text gives the same text for the same counters. */
+uint64_t follow_status_gen(struct fw *w);
 
 /* The number of shards consumed (the first of the stream's not yet). */
 size_t follow_consumed_count(struct fw *w);
@@ -550,7 +556,9 @@ int control_stat(struct fs *fs, fuse_ino_t ino, struct stat *st);
  */
 int control_pad(char **text, size_t len);
 
-/* The bytes of a control file now: a heap string, or NULL. */
+/* The bytes of a control file now: a copy of its snapshot, taken as
+ * control_stat takes it (built again only when what the text is made of
+ * changed), so a stat gives its size and mtime.  A heap string, or NULL. */
 char *control_text(struct fs *fs, fuse_ino_t ino);
 
 /*

@@ -6,7 +6,8 @@
 # (even to a text of the same length, even through a descriptor held
 # open); more files than the daemon keeps slices of read right twice; a
 # stat of a status of thousands of readers does not build its text again.
-# no_open=0 is run beside it: there every open is a round trip.
+# no_open=0 is run beside it: there every open is a round trip, and an
+# open of a control file reads the snapshot a stat takes.
 . "$(dirname "$0")/../lib.sh"
 PY=/usr/bin/python3
 O="world=2,workers=2,block=3,symlinks=0"
@@ -49,6 +50,47 @@ expect_eq "no_open=1: no OPEN reaches the daemon for $n files read twice" "$(ope
 # (each open is one; so is the open of status that reads the counter)
 nb=$(find "$T/b/0" "$T/b/1" -type f | wc -l)
 expect_eq "no_open=0: every open is an OPEN" "$(opens_of_reads "$T/b")" $((2 * nb + 1))
+# no_open=0: an open of a control file copies the snapshot a stat takes,
+# built again only when its view or a counter changed, so a stat tells
+# the size and mtime of what an open reads (status was built afresh at
+# each open, unpadded, and read fewer bytes than its stat said)
+expect_eq "no_open=0: an open reads the control text a stat describes" \
+	"$($PY - "$T/b" <<'PY'
+import json, os, sys
+mnt = sys.argv[1]
+def opened(name):
+    with open(mnt + "/.shardfs/" + name, "rb") as f:
+        text = f.read()
+        st = os.fstat(f.fileno())
+    return text, st, os.stat(mnt + "/.shardfs/" + name)
+def counters(text):
+    return json.loads(text)["counters"]
+# plan.json: nothing changes, the same text and mtime
+a, sa, la = opened("plan.json")
+b, sb, lb = opened("plan.json")
+print(a == b, len(a) == sa.st_size, sa.st_mtime_ns == lb.st_mtime_ns)
+# status: its size as stat tells it, and the mtime stays while nothing
+# but a stat happens; the next open is counted (opens), and nothing else
+a, sa, la = opened("status")
+b, sb, lb = opened("status")
+print(len(a) == sa.st_size, len(b) == sb.st_size,
+      sa.st_mtime_ns == la.st_mtime_ns, sb.st_mtime_ns > sa.st_mtime_ns,
+      counters(b)["opens"] - counters(a)["opens"],
+      counters(b)["reads"] == counters(a)["reads"])
+# a read of a view file (read before: its pages dropped first, so the
+# read reaches the daemon): the next open shows it, a new text and mtime
+d = mnt + "/0/0/"
+fd = os.open(d + sorted(os.listdir(d))[0], os.O_RDONLY)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+os.pread(fd, 1 << 20, 0)
+os.close(fd)
+c, sc, lc = opened("status")
+print(counters(c)["reads"] > counters(b)["reads"],
+      sc.st_mtime_ns > sb.st_mtime_ns, len(c) == sc.st_size)
+PY
+)" "True True True
+True True True True 1 True
+True True True"
 out=$(python3 "$TESTS/mount/check_view.py" "$T/a" tar)
 expect_eq "no_open=1: view = plan, byte for byte" "$?" 0 || echo "$out" >&2
 
