@@ -8,6 +8,7 @@ also usable on its own.  Only the Parquet reader needs a package
 from __future__ import annotations
 
 import os
+import stat
 import struct
 import sys
 import tarfile
@@ -90,7 +91,13 @@ def _tarfile_samples(name: str) -> Iterator[Dict[str, Any]]:
 # with its own error, this raises ShardfsError naming the byte.
 _BLOCK = 512
 _ZERO_BLOCK = bytes(_BLOCK)
-_CHUNK = 1 << 20
+# Headers and small members are read in chunks of _CHUNK; a member of
+# _DIRECT bytes or more that runs past the chunk is read by itself,
+# straight into the bytes given (slicing it from a chunk copies it once
+# more, joining chunks a third time: half the CPU of image-sized samples,
+# docs/benchmarks.md, "Over S3")
+_CHUNK = 1 << 16
+_DIRECT = 1 << 15
 _EXT_MAX = 1 << 24  # bound on a pax or GNU long-name header's data
 # tarfile's REGULAR_TYPES but GNU sparse ('S'), refused below
 _REGULAR = frozenset((b"0", b"\0", b"7"))
@@ -215,13 +222,32 @@ def _apply_pax(headers: Dict[str, str], path: str, size: int
     return path, size
 
 
-def _more(f: Any, buf: bytes, pos: int, need: int) -> bytes:
-    """buf[pos:] and what follows in f: at least `need` bytes unless the
-    file ends first; reads a chunk at least."""
-    parts = [buf[pos:]]
+def _more(fd: int, buf: bytes, pos: int, need: int, off: int) -> bytes:
+    """buf[pos:] and what follows it in fd from its file offset `off`: at
+    least `need` bytes unless the file ends first; reads a chunk at
+    least."""
     have = len(buf) - pos
+    parts = [buf[pos:]] if have else []
     while have < need:
-        chunk = f.read(max(need - have, _CHUNK))
+        chunk = os.pread(fd, max(need - have, _CHUNK), off)
+        if not chunk:
+            break
+        parts.append(chunk)
+        have += len(chunk)
+        off += len(chunk)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+def _read_exactly(fd: int, size: int, off: int) -> bytes:
+    """size bytes of fd at off (fewer if the file ends first), read
+    straight into the bytes returned: one copy from the page cache."""
+    data = os.pread(fd, size, off)
+    if len(data) == size or not data:
+        return data
+    parts = [data]
+    have = len(data)
+    while have < size:
+        chunk = os.pread(fd, size - have, off + have)
         if not chunk:
             break
         parts.append(chunk)
@@ -234,21 +260,28 @@ def tar_members(path: PathLike) -> Iterator[Tuple[str, bytes]]:
     order: the members, names and data tarfile gives for it (ustar
     prefixes, pax `x`/`g` path and size, GNU `L` long names; octal or
     base-256 numbers; links, directories and devices skipped).  Read in
-    1 MiB chunks.  Raises ShardfsError, naming the byte, for a header
-    that is truncated or has a bad checksum or size, data past the end
-    of the file, and GNU sparse members (which shards do not hold)."""
+    64 KiB chunks, a member of 32 KiB or more by itself.  Raises
+    ShardfsError, naming the byte, for a header that is truncated or has
+    a bad checksum or size, data past the end of the file (checked
+    before it is read), and GNU sparse members (which shards do not
+    hold)."""
     name = os.fspath(path)
     encoding = sys.getfilesystemencoding()
     glob: Dict[str, str] = {}  # the `g` headers so far
     # the extension headers before the next member: (type, offset, value)
     pending: List[Tuple[bytes, int, Any]] = []
     with open(name, "rb", buffering=0) as f:
+        fd = f.fileno()
+        st = os.fstat(fd)
+        # a member's size is checked against the file's before its data
+        # is read: a header claiming a terabyte allocates nothing
+        fsize = st.st_size if stat.S_ISREG(st.st_mode) else None
         buf = b""
         pos = 0   # the next header, in buf
         base = 0  # the file offset of buf[0]
         while True:
             if len(buf) - pos < _BLOCK:
-                buf = _more(f, buf, pos, _BLOCK)
+                buf = _more(fd, buf, pos, _BLOCK, base + len(buf))
                 base += pos
                 pos = 0
                 if len(buf) < _BLOCK:
@@ -281,7 +314,7 @@ def tar_members(path: PathLike) -> Iterator[Tuple[str, bytes]]:
                                "than %d)" % (size, _EXT_MAX), at)
                 end = data_at + _padded(size)
                 if len(buf) < end:
-                    buf = _more(f, buf, pos, end - pos)
+                    buf = _more(fd, buf, pos, end - pos, base + len(buf))
                     base, data_at, end, pos = at, _BLOCK, end - pos, 0
                     if len(buf) < end:
                         raise _bad(name, "truncated extended header", at)
@@ -335,8 +368,31 @@ def tar_members(path: PathLike) -> Iterator[Tuple[str, bytes]]:
             if size < 0:
                 raise _bad(name, "header with a negative size", at)
             end = max(next_at, data_at + size) if regular else next_at
+            if len(buf) < end and fsize is not None and base + end > fsize:
+                fsize = os.fstat(fd).st_size  # unless it grew
+                if base + end > fsize:
+                    raise _bad(name, "member data past the end of the "
+                               "file (%d bytes from the header)"
+                               % (end - pos - _BLOCK), at)
+            if (len(buf) < end and regular and size >= _DIRECT
+                    and next_at >= data_at + size):
+                # a large member past the buffer: its data read straight
+                # into the bytes given (a slice of a joined buffer would
+                # copy it twice more), then a chunk from its end on
+                data = _read_exactly(fd, size, base + data_at)
+                pad = next_at - data_at - size
+                base += data_at + size
+                buf = _more(fd, b"", 0, pad + _BLOCK, base) \
+                    if len(data) == size else b""
+                if len(buf) < pad or len(data) < size:
+                    raise _bad(name, "member data past the end of the "
+                               "file (%d bytes from the header)"
+                               % (next_at - pos - _BLOCK), at)
+                yield member, data
+                pos = pad
+                continue
             if len(buf) < end:
-                buf = _more(f, buf, pos, end - pos)
+                buf = _more(fd, buf, pos, end - pos, base + len(buf))
                 base, data_at, next_at, end, pos = (
                     at, data_at - pos, next_at - pos, end - pos, 0)
                 if len(buf) < end:

@@ -28,10 +28,13 @@
 #     Streaming (remote=s3://data/mds, local cache emptied first) and
 #     LitData (s3://data/litdata, storage_options endpoint_url, cache_dir
 #     emptied first), each iterating its loader twice.
-# Per system and epoch: samples/s, time to the first batch (from the
-# epoch's start: the dataset's construction and shardfs's mount of the
-# views included, the import of a peer's package not), requests and bytes
-# from the server (the proxy's counters).  Medians of RUNS and the
+# Per system and epoch: samples/s, CPU microseconds a sample (user+sys of
+# the ranks and their DataLoader workers, and for shardfs of the views'
+# daemons and s3fs: far steadier than the rate on a shared machine), time
+# to the first batch (from the epoch's start: the dataset's construction
+# and shardfs's mount of the views included, the import of a peer's
+# package not), requests and bytes from the server (the proxy's
+# counters).  Medians of RUNS and the
 # load average are printed by bench_s3.py report.
 #
 # The peers run in the venv of tests/mount/s3/requirements-bench.txt (torch 2,
@@ -249,7 +252,7 @@ for r in $(seq "$runs"); do
 			[ $s = slices ] && o=symlinks=0
 			s3fs_mount
 			$PY "$D" job --system $s --out "$res" --proxy "$proxy" --tag "$r" \
-				--mount "$bin/shardfs,$S/tar,$work/v-$s,world=2,workers=2,batch=32,$o,index=$work/idx${SHARDFS_OPTIONS:+,$SHARDFS_OPTIONS}" \
+				--watch "$s3fs_pid" --mount "$bin/shardfs,$S/tar,$work/v-$s,world=2,workers=2,batch=32,$o,index=$work/idx${SHARDFS_OPTIONS:+,$SHARDFS_OPTIONS}" \
 				> "$work/job.log" 2>&1 || { echo "  $s: failed"; tail -20 "$work/job.log"; }
 			s3fs_umount
 			;;

@@ -11,14 +11,17 @@ from the same server.
       about B bytes like the tars'
   bench_s3.py job --system links|slices|streaming|litdata --out RES.jsonl
       --proxy URL [--mount SHARDFS,SRC,MNT,OPTS] [--remote S3URL
-      --cache DIR] [--tag T]
+      --cache DIR] [--tag T] [--watch PID,...]
       one DDP-shaped job of 2 epochs: 2 rank processes (gloo), each a
       DataLoader of 2 workers, batch 32, decode-free (key, bytes, label);
       shardfs mounts one view per rank (rank=R,OPTS) and serves epoch 1
       for the second; the peers read REMOTE through the proxy with their
       local cache DIR (emptied first) and iterate their loader twice.
       Rank 0 reads the proxy's counters at each epoch's start and end.
-      Appends one JSON line per epoch to RES.jsonl.
+      CPU: each rank's user+sys with its DataLoader workers' (joined at
+      the end of the epoch's iteration), plus the views' daemons and the
+      processes of --watch PID,... (s3fs), read by rank 0 between the
+      barriers.  Appends one JSON line per epoch to RES.jsonl.
   bench_s3.py report RES.jsonl [--index INDEX.jsonl]
       the table: medians [min-max] of the runs
 """
@@ -59,6 +62,18 @@ def convert(args):
 def proxy_stats(url):
     with urllib.request.urlopen(url + "/__proxy/stats", timeout=30) as r:
         return json.load(r)
+
+
+def own_cpu():
+    """CPU seconds of this process and of its children it has reaped (the
+    DataLoader's workers, joined at the end of each epoch's iteration)"""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def watched_cpu(pids):
+    """CPU seconds of PIDS (the views' daemons, s3fs), 0 for one gone"""
+    return sum(peers.cpu_ticks(p) for p in pids) / os.sysconf("SC_CLK_TCK")
 
 
 def collate(batch):
@@ -146,6 +161,8 @@ def run_rank(args):
     for epoch in range(EPOCHS):
         dist.barrier()
         before = proxy_stats(args.proxy) if rank == 0 else None
+        watched = watched_cpu(args.watch) if rank == 0 else 0
+        cpu = own_cpu()
         began = time.time()
         if loader is None:  # constructing it is part of the first epoch
             loader, set_epoch = rank_loader(args, rank)
@@ -159,12 +176,17 @@ def run_rank(args):
             samples += len(keys)
             nbytes += sum(len(d) for d in data)
         end = time.time()
+        # (the workers were joined as their iterator ended)
+        cpu = own_cpu() - cpu
         dist.barrier()
         after = proxy_stats(args.proxy) if rank == 0 else None
+        if rank == 0:
+            watched = watched_cpu(args.watch) - watched
         epochs.append({"epoch": epoch, "samples": samples, "bytes": nbytes,
                        "began": began, "built": built, "first": first,
                        "end": end, "import_s": imported,
-                       "proxy": [before, after]})
+                       "proxy": [before, after], "cpu_s": cpu,
+                       "watched_cpu_s": watched})
     with open("%s.rank%d" % (args.out, rank), "w") as f:
         json.dump(epochs, f)
     dist.destroy_process_group()
@@ -206,6 +228,9 @@ def job(args):
                "--batch", str(args.batch), "--timeout", str(args.timeout)]
         if mnts:
             cmd += ["--mnts", ",".join(mnts)]
+        watch = [d.pid for d in daemons] + (args.watch or [])
+        if watch:
+            cmd += ["--watch", ",".join(map(str, watch))]
         if args.remote:
             cmd += ["--remote", args.remote, "--cache", args.cache]
         ranks = [subprocess.Popen(cmd + ["--rank", str(r)],
@@ -252,6 +277,10 @@ def job(args):
             res["proxy"] = delta(*ranks[0][e]["proxy"])
             res["built_s"] = max(x["built"] - x["began"] for x in rs)
             res["import_s"] = max(x["import_s"] for x in rs)
+            # CPU: the ranks with their workers, the daemons and s3fs
+            res["cpu_s"] = sum(x["cpu_s"] for x in rs) + \
+                rs[0]["watched_cpu_s"]
+            res["watched_cpu_s"] = rs[0]["watched_cpu_s"]
         if e == 0 and ready is not None:
             res["mount_s"] = ready
         if e == EPOCHS - 1:
@@ -310,10 +339,10 @@ def report(args):
         print()
     systems = [s for s in LABEL if any(r["system"] == s for r in rows)]
     good = [r for r in rows if "rate" in r and not any(r["codes"])]
-    print("| system | epoch | samples/s | first batch s | requests | "
-          "MB from the server | requests by kind (median run) | ratio "
-          "shardfs symlinks=1 / this |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| system | epoch | samples/s | CPU µs a sample | first batch s "
+          "| requests | MB from the server | requests by kind (median run) "
+          "| ratio shardfs symlinks=1 / this |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for e in range(EPOCHS):
         base = med([r["rate"] for r in good
                     if r["system"] == "links" and r["epoch"] == e])
@@ -324,9 +353,11 @@ def report(args):
             rate = med([r["rate"] for r in rs])
             ratio = "—" if s == "links" or not base else \
                 "%.2f" % (base[0] / rate[0])
-            print("| %s | %d%s | %s | %s | %s | %s | %s | %s |" % (
+            print("| %s | %d%s | %s | %s | %s | %s | %s | %s | %s |" % (
                 LABEL[s], e + 1, " (cache empty)" if e == 0 else " (warm)",
                 cell(rate, "%.0f"),
+                cell(med([r["cpu_s"] * 1e6 / r["samples"] for r in rs
+                          if r.get("cpu_s") is not None]), "%.0f"),
                 cell(med([r.get("first_s") for r in rs]), "%.2f"),
                 cell(med([r["proxy"]["requests"] for r in rs]), "%d"),
                 cell(med([r["proxy"]["bytes_down"] / 1e6 for r in rs]),
@@ -386,6 +417,8 @@ def main():
         j.add_argument("--timeout", type=int, default=600)
         j.add_argument("--remote")
         j.add_argument("--cache")
+        j.add_argument("--watch", default=[],
+                       type=lambda s: [int(p) for p in s.split(",") if p])
         if name == "job":
             j.add_argument("--mount")
             j.add_argument("--tag", default="")

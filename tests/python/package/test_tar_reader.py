@@ -243,6 +243,66 @@ def test_malformed_extended_headers(tmp_path: Path) -> None:
                                       "at byte 0")
 
 
+# members of 32 KiB or more that run past the 64 KiB chunk are read by
+# themselves, straight into their bytes: sizes around both bounds, with
+# and without padding, after small members and one another
+BIG = [32767, 32768, 32769, 65023, 65024, 65536, 65537, 100000, 300000,
+       (1 << 20) + 3]
+
+
+def big_members(prefix: str) -> List[Tuple[str, bytes]]:
+    out: List[Tuple[str, bytes]] = []
+    for i, n in enumerate(BIG + BIG[::-1]):
+        key = "%s%03d" % (prefix, i)
+        out.append((key + ".bin", bytes([i]) * 7 + os.urandom(n - 7)))
+        if i % 3:
+            out.append((key + ".cls", str(i).encode()))
+    return out
+
+
+@pytest.mark.parametrize("fmt", [tarfile.GNU_FORMAT, tarfile.PAX_FORMAT])
+def test_large_members_read_the_same(tmp_path: Path, fmt: int) -> None:
+    want = big_members(LONG + "big-")
+    path = write_tar(tmp_path / "big.tar", fmt, want)
+    assert assert_same(path) == 2 * len(BIG)
+    assert list(tar_members(path)) == want
+
+
+def test_large_member_cut_short_raises_naming_the_byte(
+        tmp_path: Path) -> None:
+    """One member of 40000 bytes (40448 padded) at byte 0, then b.x at
+    40960: cut before its data, in it, right after it, in its
+    padding."""
+    path = write_tar(tmp_path / "l.tar", tarfile.USTAR_FORMAT,
+                     [("a.x", b"7" * 40000), ("b.x", b"8")])
+    data = path.read_bytes()
+    assert list(tar_members(path)) == [("a.x", b"7" * 40000),
+                                       ("b.x", b"8")]
+    for i, cut in enumerate((512, 512 + 30000, 512 + 40000,
+                             512 + 40000 + 10)):
+        bad = tmp_path / ("cut%d.tar" % i)
+        bad.write_bytes(data[:cut])
+        assert error_of(bad) == message(
+            bad, "member data past the end of the file (40448 bytes "
+            "from the header) at byte 0")
+    # cut in the next member's header: the first member is given
+    bad = tmp_path / "next.tar"
+    bad.write_bytes(data[:40960 + 100])
+    with pytest.raises(shardfs.ShardfsError) as e:
+        for name, got in tar_members(bad):
+            assert (name, got) == ("a.x", b"7" * 40000)
+    assert str(e.value) == message(bad, "truncated header at byte 40960")
+
+
+def test_a_claimed_terabyte_allocates_nothing(sound: Path) -> None:
+    """A base-256 size of 2**40 in a 3 KB file: an error naming the
+    header, not a terabyte asked of malloc (a MemoryError before)."""
+    patch_header(sound, 1536, 124, b"\x80" + (1 << 40).to_bytes(11, "big"))
+    assert error_of(sound) == message(
+        sound, "member data past the end of the file (%d bytes from the "
+        "header) at byte 1536" % (1 << 40))
+
+
 def index_and_mount(src: Path, mount, opts: str) -> List[Path]:
     run("shardfs-index", str(src), "--quiet")
     m = shardfs.Mount(mount(src, opts))
@@ -262,6 +322,7 @@ def test_mounted_view_slices_read_the_same(tmp_path: Path, mount) -> None:
                   members(LONG + "ü-%d-" % i, 25), {"comment": "g%d" % i})
         write_tar(src / ("gnu-%d.tar" % i), tarfile.GNU_FORMAT,
                   members(LONG + "g-%d-" % i, 25))
+    write_tar(src / "big.tar", tarfile.GNU_FORMAT, big_members("big-"))
     files = index_and_mount(src, mount,
                             "world=2,workers=2,block=3,shuffle=samples,"
                             "seed=2")
