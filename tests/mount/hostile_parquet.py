@@ -9,6 +9,9 @@ fuzz seeds (issue 30, finding 2).
                                        page of N DELTA_BYTE_ARRAY values of
                                        1 MiB, each the one before (a ~2 KB
                                        file of N MiB of values)
+  hostile_parquet.py nullrow OUT N     one row of a list of optional INT32,
+                                       across N v1 pages of 4 Mi null
+                                       elements each (~40 bytes a page)
 
 All are well-formed: every reader takes them; only their shape is hostile.
 """
@@ -158,6 +161,36 @@ def dba(path: str, n: int) -> None:
                              ptype=6))
 
 
+def nullrow(path: str, pages: int) -> None:
+    n = 4 << 20
+
+    def levels(runs: list) -> bytes:
+        b = b"".join(varint(count << 1) + bytes([v]) for count, v in runs)
+        return struct.pack("<I", len(b)) + b
+
+    data = b""
+    for i in range(pages):
+        # repetition 0 only at the row's first element, definition 1: a
+        # null element of the list
+        rep = [(1, 0), (n - 1, 1)] if i == 0 else [(n, 1)]
+        body = levels(rep) + levels([(n, 1)])
+        dph = Struct().int(1, I32, n).int(2, I32, 0).int(3, I32, 3).int(4, I32, 3)
+        data += Struct().int(1, I32, 0).int(2, I32, len(body)).int(
+            3, I32, len(body)).struct(5, dph).done() + body
+    meta = (Struct().int(1, I32, 1).list(2, I32, [zigzag(0), zigzag(3)])
+            .list(3, BINARY, [varint(1) + b"g", varint(1) + b"v"]).int(4, I32, 0)
+            .int(5, I64, n * pages).int(6, I64, len(data)).int(7, I64, len(data))
+            .int(9, I64, 4))
+    rg = (Struct().list(1, STRUCT, [Struct().int(2, I64, 4).struct(3, meta).done()])
+          .int(2, I64, len(data)).int(3, I64, 1).done())
+    schema = [Struct().binary(4, b"schema").int(5, I32, 1).done(),
+              Struct().int(3, I32, 2).binary(4, b"g").int(5, I32, 1).done(),
+              Struct().int(1, I32, 1).int(3, I32, 1).binary(4, b"v").done()]
+    write(path, data, Struct().int(1, I32, 1).list(2, STRUCT, schema).int(3, I64, 1)
+          .list(4, STRUCT, [rg]).done())
+
+
 if __name__ == "__main__":
     kind, out, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    {"rowgroups": rowgroups, "bomb": bomb, "dba": dba}[kind](out, n)
+    {"rowgroups": rowgroups, "bomb": bomb, "dba": dba,
+     "nullrow": nullrow}[kind](out, n)

@@ -15,6 +15,8 @@
 #     and by a mount without an index, each under 100 MB;
 #   - a 4 KB file of 1500 DELTA_BYTE_ARRAY values of 1 MiB, each the one
 #     before (1.5 GB in shardfs-index before): refused, within 100 MB;
+#   - a 1.6 KB file of one row of 160 Mi nulls across 40 pages (1.5 GB
+#     in shardfs-index when the row's bytes were held): within 100 MB;
 #   - cycling through 300 slices of one file reads from kept slices, not
 #     from a footer decoded per read;
 #   - a Lance manifest whose fragments claim 2^32 rows each, more than
@@ -134,6 +136,16 @@ if mount_view "$T/dba100" "$M" world=1,workers=1,block=30,shuffle=none; then
 else
 	bad "mount 100 DELTA_BYTE_ARRAY values"
 fi
+
+# ---- one row of nulls across 40 pages (a 1.6 KB file): its bytes for
+# the row's digest are hashed as they come (1.5 GB held before) ----
+mkdir "$T/nullrow"
+python3 "$GEN" nullrow "$T/nullrow/n.parquet" 40 || bad "write the row of nulls"
+kb=$(peak_kb shardfs-index "$T/nullrow" --quiet)
+expect_eq "a row of 160 Mi nulls: indexed, one sample" \
+	"$(shardfs-check plan "$T/nullrow" -o world=1 | grep -o '[0-9]* samples each')" \
+	"1 samples each"
+expect_below "shardfs-index on a row of 160 Mi nulls" "$kb" 100
 
 # ---- 300 slices cycled: kept, not rebuilt per read ----
 mkdir "$T/rg20"

@@ -12,9 +12,12 @@
  * much as the decoding, and one big file still uses every CPU.  With no
  * helper (one CPU, or a small file) the calling thread digests each batch
  * itself.  A row of more than ROW_STREAM bytes is hashed as its bytes
- * come, on the calling thread.  The digests go to the caller in row
- * order, from the calling thread.  Memory: one page of each column, and
- * two batches (each at most BATCH_BYTES + ROW_STREAM and an entry).
+ * come, on the calling thread, and a value of ROW_STREAM bytes or more
+ * straight from its page.  The digests go to the caller in row order, from
+ * the calling thread.  Memory: one page of each column, and two batches
+ * (each at most BATCH_BYTES + 2 * ROW_STREAM: a row holds less than
+ * ROW_STREAM bytes before an entry, and an entry's value less than
+ * ROW_STREAM).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -229,6 +232,24 @@ static int stream(struct batch *b, struct big_row *big)
 	return 0;
 }
 
+/*
+ * A value of ROW_STREAM bytes or more goes to big->d from the page, never
+ * copied into b: the row's bytes gathered so far (its entry's head last),
+ * then the value's.
+ */
+static int stream_value(struct batch *b, struct big_row *big,
+			const struct sfs_pq_value *v)
+{
+	size_t start = row_start(b);
+
+	if (sfs_digest_update(big->d, b->bytes + start, b->len - start) ||
+	    sfs_digest_update(big->d, v->p, v->len))
+		return -EIO;
+	b->len = start;
+	big->on = true;
+	return 0;
+}
+
 /* The row gathered is done: b holds it, or its digest when it streamed. */
 static int end_row(struct batch *b, struct big_row *big)
 {
@@ -258,7 +279,7 @@ static int row_bytes(struct sfs_pq_column *c, struct batch *b,
 {
 	const struct sfs_pq_value *v;
 	struct sfs_pq_page_header h;
-	bool started = false;
+	bool started = false, huge;
 	unsigned char *p;
 	int rc;
 
@@ -286,14 +307,21 @@ static int row_bytes(struct sfs_pq_column *c, struct batch *b,
 		started = true;
 		v = c->pg.def[c->at] == c->lf.max_def ? &c->pg.vals[c->vat++] :
 							NULL;
-		if (reserve(b, v ? 13 + (size_t)v->len : 9))
+		huge = v && v->len >= ROW_STREAM;
+		if (reserve(b, v && !huge ? 13 + (size_t)v->len : 13))
 			return sfs_pq_col_nomem(c);
 		p = b->bytes + b->len;
 		p[0] = 'E';
 		put_u32(p + 1, c->pg.rep[c->at]);
 		put_u32(p + 5, c->pg.def[c->at]);
 		b->len += 9;
-		if (v) {
+		if (huge) {
+			put_u32(p + 9, v->len);
+			b->len += 4;
+			if (stream_value(b, big, v))
+				return sfs_pq_col_fail(c, c->pg.h.at,
+						       "SHA-256 failed");
+		} else if (v) {
 			put_u32(p + 9, v->len);
 			/* fixed sizes are copied inline, not by a call */
 			if (v->len == 8)
@@ -303,10 +331,11 @@ static int row_bytes(struct sfs_pq_column *c, struct batch *b,
 			else
 				memcpy(p + 13, v->p, v->len);
 			b->len += 4 + (size_t)v->len;
-			if (stream(b, big))
-				return sfs_pq_col_fail(c, c->pg.h.at,
-						       "SHA-256 failed");
 		}
+		/* after every entry, not only a value's: a row of nulls
+		 * alone can span any number of pages */
+		if (stream(b, big))
+			return sfs_pq_col_fail(c, c->pg.h.at, "SHA-256 failed");
 		c->at++;
 	}
 	if (reserve(b, 1))
