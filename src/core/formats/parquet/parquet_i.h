@@ -198,12 +198,14 @@ int sfs_pq_meta_check(struct sfs_thrift_reader *r, struct sfs_parquet_meta *m);
  * What one page may decode to: its uncompressed bytes and its entries
  * (counted as above; its compressed bytes are the file's own, not
  * something a small file can claim, so they count only against
- * SFS_PQ_DECODED_MAX).  Legitimate pages are below it: pyarrow's,
- * parquet-mr's and arrow-rs' 1 MiB pages of at most 20 000 rows take
- * ~2.5 MiB, DuckDB's pages of up to 100 MiB of strings at most ~124 MiB
- * (1 Mi strings of 96 characters), while a 62 KB file of one gzip page
- * of 16 Mi INT32 values decodes to 427 MiB: with the daemon's two builds
- * at once, nearly 1 GB.  Past it, refused, naming the limit and the fix.
+ * SFS_PQ_DECODED_MAX).  Legitimate pages are below it, but for large
+ * row groups of DuckDB: pyarrow's, parquet-mr's and arrow-rs' 1 MiB
+ * pages of at most 20 000 rows take ~2.5 MiB, DuckDB's pages (up to
+ * 100 MiB) in row groups of up to 1 Mi rows at most ~124 MiB (1 Mi
+ * strings of 96 characters; a row group of 4 M strings of 20 characters,
+ * 183 MiB, is refused), while a 62 KB file of one gzip page of 16 Mi
+ * INT32 values decodes to 427 MiB: with the daemon's two builds at once,
+ * nearly 1 GB.  Past it, refused, naming the limit and the fix.
  */
 #define SFS_PQ_PAGE_DECODED_MAX (128u << 20)
 
