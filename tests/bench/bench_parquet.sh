@@ -68,10 +68,12 @@ echo "shardfs-index peak RSS: ${peak} KB"
 echo
 echo "== indexing one file of $rows rows, row groups of 1 000 000"
 # PYARROW_PYTHON: a python with pyarrow (e.g. a venv of tests/README.md).
-# pyarrow writes the file when it can, in pages of 1 MiB: DuckDB writes a
-# column chunk's pages up to 100 MB, so its row groups of a million
-# 96-byte strings decode past what shardfs decodes for one page (128 MiB)
-# and are refused (the message names the page and the fix)
+# pyarrow writes the file when it can, in pages of 1 MiB, as the figures
+# of docs/benchmarks.md were measured (and the side by side below reads
+# it with pyarrow); else DuckDB, whose pages are a column chunk's values
+# up to 100 MiB (one page of 95 MiB for a row group of a million 96-byte
+# strings: read since the page budget stopped counting a page's
+# compressed bytes with what it decodes to)
 py=${PYARROW_PYTHON:-python3}
 if [ ! -f "$B/big/.done" ]; then
 	rm -rf "$B/big"

@@ -5,9 +5,10 @@
 # 339 MB, 1.65 GB and 917 MB where the bounds below say 150, 500 and 300).
 #   - a file of 200 000 one-row row groups (a 7.4 MB footer): indexed and
 #     mounted, four first reads of different slices at once;
-#   - a 15 MiB gzip page (a 15 KB file of 3.9 Mi values, about the
-#     largest page shardfs decodes): indexed under 300 MB, and four first
-#     reads of one slice at once build it once, under 300 MB;
+#   - an 18 MiB gzip page (an 18 KB file of 4.5 Mi values, about the
+#     largest page of INT32 shardfs decodes: 126 MiB with its levels and
+#     values): indexed under 300 MB, and four first reads of one slice at
+#     once build it once, under 300 MB;
 #   - a 61 MiB gzip page (a 62 KB file of 16 Mi values: a review's file,
 #     which took 946 MB in shardfs-index and 953 MB in the daemon at
 #     mount) decodes to more than shardfs decodes for one page: refused,
@@ -79,27 +80,27 @@ else
 fi
 
 # ---- the largest page read; one slice, four first readers: built once ----
-mkdir "$T/b15"
-python3 "$GEN" bomb "$T/b15/bomb.parquet" 15 || bad "write the 15 MiB page"
-expect_below "shardfs-index on a 15 MiB page of 3.9 Mi values" \
-	"$(peak_kb shardfs-index "$T/b15" --quiet)" 300
-if mount_view "$T/b15" "$M" world=2,workers=2; then
+mkdir "$T/b18"
+python3 "$GEN" bomb "$T/b18/bomb.parquet" 18 || bad "write the 18 MiB page"
+expect_below "shardfs-index on an 18 MiB page of 4.5 Mi values" \
+	"$(peak_kb shardfs-index "$T/b18" --quiet)" 300
+if mount_view "$T/b18" "$M" world=2,workers=2; then
 	f=$(find "$M" -name '*.parquet' | sort | head -1)
 	first_reads "$f" "$f" "$f" "$f"
 	expect_below "the daemon after four first reads of one slice" "$(hwm "$M")" 300
 	out=$(shardfs-check view "$M")
-	expect_eq "15 MiB page: the auditor passes" "$?:$(echo "$out" | tail -1)" "$PASS" ||
+	expect_eq "18 MiB page: the auditor passes" "$?:$(echo "$out" | tail -1)" "$PASS" ||
 		echo "$out" >&2
 	unmount_view "$M"
 else
-	bad "mount the 15 MiB page"
+	bad "mount the 18 MiB page"
 fi
 
 # ---- a 61 MiB page of 16 Mi values: over a page's budget, refused ----
 mkdir "$T/b61"
 python3 "$GEN" bomb "$T/b61/bomb.parquet" 61 || bad "write the 61 MiB page"
-page="bomb.parquet: row group 0 column v: page at byte 4: 15990784 values in 63963136 bytes (62202 compressed) decode to 488 MiB: over the 128 MiB shardfs decodes for one page; rewrite the file with smaller pages (e.g. pyarrow's data_page_size, DuckDB's ROW_GROUP_SIZE)"
-expect_run "a page decoding to 488 MiB is refused" 2 \
+page="bomb.parquet: row group 0 column v: page at byte 4: 15990784 values in 63963136 bytes (62202 compressed) decode to 427 MiB: over the 128 MiB shardfs decodes for one page; rewrite the file with smaller pages (e.g. pyarrow's data_page_size, DuckDB's ROW_GROUP_SIZE)"
+expect_run "a page decoding to 427 MiB is refused" 2 \
 	"shardfs-index: 1 shard could not be indexed: $page; fix or remove it, or run shardfs-index --skip-bad to index the rest" \
 	-- shardfs-index "$T/b61" --quiet
 expect_below "shardfs-index refusing the 61 MiB page" "$(peak_kb shardfs-index "$T/b61" --quiet)" 100

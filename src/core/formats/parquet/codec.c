@@ -109,7 +109,9 @@ bool sfs_pq_page_decompress(int32_t codec, const unsigned char *in, size_t n,
 	}
 }
 
-/* Compress in[0 .. n) with codec, appended to o.  Returns 0 or -ENOMEM. */
+/* Compress in[0 .. n) with codec, appended to o (straight into its
+ * buffer: a cut page may be a page's worth).  Returns 0, -EINVAL or
+ * -ENOMEM. */
 int sfs_pq_page_compress(int32_t codec, const unsigned char *in, size_t n,
 			 struct sfs_thrift_out *o)
 {
@@ -130,7 +132,7 @@ int sfs_pq_page_compress(int32_t codec, const unsigned char *in, size_t n,
 		cap = BrotliEncoderMaxCompressedSize(n) + 1024;
 	else if (codec == SFS_PQ_C_LZ4 || codec == SFS_PQ_C_LZ4_RAW)
 		cap = (size_t)LZ4_compressBound((int)n) + 8;
-	p = malloc(cap);
+	p = sfs_thrift_take(o, cap);
 	if (!p)
 		return -ENOMEM;
 	got = cap;
@@ -193,8 +195,9 @@ int sfs_pq_page_compress(int32_t codec, const unsigned char *in, size_t n,
 	default:
 		ok = false;
 	}
-	if (ok)
-		sfs_thrift_put(o, p, got);
-	free(p);
-	return !ok ? -EINVAL : o->oom ? -ENOMEM : 0;
+	/* what was not written is given back (o->len - cap is where the
+	 * compressed bytes begin) */
+	ok = ok && got <= cap;
+	o->len -= ok ? cap - got : cap;
+	return ok ? 0 : -EINVAL;
 }

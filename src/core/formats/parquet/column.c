@@ -357,21 +357,29 @@ out:
 
 /*
  * The page whose header is h, of n entries, is about to be decoded: count
- * what it takes into *c->held and *bytes, or fail past the budget.
+ * what it takes at its peak into *c->held and *bytes, or fail past the
+ * budget.  Its compressed bytes are freed once decompressed, before its
+ * entries are made: the peak is its uncompressed bytes and the larger of
+ * the two.  What a page decodes to (its bytes and its entries) is what a
+ * small file could claim, and is capped for each page.
  */
 static int budget(struct sfs_pq_column *c, const struct sfs_pq_page_header *h,
 		  uint32_t n, uint64_t *bytes)
 {
-	uint64_t need = (uint64_t)(uint32_t)h->csize +
-			(uint64_t)(uint32_t)h->usize +
-			(uint64_t)n * SFS_PQ_ENTRY_BYTES;
+	uint64_t us = (uint64_t)(uint32_t)h->usize;
+	uint64_t cs = (uint64_t)(uint32_t)h->csize;
+	uint64_t entries = (uint64_t)n * SFS_PQ_ENTRY_BYTES;
+	uint64_t need;
 
-	if (need > SFS_PQ_PAGE_DECODED_MAX)
+	if (h->encoding != SFS_PQ_ENC_PLAIN)
+		entries += (uint64_t)n * SFS_PQ_INDEX_BYTES;
+	need = us + (cs > entries ? cs : entries);
+	if (us + entries > SFS_PQ_PAGE_DECODED_MAX)
 		return sfs_pq_col_fail(
 			c, h->at,
 			"%u values in %d bytes (%d compressed) decode to %llu MiB: over the %u MiB shardfs decodes for one page; rewrite the file with smaller pages (e.g. pyarrow's data_page_size, DuckDB's ROW_GROUP_SIZE)",
 			n, (int)h->usize, (int)h->csize,
-			(unsigned long long)(need >> 20),
+			(unsigned long long)((us + entries) >> 20),
 			SFS_PQ_PAGE_DECODED_MAX >> 20);
 	if (*c->held + need > SFS_PQ_DECODED_MAX)
 		return sfs_pq_col_fail(

@@ -138,28 +138,34 @@ static int reencode(struct sfs_pq_column *c, uint32_t e0, uint32_t e1,
 		k1 += pg->def[i] == c->lf.max_def;
 		rows += pg->rep[i] == 0;
 	}
-	encode_values(c, k0, k1, &val);
+	/* a cut page may be most of a page of up to SFS_PQ_PAGE_MAX: a v1
+	 * page's values go straight after its levels, the page is
+	 * compressed straight into body, and its uncompressed bytes are
+	 * freed before body is copied after the header */
 	encode_levels(c, e0, n, v1, &lev, &rep_len);
 	if (v1) {
 		/* levels and values compressed together */
-		sfs_thrift_put(&lev, val.p, val.len);
+		encode_values(c, k0, k1, &lev);
 		*usize = (int64_t)lev.len;
-		rc = lev.oom || val.oom ?
-			     -ENOMEM :
-			     sfs_pq_page_compress(c->ch->codec, lev.p, lev.len,
-						  &body);
+		rc = lev.oom ? -ENOMEM :
+			       sfs_pq_page_compress(c->ch->codec, lev.p,
+						    lev.len, &body);
 	} else {
 		/* levels as they are, values compressed unless the page
 		 * said not */
+		encode_values(c, k0, k1, &val);
 		*usize = (int64_t)(lev.len + val.len);
 		sfs_thrift_put(&body, lev.p, lev.len);
-		rc = val.oom || body.oom ?
+		rc = lev.oom || val.oom || body.oom ?
 			     -ENOMEM :
 			     sfs_pq_page_compress(pg->h.compressed ?
 							  c->ch->codec :
 							  SFS_PQ_C_UNCOMPRESSED,
 						  val.p, val.len, &body);
 	}
+	free(lev.p);
+	free(val.p);
+	lev.p = val.p = NULL; /* their lengths are still read */
 	if (rc == -EINVAL)
 		rc = sfs_pq_col_fail(
 			c, pg->h.at,

@@ -181,22 +181,31 @@ int sfs_pq_meta_check(struct sfs_thrift_reader *r, struct sfs_parquet_meta *m);
 #define SFS_PQ_ENTRIES_MAX (16u << 20) /* levels of a page */
 /*
  * What the pages a reader holds at once may decode to (a cut holds one
- * column's, a row digest one page of every column): the compressed and
- * the uncompressed bytes, and per entry its two levels, its value and its
- * dictionary index (SFS_PQ_ENTRY_BYTES).  A page read as a 1 MiB page of
+ * column's, a row digest one page of every column): the uncompressed
+ * bytes, and per entry its two levels and its value (SFS_PQ_ENTRY_BYTES)
+ * and, unless the page is PLAIN, its dictionary index (or RLE boolean)
+ * unpacked (SFS_PQ_INDEX_BYTES); while the page decompresses, its
+ * compressed bytes instead of the entries when they are more (they are
+ * freed before the entries are made).  A page read as a 1 MiB page of
  * 20 000 rows (pyarrow's, arrow-rs', parquet-mr's defaults) takes ~2 MiB;
  * the largest page the caps above let through, 256 MiB of 16 Mi values,
  * would take 704 MiB, and a 64 KiB gzip page 512 MiB: refused.
  */
 #define SFS_PQ_DECODED_MAX (512u << 20)
-#define SFS_PQ_ENTRY_BYTES 28
+#define SFS_PQ_ENTRY_BYTES 24
+#define SFS_PQ_INDEX_BYTES 4
 /*
- * What one page may decode to (counted as above): a legitimate page is far
- * below it (pyarrow's, parquet-mr's and arrow-rs' 1 MiB pages of at most
- * 20 000 rows ~2.5 MiB; a DuckDB page of a 1 Mi-row group of INT64
- * ~44 MiB), while a 62 KB file of one gzip page of 16 Mi INT32 values
- * decodes to 488 MiB: with the daemon's two builds at once, 1 GB.  Past
- * it, refused, naming the limit and the fix.
+ * What one page may decode to: its uncompressed bytes and its entries
+ * (counted as above; its compressed bytes are the file's own, not
+ * something a small file can claim, so they count only against
+ * SFS_PQ_DECODED_MAX).  Legitimate pages are below it, but for large
+ * row groups of DuckDB: pyarrow's, parquet-mr's and arrow-rs' 1 MiB
+ * pages of at most 20 000 rows take ~2.5 MiB, DuckDB's pages (up to
+ * 100 MiB) in row groups of up to 1 Mi rows at most ~124 MiB (1 Mi
+ * strings of 96 characters; a row group of 4 M strings of 20 characters,
+ * 183 MiB, is refused), while a 62 KB file of one gzip page of 16 Mi
+ * INT32 values decodes to 427 MiB: with the daemon's two builds at once,
+ * nearly 1 GB.  Past it, refused, naming the limit and the fix.
  */
 #define SFS_PQ_PAGE_DECODED_MAX (128u << 20)
 
