@@ -18,7 +18,10 @@
  * each with its ColumnMetaData, and each chunk's bytes
  * [sfs_parquet_chunk_start, + total_compressed_size) lie within
  * [4, data_end), data_end being where the footer begins, hold its first
- * data page and its dictionary page, and are no other chunk's.  Memory
+ * data page and its dictionary page, and are no other chunk's; a chunk of
+ * a row group of no rows may have no data page (data_page_offset 0, as
+ * pyarrow writes an empty table): its bytes are then its dictionary
+ * page's, or none (start 0, total_compressed_size 0).  Memory
  * grows with what is decoded, never with a count read from the file, and
  * is capped: the chunks of all row groups, their encodings and their
  * paths are one array each (chunk_pool, ...), about 2.5 times a real
@@ -158,7 +161,7 @@ int sfs_parquet_footer_read(int fd, const char *path, uint64_t size,
 void sfs_parquet_meta_free(struct sfs_parquet_meta *m);
 
 /* Where a chunk's bytes begin: its dictionary page, else its first data
- * page. */
+ * page (0 for a chunk of no bytes, which has neither). */
 int64_t sfs_parquet_chunk_start(const struct sfs_parquet_chunk *c);
 
 /*

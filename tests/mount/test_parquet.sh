@@ -43,6 +43,11 @@ check() {
 	out=$(cd "$npmdir" && node views.mjs "$M" "$src" "$T/recipe.sql" 2>&1)
 	expect_eq "$(basename "$src") $opts: every file's rows in DuckDB, hyparquet, parquet-wasm" \
 		"$?" 0 || echo "$out" >&2
+	if [ -n "${pa:-}" ]; then
+		out=$("$pa" "$TESTS/mount/parquet_empty_groups.py" read "$M" "$src" 2>&1)
+		expect_eq "$(basename "$src") $opts: every file's rows in pyarrow" \
+			"$?" 0 || echo "$out" >&2
+	fi
 	out=$(shardfs-check view "$M")
 	expect_eq "$(basename "$src") $opts: the auditor passes" "$?:$(echo "$out" | tail -1)" "$PASS" ||
 		echo "$out" >&2
@@ -57,6 +62,33 @@ check "$T/small" world=2,workers=2,shuffle=samples,block=0,seed=3,epoch=1
 check "$T/mk" world=2,workers=3
 check "$T/mk" world=2,workers=2,shuffle=samples,block=0,remainder=drop
 check "$T/mk" world=3,workers=2,partition=interleaved,batch=5,start=11
+
+# row groups of no rows, as pyarrow writes an empty table (data_page_offset
+# 0, and an empty dictionary page or no bytes): at the start, in the middle
+# and at the end of a file, and a file of nothing else.  Indexed, left out
+# of slices (cut inside and across row groups), served whole as symlinks
+# and as files; pyarrow too reads every slice as planned
+venv=$(bash "$TESTS/python/venv.sh" "$TESTS/python/requirements.txt") || {
+	bad "build the pyarrow venv"
+	finish
+	exit
+}
+mkdir "$T/pa"
+"$venv/bin/python" "$TESTS/mount/parquet_empty_groups.py" write "$T/pa" ||
+	bad "write the pyarrow files"
+expect_run "pyarrow's empty row groups are indexed" 0 "" \
+	-- shardfs-index "$T/pa" --quiet
+expect_eq "rows of the pyarrow files" \
+	"$(shardfs-check plan "$T/pa" -o world=1 | grep -o '[0-9]* samples each')" \
+	"190 samples each"
+pa=$venv/bin/python
+check "$T/pa" world=3,workers=2
+check "$T/pa" world=2,workers=2,block=7,seed=5
+check "$T/pa" world=3,workers=1,partition=interleaved,batch=5,start=11,block=45,symlinks=0
+check "$T/pa" world=1,workers=1,shuffle=none
+check "$T/pa" world=1,workers=1,shuffle=none,symlinks=0
+check "$T/pa" world=2,workers=2,shuffle=samples,block=0,seed=3
+pa=
 
 # shuffle=samples over many rows: refused at mount with the cost and the
 # option to use instead (every row would be a row group of its own: a
