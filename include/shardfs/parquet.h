@@ -307,7 +307,9 @@ int sfs_parquet_cut_pages(int fd, const struct sfs_parquet_meta *m,
  * then "Z" to end the column.  Calls fn(arg, row, digest), in row order,
  * from the calling thread; stops at and returns fn's first nonzero
  * return.  The rows of a file of 65 536 rows or more are hashed on helper
- * threads too (one fewer than sfs_pool_cpus(), at most 3).  Memory: one
+ * threads too (one fewer than sfs_pool_cpus(), at most 3; with
+ * sfs_parquet_rows_threads, one fewer than threads, 0 taken as
+ * sfs_pool_cpus()).  Memory: one
  * decoded page per column and two batches of rows' bytes (8 192 rows, or
  * 1 MiB and the row that passes it; a row's bytes past 4 MiB are hashed
  * as they come, not held).  Errors as sfs_parquet_cut's, and a
@@ -318,5 +320,8 @@ typedef int (*sfs_parquet_row_fn)(void *arg, uint64_t row,
 				  const unsigned char digest[32]);
 int sfs_parquet_rows(int fd, const struct sfs_parquet_meta *m,
 		     sfs_parquet_row_fn fn, void *arg, struct sfs_error *err);
+int sfs_parquet_rows_threads(int fd, const struct sfs_parquet_meta *m,
+			     unsigned threads, sfs_parquet_row_fn fn, void *arg,
+			     struct sfs_error *err);
 
 #endif
