@@ -3,7 +3,7 @@
 # DuckDB and parquet-wasm (tests/cli/parquet/write.mjs: every codec, v1/v2
 # pages, dictionaries, PLAIN, dictionary, RLE, DELTA_* and
 # BYTE_STREAM_SPLIT encodings, nullable and nested columns) and by
-# shardfs-mkdata, under a
+# shardfs-mkdata, and by pyarrow with row groups of no rows, under a
 # grid of plan options; every view file read by DuckDB, hyparquet and
 # parquet-wasm as exactly the rows its plan names (tests/cli/parquet/views.mjs),
 # equal rows per reader; the auditor proves every row by its digest; bad
@@ -36,7 +36,7 @@ sed -n '/^-- recipe: parquet_duckdb$/,/^```$/p' "$TESTS/../docs/loaders.md" | se
 expect_eq "the recipe is in docs/loaders.md" "$(grep -c read_parquet "$T/recipe.sql")" 1
 
 # check SRC OPTIONS: mount, read every file with the three readers and the
-# recipe, audit
+# recipe (and pyarrow, $pa, when set), audit
 check() {
 	local src=$1 opts=$2 M=$T/m out
 	mount_view "$src" "$M" "$opts" || { bad "mount $src $opts"; return; }
