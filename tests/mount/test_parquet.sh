@@ -63,33 +63,6 @@ check "$T/mk" world=2,workers=3
 check "$T/mk" world=2,workers=2,shuffle=samples,block=0,remainder=drop
 check "$T/mk" world=3,workers=2,partition=interleaved,batch=5,start=11
 
-# row groups of no rows, as pyarrow writes an empty table (data_page_offset
-# 0, and an empty dictionary page or no bytes): at the start, in the middle
-# and at the end of a file, and a file of nothing else.  Indexed, left out
-# of slices (cut inside and across row groups), served whole as symlinks
-# and as files; pyarrow too reads every slice as planned
-venv=$(bash "$TESTS/python/venv.sh" "$TESTS/python/requirements.txt") || {
-	bad "build the pyarrow venv"
-	finish
-	exit
-}
-mkdir "$T/pa"
-"$venv/bin/python" "$TESTS/mount/parquet_empty_groups.py" write "$T/pa" ||
-	bad "write the pyarrow files"
-expect_run "pyarrow's empty row groups are indexed" 0 "" \
-	-- shardfs-index "$T/pa" --quiet
-expect_eq "rows of the pyarrow files" \
-	"$(shardfs-check plan "$T/pa" -o world=1 | grep -o '[0-9]* samples each')" \
-	"190 samples each"
-pa=$venv/bin/python
-check "$T/pa" world=3,workers=2
-check "$T/pa" world=2,workers=2,block=7,seed=5
-check "$T/pa" world=3,workers=1,partition=interleaved,batch=5,start=11,block=45,symlinks=0
-check "$T/pa" world=1,workers=1,shuffle=none
-check "$T/pa" world=1,workers=1,shuffle=none,symlinks=0
-check "$T/pa" world=2,workers=2,shuffle=samples,block=0,seed=3
-pa=
-
 # shuffle=samples over many rows: refused at mount with the cost and the
 # option to use instead (every row would be a row group of its own: a
 # 16 M-row file was not served after minutes), never minutes of silence
@@ -122,6 +95,33 @@ os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)' "$f"
 expect_eq "put back as indexed: the slice reads its bytes" "$(cat "$f" | wc -c)" "$(stat -c %s "$f")"
 unmount_view "$M"
 check "$T/mk" world=3,workers=1,shuffle=none
+
+# row groups of no rows, as pyarrow writes an empty table (data_page_offset
+# 0, and an empty dictionary page or no bytes): at the start, in the middle
+# and at the end of a file, and a file of nothing else.  Indexed, left out
+# of slices (cut inside and across row groups), served whole as symlinks
+# and as files; pyarrow too reads every slice as planned
+venv=$(bash "$TESTS/python/venv.sh" "$TESTS/python/requirements.txt") || {
+	bad "build the pyarrow venv"
+	finish
+	exit
+}
+mkdir "$T/pa"
+"$venv/bin/python" "$TESTS/mount/parquet_empty_groups.py" write "$T/pa" ||
+	bad "write the pyarrow files"
+expect_run "pyarrow's empty row groups are indexed" 0 "" \
+	-- shardfs-index "$T/pa" --quiet
+expect_eq "rows of the pyarrow files" \
+	"$(shardfs-check plan "$T/pa" -o world=1 | grep -o '[0-9]* samples each')" \
+	"190 samples each"
+pa=$venv/bin/python
+check "$T/pa" world=3,workers=2
+check "$T/pa" world=2,workers=2,block=7,seed=5
+check "$T/pa" world=3,workers=1,partition=interleaved,batch=5,start=11,block=45,symlinks=0
+check "$T/pa" world=1,workers=1,shuffle=none
+check "$T/pa" world=1,workers=1,shuffle=none,symlinks=0
+check "$T/pa" world=2,workers=2,shuffle=samples,block=0,seed=3
+pa=
 
 # a switch sizes every Parquet slice from its shard's footer (on several
 # threads past a thousand slices): a shard changed behind the index
