@@ -8,6 +8,8 @@ packages=(build-essential cmake pkg-config libfuse3-dev fuse3 libarchive-dev
 	clang-format tar coreutils attr util-linux gzip bzip2 xz-utils zstd
 	clang libclang-rt-14-dev help2man man-db
 	python3-torch python3-torchvision valgrind
+	# the threads shardfs-index starts (tests/cli/test_tools.sh)
+	strace
 	# what the benchmarks call (tests/bench/; smoke.sh runs each in CI)
 	fio time
 	# WebDataset's dependencies (tests/python/e2e/test_webdataset.sh; WebDataset

@@ -80,6 +80,10 @@ struct sfs_scan_in {
 	 * only those after the first out->bounds_passed */
 	sfs_bounds_fn bounds_fn;
 	void *bounds_arg;
+	/* the threads a scan may run on, the calling one included (a
+	 * Parquet scan that digests 65 536 rows or more hashes on helper
+	 * threads); 0: as many as are useful, up to sfs_pool_cpus() */
+	unsigned threads;
 };
 
 /* What a scan learns.  bounds is heap memory the caller takes (the

@@ -18,7 +18,10 @@
  * each with its ColumnMetaData, and each chunk's bytes
  * [sfs_parquet_chunk_start, + total_compressed_size) lie within
  * [4, data_end), data_end being where the footer begins, hold its first
- * data page and its dictionary page, and are no other chunk's.  Memory
+ * data page and its dictionary page, and are no other chunk's; a chunk of
+ * a row group of no rows may have no data page (data_page_offset 0, as
+ * pyarrow writes an empty table): its bytes are then its dictionary
+ * page's, or none (start 0, total_compressed_size 0).  Memory
  * grows with what is decoded, never with a count read from the file, and
  * is capped: the chunks of all row groups, their encodings and their
  * paths are one array each (chunk_pool, ...), about 2.5 times a real
@@ -158,7 +161,7 @@ int sfs_parquet_footer_read(int fd, const char *path, uint64_t size,
 void sfs_parquet_meta_free(struct sfs_parquet_meta *m);
 
 /* Where a chunk's bytes begin: its dictionary page, else its first data
- * page. */
+ * page (0 for a chunk of no bytes, which has neither). */
 int64_t sfs_parquet_chunk_start(const struct sfs_parquet_chunk *c);
 
 /*
@@ -304,7 +307,9 @@ int sfs_parquet_cut_pages(int fd, const struct sfs_parquet_meta *m,
  * then "Z" to end the column.  Calls fn(arg, row, digest), in row order,
  * from the calling thread; stops at and returns fn's first nonzero
  * return.  The rows of a file of 65 536 rows or more are hashed on helper
- * threads too (one fewer than sfs_pool_cpus(), at most 3).  Memory: one
+ * threads too (one fewer than sfs_pool_cpus(), at most 3; with
+ * sfs_parquet_rows_threads, one fewer than threads, 0 taken as
+ * sfs_pool_cpus()).  Memory: one
  * decoded page per column and two batches of rows' bytes (8 192 rows, or
  * 1 MiB and the row that passes it; a row's bytes past 4 MiB are hashed
  * as they come, not held).  Errors as sfs_parquet_cut's, and a
@@ -315,5 +320,8 @@ typedef int (*sfs_parquet_row_fn)(void *arg, uint64_t row,
 				  const unsigned char digest[32]);
 int sfs_parquet_rows(int fd, const struct sfs_parquet_meta *m,
 		     sfs_parquet_row_fn fn, void *arg, struct sfs_error *err);
+int sfs_parquet_rows_threads(int fd, const struct sfs_parquet_meta *m,
+			     unsigned threads, sfs_parquet_row_fn fn, void *arg,
+			     struct sfs_error *err);
 
 #endif

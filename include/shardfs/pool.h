@@ -44,6 +44,9 @@ struct sfs_pool {
  */
 unsigned sfs_pool_cpus(void);
 
+/* The worker threads sfs_pool_run(p) starts for p's threads and n. */
+unsigned sfs_pool_threads(const struct sfs_pool *p);
+
 /*
  * Run every item of p (its counters zeroed first) and return when all are
  * done: on the calling thread when not one thread can be started.

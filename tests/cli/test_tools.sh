@@ -200,6 +200,37 @@ expect_run "bad jobs" 2 "shardfs-index: jobs=0 is out of range: use an integer i
 expect_run "no source" 2 "shardfs-index: $T/none: cannot open the source directory: No such file or directory" \
 	-- shardfs-index "$T/none" --quiet
 
+# --- --jobs N bounds the threads: a Parquet shard of 65 536 rows or more
+# is hashed on the threads no other shard keeps busy; --jobs 1 is one
+# thread (the pool's worker: one clone), --jobs 4 on one shard the worker
+# and 3 helpers; the index is the same whatever the threads
+venv=$(bash "$TESTS/python/venv.sh" "$TESTS/python/requirements.txt") ||
+	bad "build the pyarrow venv"
+mkdir "$T/big"
+"$venv/bin/python" -c 'import sys, pyarrow as pa, pyarrow.parquet as pq
+n = 70000
+pq.write_table(pa.table({"v": pa.array(range(n), pa.int64()),
+                         "s": pa.array([f"row {i}" for i in range(n)])}),
+               sys.argv[1], row_group_size=30000)' "$T/big/rows.parquet" ||
+	bad "write a Parquet file of 70000 rows"
+# clones FILE: the threads strace -c counted in FILE
+clones() { awk '$NF ~ /^clone/ { n += $4 } END { print n + 0 }' "$1"; }
+strace -f -qq -e trace=clone,clone3 -c -o "$T/strace-1" \
+	shardfs-index "$T/big" --jobs 1 --quiet --out "$T/big-1" ||
+	bad "index with --jobs 1"
+expect_eq "--jobs 1: one thread reads and hashes" "$(clones "$T/strace-1")" 1
+strace -f -qq -e trace=clone,clone3 -c -o "$T/strace-4" \
+	shardfs-index "$T/big" --jobs 4 --quiet --out "$T/big-4" ||
+	bad "index with --jobs 4"
+expect_eq "--jobs 4, one shard: a worker and 3 hashing helpers" \
+	"$(clones "$T/strace-4")" 4
+shardfs-index "$T/big" --quiet --out "$T/big-d" || bad "index with the default jobs"
+expect_eq "the same index with --jobs 1, 4 and the default" \
+	"$(diff -r "$T/big-1" "$T/big-d" && diff -r "$T/big-4" "$T/big-d" && echo same)" same
+expect_eq "the index has the rows' digests" \
+	"$(ls "$T/big-1" | sed -E 's/-[0-9a-f]{16}\.bin$/-X.bin/' | sort | tr '\n' ' ')" \
+	"blocks-X.bin digests-X.bin manifest.json samples-X.bin "
+
 # --- indexing in parts (an Indexed Job), merged: what one run writes ---
 for f in tar files; do
 	shardfs-mkdata "$T/p-$f" --format $f --shards 11 --samples 1-30 --seed 31 > /dev/null

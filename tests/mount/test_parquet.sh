@@ -3,7 +3,7 @@
 # DuckDB and parquet-wasm (tests/cli/parquet/write.mjs: every codec, v1/v2
 # pages, dictionaries, PLAIN, dictionary, RLE, DELTA_* and
 # BYTE_STREAM_SPLIT encodings, nullable and nested columns) and by
-# shardfs-mkdata, under a
+# shardfs-mkdata, and by pyarrow with row groups of no rows, under a
 # grid of plan options; every view file read by DuckDB, hyparquet and
 # parquet-wasm as exactly the rows its plan names (tests/cli/parquet/views.mjs),
 # equal rows per reader; the auditor proves every row by its digest; bad
@@ -36,13 +36,18 @@ sed -n '/^-- recipe: parquet_duckdb$/,/^```$/p' "$TESTS/../docs/loaders.md" | se
 expect_eq "the recipe is in docs/loaders.md" "$(grep -c read_parquet "$T/recipe.sql")" 1
 
 # check SRC OPTIONS: mount, read every file with the three readers and the
-# recipe, audit
+# recipe (and pyarrow, $pa, when set), audit
 check() {
 	local src=$1 opts=$2 M=$T/m out
 	mount_view "$src" "$M" "$opts" || { bad "mount $src $opts"; return; }
 	out=$(cd "$npmdir" && node views.mjs "$M" "$src" "$T/recipe.sql" 2>&1)
 	expect_eq "$(basename "$src") $opts: every file's rows in DuckDB, hyparquet, parquet-wasm" \
 		"$?" 0 || echo "$out" >&2
+	if [ -n "${pa:-}" ]; then
+		out=$("$pa" "$TESTS/mount/parquet_empty_groups.py" read "$M" "$src" 2>&1)
+		expect_eq "$(basename "$src") $opts: every file's rows in pyarrow" \
+			"$?" 0 || echo "$out" >&2
+	fi
 	out=$(shardfs-check view "$M")
 	expect_eq "$(basename "$src") $opts: the auditor passes" "$?:$(echo "$out" | tail -1)" "$PASS" ||
 		echo "$out" >&2
@@ -124,6 +129,33 @@ os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)' "$f"
 expect_eq "put back as indexed: the slice reads its bytes" "$(cat "$f" | wc -c)" "$(stat -c %s "$f")"
 unmount_view "$M"
 check "$T/mk" world=3,workers=1,shuffle=none
+
+# row groups of no rows, as pyarrow writes an empty table (data_page_offset
+# 0, and an empty dictionary page or no bytes): at the start, in the middle
+# and at the end of a file, and a file of nothing else.  Indexed, left out
+# of slices (cut inside and across row groups), served whole as symlinks
+# and as files; pyarrow too reads every slice as planned
+venv=$(bash "$TESTS/python/venv.sh" "$TESTS/python/requirements.txt") || {
+	bad "build the pyarrow venv"
+	finish
+	exit
+}
+mkdir "$T/pa"
+"$venv/bin/python" "$TESTS/mount/parquet_empty_groups.py" write "$T/pa" ||
+	bad "write the pyarrow files"
+expect_run "pyarrow's empty row groups are indexed" 0 "" \
+	-- shardfs-index "$T/pa" --quiet
+expect_eq "rows of the pyarrow files" \
+	"$(shardfs-check plan "$T/pa" -o world=1 | grep -o '[0-9]* samples each')" \
+	"190 samples each"
+pa=$venv/bin/python
+check "$T/pa" world=3,workers=2
+check "$T/pa" world=2,workers=2,block=7,seed=5
+check "$T/pa" world=3,workers=1,partition=interleaved,batch=5,start=11,block=45,symlinks=0
+check "$T/pa" world=1,workers=1,shuffle=none
+check "$T/pa" world=1,workers=1,shuffle=none,symlinks=0
+check "$T/pa" world=2,workers=2,shuffle=samples,block=0,seed=3
+pa=
 
 # a switch sizes every Parquet slice from its shard's footer (on several
 # threads past a thousand slices): a shard changed behind the index

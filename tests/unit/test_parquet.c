@@ -791,6 +791,80 @@ static void test_parquet_inconsistent(void **state)
 }
 
 /*
+ * Row groups of no rows as pyarrow writes an empty table: data_page_offset
+ * 0 and, per chunk, no bytes or an empty dictionary page.  Accepted, their
+ * bytes checked as any chunk's; data_page_offset 0 in a row group of rows
+ * is still refused.
+ */
+static struct spec with_empty(void)
+{
+	struct spec s = good();
+
+	s.rg[1].c[1].comp = 30; /* [64, 94): bytes 94 .. 104 free */
+	s.nrgs = 3;
+	s.rg[2] = (struct rgspec){ .rows = 0, .ordinal = 2 };
+	s.rg[2].c[0].dict = 94;
+	s.rg[2].c[0].comp = 10;
+	s.rg[2].c[0].unc = 10;
+	return s;
+}
+
+static void test_parquet_empty_row_group(void **state)
+{
+	struct sfs_parquet_meta *m;
+	struct spec s;
+
+	(void)state;
+	s = with_empty();
+	m = read_spec(&s);
+	assert_int_equal(m->nrow_groups, 3);
+	assert_int_equal(m->row_groups[2].num_rows, 0);
+	assert_int_equal(sfs_parquet_chunk_start(&m->row_groups[2].chunks[0]),
+			 94);
+	assert_int_equal(m->row_groups[2].chunks[0].total_compressed_size, 10);
+	assert_int_equal(sfs_parquet_chunk_start(&m->row_groups[2].chunks[1]),
+			 0);
+	assert_int_equal(m->row_groups[2].chunks[1].total_compressed_size, 0);
+	sfs_parquet_meta_free(m);
+	s = with_empty();
+	s.rg[2].c[1].comp = 10;
+	expect_spec(
+		&s,
+		"x.parquet: footer at byte 516: row group 2 column 1 has no rows and no pages (data_page_offset 0) but claims 10 bytes");
+	s = with_empty();
+	s.rg[2].c[0].dict = 2;
+	expect_spec(
+		&s,
+		"x.parquet: footer at byte 480: row group 2 column 0 begins at byte 2, inside the PAR1 magic");
+	s = with_empty();
+	s.rg[2].c[0].comp = 20;
+	expect_spec(
+		&s,
+		"x.parquet: footer at byte 480: row group 2 column 0: its 20 bytes from byte 94 run past the data (ends at 104)");
+	s = with_empty();
+	s.rg[2].c[0].dict = 104;
+	expect_spec(
+		&s,
+		"x.parquet: footer at byte 480: row group 2 column 0 dictionary_page_offset 104 is past the data (ends at 104)");
+	s = with_empty();
+	s.rg[2].c[0].comp = 0;
+	expect_spec(
+		&s,
+		"x.parquet: footer at byte 480: row group 2 column 0: its dictionary page (byte 94) lies outside its 0 bytes");
+	s = with_empty();
+	s.rg[2].c[0].dict = 60;
+	expect_spec(
+		&s,
+		"x.parquet: footer at byte 480: row group 2 column 0: its bytes [60, 70) overlap those of row group 1 column 0 [44, 64)");
+	/* a row group of rows: its first data page cannot be at byte 0 */
+	s = good();
+	s.rg[0].c[1].data = 0;
+	expect_spec(
+		&s,
+		"x.parquet: footer at byte 229: row group 0 column 1 begins at byte 0, inside the PAR1 magic");
+}
+
+/*
  * A footer of nothing but minimal schema elements (4 bytes each, 56
  * decoded): refused once what it decodes to would pass
  * SFS_PARQUET_DECODED_MAX, counting the array's capacity (doubled from 8,
@@ -850,6 +924,7 @@ int main(void)
 		cmocka_unit_test(test_parquet_not_parquet),
 		cmocka_unit_test(test_parquet_thrift_errors),
 		cmocka_unit_test(test_parquet_inconsistent),
+		cmocka_unit_test(test_parquet_empty_row_group),
 		cmocka_unit_test(test_parquet_decoded_budget),
 	};
 

@@ -120,7 +120,7 @@ unsigned sfs_pool_cpus(void)
 	return n ? n : 1;
 }
 
-static unsigned threads(const struct sfs_pool *p)
+unsigned sfs_pool_threads(const struct sfs_pool *p)
 {
 	unsigned t = p->threads ? p->threads : sfs_pool_cpus();
 
@@ -134,7 +134,7 @@ static unsigned threads(const struct sfs_pool *p)
 void sfs_pool_run(struct sfs_pool *p)
 {
 	pthread_t tids[SFS_POOL_THREADS_MAX];
-	unsigned n = threads(p), started, i;
+	unsigned n = sfs_pool_threads(p), started, i;
 	double t0 = now();
 
 	atomic_store(&p->next, 0);

@@ -31,8 +31,9 @@ static int parquet_scan(const struct sfs_scan_in *in, struct sfs_scan *out,
 		return rc;
 	out->nsamples = (uint64_t)m->num_rows;
 	if (in->digest_fn) {
-		rc = sfs_parquet_rows(in->fd, m, in->digest_fn, in->digest_arg,
-				      err);
+		rc = sfs_parquet_rows_threads(in->fd, m, in->threads,
+					      in->digest_fn, in->digest_arg,
+					      err);
 		out->digested = !rc;
 	}
 	sfs_parquet_meta_free(m);

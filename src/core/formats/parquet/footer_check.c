@@ -41,9 +41,54 @@ static int check_schema(struct sfs_thrift_reader *r, struct sfs_parquet_meta *m)
 int64_t sfs_parquet_chunk_start(const struct sfs_parquet_chunk *c)
 {
 	if (c->dictionary_page_offset > 0 &&
-	    c->dictionary_page_offset < c->data_page_offset)
+	    (c->data_page_offset == 0 ||
+	     c->dictionary_page_offset < c->data_page_offset))
 		return c->dictionary_page_offset;
 	return c->data_page_offset;
+}
+
+/*
+ * A chunk of a row group of no rows that has no data page: pyarrow writes
+ * one per column for an empty table (data_page_offset 0, and no bytes or
+ * an empty dictionary page).  Readers read such a file; its bytes, when
+ * it has any, are checked as any chunk's.
+ */
+static int check_no_data(struct sfs_thrift_reader *r,
+			 const struct sfs_parquet_chunk *c, uint64_t end,
+			 size_t i, size_t j)
+{
+	int64_t start = c->dictionary_page_offset;
+
+	if (start <= 0) {
+		if (c->total_compressed_size == 0)
+			return 0;
+		return sfs_thrift_fail(
+			r, c->at,
+			"row group %zu column %zu has no rows and no pages (data_page_offset 0) but claims %lld bytes",
+			i, j, (long long)c->total_compressed_size);
+	}
+	if (start < 4)
+		return sfs_thrift_fail(
+			r, c->at,
+			"row group %zu column %zu begins at byte %lld, inside the PAR1 magic",
+			i, j, (long long)start);
+	if ((uint64_t)start >= end)
+		return sfs_thrift_fail(
+			r, c->at,
+			"row group %zu column %zu dictionary_page_offset %lld is past the data (ends at %llu)",
+			i, j, (long long)start, (unsigned long long)end);
+	if (c->total_compressed_size == 0)
+		return sfs_thrift_fail(
+			r, c->at,
+			"row group %zu column %zu: its dictionary page (byte %lld) lies outside its 0 bytes",
+			i, j, (long long)start);
+	if ((uint64_t)c->total_compressed_size > end - (uint64_t)start)
+		return sfs_thrift_fail(
+			r, c->at,
+			"row group %zu column %zu: its %lld bytes from byte %lld run past the data (ends at %llu)",
+			i, j, (long long)c->total_compressed_size,
+			(long long)start, (unsigned long long)end);
+	return 0;
 }
 
 static int check_chunk(struct sfs_thrift_reader *r,
@@ -53,6 +98,10 @@ static int check_chunk(struct sfs_thrift_reader *r,
 	int64_t start = sfs_parquet_chunk_start(c);
 	uint64_t end = m->data_end;
 
+	if (m->row_groups[i].num_rows == 0 && c->data_page_offset == 0)
+		return check_no_data(r, c, end, i, j);
+	if (c->data_page_offset < start)
+		start = c->data_page_offset; /* (0 .. 3: refused below) */
 	if ((uint64_t)c->data_page_offset >= end)
 		return sfs_thrift_fail(
 			r, c->at,
@@ -125,6 +174,8 @@ static int check_overlap(struct sfs_thrift_reader *r,
 			const struct sfs_parquet_chunk *c =
 				&m->row_groups[i].chunks[j];
 
+			if (!c->total_compressed_size)
+				continue; /* no bytes (check_no_data) */
 			s[n].start = sfs_parquet_chunk_start(c);
 			s[n].end = s[n].start + c->total_compressed_size;
 			s[n].rg = i;

@@ -428,23 +428,33 @@ static int check_end(struct sfs_pq_column *c, struct batch *b,
 int sfs_parquet_rows(int fd, const struct sfs_parquet_meta *m,
 		     sfs_parquet_row_fn fn, void *arg, struct sfs_error *err)
 {
+	return sfs_parquet_rows_threads(fd, m, 0, fn, arg, err);
+}
+
+int sfs_parquet_rows_threads(int fd, const struct sfs_parquet_meta *m,
+			     unsigned threads, sfs_parquet_row_fn fn, void *arg,
+			     struct sfs_error *err)
+{
 	struct sfs_pq_leaf *lf =
 		calloc(m->nleaves ? m->nleaves : 1, sizeof(*lf));
 	struct sfs_pq_column *cols =
 		calloc(m->nleaves ? m->nleaves : 1, sizeof(*cols));
 	struct rows_out o = { .m = m, .fn = fn, .arg = arg, .err = err };
-	unsigned cpus = m->num_rows >= THREADED_ROWS ? sfs_pool_cpus() : 1;
 	uint64_t held = 0;
 	struct batch *b;
 	size_t g, k, opened = 0;
 	int64_t r;
 	int rc, frc;
 
+	if (m->num_rows < THREADED_ROWS)
+		threads = 1;
+	else if (!threads)
+		threads = sfs_pool_cpus();
 	o.d = sfs_digest_new();
 	o.big.d = sfs_digest_new();
 	o.b[0] = calloc(1, sizeof(*o.b[0]));
-	o.b[1] = cpus > 1 ? calloc(1, sizeof(*o.b[1])) : NULL;
-	hashers_start(&o.hs, o.b[1] ? cpus - 1 : 0);
+	o.b[1] = threads > 1 ? calloc(1, sizeof(*o.b[1])) : NULL;
+	hashers_start(&o.hs, o.b[1] ? threads - 1 : 0);
 	if (!lf || !cols || !o.d || !o.big.d || !o.b[0]) {
 		rc = sfs_errorf(err, -ENOMEM, "%s: out of memory", m->path);
 		goto out;
