@@ -8,7 +8,7 @@
 # logged, and unmount returns within seconds however long the source takes;
 # on a local source only the next file's start is asked for; reading the
 # view leaves the source's pages cached; a chunk the source has cached
-# already is not read again.
+# already is not read again, and without cachestat every chunk is read.
 . "$(dirname "$0")/../lib.sh"
 check="$TESTS/mount/check_view.py"
 S=$T/slow M=$T/mnt
@@ -140,6 +140,34 @@ os.pread(fd, 1, 0)' "$second"
 	expect_eq "$pass: no errors" "$(counter "$M" prefetch_errors)" 0
 	unmount_view "$M"
 done
+
+# --- no cachestat (a seccomp filter answers ENOSYS, as an old kernel
+# does): said once, and every chunk is read as before, warm or not ---
+cat > "$T/nocachestat.py" <<'PY'
+import ctypes, os, struct, sys
+libc = ctypes.CDLL(None, use_errno=True)
+# the syscall number (seccomp_data.nr): 451, cachestat, fails with ENOSYS
+prog = b"".join(struct.pack("HBBI", *i) for i in (
+    (0x20, 0, 0, 0), (0x15, 0, 1, 451),
+    (0x06, 0, 0, 0x00050000 | 38), (0x06, 0, 0, 0x7fff0000)))
+buf = ctypes.create_string_buffer(prog)
+fprog = struct.pack("HxxxxxxP", 4, ctypes.addressof(buf))
+fbuf = ctypes.create_string_buffer(fprog)
+if libc.prctl(38, 1, 0, 0, 0) or libc.prctl(22, 2, fbuf, 0, 0):
+    sys.exit("seccomp: %s" % os.strerror(ctypes.get_errno()))
+os.execvp(sys.argv[1], sys.argv[1:])
+PY
+cat "$S"/*.tar > /dev/null
+DAEMON_WRAP="python3 $T/nocachestat.py" mount_view "$S" "$M" "world=1,workers=2,shuffle=none,symlinks=0,prefetch_files=2" || bad "mount"
+files=$(reader_files "$M")
+next=$(echo "$files" | sed -n 2,3p | xargs -n1 basename | sed 's/^[0-9]*-//')
+want=$(cd "$T/tar" && stat -c %s $next | awk '{s += $1} END {print s}')
+cat "$(echo "$files" | head -1)" > /dev/null
+expect_eq "no cachestat: the next 2 files prefetched" "$(settled "$M" prefetch_files)" 2
+expect_eq "no cachestat: read again, though cached" \
+	"$(counter "$M" prefetch_cached_bytes) $(counter "$M" prefetch_bytes)" "0 $want"
+expect_eq "no cachestat: said once" "$(grep -c "^shardfs: prefetch: cachestat: Function not implemented; chunks already in the source's page cache are read again (Linux 6.5 or later, with the system call allowed, skips them)$" "${daemon_log[$M]}")" 1
+unmount_view "$M"
 
 # --- a view's reads leave the source's pages in its page cache: replies
 # splice them without moving them (a move takes a page out of a FUSE
