@@ -36,10 +36,12 @@ struct sfs_status_counters {
 				  * ahead (ahead=1) */
 	bool ahead_built; /* the view of epoch ahead_epoch is built, */
 	uint64_t ahead_epoch; /* waiting for its switch */
-	/* read ahead from the source: files read whole, bytes, errors, and
-	 * chunks left out (queue full, or their epoch no longer served) */
-	uint64_t prefetch_files, prefetch_bytes, prefetch_errors,
-		prefetch_dropped;
+	/* read ahead from the source: files read whole (or found cached),
+	 * bytes read, bytes found in the source's page cache and not read,
+	 * errors, and chunks left out (queue full, or their epoch no longer
+	 * served) */
+	uint64_t prefetch_files, prefetch_bytes, prefetch_cached_bytes,
+		prefetch_errors, prefetch_dropped;
 };
 
 /* What the daemon tells (all borrowed). */

@@ -20,11 +20,15 @@
  * a stalled source costs speed, never bytes; each is logged and the chunk
  * dropped.  Chunks of a view that is no longer current, or on a followed
  * source of a shard already consumed (which its producer may delete), are
- * dropped when their turn comes.
+ * dropped when their turn comes.  A chunk whose every page is in the
+ * source's page cache already (cachestat) is not read again: a warm epoch
+ * would otherwise copy from the cache, for nothing, the shards that the
+ * readers of other daemons read.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/vfs.h>
 #include <syslog.h>
 #include <time.h>
@@ -41,6 +45,21 @@
 #define PROBES 64 /* slots of that table a chunk may take */
 #define STALL_SECONDS 5 /* a read this long is logged */
 #define STOP_WAIT_MS 1000 /* unmount waits this long for reads */
+
+/* cachestat(2), since Linux 6.5: the same number on every architecture,
+ * which older headers (Debian 12's) lack.  Its arguments are laid out as
+ * the kernel's uapi linux/mman.h has them, under names of our own, so
+ * that they never clash with headers that have them. */
+#ifndef __NR_cachestat
+#define __NR_cachestat 451
+#endif
+struct sfs_cachestat_range {
+	uint64_t off, len;
+};
+struct sfs_cachestat {
+	uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted,
+		nr_recently_evicted;
+};
 
 struct job {
 	const char *path; /* the index's, relative to the source */
@@ -76,6 +95,7 @@ struct prefetch {
 	uint64_t max_bytes; /* ahead of a trigger */
 	uint32_t max_files;
 	bool copy; /* read() the source: fadvise would not reach it */
+	uint64_t page; /* the page size */
 	unsigned nthreads;
 	pthread_t *tids;
 	pthread_t watch;
@@ -93,8 +113,11 @@ struct prefetch {
 	struct slot *slots; /* one per worker */
 	const char *failed; /* the path of the last error logged */
 	atomic_bool stopping; /* stop, read without the lock */
+	atomic_bool no_cachestat; /* the kernel has none, or forbids it */
 
-	atomic_uint_fast64_t files, bytes, errors, dropped;
+	/* bytes: read from the source; cached: found in its page cache and
+	 * not read */
+	atomic_uint_fast64_t files, bytes, cached, errors, dropped;
 };
 
 static double since(const struct timespec *t0)
@@ -198,7 +221,30 @@ static bool stale(struct fs *fs, const struct job *j)
 }
 
 /*
- * Read one chunk into buf and drop it.  Returns 0 or -errno; an error is
+ * Every page of j's chunk is in fd's page cache: 1; some are not, or
+ * cachestat cannot tell: 0; no cachestat here: -ENOSYS, logged once.
+ */
+static int chunk_cached(struct prefetch *p, int fd, const struct job *j)
+{
+	struct sfs_cachestat_range r = { .off = j->off, .len = j->len };
+	struct sfs_cachestat cs = { 0 };
+	uint64_t pages = (j->off + j->len - 1) / p->page - j->off / p->page + 1;
+
+	if (!syscall(__NR_cachestat, fd, &r, &cs, 0))
+		return cs.nr_cache >= pages;
+	/* an old kernel, or a seccomp filter that denies what it does not
+	 * know (EPERM) */
+	if (errno != ENOSYS && errno != EPERM && errno != EINVAL)
+		return 0;
+	if (!atomic_exchange(&p->no_cachestat, true))
+		fs_log(p->fs, LOG_INFO,
+		       "prefetch: cachestat: %s; chunks already in the source's page cache are read again (Linux 6.5 or later, with the system call allowed, skips them)",
+		       strerror(errno));
+	return -ENOSYS;
+}
+
+/*
+ * Read one chunk into buf and drop it, unless the source has it cached.  Returns 0 or -errno; an error is
  * logged, once for the chunks of a file in a row.  Gives up early (0) when
  * the prefetcher stops.
  */
@@ -222,6 +268,12 @@ static int read_chunk(struct prefetch *p, const struct job *j, char *buf)
 		else
 			atomic_fetch_add(&p->bytes, j->len);
 		at = rc ? at : end;
+	}
+	/* a chunk partly cached is read whole: the simple rule */
+	if (e && p->copy && !atomic_load(&p->no_cachestat) &&
+	    chunk_cached(p, e->fd, j) > 0) {
+		atomic_fetch_add(&p->cached, j->len);
+		at = end;
 	}
 	while (e && at < end && !atomic_load(&p->stopping)) {
 		size_t want = end - at < BUF ? (size_t)(end - at) : BUF;
@@ -470,6 +522,7 @@ void prefetch_counters(const struct prefetch *p, struct sfs_status_counters *c)
 {
 	c->prefetch_files = p ? atomic_load(&p->files) : 0;
 	c->prefetch_bytes = p ? atomic_load(&p->bytes) : 0;
+	c->prefetch_cached_bytes = p ? atomic_load(&p->cached) : 0;
 	c->prefetch_errors = p ? atomic_load(&p->errors) : 0;
 	c->prefetch_dropped = p ? atomic_load(&p->dropped) : 0;
 }
@@ -552,6 +605,7 @@ int prefetch_start(struct fs *fs, struct prefetch **out)
 	p->max_bytes = (uint64_t)fs->mount.prefetch_mb << 20;
 	p->nthreads = fs->mount.prefetch_threads;
 	p->copy = must_copy(fs->fds.srcfd); /* a view's or a followed one */
+	p->page = (uint64_t)sysconf(_SC_PAGESIZE);
 	p->tids = calloc(p->nthreads, sizeof(*p->tids));
 	p->slots = calloc(p->nthreads, sizeof(*p->slots));
 	if (!p->tids || !p->slots) {

@@ -7,7 +7,8 @@
 # shard gone is logged once and costs nothing else; a source that stalls is
 # logged, and unmount returns within seconds however long the source takes;
 # on a local source only the next file's start is asked for; reading the
-# view leaves the source's pages cached.
+# view leaves the source's pages cached; a chunk the source has cached
+# already is not read again, and without cachestat every chunk is read.
 . "$(dirname "$0")/../lib.sh"
 check="$TESTS/mount/check_view.py"
 S=$T/slow M=$T/mnt
@@ -49,6 +50,9 @@ settled() {
 }
 # files of reader 0/0 in plan order (names start with the sequence number)
 reader_files() { ls -d "$1"/0/0/*; }
+# ahead MNT: bytes read ahead, or found in the source's page cache and not
+# read again
+ahead() { echo $(($(counter "$1" prefetch_bytes) + $(counter "$1" prefetch_cached_bytes))); }
 
 # --- the view over slowfs, prefetch on: the plan, byte for byte ---
 slow_mount "$T/tar"
@@ -65,7 +69,8 @@ for o in "world=2,workers=2,block=7" "world=2,workers=2,symlinks=0" \
 		done
 		expect_eq "symlinks=0: every whole shard equals the local source" "$same" 12
 	fi
-	[ "$(counter "$M" prefetch_bytes)" -gt 0 ] && ok || bad "$o: nothing prefetched"
+	# after the first view the source is warm: chunks found cached count
+	[ "$(ahead "$M")" -gt 0 ] && ok || bad "$o: nothing prefetched"
 	expect_eq "$o: no prefetch errors" "$(counter "$M" prefetch_errors)" 0
 	unmount_view "$M"
 done
@@ -79,19 +84,90 @@ slow_umount
 
 # --- the counters: reading reader 0/0's 6 shards in order prefetches the
 # 5 after the first, whole, once each; with symlinks (lookups, readlinks)
-# as with files (opens) ---
-slow_mount "$T/tar"
+# as with files (opens).  Each on a fresh slowfs, nothing of it cached:
+# a chunk is read, or found cached when the reader got there first ---
 for links in 0 1; do
+	[ -z "$slow_pid" ] || slow_umount
+	slow_mount "$T/tar"
 	mount_view "$S" "$M" "world=1,workers=2,shuffle=none,symlinks=$links,prefetch_files=2" || bad "mount"
 	files=$(reader_files "$M")
 	want=$(echo "$files" | tail -n +2 | xargs stat -L -c %s | awk '{s += $1} END {print s}')
 	for f in $files; do cat "$f" > /dev/null; done
 	expect_eq "symlinks=$links: files prefetched" "$(settled "$M" prefetch_files)" 5
-	expect_eq "symlinks=$links: bytes prefetched" "$(counter "$M" prefetch_bytes)" "$want"
+	expect_eq "symlinks=$links: bytes prefetched" "$(ahead "$M")" "$want"
 	expect_eq "symlinks=$links: no errors" "$(counter "$M" prefetch_errors)" 0
 	expect_eq "symlinks=$links: nothing dropped" "$(counter "$M" prefetch_dropped)" 0
 	unmount_view "$M"
 done
+
+# --- a chunk the source has cached is not read again (cachestat): a
+# daemon over a warm slowfs skips the next files, counts them in
+# prefetch_cached_bytes and reads nothing; over a fresh slowfs it reads
+# them, and a file partly cached (its first page) is read whole ---
+for pass in warm cold; do
+	if [ $pass == cold ]; then
+		slow_umount
+		slow_mount "$T/tar"
+	fi
+	mount_view "$S" "$M" "world=1,workers=2,shuffle=none,symlinks=0,prefetch_files=2" || bad "mount"
+	files=$(reader_files "$M")
+	next=$(echo "$files" | sed -n 2,3p | xargs -n1 basename | sed 's/^[0-9]*-//')
+	want=$(cd "$T/tar" && stat -c %s $next | awk '{s += $1} END {print s}')
+	second=$S/$(echo "$next" | head -1)
+	if [ $pass == warm ]; then
+		cat "$S"/*.tar > /dev/null
+		expect_eq "warm: the next files are cached" \
+			"$(cd "$S" && fincore -b -n -o RES $next | awk '{s += $1} END {print s}')" \
+			"$(cd "$T/tar" && stat -c %s $next | awk -v p="$(getconf PAGESIZE)" '{s += int(($1 + p - 1) / p) * p} END {print s}')"
+	else
+		# its first page alone: no read ahead
+		python3 -c 'import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+os.pread(fd, 1, 0)' "$second"
+		expect_eq "cold: the second file's first page alone is cached" \
+			"$(($(fincore -b -n -o RES "$second")))" "$(getconf PAGESIZE)"
+	fi
+	cat "$(echo "$files" | head -1)" > /dev/null
+	expect_eq "$pass: the next 2 files prefetched" "$(settled "$M" prefetch_files)" 2
+	if [ $pass == warm ]; then
+		expect_eq "warm: found cached, not read" \
+			"$(counter "$M" prefetch_cached_bytes) $(counter "$M" prefetch_bytes)" "$want 0"
+	else
+		expect_eq "cold: read, partly cached too" \
+			"$(counter "$M" prefetch_cached_bytes) $(counter "$M" prefetch_bytes)" "0 $want"
+	fi
+	expect_eq "$pass: no errors" "$(counter "$M" prefetch_errors)" 0
+	unmount_view "$M"
+done
+
+# --- no cachestat (a seccomp filter answers ENOSYS, as an old kernel
+# does): said once, and every chunk is read as before, warm or not ---
+cat > "$T/nocachestat.py" <<'PY'
+import ctypes, os, struct, sys
+libc = ctypes.CDLL(None, use_errno=True)
+# the syscall number (seccomp_data.nr): 451, cachestat, fails with ENOSYS
+prog = b"".join(struct.pack("HBBI", *i) for i in (
+    (0x20, 0, 0, 0), (0x15, 0, 1, 451),
+    (0x06, 0, 0, 0x00050000 | 38), (0x06, 0, 0, 0x7fff0000)))
+buf = ctypes.create_string_buffer(prog)
+fprog = struct.pack("HxxxxxxP", 4, ctypes.addressof(buf))
+fbuf = ctypes.create_string_buffer(fprog)
+if libc.prctl(38, 1, 0, 0, 0) or libc.prctl(22, 2, fbuf, 0, 0):
+    sys.exit("seccomp: %s" % os.strerror(ctypes.get_errno()))
+os.execvp(sys.argv[1], sys.argv[1:])
+PY
+cat "$S"/*.tar > /dev/null
+DAEMON_WRAP="python3 $T/nocachestat.py" mount_view "$S" "$M" "world=1,workers=2,shuffle=none,symlinks=0,prefetch_files=2" || bad "mount"
+files=$(reader_files "$M")
+next=$(echo "$files" | sed -n 2,3p | xargs -n1 basename | sed 's/^[0-9]*-//')
+want=$(cd "$T/tar" && stat -c %s $next | awk '{s += $1} END {print s}')
+cat "$(echo "$files" | head -1)" > /dev/null
+expect_eq "no cachestat: the next 2 files prefetched" "$(settled "$M" prefetch_files)" 2
+expect_eq "no cachestat: read again, though cached" \
+	"$(counter "$M" prefetch_cached_bytes) $(counter "$M" prefetch_bytes)" "0 $want"
+expect_eq "no cachestat: said once" "$(grep -c "^shardfs: prefetch: cachestat: Function not implemented; chunks already in the source's page cache are read again (Linux 6.5 or later, with the system call allowed, skips them)$" "${daemon_log[$M]}")" 1
+unmount_view "$M"
 
 # --- a view's reads leave the source's pages in its page cache: replies
 # splice them without moving them (a move takes a page out of a FUSE
