@@ -2,12 +2,14 @@
  * A pool of worker threads over n items: each thread takes the next item
  * from a shared counter and works on it with a SHA-256 context of its own
  * (every user of the pool hashes); the calling thread reports progress
- * about four times a second until every item is done.  The indexer and
+ * about four times a second until every item is done, woken by the worker
+ * that finishes the last item.  The indexer and
  * the auditor's observation of mounted views both run on it.
  */
 #ifndef SHARDFS_POOL_H
 #define SHARDFS_POOL_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -33,7 +35,10 @@ struct sfs_pool {
 	atomic_uint_fast64_t bytes, samples;
 	double elapsed; /* seconds since the run started, for progress */
 
-	atomic_size_t next; /* the pool's own */
+	/* the pool's own: the next item; the end, told to the caller */
+	atomic_size_t next;
+	pthread_mutex_t lock;
+	pthread_cond_t all_done;
 };
 
 /*

@@ -25,7 +25,11 @@ static void *worker(void *arg)
 
 	while ((i = atomic_fetch_add(&p->next, 1)) < p->n) {
 		p->work(p, i, d);
-		atomic_fetch_add(&p->done, 1);
+		if (atomic_fetch_add(&p->done, 1) + 1 == p->n) {
+			pthread_mutex_lock(&p->lock);
+			pthread_cond_signal(&p->all_done);
+			pthread_mutex_unlock(&p->lock);
+		}
 	}
 	sfs_digest_free(d);
 	return NULL;
@@ -131,9 +135,36 @@ unsigned sfs_pool_threads(const struct sfs_pool *p)
 	return t;
 }
 
+/*
+ * Report p's progress about four times a second until its last item is
+ * done, waking at once when it is.
+ */
+static void report_until_done(struct sfs_pool *p, double t0)
+{
+	struct timespec at;
+
+	pthread_mutex_lock(&p->lock);
+	while (atomic_load(&p->done) < p->n) {
+		pthread_mutex_unlock(&p->lock);
+		p->elapsed = now() - t0;
+		p->progress(p, false);
+		clock_gettime(CLOCK_MONOTONIC, &at);
+		at.tv_nsec += 250 * 1000 * 1000;
+		if (at.tv_nsec >= 1000 * 1000 * 1000) {
+			at.tv_sec++;
+			at.tv_nsec -= 1000 * 1000 * 1000;
+		}
+		pthread_mutex_lock(&p->lock);
+		if (atomic_load(&p->done) < p->n)
+			pthread_cond_timedwait(&p->all_done, &p->lock, &at);
+	}
+	pthread_mutex_unlock(&p->lock);
+}
+
 void sfs_pool_run(struct sfs_pool *p)
 {
 	pthread_t tids[SFS_POOL_THREADS_MAX];
+	pthread_condattr_t attr;
 	unsigned n = sfs_pool_threads(p), started, i;
 	double t0 = now();
 
@@ -142,6 +173,11 @@ void sfs_pool_run(struct sfs_pool *p)
 	atomic_store(&p->bytes, 0);
 	atomic_store(&p->samples, 0);
 	p->elapsed = 0;
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&p->all_done, &attr);
+	pthread_condattr_destroy(&attr);
 	for (started = 0; started < n; started++)
 		if (pthread_create(&tids[started], NULL, worker, p))
 			break;
@@ -149,15 +185,12 @@ void sfs_pool_run(struct sfs_pool *p)
 	 * here, with no progress until they are done */
 	if (!started)
 		worker(p);
-	while (p->progress && atomic_load(&p->done) < p->n) {
-		struct timespec ts = { 0, 250 * 1000 * 1000 };
-
-		p->elapsed = now() - t0;
-		p->progress(p, false);
-		nanosleep(&ts, NULL);
-	}
+	if (p->progress)
+		report_until_done(p, t0);
 	for (i = 0; i < started; i++)
 		pthread_join(tids[i], NULL);
+	pthread_cond_destroy(&p->all_done);
+	pthread_mutex_destroy(&p->lock);
 	p->elapsed = now() - t0;
 	if (p->progress)
 		p->progress(p, true);
