@@ -85,6 +85,13 @@ struct sfs_view_opts {
 	/* bytes of laid-out slices the view keeps for their opens
 	 * (slice.h, sfs_slice_cache); 0: SFS_SLICE_CACHE_MAX */
 	size_t slice_cache_max;
+	/* while the view's files are described (named, their slices sized
+	 * from the source), about four times a second from the building
+	 * thread: done of total files, seconds since they began; NULL:
+	 * none.  progress_arg is the caller's. */
+	void (*progress)(const struct sfs_view_opts *o, size_t done,
+			 size_t total, double seconds);
+	void *progress_arg;
 };
 
 struct sfs_view {

@@ -346,16 +346,54 @@ static void *forget_old(void *arg)
 	return NULL;
 }
 
+/* A build that takes long says so, every BUILD_NOTE_SECONDS. */
+#define BUILD_NOTE_SECONDS 10
+
+struct build_note {
+	struct fs *fs;
+	bool ahead; /* built ahead, for the next epoch */
+	unsigned noted; /* lines logged */
+};
+
+/* (sfs_view_opts.progress) */
+static void build_progress(const struct sfs_view_opts *o, size_t done,
+			   size_t total, double seconds)
+{
+	struct build_note *n = o->progress_arg;
+
+	if (seconds < (double)BUILD_NOTE_SECONDS * (n->noted + 1))
+		return;
+	n->noted = (unsigned)(seconds / BUILD_NOTE_SECONDS);
+	fs_log(n->fs, LOG_NOTICE,
+	       "epoch %" PRIu64
+	       "%s: its view is still being built: %zu of %zu files described in %.0f s (a Parquet slice is sized by cutting its pages: larger blocks build faster)",
+	       o->options.plan.epoch, n->ahead ? " (built ahead)" : "", done,
+	       total, seconds);
+}
+
+/* Set o to note a long build in the log. */
+static void note_build(struct sfs_view_opts *o, struct build_note *n,
+		       struct fs *fs, bool ahead)
+{
+	n->fs = fs;
+	n->ahead = ahead;
+	n->noted = 0;
+	o->progress = build_progress;
+	o->progress_arg = n;
+}
+
 static void *build_ahead(void *arg)
 {
 	struct fs *fs = arg;
 	struct sfs_view_opts o = fs->vopts;
+	struct build_note note;
 	struct sfs_error err;
 
 	sfs_view_free(fs->ahead.dropped);
 	fs->ahead.dropped = NULL;
 	o.options.plan.epoch = fs->ahead.epoch;
 	o.cancel = &fs->ahead.cancel;
+	note_build(&o, &note, fs, true);
 	if (sfs_view_build(fs->idx, &o, &fs->ahead.v, &err))
 		fs->ahead.v = NULL;
 	else
@@ -451,6 +489,7 @@ void fs_ahead_start(struct fs *fs)
 int fs_switch_epoch(struct fs *fs, uint64_t epoch, struct sfs_error *err)
 {
 	struct sfs_view_opts o;
+	struct build_note note;
 	struct view_ref *vr, *old;
 	bool same, taken = false;
 	int rc;
@@ -472,6 +511,7 @@ int fs_switch_epoch(struct fs *fs, uint64_t epoch, struct sfs_error *err)
 	}
 	vr->v = ahead_take_locked(fs, epoch);
 	taken = vr->v != NULL;
+	note_build(&o, &note, fs, false);
 	if (!taken)
 		rc = sfs_view_build(fs->idx, &o, &vr->v, err);
 	if (!rc) {

@@ -8,7 +8,8 @@
 # logged, and unmount returns within seconds however long the source takes;
 # on a local source only the next file's start is asked for; reading the
 # view leaves the source's pages cached; a chunk the source has cached
-# already is not read again, and without cachestat every chunk is read.
+# already is not read again, and without cachestat every chunk is read; a
+# view slow to build (Parquet over a slow source) says so in the log.
 . "$(dirname "$0")/../lib.sh"
 check="$TESTS/mount/check_view.py"
 S=$T/slow M=$T/mnt
@@ -260,5 +261,29 @@ cat "$(echo "$files" | head -1)" > /dev/null
 expect_eq "local: the next file asked for" "$(settled "$M" prefetch_bytes)" "$(stat -c %s "$T/tar/$(nth 2)")"
 expect_eq "local: no errors" "$(counter "$M" prefetch_errors)" 0
 unmount_view "$M"
+
+# --- a view slow to build says so, every 10 s, with the files described
+# so far: Parquet slices are sized by cutting pages of the source, here a
+# source that answers in 400 ms until the first note ---
+shardfs-mkdata "$T/pq" --format parquet --shards 4 --samples 2000-3000 --seed 3 >/dev/null
+shardfs-index "$T/pq" --out "$T/pq-index" --quiet
+echo 400 > "$LAT"
+slow_mount "$T/pq"
+(
+	for i in $(seq 300); do
+		grep -qs "its view is still being built" "$T"/daemon-*.log && break
+		sleep 0.1
+	done
+	rm -f "$LAT"
+) &
+watcher=$!
+mount_view "$S" "$M" "index=$T/pq-index,world=2,workers=2,block=50" || bad "mount over a slow source"
+wait "$watcher"
+expect_eq "a slow build is noted once, with the files described" \
+	"$(grep -cE '^shardfs: epoch 0: its view is still being built: [0-9]+ of 215 files described in 10 s \(a Parquet slice is sized by cutting its pages: larger blocks build faster\)$' "${daemon_log[$M]}")" 1
+out=$(shardfs-check view "$M")
+expect_eq "then served as planned" "$?:$(echo "$out" | tail -1)" "0:PASS: disjoint, nothing missing, equal counts, every sample's bytes and order as planned"
+unmount_view "$M"
+slow_umount
 
 finish

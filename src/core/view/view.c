@@ -185,6 +185,7 @@ struct describe {
 	size_t chunk; /* files per item: 1 .. DESCRIBE_CHUNK */
 	pthread_mutex_t lock;
 	atomic_size_t failed_at; /* SIZE_MAX while none failed */
+	atomic_size_t described; /* files, for progress */
 	int rc;
 	struct sfs_error err;
 };
@@ -236,6 +237,7 @@ static void describe_chunk(struct sfs_pool *p, size_t i, struct sfs_digest *dg)
 		}
 		rc = describe_one(d->v, d->o->srcfd, dg, bb, e, fi, g,
 				  &d->desc[e][fi], &err);
+		atomic_fetch_add(&d->described, 1);
 	}
 	sfs_bounds_buf_free(bb);
 	if (!rc)
@@ -249,11 +251,24 @@ static void describe_chunk(struct sfs_pool *p, size_t i, struct sfs_digest *dg)
 	pthread_mutex_unlock(&d->lock);
 }
 
+static void describe_progress(const struct sfs_pool *p, bool final)
+{
+	struct describe *d = p->arg;
+
+	if (!final)
+		d->o->progress(d->o, atomic_load(&d->described), d->total,
+			       p->elapsed);
+}
+
 static int describe_slices(struct builder *b)
 {
 	struct sfs_view *v = b->v;
 	struct describe d = { .v = v, .o = b->o };
-	struct sfs_pool pool = { .work = describe_chunk, .arg = &d };
+	struct sfs_pool pool = { .work = describe_chunk,
+				 .progress = b->o->progress ?
+						     describe_progress :
+						     NULL,
+				 .arg = &d };
 	uint32_t e;
 
 	b->desc = calloc(v->nplans, sizeof(*b->desc));
@@ -268,6 +283,7 @@ static int describe_slices(struct builder *b)
 	}
 	d.desc = b->desc;
 	atomic_init(&d.failed_at, SIZE_MAX);
+	atomic_init(&d.described, 0);
 	pthread_mutex_init(&d.lock, NULL);
 	d.chunk = d.total / (DESCRIBE_ITEMS_PER_THREAD * sfs_pool_cpus());
 	if (d.chunk > DESCRIBE_CHUNK)
