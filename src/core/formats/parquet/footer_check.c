@@ -47,6 +47,41 @@ int64_t sfs_parquet_chunk_start(const struct sfs_parquet_chunk *c)
 	return c->data_page_offset;
 }
 
+/* The refusals of a chunk's placement, each worded once. */
+static int fail_past(struct sfs_thrift_reader *r,
+		     const struct sfs_parquet_chunk *c, size_t i, size_t j,
+		     const char *field, int64_t at, uint64_t end)
+{
+	return sfs_thrift_fail(
+		r, c->at,
+		"row group %zu column %zu %s %lld is past the data (ends at %llu)",
+		i, j, field, (long long)at, (unsigned long long)end);
+}
+
+static int fail_in_magic(struct sfs_thrift_reader *r,
+			 const struct sfs_parquet_chunk *c, size_t i, size_t j,
+			 int64_t start)
+{
+	return sfs_thrift_fail(
+		r, c->at,
+		"row group %zu column %zu begins at byte %lld, inside the PAR1 magic",
+		i, j, (long long)start);
+}
+
+/* Whether the chunk's bytes from start fit before end. */
+static int check_fits(struct sfs_thrift_reader *r,
+		      const struct sfs_parquet_chunk *c, size_t i, size_t j,
+		      int64_t start, uint64_t end)
+{
+	if ((uint64_t)c->total_compressed_size <= end - (uint64_t)start)
+		return 0;
+	return sfs_thrift_fail(
+		r, c->at,
+		"row group %zu column %zu: its %lld bytes from byte %lld run past the data (ends at %llu)",
+		i, j, (long long)c->total_compressed_size, (long long)start,
+		(unsigned long long)end);
+}
+
 /*
  * A chunk of a row group of no rows that has no data page: pyarrow writes
  * one per column for an empty table (data_page_offset 0, and no bytes or
@@ -68,27 +103,16 @@ static int check_no_data(struct sfs_thrift_reader *r,
 			i, j, (long long)c->total_compressed_size);
 	}
 	if (start < 4)
-		return sfs_thrift_fail(
-			r, c->at,
-			"row group %zu column %zu begins at byte %lld, inside the PAR1 magic",
-			i, j, (long long)start);
+		return fail_in_magic(r, c, i, j, start);
 	if ((uint64_t)start >= end)
-		return sfs_thrift_fail(
-			r, c->at,
-			"row group %zu column %zu dictionary_page_offset %lld is past the data (ends at %llu)",
-			i, j, (long long)start, (unsigned long long)end);
+		return fail_past(r, c, i, j, "dictionary_page_offset", start,
+				 end);
 	if (c->total_compressed_size == 0)
 		return sfs_thrift_fail(
 			r, c->at,
 			"row group %zu column %zu: its dictionary page (byte %lld) lies outside its 0 bytes",
 			i, j, (long long)start);
-	if ((uint64_t)c->total_compressed_size > end - (uint64_t)start)
-		return sfs_thrift_fail(
-			r, c->at,
-			"row group %zu column %zu: its %lld bytes from byte %lld run past the data (ends at %llu)",
-			i, j, (long long)c->total_compressed_size,
-			(long long)start, (unsigned long long)end);
-	return 0;
+	return check_fits(r, c, i, j, start, end);
 }
 
 static int check_chunk(struct sfs_thrift_reader *r,
@@ -97,35 +121,24 @@ static int check_chunk(struct sfs_thrift_reader *r,
 	const struct sfs_parquet_chunk *c = &m->row_groups[i].chunks[j];
 	int64_t start = sfs_parquet_chunk_start(c);
 	uint64_t end = m->data_end;
+	int rc;
 
 	if (m->row_groups[i].num_rows == 0 && c->data_page_offset == 0)
 		return check_no_data(r, c, end, i, j);
 	if (c->data_page_offset < start)
 		start = c->data_page_offset; /* (0 .. 3: refused below) */
 	if ((uint64_t)c->data_page_offset >= end)
-		return sfs_thrift_fail(
-			r, c->at,
-			"row group %zu column %zu data_page_offset %lld is past the data (ends at %llu)",
-			i, j, (long long)c->data_page_offset,
-			(unsigned long long)end);
+		return fail_past(r, c, i, j, "data_page_offset",
+				 c->data_page_offset, end);
 	if (c->dictionary_page_offset >= 0 &&
 	    (uint64_t)c->dictionary_page_offset >= end)
-		return sfs_thrift_fail(
-			r, c->at,
-			"row group %zu column %zu dictionary_page_offset %lld is past the data (ends at %llu)",
-			i, j, (long long)c->dictionary_page_offset,
-			(unsigned long long)end);
+		return fail_past(r, c, i, j, "dictionary_page_offset",
+				 c->dictionary_page_offset, end);
 	if (start < 4)
-		return sfs_thrift_fail(
-			r, c->at,
-			"row group %zu column %zu begins at byte %lld, inside the PAR1 magic",
-			i, j, (long long)start);
-	if ((uint64_t)c->total_compressed_size > end - (uint64_t)start)
-		return sfs_thrift_fail(
-			r, c->at,
-			"row group %zu column %zu: its %lld bytes from byte %lld run past the data (ends at %llu)",
-			i, j, (long long)c->total_compressed_size,
-			(long long)start, (unsigned long long)end);
+		return fail_in_magic(r, c, i, j, start);
+	rc = check_fits(r, c, i, j, start, end);
+	if (rc)
+		return rc;
 	/* every page, the data page too, lies in the chunk's bytes: a slice
 	 * moves those bytes and nothing else */
 	if (c->data_page_offset - start >= c->total_compressed_size ||
