@@ -30,6 +30,7 @@
 #include "shardfs/error.h"
 
 struct sfs_shard; /* shard.h */
+struct sfs_share; /* share.h */
 
 /* Samples [first, first + count) of a shard. */
 struct sfs_run {
@@ -84,6 +85,10 @@ struct sfs_scan_in {
 	 * Parquet scan that digests 65 536 rows or more hashes on helper
 	 * threads); 0: as many as are useful, up to sfs_pool_cpus() */
 	unsigned threads;
+	/* when set, threads is not read: a scan takes its helpers from
+	 * share (share.h) once it knows it will use them, and gives them
+	 * back before it returns */
+	struct sfs_share *share;
 };
 
 /* What a scan learns.  bounds is heap memory the caller takes (the
