@@ -549,5 +549,6 @@ const struct sfs_format_ops sfs_format_parquet = {
 	.lay_out_from = parquet_lay_out_from,
 	.free_shard = parquet_free_shard,
 	.samples = parquet_samples,
+	.samples_threaded = true,
 	.synthesize = parquet_synthesize,
 };
