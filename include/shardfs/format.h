@@ -30,6 +30,7 @@
 #include "shardfs/error.h"
 
 struct sfs_shard; /* shard.h */
+struct sfs_share; /* share.h */
 
 /* Samples [first, first + count) of a shard. */
 struct sfs_run {
@@ -84,6 +85,10 @@ struct sfs_scan_in {
 	 * Parquet scan that digests 65 536 rows or more hashes on helper
 	 * threads); 0: as many as are useful, up to sfs_pool_cpus() */
 	unsigned threads;
+	/* when set, threads is not read: a scan takes its helpers from
+	 * share (share.h) once it knows it will use them, and gives them
+	 * back before it returns */
+	struct sfs_share *share;
 };
 
 /* What a scan learns.  bounds is heap memory the caller takes (the
@@ -195,6 +200,11 @@ struct sfs_format_ops {
 	 * a source holding such shards, with this sentence.  NULL: served.
 	 */
 	const char *no_view;
+	/*
+	 * Its samples op is its scan's digest pass (digest_fn), which may
+	 * hash on helper threads: sfs_format_samples bounds them.
+	 */
+	bool samples_threaded;
 
 	/*
 	 * A directory that is one shard (a dataset: Lance): called by the
@@ -305,6 +315,16 @@ struct sfs_format_ops {
 	int (*synthesize)(const struct sfs_synth *s, uint64_t shard,
 			  const char *path, struct sfs_error *err);
 };
+
+/*
+ * ops->samples(fd, path, fn, arg, err) on the threads of share: a driver
+ * whose samples may hash on helper threads (samples_threaded) takes them
+ * from share when it will use them (sfs_scan_in.share).  NULL share: as
+ * ops->samples.
+ */
+int sfs_format_samples(const struct sfs_format_ops *ops, int fd,
+		       const char *path, struct sfs_share *share,
+		       sfs_sample_fn fn, void *arg, struct sfs_error *err);
 
 /* The driver called name ("tar", "jsonl", ...), or NULL. */
 const struct sfs_format_ops *sfs_format_by_name(const char *name);

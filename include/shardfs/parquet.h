@@ -316,6 +316,8 @@ int sfs_parquet_cut_pages(int fd, const struct sfs_parquet_meta *m,
  * column that holds more or fewer rows than its row group says; the rows
  * before the one that fails go to fn first.
  */
+#define SFS_PARQUET_THREADED_ROWS 65536 /* rows hashed on helpers too */
+#define SFS_PARQUET_ROWS_THREADS_MAX 4 /* the calling one and 3 helpers */
 typedef int (*sfs_parquet_row_fn)(void *arg, uint64_t row,
 				  const unsigned char digest[32]);
 int sfs_parquet_rows(int fd, const struct sfs_parquet_meta *m,

@@ -234,6 +234,30 @@ expect_eq "the index has the rows' digests" \
 	"$(ls "$T/big-1" | sed -E 's/-[0-9a-f]{16}\.bin$/-X.bin/' | sort | tr '\n' ' ')" \
 	"blocks-X.bin digests-X.bin manifest.json samples-X.bin "
 
+# a shard too small for helpers never holds them: with --jobs 4 on two
+# shards, the two workers leave two spare threads, and a shard of 60 000
+# rows (hashed on its worker alone, a while: its rows are 500 bytes) no
+# longer keeps one of them from the shard of 70 000 rows hashed beside it,
+# which takes both when its footer says it has the rows to use them (a
+# worker each and 2 helpers: 4 clones; a reservation made before the
+# scan knew its rows left one helper: 3)
+mkdir "$T/two"
+"$venv/bin/python" -c 'import sys, pyarrow as pa, pyarrow.parquet as pq
+n = 60000
+pq.write_table(pa.table({"s": pa.array([f"{i:0500d}" for i in range(n)])}),
+               sys.argv[1], row_group_size=30000)' "$T/two/a-60000.parquet" ||
+	bad "write a Parquet file of 60000 rows"
+cp "$T/big/rows.parquet" "$T/two/b-70000.parquet"
+ASAN_OPTIONS=$noleaks strace -f -qq -e trace=clone,clone3 -c -o "$T/strace-two" \
+	shardfs-index "$T/two" --jobs 4 --quiet --out "$T/two-4" ||
+	bad "index two shards with --jobs 4"
+expect_eq "--jobs 4, two shards: the spare threads help the big one alone" \
+	"$(clones "$T/strace-two")" 4
+shardfs-index "$T/two" --jobs 1 --quiet --out "$T/two-1" ||
+	bad "index two shards with --jobs 1"
+expect_eq "the same index of two shards with --jobs 1 and 4" \
+	"$(diff -r "$T/two-1" "$T/two-4" && echo same)" same
+
 # --- indexing in parts (an Indexed Job), merged: what one run writes ---
 for f in tar files; do
 	shardfs-mkdata "$T/p-$f" --format $f --shards 11 --samples 1-30 --seed 31 > /dev/null

@@ -52,6 +52,41 @@ expect_eq "view passes with a --no-hash index" "$?:$(echo "$out" | tail -1)" \
 	"0:PASS: disjoint, nothing missing, equal counts, every sample's bytes and order as planned"
 unmount_view "$M"
 
+# --jobs N bounds the threads: a Parquet file of 65 536 rows or more is
+# hashed on the threads no other file keeps busy, in each pass (the
+# source, its index having no hashes, then the view): --jobs 1 is one
+# thread a pass (the pool's worker: one clone), --jobs 4 on one file a
+# worker and 3 helpers a pass; the verdict is the same whatever the threads
+venv=$(bash "$TESTS/python/venv.sh" "$TESTS/python/requirements.txt") ||
+	bad "build the pyarrow venv"
+mkdir "$T/pbig"
+"$venv/bin/python" -c 'import sys, pyarrow as pa, pyarrow.parquet as pq
+n = 70000
+pq.write_table(pa.table({"v": pa.array(range(n), pa.int64()),
+                         "s": pa.array([f"row {i}" for i in range(n)])}),
+               sys.argv[1], row_group_size=30000)' "$T/pbig/rows.parquet" ||
+	bad "write a Parquet file of 70000 rows"
+shardfs-index "$T/pbig" --quiet --no-hash
+mount_view "$T/pbig" "$M" world=1,workers=1 || bad "mount pbig"
+# clones FILE: the threads strace -c counted in FILE
+clones() { awk '$NF ~ /^clone/ { n += $4 } END { print n + 0 }' "$1"; }
+# (LeakSanitizer's exit check runs in a thread of its own, and fails
+# under ptrace: off for these runs)
+noleaks=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
+for j in 1 4; do
+	ASAN_OPTIONS=$noleaks strace -f -qq -e trace=clone,clone3 -c \
+		-o "$T/strace-$j" shardfs-check view "$M" --jobs $j --json \
+		> "$T/pbig-$j.json" || bad "check with --jobs $j"
+done
+expect_eq "--jobs 1: one thread a pass" "$(clones "$T/strace-1")" 2
+expect_eq "--jobs 4, one file: a worker and 3 hashing helpers a pass" \
+	"$(clones "$T/strace-4")" 8
+shardfs-check view "$M" --json > "$T/pbig-d.json" || bad "check, default jobs"
+expect_eq "the same verdict with --jobs 1, 4 and the default" \
+	"$(cmp "$T/pbig-1.json" "$T/pbig-d.json" && cmp "$T/pbig-4.json" "$T/pbig-d.json" && verdict < "$T/pbig-d.json")" \
+	'{"dropped": 0, "findings": [], "more": 0, "padding": 0, "per_reader": 70000, "readers": 1, "readers_seen": 1, "remaining": 70000, "sources": [], "verdict": "pass"}'
+unmount_view "$M"
+
 world=3
 for r in 0 1 2; do mount_view "$T/tar" "$M$r" "world=$world,workers=2,rank=$r,seed=5" || bad "mount rank $r"; done
 out=$(shardfs-check view "$M"0 "$M"1 "$M"2)

@@ -25,6 +25,7 @@
 #include "shardfs/observe.h"
 #include "shardfs/plan.h"
 #include "shardfs/pool.h"
+#include "shardfs/share.h"
 #include "shardfs/status.h"
 #include "shardfs/util.h"
 #include "shardfs/view.h"
@@ -46,6 +47,9 @@ struct pass {
 	struct job *jobs;
 	const char *what; /* for progress */
 	const struct sfs_observe_opts *o;
+	/* o->jobs threads (0: one per CPU), shared by the pool's workers
+	 * and their scans' helpers */
+	struct sfs_share share;
 };
 
 int sfs_observe_file(struct job *j, int dirfd, const char *path,
@@ -63,7 +67,8 @@ int sfs_observe_file(struct job *j, int dirfd, const char *path,
 	}
 	j->bytes += (uint64_t)st.st_size;
 	rc = d ? sfs_digest_fd(d, fd, (uint64_t)st.st_size, shown, err) :
-		 j->ops->samples(fd, shown, sfs_observe_collect, j, err);
+		 sfs_format_samples(j->ops, fd, shown, j->share,
+				    sfs_observe_collect, j, err);
 	close(fd);
 	return rc;
 }
@@ -100,6 +105,8 @@ static void pass_work(struct sfs_pool *p, size_t i, struct sfs_digest *d)
 
 	run_job(&ps->jobs[i], ps->o->verify, d);
 	atomic_fetch_add(&p->bytes, ps->jobs[i].bytes);
+	if (atomic_load(&p->next) >= p->n)
+		sfs_share_worker_done(&ps->share);
 }
 
 static void pass_progress(const struct sfs_pool *p, bool final)
@@ -112,11 +119,16 @@ static void pass_progress(const struct sfs_pool *p, bool final)
 /* Run the n jobs of ps on the pool. */
 static void pass_run(struct pass *ps, size_t n)
 {
+	size_t i;
+
 	ps->pool.n = n;
 	ps->pool.threads = ps->o->jobs;
 	ps->pool.work = pass_work;
 	ps->pool.progress = ps->o->progress ? pass_progress : NULL;
 	ps->pool.arg = ps;
+	sfs_share_init(&ps->share, &ps->pool);
+	for (i = 0; i < n; i++)
+		ps->jobs[i].share = &ps->share;
 	sfs_pool_run(&ps->pool);
 }
 

@@ -163,7 +163,8 @@ int sfs_observe_dataset_scan(struct job *j, struct sfs_error *err)
 	const struct sfs_shard *sh = &j->idx->shards[j->shard];
 	struct sfs_scan_in in = { .path = sh->path,
 				  .digest_fn = sfs_observe_collect,
-				  .digest_arg = j };
+				  .digest_arg = j,
+				  .share = j->share };
 	struct sfs_scan out = { 0 };
 	struct stat st;
 	int rc;

@@ -50,6 +50,8 @@ struct job {
 	char **paths; /* the file(s), in name order */
 	size_t npaths, paths_cap;
 	const struct sfs_format_ops *ops;
+	/* the threads its scans' helpers take (NULL: any, up to a CPU each) */
+	struct sfs_share *share;
 	unsigned char (*digests)[SFS_DIGEST_LEN];
 	size_t ndigests, digests_cap;
 	uint64_t bytes;
@@ -65,7 +67,7 @@ int sfs_observe_collect(void *arg, uint64_t sample, const unsigned char d[32]);
 
 /*
  * Read file path (beneath dirfd, or AT_FDCWD): its samples' digests into
- * j by j->ops's samples op, or with d, the whole file into d (a sample of
+ * j by j->ops's samples op (sfs_format_samples, on j->share), or with d, the whole file into d (a sample of
  * several files); its size added to j->bytes.  Returns 0 or -errno with
  * a message naming the file shown.
  */

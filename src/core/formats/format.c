@@ -150,13 +150,15 @@ int sfs_format_whole_samples(int fd, const char *path, sfs_sample_fn fn,
 	return rc;
 }
 
-int sfs_format_scan_samples(const struct sfs_format_ops *ops, int fd,
-			    const char *path, sfs_sample_fn fn, void *arg,
-			    struct sfs_error *err)
+static int scan_samples(const struct sfs_format_ops *ops, int fd,
+			const char *path, struct sfs_share *share,
+			sfs_sample_fn fn, void *arg, struct sfs_error *err)
 {
-	struct sfs_scan_in in = {
-		.fd = fd, .path = path, .digest_fn = fn, .digest_arg = arg
-	};
+	struct sfs_scan_in in = { .fd = fd,
+				  .path = path,
+				  .digest_fn = fn,
+				  .digest_arg = arg,
+				  .share = share };
 	struct sfs_scan out = { 0 };
 	struct stat st;
 	int rc;
@@ -167,6 +169,22 @@ int sfs_format_scan_samples(const struct sfs_format_ops *ops, int fd,
 	rc = ops->scan(&in, &out, err);
 	free(out.bounds);
 	return rc;
+}
+
+int sfs_format_scan_samples(const struct sfs_format_ops *ops, int fd,
+			    const char *path, sfs_sample_fn fn, void *arg,
+			    struct sfs_error *err)
+{
+	return scan_samples(ops, fd, path, NULL, fn, arg, err);
+}
+
+int sfs_format_samples(const struct sfs_format_ops *ops, int fd,
+		       const char *path, struct sfs_share *share,
+		       sfs_sample_fn fn, void *arg, struct sfs_error *err)
+{
+	if (share && ops->samples_threaded)
+		return scan_samples(ops, fd, path, share, fn, arg, err);
+	return ops->samples(fd, path, fn, arg, err);
 }
 
 int sfs_bounds_push(struct sfs_scan *out, size_t *cap, uint64_t off)

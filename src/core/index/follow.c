@@ -179,10 +179,13 @@ static int scan_shard(const struct sfs_follow *f,
 		      int fd, const struct stat *st,
 		      struct sfs_follow_shard *sh, struct sfs_error *err)
 {
+	/* on the watcher's thread alone: the background of a serving
+	 * daemon starts no helpers (docs/follow.md) */
 	struct sfs_scan_in in = { .fd = fd,
 				  .path = name,
 				  .size = (uint64_t)st->st_size,
-				  .max_samples = f->chunk_samples_max };
+				  .max_samples = f->chunk_samples_max,
+				  .threads = 1 };
 	struct sfs_scan sc = { 0 };
 	struct stat after;
 	int rc;

@@ -15,6 +15,7 @@
 
 #include "shardfs/indexer.h"
 #include "shardfs/pool.h"
+#include "shardfs/share.h"
 #include "shardfs/spill.h"
 #include "shardfs/util.h"
 
@@ -33,12 +34,9 @@ struct job {
 	void *ctx;
 	struct sfs_spill *spill; /* a build's, when o->spill_dir */
 	const struct sfs_index *prev; /* a build's previous index, or NULL */
-	/* the job's threads (o->jobs, 0: one per CPU), the pool's workers,
-	 * and spare, the threads no worker runs on: a scan's helpers take
-	 * them (take_threads) and give them back, and a worker left without
-	 * items gives its own */
-	unsigned threads, workers;
-	atomic_uint spare;
+	/* the job's threads (o->jobs, 0: one per CPU), shared by the
+	 * pool's workers and their scans' helpers */
+	struct sfs_share share;
 };
 
 /* ---- running work in parallel ---- */
@@ -49,32 +47,7 @@ static void pool_work(struct sfs_pool *p, size_t i, struct sfs_digest *d)
 
 	j->work(j, i, d);
 	if (atomic_load(&p->next) >= p->n)
-		atomic_fetch_add(&j->spare, 1); /* this worker is done */
-}
-
-/*
- * The threads item i's scan may run on: its worker's and, of the spare
- * ones, what makes its share of the job's threads among the workers the
- * items left keep busy (a file alone gets them all; a file among more
- * files than threads, none), as many as are spare.  Give the scan's
- * helpers (all but one) back with give_threads.
- */
-static unsigned take_threads(struct job *j, size_t i)
-{
-	size_t left = j->pool.n - i;
-	unsigned busy = left < j->workers ? (unsigned)left : j->workers;
-	unsigned want = j->threads / (busy ? busy : 1) - 1, have, n;
-
-	have = atomic_load(&j->spare);
-	do
-		n = have < want ? have : want;
-	while (n && !atomic_compare_exchange_weak(&j->spare, &have, have - n));
-	return n + 1;
-}
-
-static void give_threads(struct job *j, unsigned threads)
-{
-	atomic_fetch_add(&j->spare, threads - 1);
+		sfs_share_worker_done(&j->share);
 }
 
 static void pool_progress(const struct sfs_pool *p, bool final)
@@ -102,11 +75,7 @@ static void run(struct job *j, size_t n, uint64_t bytes_total)
 	j->pool.progress = j->o->progress ? pool_progress : NULL;
 	j->pool.arg = j;
 	j->bytes_total = bytes_total;
-	j->threads = j->o->jobs ? j->o->jobs : sfs_pool_cpus();
-	if (j->threads > SFS_POOL_THREADS_MAX)
-		j->threads = SFS_POOL_THREADS_MAX;
-	j->workers = sfs_pool_threads(&j->pool);
-	atomic_store(&j->spare, j->threads - j->workers);
+	sfs_share_init(&j->share, &j->pool);
 	sfs_pool_run(&j->pool);
 }
 
@@ -348,9 +317,8 @@ static void build_one(struct job *j, size_t i, struct sfs_digest *d)
 		in.bounds_fn = spill_bounds;
 		in.bounds_arg = it;
 	}
-	in.threads = take_threads(j, i);
+	in.share = &j->share;
 	rc = sfs_format_scan(it->ops, &in, &it->scan, &e);
-	give_threads(j, in.threads);
 	if (!rc && j->o->hash) {
 		rc = hash_item(j, it, fd, d, &e);
 		it->hashed = !rc;

@@ -19,6 +19,7 @@
 #include "formats/parquet/parquet_i.h"
 #include "shardfs/parquet.h"
 #include "shardfs/shard.h"
+#include "shardfs/share.h"
 #include "shardfs/util.h"
 
 static int parquet_scan(const struct sfs_scan_in *in, struct sfs_scan *out,
@@ -31,9 +32,18 @@ static int parquet_scan(const struct sfs_scan_in *in, struct sfs_scan *out,
 		return rc;
 	out->nsamples = (uint64_t)m->num_rows;
 	if (in->digest_fn) {
-		rc = sfs_parquet_rows_threads(in->fd, m, in->threads,
-					      in->digest_fn, in->digest_arg,
-					      err);
+		unsigned threads = in->threads;
+
+		/* helpers are taken once the rows are known to use them */
+		if (in->share && m->num_rows < SFS_PARQUET_THREADED_ROWS)
+			threads = 1;
+		else if (in->share)
+			threads = sfs_share_take(in->share,
+						 SFS_PARQUET_ROWS_THREADS_MAX);
+		rc = sfs_parquet_rows_threads(in->fd, m, threads, in->digest_fn,
+					      in->digest_arg, err);
+		if (in->share)
+			sfs_share_give(in->share, threads);
 		out->digested = !rc;
 	}
 	sfs_parquet_meta_free(m);
@@ -539,5 +549,6 @@ const struct sfs_format_ops sfs_format_parquet = {
 	.lay_out_from = parquet_lay_out_from,
 	.free_shard = parquet_free_shard,
 	.samples = parquet_samples,
+	.samples_threaded = true,
 	.synthesize = parquet_synthesize,
 };

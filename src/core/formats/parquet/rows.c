@@ -33,9 +33,9 @@
 
 #define BATCH_ROWS 8192
 #define BATCH_BYTES (1u << 20)
-#define HASHERS_MAX 4
+#define HASHERS_MAX SFS_PARQUET_ROWS_THREADS_MAX
 /* a file of fewer rows is hashed on the calling thread alone */
-#define THREADED_ROWS 65536
+#define THREADED_ROWS SFS_PARQUET_THREADED_ROWS
 /* a row's bytes past this are hashed as they come, never held: a row is
  * as big as the pages of its columns, which their budget bounds */
 #define ROW_STREAM (4u << 20)
