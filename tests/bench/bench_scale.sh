@@ -11,8 +11,12 @@
 # passed) and once the next epoch's view is built ahead; the daemon's peak RSS after the switches; ROUNDS
 # rounds, the median of each. With BASE=DIR (another build tree, e.g. of an older commit) the
 # same figures of its binaries, measured alternately in the same rounds,
-# and the ratio of this build's to the base's.
-# Usage: [BASE=DIR] tests/bench/bench_scale.sh [SHARDS [ROUNDS]]   (as root: it mounts)
+# and the ratio of this build's to the base's.  WALK=1: before each switch,
+# every name of rank 0 is looked up (find), as the readers of an epoch of
+# training leave them, so the switch also has the old view's entries to
+# let go.  SHUFFLES: the shuffles measured [none units samples].
+# Usage: [BASE=DIR] [WALK=1] [SHUFFLES=...] tests/bench/bench_scale.sh [SHARDS [ROUNDS]]
+# (as root: it mounts)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/tests/bench/lib.sh"
@@ -38,11 +42,12 @@ trap cleanup EXIT
 mkdir -p "$m"
 switch_to() { echo "$1" > "$m/.shardfs/epoch"; }
 
-# 1 s, then until the view of epoch $1 is built ahead (5 s at most); no
-# more when the build builds none (the status of a base too old has no
-# "ahead")
+# 1 s (with WALK=1, a walk of rank 0's tree too), then until the view of
+# epoch $1 is built ahead (5 s at most); no more when the build builds
+# none (the status of a base too old has no "ahead")
 await_ahead() {
 	local i
+	[ "${WALK:-0}" = 1 ] && find "$m/0" >/dev/null
 	sleep 1
 	grep -q '"ahead":' "$m/.shardfs/status" || return 0
 	for i in $(seq 100); do
@@ -78,8 +83,9 @@ builds=("$bin")
 [ -n "${BASE:-}" ] && builds+=("$BASE")
 out=$B/rounds.txt
 : > "$out"
+shuffles=${SHUFFLES:-none units samples}
 for r in $(seq "$rounds"); do
-	for shuffle in none units samples; do
+	for shuffle in $shuffles; do
 		for b in "${builds[@]}"; do
 			echo "$b $shuffle $(one "$b" "$shuffle")" >> "$out"
 		done
@@ -88,8 +94,8 @@ done
 
 # col B SHUFFLE N: the median over rounds of field N
 col() { awk -v b="$1" -v s="$2" -v n="$3" '$1 == b && $2 == s {print $n}' "$out" | median; }
-echo "rank 0 of 64 x 8, block=$block, $format, $((shards * 5000)) samples, medians of $rounds rounds"
-for shuffle in none units samples; do
+echo "rank 0 of 64 x 8, block=$block, $format, $((shards * 5000)) samples, medians of $rounds rounds${WALK:+, WALK=$WALK}"
+for shuffle in $shuffles; do
 	line="$shuffle: ready $(col "$bin" "$shuffle" 3)s, switch next $(col "$bin" "$shuffle" 4)s, other $(col "$bin" "$shuffle" 5)s, peak RSS $(col "$bin" "$shuffle" 6) KB"
 	if [ -n "${BASE:-}" ]; then
 		line="$line; base: ready $(col "$BASE" "$shuffle" 3)s, switch next $(col "$BASE" "$shuffle" 4)s, other $(col "$BASE" "$shuffle" 5)s, peak RSS $(col "$BASE" "$shuffle" 6) KB"
