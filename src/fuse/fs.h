@@ -400,6 +400,42 @@ void files_forget_view_locked(struct fs *fs, struct view_ref *vr);
 
 /* ---- read.c: files ---- */
 
+/*
+ * A read's reply as it is put together: pieces of source files (their
+ * descriptors, so that the kernel can splice them) and of memory, in
+ * order.  Start zeroed; fs_reply_send answers it and frees it.
+ */
+struct fs_reply {
+	struct fuse_bufvec *bv; /* bv->count pieces, room for cap */
+	size_t cap;
+	size_t len; /* bytes in all pieces */
+	/* a piece of memory the daemon may free before the kernel has read
+	 * it (a slice's own bytes): the reply is sent from a copy */
+	bool copy;
+	/* descriptors of the descriptor cache held until the reply is
+	 * sent (fs_reply_hold) */
+	struct fdcache_ent **held;
+	size_t nheld, held_cap;
+};
+
+/* One more piece of n bytes: of memory mem, or else of file fd at src.
+ * 0 or -ENOMEM. */
+int fs_reply_add(struct fs_reply *r, const void *mem, int fd, uint64_t src,
+		 size_t n);
+
+/* Hold e (from fdcache_get) until r is sent, or put it back at once when
+ * that fails.  0 or -ENOMEM. */
+int fs_reply_hold(struct fs *fs, struct fs_reply *r, struct fdcache_ent *e);
+
+/*
+ * Answer req with r's bytes, or with rc when not 0, and free r.  The
+ * pieces are spliced, or read into memory when r->copy or too large for
+ * the splice pipe (fs.splice_max).  Returns -EIO when a source read short
+ * or failed then (answered EIO, counted in fs.errors, for the caller to
+ * log), else 0.
+ */
+int fs_reply_send(fuse_req_t req, struct fs *fs, struct fs_reply *r, int rc);
+
 void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	     struct fuse_file_info *fi);
