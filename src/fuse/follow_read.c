@@ -45,6 +45,7 @@ static int grow_failed(struct fw *w, size_t n)
  * end-of-archive). */
 struct pieces {
 	struct fs_reply r;
+	struct fw *w;
 	size_t shard; /* r.held[r.nheld - 1]'s shard in the stream */
 };
 
@@ -54,8 +55,9 @@ struct pieces {
  * (size, mtime, still named).  Returns 0, or -EIO (logged once per shard
  * and cause: deleted, or changed) or -ENOMEM.
  */
-static int piece_shard(struct fw *w, struct pieces *p, size_t i)
+static int piece_shard(struct pieces *p, size_t i)
 {
+	struct fw *w = p->w;
 	struct fs *fs = w->fs;
 	struct sfs_error err = { 0 };
 	struct fdcache_ent *e;
@@ -102,49 +104,42 @@ static int piece_shard(struct fw *w, struct pieces *p, size_t i)
 	return -EIO;
 }
 
+/* The descriptor of shard i of the stream (fs_file_fd_fn), held in
+ * p. */
+static int shard_fd(void *arg, uint32_t i, int *fd)
+{
+	struct pieces *p = arg;
+	int rc = piece_shard(p, i);
+
+	if (!rc)
+		*fd = p->r.held[p->r.nheld - 1]->fd;
+	return rc;
+}
+
 /* Bytes [pos, pos + len) of reader ri's file of window win (with its
  * trailer) into p, outside w->lock: a window never changes.  Returns 0,
  * -EIO (logged) or -ENOMEM. */
-static int window_pieces(struct fw *w, const struct sfs_window *win, size_t ri,
+static int window_pieces(const struct sfs_window *win, size_t ri,
 			 struct pieces *p, uint64_t pos, size_t len)
 {
-	const struct sfs_window_reader *r = &win->readers[ri];
-	size_t done = 0, x;
+	const struct sfs_slice *s = &win->readers[ri].bytes;
+	uint64_t end = pos + len, in;
 	int rc;
 
-	if (pos < r->size && r->n) {
-		for (x = sfs_window_find(r, pos); x < r->n && done < len; x++) {
-			const struct sfs_wext *e = &r->ext[x];
-			uint64_t in = pos + done - e->pos;
-			size_t n = (size_t)(e->len - in) < len - done ?
-					   (size_t)(e->len - in) :
-					   len - done;
-
-			rc = e->mem ? 0 : piece_shard(w, p, e->shard);
-			if (!rc)
-				rc = fs_reply_add(
-					&p->r,
-					e->mem ? (const char *)e->mem + in :
-						 NULL,
-					e->mem ? -1 :
-						 p->r.held[p->r.nheld - 1]->fd,
-					e->src + in, n);
-			if (rc)
-				return rc;
-			done += n;
-		}
+	if (pos < s->size) {
+		in = end < s->size ? end : s->size;
+		rc = fs_reply_slice(&p->r, s, pos, in, shard_fd, p);
+		if (rc)
+			return rc;
+		pos = in;
 	}
-	if (done < len && pos + done >= r->size &&
-	    pos + done < r->size + win->trailer_len) {
-		uint64_t in = pos + done - r->size;
-
-		x = (size_t)(win->trailer_len - in) < len - done ?
-			    (size_t)(win->trailer_len - in) :
-			    len - done;
-		return fs_reply_add(&p->r, (const char *)win->trailer + in, -1,
-				    0, x);
-	}
-	return 0;
+	if (pos >= end || pos >= s->size + win->trailer_len)
+		return 0;
+	in = pos - s->size;
+	len = (size_t)(win->trailer_len - in) < end - pos ?
+		      (size_t)(win->trailer_len - in) :
+		      (size_t)(end - pos);
+	return fs_reply_add(&p->r, (const char *)win->trailer + in, -1, 0, len);
 }
 
 /* Queue the source bytes of reader ri's file of window win, the span of
@@ -159,10 +154,10 @@ static int window_ahead(struct fw *w, const struct sfs_window *win, size_t ri,
 
 	if (!lo)
 		return -ENOMEM;
-	for (x = 0; x < wr->n; x++) {
-		const struct sfs_wext *e = &wr->ext[x];
+	for (x = 0; x < wr->bytes.nextents; x++) {
+		const struct sfs_extent *e = &wr->bytes.extents[x];
 
-		s = e->shard - win->first_shard;
+		s = e->file - win->first_shard;
 		if (e->mem || !e->len)
 			continue;
 		if (!hi[s] || e->src < lo[s])
@@ -255,7 +250,7 @@ static int stream_pieces(struct fw *w, fuse_req_t req, size_t ri,
 		/* within the window, without its trailer */
 		n = (size_t)(to - at) < size - p->r.len ? (size_t)(to - at) :
 							  size - p->r.len;
-		rc = window_pieces(w, win, ri, p, at - from, n);
+		rc = window_pieces(win, ri, p, at - from, n);
 		if (rc)
 			return rc;
 		pthread_mutex_lock(&w->lock);
@@ -280,7 +275,7 @@ static int stream_pieces(struct fw *w, fuse_req_t req, size_t ri,
 static void serve_stream(struct fw *w, fuse_req_t req, size_t ri, uint64_t pos,
 			 size_t size)
 {
-	struct pieces p = { 0 };
+	struct pieces p = { .w = w };
 
 	fs_reply_send(req, w->fs, &p.r,
 		      stream_pieces(w, req, ri, &p, pos, size));
@@ -438,7 +433,7 @@ void follow_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off)
 	struct fw *w = fs->follow;
 	uint64_t k = kind_of(ino), pos = (uint64_t)off;
 	const struct sfs_window *win;
-	struct pieces p = { 0 };
+	struct pieces p = { .w = w };
 	struct freader *r;
 	size_t ri, i;
 	bool ready;
@@ -471,5 +466,5 @@ void follow_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off)
 		return;
 	}
 	/* reads never consume: acks do (.shardfs/ack) */
-	fs_reply_send(req, fs, &p.r, window_pieces(w, win, ri, &p, pos, size));
+	fs_reply_send(req, fs, &p.r, window_pieces(win, ri, &p, pos, size));
 }

@@ -226,7 +226,7 @@ struct fs {
 
 	atomic_uint_fast64_t opens, reads, bytes, errors, switches,
 		switches_ahead;
-	atomic_uint_fast64_t copied_reads; /* reply_copy's (read.c) */
+	atomic_uint_fast64_t copied_reads; /* fs_reply_send's copies */
 	atomic_int forgetting; /* invalidations still running aside */
 	struct fw *follow; /* follow=1 (follow.c); NULL otherwise */
 };
@@ -422,6 +422,18 @@ struct fs_reply {
  * 0 or -ENOMEM. */
 int fs_reply_add(struct fs_reply *r, const void *mem, int fd, uint64_t src,
 		 size_t n);
+
+/* The descriptor of file (extent.file, slice.h) of a slice being read
+ * into *fd, held until the reply is sent.  0 or -errno. */
+typedef int (*fs_file_fd_fn)(void *arg, uint32_t file, int *fd);
+
+/*
+ * Bytes [pos, end) of slice s into r (pos < end <= s->size): its
+ * extents' pieces, of the files fd_of(arg, ...) gives, and of memory (an
+ * owned extent sets r->copy).  0, or -ENOMEM or fd_of's error.
+ */
+int fs_reply_slice(struct fs_reply *r, const struct sfs_slice *s, uint64_t pos,
+		   uint64_t end, fs_file_fd_fn fd_of, void *arg);
 
 /* Hold e (from fdcache_get) until r is sent, or put it back at once when
  * that fails.  0 or -ENOMEM. */

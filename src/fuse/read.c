@@ -154,6 +154,32 @@ int fs_reply_hold(struct fs *fs, struct fs_reply *r, struct fdcache_ent *e)
 	return 0;
 }
 
+/* (fs.h) */
+int fs_reply_slice(struct fs_reply *r, const struct sfs_slice *s, uint64_t pos,
+		   uint64_t end, fs_file_fd_fn fd_of, void *arg)
+{
+	size_t i;
+	int fd = -1, rc = 0;
+
+	for (i = sfs_slice_find(s, pos);
+	     !rc && i < s->nextents && s->extents[i].pos < end; i++) {
+		const struct sfs_extent *x = &s->extents[i];
+		uint64_t a = pos > x->pos ? pos - x->pos : 0;
+		uint64_t b = end - x->pos < x->len ? end - x->pos : x->len;
+
+		rc = x->mem ? 0 : fd_of(arg, x->file, &fd);
+		if (!rc)
+			rc = fs_reply_add(
+				r, x->mem ? (const char *)x->mem + a : NULL, fd,
+				x->src + a, (size_t)(b - a));
+		/* The slice's own bytes (a Parquet footer, re-encoded
+		 * pages) go with its entry: reply from a copy of those, so
+		 * that the kernel never holds what the daemon may free. */
+		r->copy = r->copy || x->owned;
+	}
+	return rc;
+}
+
 /* Release what r holds. */
 static void reply_free(struct fs *fs, struct fs_reply *r)
 {
@@ -236,15 +262,23 @@ static void read_control(fuse_req_t req, struct fs *fs, fuse_ino_t ino,
 	free(chunk);
 }
 
+/* The descriptor of f's source, the one file of its slice. */
+static int src_fd(void *arg, uint32_t file, int *fd)
+{
+	const struct file_ent *f = arg;
+
+	(void)file;
+	*fd = f->src->fd;
+	return 0;
+}
+
 /* Reply to a read of [pos, end) of the file f (pos < end <= its size). */
 static void read_slice(fuse_req_t req, struct fs *fs, struct file_ent *f,
 		       uint64_t pos, uint64_t end)
 {
-	const struct sfs_slice *s = f->slice;
 	struct sfs_error err = { 0 };
 	struct fs_reply r = { 0 };
-	size_t i;
-	int rc = 0;
+	int rc;
 
 	/* A shard truncated or rewritten under an open file would splice
 	 * short or other bytes: check before every read.  The entry goes,
@@ -256,19 +290,7 @@ static void read_slice(fuse_req_t req, struct fs *fs, struct file_ent *f,
 		return;
 	}
 	atomic_fetch_add(&fs->reads, 1);
-	for (i = sfs_slice_find(s, pos);
-	     !rc && i < s->nextents && s->extents[i].pos < end; i++) {
-		const struct sfs_extent *x = &s->extents[i];
-		uint64_t a = pos > x->pos ? pos - x->pos : 0;
-		uint64_t b = end - x->pos < x->len ? end - x->pos : x->len;
-
-		rc = fs_reply_add(&r, x->mem ? (const char *)x->mem + a : NULL,
-				  f->src->fd, x->src + a, (size_t)(b - a));
-		/* The slice's own bytes (a Parquet footer, re-encoded
-		 * pages) go with its entry: reply from a copy of those, so
-		 * that the kernel never holds what the daemon may free. */
-		r.copy = r.copy || x->owned;
-	}
+	rc = fs_reply_slice(&r, f->slice, pos, end, src_fd, f);
 	if (fs_reply_send(req, fs, &r, rc) == -EIO)
 		fs_log(fs, LOG_ERR,
 		       "%s: read failed at byte %llu: the shard is shorter than indexed; rebuild the index with shardfs-index",
