@@ -689,7 +689,6 @@ void follow_stop(struct fs *fs)
 	free(w->plan_readers);
 	free(w->ranks);
 	free(w->build_error);
-	free(w->failed);
 	free(w->status_text);
 	free(w->log_path);
 	sfs_follow_free(w->f);

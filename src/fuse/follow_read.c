@@ -28,17 +28,6 @@
 #define WAIT_LOG_SECONDS 30
 #define READ_MAX (1 << 20)
 
-/* Room for n shards in w->failed, the new ones zero; with w->lock. */
-static int grow_failed(struct fw *w, size_t n)
-{
-	size_t old = w->failed_cap;
-
-	if (SFS_GROW(w->failed, w->failed_cap, n))
-		return -ENOMEM;
-	memset(w->failed + old, 0, w->failed_cap - old);
-	return 0;
-}
-
 /* The bytes of a read, as the main tree's reads answer them (read.c):
  * pieces of shards, held open in the descriptor cache until the reply is
  * sent, and of memory for the bytes a format adds (a tar window's
@@ -53,7 +42,7 @@ struct pieces {
  * Shard i of the stream open in p (r.held[r.nheld - 1]): taken from the
  * descriptor cache, which checks that it is as it entered the stream
  * (size, mtime, still named).  Returns 0, or -EIO (logged once per shard
- * and cause: deleted, or changed) or -ENOMEM.
+ * and cause, deleted or changed: files_log_failure) or -ENOMEM.
  */
 static int piece_shard(struct pieces *p, size_t i)
 {
@@ -64,8 +53,7 @@ static int piece_shard(struct pieces *p, size_t i)
 	const char *path;
 	uint64_t size;
 	int64_t mtime;
-	unsigned char why;
-	bool say;
+	bool gone;
 	int rc;
 
 	if (p->r.nheld && p->shard == i)
@@ -85,22 +73,15 @@ static int piece_shard(struct pieces *p, size_t i)
 	}
 	if (rc == -ENOMEM)
 		return rc;
-	why = faccessat(w->f->srcfd, path, F_OK, AT_SYMLINK_NOFOLLOW) &&
-			      errno == ENOENT ?
-		      1 :
-		      2;
-	pthread_mutex_lock(&w->lock);
-	say = !grow_failed(w, i + 1) && w->failed[i] != why;
-	if (say)
-		w->failed[i] = why;
-	pthread_mutex_unlock(&w->lock);
-	atomic_fetch_add(&fs->errors, 1);
-	if (say)
-		fs_log(fs, LOG_ERR,
-		       "%s/%s: %s before every reader read it (it entered the stream with %" PRIu64
-		       " bytes): EIO for its bytes; a shard must not change or go before it is consumed (docs/follow.md)",
-		       w->f->source, path,
-		       why == 1 ? "deleted" : "changed or truncated", size);
+	gone = faccessat(w->f->srcfd, path, F_OK, AT_SYMLINK_NOFOLLOW) &&
+	       errno == ENOENT;
+	snprintf(
+		err.msg, sizeof(err.msg),
+		"%s/%s: %s before every reader read it (it entered the stream with %" PRIu64
+		" bytes): EIO for its bytes; a shard must not change or go before it is consumed (docs/follow.md)",
+		w->f->source, path, gone ? "deleted" : "changed or truncated",
+		size);
+	files_log_failure(fs, err.msg);
 	return -EIO;
 }
 

@@ -386,6 +386,14 @@ int files_get(struct fs *fs, struct view_ref *vr, uint32_t node,
 void files_put(struct fs *fs, struct file_ent *f);
 
 /*
+ * Bytes cannot be read (msg says which and why): count it (fs.errors) and
+ * log msg, unless that cause is among the last FILES_FAILED logged: the
+ * kernel retries a failed page on its own, and readers of a shard's other
+ * files meet the same cause.
+ */
+void files_log_failure(struct fs *fs, const char *msg);
+
+/*
  * A read of f (held by the caller) found its source deleted or changed
  * (msg says how): count and log it (once per file and cause, as
  * files_get), and take f out of the table and its source out of the
