@@ -5,7 +5,9 @@
  * A slice is a list of extents laid end to end: each is either a byte range
  * of the source shard or synthesized bytes (a tar end-of-archive marker, a
  * missing '\n', static; a Parquet footer or re-encoded pages, owned by the
- * slice).  Nothing is copied until read; the FUSE layer
+ * slice).  A window of a source that grows (window.h) is a slice of
+ * several shards, each extent naming its own.  Nothing is copied until
+ * read; the FUSE layer
  * answers reads straight from the extents.  Samples are named by runs of
  * consecutive sample numbers within the shard.
  */
@@ -26,6 +28,10 @@ struct sfs_extent {
 	uint64_t src; /* offset in the shard, when mem is NULL */
 	const void *mem; /* synthesized bytes, or NULL */
 	bool owned; /* mem is the slice's, freed with it */
+	/* which file src is in, for a slice made of several (a window of a
+	 * followed source: its shard's number in the stream, window.h); 0
+	 * for a slice of one shard */
+	uint32_t file;
 };
 
 struct sfs_slice {

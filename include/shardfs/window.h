@@ -4,7 +4,7 @@
  *
  * A window (sfs_window) is samples [kN, (k+1)N) of the stream (follow.h)
  * planned like an epoch of its own (epoch k), laid out for some readers as
- * extents of the shards: what a reader's window file and its part of
+ * a slice of the shards: what a reader's window file and its part of
  * stream.<ext> hold.  Nothing here knows FUSE.
  */
 #ifndef SHARDFS_WINDOW_H
@@ -17,6 +17,7 @@
 #include "shardfs/error.h"
 #include "shardfs/follow.h"
 #include "shardfs/options.h"
+#include "shardfs/slice.h"
 
 /*
  * The window option checked against the plan options: window must be a
@@ -36,15 +37,6 @@ void sfs_follow_windows(uint64_t total, uint64_t window, uint64_t start,
 			bool ended, uint64_t *first, uint64_t *full,
 			bool *last);
 
-/* A byte range of a shard of the stream (mem NULL) or static bytes. */
-struct sfs_wext {
-	uint64_t pos; /* in the reader's window, from its start */
-	uint64_t len;
-	uint64_t src; /* in the shard */
-	const void *mem;
-	size_t shard; /* in the stream */
-};
-
 /* Samples [first, first + count) of shard of the stream. */
 struct sfs_wrun {
 	size_t shard;
@@ -52,11 +44,12 @@ struct sfs_wrun {
 };
 
 struct sfs_window_reader {
-	struct sfs_wext *ext;
-	size_t n;
+	/* its bytes, without the trailer: a slice of the stream's shards
+	 * (an extent's file is its shard's number in the stream), its
+	 * synthesized bytes static */
+	struct sfs_slice bytes;
 	struct sfs_wrun *runs; /* its samples, in order */
 	size_t nruns;
-	uint64_t size; /* bytes, without the trailer */
 	uint64_t samples;
 	uint64_t padding; /* of the samples, those repeated as padding */
 };
@@ -88,8 +81,5 @@ int sfs_window_build(struct sfs_follow *f, const struct sfs_plan_opts *o,
 		     struct sfs_window **out, struct sfs_error *err);
 
 void sfs_window_free(struct sfs_window *w);
-
-/* The extent holding byte pos of reader r's window (pos < size). */
-size_t sfs_window_find(const struct sfs_window_reader *r, uint64_t pos);
 
 #endif

@@ -122,15 +122,14 @@ static size_t drop_unused(struct fs *fs, size_t max)
 	return n;
 }
 
-/* Log why a file cannot be read, unless that cause is among the last
- * FILES_FAILED logged: the kernel retries a failed page on its own, and
- * readers of the shard's other files meet the same cause. */
-static void log_failure(struct fs *fs, const char *msg)
+/* (fs.h) */
+void files_log_failure(struct fs *fs, const char *msg)
 {
 	struct files *t = &fs->files;
 	bool again = false;
 	unsigned i;
 
+	atomic_fetch_add(&fs->errors, 1);
 	pthread_mutex_lock(&t->lock);
 	for (i = 0; i < FILES_FAILED && !again; i++)
 		again = t->failed[i] && !strcmp(t->failed[i], msg);
@@ -299,8 +298,7 @@ int files_get(struct fs *fs, struct view_ref *vr, uint32_t node,
 	pthread_mutex_unlock(&t->lock);
 	free_list(fs, gone);
 	if (rc) {
-		atomic_fetch_add(&fs->errors, 1);
-		log_failure(fs, err.msg);
+		files_log_failure(fs, err.msg);
 		return rc;
 	}
 	*built = true;
@@ -330,8 +328,7 @@ void files_fail(struct fs *fs, struct file_ent *f, const char *msg)
 {
 	struct files *t = &fs->files;
 
-	atomic_fetch_add(&fs->errors, 1);
-	log_failure(fs, msg);
+	files_log_failure(fs, msg);
 	pthread_mutex_lock(&t->lock);
 	if (!f->out) {
 		unlink_locked(t, f);

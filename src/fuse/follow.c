@@ -255,7 +255,7 @@ static int add_window(struct fw *w, struct sfs_window *win)
 			access_and(&a, &w->shard_acc[wr->runs[j].shard]);
 		if (!w->nwins)
 			r->at[0] = 0;
-		r->at[w->nwins + 1] = r->at[w->nwins] + wr->size;
+		r->at[w->nwins + 1] = r->at[w->nwins] + wr->bytes.size;
 		r->acc[w->nwins] = a;
 		for (j = 0; j < wr->nruns; j++)
 			access_and(&r->stream_acc,
@@ -689,7 +689,6 @@ void follow_stop(struct fs *fs)
 	free(w->plan_readers);
 	free(w->ranks);
 	free(w->build_error);
-	free(w->failed);
 	free(w->status_text);
 	free(w->log_path);
 	sfs_follow_free(w->f);

@@ -101,10 +101,6 @@ struct fw {
 				    * w->lock, never after */
 	char *status_text; /* built for status_text_gen */
 	uint64_t status_text_gen;
-	/* per shard of the stream, why its bytes failed when last logged
-	 * (0: never, 1: gone, 2: changed): a cause is logged once */
-	unsigned char *failed;
-	size_t failed_cap;
 	char *build_error; /* the last failed build, logged once */
 	int progress_fd; /* progress=DIR, open; -1 without it */
 	struct fwaiter *waiters; /* parked reads (w->lock) */

@@ -28,98 +28,36 @@
 #define WAIT_LOG_SECONDS 30
 #define READ_MAX (1 << 20)
 
-/* Room for n shards in w->failed, the new ones zero; with w->lock. */
-static int grow_failed(struct fw *w, size_t n)
-{
-	size_t old = w->failed_cap;
-
-	if (SFS_GROW(w->failed, w->failed_cap, n))
-		return -ENOMEM;
-	memset(w->failed + old, 0, w->failed_cap - old);
-	return 0;
-}
-
-/*
- * The bytes of a read as the main tree's reads answer them (read.c):
- * pieces of shards, open in the descriptor cache (fdcache.c) and held
- * until the reply is sent, so that the kernel can splice them; memory
- * only for the bytes a format adds (a tar window's end-of-archive).
- */
+/* The bytes of a read, as the main tree's reads answer them (read.c):
+ * pieces of shards, held open in the descriptor cache until the reply is
+ * sent, and of memory for the bytes a format adds (a tar window's
+ * end-of-archive). */
 struct pieces {
-	struct fuse_bufvec *bv; /* bv->count pieces, room for cap */
-	size_t cap;
-	struct fdcache_ent **held; /* the shards the pieces read */
-	size_t nheld, held_cap;
-	size_t shard; /* held[nheld - 1]'s shard in the stream */
-	size_t len; /* bytes in all pieces */
+	struct fs_reply r;
+	struct fw *w;
+	size_t shard; /* r.held[r.nheld - 1]'s shard in the stream */
 };
 
-/* One more piece of n bytes: of memory mem, or of held[nheld - 1] at
- * src.  0 or -ENOMEM. */
-static int piece_add(struct pieces *p, const void *mem, uint64_t src, size_t n)
-{
-	struct fuse_buf *b;
-
-	if (!p->bv || p->bv->count == p->cap) {
-		size_t cap = p->cap ? 2 * p->cap : 8;
-		struct fuse_bufvec *bv =
-			realloc(p->bv, sizeof(*bv) + cap * sizeof(bv->buf[0]));
-
-		if (!bv)
-			return -ENOMEM;
-		if (!p->bv)
-			*bv = (struct fuse_bufvec){ 0 };
-		p->bv = bv;
-		p->cap = cap;
-	}
-	b = &p->bv->buf[p->bv->count++];
-	memset(b, 0, sizeof(*b));
-	b->size = n;
-	if (mem) {
-		b->mem = (void *)mem;
-	} else {
-		b->flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK |
-			   FUSE_BUF_FD_RETRY;
-		b->fd = p->held[p->nheld - 1]->fd;
-		b->pos = (off_t)src;
-	}
-	p->len += n;
-	return 0;
-}
-
-/* Release what p holds. */
-static void pieces_free(struct fs *fs, struct pieces *p)
-{
-	size_t i;
-
-	for (i = 0; i < p->nheld; i++)
-		fdcache_put(&fs->fds, p->held[i]);
-	free(p->held);
-	free(p->bv);
-}
-
 /*
- * Shard i of the stream open in p (held[nheld - 1]): taken from the
+ * Shard i of the stream open in p (r.held[r.nheld - 1]): taken from the
  * descriptor cache, which checks that it is as it entered the stream
  * (size, mtime, still named).  Returns 0, or -EIO (logged once per shard
- * and cause: deleted, or changed) or -ENOMEM.
+ * and cause, deleted or changed: files_log_failure) or -ENOMEM.
  */
-static int piece_shard(struct fw *w, struct pieces *p, size_t i)
+static int piece_shard(struct pieces *p, size_t i)
 {
+	struct fw *w = p->w;
 	struct fs *fs = w->fs;
 	struct sfs_error err = { 0 };
 	struct fdcache_ent *e;
 	const char *path;
 	uint64_t size;
 	int64_t mtime;
-	unsigned char why;
-	bool say;
+	bool gone;
 	int rc;
 
-	if (p->nheld && p->shard == i)
+	if (p->r.nheld && p->shard == i)
 		return 0;
-	if (SFS_GROW(p->held, p->held_cap, p->nheld + 1))
-		return -ENOMEM;
 	/* the name lives as long as w; the array is grown by the watcher */
 	pthread_mutex_lock(&w->lock);
 	path = w->shards[i].path;
@@ -128,71 +66,61 @@ static int piece_shard(struct fw *w, struct pieces *p, size_t i)
 	pthread_mutex_unlock(&w->lock);
 	e = fdcache_get(&fs->fds, path, size, mtime, 0, &rc, &err);
 	if (e) {
-		p->held[p->nheld++] = e;
-		p->shard = i;
-		return 0;
+		rc = fs_reply_hold(fs, &p->r, e);
+		if (!rc)
+			p->shard = i;
+		return rc;
 	}
 	if (rc == -ENOMEM)
 		return rc;
-	why = faccessat(w->f->srcfd, path, F_OK, AT_SYMLINK_NOFOLLOW) &&
-			      errno == ENOENT ?
-		      1 :
-		      2;
-	pthread_mutex_lock(&w->lock);
-	say = !grow_failed(w, i + 1) && w->failed[i] != why;
-	if (say)
-		w->failed[i] = why;
-	pthread_mutex_unlock(&w->lock);
-	atomic_fetch_add(&fs->errors, 1);
-	if (say)
-		fs_log(fs, LOG_ERR,
-		       "%s/%s: %s before every reader read it (it entered the stream with %" PRIu64
-		       " bytes): EIO for its bytes; a shard must not change or go before it is consumed (docs/follow.md)",
-		       w->f->source, path,
-		       why == 1 ? "deleted" : "changed or truncated", size);
+	gone = faccessat(w->f->srcfd, path, F_OK, AT_SYMLINK_NOFOLLOW) &&
+	       errno == ENOENT;
+	snprintf(
+		err.msg, sizeof(err.msg),
+		"%s/%s: %s before every reader read it (it entered the stream with %" PRIu64
+		" bytes): EIO for its bytes; a shard must not change or go before it is consumed (docs/follow.md)",
+		w->f->source, path, gone ? "deleted" : "changed or truncated",
+		size);
+	files_log_failure(fs, err.msg);
 	return -EIO;
+}
+
+/* The descriptor of shard i of the stream (fs_file_fd_fn), held in
+ * p. */
+static int shard_fd(void *arg, uint32_t i, int *fd)
+{
+	struct pieces *p = arg;
+	int rc = piece_shard(p, i);
+
+	if (!rc)
+		*fd = p->r.held[p->r.nheld - 1]->fd;
+	return rc;
 }
 
 /* Bytes [pos, pos + len) of reader ri's file of window win (with its
  * trailer) into p, outside w->lock: a window never changes.  Returns 0,
  * -EIO (logged) or -ENOMEM. */
-static int window_pieces(struct fw *w, const struct sfs_window *win, size_t ri,
+static int window_pieces(const struct sfs_window *win, size_t ri,
 			 struct pieces *p, uint64_t pos, size_t len)
 {
-	const struct sfs_window_reader *r = &win->readers[ri];
-	size_t done = 0, x;
+	const struct sfs_slice *s = &win->readers[ri].bytes;
+	uint64_t end = pos + len, in;
 	int rc;
 
-	if (pos < r->size && r->n) {
-		for (x = sfs_window_find(r, pos); x < r->n && done < len; x++) {
-			const struct sfs_wext *e = &r->ext[x];
-			uint64_t in = pos + done - e->pos;
-			size_t n = (size_t)(e->len - in) < len - done ?
-					   (size_t)(e->len - in) :
-					   len - done;
-
-			rc = e->mem ? 0 : piece_shard(w, p, e->shard);
-			if (!rc)
-				rc = piece_add(p,
-					       e->mem ? (const char *)e->mem +
-								in :
-							NULL,
-					       e->src + in, n);
-			if (rc)
-				return rc;
-			done += n;
-		}
+	if (pos < s->size) {
+		in = end < s->size ? end : s->size;
+		rc = fs_reply_slice(&p->r, s, pos, in, shard_fd, p);
+		if (rc)
+			return rc;
+		pos = in;
 	}
-	if (done < len && pos + done >= r->size &&
-	    pos + done < r->size + win->trailer_len) {
-		uint64_t in = pos + done - r->size;
-
-		x = (size_t)(win->trailer_len - in) < len - done ?
-			    (size_t)(win->trailer_len - in) :
-			    len - done;
-		return piece_add(p, (const char *)win->trailer + in, 0, x);
-	}
-	return 0;
+	if (pos >= end || pos >= s->size + win->trailer_len)
+		return 0;
+	in = pos - s->size;
+	len = (size_t)(win->trailer_len - in) < end - pos ?
+		      (size_t)(win->trailer_len - in) :
+		      (size_t)(end - pos);
+	return fs_reply_add(&p->r, (const char *)win->trailer + in, -1, 0, len);
 }
 
 /* Queue the source bytes of reader ri's file of window win, the span of
@@ -207,10 +135,10 @@ static int window_ahead(struct fw *w, const struct sfs_window *win, size_t ri,
 
 	if (!lo)
 		return -ENOMEM;
-	for (x = 0; x < wr->n; x++) {
-		const struct sfs_wext *e = &wr->ext[x];
+	for (x = 0; x < wr->bytes.nextents; x++) {
+		const struct sfs_extent *e = &wr->bytes.extents[x];
 
-		s = e->shard - win->first_shard;
+		s = e->file - win->first_shard;
 		if (e->mem || !e->len)
 			continue;
 		if (!hi[s] || e->src < lo[s])
@@ -280,13 +208,13 @@ static int stream_pieces(struct fw *w, fuse_req_t req, size_t ri,
 	int rc;
 
 	pthread_mutex_lock(&w->lock);
-	while (p->len < size && pos + p->len < follow_reader_size(w, r)) {
+	while (p->r.len < size && pos + p->r.len < follow_reader_size(w, r)) {
 		const struct sfs_window *win;
 		uint64_t from, to;
 
 		/* r->at is grown (moved) by the watcher: what of it the read
 		 * needs is taken under the lock */
-		at = pos + p->len;
+		at = pos + p->r.len;
 		i = window_at(w, r, at);
 		win = w->wins[i];
 		from = r->at[i];
@@ -301,9 +229,9 @@ static int stream_pieces(struct fw *w, fuse_req_t req, size_t ri,
 		follow_ahead(w, r, i);
 		pthread_mutex_unlock(&w->lock);
 		/* within the window, without its trailer */
-		n = (size_t)(to - at) < size - p->len ? (size_t)(to - at) :
-							size - p->len;
-		rc = window_pieces(w, win, ri, p, at - from, n);
+		n = (size_t)(to - at) < size - p->r.len ? (size_t)(to - at) :
+							  size - p->r.len;
+		rc = window_pieces(win, ri, p, at - from, n);
 		if (rc)
 			return rc;
 		pthread_mutex_lock(&w->lock);
@@ -312,52 +240,15 @@ static int stream_pieces(struct fw *w, fuse_req_t req, size_t ri,
 	end = follow_reader_size(w, r);
 	last = w->complete && w->nwins ? w->wins[w->nwins - 1] : NULL;
 	pthread_mutex_unlock(&w->lock);
-	if (!last || p->len >= size || pos + p->len < end)
+	if (!last || p->r.len >= size || pos + p->r.len < end)
 		return 0;
-	in = pos + p->len - end;
+	in = pos + p->r.len - end;
 	if (in >= last->trailer_len)
 		return 0;
-	n = (size_t)(last->trailer_len - in) < size - p->len ?
+	n = (size_t)(last->trailer_len - in) < size - p->r.len ?
 		    (size_t)(last->trailer_len - in) :
-		    size - p->len;
-	return piece_add(p, (const char *)last->trailer + in, 0, n);
-}
-
-/* Answer req with p's bytes, or rc; frees p.  Spliced as read.c's
- * replies, or read into memory when too large for the splice pipe. */
-static void reply_pieces(struct fw *w, fuse_req_t req, struct pieces *p, int rc)
-{
-	struct fs *fs = w->fs;
-	char *buf = NULL;
-	ssize_t got;
-
-	if (rc) {
-		fuse_reply_err(req, -rc);
-	} else if (!p->len) {
-		fuse_reply_buf(req, NULL, 0);
-	} else if (p->len <= fs->splice_max) {
-		atomic_fetch_add(&fs->bytes, p->len);
-		fuse_reply_data(req, p->bv, 0);
-	} else {
-		struct fuse_bufvec dst = FUSE_BUFVEC_INIT(p->len);
-
-		buf = malloc(p->len);
-		dst.buf[0].mem = buf;
-		got = buf ? fuse_buf_copy(&dst, p->bv, 0) : -ENOMEM;
-		if (got == (ssize_t)p->len) {
-			atomic_fetch_add(&fs->bytes, p->len);
-			atomic_fetch_add(&fs->copied_reads, 1);
-			fuse_reply_buf(req, buf, p->len);
-		} else {
-			/* the shard went short between the check and the
-			 * read: never other bytes */
-			atomic_fetch_add(&fs->errors, 1);
-			fuse_reply_err(req, got < 0 && got != -EIO ? (int)-got :
-								     EIO);
-		}
-		free(buf);
-	}
-	pieces_free(fs, p);
+		    size - p->r.len;
+	return fs_reply_add(&p->r, (const char *)last->trailer + in, -1, 0, n);
 }
 
 /* Answer a read of reader ri's stream whose bytes are there (or the
@@ -365,9 +256,10 @@ static void reply_pieces(struct fw *w, fuse_req_t req, struct pieces *p, int rc)
 static void serve_stream(struct fw *w, fuse_req_t req, size_t ri, uint64_t pos,
 			 size_t size)
 {
-	struct pieces p = { 0 };
+	struct pieces p = { .w = w };
 
-	reply_pieces(w, req, &p, stream_pieces(w, req, ri, &p, pos, size));
+	fs_reply_send(req, w->fs, &p.r,
+		      stream_pieces(w, req, ri, &p, pos, size));
 }
 
 /* The reader of q waits no more for it; with w->lock. */
@@ -522,7 +414,7 @@ void follow_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off)
 	struct fw *w = fs->follow;
 	uint64_t k = kind_of(ino), pos = (uint64_t)off;
 	const struct sfs_window *win;
-	struct pieces p = { 0 };
+	struct pieces p = { .w = w };
 	struct freader *r;
 	size_t ri, i;
 	bool ready;
@@ -555,5 +447,5 @@ void follow_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off)
 		return;
 	}
 	/* reads never consume: acks do (.shardfs/ack) */
-	reply_pieces(w, req, &p, window_pieces(w, win, ri, &p, pos, size));
+	fs_reply_send(req, fs, &p.r, window_pieces(win, ri, &p, pos, size));
 }

@@ -226,7 +226,7 @@ struct fs {
 
 	atomic_uint_fast64_t opens, reads, bytes, errors, switches,
 		switches_ahead;
-	atomic_uint_fast64_t copied_reads; /* reply_copy's (read.c) */
+	atomic_uint_fast64_t copied_reads; /* fs_reply_send's copies */
 	atomic_int forgetting; /* invalidations still running aside */
 	struct fw *follow; /* follow=1 (follow.c); NULL otherwise */
 };
@@ -386,6 +386,14 @@ int files_get(struct fs *fs, struct view_ref *vr, uint32_t node,
 void files_put(struct fs *fs, struct file_ent *f);
 
 /*
+ * Bytes cannot be read (msg says which and why): count it (fs.errors) and
+ * log msg, unless that cause is among the last FILES_FAILED logged: the
+ * kernel retries a failed page on its own, and readers of a shard's other
+ * files meet the same cause.
+ */
+void files_log_failure(struct fs *fs, const char *msg);
+
+/*
  * A read of f (held by the caller) found its source deleted or changed
  * (msg says how): count and log it (once per file and cause, as
  * files_get), and take f out of the table and its source out of the
@@ -399,6 +407,54 @@ void files_fail(struct fs *fs, struct file_ent *f, const char *msg);
 void files_forget_view_locked(struct fs *fs, struct view_ref *vr);
 
 /* ---- read.c: files ---- */
+
+/*
+ * A read's reply as it is put together: pieces of source files (their
+ * descriptors, so that the kernel can splice them) and of memory, in
+ * order.  Start zeroed; fs_reply_send answers it and frees it.
+ */
+struct fs_reply {
+	struct fuse_bufvec *bv; /* bv->count pieces, room for cap */
+	size_t cap;
+	size_t len; /* bytes in all pieces */
+	/* a piece of memory the daemon may free before the kernel has read
+	 * it (a slice's own bytes): the reply is sent from a copy */
+	bool copy;
+	/* descriptors of the descriptor cache held until the reply is
+	 * sent (fs_reply_hold) */
+	struct fdcache_ent **held;
+	size_t nheld, held_cap;
+};
+
+/* One more piece of n bytes: of memory mem, or else of file fd at src.
+ * 0 or -ENOMEM. */
+int fs_reply_add(struct fs_reply *r, const void *mem, int fd, uint64_t src,
+		 size_t n);
+
+/* The descriptor of file (extent.file, slice.h) of a slice being read
+ * into *fd, held until the reply is sent.  0 or -errno. */
+typedef int (*fs_file_fd_fn)(void *arg, uint32_t file, int *fd);
+
+/*
+ * Bytes [pos, end) of slice s into r (pos < end <= s->size): its
+ * extents' pieces, of the files fd_of(arg, ...) gives, and of memory (an
+ * owned extent sets r->copy).  0, or -ENOMEM or fd_of's error.
+ */
+int fs_reply_slice(struct fs_reply *r, const struct sfs_slice *s, uint64_t pos,
+		   uint64_t end, fs_file_fd_fn fd_of, void *arg);
+
+/* Hold e (from fdcache_get) until r is sent, or put it back at once when
+ * that fails.  0 or -ENOMEM. */
+int fs_reply_hold(struct fs *fs, struct fs_reply *r, struct fdcache_ent *e);
+
+/*
+ * Answer req with r's bytes, or with rc when not 0, and free r.  The
+ * pieces are spliced, or read into memory when r->copy or too large for
+ * the splice pipe (fs.splice_max).  Returns -EIO when a source read short
+ * or failed then (answered EIO, counted in fs.errors, for the caller to
+ * log), else 0.
+ */
+int fs_reply_send(fuse_req_t req, struct fs *fs, struct fs_reply *r, int rc);
 
 void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,

@@ -13,6 +13,7 @@
 #include <syslog.h>
 
 #include "fs.h"
+#include "shardfs/util.h"
 
 /* A control file opened without no_open: a snapshot for its reads. */
 static void open_control(fuse_req_t req, struct fs *fs, fuse_ino_t ino,
@@ -109,34 +110,128 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fuse_reply_open(req, fi);
 }
 
-/*
- * A reply too large for the splice pipe: read it into memory.  (libfuse's
- * own fallback for fd buffers does the same, but allocates and frees the
- * whole reply per request, which costs more than this copy: see the read
- * path in docs/benchmarks.md.)
- */
-static void reply_copy(fuse_req_t req, struct fs *fs, const struct file_ent *f,
-		       uint64_t pos, size_t len)
+/* (fs.h) */
+int fs_reply_add(struct fs_reply *r, const void *mem, int fd, uint64_t src,
+		 size_t n)
 {
-	char *buf = malloc(len);
+	struct fuse_buf *b;
+
+	if (!r->bv || r->bv->count == r->cap) {
+		size_t cap = r->cap ? 2 * r->cap : 8;
+		struct fuse_bufvec *bv =
+			realloc(r->bv, sizeof(*bv) + cap * sizeof(bv->buf[0]));
+
+		if (!bv)
+			return -ENOMEM;
+		if (!r->bv)
+			*bv = (struct fuse_bufvec){ 0 };
+		r->bv = bv;
+		r->cap = cap;
+	}
+	b = &r->bv->buf[r->bv->count++];
+	memset(b, 0, sizeof(*b));
+	b->size = n;
+	if (mem) {
+		b->mem = (void *)mem;
+	} else {
+		b->flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK |
+			   FUSE_BUF_FD_RETRY;
+		b->fd = fd;
+		b->pos = (off_t)src;
+	}
+	r->len += n;
+	return 0;
+}
+
+/* (fs.h) */
+int fs_reply_hold(struct fs *fs, struct fs_reply *r, struct fdcache_ent *e)
+{
+	if (SFS_GROW(r->held, r->held_cap, r->nheld + 1)) {
+		fdcache_put(&fs->fds, e);
+		return -ENOMEM;
+	}
+	r->held[r->nheld++] = e;
+	return 0;
+}
+
+/* (fs.h) */
+int fs_reply_slice(struct fs_reply *r, const struct sfs_slice *s, uint64_t pos,
+		   uint64_t end, fs_file_fd_fn fd_of, void *arg)
+{
+	size_t i;
+	int fd = -1, rc = 0;
+
+	for (i = sfs_slice_find(s, pos);
+	     !rc && i < s->nextents && s->extents[i].pos < end; i++) {
+		const struct sfs_extent *x = &s->extents[i];
+		uint64_t a = pos > x->pos ? pos - x->pos : 0;
+		uint64_t b = end - x->pos < x->len ? end - x->pos : x->len;
+
+		rc = x->mem ? 0 : fd_of(arg, x->file, &fd);
+		if (!rc)
+			rc = fs_reply_add(
+				r, x->mem ? (const char *)x->mem + a : NULL, fd,
+				x->src + a, (size_t)(b - a));
+		/* The slice's own bytes (a Parquet footer, re-encoded
+		 * pages) go with its entry: reply from a copy of those, so
+		 * that the kernel never holds what the daemon may free. */
+		r->copy = r->copy || x->owned;
+	}
+	return rc;
+}
+
+/* Release what r holds. */
+static void reply_free(struct fs *fs, struct fs_reply *r)
+{
+	size_t i;
+
+	for (i = 0; i < r->nheld; i++)
+		fdcache_put(&fs->fds, r->held[i]);
+	free(r->held);
+	free(r->bv);
+}
+
+/*
+ * (fs.h) A reply too large for the splice pipe is read into memory
+ * (libfuse's own fallback for fd buffers does the same, but allocates and
+ * frees the whole reply per request, which costs more than this copy:
+ * see the read path in docs/benchmarks.md).
+ */
+int fs_reply_send(fuse_req_t req, struct fs *fs, struct fs_reply *r, int rc)
+{
+	struct fuse_bufvec dst = FUSE_BUFVEC_INIT(r->len);
+	char *buf = NULL;
 	ssize_t got;
 
-	if (!buf) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	atomic_fetch_add(&fs->copied_reads, 1);
-	got = sfs_slice_pread(f->slice, f->src->fd, buf, len, pos);
-	if (got < 0) {
-		atomic_fetch_add(&fs->errors, 1);
-		fs_log(fs, LOG_ERR,
-		       "%s: read failed at byte %llu: the shard is shorter than indexed; rebuild the index with shardfs-index",
-		       f->src->path, (unsigned long long)pos);
-		fuse_reply_err(req, EIO);
+	if (rc) {
+		fuse_reply_err(req, -rc);
+		rc = 0;
+	} else if (!r->len) {
+		fuse_reply_buf(req, NULL, 0);
+	} else if (!r->copy && r->len <= fs->splice_max) {
+		atomic_fetch_add(&fs->bytes, r->len);
+		fuse_reply_data(req, r->bv, 0);
 	} else {
-		fuse_reply_buf(req, buf, (size_t)got);
+		buf = malloc(r->len);
+		dst.buf[0].mem = buf;
+		got = buf ? fuse_buf_copy(&dst, r->bv, 0) : -ENOMEM;
+		if (got == (ssize_t)r->len) {
+			atomic_fetch_add(&fs->bytes, r->len);
+			atomic_fetch_add(&fs->copied_reads, 1);
+			fuse_reply_buf(req, buf, r->len);
+		} else if (got == -ENOMEM) {
+			fuse_reply_err(req, ENOMEM);
+		} else {
+			/* a source went short between the check and the
+			 * read: never other bytes */
+			atomic_fetch_add(&fs->errors, 1);
+			fuse_reply_err(req, EIO);
+			rc = -EIO;
+		}
+		free(buf);
 	}
-	free(buf);
+	reply_free(fs, r);
+	return rc;
 }
 
 /* A read of a control file: from its open's snapshot, or with no_open
@@ -167,15 +262,23 @@ static void read_control(fuse_req_t req, struct fs *fs, fuse_ino_t ino,
 	free(chunk);
 }
 
+/* The descriptor of f's source, the one file of its slice. */
+static int src_fd(void *arg, uint32_t file, int *fd)
+{
+	const struct file_ent *f = arg;
+
+	(void)file;
+	*fd = f->src->fd;
+	return 0;
+}
+
 /* Reply to a read of [pos, end) of the file f (pos < end <= its size). */
 static void read_slice(fuse_req_t req, struct fs *fs, struct file_ent *f,
 		       uint64_t pos, uint64_t end)
 {
-	const struct sfs_slice *s = f->slice;
 	struct sfs_error err = { 0 };
-	struct fuse_bufvec *bv;
-	size_t i, n = 0, first;
-	bool owned = false;
+	struct fs_reply r = { 0 };
+	int rc;
 
 	/* A shard truncated or rewritten under an open file would splice
 	 * short or other bytes: check before every read.  The entry goes,
@@ -187,46 +290,11 @@ static void read_slice(fuse_req_t req, struct fs *fs, struct file_ent *f,
 		return;
 	}
 	atomic_fetch_add(&fs->reads, 1);
-	atomic_fetch_add(&fs->bytes, end - pos);
-	first = sfs_slice_find(s, pos);
-	for (i = first; i < s->nextents && s->extents[i].pos < end; i++) {
-		n++;
-		owned = owned || s->extents[i].owned;
-	}
-	/* The slice's own bytes (a Parquet footer, re-encoded pages) go with
-	 * its entry: reply from a copy of those, so that the kernel never
-	 * holds what the daemon may free. */
-	if (owned || end - pos > fs->splice_max) {
-		reply_copy(req, fs, f, pos, (size_t)(end - pos));
-		return;
-	}
-	bv = malloc(sizeof(*bv) + n * sizeof(bv->buf[0]));
-	if (!bv) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	bv->count = n;
-	bv->idx = 0;
-	bv->off = 0;
-	for (i = 0; i < n; i++) {
-		const struct sfs_extent *x = &s->extents[first + i];
-		uint64_t a = pos > x->pos ? pos - x->pos : 0;
-		uint64_t b = end - x->pos < x->len ? end - x->pos : x->len;
-		struct fuse_buf *fb = &bv->buf[i];
-
-		memset(fb, 0, sizeof(*fb));
-		fb->size = (size_t)(b - a);
-		if (x->mem) {
-			fb->mem = (char *)x->mem + a;
-		} else {
-			fb->flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK |
-				    FUSE_BUF_FD_RETRY;
-			fb->fd = f->src->fd;
-			fb->pos = (off_t)(x->src + a);
-		}
-	}
-	fuse_reply_data(req, bv, 0);
-	free(bv);
+	rc = fs_reply_slice(&r, f->slice, pos, end, src_fd, f);
+	if (fs_reply_send(req, fs, &r, rc) == -EIO)
+		fs_log(fs, LOG_ERR,
+		       "%s: read failed at byte %llu: the shard is shorter than indexed; rebuild the index with shardfs-index",
+		       f->src->path, (unsigned long long)pos);
 }
 
 void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,

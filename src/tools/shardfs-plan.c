@@ -142,7 +142,8 @@ static int windows(const char *src, const char *dir, uint64_t n,
 			printf("%s{\"rank\": %zu, \"worker\": %zu, \"bytes\": %llu, \"runs\": [",
 			       i ? ", " : "", i / o->workers * o->replicas,
 			       i % o->workers,
-			       (unsigned long long)(r->size + w->trailer_len));
+			       (unsigned long long)(r->bytes.size +
+						    w->trailer_len));
 			for (j = 0; j < r->nruns; j++) {
 				json_t *p = json_string(
 					f->shards[r->runs[j].shard].path);

@@ -218,15 +218,14 @@ static char *window_bytes(const struct sfs_follow *f,
 			  const struct sfs_window *w, size_t r)
 {
 	const struct sfs_window_reader *wr = &w->readers[r];
-	char *out = calloc(1, wr->size + w->trailer_len + 1);
+	const struct sfs_extent *x = wr->bytes.extents;
+	char *out = calloc(1, wr->bytes.size + w->trailer_len + 1);
 	size_t i;
 
-	for (i = 0; i < wr->n; i++) {
-		const struct sfs_wext *e = &wr->ext[i];
+	for (i = 0; i < wr->bytes.nextents; i++) {
+		const struct sfs_extent *e = &x[i];
 
-		assert_int_equal(e->pos,
-				 i ? wr->ext[i - 1].pos + wr->ext[i - 1].len :
-				     0);
+		assert_int_equal(e->pos, i ? x[i - 1].pos + x[i - 1].len : 0);
 		if (e->mem) {
 			memcpy(out + e->pos, e->mem, e->len);
 		} else {
@@ -234,7 +233,7 @@ static char *window_bytes(const struct sfs_follow *f,
 			struct buf b;
 
 			snprintf(path, sizeof(path), "%s/%s", f->source,
-				 f->shards[e->shard].path);
+				 f->shards[e->file].path);
 			b = read_all(path);
 			memcpy(out + e->pos, b.p + e->src, e->len);
 			buf_free(&b);
@@ -760,7 +759,7 @@ static void test_memory_follows_windows(void **state)
 		    w->readers[0].runs[0].first == 2 &&
 		    w->readers[0].runs[0].count == 4);
 	assert_int_equal(f->shards[1].bounds_from, 0);
-	assert_int_equal(w->readers[0].ext[0].src, 2);
+	assert_int_equal(w->readers[0].bytes.extents[0].src, 2);
 	sfs_window_free(w);
 	sfs_options_clear(&o);
 	sfs_follow_free(f);

@@ -56,16 +56,11 @@ void sfs_window_free(struct sfs_window *w)
 	if (!w)
 		return;
 	for (i = 0; i < w->nreaders; i++) {
-		free(w->readers[i].ext);
+		free(w->readers[i].bytes.extents);
 		free(w->readers[i].runs);
 	}
 	free(w->readers);
 	free(w);
-}
-
-size_t sfs_window_find(const struct sfs_window_reader *r, uint64_t pos)
-{
-	return SFS_PARTITION_POINT(i, 1, r->n, r->ext[i].pos <= pos) - 1;
 }
 
 /* An index of samples [lo, hi) of f: the shards they lie in, cut. */
@@ -120,6 +115,13 @@ static int widx_build(struct sfs_follow *f, uint64_t lo, uint64_t hi,
 
 		if (a >= b)
 			continue;
+		/* a window's extents name their shard in 32 bits */
+		if (i > UINT32_MAX)
+			return sfs_errorf(
+				err, -EOVERFLOW,
+				"%s/%s: shard %zu of the stream, past the %lu shards a window can read from: end the stream (%s) and follow a new source",
+				f->source, fs->path, i,
+				(unsigned long)UINT32_MAX + 1, SFS_FOLLOW_END);
 		sh->path = fs->path;
 		sh->size = fs->size;
 		sh->mtime_ns = fs->mtime_ns;
@@ -143,33 +145,36 @@ static int widx_build(struct sfs_follow *f, uint64_t lo, uint64_t hi,
 	return 0;
 }
 
-/* Append slice s of stream shard shard to reader r, but its last
- * skip bytes (the slice's ending). */
+/* Append slice s of stream shard shard to reader r's bytes, but its
+ * last skip bytes (the slice's ending). */
 static int append(struct sfs_window_reader *r, size_t *cap,
-		  const struct sfs_slice *s, size_t shard, uint64_t skip)
+		  const struct sfs_slice *s, uint32_t shard, uint64_t skip)
 {
+	struct sfs_slice *b = &r->bytes;
 	size_t i;
 
 	for (i = 0; i < s->nextents; i++) {
 		const struct sfs_extent *e = &s->extents[i];
-		struct sfs_wext *last = r->n ? &r->ext[r->n - 1] : NULL;
+		struct sfs_extent *last =
+			b->nextents ? &b->extents[b->nextents - 1] : NULL;
 
 		if (e->pos >= s->size - skip)
 			break;
-		if (last && !e->mem && !last->mem && last->shard == shard &&
+		if (last && !e->mem && !last->mem && last->file == shard &&
 		    last->src + last->len == e->src) {
 			last->len += e->len;
-			r->size += e->len;
+			b->size += e->len;
 			continue;
 		}
-		if (SFS_GROW(r->ext, *cap, r->n + 1))
+		if (SFS_GROW(b->extents, *cap, b->nextents + 1))
 			return -ENOMEM;
-		r->ext[r->n++] = (struct sfs_wext){ .pos = r->size,
-						    .len = e->len,
-						    .src = e->src,
-						    .mem = e->mem,
-						    .shard = shard };
-		r->size += e->len;
+		b->extents[b->nextents++] =
+			(struct sfs_extent){ .pos = b->size,
+					     .len = e->len,
+					     .src = e->src,
+					     .mem = e->mem,
+					     .file = shard };
+		b->size += e->len;
 	}
 	return 0;
 }
@@ -231,7 +236,7 @@ static int lay_out(const struct widx *w, const struct sfs_plan *p,
 				     runs, pf->nruns, &s, err);
 		if (rc)
 			return rc;
-		if (append(r, &cap, s, w->stream[pf->shard], skip))
+		if (append(r, &cap, s, (uint32_t)w->stream[pf->shard], skip))
 			rc = sfs_errorf(err, -ENOMEM, "out of memory");
 		r->samples += pf->nsamples;
 		sfs_slice_free(s);
