@@ -276,7 +276,7 @@ void sfs_parquet_cut_free(struct sfs_parquet_cut *c);
  * bytes decoded (as the page reader counts them; the least recently used
  * go), besides the column each cut is cutting.  The bound holds the pages
  * of a row group of DuckDB's (pages up to 100 MiB): a million strings of
- * 96 characters and three numbers count 230 MiB.  A cut through it gives
+ * 96 characters and three numbers count 220 MiB.  A cut through it gives
  * the bytes sfs_parquet_cut gives.  Thread-safe: cuts of one file may run
  * through it at once; a cut that needs a column another cut has waits
  * for it rather than decode its page again.
