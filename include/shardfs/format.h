@@ -264,11 +264,14 @@ struct sfs_format_ops {
 	 * reads once what every slice of sh needs (Parquet: the footer) into
 	 * *state, taken by the caller, and *mem, the bytes it holds; its
 	 * errors are lay_out's.  lay_out_from then lays out a slice as
-	 * lay_out would, from that state (borrowed, read-only: several
-	 * threads may use one state at once, each with its own fd of the
-	 * same shard).  free_shard frees a state (NULL is a no-op).  All
-	 * three or none; lay_out is then read_shard, lay_out_from and
-	 * free_shard.
+	 * lay_out would, from that state (borrowed: several threads may use
+	 * one state at once, each with its own fd of the same shard; what
+	 * a state keeps for the slices that follow, Parquet's decoded pages,
+	 * it keeps thread-safely).  free_shard frees a state (NULL is a
+	 * no-op).  All three or none; lay_out is then read_shard,
+	 * lay_out_from and free_shard.  shard_mem, when set, says the bytes
+	 * a state holds now (what it keeps grows and shrinks); NULL: *mem
+	 * of its read_shard, always.
 	 */
 	int (*read_shard)(int fd, const struct sfs_shard *sh, void **state,
 			  size_t *mem, struct sfs_error *err);
@@ -278,6 +281,7 @@ struct sfs_format_ops {
 			    sfs_extent_fn add, void *arg,
 			    struct sfs_error *err);
 	void (*free_shard)(void *state);
+	size_t (*shard_mem)(const void *state);
 	/*
 	 * A shard that stands for a dataset (dataset) is shown to a reader as
 	 * a dataset of its own, never as slices: the files of the dataset

@@ -270,13 +270,18 @@ void sfs_parquet_cut_free(struct sfs_parquet_cut *c);
  * The pages cuts decoded, kept for the cuts that follow (of one file, one
  * meta): per column of a row group, its dictionary and the data page it
  * decoded last, so that cutting many rows of one page (a slice of
- * shuffle=samples: a cut per row) decodes the page once, not once a row.
- * At most SFS_PARQUET_PAGES_COLUMNS columns holding at most
- * SFS_PARQUET_PAGES_MAX bytes decoded (the least recently used go).  A
- * cut through it gives the bytes sfs_parquet_cut gives.  Not thread-safe:
- * one a thread.
+ * shuffle=samples: a cut per row; the slices of a view cutting one row
+ * group into blocks) decodes the page once, not once a cut.  At most
+ * SFS_PARQUET_PAGES_COLUMNS columns holding at most SFS_PARQUET_PAGES_MAX
+ * bytes decoded (as the page reader counts them; the least recently used
+ * go), besides the column each cut is cutting.  The bound holds the pages
+ * of a row group of DuckDB's (pages up to 100 MiB): a million strings of
+ * 96 characters and three numbers count 220 MiB.  A cut through it gives
+ * the bytes sfs_parquet_cut gives.  Thread-safe: cuts of one file may run
+ * through it at once; a cut that needs a column another cut has waits
+ * for it rather than decode its page again.
  */
-#define SFS_PARQUET_PAGES_MAX ((uint64_t)64 << 20)
+#define SFS_PARQUET_PAGES_MAX ((uint64_t)256 << 20)
 #define SFS_PARQUET_PAGES_COLUMNS 64
 
 struct sfs_parquet_pages;
@@ -284,8 +289,15 @@ struct sfs_parquet_pages;
 /* A new empty one, or NULL (out of memory). */
 struct sfs_parquet_pages *sfs_parquet_pages_new(void);
 
-/* Free ps and every page it keeps.  NULL is a no-op. */
+/* Free ps and every page it keeps (no cut may be running through it).
+ * NULL is a no-op. */
 void sfs_parquet_pages_free(struct sfs_parquet_pages *ps);
+
+/* The data pages the cuts through ps decoded so far. */
+uint64_t sfs_parquet_pages_decoded(struct sfs_parquet_pages *ps);
+
+/* The decoded bytes ps keeps now (the columns no cut has); NULL: 0. */
+uint64_t sfs_parquet_pages_mem(struct sfs_parquet_pages *ps);
 
 /* sfs_parquet_cut through pages (NULL: none), the same meta and file at
  * every call. */

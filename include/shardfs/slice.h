@@ -100,7 +100,9 @@ void sfs_slice_free(struct sfs_slice *s);
  * when opened); and what the driver reads once per shard (its
  * read_shard state, format.h: a Parquet footer, decoded) is shared by
  * all the slices of that shard, at most SFS_SLICE_STATES_MAX bytes of it
- * kept between slices, until sfs_slice_cache_end_build.
+ * (as the driver's shard_mem says after each slice, with what it keeps
+ * for the slices that follow: Parquet's decoded pages) kept between
+ * slices, until sfs_slice_cache_end_build.
  * sfs_slice_cache_build hands out a kept slice only while the shard's fd
  * still has the size, mtime, device and inode it was laid out from.
  * Keys name slices: the caller's numbering, one key one list of runs of

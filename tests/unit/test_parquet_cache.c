@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -375,6 +376,317 @@ static void test_parquet_cache_pages_cut_the_same_bytes(void **state)
 	tmpdir_remove(dir);
 }
 
+/* ---- one big page: a file written here, byte by byte ---- */
+
+/* The Thrift compact protocol, as much as the file below needs. */
+static void put_varint(struct buf *b, uint64_t v)
+{
+	unsigned char c;
+
+	for (; v >= 0x80; v >>= 7) {
+		c = (unsigned char)(v | 0x80);
+		buf_put(b, &c, 1);
+	}
+	c = (unsigned char)v;
+	buf_put(b, &c, 1);
+}
+
+/* A field header: id delta 1..15 from *last, type t. */
+static void put_field(struct buf *b, int *last, int id, unsigned t)
+{
+	unsigned char c = (unsigned char)((unsigned)(id - *last) << 4 | t);
+
+	assert_true(id > *last && id - *last <= 15);
+	buf_put(b, &c, 1);
+	*last = id;
+}
+
+/* An i32 (t 5) or i64 (t 6) field, zigzag. */
+static void put_int(struct buf *b, int *last, int id, unsigned t, int64_t v)
+{
+	put_field(b, last, id, t);
+	put_varint(b, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+}
+
+static void put_str(struct buf *b, const char *s)
+{
+	put_varint(b, strlen(s));
+	buf_put(b, s, strlen(s));
+}
+
+static void put_stop(struct buf *b)
+{
+	buf_put(b, "", 1);
+}
+
+/* A list header of n < 15 elements of type t. */
+static void put_list(struct buf *b, size_t n, unsigned t)
+{
+	unsigned char c = (unsigned char)(n << 4 | t);
+
+	buf_put(b, &c, 1);
+}
+
+#define BIG_ROWS 3000000u
+
+/*
+ * dir/big.parquet: one required INT32 column "v" of BIG_ROWS rows, value
+ * i at row i, in one row group of one PLAIN uncompressed page: 12 MB that
+ * decode to 84 MB as the page reader counts them (4 bytes a value and 24
+ * an entry), more than the 64 MiB the decoded pages of a cut were kept
+ * within when one slice's cuts alone shared them.  Returns its path;
+ * *body: where the values begin (NULL: not wanted).
+ */
+static char *big_page_file(const char *dir, off_t *body)
+{
+	struct buf f = { 0 }, h = { 0 }, m = { 0 };
+	uint32_t i, len = BIG_ROWS * 4;
+	unsigned char le[4];
+	int last = 0, sub = 0, cc = 0, cm = 0;
+	char *path;
+
+	buf_put(&f, "PAR1", 4);
+	put_int(&h, &last, 1, 5, 0); /* DATA_PAGE */
+	put_int(&h, &last, 2, 5, len);
+	put_int(&h, &last, 3, 5, len);
+	put_field(&h, &last, 5, 12);
+	put_int(&h, &sub, 1, 5, BIG_ROWS);
+	put_int(&h, &sub, 2, 5, 0); /* PLAIN */
+	put_int(&h, &sub, 3, 5, 3); /* RLE */
+	put_int(&h, &sub, 4, 5, 3);
+	put_stop(&h);
+	put_stop(&h);
+	buf_put(&f, h.p, h.len);
+	if (body)
+		*body = (off_t)f.len;
+	for (i = 0; i < BIG_ROWS; i++) {
+		le[0] = (unsigned char)i;
+		le[1] = (unsigned char)(i >> 8);
+		le[2] = (unsigned char)(i >> 16);
+		le[3] = (unsigned char)(i >> 24);
+		buf_put(&f, le, 4);
+	}
+	/* FileMetaData */
+	last = 0;
+	put_int(&m, &last, 1, 5, 1); /* version */
+	put_field(&m, &last, 2, 9);
+	put_list(&m, 2, 12);
+	sub = 0;
+	put_field(&m, &sub, 4, 8);
+	put_str(&m, "schema");
+	put_int(&m, &sub, 5, 5, 1); /* num_children */
+	put_stop(&m);
+	sub = 0;
+	put_int(&m, &sub, 1, 5, 1); /* INT32 */
+	put_int(&m, &sub, 3, 5, 0); /* REQUIRED */
+	put_field(&m, &sub, 4, 8);
+	put_str(&m, "v");
+	put_stop(&m);
+	put_int(&m, &last, 3, 6, BIG_ROWS);
+	put_field(&m, &last, 4, 9);
+	put_list(&m, 1, 12);
+	sub = 0; /* RowGroup */
+	put_field(&m, &sub, 1, 9);
+	put_list(&m, 1, 12);
+	put_int(&m, &cc, 2, 6, 4); /* ColumnChunk.file_offset */
+	put_field(&m, &cc, 3, 12);
+	put_int(&m, &cm, 1, 5, 1); /* ColumnMetaData: INT32 */
+	put_field(&m, &cm, 2, 9);
+	put_list(&m, 2, 5);
+	put_varint(&m, 0); /* PLAIN */
+	put_varint(&m, 6); /* RLE, zigzag */
+	put_field(&m, &cm, 3, 9);
+	put_list(&m, 1, 8);
+	put_str(&m, "v");
+	put_int(&m, &cm, 4, 5, 0); /* UNCOMPRESSED */
+	put_int(&m, &cm, 5, 6, BIG_ROWS);
+	put_int(&m, &cm, 6, 6, (int64_t)(h.len + len));
+	put_int(&m, &cm, 7, 6, (int64_t)(h.len + len));
+	put_int(&m, &cm, 9, 6, 4); /* data_page_offset */
+	put_stop(&m); /* ColumnMetaData */
+	put_stop(&m); /* ColumnChunk */
+	put_int(&m, &sub, 2, 6, (int64_t)(h.len + len));
+	put_int(&m, &sub, 3, 6, BIG_ROWS);
+	put_stop(&m); /* RowGroup */
+	put_stop(&m); /* FileMetaData */
+	buf_put(&f, m.p, m.len);
+	le[0] = (unsigned char)m.len;
+	le[1] = (unsigned char)(m.len >> 8);
+	le[2] = (unsigned char)(m.len >> 16);
+	le[3] = (unsigned char)(m.len >> 24);
+	buf_put(&f, le, 4);
+	buf_put(&f, "PAR1", 4);
+	path = write_at(dir, "big.parquet", f.p, f.len);
+	buf_free(&f);
+	buf_free(&h);
+	buf_free(&m);
+	return path;
+}
+
+/* The bytes of rows [first, first + n) of the big page's file cut
+ * alone, from its pristine copy at path. */
+static struct buf big_cut_alone(const char *path,
+				const struct sfs_parquet_meta *m, int64_t first,
+				int64_t n)
+{
+	struct sfs_error err = { 0 };
+	struct sfs_parquet_cut *cut;
+	struct buf b;
+	int fd = open(path, O_RDONLY);
+
+	assert_true(fd >= 0);
+	assert_int_equal(sfs_parquet_cut(fd, m, 0, first, n, &cut, &err), 0);
+	b = cut_bytes(cut, fd);
+	sfs_parquet_cut_free(cut);
+	close(fd);
+	return b;
+}
+
+/*
+ * Cuts of one page bigger than 64 MiB decoded, through one
+ * sfs_parquet_pages (as a view's build cuts one row group into blocks,
+ * one slice after another): the page is decoded once.  The page's bytes
+ * are overwritten after the first cut; the cuts that follow still give
+ * the bytes of the page as it was decoded.  (When each cut decoded it
+ * again, a view cutting an 850 000-row DuckDB row group into blocks of
+ * 1000 took minutes to build.)
+ */
+static void test_parquet_cache_pages_decode_a_big_page_once(void **state)
+{
+	char *dir = tmpdir_new(), keep[4096], *path;
+	struct sfs_parquet_pages *ps = sfs_parquet_pages_new();
+	struct sfs_parquet_meta *m;
+	struct sfs_error err = { 0 };
+	struct stat st;
+	static const int64_t firsts[] = { 0, 1500000, 2999000, 7 };
+	unsigned char *junk = malloc(BIG_ROWS * 4);
+	off_t body;
+	size_t i;
+	int fd;
+
+	(void)state;
+	path = big_page_file(dir, &body);
+	snprintf(keep, sizeof(keep), "%s/keep.parquet", dir);
+	{
+		struct buf b = read_all(path);
+
+		free(write_at(dir, "keep.parquet", b.p, b.len));
+		buf_free(&b);
+	}
+	fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal(sfs_parquet_footer_read(fd, path, (uint64_t)st.st_size,
+						 &m, &err),
+			 0);
+	assert_non_null(junk);
+	memset(junk, 0xa5, BIG_ROWS * 4);
+	for (i = 0; i < sizeof(firsts) / sizeof(*firsts); i++) {
+		struct sfs_parquet_cut *cut;
+		struct buf got, want = big_cut_alone(keep, m, firsts[i], 1000);
+
+		assert_int_equal(sfs_parquet_cut_pages(fd, m, ps, 0, firsts[i],
+						       1000, &cut, &err),
+				 0);
+		got = cut_bytes(cut, fd);
+		assert_int_equal(got.len, want.len);
+		assert_memory_equal(got.p, want.p, got.len);
+		assert_int_equal(sfs_parquet_pages_decoded(ps), 1);
+		buf_free(&got);
+		buf_free(&want);
+		sfs_parquet_cut_free(cut);
+		/* every value overwritten (the page header stays) */
+		assert_int_equal(pwrite(fd, junk, BIG_ROWS * 4, body),
+				 (ssize_t)BIG_ROWS * 4);
+	}
+	assert_true(sfs_parquet_pages_mem(ps) > (64u << 20));
+	free(junk);
+	sfs_parquet_pages_free(ps);
+	sfs_parquet_meta_free(m);
+	close(fd);
+	free(path);
+	tmpdir_remove(dir);
+}
+
+/* What each thread of the test below cuts. */
+struct cutter {
+	const char *path, *keep;
+	const struct sfs_parquet_meta *m;
+	struct sfs_parquet_pages *ps;
+	int64_t first;
+	int ok;
+};
+
+static void *cut_rows(void *arg)
+{
+	struct cutter *t = arg;
+	struct sfs_error err = { 0 };
+	int64_t j;
+	int fd = open(t->path, O_RDONLY);
+
+	for (j = 0; fd >= 0 && j < 8; j++) {
+		struct sfs_parquet_cut *cut;
+		int64_t first = t->first + j * 300007;
+		struct buf got, want;
+
+		if (sfs_parquet_cut_pages(fd, t->m, t->ps, 0, first, 999, &cut,
+					  &err))
+			break;
+		got = cut_bytes(cut, fd);
+		want = big_cut_alone(t->keep, t->m, first, 999);
+		sfs_parquet_cut_free(cut);
+		t->ok += got.len == want.len && !memcmp(got.p, want.p, got.len);
+		buf_free(&got);
+		buf_free(&want);
+	}
+	if (fd >= 0)
+		close(fd);
+	return NULL;
+}
+
+/* Cuts of the big page from three threads at once through one
+ * sfs_parquet_pages (a view's build describes its slices on a pool of
+ * threads): every cut's bytes as a cut alone gives them, the page decoded
+ * once (a cut that needs it while another cuts it waits). */
+static void test_parquet_cache_pages_shared_by_threads(void **state)
+{
+	char *dir = tmpdir_new(), *path = big_page_file(dir, NULL);
+	struct sfs_parquet_pages *ps = sfs_parquet_pages_new();
+	struct sfs_parquet_meta *m;
+	struct sfs_error err = { 0 };
+	struct cutter t[3];
+	pthread_t th[3];
+	struct stat st;
+	size_t i;
+	int fd = open(path, O_RDONLY);
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal(sfs_parquet_footer_read(fd, path, (uint64_t)st.st_size,
+						 &m, &err),
+			 0);
+	for (i = 0; i < 3; i++) {
+		t[i] = (struct cutter){ .path = path,
+					.keep = path,
+					.m = m,
+					.ps = ps,
+					.first = (int64_t)i * 100003 };
+		assert_int_equal(pthread_create(&th[i], NULL, cut_rows, &t[i]),
+				 0);
+	}
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(pthread_join(th[i], NULL), 0);
+		assert_int_equal(t[i].ok, 8);
+	}
+	assert_int_equal(sfs_parquet_pages_decoded(ps), 1);
+	sfs_parquet_pages_free(ps);
+	sfs_parquet_meta_free(m);
+	close(fd);
+	free(path);
+	tmpdir_remove(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -384,6 +696,9 @@ int main(void)
 		cmocka_unit_test(test_parquet_cache_keeps_within_its_bound),
 		cmocka_unit_test(test_parquet_cache_reads_a_footer_once),
 		cmocka_unit_test(test_parquet_cache_pages_cut_the_same_bytes),
+		cmocka_unit_test(
+			test_parquet_cache_pages_decode_a_big_page_once),
+		cmocka_unit_test(test_parquet_cache_pages_shared_by_threads),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

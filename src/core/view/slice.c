@@ -534,7 +534,16 @@ static int get_held(struct sfs_slice_cache *c, const struct sfs_shard *sh,
 
 static void put_held(struct sfs_slice_cache *c, struct held *h)
 {
+	const struct sfs_format_ops *ops = c->idx->shards[h->link.key].format;
+
 	pthread_mutex_lock(&c->lock);
+	if (ops->shard_mem) {
+		/* what it keeps for the next slices, counted as it grows */
+		size_t mem = ops->shard_mem(h->state);
+
+		c->held_mem = c->held_mem - h->mem + mem;
+		h->mem = mem;
+	}
 	h->refs--;
 	trim_held_locked(c);
 	pthread_mutex_unlock(&c->lock);

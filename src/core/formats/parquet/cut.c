@@ -3,6 +3,8 @@
  * rows copied and the pages a cut falls inside decoded and re-encoded.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -218,26 +220,28 @@ out:
 
 /*
  * Decode the data page h into c->pg unless it holds it (*have: the page
- * it holds, UINT64_MAX none).
+ * it holds, UINT64_MAX none), counted in *decoded.
  */
 static int decode(struct sfs_pq_column *c, const struct sfs_pq_page_header *h,
-		  uint64_t *have)
+		  uint64_t *have, uint64_t *decoded)
 {
 	int rc;
 
 	if (*have == h->at)
 		return 0;
 	*have = UINT64_MAX;
+	++*decoded;
 	rc = sfs_pq_decode_page(c, h);
 	if (!rc)
 		*have = h->at;
 	return rc;
 }
 
-/* Cut column c (opened on row group rg) to rows [first, end); *have as
- * decode's. */
-static int cut_column(struct sfs_pq_column *c, uint64_t *have, int64_t first,
-		      int64_t end, struct sfs_parquet_cut_column *cc)
+/* Cut column c (opened on row group rg) to rows [first, end); *have and
+ * *decoded as decode's. */
+static int cut_column(struct sfs_pq_column *c, uint64_t *have,
+		      uint64_t *decoded, int64_t first, int64_t end,
+		      struct sfs_parquet_cut_column *cc)
 {
 	struct sfs_pq_page_header h;
 	size_t cap = 0;
@@ -267,7 +271,7 @@ static int cut_column(struct sfs_pq_column *c, uint64_t *have, int64_t first,
 		} else {
 			uint32_t i;
 
-			rc = decode(c, &h, have);
+			rc = decode(c, &h, have, decoded);
 			if (rc)
 				return rc;
 			for (starts = 0, i = 0; i < c->pg.n; i++)
@@ -293,7 +297,7 @@ static int cut_column(struct sfs_pq_column *c, uint64_t *have, int64_t first,
 			int64_t usize = 0, r = row - starts - 1;
 			uint32_t i, e0 = UINT32_MAX, e1 = 0;
 
-			rc = decode(c, &h, have);
+			rc = decode(c, &h, have, decoded);
 			if (rc)
 				return rc;
 			if (!c->lf.max_rep) {
@@ -344,98 +348,202 @@ static int cut_column(struct sfs_pq_column *c, uint64_t *have, int64_t first,
 }
 
 /*
- * A column parked after a cut, with its dictionary and the page it
- * decoded last, for the next cut of the same row group.
+ * A column of a row group parked after a cut, with its dictionary and the
+ * page it decoded last, for the next cut of the same row group; or taken
+ * by a cut (busy), which the other cuts of that column wait for rather
+ * than decode the same page again.
  */
 struct parked {
-	struct sfs_pq_column c;
+	struct sfs_pq_column c; /* valid when open */
 	size_t rg, k;
 	uint64_t have; /* the page c.pg holds */
 	uint64_t used;
+	bool busy; /* a cut has it */
+	bool open; /* c holds a column */
 };
 
 struct sfs_parquet_pages {
-	struct parked *p[SFS_PARQUET_PAGES_COLUMNS];
-	size_t n;
-	uint64_t mem; /* the parked columns' decoded bytes */
-	uint64_t tick;
+	pthread_mutex_t lock;
+	pthread_cond_t parked; /* lock: a busy column was parked or let go */
+	struct parked *p[SFS_PARQUET_PAGES_COLUMNS]; /* lock */
+	size_t n; /* lock */
+	uint64_t mem; /* lock: the decoded bytes of the columns not busy */
+	uint64_t tick; /* lock */
+	uint64_t decoded; /* lock: pages decoded through it */
 };
 
 struct sfs_parquet_pages *sfs_parquet_pages_new(void)
 {
-	return calloc(1, sizeof(struct sfs_parquet_pages));
+	struct sfs_parquet_pages *ps = calloc(1, sizeof(*ps));
+
+	if (!ps)
+		return NULL;
+	if (pthread_mutex_init(&ps->lock, NULL)) {
+		free(ps);
+		return NULL;
+	}
+	if (pthread_cond_init(&ps->parked, NULL)) {
+		pthread_mutex_destroy(&ps->lock);
+		free(ps);
+		return NULL;
+	}
+	return ps;
 }
 
-static void unpark(struct sfs_parquet_pages *ps, size_t i)
+/* Drop entry i (not busy) of ps, closing its column. */
+static void drop_locked(struct sfs_parquet_pages *ps, size_t i)
 {
-	ps->mem -= ps->p[i]->c.own;
+	struct parked *p = ps->p[i];
+
+	if (p->open) {
+		ps->mem -= p->c.own;
+		sfs_pq_col_close(&p->c);
+	}
+	free(p);
 	ps->p[i] = ps->p[--ps->n];
 }
 
 void sfs_parquet_pages_free(struct sfs_parquet_pages *ps)
 {
-	size_t i;
-
 	if (!ps)
 		return;
-	for (i = 0; i < ps->n; i++) {
-		sfs_pq_col_close(&ps->p[i]->c);
-		free(ps->p[i]);
-	}
+	while (ps->n)
+		drop_locked(ps, 0);
+	pthread_cond_destroy(&ps->parked);
+	pthread_mutex_destroy(&ps->lock);
 	free(ps);
 }
 
-/* The column of row group rg, leaf k, parked in ps, taken out into *c and
- * rewound; false when none is. */
-static bool take(struct sfs_parquet_pages *ps, size_t rg, size_t k, int fd,
-		 struct sfs_error *err, struct sfs_pq_column *c, uint64_t *have)
+uint64_t sfs_parquet_pages_decoded(struct sfs_parquet_pages *ps)
 {
-	struct parked *p;
+	uint64_t n;
+
+	pthread_mutex_lock(&ps->lock);
+	n = ps->decoded;
+	pthread_mutex_unlock(&ps->lock);
+	return n;
+}
+
+uint64_t sfs_parquet_pages_mem(struct sfs_parquet_pages *ps)
+{
+	uint64_t mem;
+
+	if (!ps)
+		return 0;
+	pthread_mutex_lock(&ps->lock);
+	mem = ps->mem;
+	pthread_mutex_unlock(&ps->lock);
+	return mem;
+}
+
+/* Drop the least recently used column no cut has, while the parked hold
+ * more than SFS_PARQUET_PAGES_MAX with room more, or the table has no
+ * room for an entry more (room: 1) .  False when none can go. */
+static bool make_room_locked(struct sfs_parquet_pages *ps, uint64_t room,
+			     size_t entries)
+{
+	size_t i, lru;
+
+	while (ps->n + entries > SFS_PARQUET_PAGES_COLUMNS ||
+	       ps->mem + room > SFS_PARQUET_PAGES_MAX) {
+		for (lru = SIZE_MAX, i = 0; i < ps->n; i++)
+			if (!ps->p[i]->busy &&
+			    (lru == SIZE_MAX ||
+			     ps->p[i]->used < ps->p[lru]->used))
+				lru = i;
+		if (lru == SIZE_MAX)
+			return false;
+		drop_locked(ps, lru);
+	}
+	return true;
+}
+
+/*
+ * Column k of row group rg from ps for a cut: *p the entry the cut has
+ * now (NULL: none, the table being full of busy columns), and true with
+ * the column parked there in *c, rewound, or false when the cut opens
+ * it.  Waits while another cut has the column.
+ */
+static bool take(struct sfs_parquet_pages *ps, size_t rg, size_t k, int fd,
+		 struct sfs_error *err, struct sfs_pq_column *c, uint64_t *have,
+		 struct parked **out)
+{
+	struct parked *p = NULL;
 	size_t i;
 
-	for (i = 0; ps && i < ps->n; i++)
-		if (ps->p[i]->rg == rg && ps->p[i]->k == k)
-			break;
-	if (!ps || i == ps->n)
+	*out = NULL;
+	if (!ps)
 		return false;
-	p = ps->p[i];
-	unpark(ps, i);
+	pthread_mutex_lock(&ps->lock);
+	for (;;) {
+		for (i = 0; i < ps->n; i++)
+			if (ps->p[i]->rg == rg && ps->p[i]->k == k)
+				break;
+		if (i == ps->n || !ps->p[i]->busy)
+			break;
+		pthread_cond_wait(&ps->parked, &ps->lock);
+	}
+	if (i < ps->n) {
+		p = ps->p[i];
+	} else if (make_room_locked(ps, 0, 1) && (p = calloc(1, sizeof(*p)))) {
+		*p = (struct parked){ .rg = rg, .k = k };
+		ps->p[ps->n++] = p;
+	}
+	if (p) {
+		p->busy = true;
+		p->used = ++ps->tick;
+		if (p->open)
+			ps->mem -= p->c.own;
+	}
+	pthread_mutex_unlock(&ps->lock);
+	*out = p;
+	if (!p || !p->open)
+		return false;
 	*c = p->c;
 	*have = p->have;
-	free(p);
 	sfs_pq_col_rewind(c, fd, err);
 	return true;
 }
 
-/* Park c (taken) in ps, the least recently used ones going while the
- * parked hold more than SFS_PARQUET_PAGES_MAX; or close it. */
-static void park(struct sfs_parquet_pages *ps, size_t rg, size_t k,
-		 struct sfs_pq_column *c, uint64_t have)
+/*
+ * Give back entry p (the cut's, NULL: none) with column c (taken; NULL:
+ * the cut failed), parked if the parked columns can hold it within
+ * SFS_PARQUET_PAGES_MAX, else closed; decoded: the pages the cut
+ * decoded.
+ */
+static void park(struct sfs_parquet_pages *ps, struct parked *p,
+		 struct sfs_pq_column *c, uint64_t have, uint64_t decoded)
 {
-	struct parked *p;
-	size_t i, lru;
+	size_t i;
 
-	if (!ps || c->own > SFS_PARQUET_PAGES_MAX ||
-	    !(p = malloc(sizeof(*p)))) {
-		sfs_pq_col_close(c);
+	if (!ps) {
+		if (c)
+			sfs_pq_col_close(c);
 		return;
 	}
-	while (ps->n && (ps->n == SFS_PARQUET_PAGES_COLUMNS ||
-			 ps->mem + c->own > SFS_PARQUET_PAGES_MAX)) {
-		for (lru = 0, i = 1; i < ps->n; i++)
-			if (ps->p[i]->used < ps->p[lru]->used)
-				lru = i;
-		sfs_pq_col_close(&ps->p[lru]->c);
-		free(ps->p[lru]);
-		unpark(ps, lru);
+	pthread_mutex_lock(&ps->lock);
+	ps->decoded += decoded;
+	if (p && c && c->own <= SFS_PARQUET_PAGES_MAX &&
+	    make_room_locked(ps, c->own, 0)) {
+		p->c = *c;
+		p->c.held = &p->c.own;
+		p->c.err = NULL;
+		p->have = have;
+		p->open = true;
+		p->busy = false;
+		ps->mem += p->c.own;
+		c = NULL;
+	} else if (p) {
+		for (i = 0; ps->p[i] != p; i++)
+			;
+		p->open = false;
+		p->busy = false;
+		drop_locked(ps, i);
 	}
-	*p = (struct parked){
-		.c = *c, .rg = rg, .k = k, .have = have, .used = ++ps->tick
-	};
-	p->c.held = &p->c.own;
-	p->c.err = NULL;
-	ps->p[ps->n++] = p;
-	ps->mem += p->c.own;
+	pthread_cond_broadcast(&ps->parked);
+	pthread_mutex_unlock(&ps->lock);
+	if (c)
+		sfs_pq_col_close(c);
 }
 
 void sfs_parquet_cut_free(struct sfs_parquet_cut *c)
@@ -489,17 +597,17 @@ int sfs_parquet_cut_pages(int fd, const struct sfs_parquet_meta *m,
 	rc = sfs_pq_leaves(m, lf, err);
 	for (k = 0; !rc && k < m->nleaves; k++) {
 		struct sfs_pq_column c;
-		uint64_t have = UINT64_MAX;
+		struct parked *p;
+		uint64_t have = UINT64_MAX, decoded = 0;
 
-		if (!take(pages, rg, k, fd, err, &c, &have))
+		if (!take(pages, rg, k, fd, err, &c, &have, &p))
 			rc = sfs_pq_col_open(&c, fd, m, rg, k, &lf[k], err);
 		if (!rc)
-			rc = cut_column(&c, &have, first, first + count,
-					&cut->columns[k]);
-		if (!rc)
-			park(pages, rg, k, &c, have);
-		else
+			rc = cut_column(&c, &have, &decoded, first,
+					first + count, &cut->columns[k]);
+		if (rc)
 			sfs_pq_col_close(&c);
+		park(pages, p, rc ? NULL : &c, have, decoded);
 	}
 out:
 	free(lf);

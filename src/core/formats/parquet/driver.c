@@ -67,8 +67,7 @@ struct layout {
 	size_t nrgs, rgs_cap;
 	struct sfs_parquet_chunk_edit *chunks; /* nleaves per row group */
 	size_t chunks_cap;
-	/* the pages the slice's cuts decoded: shuffle=samples cuts every
-	 * row of a page, each its own row group */
+	/* the pages the shard's cuts decoded (shard_state's), or NULL */
 	struct sfs_parquet_pages *pages;
 };
 
@@ -199,11 +198,17 @@ static int lay_out_runs(struct layout *lay, int fd, const int64_t *rg_first,
 /*
  * What every slice of a shard needs, read once (read_shard): the decoded
  * footer and the first row of each row group, rg_first[nrow_groups] the
- * row count.  A view's build lays out all its slices of a shard from one.
+ * row count; and the pages its cuts decode, kept for the cuts of the
+ * slices that follow (a view's blocks cut one row group many times,
+ * shuffle=samples a page once a row).  A view's build lays out all its
+ * slices of a shard from one, on several threads at once: pages is
+ * thread-safe.
  */
 struct shard_state {
 	struct sfs_parquet_meta *m;
 	int64_t *rg_first;
+	size_t mem; /* the bytes of the above */
+	struct sfs_parquet_pages *pages;
 };
 
 static void parquet_free_shard(void *state)
@@ -212,9 +217,17 @@ static void parquet_free_shard(void *state)
 
 	if (!st)
 		return;
+	sfs_parquet_pages_free(st->pages);
 	sfs_parquet_meta_free(st->m);
 	free(st->rg_first);
 	free(st);
+}
+
+static size_t parquet_shard_mem(const void *state)
+{
+	const struct shard_state *st = state;
+
+	return st->mem + (size_t)sfs_parquet_pages_mem(st->pages);
 }
 
 /* The bytes a decoded footer holds (its copy of the footer and the
@@ -249,10 +262,16 @@ static int parquet_read_shard(int fd, const struct sfs_shard *sh, void **state,
 		return rc;
 	}
 	st = calloc(1, sizeof(*st));
-	if (st)
+	if (st) {
 		st->rg_first =
 			malloc((m->nrow_groups + 1) * sizeof(*st->rg_first));
-	if (!st || !st->rg_first) {
+		st->pages = sfs_parquet_pages_new();
+	}
+	if (!st || !st->rg_first || !st->pages) {
+		if (st) {
+			free(st->rg_first);
+			sfs_parquet_pages_free(st->pages);
+		}
 		free(st);
 		sfs_parquet_meta_free(m);
 		return sfs_errorf(err, -ENOMEM, "%s: out of memory", sh->path);
@@ -262,9 +281,10 @@ static int parquet_read_shard(int fd, const struct sfs_shard *sh, void **state,
 	for (g = 0; g < m->nrow_groups; g++)
 		st->rg_first[g + 1] =
 			st->rg_first[g] + m->row_groups[g].num_rows;
+	st->mem = sizeof(*st) + meta_mem(m) +
+		  (m->nrow_groups + 1) * sizeof(*st->rg_first);
 	*state = st;
-	*mem = sizeof(*st) + meta_mem(m) +
-	       (m->nrow_groups + 1) * sizeof(*st->rg_first);
+	*mem = st->mem;
 	return 0;
 }
 
@@ -276,14 +296,13 @@ static int parquet_lay_out_from(const void *state, int fd,
 {
 	const struct shard_state *st = state;
 	const struct sfs_parquet_meta *m = st->m;
-	struct layout lay = { .m = m, .add = add, .arg = arg };
+	struct layout lay = {
+		.m = m, .add = add, .arg = arg, .pages = st->pages
+	};
 	unsigned char *footer = NULL;
 	size_t len, g;
 	int rc;
 
-	/* (without it, every cut decodes its pages; one run cuts two row
-	 * groups at most, never one twice: nothing to share) */
-	lay.pages = nruns > 1 ? sfs_parquet_pages_new() : NULL;
 	/* the slice starts with the shard's own "PAR1" */
 	rc = add(arg, 0, 4, NULL);
 	lay.pos = 4;
@@ -306,7 +325,6 @@ static int parquet_lay_out_from(const void *state, int fd,
 	if (!rc && add(arg, 0, len, footer))
 		rc = sfs_errorf(err, -ENOMEM, "%s: out of memory", sh->path);
 out:
-	sfs_parquet_pages_free(lay.pages);
 	free(lay.rgs);
 	free(lay.chunks);
 	return rc;
@@ -322,6 +340,14 @@ static int parquet_lay_out(int fd, const struct sfs_shard *sh,
 
 	if (rc)
 		return rc;
+	/* one slice: one run cuts two row groups at most, never one twice,
+	 * nothing to keep its pages for */
+	if (nruns < 2) {
+		struct shard_state *s = st;
+
+		sfs_parquet_pages_free(s->pages);
+		s->pages = NULL;
+	}
 	rc = parquet_lay_out_from(st, fd, sh, runs, nruns, add, arg, err);
 	parquet_free_shard(st);
 	return rc;
@@ -548,6 +574,7 @@ const struct sfs_format_ops sfs_format_parquet = {
 	.read_shard = parquet_read_shard,
 	.lay_out_from = parquet_lay_out_from,
 	.free_shard = parquet_free_shard,
+	.shard_mem = parquet_shard_mem,
 	.samples = parquet_samples,
 	.samples_threaded = true,
 	.synthesize = parquet_synthesize,
