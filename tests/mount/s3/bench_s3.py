@@ -297,6 +297,7 @@ def job(args):
             if all(x["first"] for x in rs):
                 res["first_s"] = max(x["first"] - x["began"] for x in rs) + \
                     (ready if e == 0 and ready else 0)
+                res["first_at"] = max(x["first"] for x in rs)
             res["proxy"] = delta(*ranks[0][e]["proxy"])
             if mnts:  # the views' prefetch in this epoch
                 res["prefetch"] = ranks[0][e]["prefetch"]
