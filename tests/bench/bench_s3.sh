@@ -34,7 +34,8 @@
 # to the first batch (from the epoch's start: the dataset's construction
 # and shardfs's mount of the views included, the import of a peer's
 # package not), requests and bytes from the server (the proxy's
-# counters).  Medians of RUNS and the
+# counters), and for shardfs the views' prefetch (MB read from the
+# source, MB skipped as already cached).  Medians of RUNS and the
 # load average are printed by bench_s3.py report.
 #
 # The peers run in the venv of tests/mount/s3/requirements-bench.txt (torch 2,
