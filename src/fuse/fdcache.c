@@ -22,6 +22,7 @@ int fdcache_init(struct fdcache *c, int srcfd, unsigned cap)
 	if (!c->ents)
 		return -ENOMEM;
 	pthread_cond_init(&c->freed, NULL);
+	pthread_cond_init(&c->opened, NULL);
 	return -pthread_mutex_init(&c->lock, NULL);
 }
 
@@ -40,6 +41,7 @@ void fdcache_destroy(struct fdcache *c)
 		ent_close(c->ents[i]);
 	free(c->ents);
 	pthread_cond_destroy(&c->freed);
+	pthread_cond_destroy(&c->opened);
 	pthread_mutex_destroy(&c->lock);
 }
 
@@ -293,15 +295,74 @@ static struct fdcache_ent *ent_add(struct fdcache *c, int fd, const char *path,
 	return e;
 }
 
+/*
+ * Before a get that missed opens path: when another get is opening it,
+ * wait until that open ends and return -1 (look it up again: it is
+ * cached now, unless that open failed or found no room); -1 too when
+ * path was cached since the miss.  Else the slot of c->opening taken for
+ * path (release it with open_done), or FDCACHE_OPENING when every slot
+ * is taken (open without one).  Several prefetch threads given chunks of
+ * one shard, and the readers behind them, would otherwise each open it:
+ * on s3fs, a request to the server each.
+ */
+static unsigned open_claim(struct fdcache *c, const char *path)
+{
+	unsigned i, slot;
+	bool busy, waited = false;
+
+	pthread_mutex_lock(&c->lock);
+	for (;;) {
+		busy = false;
+		slot = FDCACHE_OPENING;
+		for (i = 0; i < FDCACHE_OPENING; i++) {
+			if (!c->opening[i] && slot == FDCACHE_OPENING)
+				slot = i;
+			else if (c->opening[i] && !strcmp(c->opening[i], path))
+				busy = true;
+		}
+		if (!busy)
+			break;
+		waited = true;
+		pthread_cond_wait(&c->opened, &c->lock);
+	}
+	if (waited || cached_locked(c, path))
+		slot = (unsigned)-1;
+	else if (slot < FDCACHE_OPENING)
+		c->opening[slot] = path;
+	pthread_mutex_unlock(&c->lock);
+	return slot;
+}
+
+/* The open of a slot taken by open_claim ended: wake who waits for it. */
+static void open_done(struct fdcache *c, unsigned slot)
+{
+	if (slot >= FDCACHE_OPENING)
+		return;
+	pthread_mutex_lock(&c->lock);
+	c->opening[slot] = NULL;
+	pthread_cond_broadcast(&c->opened);
+	pthread_mutex_unlock(&c->lock);
+}
+
 struct fdcache_ent *fdcache_get(struct fdcache *c, const char *path,
 				uint64_t size, int64_t mtime_ns, unsigned flags,
 				int *rc, struct sfs_error *err)
 {
 	bool ahead = flags & FDCACHE_AHEAD;
 	uint64_t forgets;
-	struct fdcache_ent *e = lookup(c, path, ahead, &forgets);
+	struct fdcache_ent *e;
+	unsigned slot;
 	int fd;
 
+	e = lookup(c, path, ahead, &forgets);
+	slot = e ? FDCACHE_OPENING : open_claim(c, path);
+	if (slot == (unsigned)-1) {
+		/* the entry of the open waited for; if that open failed or
+		 * found no room, this get opens path on its own (as many
+		 * as wait, at once: not one after another) */
+		e = lookup(c, path, ahead, &forgets);
+		slot = FDCACHE_OPENING;
+	}
 	if (e) {
 		*rc = fdcache_check(e, size, mtime_ns, err);
 		if (!*rc)
@@ -313,11 +374,13 @@ struct fdcache_ent *fdcache_get(struct fdcache *c, const char *path,
 		return NULL;
 	}
 	fd = open_evicting(c, path, flags, err);
-	if (fd < 0) {
+	if (fd < 0)
 		*rc = fd;
-		return NULL;
-	}
-	return ent_add(c, fd, path, size, mtime_ns, ahead, forgets, rc, err);
+	else
+		e = ent_add(c, fd, path, size, mtime_ns, ahead, forgets, rc,
+			    err);
+	open_done(c, slot);
+	return e;
 }
 
 void fdcache_forget(struct fdcache *c, const char *path)

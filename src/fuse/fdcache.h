@@ -36,10 +36,20 @@ enum {
 	FDCACHE_NOWAIT = 2, /* out of descriptors, fail with -EMFILE at once */
 };
 
+/* paths a get may be opening at once, the others waiting for it; a get
+ * that finds them all taken opens on its own */
+#define FDCACHE_OPENING 32
+
 struct fdcache {
 	int srcfd; /* the source directory, borrowed */
 	pthread_mutex_t lock; /* guards everything below */
 	pthread_cond_t freed; /* an entry's last holder put it */
+	pthread_cond_t opened; /* a get's open of a path ended */
+	/* the paths gets are opening (their own strings), NULL a free slot:
+	 * a get that misses the path waits for that open rather than open
+	 * the file too (s3fs asks the server at an open of a file nobody has
+	 * open) */
+	const char *opening[FDCACHE_OPENING];
 	struct fdcache_ent **ents;
 	unsigned n, cap;
 	uint64_t tick;
@@ -71,7 +81,9 @@ void fdcache_destroy(struct fdcache *c);
  * FDCACHE_AHEAD nor FDCACHE_NOWAIT) waits up to 2 s for a holder to put
  * one back; with FDCACHE_NOWAIT it fails at once with -EMFILE instead, so
  * that the caller can give back descriptors it holds and try again.
- * FDCACHE_AHEAD: the caller reads ahead of the readers.  A cached file is, at
+ * FDCACHE_AHEAD: the caller reads ahead of the readers.  Gets of one path
+ * that miss at once open it once: the others wait for that open and take
+ * its entry.  A cached file is, at
  * every get by a reader (not ahead), checked to be still the file that
  * path names (not deleted, replaced or moved since: one fstatat), else
  * opened again, so that a reader sees the source as it is when it opens,

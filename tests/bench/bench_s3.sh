@@ -34,7 +34,8 @@
 # to the first batch (from the epoch's start: the dataset's construction
 # and shardfs's mount of the views included, the import of a peer's
 # package not), requests and bytes from the server (the proxy's
-# counters).  Medians of RUNS and the
+# counters), and for shardfs the views' prefetch (MB read from the
+# source, MB skipped as already cached).  Medians of RUNS and the
 # load average are printed by bench_s3.py report.
 #
 # The peers run in the venv of tests/mount/s3/requirements-bench.txt (torch 2,
@@ -42,7 +43,11 @@
 # While exploring: SYSTEMS= a subset of the four; S3FS_OPTIONS= replaces
 # the s3fs options added to ro,use_cache (below); SHARDFS_OPTIONS= is added
 # to the views' options; INDEX_RUNS=0 skips the indexer's last three
-# runs (the first, shardfs-index --out DIR, makes the views' index).
+# runs (the first, shardfs-index --out DIR, makes the views' index);
+# SHARDFS_BIN= runs the views' daemons through another program (a wrapper
+# that execs strace -f -o LOG build/shardfs "$@", say); PROXY_LOG=FILE
+# has the proxy write each request to FILE (delay_proxy.py), and each
+# epoch's line of results its bounds ("span", Unix seconds) to match.
 # Under BENCH_SMOKE=1 (smoke.sh): 200 samples in 4 shards, one run,
 # shardfs with symlinks=1 alone, with Debian's python3 and torch 1.13.
 set -euo pipefail
@@ -252,7 +257,7 @@ for r in $(seq "$runs"); do
 			[ $s = slices ] && o=symlinks=0
 			s3fs_mount
 			$PY "$D" job --system $s --out "$res" --proxy "$proxy" --tag "$r" \
-				--watch "$s3fs_pid" --mount "$bin/shardfs,$S/tar,$work/v-$s,world=2,workers=2,batch=32,$o,index=$work/idx${SHARDFS_OPTIONS:+,$SHARDFS_OPTIONS}" \
+				--watch "$s3fs_pid" --mount "${SHARDFS_BIN:-$bin/shardfs},$S/tar,$work/v-$s,world=2,workers=2,batch=32,$o,index=$work/idx${SHARDFS_OPTIONS:+,$SHARDFS_OPTIONS}" \
 				> "$work/job.log" 2>&1 || { echo "  $s: failed"; tail -20 "$work/job.log"; }
 			s3fs_umount
 			;;

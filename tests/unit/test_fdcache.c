@@ -3,9 +3,14 @@
  * between a get's open and its caching is not cached, so that its space
  * is freed when its reader is done; a file still there is cached.  The
  * race is made by fstat (linked with --wrap=fstat): the first fstat of an
- * armed test deletes the file and forgets it before it answers.
+ * armed test deletes the file and forgets it before it answers.  Gets of
+ * one file that miss at once (prefetch threads given chunks of one
+ * shard) open it once, the others waiting for it: opens are counted, and
+ * made slow, by sfs_index_open_shard (--wrap=sfs_index_open_shard).
  */
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +19,7 @@
 
 #include "helpers.h"
 #include "fdcache.h"
+#include "shardfs/index.h"
 #include "shardfs/shard.h"
 
 int __real_fstat(int fd, struct stat *st);
@@ -34,6 +40,20 @@ int __wrap_fstat(int fd, struct stat *st)
 		fdcache_forget(c, race_path);
 	}
 	return __real_fstat(fd, st);
+}
+
+int __real_sfs_index_open_shard(int srcfd, const char *path, int flags);
+int __wrap_sfs_index_open_shard(int srcfd, const char *path, int flags);
+
+static atomic_uint opens; /* by the cache, of the source's files */
+
+int __wrap_sfs_index_open_shard(int srcfd, const char *path, int flags)
+{
+	atomic_fetch_add(&opens, 1);
+	/* a slow source (an open on s3fs is a request to the server):
+	 * every get of the test misses while the first open runs */
+	usleep(100 * 1000);
+	return __real_sfs_index_open_shard(srcfd, path, flags);
 }
 
 static void get_and_put(bool race, unsigned want_cached)
@@ -78,11 +98,93 @@ static void test_fdcache_file_there_cached(void **state)
 	get_and_put(false, 1);
 }
 
+#define GETTERS 8
+
+struct getter {
+	struct fdcache *c;
+	pthread_barrier_t *start;
+	const char *path;
+	int64_t mtime;
+	struct fdcache_ent *e;
+	int rc;
+};
+
+static void *get_one(void *arg)
+{
+	struct getter *g = arg;
+	struct sfs_error err = { 0 };
+
+	pthread_barrier_wait(g->start);
+	g->e = fdcache_get(g->c, g->path, 8, g->mtime, FDCACHE_AHEAD, &g->rc,
+			   &err);
+	return NULL;
+}
+
+/* GETTERS threads get path at once; want_opens opens of it are made. */
+static void get_at_once(const char *path, unsigned want_opens, int want_rc)
+{
+	char *dir = tmpdir_new();
+	char *file = write_at(dir, "c0.jsonl", "{\"i\":0}\n", 8);
+	struct getter g[GETTERS];
+	pthread_t t[GETTERS];
+	pthread_barrier_t start;
+	struct fdcache c;
+	struct stat st;
+	int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	unsigned i;
+
+	assert_true(dirfd >= 0);
+	assert_int_equal(stat(file, &st), 0);
+	assert_int_equal(fdcache_init(&c, dirfd, 4), 0);
+	assert_int_equal(pthread_barrier_init(&start, NULL, GETTERS), 0);
+	atomic_store(&opens, 0);
+	for (i = 0; i < GETTERS; i++) {
+		g[i] = (struct getter){ .c = &c,
+					.start = &start,
+					.path = path,
+					.mtime = sfs_mtime_ns(&st) };
+		assert_int_equal(pthread_create(&t[i], NULL, get_one, &g[i]),
+				 0);
+	}
+	for (i = 0; i < GETTERS; i++)
+		assert_int_equal(pthread_join(t[i], NULL), 0);
+	assert_int_equal(atomic_load(&opens), want_opens);
+	for (i = 0; i < GETTERS; i++) {
+		assert_int_equal(g[i].rc, want_rc);
+		/* one entry, held by every getter */
+		assert_ptr_equal(g[i].e, want_rc ? NULL : g[0].e);
+		if (g[i].e)
+			fdcache_put(&c, g[i].e);
+	}
+	assert_int_equal(c.n, want_rc ? 0 : 1);
+	pthread_barrier_destroy(&start);
+	fdcache_destroy(&c);
+	close(dirfd);
+	free(file);
+	tmpdir_remove(dir);
+}
+
+static void test_fdcache_gets_at_once_open_once(void **state)
+{
+	(void)state;
+	get_at_once("c0.jsonl", 1, 0);
+}
+
+/* an open that fails is not waited for in turn: the others, woken, try
+ * on their own at once (and fail with it) */
+static void test_fdcache_gets_at_once_of_missing_file(void **state)
+{
+	(void)state;
+	get_at_once("gone.jsonl", GETTERS, -EIO);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fdcache_deleted_while_opened_not_cached),
 		cmocka_unit_test(test_fdcache_file_there_cached),
+		cmocka_unit_test(test_fdcache_gets_at_once_open_once),
+		cmocka_unit_test(test_fdcache_gets_at_once_of_missing_file),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

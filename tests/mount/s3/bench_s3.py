@@ -17,7 +17,8 @@ from the same server.
       shardfs mounts one view per rank (rank=R,OPTS) and serves epoch 1
       for the second; the peers read REMOTE through the proxy with their
       local cache DIR (emptied first) and iterate their loader twice.
-      Rank 0 reads the proxy's counters at each epoch's start and end.
+      Rank 0 reads the proxy's counters, and the views' prefetch
+      counters (.shardfs/status), at each epoch's start and end.
       CPU: each rank's user+sys with its DataLoader workers' (joined at
       the end of the epoch's iteration), plus the views' daemons and the
       processes of --watch PID,... (s3fs), read by rank 0 between the
@@ -74,6 +75,20 @@ def own_cpu():
 def watched_cpu(pids):
     """CPU seconds of PIDS (the views' daemons, s3fs), 0 for one gone"""
     return sum(peers.cpu_ticks(p) for p in pids) / os.sysconf("SC_CLK_TCK")
+
+
+PREFETCH = ("prefetch_files", "prefetch_bytes", "prefetch_cached_bytes")
+
+
+def prefetch_counters(mnts):
+    """The views' prefetch counters (.shardfs/status), summed"""
+    out = dict.fromkeys(PREFETCH, 0)
+    for m in mnts or []:
+        with open(os.path.join(m, ".shardfs", "status")) as f:
+            c = json.load(f).get("counters", {})
+        for k in PREFETCH:
+            out[k] += c.get(k, 0)
+    return out
 
 
 def collate(batch):
@@ -161,6 +176,7 @@ def run_rank(args):
     for epoch in range(EPOCHS):
         dist.barrier()
         before = proxy_stats(args.proxy) if rank == 0 else None
+        pf = prefetch_counters(args.mnts) if rank == 0 else None
         watched = watched_cpu(args.watch) if rank == 0 else 0
         cpu = own_cpu()
         began = time.time()
@@ -181,11 +197,15 @@ def run_rank(args):
         dist.barrier()
         after = proxy_stats(args.proxy) if rank == 0 else None
         if rank == 0:
+            now = prefetch_counters(args.mnts)
+            pf = {k: now[k] - pf[k] for k in PREFETCH}
+        if rank == 0:
             watched = watched_cpu(args.watch) - watched
         epochs.append({"epoch": epoch, "samples": samples, "bytes": nbytes,
                        "began": began, "built": built, "first": first,
                        "end": end, "import_s": imported,
-                       "proxy": [before, after], "cpu_s": cpu,
+                       "proxy": [before, after], "prefetch": pf,
+                       "cpu_s": cpu,
                        "watched_cpu_s": watched})
     with open("%s.rank%d" % (args.out, rank), "w") as f:
         json.dump(epochs, f)
@@ -268,13 +288,19 @@ def job(args):
             res["seconds"] = max(x["end"] for x in rs) - \
                 min(x["began"] for x in rs)
             res["rate"] = res["samples"] / res["seconds"]
+            # the epoch's bounds, to match a request log (PROXY_LOG)
+            res["span"] = [min(x["began"] for x in rs),
+                           max(x["end"] for x in rs)]
             # the first batch: the later rank's, from its epoch's start
             # (the loader's construction in the first, the mount's
             # time to ready added for shardfs)
             if all(x["first"] for x in rs):
                 res["first_s"] = max(x["first"] - x["began"] for x in rs) + \
                     (ready if e == 0 and ready else 0)
+                res["first_at"] = max(x["first"] for x in rs)
             res["proxy"] = delta(*ranks[0][e]["proxy"])
+            if mnts:  # the views' prefetch in this epoch
+                res["prefetch"] = ranks[0][e]["prefetch"]
             res["built_s"] = max(x["built"] - x["began"] for x in rs)
             res["import_s"] = max(x["import_s"] for x in rs)
             # CPU: the ranks with their workers, the daemons and s3fs
@@ -374,6 +400,18 @@ def report(args):
                         for k, div in (("prefetch_files", 1),
                                        ("prefetch_bytes", 1e6),
                                        ("prefetch_errors", 1)))))
+        for e in range(EPOCHS):
+            pf = [r["prefetch"] for r in good if r["system"] == s and
+                  r["epoch"] == e and "prefetch" in r]
+            if pf:
+                print("  epoch %d: prefetch read %s MB from the source, "
+                      "skipped %s MB it had cached, %s files" % (
+                          e + 1, *(cell(med([x[k] / div for x in pf]),
+                                        "%.0f")
+                                   for k, div in (("prefetch_bytes", 1e6),
+                                                  ("prefetch_cached_bytes",
+                                                   1e6),
+                                                  ("prefetch_files", 1)))))
     print()
     print("before the first batch (medians): the loader's construction %s; "
           "the import of its package, not counted: %s" % tuple(

@@ -10,11 +10,16 @@ the server's link would, where the kernel has netem; this one has not).
 It counts what passes: requests by kind (HEAD, GET of a range, GET of a
 whole object, a listing, other), connections, and bytes each way.  A GET
 of /__proxy/stats answers those counters as JSON (not relayed, not
-counted).  Runs until killed; loopback only.
+counted).  With PROXY_LOG=FILE in its environment, each request is also
+a line of FILE: the time, the method, the target and the range asked
+for (to tell which operation sent which request).  Runs until killed;
+loopback only.
 """
 import asyncio
 import json
+import os
 import sys
+import time
 import urllib.parse
 
 LISTEN, UPSTREAM, DELAY = int(sys.argv[1]), int(sys.argv[2]), \
@@ -22,6 +27,8 @@ LISTEN, UPSTREAM, DELAY = int(sys.argv[1]), int(sys.argv[2]), \
 HEAD_MAX = 64 * 1024
 stats = {"requests": 0, "connections": 0, "bytes_down": 0, "bytes_up": 0,
          "kinds": {}}
+LOG = open(os.environ["PROXY_LOG"], "a", buffering=1) \
+    if os.environ.get("PROXY_LOG") else None
 
 
 def kind(method, target, headers):
@@ -115,6 +122,9 @@ async def client(creader, cwriter):
             stats["requests"] += 1
             stats["bytes_up"] += len(head)
             count(kind(method, target, headers))
+            if LOG:
+                LOG.write("%.6f %s %s %s\n" % (time.time(), method, target,
+                                               headers.get("range", "-")))
             await asyncio.sleep(DELAY)
             up_writer.write(head)
             await body(creader, up_writer, headers)
