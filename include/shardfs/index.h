@@ -307,6 +307,9 @@ int sfs_index_join(const struct sfs_index *const *idxs,
 int sfs_index_save(const struct sfs_index *idx, const char *dir,
 		   struct sfs_error *err);
 
+/* The threads sfs_index_check_source runs on by default. */
+#define SFS_INDEX_CHECK_THREADS 16
+
 /*
  * Compare every shard's size and mtime with the source, and with to_read
  * check that this process may read each; note in each shard's (and
@@ -316,9 +319,14 @@ int sfs_index_save(const struct sfs_index *idx, const char *dir,
  * for the default), or -EACCES naming the shards it may not read.  An
  * index that joins sources (a mixture's) is checked source by source, each
  * against its own index directory (dir is not used then).
+ *
+ * It stats the files on up to threads threads at once (0:
+ * SFS_INDEX_CHECK_THREADS; 1: the caller's alone): it waits on the
+ * source, a round trip a file on a network file system or an object
+ * store's adapter, far more than it computes.
  */
 int sfs_index_check_source(struct sfs_index *idx, const char *dir, bool to_read,
-			   struct sfs_error *err);
+			   unsigned threads, struct sfs_error *err);
 
 /*
  * Who the source at source (absolute; open as srcfd) lets read the file at

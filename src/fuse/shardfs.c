@@ -317,7 +317,7 @@ static int load_index(struct fs *fs, const char *src, struct sfs_error *err)
 		sfs_indexer_report_clear(&rep);
 	} else if (!rc) {
 		rc = sfs_index_check_source(fs->idx, fs->mount.index_dir, true,
-					    err);
+					    0, err);
 	}
 	for (size_t i = 0; !rc && i < fs->idx->nshards; i++)
 		if (fs->idx->shards[i].format->no_view)

@@ -74,6 +74,7 @@ static void usage(FILE *f)
 		"             process may use: affinity, cgroup cpu.max): up to N files\n"
 		"             read at once, and the threads no file keeps busy help\n"
 		"             hash the rows of a Parquet file of 65536 rows or more;\n"
+		"             the source's files are stat'ed on N threads too;\n"
 		"             --jobs 1 reads and hashes on one thread.  The verdict is\n"
 		"             the same whatever N\n"
 		"\n"
@@ -206,7 +207,7 @@ static int check_plan(struct args *a, const char *src)
 	if (sfs_options_check(&a->opts, &err) ||
 	    sfs_source_load(src, a->index_dir, &idx, &err) ||
 	    sfs_index_check_bounds(idx, &err) ||
-	    sfs_index_check_source(idx, a->index_dir, false, &err)) {
+	    sfs_index_check_source(idx, a->index_dir, false, a->jobs, &err)) {
 		cli_fail(prog, err.msg);
 		sfs_index_free(idx);
 		return CLI_ERROR;

@@ -239,7 +239,7 @@ int main(int argc, char **argv)
 	}
 	if (sfs_options_check(&opts, &err) ||
 	    sfs_source_load(argv[optind], dir, &idx, &err) ||
-	    sfs_index_check_source(idx, dir, false, &err) ||
+	    sfs_index_check_source(idx, dir, false, 0, &err) ||
 	    sfs_plan_build(idx, &opts.plan, &plan, &err)) {
 		cli_fail(prog, err.msg);
 		goto out;

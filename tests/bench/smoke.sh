@@ -39,6 +39,7 @@ run bench_mixture "mix.json: mount to ready" bash $b/bench_mixture.sh 100000 1
 run bench_parquet "through the mount" bash $b/bench_parquet.sh 20000 1
 run bench_lance "scan-4000, contiguous, symlinks=0:" bash $b/bench_lance.sh --smoke
 run bench_scale "samples: ready" bash $b/bench_scale.sh 20 1
+run bench_mount_slow "20 shards, 1 ms a request: mount to ready" bash $b/bench_mount_slow.sh
 run bench_follow "stream / direct:" bash $b/bench_follow.sh 1
 run bench_peers "| shardfs, symlinks=1 |" bash $b/bench_peers.sh
 run bench_s3 "| shardfs, symlinks=1 | 2 (warm) |" bash $b/bench_s3.sh

@@ -92,7 +92,7 @@ static void test_index_round_trip(void **state)
 		assert_true(b->has_digest);
 		assert_memory_equal(a->digest, b->digest, SFS_DIGEST_LEN);
 	}
-	assert_int_equal(sfs_index_check_source(back, NULL, false, &err), 0);
+	assert_int_equal(sfs_index_check_source(back, NULL, false, 0, &err), 0);
 
 	/* every sample's digest, as a loader would read it: a line without
 	 * its newline; a tar sample's members (path, NUL, size, data) */
@@ -151,33 +151,86 @@ static void test_index_refresh_reuses_unchanged(void **state)
 	tmpdir_remove(dir);
 }
 
+/* The stale shards are named in the index's order, up to ten, whatever
+ * the threads that stat them (threads: 0 the default, 1 the caller's). */
 static void test_index_stale_names_shards(void **state)
+{
+	static const unsigned threads[] = { 0, 1, 2, 16 };
+	struct sfs_indexer_report rep;
+	struct sfs_error err = { 0 };
+	struct sfs_index *idx;
+	char *dir, want[1024], path[512];
+	struct timeval tv[2] = { { 1000, 0 }, { 1000, 0 } };
+	size_t t;
+
+	(void)state;
+	for (t = 0; t < sizeof(threads) / sizeof(threads[0]); t++) {
+		dir = make_source();
+		idx = build(dir, NULL, &rep);
+		free(write_at(dir, "a.jsonl", "{}\n", 3));
+		snprintf(path, sizeof(path), "%s/b/s1.tar", dir);
+		assert_int_equal(utimes(path, tv), 0);
+		assert_int_equal(sfs_index_check_source(idx, NULL, false,
+							threads[t], &err),
+				 -ESTALE);
+		snprintf(
+			want, sizeof(want),
+			"the index is stale: 2 shard files changed since it was built: a.jsonl (size 3, the index says 9), b/s1.tar (modified); rebuild it with: shardfs-index %s",
+			idx->source);
+		assert_string_equal(err.msg, want);
+		unlink(path);
+		assert_int_equal(sfs_index_check_source(idx, "/elsewhere",
+							false, threads[t],
+							&err),
+				 -ESTALE);
+		snprintf(
+			want, sizeof(want),
+			"the index is stale: 2 shard files changed since it was built: a.jsonl (size 3, the index says 9), b/s1.tar (missing); rebuild it with: shardfs-index %s --out /elsewhere",
+			idx->source);
+		assert_string_equal(err.msg, want);
+		sfs_indexer_report_clear(&rep);
+		sfs_index_free(idx);
+		tmpdir_remove(dir);
+	}
+}
+
+/* Of 600 shards checked on many threads, the first ten of the 120 that
+ * changed are named, in order, and all are counted; and when none
+ * changed, every shard's access is noted. */
+static void test_index_stale_many_shards(void **state)
 {
 	struct sfs_indexer_report rep;
 	struct sfs_error err = { 0 };
 	struct sfs_index *idx;
-	char *dir = make_source(), want[1024], path[512];
-	struct timeval tv[2] = { { 1000, 0 }, { 1000, 0 } };
+	char *dir = tmpdir_new(), want[2048], name[64];
+	size_t i, at = 0;
 
 	(void)state;
+	for (i = 0; i < 600; i++) {
+		snprintf(name, sizeof(name), "s%03zu.jsonl", i);
+		free(write_at(dir, name, "{}\n{}\n", 6));
+	}
 	idx = build(dir, NULL, &rep);
-	free(write_at(dir, "a.jsonl", "{}\n", 3));
-	snprintf(path, sizeof(path), "%s/b/s1.tar", dir);
-	assert_int_equal(utimes(path, tv), 0);
-	assert_int_equal(sfs_index_check_source(idx, NULL, false, &err),
+	assert_int_equal(idx->nshards, 600);
+	assert_int_equal(sfs_index_check_source(idx, NULL, false, 0, &err), 0);
+	for (i = 0; i < 600; i++)
+		assert_true(idx->shards[i].access.known);
+	for (i = 3; i < 600; i += 5) {
+		snprintf(name, sizeof(name), "s%03zu.jsonl", i);
+		free(write_at(dir, name, "{}\n", 3));
+	}
+	assert_int_equal(sfs_index_check_source(idx, NULL, false, 0, &err),
 			 -ESTALE);
-	snprintf(
+	at = (size_t)snprintf(
 		want, sizeof(want),
-		"the index is stale: 2 shard files changed since it was built: a.jsonl (size 3, the index says 9), b/s1.tar (modified); rebuild it with: shardfs-index %s",
-		idx->source);
-	assert_string_equal(err.msg, want);
-	unlink(path);
-	assert_int_equal(sfs_index_check_source(idx, "/elsewhere", false, &err),
-			 -ESTALE);
-	snprintf(
-		want, sizeof(want),
-		"the index is stale: 2 shard files changed since it was built: a.jsonl (size 3, the index says 9), b/s1.tar (missing); rebuild it with: shardfs-index %s --out /elsewhere",
-		idx->source);
+		"the index is stale: 120 shard files changed since it was built: ");
+	for (i = 3; i < 53; i += 5)
+		at += (size_t)snprintf(
+			want + at, sizeof(want) - at,
+			"%ss%03zu.jsonl (size 3, the index says 6)",
+			i > 3 ? ", " : "", i);
+	snprintf(want + at, sizeof(want) - at,
+		 ", ...; rebuild it with: shardfs-index %s", idx->source);
 	assert_string_equal(err.msg, want);
 	sfs_indexer_report_clear(&rep);
 	sfs_index_free(idx);
@@ -1230,6 +1283,7 @@ int main(void)
 		cmocka_unit_test(test_index_round_trip),
 		cmocka_unit_test(test_index_refresh_reuses_unchanged),
 		cmocka_unit_test(test_index_stale_names_shards),
+		cmocka_unit_test(test_index_stale_many_shards),
 		cmocka_unit_test(test_index_damaged_manifest),
 		cmocka_unit_test(test_index_damaged_table),
 		cmocka_unit_test(test_index_blocks_file_written),

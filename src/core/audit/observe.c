@@ -739,7 +739,8 @@ int sfs_observe_views(const char *const *paths, size_t nm,
 	if (rc)
 		goto out;
 	/* a stale index is a finding: its views may serve other bytes */
-	if (sfs_index_check_source(out->idx, mounts[0].index, false, err)) {
+	if (sfs_index_check_source(out->idx, mounts[0].index, false, o->jobs,
+				   err)) {
 		rc = sfs_verdict_add(&out->found, o->max_findings,
 				     SFS_FIND_SOURCE, "%s", err->msg);
 		sfs_error_clear(err);

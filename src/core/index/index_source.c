@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "shardfs/index.h"
+#include "shardfs/pool.h"
 #include "shardfs/util.h"
 
 #include "index_i.h"
@@ -36,7 +38,7 @@ static void stale_add(struct stale *s, const char *path, const char *what)
 {
 	int n;
 
-	if (s->count++ >= STALE_NAMED)
+	if (s->count++ >= STALE_NAMED || !s->cap)
 		return;
 	n = snprintf(s->msg + s->len, s->cap - s->len, "%s%s (%s)",
 		     s->len ? ", " : "", path, what);
@@ -334,43 +336,102 @@ void sfs_index_access_meet(struct sfs_access *a, const struct sfs_access *b)
 	};
 }
 
+/* Shards per item of a check's pool: a few items a thread, so that they
+ * share out evenly. */
+#define CHECK_ITEM_SHARDS_MAX 256
+
+/* One check of shards [lo, hi) of idx, shared by its pool's items. */
+struct check {
+	struct sfs_index *idx;
+	size_t lo, hi, per_item;
+	int srcfd;
+	bool to_read;
+	const struct dirs *dc; /* its directories above the source */
+	atomic_size_t stale, denied;
+};
+
+/* Check the files of shards [lo, hi) of idx into s, and into d (when not
+ * NULL) whether this process may read them; dc caches directories. */
+static void check_range(struct sfs_index *idx, size_t lo, size_t hi, int srcfd,
+			struct dirs *dc, struct stale *s, struct stale *d)
+{
+	size_t i, j;
+
+	for (i = lo; i < hi; i++) {
+		struct sfs_shard *sh = &idx->shards[i];
+
+		check_file(s, d, dc, srcfd, sh->path, sh->size, sh->mtime_ns,
+			   &sh->access);
+		for (j = 0; j < sh->nmembers; j++)
+			check_file(s, d, dc, srcfd, sh->members[j].path,
+				   sh->members[j].size, sh->members[j].mtime_ns,
+				   &sh->members[j].access);
+	}
+}
+
+/* (sfs_pool.work) Item i of a check: who may read each file, and how
+ * many differ (named by a second pass, when any do). */
+static void check_item(struct sfs_pool *p, size_t i, struct sfs_digest *dg)
+{
+	struct check *c = p->arg;
+	size_t lo = c->lo + i * c->per_item;
+	size_t hi = c->hi - lo > c->per_item ? lo + c->per_item : c->hi;
+	struct dirs dc = { .above = c->dc->above, .nabove = c->dc->nabove };
+	struct stale s = { 0 }, d = { 0 };
+
+	(void)dg;
+	check_range(c->idx, lo, hi, c->srcfd, &dc, &s, c->to_read ? &d : NULL);
+	free(dc.last);
+	free(dc.below);
+	atomic_fetch_add(&c->stale, s.count);
+	atomic_fetch_add(&c->denied, d.count);
+}
+
 /* Check shards [lo, hi) of idx, which came from the index of source in
- * dir (NULL: the default), as sfs_index_check_source does. */
+ * dir (NULL: the default), as sfs_index_check_source does: on the
+ * threads of a pool, then, only when some file differs or may not be
+ * read, once more in order to name them. */
 static int check_shards(struct sfs_index *idx, size_t lo, size_t hi,
 			const char *source, const char *dir, bool to_read,
-			struct sfs_error *err)
+			unsigned threads, struct sfs_error *err)
 {
 	char names[STALE_NAMED * (PATH_MAX / 8)];
 	char denied[STALE_NAMED * (PATH_MAX / 8)];
 	struct stale s = { .msg = names, .cap = sizeof(names) };
 	struct stale d = { .msg = denied, .cap = sizeof(denied) };
 	struct dirs dc = { 0 };
-	size_t i, j;
-	int srcfd;
+	struct check c = {
+		.idx = idx, .lo = lo, .hi = hi, .to_read = to_read, .dc = &dc
+	};
+	struct sfs_pool pool = { .threads = threads ? threads :
+						      SFS_INDEX_CHECK_THREADS,
+				 .work = check_item,
+				 .arg = &c };
 
 	names[0] = denied[0] = '\0';
 	if (dirs_init(&dc, idx->source)) {
 		dirs_free(&dc);
 		return sfs_errorf(err, -ENOMEM, "out of memory");
 	}
-	srcfd = open(idx->source, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (srcfd < 0) {
+	c.srcfd = open(idx->source, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (c.srcfd < 0) {
 		dirs_free(&dc);
 		return sfs_errorf(err, -EIO, "%s: cannot open the source: %s",
 				  idx->source, strerror(errno));
 	}
-	for (i = lo; i < hi; i++) {
-		struct sfs_shard *sh = &idx->shards[i];
-
-		check_file(&s, to_read ? &d : NULL, &dc, srcfd, sh->path,
-			   sh->size, sh->mtime_ns, &sh->access);
-		for (j = 0; j < sh->nmembers; j++)
-			check_file(&s, to_read ? &d : NULL, &dc, srcfd,
-				   sh->members[j].path, sh->members[j].size,
-				   sh->members[j].mtime_ns,
-				   &sh->members[j].access);
-	}
-	close(srcfd);
+	c.per_item = (hi - lo) / (pool.threads * 4) + 1;
+	if (c.per_item > CHECK_ITEM_SHARDS_MAX)
+		c.per_item = CHECK_ITEM_SHARDS_MAX;
+	pool.n = (hi - lo + c.per_item - 1) / c.per_item;
+	atomic_init(&c.stale, 0);
+	atomic_init(&c.denied, 0);
+	/* one thread: the caller's, in order, naming as it goes */
+	if (sfs_pool_threads(&pool) > 1)
+		sfs_pool_run(&pool);
+	if (sfs_pool_threads(&pool) <= 1 || atomic_load(&c.stale) ||
+	    atomic_load(&c.denied))
+		check_range(idx, lo, hi, c.srcfd, &dc, &s, to_read ? &d : NULL);
+	close(c.srcfd);
 	dirs_free(&dc);
 	if (!s.count && d.count)
 		return sfs_errorf(
@@ -390,19 +451,19 @@ static int check_shards(struct sfs_index *idx, size_t lo, size_t hi,
 }
 
 int sfs_index_check_source(struct sfs_index *idx, const char *dir, bool to_read,
-			   struct sfs_error *err)
+			   unsigned threads, struct sfs_error *err)
 {
 	size_t i;
 	int rc;
 
 	if (!idx->nsources)
 		return check_shards(idx, 0, idx->nshards, idx->source, dir,
-				    to_read, err);
+				    to_read, threads, err);
 	for (i = 0; i < idx->nsources; i++) {
 		const struct sfs_index_source *s = &idx->sources[i];
 
 		rc = check_shards(idx, s->shard_lo, s->shard_hi, s->path,
-				  s->index_dir, to_read, err);
+				  s->index_dir, to_read, threads, err);
 		if (rc)
 			return rc;
 	}
