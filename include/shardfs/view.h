@@ -48,6 +48,16 @@
 #define SFS_XATTR_PADDING "user.shardfs.padding" /* of them, padding */
 #define SFS_XATTR_EPOCH "user.shardfs.epoch"
 
+/* The largest extended attribute's value: a longer one is E2BIG. */
+#define SFS_XATTR_MAX 65536
+
+/*
+ * user.shardfs.range of a file of samples runs[0 .. n): "3-9,12", each
+ * run its first sample and, when longer than one, its last.  Returns 0
+ * and a heap string in *out, -E2BIG (over SFS_XATTR_MAX) or -ENOMEM.
+ */
+int sfs_view_xattr_range(const struct sfs_run *runs, size_t n, char **out);
+
 enum sfs_node_kind {
 	SFS_NODE_DIR,
 	SFS_NODE_LINK, /* a whole shard as a symlink to the source */

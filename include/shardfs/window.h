@@ -82,4 +82,41 @@ int sfs_window_build(struct sfs_follow *f, const struct sfs_plan_opts *o,
 
 void sfs_window_free(struct sfs_window *w);
 
+/* A shard of the stream as its readers see it: a copy of the watcher's
+ * sfs_follow_shard (follow.h; path its own), published to them. */
+struct sfs_stream_shard {
+	char *path;
+	uint64_t size, first, nsamples;
+	int64_t mtime_ns;
+};
+
+/*
+ * Extended attribute name (SFS_XATTR_*, view.h) of reader's file of
+ * window win (reader: an index into win->readers), whose shards are
+ * shards[win->first_shard .. win->end_shard) of the stream read from
+ * source: user.shardfs.source, the shards the file reads, their absolute
+ * paths one a line in the stream's order; samples and padding, its
+ * counts; range, its samples as the stream numbers them, adjacent ones
+ * joined ("3-9,12"); epoch, k (window k is planned as epoch k).  Returns
+ * 0 and a heap string in *out, -ENODATA (no such attribute), -E2BIG (over
+ * SFS_XATTR_MAX) or -ENOMEM.
+ */
+int sfs_window_xattr(const struct sfs_window *win, size_t reader,
+		     const char *source, const struct sfs_stream_shard *shards,
+		     const char *name, char **out);
+
+/*
+ * Extended attribute name of reader's stream (stream.<ext>) whose windows
+ * built so far are wins[0 .. nwins): user.shardfs.source, source; samples
+ * and padding, its counts in those windows.  Returns 0 and a heap string
+ * in *out, -ENODATA or -ENOMEM.
+ */
+int sfs_window_stream_xattr(struct sfs_window *const *wins, size_t nwins,
+			    size_t reader, const char *source, const char *name,
+			    char **out);
+
+/* The names of the extended attributes of a window file (stream false) or
+ * of a stream, each ended by a NUL, as listxattr gives them: *len bytes. */
+const char *sfs_window_xattr_names(bool stream, size_t *len);
+
 #endif

@@ -201,11 +201,12 @@ static int publish_shards(struct fw *w, const struct sfs_access *acc)
 	for (i = w->nshards; i < n; i++) {
 		const struct sfs_follow_shard *sh = &f->shards[i];
 
-		w->shards[i] = (struct fshard){ .path = strdup(sh->path),
-						.size = sh->size,
-						.first = sh->first,
-						.nsamples = sh->nsamples,
-						.mtime_ns = sh->mtime_ns };
+		w->shards[i] =
+			(struct sfs_stream_shard){ .path = strdup(sh->path),
+						   .size = sh->size,
+						   .first = sh->first,
+						   .nsamples = sh->nsamples,
+						   .mtime_ns = sh->mtime_ns };
 		if (!w->shards[i].path) {
 			while (i-- > w->nshards)
 				free(w->shards[i].path);

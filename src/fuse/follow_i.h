@@ -17,15 +17,6 @@
 #include "shardfs/index.h"
 #include "shardfs/window.h"
 
-/* A shard of the stream as the readers see it: the watcher's copy of
- * w->f's, published under w->lock (w->f itself is the watcher's, scanned
- * without the lock). */
-struct fshard {
-	char *path;
-	uint64_t size, first, nsamples;
-	int64_t mtime_ns;
-};
-
 /* A read of a stream waiting for its bytes, parked (no thread held) until
  * the watcher answers it (follow_tend_waiters) or it is interrupted. */
 struct fwaiter {
@@ -84,7 +75,8 @@ struct fw {
 	size_t hidden;
 	/* the stream as published to the readers (w->lock): its shards,
 	 * who the source lets read each, its samples, its end, its log */
-	struct fshard *shards;
+	struct sfs_stream_shard *shards; /* copies of w->f's (the watcher's,
+					  * scanned without the lock) */
 	size_t nshards, shards_cap;
 	struct sfs_access *shard_acc;
 	size_t shard_acc_cap;

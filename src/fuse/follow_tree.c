@@ -571,137 +571,28 @@ void follow_hide_consumed(struct fw *w)
 
 /* ---- extended attributes (docs/follow.md, "What readers see") ---- */
 
-static int number(uint64_t v, char **out)
-{
-	return asprintf(out, "%" PRIu64, v) < 0 ? -ENOMEM : 0;
-}
-
-/* The runs of wr as the stream's sample numbers, adjacent ones joined:
- * user.shardfs.range, into *out; with w->lock.  0, -E2BIG or -ENOMEM. */
-static int window_range(const struct fw *w, const struct sfs_window_reader *wr,
-			char **out)
-{
-	struct sfs_run *runs = calloc(wr->nruns ? wr->nruns : 1, sizeof(*runs));
-	size_t i, n = 0;
-	int rc;
-
-	if (!runs)
-		return -ENOMEM;
-	for (i = 0; i < wr->nruns; i++) {
-		const struct sfs_wrun *x = &wr->runs[i];
-		uint64_t first = w->shards[x->shard].first + x->first;
-
-		if (n && runs[n - 1].first + runs[n - 1].count == first)
-			runs[n - 1].count += x->count;
-		else
-			runs[n++] = (struct sfs_run){ first, x->count };
-	}
-	rc = fs_xattr_range(runs, n, out);
-	free(runs);
-	return rc;
-}
-
-/* The shards wr's file of window win reads, their absolute paths one a
- * line in the stream's order: user.shardfs.source, into *out; with
- * w->lock.  0, -E2BIG or -ENOMEM. */
-static int window_sources(const struct fw *w, const struct sfs_window *win,
-			  const struct sfs_window_reader *wr, char **out)
-{
-	size_t n = win->end_shard - win->first_shard, i, len = 0, cap;
-	bool *read = calloc(n ? n : 1, sizeof(*read));
-	const char *src = w->f->source, *path;
-	char *s;
-
-	if (!read)
-		return -ENOMEM;
-	for (i = 0; i < wr->nruns; i++)
-		read[wr->runs[i].shard - win->first_shard] = true;
-	for (i = 0; i < n; i++)
-		if (read[i])
-			len += strlen(src) +
-			       strlen(w->shards[i + win->first_shard].path) + 2;
-	cap = len + 1;
-	s = len <= FS_XATTR_MAX ? malloc(cap) : NULL;
-	for (i = 0, len = 0; s && i < n; i++) {
-		path = w->shards[i + win->first_shard].path;
-		if (read[i])
-			len += (size_t)snprintf(s + len, cap - len, "%s%s/%s",
-						len ? "\n" : "", src, path);
-	}
-	if (s && !len)
-		s[0] = '\0';
-	free(read);
-	if (!s)
-		return cap - 1 > FS_XATTR_MAX ? -E2BIG : -ENOMEM;
-	*out = s;
-	return 0;
-}
-
-/* Attribute name of reader ri's file of window i (from first); with
- * w->lock.  0 and a heap string in *out, or -errno. */
-static int window_xattr(struct fw *w, size_t ri, uint64_t i, const char *name,
-			char **out)
-{
-	const struct sfs_window *win;
-	const struct sfs_window_reader *wr;
-
-	if (i >= w->nwins)
-		return -ENOENT;
-	if (i < w->hidden) /* consumed and deleted */
-		return -ESTALE;
-	win = w->wins[i];
-	wr = &win->readers[ri];
-	if (!strcmp(name, SFS_XATTR_SOURCE))
-		return window_sources(w, win, wr, out);
-	if (!strcmp(name, SFS_XATTR_SAMPLES))
-		return number(wr->samples, out);
-	if (!strcmp(name, SFS_XATTR_PADDING))
-		return number(wr->padding, out);
-	if (!strcmp(name, SFS_XATTR_RANGE))
-		return window_range(w, wr, out);
-	if (!strcmp(name, SFS_XATTR_EPOCH)) /* window k is planned as epoch k */
-		return number(win->k, out);
-	return -ENODATA;
-}
-
-/* Attribute name of reader ri's stream: its source, and its samples in
- * the windows built so far; with w->lock. */
-static int stream_xattr(struct fw *w, size_t ri, const char *name, char **out)
-{
-	uint64_t samples = 0, padding = 0;
-	size_t i;
-
-	if (!strcmp(name, SFS_XATTR_SOURCE)) {
-		*out = strdup(w->f->source);
-		return *out ? 0 : -ENOMEM;
-	}
-	for (i = 0; i < w->nwins; i++) {
-		samples += w->wins[i]->readers[ri].samples;
-		padding += w->wins[i]->readers[ri].padding;
-	}
-	if (!strcmp(name, SFS_XATTR_SAMPLES))
-		return number(samples, out);
-	if (!strcmp(name, SFS_XATTR_PADDING))
-		return number(padding, out);
-	return -ENODATA;
-}
-
 void follow_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		     size_t size)
 {
 	struct fw *w = fs_of(req)->follow;
-	uint64_t k = kind_of(ino);
+	uint64_t k = kind_of(ino), i = val_of(ino) & 0xffffffffULL;
 	struct freader *r;
 	char *value = NULL;
 	int rc = -ENODATA; /* a directory has none */
 
 	pthread_mutex_lock(&w->lock);
 	r = follow_reader_of(w, ino);
-	if (r && k == K_WINDOW)
-		rc = window_xattr(w, (size_t)(r - w->readers),
-				  val_of(ino) & 0xffffffffULL, name, &value);
+	if (r && k == K_WINDOW && i >= w->nwins)
+		rc = -ENOENT;
+	else if (r && k == K_WINDOW && i < w->hidden)
+		rc = -ESTALE; /* consumed and deleted */
+	else if (r && k == K_WINDOW)
+		rc = sfs_window_xattr(w->wins[i], (size_t)(r - w->readers),
+				      w->f->source, w->shards, name, &value);
 	else if (r && k == K_STREAM)
-		rc = stream_xattr(w, (size_t)(r - w->readers), name, &value);
+		rc = sfs_window_stream_xattr(w->wins, w->nwins,
+					     (size_t)(r - w->readers),
+					     w->f->source, name, &value);
 	pthread_mutex_unlock(&w->lock);
 	if (rc) {
 		fuse_reply_err(req, -rc);
@@ -713,17 +604,14 @@ void follow_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 
 void follow_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
-	static const char window_names[] = SFS_XATTR_SOURCE
-		"\0" SFS_XATTR_SAMPLES "\0" SFS_XATTR_RANGE
-		"\0" SFS_XATTR_PADDING "\0" SFS_XATTR_EPOCH;
-	static const char stream_names[] = SFS_XATTR_SOURCE
-		"\0" SFS_XATTR_SAMPLES "\0" SFS_XATTR_PADDING;
 	uint64_t k = kind_of(ino);
+	const char *names;
+	size_t len;
 
-	if (k == K_WINDOW)
-		fs_reply_xattr(req, window_names, sizeof(window_names), size);
-	else if (k == K_STREAM)
-		fs_reply_xattr(req, stream_names, sizeof(stream_names), size);
-	else
+	if (k == K_WINDOW || k == K_STREAM) {
+		names = sfs_window_xattr_names(k == K_STREAM, &len);
+		fs_reply_xattr(req, names, len, size);
+	} else {
 		fs_reply_xattr(req, NULL, 0, size);
+	}
 }

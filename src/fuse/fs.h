@@ -291,16 +291,6 @@ bool fs_add_entry(fuse_req_t req, char *buf, size_t size, size_t *used,
 		  const char *name, const struct fuse_entry_param *e,
 		  off_t next, bool plus);
 
-/* The largest extended attribute's value: a longer one is E2BIG. */
-#define FS_XATTR_MAX 65536
-
-/*
- * user.shardfs.range of a file of samples runs[0 .. n): "3-9,12", each
- * run its first sample and, when longer than one, its last.  Returns 0
- * and a heap string in *out, -E2BIG (over FS_XATTR_MAX) or -ENOMEM.
- */
-int fs_xattr_range(const struct sfs_run *runs, size_t n, char **out);
-
 /* Answer a getxattr or listxattr of size bytes with value (len bytes):
  * its length when size is 0, ERANGE when it does not fit. */
 void fs_reply_xattr(fuse_req_t req, const char *value, size_t len, size_t size);

@@ -527,37 +527,13 @@ static int xattr_value(struct fs *fs, const struct view_ref *vr, uint32_t node,
 	} else if (!strcmp(name, SFS_XATTR_PADDING)) {
 		rc = asprintf(&s, "%" PRIu64, f->npadding);
 	} else if (!strcmp(name, SFS_XATTR_RANGE)) {
-		return fs_xattr_range(sfs_plan_file_runs(p, f), f->nruns, out);
+		return sfs_view_xattr_range(sfs_plan_file_runs(p, f), f->nruns,
+					    out);
 	} else {
 		return -ENODATA;
 	}
 	if (rc < 0 || !s)
 		return -ENOMEM;
-	*out = s;
-	return 0;
-}
-
-/* (fs.h) */
-int fs_xattr_range(const struct sfs_run *runs, size_t n, char **out)
-{
-	char *s = malloc(FS_XATTR_MAX + 32);
-	size_t i, len = 0;
-
-	if (!s)
-		return -ENOMEM;
-	s[0] = '\0';
-	for (i = 0; i < n && len < FS_XATTR_MAX; i++) {
-		len += (size_t)snprintf(s + len, 32, "%s%" PRIu64, i ? "," : "",
-					runs[i].first);
-		if (runs[i].count > 1)
-			len += (size_t)snprintf(s + len, 32, "-%" PRIu64,
-						runs[i].first + runs[i].count -
-							1);
-	}
-	if (len >= FS_XATTR_MAX) {
-		free(s);
-		return -E2BIG;
-	}
 	*out = s;
 	return 0;
 }

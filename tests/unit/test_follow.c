@@ -1,7 +1,8 @@
 /*
  * A source that grows (include/shardfs/follow.h): the log a restart reads
  * back, the window option, which windows exist, and a stream scanned from
- * a directory and laid out in windows, byte for byte.
+ * a directory and laid out in windows, byte for byte, with the extended
+ * attributes of its files.
  */
 #include <fcntl.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include "shardfs/crc32c.h"
 #include "shardfs/follow.h"
 #include "shardfs/options.h"
+#include "shardfs/view.h"
 #include "shardfs/window.h"
 
 /* A TFRecord file of one record holding data. */
@@ -817,6 +819,144 @@ static void test_log_locked(void **state)
 	tmpdir_remove(dir);
 }
 
+/* Attribute name of reader r's file of window w of f (sfs_window_xattr
+ * over f's shards, as a mount publishes them), or NULL when rc says so. */
+static char *window_attr(const struct sfs_follow *f, const struct sfs_window *w,
+			 size_t r, const char *name, int rc)
+{
+	struct sfs_stream_shard sh[8] = { 0 };
+	char *s = NULL;
+	size_t i;
+
+	assert_true(f->nshards <= 8);
+	for (i = 0; i < f->nshards; i++)
+		sh[i] = (struct sfs_stream_shard){
+			.path = f->shards[i].path, .first = f->shards[i].first
+		};
+	assert_int_equal(sfs_window_xattr(w, r, f->source, sh, name, &s), rc);
+	return s;
+}
+
+/* What getfattr shows of a window file and a stream, byte for byte: the
+ * shards a file reads, its samples as the stream numbers them (runs of
+ * two shards joined), its counts and its epoch. */
+static void test_window_xattr(void **state)
+{
+	char *dir = tmpdir_new(), *s, want[1024];
+	struct sfs_follow *f = NULL;
+	struct sfs_window *w[2] = { NULL, NULL };
+	struct sfs_error err = { 0 };
+	struct sfs_options o;
+	const size_t readers[] = { 0, 1 };
+	const char *names;
+	size_t added, len, r;
+
+	(void)state;
+	free(write_at(dir, "c1.jsonl", "a\nb\nc\n", 6));
+	free(write_at(dir, "c2.jsonl", "d\ne\n", 4));
+	free(write_at(dir, ".shardfs-end", "", 0));
+	assert_int_equal(sfs_follow_open(dir, NULL, false, NULL, NULL, NULL, &f,
+					 &err),
+			 0);
+	assert_int_equal(sfs_follow_scan(f, &added, &err), 0);
+	assert_int_equal(f->nsamples, 5);
+	sfs_options_init(&o);
+	assert_int_equal(sfs_options_parse(&o, "workers=2,shuffle=none", &err),
+			 0);
+	assert_int_equal(sfs_window_build(f, &o.plan, 4, 0, false, readers, 2,
+					  &w[0], &err),
+			 0);
+	/* reader 0: samples 0 and 1, of c1 */
+	s = window_attr(f, w[0], 0, SFS_XATTR_SOURCE, 0);
+	snprintf(want, sizeof(want), "%s/c1.jsonl", dir);
+	assert_string_equal(s, want);
+	free(s);
+	s = window_attr(f, w[0], 0, SFS_XATTR_RANGE, 0);
+	assert_string_equal(s, "0-1");
+	free(s);
+	/* reader 1: sample 2 of c1 and sample 0 of c2, the stream's 2-3 */
+	s = window_attr(f, w[0], 1, SFS_XATTR_SOURCE, 0);
+	snprintf(want, sizeof(want), "%s/c1.jsonl\n%s/c2.jsonl", dir, dir);
+	assert_string_equal(s, want);
+	free(s);
+	s = window_attr(f, w[0], 1, SFS_XATTR_RANGE, 0);
+	assert_string_equal(s, "2-3");
+	free(s);
+	s = window_attr(f, w[0], 1, SFS_XATTR_SAMPLES, 0);
+	assert_string_equal(s, "2");
+	free(s);
+	s = window_attr(f, w[0], 1, SFS_XATTR_PADDING, 0);
+	assert_string_equal(s, "0");
+	free(s);
+	s = window_attr(f, w[0], 1, SFS_XATTR_EPOCH, 0);
+	assert_string_equal(s, "0");
+	free(s);
+	assert_null(window_attr(f, w[0], 1, "user.shardfs.other", -ENODATA));
+	/* the last window: sample 4 for reader 0, padding for reader 1 */
+	assert_int_equal(sfs_window_build(f, &o.plan, 4, 1, true, readers, 2,
+					  &w[1], &err),
+			 0);
+	s = window_attr(f, w[1], 1, SFS_XATTR_EPOCH, 0);
+	assert_string_equal(s, "1");
+	free(s);
+	snprintf(want, sizeof(want), "%s/c2.jsonl", dir);
+	for (r = 0; r < 2; r++) {
+		s = window_attr(f, w[1], r, SFS_XATTR_SOURCE, 0);
+		assert_string_equal(s, want);
+		free(s);
+		s = window_attr(f, w[1], r, SFS_XATTR_RANGE, 0);
+		assert_string_equal(s, "4"); /* reader 1's padding repeats it */
+		free(s);
+		s = window_attr(f, w[1], r, SFS_XATTR_SAMPLES, 0);
+		assert_string_equal(s, "1");
+		free(s);
+		s = window_attr(f, w[1], r, SFS_XATTR_PADDING, 0);
+		assert_string_equal(s, r ? "1" : "0");
+		free(s);
+		/* the stream: its source, its counts over both windows */
+		assert_int_equal(sfs_window_stream_xattr(w, 2, r, f->source,
+							 SFS_XATTR_SOURCE, &s),
+				 0);
+		assert_string_equal(s, dir);
+		free(s);
+		assert_int_equal(sfs_window_stream_xattr(w, 2, r, f->source,
+							 SFS_XATTR_SAMPLES, &s),
+				 0);
+		assert_string_equal(s, "3");
+		free(s);
+		assert_int_equal(sfs_window_stream_xattr(w, 2, r, f->source,
+							 SFS_XATTR_PADDING, &s),
+				 0);
+		assert_string_equal(s, r ? "1" : "0");
+		free(s);
+		assert_int_equal(sfs_window_stream_xattr(w, 2, r, f->source,
+							 SFS_XATTR_RANGE, &s),
+				 -ENODATA);
+	}
+	names = sfs_window_xattr_names(false, &len);
+	assert_int_equal(len, sizeof(SFS_XATTR_SOURCE) +
+				      sizeof(SFS_XATTR_SAMPLES) +
+				      sizeof(SFS_XATTR_RANGE) +
+				      sizeof(SFS_XATTR_PADDING) +
+				      sizeof(SFS_XATTR_EPOCH));
+	assert_memory_equal(names,
+			    "user.shardfs.source\0user.shardfs.samples\0"
+			    "user.shardfs.range\0user.shardfs.padding\0"
+			    "user.shardfs.epoch",
+			    len);
+	names = sfs_window_xattr_names(true, &len);
+	assert_memory_equal(names,
+			    "user.shardfs.source\0user.shardfs.samples\0"
+			    "user.shardfs.padding",
+			    len);
+	assert_int_equal(len, 62);
+	sfs_window_free(w[0]);
+	sfs_window_free(w[1]);
+	sfs_follow_free(f);
+	sfs_options_clear(&o);
+	tmpdir_remove(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -834,6 +974,7 @@ int main(void)
 		cmocka_unit_test(test_log_locked),
 		cmocka_unit_test(test_tar_global_header),
 		cmocka_unit_test(test_memory_follows_windows),
+		cmocka_unit_test(test_window_xattr),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -610,6 +610,37 @@ static void test_view_name_seq_round_trip(void **state)
 	sfs_index_free(idx);
 }
 
+/* user.shardfs.range: each run its first sample and, when longer, its
+ * last; over SFS_XATTR_MAX bytes E2BIG, whatever the numbers' widths. */
+static void test_view_xattr_range(void **state)
+{
+	const struct sfs_run runs[] = { { 3, 7 }, { 12, 1 }, { 20, 2 } };
+	struct sfs_run *many;
+	size_t i, n;
+	char *s = NULL;
+
+	(void)state;
+	assert_int_equal(sfs_view_xattr_range(runs, 3, &s), 0);
+	assert_string_equal(s, "3-9,12,20-21");
+	free(s);
+	assert_int_equal(sfs_view_xattr_range(runs, 0, &s), 0);
+	assert_string_equal(s, "");
+	free(s);
+	/* "0" and 32767 ",0": 65535 bytes, one short of the limit, then a
+	 * run of the widest numbers, which must not be written past it */
+	n = 1 + 32767 + 1;
+	many = calloc(n, sizeof(*many));
+	assert_non_null(many);
+	for (i = 0; i < n - 1; i++)
+		many[i] = (struct sfs_run){ 0, 1 };
+	many[n - 1] = (struct sfs_run){ UINT64_MAX - 1, 2 };
+	assert_int_equal(sfs_view_xattr_range(many, n - 1, &s), 0);
+	assert_int_equal(strlen(s), 65535);
+	free(s);
+	assert_int_equal(sfs_view_xattr_range(many, n, &s), -E2BIG);
+	free(many);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -623,6 +654,7 @@ int main(void)
 		cmocka_unit_test(test_view_shuffled_name_is_hash_of_runs),
 		cmocka_unit_test(test_view_many_slices_named_and_sized),
 		cmocka_unit_test(test_view_build_cancelled),
+		cmocka_unit_test(test_view_xattr_range),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

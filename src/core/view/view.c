@@ -1,5 +1,6 @@
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -721,6 +722,34 @@ const char *sfs_view_source_path(const struct sfs_view *v,
 		return df->source ? df->source : sh->path;
 	}
 	return n->member ? sh->members[n->member - 1].path : sh->path;
+}
+
+int sfs_view_xattr_range(const struct sfs_run *runs, size_t n, char **out)
+{
+	char *s = malloc(SFS_XATTR_MAX), run[64];
+	size_t i, len = 0;
+	int k;
+
+	if (!s)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		if (runs[i].count > 1)
+			k = snprintf(run, sizeof(run), "%s%" PRIu64 "-%" PRIu64,
+				     i ? "," : "", runs[i].first,
+				     runs[i].first + runs[i].count - 1);
+		else
+			k = snprintf(run, sizeof(run), "%s%" PRIu64,
+				     i ? "," : "", runs[i].first);
+		if (len + (size_t)k >= SFS_XATTR_MAX) {
+			free(s);
+			return -E2BIG;
+		}
+		memcpy(s + len, run, (size_t)k);
+		len += (size_t)k;
+	}
+	s[len] = '\0';
+	*out = s;
+	return 0;
 }
 
 void sfs_view_access(const struct sfs_view *v, const struct sfs_view_node *n,

@@ -7,6 +7,8 @@
  * and the stream, once.
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +16,7 @@
 #include "shardfs/plan.h"
 #include "shardfs/slice.h"
 #include "shardfs/util.h"
+#include "shardfs/view.h"
 #include "shardfs/window.h"
 
 void sfs_follow_windows(uint64_t total, uint64_t window, uint64_t start,
@@ -315,4 +318,127 @@ out:
 	sfs_follow_release(f, lo);
 	*out = win;
 	return 0;
+}
+
+/* ---- extended attributes (docs/follow.md, "What readers see") ---- */
+
+static int number(uint64_t v, char **out)
+{
+	return asprintf(out, "%" PRIu64, v) < 0 ? -ENOMEM : 0;
+}
+
+/* The runs of wr as the stream's sample numbers, adjacent ones joined:
+ * user.shardfs.range, into *out.  0, -E2BIG or -ENOMEM. */
+static int window_range(const struct sfs_window_reader *wr,
+			const struct sfs_stream_shard *shards, char **out)
+{
+	struct sfs_run *runs = calloc(wr->nruns ? wr->nruns : 1, sizeof(*runs));
+	size_t i, n = 0;
+	int rc;
+
+	if (!runs)
+		return -ENOMEM;
+	for (i = 0; i < wr->nruns; i++) {
+		const struct sfs_wrun *x = &wr->runs[i];
+		uint64_t first = shards[x->shard].first + x->first;
+
+		if (n && runs[n - 1].first + runs[n - 1].count == first)
+			runs[n - 1].count += x->count;
+		else
+			runs[n++] = (struct sfs_run){ first, x->count };
+	}
+	rc = sfs_view_xattr_range(runs, n, out);
+	free(runs);
+	return rc;
+}
+
+/* The shards wr's file of window win reads, their absolute paths one a
+ * line in the stream's order: user.shardfs.source, into *out.  0, -E2BIG
+ * or -ENOMEM. */
+static int window_sources(const struct sfs_window *win,
+			  const struct sfs_window_reader *wr,
+			  const char *source,
+			  const struct sfs_stream_shard *shards, char **out)
+{
+	size_t n = win->end_shard - win->first_shard, i, len = 0, cap;
+	bool *read = calloc(n ? n : 1, sizeof(*read));
+	const char *path;
+	char *s;
+
+	if (!read)
+		return -ENOMEM;
+	for (i = 0; i < wr->nruns; i++)
+		read[wr->runs[i].shard - win->first_shard] = true;
+	for (i = 0; i < n; i++)
+		if (read[i])
+			len += strlen(source) +
+			       strlen(shards[i + win->first_shard].path) + 2;
+	cap = len + 1;
+	s = len <= SFS_XATTR_MAX ? malloc(cap) : NULL;
+	for (i = 0, len = 0; s && i < n; i++) {
+		path = shards[i + win->first_shard].path;
+		if (read[i])
+			len += (size_t)snprintf(s + len, cap - len, "%s%s/%s",
+						len ? "\n" : "", source, path);
+	}
+	if (s && !len)
+		s[0] = '\0';
+	free(read);
+	if (!s)
+		return cap - 1 > SFS_XATTR_MAX ? -E2BIG : -ENOMEM;
+	*out = s;
+	return 0;
+}
+
+int sfs_window_xattr(const struct sfs_window *win, size_t reader,
+		     const char *source, const struct sfs_stream_shard *shards,
+		     const char *name, char **out)
+{
+	const struct sfs_window_reader *wr = &win->readers[reader];
+
+	if (!strcmp(name, SFS_XATTR_SOURCE))
+		return window_sources(win, wr, source, shards, out);
+	if (!strcmp(name, SFS_XATTR_SAMPLES))
+		return number(wr->samples, out);
+	if (!strcmp(name, SFS_XATTR_PADDING))
+		return number(wr->padding, out);
+	if (!strcmp(name, SFS_XATTR_RANGE))
+		return window_range(wr, shards, out);
+	if (!strcmp(name, SFS_XATTR_EPOCH)) /* window k is planned as epoch k */
+		return number(win->k, out);
+	return -ENODATA;
+}
+
+int sfs_window_stream_xattr(struct sfs_window *const *wins, size_t nwins,
+			    size_t reader, const char *source, const char *name,
+			    char **out)
+{
+	uint64_t samples = 0, padding = 0;
+	size_t i;
+
+	if (!strcmp(name, SFS_XATTR_SOURCE)) {
+		*out = strdup(source);
+		return *out ? 0 : -ENOMEM;
+	}
+	for (i = 0; i < nwins; i++) {
+		samples += wins[i]->readers[reader].samples;
+		padding += wins[i]->readers[reader].padding;
+	}
+	if (!strcmp(name, SFS_XATTR_SAMPLES))
+		return number(samples, out);
+	if (!strcmp(name, SFS_XATTR_PADDING))
+		return number(padding, out);
+	return -ENODATA;
+}
+
+const char *sfs_window_xattr_names(bool stream, size_t *len)
+{
+	static const char window_names[] = SFS_XATTR_SOURCE
+		"\0" SFS_XATTR_SAMPLES "\0" SFS_XATTR_RANGE
+		"\0" SFS_XATTR_PADDING "\0" SFS_XATTR_EPOCH;
+	static const char stream_names[] = SFS_XATTR_SOURCE
+		"\0" SFS_XATTR_SAMPLES "\0" SFS_XATTR_PADDING;
+
+	*len = stream ? sizeof(stream_names) : sizeof(window_names);
+	return stream ? stream_names : window_names;
 }
