@@ -89,6 +89,11 @@ for fmt in tar tfrecord; do
 		"$T/b-$fmt-m"
 	expect_eq "b-$fmt: no read copied" \
 		"$(counter "$T/b-$fmt-m" copied_reads)" 0
+	# df on a follow mount (no index: it crashed the daemon)
+	expect_eq "b-$fmt: statfs answers, read-only, and the mount stays" \
+		"$(stat -f -c '%b blocks, %c files' "$T/b-$fmt-m"; mountpoint -q "$T/b-$fmt-m" && echo mounted)" \
+		"0 blocks, 0 files
+mounted"
 	expect_eq "b-$fmt: shardfs-check view passes" \
 		"$(shardfs-check view "$T/b-$fmt-m" | tail -1; echo "exit ${PIPESTATUS[0]}")" \
 		"PASS: disjoint, nothing missing, equal counts, every sample's bytes and order as planned
