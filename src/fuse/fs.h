@@ -187,8 +187,9 @@ struct fs {
 	bool foreground;
 	bool no_open; /* the kernel sends no OPEN: mount.no_open */
 	bool single; /* single-threaded session loop */
-	size_t splice_max; /* larger replies are copied: libfuse's
-					 * pipe cannot hold them */
+	/* the pipe libfuse splices through, grown to pipe-max-size; a
+	 * reply it cannot hold is copied (fs_reply_send); 0: splice=0 */
+	size_t pipe_size;
 	unsigned max_read; /* FUSE max_read, the largest read request
 			    * (given at mount and again at INIT); 0: the
 			    * kernel's */
@@ -440,7 +441,7 @@ int fs_reply_hold(struct fs *fs, struct fs_reply *r, struct fdcache_ent *e);
 /*
  * Answer req with r's bytes, or with rc when not 0, and free r.  The
  * pieces are spliced, or read into memory when r->copy or too large for
- * the splice pipe (fs.splice_max).  Returns -EIO when a source read short
+ * the splice pipe (fs.pipe_size).  Returns -EIO when a source read short
  * or failed then (answered EIO, counted in fs.errors, for the caller to
  * log), else 0.
  */

@@ -197,6 +197,18 @@ static void reply_free(struct fs *fs, struct fs_reply *r)
  * frees the whole reply per request, which costs more than this copy:
  * see the read path in docs/benchmarks.md).
  */
+/*
+ * Whether libfuse splices r: its pipe must hold a page for each piece,
+ * one for the header and one more, and the bytes (fuse_send_data_iov).
+ * When it cannot, libfuse copies the reply into memory of its own, and a
+ * source that reads short there is sent short: such a reply is copied
+ * here instead, where a short source answers EIO.
+ */
+static bool fits_pipe(const struct fs *fs, const struct fs_reply *r)
+{
+	return r->len + 4096 * (r->bv->count + 2) <= fs->pipe_size;
+}
+
 int fs_reply_send(fuse_req_t req, struct fs *fs, struct fs_reply *r, int rc)
 {
 	struct fuse_bufvec dst = FUSE_BUFVEC_INIT(r->len);
@@ -208,7 +220,7 @@ int fs_reply_send(fuse_req_t req, struct fs *fs, struct fs_reply *r, int rc)
 		rc = 0;
 	} else if (!r->len) {
 		fuse_reply_buf(req, NULL, 0);
-	} else if (!r->copy && r->len <= fs->splice_max) {
+	} else if (!r->copy && fits_pipe(fs, r)) {
 		atomic_fetch_add(&fs->bytes, r->len);
 		fuse_reply_data(req, r->bv, 0);
 	} else {

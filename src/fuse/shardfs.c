@@ -136,12 +136,10 @@ static void plan_readahead(struct fs *fs, const char *mnt, unsigned kb)
 }
 
 /*
- * The largest reply libfuse can splice.  Its pipe (grown to pipe-max-size)
- * holds the reply header and, a page a slot, the data: a source extent at
- * an offset that is not page-aligned takes one slot more, a synthesized
- * extent one of its own.  Larger replies are copied (reply_copy).
+ * The pipe libfuse splices replies through: grown to pipe-max-size
+ * (64 KiB at least).
  */
-static size_t splice_limit(void)
+static size_t pipe_size(void)
 {
 	unsigned long max = 0;
 	FILE *f = fopen("/proc/sys/fs/pipe-max-size", "r");
@@ -151,7 +149,7 @@ static size_t splice_limit(void)
 			max = 0;
 		fclose(f);
 	}
-	return max > 65536 ? max - 16384 : 65536 - 16384;
+	return max > 65536 ? max : 65536;
 }
 
 /* Options mount(8) and fstab pass that mean nothing to a FUSE session. */
@@ -362,15 +360,19 @@ static int setup(struct fs *fs, const struct args *a)
 	fs->uid = getuid();
 	fs->gid = getgid();
 	fs->mounted = time(NULL);
-	fs->splice_max = fs->mount.splice ? splice_limit() : 0;
-	/* Requests no larger than a splice, or the kernel sends some of 1 MiB
+	fs->pipe_size = fs->mount.splice ? pipe_size() : 0;
+	/* Requests no larger than a splice of one piece (the pipe holds the
+	 * reply's header, a page a piece and one more, and the bytes: see
+	 * fs_reply_send; an unaligned extent straddles one page more), or
+	 * the kernel sends some of 1 MiB
 	 * whatever the read-ahead (large folios) and those are copied; a
 	 * followed source's too, whose reads splice from the descriptor
 	 * cache as a view's do.  The daemon passes max_read itself: libfuse
 	 * wants it at the mount and again at INIT */
-	fs->max_read = fs->mount.max_read ?
-			       fs->mount.max_read :
-			       (unsigned)(fs->splice_max & ~(size_t)4095);
+	fs->max_read = fs->mount.max_read;
+	if (!fs->max_read && fs->pipe_size)
+		fs->max_read =
+			(unsigned)((fs->pipe_size - 16384) & ~(size_t)4095);
 	raise_nofile();
 	if (fdcache_init(&fs->fds, fs->follow ? follow_srcfd(fs) : fs->srcfd,
 			 FD_CACHE)) {
