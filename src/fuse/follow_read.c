@@ -51,6 +51,7 @@ static int piece_shard(struct pieces *p, size_t i)
 	struct sfs_error err = { 0 };
 	struct fdcache_ent *e;
 	const char *path;
+	char *msg;
 	uint64_t size;
 	int64_t mtime;
 	bool gone;
@@ -75,13 +76,16 @@ static int piece_shard(struct pieces *p, size_t i)
 		return rc;
 	gone = faccessat(w->f->srcfd, path, F_OK, AT_SYMLINK_NOFOLLOW) &&
 	       errno == ENOENT;
-	snprintf(
-		err.msg, sizeof(err.msg),
-		"%s/%s: %s before every reader read it (it entered the stream with %" PRIu64
-		" bytes): EIO for its bytes; a shard must not change or go before it is consumed (docs/follow.md)",
-		w->f->source, path, gone ? "deleted" : "changed or truncated",
-		size);
-	files_log_failure(fs, err.msg);
+	/* the whole path, however long: lines of two shards never merge */
+	if (asprintf(
+		    &msg,
+		    "%s/%s: %s before every reader read it (it entered the stream with %" PRIu64
+		    " bytes): EIO for its bytes; a shard must not change or go before it is consumed (docs/follow.md)",
+		    w->f->source, path,
+		    gone ? "deleted" : "changed or truncated", size) < 0)
+		return -ENOMEM;
+	files_log_failure(fs, msg);
+	free(msg);
 	return -EIO;
 }
 
@@ -252,6 +256,21 @@ static int stream_pieces(struct fw *w, fuse_req_t req, size_t ri,
 	return fs_reply_add(&p->r, (const char *)last->trailer + in, -1, 0, n);
 }
 
+/* A read of reader ri's file (what: "stream" or "window") whose shard
+ * went short after its check: logged once (files_log_failure). */
+static void log_short(struct fw *w, size_t ri, const char *what)
+{
+	char *msg;
+
+	if (asprintf(
+		    &msg,
+		    "%s: a read of a %s of reader %zu failed: a shard of it went short while it was read; a shard must not change or go before it is consumed (docs/follow.md)",
+		    w->f->source, what, ri) < 0)
+		return;
+	files_log_failure(w->fs, msg);
+	free(msg);
+}
+
 /* Answer a read of reader ri's stream whose bytes are there (or the
  * stream complete); without w->lock. */
 static void serve_stream(struct fw *w, fuse_req_t req, size_t ri, uint64_t pos,
@@ -259,8 +278,9 @@ static void serve_stream(struct fw *w, fuse_req_t req, size_t ri, uint64_t pos,
 {
 	struct pieces p = { .w = w };
 
-	fs_reply_send(req, w->fs, &p.r,
-		      stream_pieces(w, req, ri, &p, pos, size));
+	if (fs_reply_send(req, w->fs, &p.r,
+			  stream_pieces(w, req, ri, &p, pos, size)) == -EIO)
+		log_short(w, ri, "stream");
 }
 
 /* The reader of q waits no more for it; with w->lock. */
@@ -448,5 +468,7 @@ void follow_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off)
 		return;
 	}
 	/* reads never consume: acks do (.shardfs/ack) */
-	fs_reply_send(req, fs, &p.r, window_pieces(win, ri, &p, pos, size));
+	if (fs_reply_send(req, fs, &p.r,
+			  window_pieces(win, ri, &p, pos, size)) == -EIO)
+		log_short(w, ri, "window");
 }

@@ -442,8 +442,8 @@ int fs_reply_hold(struct fs *fs, struct fs_reply *r, struct fdcache_ent *e);
  * Answer req with r's bytes, or with rc when not 0, and free r.  The
  * pieces are spliced, or read into memory when r->copy or too large for
  * the splice pipe (fs.pipe_size).  Returns -EIO when a source read short
- * or failed then (answered EIO, counted in fs.errors, for the caller to
- * log), else 0.
+ * or failed then (answered EIO, for the caller to log and count:
+ * files_log_failure), else 0.
  */
 int fs_reply_send(fuse_req_t req, struct fs *fs, struct fs_reply *r, int rc);
 

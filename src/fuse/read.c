@@ -236,7 +236,6 @@ int fs_reply_send(fuse_req_t req, struct fs *fs, struct fs_reply *r, int rc)
 		} else {
 			/* a source went short between the check and the
 			 * read: never other bytes */
-			atomic_fetch_add(&fs->errors, 1);
 			fuse_reply_err(req, EIO);
 			rc = -EIO;
 		}
@@ -289,6 +288,7 @@ static void read_slice(fuse_req_t req, struct fs *fs, struct file_ent *f,
 		       uint64_t pos, uint64_t end)
 {
 	struct sfs_error err = { 0 };
+	char *msg;
 	struct fs_reply r = { 0 };
 	int rc;
 
@@ -303,10 +303,14 @@ static void read_slice(fuse_req_t req, struct fs *fs, struct file_ent *f,
 	}
 	atomic_fetch_add(&fs->reads, 1);
 	rc = fs_reply_slice(&r, f->slice, pos, end, src_fd, f);
-	if (fs_reply_send(req, fs, &r, rc) == -EIO)
-		fs_log(fs, LOG_ERR,
-		       "%s: read failed at byte %llu: the shard is shorter than indexed; rebuild the index with shardfs-index",
-		       f->src->path, (unsigned long long)pos);
+	if (fs_reply_send(req, fs, &r, rc) == -EIO &&
+	    asprintf(
+		    &msg,
+		    "%s: a read failed: the shard went short while it was read (changed since it was indexed); rebuild the index with shardfs-index",
+		    f->src->path) >= 0) {
+		files_log_failure(fs, msg); /* once, whatever the byte */
+		free(msg);
+	}
 }
 
 void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,

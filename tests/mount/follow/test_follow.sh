@@ -176,6 +176,21 @@ expect_eq "h: the log says which shard and what, once each" \
 	"$(log_count "$T/h-m" "$T/h/c0.jsonl: changed or truncated before every reader read it (it entered the stream with 4 bytes): EIO for its bytes") $(log_count "$T/h-m" "$T/h/c1.jsonl: deleted before every reader read it")" \
 	"1 1"
 expect_eq "h: nothing consumed" "$(cat "$T/h-m/.shardfs/consumed")" ""
+# a source at a path of ~1 000 characters: each line whole, one a shard
+long=$T/h-long/$(printf 'd%.0s' $(seq 240))/$(printf 'e%.0s' $(seq 240))/$(printf 'f%.0s' $(seq 240))/$(printf 'g%.0s' $(seq 200))
+mkdir -p "$long"
+printf 'a\nb\n' > "$long/c0.jsonl"
+printf 'c\nd\n' > "$long/c1.jsonl"
+touch "$long/.shardfs-end"
+mount_view "$long" "$T/hl-m" "$FO,window=2" || bad "mount h-long"
+rm "$long/c0.jsonl" "$long/c1.jsonl"
+cat "$T/hl-m/0/0/window-00000000.jsonl" "$T/hl-m/0/0/window-00000001.jsonl" \
+	>/dev/null 2>&1
+expect_eq "h: a source's path of ${#long} characters: each shard's line whole, once" \
+	"$(log_count "$T/hl-m" "$long/c0.jsonl: deleted before every reader read it (it entered the stream with 4 bytes): EIO for its bytes; a shard must not change or go before it is consumed (docs/follow.md)") $(log_count "$T/hl-m" "$long/c1.jsonl: deleted before every reader read it (it entered the stream with 4 bytes): EIO for its bytes; a shard must not change or go before it is consumed (docs/follow.md)")" \
+	"1 1"
+unmount_view "$T/hl-m"
+
 H=$T/h-m/0/0
 expect_eq "h: rename, link, symlink, mkdir, create answer EROFS, as on every mount" \
 	"$(mv "$H/stream.jsonl" "$H/s" 2>&1; ln "$H/stream.jsonl" "$H/l" 2>&1
