@@ -182,11 +182,25 @@ static struct fdcache_ent *lookup(struct fdcache *c, const char *path,
 	return e;
 }
 
+/* Let the gets that wait for the open of *slot (open_claim) go, and
+ * *slot be none; with c->lock. */
+static void release_slot_locked(struct fdcache *c, unsigned *slot)
+{
+	if (*slot >= FDCACHE_OPENING)
+		return;
+	c->opening[*slot] = NULL;
+	*slot = FDCACHE_OPENING;
+	pthread_cond_broadcast(&c->opened);
+}
+
 /* Open path below the source, giving back descriptors nobody holds (and
- * waiting for one, as flags say) when the daemon has none left.  Returns
- * the descriptor, or a negative errno with a message naming path. */
+ * waiting for one, as flags say) when the daemon has none left; the gets
+ * that wait for this open (its *slot) are let go before it waits for a
+ * descriptor, since those that must not wait (the prefetcher's,
+ * FDCACHE_NOWAIT) would wait with it.  Returns the descriptor, or a
+ * negative errno with a message naming path. */
 static int open_evicting(struct fdcache *c, const char *path, unsigned flags,
-			 struct sfs_error *err)
+			 unsigned *slot, struct sfs_error *err)
 {
 	bool wait = !(flags & FDCACHE_AHEAD) && !(flags & FDCACHE_NOWAIT);
 	bool evicted;
@@ -201,7 +215,11 @@ static int open_evicting(struct fdcache *c, const char *path, unsigned flags,
 		 * every descriptor is held, since reads ahead hold theirs
 		 * only for a chunk */
 		pthread_mutex_lock(&c->lock);
-		evicted = evict(c) || (wait && wait_freed(c));
+		evicted = evict(c);
+		if (!evicted && wait) {
+			release_slot_locked(c, slot);
+			evicted = wait_freed(c);
+		}
 		pthread_mutex_unlock(&c->lock);
 		if (!evicted && (flags & FDCACHE_NOWAIT))
 			return sfs_errorf(
@@ -297,8 +315,9 @@ static struct fdcache_ent *ent_add(struct fdcache *c, int fd, const char *path,
 
 /*
  * Before a get that missed opens path: when another get is opening it,
- * wait until that open ends and return -1 (look it up again: it is
- * cached now, unless that open failed or found no room); -1 too when
+ * wait until that open ends, or waits for a descriptor, and return -1
+ * (look it up again: it is cached now, unless that open failed, found no
+ * room or waits); -1 too when
  * path was cached since the miss.  Else the slot of c->opening taken for
  * path (release it with open_done), or FDCACHE_OPENING when every slot
  * is taken (open without one).  Several prefetch threads given chunks of
@@ -339,8 +358,7 @@ static void open_done(struct fdcache *c, unsigned slot)
 	if (slot >= FDCACHE_OPENING)
 		return;
 	pthread_mutex_lock(&c->lock);
-	c->opening[slot] = NULL;
-	pthread_cond_broadcast(&c->opened);
+	release_slot_locked(c, &slot);
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -373,7 +391,7 @@ struct fdcache_ent *fdcache_get(struct fdcache *c, const char *path,
 		fdcache_put(c, e);
 		return NULL;
 	}
-	fd = open_evicting(c, path, flags, err);
+	fd = open_evicting(c, path, flags, &slot, err);
 	if (fd < 0)
 		*rc = fd;
 	else

@@ -46,10 +46,13 @@ int __real_sfs_index_open_shard(int srcfd, const char *path, int flags);
 int __wrap_sfs_index_open_shard(int srcfd, const char *path, int flags);
 
 static atomic_uint opens; /* by the cache, of the source's files */
+static atomic_bool no_fds; /* the daemon has no descriptor left */
 
 int __wrap_sfs_index_open_shard(int srcfd, const char *path, int flags)
 {
 	atomic_fetch_add(&opens, 1);
+	if (atomic_load(&no_fds))
+		return -EMFILE;
 	/* a slow source (an open on s3fs is a request to the server):
 	 * every get of the test misses while the first open runs */
 	usleep(100 * 1000);
@@ -178,6 +181,69 @@ static void test_fdcache_gets_at_once_of_missing_file(void **state)
 	get_at_once("gone.jsonl", GETTERS, -EIO);
 }
 
+struct waiting_get {
+	struct fdcache *c;
+	int64_t mtime;
+	struct fdcache_ent *e;
+	int rc;
+};
+
+static void *get_waiting(void *arg)
+{
+	struct waiting_get *g = arg;
+	struct sfs_error err = { 0 };
+
+	g->e = fdcache_get(g->c, "c0.jsonl", 8, g->mtime, 0, &g->rc, &err);
+	return NULL;
+}
+
+/* Out of descriptors, a reader's get waits for one to be put back (2 s
+ * at most); a get of the same path that must not wait (FDCACHE_NOWAIT:
+ * the caller gives back descriptors of its own then) fails at once with
+ * -EMFILE, not held behind the reader's wait: the caller's put of one
+ * then lets the reader's open through. */
+static void test_fdcache_nowait_not_held_by_a_waiting_open(void **state)
+{
+	char *dir = tmpdir_new();
+	char *file = write_at(dir, "c0.jsonl", "{\"i\":0}\n", 8);
+	char *other = write_at(dir, "c1.jsonl", "{\"i\":1}\n", 8);
+	struct sfs_error err = { 0 };
+	struct waiting_get g = { 0 };
+	struct fdcache_ent *held, *e;
+	struct fdcache c;
+	struct stat st;
+	pthread_t t;
+	int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc;
+
+	(void)state;
+	assert_true(dirfd >= 0);
+	assert_int_equal(stat(file, &st), 0);
+	assert_int_equal(fdcache_init(&c, dirfd, 4), 0);
+	assert_int_equal(stat(other, &st), 0);
+	held = fdcache_get(&c, "c1.jsonl", 8, sfs_mtime_ns(&st), 0, &rc, &err);
+	assert_non_null(held);
+	assert_int_equal(stat(file, &st), 0);
+	atomic_store(&no_fds, true);
+	g = (struct waiting_get){ .c = &c, .mtime = sfs_mtime_ns(&st) };
+	assert_int_equal(pthread_create(&t, NULL, get_waiting, &g), 0);
+	usleep(300 * 1000); /* the reader's open fails: it waits */
+	e = fdcache_get(&c, "c0.jsonl", 8, sfs_mtime_ns(&st), FDCACHE_NOWAIT,
+			&rc, &err);
+	assert_null(e);
+	assert_int_equal(rc, -EMFILE);
+	atomic_store(&no_fds, false);
+	fdcache_put(&c, held);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(g.rc, 0);
+	assert_non_null(g.e);
+	fdcache_put(&c, g.e);
+	fdcache_destroy(&c);
+	close(dirfd);
+	free(file);
+	free(other);
+	tmpdir_remove(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -185,6 +251,8 @@ int main(void)
 		cmocka_unit_test(test_fdcache_file_there_cached),
 		cmocka_unit_test(test_fdcache_gets_at_once_open_once),
 		cmocka_unit_test(test_fdcache_gets_at_once_of_missing_file),
+		cmocka_unit_test(
+			test_fdcache_nowait_not_held_by_a_waiting_open),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
