@@ -32,6 +32,10 @@ struct stale {
 	char *msg;
 	size_t len, cap;
 	size_t count;
+	/* the count is known (from a pass before): stop once as many
+	 * as a message names are named */
+	size_t known;
+	bool done;
 };
 
 static void stale_add(struct stale *s, const char *path, const char *what)
@@ -40,6 +44,8 @@ static void stale_add(struct stale *s, const char *path, const char *what)
 
 	if (s->count++ >= STALE_NAMED || !s->cap)
 		return;
+	s->done = s->known &&
+		  s->count >= (s->known < STALE_NAMED ? s->known : STALE_NAMED);
 	n = snprintf(s->msg + s->len, s->cap - s->len, "%s%s (%s)",
 		     s->len ? ", " : "", path, what);
 	if (n > 0 && (size_t)n < s->cap - s->len)
@@ -357,7 +363,7 @@ static void check_range(struct sfs_index *idx, size_t lo, size_t hi, int srcfd,
 {
 	size_t i, j;
 
-	for (i = lo; i < hi; i++) {
+	for (i = lo; i < hi && !(s->done && (!d || d->done)); i++) {
 		struct sfs_shard *sh = &idx->shards[i];
 
 		check_file(s, d, dc, srcfd, sh->path, sh->size, sh->mtime_ns,
@@ -425,12 +431,22 @@ static int check_shards(struct sfs_index *idx, size_t lo, size_t hi,
 	pool.n = (hi - lo + c.per_item - 1) / c.per_item;
 	atomic_init(&c.stale, 0);
 	atomic_init(&c.denied, 0);
-	/* one thread: the caller's, in order, naming as it goes */
-	if (sfs_pool_threads(&pool) > 1)
+	/* one thread: the caller's, in order, naming as it goes; more: a
+	 * pass that counts, then one that names the first files that
+	 * differ, no more */
+	if (sfs_pool_threads(&pool) > 1) {
 		sfs_pool_run(&pool);
-	if (sfs_pool_threads(&pool) <= 1 || atomic_load(&c.stale) ||
-	    atomic_load(&c.denied))
+		s.known = atomic_load(&c.stale);
+		d.known = atomic_load(&c.denied);
+		s.done = !s.known;
+		d.done = !d.known;
+	}
+	if (!s.done || !d.done)
 		check_range(idx, lo, hi, c.srcfd, &dc, &s, to_read ? &d : NULL);
+	if (s.known > s.count)
+		s.count = s.known;
+	if (d.known > d.count)
+		d.count = d.known;
 	close(c.srcfd);
 	dirs_free(&dc);
 	if (!s.count && d.count)
