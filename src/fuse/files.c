@@ -17,6 +17,8 @@
  * this bounds the daemon's memory by a few builds, not by its threads.
  */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
@@ -123,13 +125,21 @@ static size_t drop_unused(struct fs *fs, size_t max)
 }
 
 /* (fs.h) */
-void files_log_failure(struct fs *fs, const char *msg)
+void files_log_failure(struct fs *fs, const char *fmt, ...)
 {
 	struct files *t = &fs->files;
 	bool again = false;
+	char *msg;
 	unsigned i;
+	va_list ap;
+	int n;
 
 	atomic_fetch_add(&fs->errors, 1);
+	va_start(ap, fmt);
+	n = vasprintf(&msg, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
 	pthread_mutex_lock(&t->lock);
 	for (i = 0; i < FILES_FAILED && !again; i++)
 		again = t->failed[i] && !strcmp(t->failed[i], msg);
@@ -141,6 +151,7 @@ void files_log_failure(struct fs *fs, const char *msg)
 	pthread_mutex_unlock(&t->lock);
 	if (!again)
 		fs_log(fs, LOG_ERR, "%s", msg);
+	free(msg);
 }
 
 /* The bytes slice s holds in memory (of a slice its view keeps, its
@@ -298,7 +309,7 @@ int files_get(struct fs *fs, struct view_ref *vr, uint32_t node,
 	pthread_mutex_unlock(&t->lock);
 	free_list(fs, gone);
 	if (rc) {
-		files_log_failure(fs, err.msg);
+		files_log_failure(fs, "%s", err.msg);
 		return rc;
 	}
 	*built = true;
@@ -328,7 +339,7 @@ void files_fail(struct fs *fs, struct file_ent *f, const char *msg)
 {
 	struct files *t = &fs->files;
 
-	files_log_failure(fs, msg);
+	files_log_failure(fs, "%s", msg);
 	pthread_mutex_lock(&t->lock);
 	if (!f->out) {
 		unlink_locked(t, f);

@@ -51,7 +51,6 @@ static int piece_shard(struct pieces *p, size_t i)
 	struct sfs_error err = { 0 };
 	struct fdcache_ent *e;
 	const char *path;
-	char *msg;
 	uint64_t size;
 	int64_t mtime;
 	bool gone;
@@ -76,16 +75,12 @@ static int piece_shard(struct pieces *p, size_t i)
 		return rc;
 	gone = faccessat(w->f->srcfd, path, F_OK, AT_SYMLINK_NOFOLLOW) &&
 	       errno == ENOENT;
-	/* the whole path, however long: lines of two shards never merge */
-	if (asprintf(
-		    &msg,
-		    "%s/%s: %s before every reader read it (it entered the stream with %" PRIu64
-		    " bytes): EIO for its bytes; a shard must not change or go before it is consumed (docs/follow.md)",
-		    w->f->source, path,
-		    gone ? "deleted" : "changed or truncated", size) < 0)
-		return -ENOMEM;
-	files_log_failure(fs, msg);
-	free(msg);
+	files_log_failure(
+		fs,
+		"%s/%s: %s before every reader read it (it entered the stream with %" PRIu64
+		" bytes): EIO for its bytes; a shard must not change or go before it is consumed (docs/follow.md)",
+		w->f->source, path, gone ? "deleted" : "changed or truncated",
+		size);
 	return -EIO;
 }
 
@@ -101,6 +96,19 @@ static int shard_fd(void *arg, uint32_t i, int *fd)
 	return rc;
 }
 
+/* Bytes of win's trailer from byte in, room at most, into p (none past
+ * its end).  0 or -ENOMEM. */
+static int trailer_add(struct pieces *p, const struct sfs_window *win,
+		       uint64_t in, uint64_t room)
+{
+	if (in >= win->trailer_len)
+		return 0;
+	if (room > win->trailer_len - in)
+		room = win->trailer_len - in;
+	return fs_reply_add(&p->r, (const char *)win->trailer + in, -1, 0,
+			    (size_t)room);
+}
+
 /* Bytes [pos, pos + len) of reader ri's file of window win (with its
  * trailer) into p, outside w->lock: a window never changes.  Returns 0,
  * -EIO (logged) or -ENOMEM. */
@@ -108,23 +116,16 @@ static int window_pieces(const struct sfs_window *win, size_t ri,
 			 struct pieces *p, uint64_t pos, size_t len)
 {
 	const struct sfs_slice *s = &win->readers[ri].bytes;
-	uint64_t end = pos + len, in;
+	uint64_t end = pos + len, to = end < s->size ? end : s->size;
 	int rc;
 
-	if (pos < s->size) {
-		in = end < s->size ? end : s->size;
-		rc = fs_reply_slice(&p->r, s, pos, in, shard_fd, p);
+	if (pos < to) {
+		rc = fs_reply_slice(&p->r, s, pos, to, shard_fd, p);
 		if (rc)
 			return rc;
-		pos = in;
+		pos = to;
 	}
-	if (pos >= end || pos >= s->size + win->trailer_len)
-		return 0;
-	in = pos - s->size;
-	len = (size_t)(win->trailer_len - in) < end - pos ?
-		      (size_t)(win->trailer_len - in) :
-		      (size_t)(end - pos);
-	return fs_reply_add(&p->r, (const char *)win->trailer + in, -1, 0, len);
+	return pos < end ? trailer_add(p, win, pos - s->size, end - pos) : 0;
 }
 
 /* Queue the source bytes of reader ri's file of window win, the span of
@@ -208,7 +209,7 @@ static int stream_pieces(struct fw *w, fuse_req_t req, size_t ri,
 {
 	struct freader *r = &w->readers[ri];
 	const struct sfs_window *last;
-	uint64_t end, at, in;
+	uint64_t end, at;
 	size_t i, n;
 	int rc;
 
@@ -247,28 +248,17 @@ static int stream_pieces(struct fw *w, fuse_req_t req, size_t ri,
 	pthread_mutex_unlock(&w->lock);
 	if (!last || p->r.len >= size || pos + p->r.len < end)
 		return 0;
-	in = pos + p->r.len - end;
-	if (in >= last->trailer_len)
-		return 0;
-	n = (size_t)(last->trailer_len - in) < size - p->r.len ?
-		    (size_t)(last->trailer_len - in) :
-		    size - p->r.len;
-	return fs_reply_add(&p->r, (const char *)last->trailer + in, -1, 0, n);
+	return trailer_add(p, last, pos + p->r.len - end, size - p->r.len);
 }
 
 /* A read of reader ri's file (what: "stream" or "window") whose shard
  * went short after its check: logged once (files_log_failure). */
 static void log_short(struct fw *w, size_t ri, const char *what)
 {
-	char *msg;
-
-	if (asprintf(
-		    &msg,
-		    "%s: a read of a %s of reader %zu failed: a shard of it went short while it was read; a shard must not change or go before it is consumed (docs/follow.md)",
-		    w->f->source, what, ri) < 0)
-		return;
-	files_log_failure(w->fs, msg);
-	free(msg);
+	files_log_failure(
+		w->fs,
+		"%s: a read of a %s of reader %zu failed: a shard of it went short while it was read; a shard must not change or go before it is consumed (docs/follow.md)",
+		w->f->source, what, ri);
 }
 
 /* Answer a read of reader ri's stream whose bytes are there (or the

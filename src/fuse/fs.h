@@ -377,12 +377,14 @@ int files_get(struct fs *fs, struct view_ref *vr, uint32_t node,
 void files_put(struct fs *fs, struct file_ent *f);
 
 /*
- * Bytes cannot be read (msg says which and why): count it (fs.errors) and
- * log msg, unless that cause is among the last FILES_FAILED logged: the
+ * Bytes cannot be read (the message, printf's fmt and what follows, says
+ * which and why, of any length): count it (fs.errors) and log the
+ * message, unless that cause is among the last FILES_FAILED logged: the
  * kernel retries a failed page on its own, and readers of a shard's other
  * files meet the same cause.
  */
-void files_log_failure(struct fs *fs, const char *msg);
+void files_log_failure(struct fs *fs, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 /*
  * A read of f (held by the caller) found its source deleted or changed

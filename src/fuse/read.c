@@ -192,12 +192,6 @@ static void reply_free(struct fs *fs, struct fs_reply *r)
 }
 
 /*
- * (fs.h) A reply too large for the splice pipe is read into memory
- * (libfuse's own fallback for fd buffers does the same, but allocates and
- * frees the whole reply per request, which costs more than this copy:
- * see the read path in docs/benchmarks.md).
- */
-/*
  * Whether libfuse splices r: its pipe must hold a page for each piece,
  * one for the header and one more, and the bytes (fuse_send_data_iov).
  * When it cannot, libfuse copies the reply into memory of its own, and a
@@ -209,6 +203,12 @@ static bool fits_pipe(const struct fs *fs, const struct fs_reply *r)
 	return r->len + 4096 * (r->bv->count + 2) <= fs->pipe_size;
 }
 
+/*
+ * (fs.h) A reply the splice pipe cannot hold is read into memory
+ * (libfuse's own fallback for fd buffers does the same, but allocates and
+ * frees the whole reply per request, which costs more than this copy:
+ * see the read path in docs/benchmarks.md).
+ */
 int fs_reply_send(fuse_req_t req, struct fs *fs, struct fs_reply *r, int rc)
 {
 	struct fuse_bufvec dst = FUSE_BUFVEC_INIT(r->len);
@@ -288,7 +288,6 @@ static void read_slice(fuse_req_t req, struct fs *fs, struct file_ent *f,
 		       uint64_t pos, uint64_t end)
 {
 	struct sfs_error err = { 0 };
-	char *msg;
 	struct fs_reply r = { 0 };
 	int rc;
 
@@ -303,14 +302,11 @@ static void read_slice(fuse_req_t req, struct fs *fs, struct file_ent *f,
 	}
 	atomic_fetch_add(&fs->reads, 1);
 	rc = fs_reply_slice(&r, f->slice, pos, end, src_fd, f);
-	if (fs_reply_send(req, fs, &r, rc) == -EIO &&
-	    asprintf(
-		    &msg,
-		    "%s: a read failed: the shard went short while it was read (changed since it was indexed); rebuild the index with shardfs-index",
-		    f->src->path) >= 0) {
-		files_log_failure(fs, msg); /* once, whatever the byte */
-		free(msg);
-	}
+	if (fs_reply_send(req, fs, &r, rc) == -EIO)
+		files_log_failure(/* once, whatever the byte */
+				  fs,
+				  "%s: a read failed: the shard went short while it was read (changed since it was indexed); rebuild the index with shardfs-index",
+				  f->src->path);
 }
 
 void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
