@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,10 +33,7 @@ struct stale {
 	char *msg;
 	size_t len, cap;
 	size_t count;
-	/* the count is known (from a pass before): stop once as many
-	 * as a message names are named */
-	size_t known;
-	bool done;
+	size_t want; /* look no further once this many are counted */
 };
 
 static void stale_add(struct stale *s, const char *path, const char *what)
@@ -44,8 +42,6 @@ static void stale_add(struct stale *s, const char *path, const char *what)
 
 	if (s->count++ >= STALE_NAMED || !s->cap)
 		return;
-	s->done = s->known &&
-		  s->count >= (s->known < STALE_NAMED ? s->known : STALE_NAMED);
 	n = snprintf(s->msg + s->len, s->cap - s->len, "%s%s (%s)",
 		     s->len ? ", " : "", path, what);
 	if (n > 0 && (size_t)n < s->cap - s->len)
@@ -357,13 +353,15 @@ struct check {
 };
 
 /* Check the files of shards [lo, hi) of idx into s, and into d (when not
- * NULL) whether this process may read them; dc caches directories. */
+ * NULL) whether this process may read them, until as many as they want
+ * are counted; dc caches directories. */
 static void check_range(struct sfs_index *idx, size_t lo, size_t hi, int srcfd,
 			struct dirs *dc, struct stale *s, struct stale *d)
 {
 	size_t i, j;
 
-	for (i = lo; i < hi && !(s->done && (!d || d->done)); i++) {
+	for (i = lo;
+	     i < hi && (s->count < s->want || (d && d->count < d->want)); i++) {
 		struct sfs_shard *sh = &idx->shards[i];
 
 		check_file(s, d, dc, srcfd, sh->path, sh->size, sh->mtime_ns,
@@ -383,7 +381,7 @@ static void check_item(struct sfs_pool *p, size_t i, struct sfs_digest *dg)
 	size_t lo = c->lo + i * c->per_item;
 	size_t hi = c->hi - lo > c->per_item ? lo + c->per_item : c->hi;
 	struct dirs dc = { .above = c->dc->above, .nabove = c->dc->nabove };
-	struct stale s = { 0 }, d = { 0 };
+	struct stale s = { .want = SIZE_MAX }, d = { .want = SIZE_MAX };
 
 	(void)dg;
 	check_range(c->idx, lo, hi, c->srcfd, &dc, &s, c->to_read ? &d : NULL);
@@ -403,8 +401,13 @@ static int check_shards(struct sfs_index *idx, size_t lo, size_t hi,
 {
 	char names[STALE_NAMED * (PATH_MAX / 8)];
 	char denied[STALE_NAMED * (PATH_MAX / 8)];
-	struct stale s = { .msg = names, .cap = sizeof(names) };
-	struct stale d = { .msg = denied, .cap = sizeof(denied) };
+	struct stale s = { .msg = names,
+			   .cap = sizeof(names),
+			   .want = SIZE_MAX };
+	struct stale d = { .msg = denied,
+			   .cap = sizeof(denied),
+			   .want = SIZE_MAX };
+	size_t stale = 0, unreadable = 0;
 	struct dirs dc = { 0 };
 	struct check c = {
 		.idx = idx, .lo = lo, .hi = hi, .to_read = to_read, .dc = &dc
@@ -436,17 +439,16 @@ static int check_shards(struct sfs_index *idx, size_t lo, size_t hi,
 	 * differ, no more */
 	if (sfs_pool_threads(&pool) > 1) {
 		sfs_pool_run(&pool);
-		s.known = atomic_load(&c.stale);
-		d.known = atomic_load(&c.denied);
-		s.done = !s.known;
-		d.done = !d.known;
+		stale = atomic_load(&c.stale);
+		unreadable = atomic_load(&c.denied);
+		s.want = stale < STALE_NAMED ? stale : STALE_NAMED;
+		d.want = unreadable < STALE_NAMED ? unreadable : STALE_NAMED;
 	}
-	if (!s.done || !d.done)
-		check_range(idx, lo, hi, c.srcfd, &dc, &s, to_read ? &d : NULL);
-	if (s.known > s.count)
-		s.count = s.known;
-	if (d.known > d.count)
-		d.count = d.known;
+	check_range(idx, lo, hi, c.srcfd, &dc, &s, to_read ? &d : NULL);
+	if (stale > s.count)
+		s.count = stale;
+	if (unreadable > d.count)
+		d.count = unreadable;
 	close(c.srcfd);
 	dirs_free(&dc);
 	if (!s.count && d.count)
