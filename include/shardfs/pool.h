@@ -20,6 +20,8 @@
 
 #define SFS_POOL_THREADS_MAX 256
 
+struct sfs_share; /* share.h */
+
 struct sfs_pool {
 	size_t n; /* items */
 	unsigned threads; /* 0: sfs_pool_cpus(); at most n, SFS_POOL_THREADS_MAX */
@@ -29,6 +31,9 @@ struct sfs_pool {
 	 * set at the end; NULL for none */
 	void (*progress)(const struct sfs_pool *p, bool final);
 	void *arg; /* the caller's */
+	/* the threads of the job, told each time a worker leaves for want
+	 * of items (sfs_share_init sets it); NULL: none */
+	struct sfs_share *share;
 
 	/* counters: done is the pool's, bytes and samples the work's */
 	atomic_size_t done;

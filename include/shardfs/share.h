@@ -25,8 +25,13 @@ struct sfs_share {
 	atomic_uint spare;
 };
 
-/* Start s for the run of pool (its n and threads set) about to begin. */
-void sfs_share_init(struct sfs_share *s, const struct sfs_pool *pool);
+/*
+ * Start s for the run of pool (its n and threads set) about to begin:
+ * threads 0 becomes the CPUs, counted once for both, and the pool tells s
+ * of each worker that leaves for want of items (sfs_share_worker_done:
+ * its thread is spare then).
+ */
+void sfs_share_init(struct sfs_share *s, struct sfs_pool *pool);
 
 /* A worker of s's pool is left without items: its thread is spare. */
 void sfs_share_worker_done(struct sfs_share *s);

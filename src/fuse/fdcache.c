@@ -317,10 +317,9 @@ static struct fdcache_ent *ent_add(struct fdcache *c, int fd, const char *path,
  * Before a get that missed opens path: when another get is opening it,
  * wait until that open ends, or waits for a descriptor, and return -1
  * (look it up again: it is cached now, unless that open failed, found no
- * room or waits); -1 too when
- * path was cached since the miss.  Else the slot of c->opening taken for
- * path (release it with open_done), or FDCACHE_OPENING when every slot
- * is taken (open without one).  Several prefetch threads given chunks of
+ * room or waits); -1 too when path was cached since the miss.  Else the
+ * slot of c->opening taken for path (release it with open_done), or
+ * FDCACHE_OPENING when every slot is taken (open without one).  Several prefetch threads given chunks of
  * one shard, and the readers behind them, would otherwise each open it:
  * on s3fs, a request to the server each.
  */

@@ -105,8 +105,6 @@ static void pass_work(struct sfs_pool *p, size_t i, struct sfs_digest *d)
 
 	run_job(&ps->jobs[i], ps->o->verify, d);
 	atomic_fetch_add(&p->bytes, ps->jobs[i].bytes);
-	if (atomic_load(&p->next) >= p->n)
-		sfs_share_worker_done(&ps->share);
 }
 
 static void pass_progress(const struct sfs_pool *p, bool final)

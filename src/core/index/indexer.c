@@ -46,8 +46,6 @@ static void pool_work(struct sfs_pool *p, size_t i, struct sfs_digest *d)
 	struct job *j = p->arg;
 
 	j->work(j, i, d);
-	if (atomic_load(&p->next) >= p->n)
-		sfs_share_worker_done(&j->share);
 }
 
 static void pool_progress(const struct sfs_pool *p, bool final)

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "shardfs/pool.h"
+#include "shardfs/share.h"
 
 static double now(void)
 {
@@ -32,6 +33,8 @@ static void *worker(void *arg)
 		}
 	}
 	sfs_digest_free(d);
+	if (p->share)
+		sfs_share_worker_done(p->share);
 	return NULL;
 }
 

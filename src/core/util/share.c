@@ -1,14 +1,16 @@
 /* The threads of a job shared: see include/shardfs/share.h. */
 #include "shardfs/share.h"
 
-void sfs_share_init(struct sfs_share *s, const struct sfs_pool *pool)
+void sfs_share_init(struct sfs_share *s, struct sfs_pool *pool)
 {
-	unsigned threads = pool->threads ? pool->threads : sfs_pool_cpus();
-
+	if (!pool->threads)
+		pool->threads = sfs_pool_cpus();
 	s->pool = pool;
-	s->threads = threads < SFS_POOL_THREADS_MAX ? threads :
-						      SFS_POOL_THREADS_MAX;
+	s->threads = pool->threads < SFS_POOL_THREADS_MAX ?
+			     pool->threads :
+			     SFS_POOL_THREADS_MAX;
 	atomic_store(&s->spare, s->threads - sfs_pool_threads(pool));
+	pool->share = s;
 }
 
 void sfs_share_worker_done(struct sfs_share *s)
