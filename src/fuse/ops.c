@@ -489,11 +489,12 @@ static void fs_statfs(fuse_req_t req, fuse_ino_t ino)
 
 	(void)ino;
 	memset(&st, 0, sizeof(st));
+	/* a follow mount has no index: no shards */
 	for (i = 0; fs->idx && i < fs->idx->nshards; i++)
 		bytes += fs->idx->shards[i].size;
 	st.f_bsize = st.f_frsize = 4096;
 	st.f_blocks = (fsblkcnt_t)((bytes + 4095) / 4096);
-	st.f_files = fs->idx ? (fsfilcnt_t)fs->idx->nshards : 0;
+	st.f_files = (fsfilcnt_t)(fs->idx ? fs->idx->nshards : 0);
 	st.f_namemax = 255;
 	st.f_flag = ST_RDONLY;
 	fuse_reply_statfs(req, &st);

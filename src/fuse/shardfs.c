@@ -364,10 +364,9 @@ static int setup(struct fs *fs, const struct args *a)
 	/* Requests no larger than a splice of one piece (the pipe holds the
 	 * reply's header, a page a piece and one more, and the bytes: see
 	 * fs_reply_send; an unaligned extent straddles one page more), or
-	 * the kernel sends some of 1 MiB
-	 * whatever the read-ahead (large folios) and those are copied; a
-	 * followed source's too, whose reads splice from the descriptor
-	 * cache as a view's do.  The daemon passes max_read itself: libfuse
+	 * the kernel sends some of 1 MiB whatever the read-ahead (large
+	 * folios) and those are copied; a followed source's too, whose
+	 * reads splice from the descriptor cache as a view's do.  The daemon passes max_read itself: libfuse
 	 * wants it at the mount and again at INIT */
 	fs->max_read = fs->mount.max_read;
 	if (!fs->max_read && fs->pipe_size)
