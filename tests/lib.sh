@@ -125,6 +125,30 @@ wait_log() {
 	return 1
 }
 
+# traced FILE CMD...: CMD under strace, the threads it starts counted
+# into FILE (threads_in); CMD's status.  LeakSanitizer's exit check runs
+# in a thread of its own and fails under ptrace: off for CMD.
+traced() {
+	local out=$1
+	shift
+	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
+		strace -f -qq -e trace=clone,clone3 -c -o "$out" "$@"
+}
+
+# threads_in FILE: the threads a traced command started
+threads_in() { awk '$NF ~ /^clone/ { n += $4 } END { print n + 0 }' "$1"; }
+
+# parquet_70000 PY FILE: with PY (a Python with pyarrow), FILE a Parquet
+# file of 70 000 rows (v, an int64; s, "row N") in row groups of 30 000:
+# rows enough for a scan to hash on helper threads
+parquet_70000() {
+	"$1" -c 'import sys, pyarrow as pa, pyarrow.parquet as pq
+n = 70000
+pq.write_table(pa.table({"v": pa.array(range(n), pa.int64()),
+                         "s": pa.array([f"row {i}" for i in range(n)])}),
+               sys.argv[1], row_group_size=30000)' "$2"
+}
+
 # mount_slowfs DIR MNT OPTS: slowfs (tests/bench/slowfs.c, slow storage)
 # over DIR on MNT with -o OPTS, its pid in slow_pid; 1 when it does not
 # mount.  The script unmounts it (unmount_slowfs) after the views over it,

@@ -207,26 +207,15 @@ expect_run "no source" 2 "shardfs-index: $T/none: cannot open the source directo
 venv=$(bash "$TESTS/python/venv.sh" "$TESTS/python/requirements.txt") ||
 	bad "build the pyarrow venv"
 mkdir "$T/big"
-"$venv/bin/python" -c 'import sys, pyarrow as pa, pyarrow.parquet as pq
-n = 70000
-pq.write_table(pa.table({"v": pa.array(range(n), pa.int64()),
-                         "s": pa.array([f"row {i}" for i in range(n)])}),
-               sys.argv[1], row_group_size=30000)' "$T/big/rows.parquet" ||
+parquet_70000 "$venv/bin/python" "$T/big/rows.parquet" ||
 	bad "write a Parquet file of 70000 rows"
-# clones FILE: the threads strace -c counted in FILE
-clones() { awk '$NF ~ /^clone/ { n += $4 } END { print n + 0 }' "$1"; }
-# (LeakSanitizer's exit check runs in a thread of its own, and fails
-# under ptrace: off for these two runs)
-noleaks=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
-ASAN_OPTIONS=$noleaks strace -f -qq -e trace=clone,clone3 -c -o "$T/strace-1" \
-	shardfs-index "$T/big" --jobs 1 --quiet --out "$T/big-1" ||
+traced "$T/strace-1" shardfs-index "$T/big" --jobs 1 --quiet --out "$T/big-1" ||
 	bad "index with --jobs 1"
-expect_eq "--jobs 1: one thread reads and hashes" "$(clones "$T/strace-1")" 1
-ASAN_OPTIONS=$noleaks strace -f -qq -e trace=clone,clone3 -c -o "$T/strace-4" \
-	shardfs-index "$T/big" --jobs 4 --quiet --out "$T/big-4" ||
+expect_eq "--jobs 1: one thread reads and hashes" "$(threads_in "$T/strace-1")" 1
+traced "$T/strace-4" shardfs-index "$T/big" --jobs 4 --quiet --out "$T/big-4" ||
 	bad "index with --jobs 4"
 expect_eq "--jobs 4, one shard: a worker and 3 hashing helpers" \
-	"$(clones "$T/strace-4")" 4
+	"$(threads_in "$T/strace-4")" 4
 shardfs-index "$T/big" --quiet --out "$T/big-d" || bad "index with the default jobs"
 expect_eq "the same index with --jobs 1, 4 and the default" \
 	"$(diff -r "$T/big-1" "$T/big-d" && diff -r "$T/big-4" "$T/big-d" && echo same)" same
@@ -248,11 +237,10 @@ pq.write_table(pa.table({"s": pa.array([f"{i:0500d}" for i in range(n)])}),
                sys.argv[1], row_group_size=30000)' "$T/two/a-60000.parquet" ||
 	bad "write a Parquet file of 60000 rows"
 cp "$T/big/rows.parquet" "$T/two/b-70000.parquet"
-ASAN_OPTIONS=$noleaks strace -f -qq -e trace=clone,clone3 -c -o "$T/strace-two" \
-	shardfs-index "$T/two" --jobs 4 --quiet --out "$T/two-4" ||
+traced "$T/strace-two" shardfs-index "$T/two" --jobs 4 --quiet --out "$T/two-4" ||
 	bad "index two shards with --jobs 4"
 expect_eq "--jobs 4, two shards: the spare threads help the big one alone" \
-	"$(clones "$T/strace-two")" 4
+	"$(threads_in "$T/strace-two")" 4
 shardfs-index "$T/two" --jobs 1 --quiet --out "$T/two-1" ||
 	bad "index two shards with --jobs 1"
 expect_eq "the same index of two shards with --jobs 1 and 4" \

@@ -60,27 +60,17 @@ unmount_view "$M"
 venv=$(bash "$TESTS/python/venv.sh" "$TESTS/python/requirements.txt") ||
 	bad "build the pyarrow venv"
 mkdir "$T/pbig"
-"$venv/bin/python" -c 'import sys, pyarrow as pa, pyarrow.parquet as pq
-n = 70000
-pq.write_table(pa.table({"v": pa.array(range(n), pa.int64()),
-                         "s": pa.array([f"row {i}" for i in range(n)])}),
-               sys.argv[1], row_group_size=30000)' "$T/pbig/rows.parquet" ||
+parquet_70000 "$venv/bin/python" "$T/pbig/rows.parquet" ||
 	bad "write a Parquet file of 70000 rows"
 shardfs-index "$T/pbig" --quiet --no-hash
 mount_view "$T/pbig" "$M" world=1,workers=1 || bad "mount pbig"
-# clones FILE: the threads strace -c counted in FILE
-clones() { awk '$NF ~ /^clone/ { n += $4 } END { print n + 0 }' "$1"; }
-# (LeakSanitizer's exit check runs in a thread of its own, and fails
-# under ptrace: off for these runs)
-noleaks=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
 for j in 1 4; do
-	ASAN_OPTIONS=$noleaks strace -f -qq -e trace=clone,clone3 -c \
-		-o "$T/strace-$j" shardfs-check view "$M" --jobs $j --json \
+	traced "$T/strace-$j" shardfs-check view "$M" --jobs $j --json \
 		> "$T/pbig-$j.json" || bad "check with --jobs $j"
 done
-expect_eq "--jobs 1: one thread a pass" "$(clones "$T/strace-1")" 2
+expect_eq "--jobs 1: one thread a pass" "$(threads_in "$T/strace-1")" 2
 expect_eq "--jobs 4, one file: a worker and 3 hashing helpers a pass" \
-	"$(clones "$T/strace-4")" 8
+	"$(threads_in "$T/strace-4")" 8
 shardfs-check view "$M" --json > "$T/pbig-d.json" || bad "check, default jobs"
 expect_eq "the same verdict with --jobs 1, 4 and the default" \
 	"$(cmp "$T/pbig-1.json" "$T/pbig-d.json" && cmp "$T/pbig-4.json" "$T/pbig-d.json" && verdict < "$T/pbig-d.json")" \
