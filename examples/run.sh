@@ -2,12 +2,14 @@
 # run.sh BUILD TESTS: the seed jobs of examples/ on real mounts, in the
 # environment of tests/python/requirements.txt (tests/python/venv.sh),
 # each one's output compared exactly.  Every mount is unmounted by its
-# path on exit.
+# path on exit (killed by ctest's timeout, too: tests/guard.sh).
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 TESTS=$(cd "$2" && pwd)
 EX=$TESTS/../examples
 T=$(mktemp -d /tmp/shardfs-examples-XXXXXX)
+. "$TESTS/guard.sh"
+guard_scratch "$T"
 mounted=()
 cleanup() {
 	local m

@@ -2,7 +2,8 @@
 # a scratch directory $T, checks that count and the closing tally line,
 # and mounting: every mount made through mount_view runs the daemon in the
 # foreground (its log in $T/daemon-N.log) and is unmounted when the script
-# exits, however it exits.  Unmounts go by the path that was mounted,
+# exits, however it exits (killed by ctest's timeout, too: guard.sh).
+# Unmounts go by the path that was mounted,
 # never by process name.  unmount_view also checks that the daemon exited
 # 0 and that its log holds no sanitizer report.  A test that sets its own
 # EXIT trap calls unmount_all from it.
@@ -11,6 +12,8 @@ BUILD=$1
 TESTS=$2
 PATH="$BUILD:$BUILD/tests:$PATH"
 T=$(mktemp -d /tmp/shardfs-cli-XXXXXX)
+. "$(dirname "${BASH_SOURCE[0]}")/guard.sh"
+guard_scratch "$T"
 passed=0
 failed=0
 

@@ -8,6 +8,18 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 bash tests/install-deps.sh
 jobs=$(nproc)
+# what the tests' guards unmounted after a test was killed (tests/guard.sh)
+export GUARD_LOG
+GUARD_LOG=$(mktemp /tmp/shardfs-guard-XXXXXX)
+guard_report() {
+	sleep 2 # a guard acts within a second of its test's end
+	if [ -s "$GUARD_LOG" ]; then
+		echo "== mounts left by killed tests, unmounted by their guards"
+		cat "$GUARD_LOG"
+	fi
+	rm -f "$GUARD_LOG"
+}
+trap guard_report EXIT
 
 echo "== formatting (clang-format, .clang-format)"
 files=$(git ls-files '*.c' '*.h' 2>/dev/null || find src include tests -name '*.[ch]')

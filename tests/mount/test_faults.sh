@@ -291,6 +291,29 @@ out=$(python3 "$check" "$M" jsonl)
 expect_eq "after SIGKILL: mounted again, view = plan" "$?" 0 || echo "$out" >&2
 unmount_view "$M"
 
+section "a test killed as ctest's timeout kills: its guard unmounts its view"
+# the script and its daemon killed with SIGKILL at once (no trap runs);
+# the guard of tests/guard.sh, outside their process group, unmounts what
+# the script mounted beneath its scratch directory and removes that
+cat > "$T/killed.sh" <<'EOF'
+. "$1/lib.sh" "$2" "$1"
+mount_view "$3/jsonl" "$T/m" world=1 || exit 1
+echo "$T" > "$3/killed.T"
+sleep 600
+EOF
+GUARD_LOG=$T/guard.log setsid bash "$T/killed.sh" "$TESTS" "$BUILD" "$T" &
+killed=$!
+for i in $(seq 200); do [ -s "$T/killed.T" ] && break; sleep 0.05; done
+KT=$(cat "$T/killed.T")
+mounts+=("$KT/m") # unmounted on exit should the guard fail
+expect_eq "killed test: its view is mounted" "$(mountpoint -q "$KT/m" && echo mounted)" mounted
+kill -KILL -- -"$killed"
+wait "$killed" 2>/dev/null
+for i in $(seq 100); do [ -e "$KT" ] || break; sleep 0.1; done
+expect_eq "killed test: its view unmounted" "$(grep -c " $KT/m " /proc/mounts)" 0
+expect_eq "killed test: its scratch removed" "$([ -e "$KT" ] && echo left)" ""
+expect_eq "killed test: the guard says so" "$(sed 1d "$T/guard.log")" "$KT/m"
+
 # --- 64 readers check every byte while the epoch switches every 100 ms ---
 section "64 readers hashing while the epoch switches every 100 ms"
 mount_view "$T/jsonl" "$M" "world=4,workers=2,block=25,symlinks=0" || bad "mount for stress"

@@ -5,19 +5,18 @@
 # of requirements.txt (venv.sh: built once, then reused), with the sources
 # of ./python copied for this run alone (first on PYTHONPATH).  Every mount is made under a scratch directory that is
 # removed on exit; anything still mounted there (a pytest killed by a
-# timeout) is unmounted first, by its path.
+# timeout, or this script killed by ctest's: guard.sh) is unmounted
+# first, by its path.
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 TESTS=$(cd "$2" && pwd)
 SUITE=$3
 shift 3
 T=$(mktemp -d /tmp/shardfs-py-XXXXXX)
+. "$TESTS/guard.sh"
+guard_scratch "$T"
 cleanup() {
-	local m
-	# deepest first
-	for m in $(awk -v t="$T" 'index($2, t) == 1 { print $2 }' /proc/mounts | sort -r); do
-		fusermount3 -u "$m" 2>/dev/null || umount -l "$m"
-	done
+	unmount_beneath "$T" >/dev/null
 	rm -rf --one-file-system "$T"
 }
 trap cleanup EXIT
