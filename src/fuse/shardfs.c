@@ -473,6 +473,44 @@ static int serve(struct fs *fs, bool single)
 	return rc;
 }
 
+/* fs's options at their defaults, its locks and its file table: 0 or
+ * -ENOMEM */
+static int fs_init(struct fs *fs)
+{
+	sfs_options_init(&fs->vopts.options);
+	sfs_mount_opts_init(&fs->mount);
+	fs->srcfd = -1;
+	pthread_mutex_init(&fs->lock, NULL);
+	pthread_mutex_init(&fs->switch_lock, NULL);
+	pthread_rwlock_init(&fs->root_lookups, NULL);
+	pthread_mutex_init(&fs->ctl_lock, NULL);
+	pthread_mutex_init(&fs->text_lock, NULL);
+	return files_init(&fs->files, FILES_CACHED);
+}
+
+/* Stop what serves fs's reads and free its views and index; a prefetch
+ * read stuck on a stalled source ends the process with rc instead. */
+static void fs_stop(struct fs *fs, int rc)
+{
+	/* first: its queued chunks name shards of the index or, on a
+	 * followed source, of the stream, which follow_stop frees */
+	if (!prefetch_stop(fs->prefetch)) {
+		fs_log(fs, LOG_WARNING,
+		       "exiting while prefetch reads still wait for the stalled source: they end with the process");
+		_exit(rc);
+	}
+	/* the watcher, stopped next, answers parked reads, which ask for
+	 * it (follow_ahead) */
+	fs->prefetch = NULL;
+	follow_stop(fs);
+	fs_release_views(fs);
+	if (fs->fds.ents)
+		fdcache_destroy(&fs->fds);
+	if (fs->srcfd >= 0)
+		close(fs->srcfd);
+	sfs_index_free(fs->idx);
+}
+
 int main(int argc, char **argv)
 {
 	struct fs fs = { 0 };
@@ -482,16 +520,8 @@ int main(int argc, char **argv)
 	char *base = NULL, *mnt = NULL;
 	int rc = 1, bad;
 
-	sfs_options_init(&fs.vopts.options);
-	sfs_mount_opts_init(&fs.mount);
 	a.mount = &fs.mount;
-	fs.srcfd = -1;
-	pthread_mutex_init(&fs.lock, NULL);
-	pthread_mutex_init(&fs.switch_lock, NULL);
-	pthread_rwlock_init(&fs.root_lookups, NULL);
-	pthread_mutex_init(&fs.ctl_lock, NULL);
-	pthread_mutex_init(&fs.text_lock, NULL);
-	if (files_init(&fs.files, FILES_CACHED)) {
+	if (fs_init(&fs)) {
 		fprintf(stderr, "%s: out of memory\n", prog);
 		goto out_files;
 	}
@@ -553,23 +583,7 @@ out_session:
 	 * a clean unmount, as asked */
 	rc = rc == 0 || rc == SIGTERM || rc == SIGINT || rc == SIGHUP ? 0 : 1;
 out:
-	/* first: its queued chunks name shards of the index or, on a
-	 * followed source, of the stream, which follow_stop frees */
-	if (!prefetch_stop(fs.prefetch)) {
-		fs_log(&fs, LOG_WARNING,
-		       "exiting while prefetch reads still wait for the stalled source: they end with the process");
-		_exit(rc);
-	}
-	/* the watcher, stopped next, answers parked reads, which ask for
-	 * it (follow_ahead) */
-	fs.prefetch = NULL;
-	follow_stop(&fs);
-	fs_release_views(&fs);
-	if (fs.fds.ents)
-		fdcache_destroy(&fs.fds);
-	if (fs.srcfd >= 0)
-		close(fs.srcfd);
-	sfs_index_free(fs.idx);
+	fs_stop(&fs, rc);
 out_files:
 	files_destroy(&fs.files);
 	control_free(&fs);
