@@ -72,13 +72,25 @@ struct sfs_view_node {
 	uint32_t nchildren;
 	/* files and links */
 	uint32_t plan; /* which of view->plans */
-	size_t file; /* in that plan's files */
+	/* a followed source's window file (sfs_view_follow): its window,
+	 * an index into view->follow->wins (in what was padding) */
+	uint32_t window;
+	size_t file; /* in that plan's files; a followed source's window
+		      * file or stream: its reader, an index into
+		      * view->follow->readers and each window's readers */
 	uint32_t member; /* files datasets: 0 the shard, i members[i-1] */
 	/* a file of a reader's dataset: 1 + which of view->datasets (0:
 	 * none), and which of its files; plan and file name the reader's
 	 * first plan file of that shard */
 	uint32_t dataset;
 	uint32_t dfile;
+	/* a followed source's only (in what was padding: a node costs 64
+	 * bytes on 64-bit machines, as before them): grows, a stream whose
+	 * windows are not all built (size is what is readable now; a later
+	 * copy of the view has more); gone, a window file consumed and
+	 * deleted (its number kept, no longer its directory's child) */
+	bool grows;
+	bool gone;
 	uint64_t size; /* bytes; links: length of the target */
 };
 

@@ -72,6 +72,14 @@ int sfs_view_add_dataset(struct builder *b, uint32_t wdir, uint32_t plan,
 			 const struct sfs_plan_reader *r, size_t i,
 			 const char *prefix);
 
+/*
+ * Group the children of v's directories (each node's parent; nodes gone
+ * left out) into v->children, each directory's sorted by name, as
+ * sfs_view_lookup needs: first_child and nchildren set on every node.
+ * Returns 0 or -ENOMEM (v->children then NULL).
+ */
+int sfs_view_group_children(struct sfs_view *v);
+
 /* The decimal digits of n. */
 int sfs_view_digits(uint64_t n);
 
