@@ -674,6 +674,7 @@ void sfs_view_free(struct sfs_view *v)
 		sfs_dataset_view_free(v->datasets[e]);
 	free(v->datasets);
 	sfs_slice_cache_free(v->slices);
+	sfs_view_follow_free(v->follow);
 	free(v);
 }
 
@@ -817,11 +818,15 @@ void sfs_view_source(const struct sfs_view *v, const struct sfs_view_node *n,
 int sfs_view_slice(const struct sfs_view *v, const struct sfs_view_node *n,
 		   int fd, struct sfs_slice **out, struct sfs_error *err)
 {
-	const struct sfs_plan_file *f = sfs_view_file(v, n);
-	const struct sfs_plan *p = v->plans[n->plan];
+	const struct sfs_plan_file *f;
+	const struct sfs_plan *p;
 	uint64_t key = n->file;
 	uint32_t e;
 
+	if (v->follow) /* no plan: its windows */
+		return sfs_view_follow_slice(v, n, out, err);
+	f = sfs_view_file(v, n);
+	p = v->plans[n->plan];
 	if (n->dataset) {
 		const struct sfs_dataset_file *df =
 			&v->datasets[n->dataset - 1]->files[n->dfile];

@@ -80,6 +80,15 @@ int sfs_view_add_dataset(struct builder *b, uint32_t wdir, uint32_t plan,
  */
 int sfs_view_group_children(struct sfs_view *v);
 
+/* sfs_view_slice of a followed source's node n (view_follow.c). */
+int sfs_view_follow_slice(const struct sfs_view *v,
+			  const struct sfs_view_node *n, struct sfs_slice **out,
+			  struct sfs_error *err);
+
+/* Free what a followed source's view keeps of its windows (its copies of
+ * the arrays; the windows are borrowed).  NULL is a no-op. */
+void sfs_view_follow_free(struct sfs_view_follow *f);
+
 /* The decimal digits of n. */
 int sfs_view_digits(uint64_t n);
 
