@@ -77,9 +77,10 @@ struct sfs_view_node {
 	/* a followed source's window file (sfs_view_follow): its window,
 	 * an index into view->follow->wins (in what was padding) */
 	uint32_t window;
-	size_t file; /* in that plan's files; a followed source's window
-		      * file or stream: its reader, an index into
-		      * view->follow->readers and each window's readers */
+	size_t file; /* in that plan's files; a followed source's worker
+		      * directory, window file or stream: its reader, an
+		      * index into view->follow->readers and each window's
+		      * readers */
 	uint32_t member; /* files datasets: 0 the shard, i members[i-1] */
 	/* a file of a reader's dataset: 1 + which of view->datasets (0:
 	 * none), and which of its files; plan and file name the reader's

@@ -153,6 +153,7 @@ static void test_view_follow_first(void **state)
 	assert_int_equal(walk(v, "3/1"), 3);
 	assert_int_equal(walk(v, "5"), 4);
 	assert_int_equal(walk(v, "5/1"), 6);
+	assert_int_equal(v->nodes[6].file, 3); /* a worker's: its reader */
 	assert_int_equal(walk(v, "4"), -1);
 	assert_int_equal(walk(v, "3/2"), -1);
 	listing(v, 6, list, sizeof(list));
