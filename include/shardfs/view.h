@@ -41,6 +41,8 @@
 #include "shardfs/plan.h"
 #include "shardfs/slice.h"
 
+struct sfs_window; /* window.h */
+
 /* The extended attributes of a file of the view: its provenance. */
 #define SFS_XATTR_SOURCE "user.shardfs.source" /* the source file */
 #define SFS_XATTR_SAMPLES "user.shardfs.samples" /* how many */
@@ -72,13 +74,26 @@ struct sfs_view_node {
 	uint32_t nchildren;
 	/* files and links */
 	uint32_t plan; /* which of view->plans */
-	size_t file; /* in that plan's files */
+	/* a followed source's window file (sfs_view_follow): its window,
+	 * an index into view->follow->wins (in what was padding) */
+	uint32_t window;
+	size_t file; /* in that plan's files; a followed source's worker
+		      * directory, window file or stream: its reader, an
+		      * index into view->follow->readers and each window's
+		      * readers */
 	uint32_t member; /* files datasets: 0 the shard, i members[i-1] */
 	/* a file of a reader's dataset: 1 + which of view->datasets (0:
 	 * none), and which of its files; plan and file name the reader's
 	 * first plan file of that shard */
 	uint32_t dataset;
 	uint32_t dfile;
+	/* a followed source's only (in what was padding: a node costs 64
+	 * bytes on 64-bit machines, as before them): grows, a stream whose
+	 * windows are not all built (size is what is readable now; a later
+	 * copy of the view has more); gone, a window file consumed and
+	 * deleted (its number kept, no longer its directory's child) */
+	bool grows;
+	bool gone;
 	uint64_t size; /* bytes; links: length of the target */
 };
 
@@ -120,6 +135,9 @@ struct sfs_view {
 	 * kept for sfs_view_slice, keyed by their file's number counted
 	 * across the plans in order */
 	struct sfs_slice_cache *slices;
+	/* a followed source's view (sfs_view_follow): its windows and
+	 * readers, the view's copies; NULL for every other view */
+	struct sfs_view_follow *follow;
 };
 
 /*
@@ -214,9 +232,78 @@ void sfs_view_source(const struct sfs_view *v, const struct sfs_view_node *n,
  * whole file of a reader's dataset, or the bytes the view synthesized.
  * fd is the source file (sfs_view_source), open for reading.  Returns 0
  * and a new slice (sfs_slice_free; it may share bytes the view keeps:
- * free it before the view) or the errors of sfs_slice_cache_build.
+ * free it before the view) or the errors of sfs_slice_cache_build.  Of a
+ * followed source's view (sfs_view_follow): a window file's, its reader's
+ * part of the window and the window's trailer; a stream's, its reader's
+ * part of every window in order (those gone too: offsets never move),
+ * and the last window's trailer once complete; -ESTALE for a window gone
+ * (its bytes' shards deleted).
  */
 int sfs_view_slice(const struct sfs_view *v, const struct sfs_view_node *n,
 		   int fd, struct sfs_slice **out, struct sfs_error *err);
+
+/*
+ * The view of a source that grows (follow=1, docs/follow.md): the same
+ * tree, its files made of windows (window.h).
+ *
+ *   /                      node 0
+ *     <rank>/              one per rank shown, in the readers' order
+ *       <worker>/          a reader's
+ *         stream.<ext>     its windows end to end, and the trailer
+ *                          (a tar's end-of-archive) once complete
+ *         window-<k>.<ext> its part of window k, with the trailer
+ *                          (k zero-padded to 8 digits)
+ *
+ * Such a view is built once (prev NULL), then copied as the stream grows:
+ * each copy is a new immutable view, the one it grew from unchanged.
+ * Node numbers are given once and kept: the root, then for each reader
+ * in order its rank's directory (at the rank's first reader) and its
+ * worker directory, then every reader's stream (stream_node + reader),
+ * then each window's files, one per reader in order (window_node +
+ * window * nreaders + reader).  A node number names the same file in
+ * every later copy.  A window consumed and deleted (below hidden) keeps
+ * its node, marked gone, and leaves its directory's children.
+ *
+ * Its file nodes are SFS_NODE_FILE with window and file (the reader) set;
+ * sfs_view_slice serves them (fd not used: each extent's file is its
+ * shard's number in the stream, window.h); sfs_view_file,
+ * sfs_view_source, sfs_view_source_path and sfs_view_access do not apply
+ * (no plan): the windows answer those (window.h, sfs_window_xattr).
+ */
+struct sfs_view_reader {
+	uint32_t rank, worker;
+};
+
+struct sfs_view_follow {
+	/* the windows built, in stream order, consecutive (window k + 1
+	 * after window k); borrowed: they must outlive every view that
+	 * names them.  The view keeps a copy of the array. */
+	struct sfs_window *const *wins;
+	size_t nwins;
+	size_t hidden; /* wins[0 .. hidden): consumed and deleted */
+	/* the readers shown (ranks in order, each rank's workers in order),
+	 * as each window's readers are: wins[i]->readers[r] is readers[r]'s */
+	const struct sfs_view_reader *readers;
+	size_t nreaders;
+	const char *ext; /* the files' ending, without its dot: "jsonl" */
+	bool complete; /* the stream ended and every window is in wins */
+	/* set by the build, ignored in its input: the first stream's node
+	 * and window 0's reader 0's */
+	uint32_t stream_node, window_node;
+};
+
+/*
+ * The view of the followed source in: a first one (prev NULL), or prev
+ * grown (borrowed, unchanged: it stays valid while readers use it).  A
+ * copy must name the same readers and every window of prev, in order,
+ * and may add windows, hide more of them and become complete; never
+ * fewer, never after prev was complete.  Returns 0 and the new view in
+ * *out, -EINVAL (the message names what differs and the fix),
+ * -EOVERFLOW (more nodes than a view numbers), -ENOMEM; *out untouched
+ * then.
+ */
+int sfs_view_follow(const struct sfs_view *prev,
+		    const struct sfs_view_follow *in, struct sfs_view **out,
+		    struct sfs_error *err);
 
 #endif

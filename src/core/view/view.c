@@ -454,24 +454,24 @@ static bool in_order(const struct sfs_view *v, const struct sfs_view_node *n)
 	return true;
 }
 
-/* Resolve names, group children per directory, sort them by name. */
-static int finish(struct builder *b)
+/* (view_i.h) */
+int sfs_view_group_children(struct sfs_view *v)
 {
-	struct sfs_view *v = b->v;
 	uint32_t i, *fill;
 
-	v->names = b->pool;
-	b->pool = NULL;
-	for (i = 0; i < v->nnodes; i++)
-		v->nodes[i].name = v->names + b->name_at[i];
 	v->children = malloc((v->nnodes + 1) * sizeof(*v->children));
 	fill = calloc(v->nnodes + 1, sizeof(*fill));
 	if (!v->children || !fill) {
+		free(v->children);
+		v->children = NULL;
 		free(fill);
 		return -ENOMEM;
 	}
+	for (i = 0; i < v->nnodes; i++)
+		v->nodes[i].nchildren = 0;
 	for (i = 1; i < v->nnodes; i++)
-		v->nodes[v->nodes[i].parent].nchildren++;
+		if (!v->nodes[i].gone)
+			v->nodes[v->nodes[i].parent].nchildren++;
 	for (i = 0, fill[0] = 0; i < v->nnodes; i++) {
 		v->nodes[i].first_child = fill[0];
 		fill[0] += v->nodes[i].nchildren;
@@ -479,7 +479,8 @@ static int finish(struct builder *b)
 	for (i = 0; i < v->nnodes; i++)
 		fill[i] = v->nodes[i].first_child;
 	for (i = 1; i < v->nnodes; i++)
-		v->children[fill[v->nodes[i].parent]++] = i;
+		if (!v->nodes[i].gone)
+			v->children[fill[v->nodes[i].parent]++] = i;
 	free(fill);
 	for (i = 0; i < v->nnodes; i++)
 		if (!in_order(v, &v->nodes[i]))
@@ -487,6 +488,19 @@ static int finish(struct builder *b)
 				v->nodes[i].nchildren, sizeof(uint32_t),
 				child_cmp, v);
 	return 0;
+}
+
+/* Resolve names, group children per directory, sort them by name. */
+static int finish(struct builder *b)
+{
+	struct sfs_view *v = b->v;
+	uint32_t i;
+
+	v->names = b->pool;
+	b->pool = NULL;
+	for (i = 0; i < v->nnodes; i++)
+		v->nodes[i].name = v->names + b->name_at[i];
+	return sfs_view_group_children(v);
 }
 
 static int build_tree(struct builder *b)
@@ -660,6 +674,7 @@ void sfs_view_free(struct sfs_view *v)
 		sfs_dataset_view_free(v->datasets[e]);
 	free(v->datasets);
 	sfs_slice_cache_free(v->slices);
+	sfs_view_follow_free(v->follow);
 	free(v);
 }
 
@@ -803,11 +818,15 @@ void sfs_view_source(const struct sfs_view *v, const struct sfs_view_node *n,
 int sfs_view_slice(const struct sfs_view *v, const struct sfs_view_node *n,
 		   int fd, struct sfs_slice **out, struct sfs_error *err)
 {
-	const struct sfs_plan_file *f = sfs_view_file(v, n);
-	const struct sfs_plan *p = v->plans[n->plan];
+	const struct sfs_plan_file *f;
+	const struct sfs_plan *p;
 	uint64_t key = n->file;
 	uint32_t e;
 
+	if (v->follow) /* no plan: its windows */
+		return sfs_view_follow_slice(v, n, out, err);
+	f = sfs_view_file(v, n);
+	p = v->plans[n->plan];
 	if (n->dataset) {
 		const struct sfs_dataset_file *df =
 			&v->datasets[n->dataset - 1]->files[n->dfile];

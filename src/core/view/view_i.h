@@ -72,6 +72,23 @@ int sfs_view_add_dataset(struct builder *b, uint32_t wdir, uint32_t plan,
 			 const struct sfs_plan_reader *r, size_t i,
 			 const char *prefix);
 
+/*
+ * Group the children of v's directories (each node's parent; nodes gone
+ * left out) into v->children, each directory's sorted by name, as
+ * sfs_view_lookup needs: first_child and nchildren set on every node.
+ * Returns 0 or -ENOMEM (v->children then NULL).
+ */
+int sfs_view_group_children(struct sfs_view *v);
+
+/* sfs_view_slice of a followed source's node n (view_follow.c). */
+int sfs_view_follow_slice(const struct sfs_view *v,
+			  const struct sfs_view_node *n, struct sfs_slice **out,
+			  struct sfs_error *err);
+
+/* Free what a followed source's view keeps of its windows (its copies of
+ * the arrays; the windows are borrowed).  NULL is a no-op. */
+void sfs_view_follow_free(struct sfs_view_follow *f);
+
 /* The decimal digits of n. */
 int sfs_view_digits(uint64_t n);
 
