@@ -14,13 +14,15 @@
 # once, for a script's own EXIT trap).
 GUARD_LOG=${GUARD_LOG:-/tmp/shardfs-tests-guard.log}
 
-# unmount_beneath DIR: every mount beneath DIR, deepest first
+# unmount_beneath DIR: every mount beneath DIR, deepest first.  findmnt
+# escapes a path's blanks, newlines and backslashes (\xHH); decoded, the
+# paths go on NUL-separated: a newline in one must not make two.
 unmount_beneath() {
 	local m
-	findmnt -rn -o TARGET | while read -r m; do
-		m=$(printf '%b' "$m")
-		case $m in "$1"/*) printf '%s\n' "$m" ;; esac
-	done | sort -r | while read -r m; do
+	findmnt -rn -o TARGET | while IFS= read -r m; do
+		printf -v m '%b' "$m"
+		case $m in "$1"/*) printf '%s\0' "$m" ;; esac
+	done | sort -rz | while IFS= read -r -d '' m; do
 		fusermount3 -u "$m" 2>/dev/null || umount -l "$m"
 		printf '%s\n' "$m"
 	done

@@ -12,6 +12,8 @@
 #include <string.h>
 #include <syslog.h>
 
+#include <linux/fuse.h>
+
 #include "fs.h"
 #include "shardfs/util.h"
 
@@ -193,14 +195,17 @@ static void reply_free(struct fs *fs, struct fs_reply *r)
 
 /*
  * Whether libfuse splices r: its pipe must hold a page for each piece,
- * one for the header and one more, and the bytes (fuse_send_data_iov).
+ * one for the header and one more, the bytes and the header's own
+ * (fuse_send_data_iov counts the reply's length with its header).
  * When it cannot, libfuse copies the reply into memory of its own, and a
  * source that reads short there is sent short: such a reply is copied
  * here instead, where a short source answers EIO.
  */
 static bool fits_pipe(const struct fs *fs, const struct fs_reply *r)
 {
-	return r->len + 4096 * (r->bv->count + 2) <= fs->pipe_size;
+	return r->len + sizeof(struct fuse_out_header) +
+		       4096 * (r->bv->count + 2) <=
+	       fs->pipe_size;
 }
 
 /*

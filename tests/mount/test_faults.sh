@@ -313,6 +313,21 @@ for i in $(seq 100); do [ -e "$KT" ] || break; sleep 0.1; done
 expect_eq "killed test: its view unmounted" "$(grep -c " $KT/m " /proc/mounts)" 0
 expect_eq "killed test: its scratch removed" "$([ -e "$KT" ] && echo left)" ""
 expect_eq "killed test: the guard says so" "$(sed 1d "$T/guard.log")" "$KT/m"
+# the sweep unmounts what is beneath the directory, whatever its name
+# (blanks, a backslash, a newline and a path after it), and nothing else:
+# tmpfs mounts in a mount namespace of the test's own
+cat > "$T/odd.sh" <<'EOF'
+. "$1/guard.sh"
+nl=$'\n'
+mkdir -p "$2/victim"
+for d in "$2/d/a b" "$2/d/c\\d" "$2/d/x${nl}$2/victim" "$2/d/end " "$2/victim"; do
+	mkdir -p "$d" && mount -t tmpfs none "$d"
+done
+unmount_beneath "$2/d" >/dev/null
+findmnt -rn -o TARGET | grep -F "$2"
+EOF
+expect_eq "the guard's sweep: odd names beneath, and only beneath" \
+	"$(unshare -m --propagation private bash "$T/odd.sh" "$TESTS" "$T/odd")" "$T/odd/victim"
 
 # --- 64 readers check every byte while the epoch switches every 100 ms ---
 section "64 readers hashing while the epoch switches every 100 ms"
