@@ -17,6 +17,9 @@
 #include "fs.h"
 #include "shardfs/util.h"
 
+/* libfuse copies a reply of fewer bytes than two pages itself */
+#define SPLICE_MIN 8192
+
 /* A control file opened without no_open: a snapshot for its reads. */
 static void open_control(fuse_req_t req, struct fs *fs, fuse_ino_t ino,
 			 struct fuse_file_info *fi)
@@ -194,22 +197,26 @@ static void reply_free(struct fs *fs, struct fs_reply *r)
 }
 
 /*
- * Whether libfuse splices r: its pipe must hold a page for each piece,
- * one for the header and one more, the bytes and the header's own
- * (fuse_send_data_iov counts the reply's length with its header).
- * When it cannot, libfuse copies the reply into memory of its own, and a
- * source that reads short there is sent short: such a reply is copied
- * here instead, where a short source answers EIO.
+ * Whether libfuse splices r (fuse_send_data_iov): not below two pages of
+ * bytes, which it copies itself, nor when its pipe cannot hold, by its
+ * reckoning, the bytes and the 16-byte header, a page for the header, a
+ * page a piece and one more.  Then libfuse copies the reply into memory
+ * of its own, and a source that reads short there is sent short: such a
+ * reply is copied here instead, where a short source answers EIO.
+ * (Pieces that start and end inside pages can take more of the pipe than
+ * that reckoning; libfuse then reads back what it spliced and copies:
+ * the bytes are right, the copy is not counted.)
  */
-static bool fits_pipe(const struct fs *fs, const struct fs_reply *r)
+static bool splices(const struct fs *fs, const struct fs_reply *r)
 {
-	return r->len + sizeof(struct fuse_out_header) +
-		       4096 * (r->bv->count + 2) <=
-	       fs->pipe_size;
+	return r->len >= SPLICE_MIN &&
+	       r->len + sizeof(struct fuse_out_header) +
+			       4096 * (r->bv->count + 2) <=
+		       fs->pipe_size;
 }
 
 /*
- * (fs.h) A reply the splice pipe cannot hold is read into memory
+ * (fs.h) A reply libfuse would not splice is read into memory
  * (libfuse's own fallback for fd buffers does the same, but allocates and
  * frees the whole reply per request, which costs more than this copy:
  * see the read path in docs/benchmarks.md).
@@ -225,7 +232,7 @@ int fs_reply_send(fuse_req_t req, struct fs *fs, struct fs_reply *r, int rc)
 		rc = 0;
 	} else if (!r->len) {
 		fuse_reply_buf(req, NULL, 0);
-	} else if (!r->copy && fits_pipe(fs, r)) {
+	} else if (!r->copy && splices(fs, r)) {
 		atomic_fetch_add(&fs->bytes, r->len);
 		fuse_reply_data(req, r->bv, 0);
 	} else {
@@ -234,7 +241,9 @@ int fs_reply_send(fuse_req_t req, struct fs *fs, struct fs_reply *r, int rc)
 		got = buf ? fuse_buf_copy(&dst, r->bv, 0) : -ENOMEM;
 		if (got == (ssize_t)r->len) {
 			atomic_fetch_add(&fs->bytes, r->len);
-			atomic_fetch_add(&fs->copied_reads, 1);
+			/* a small reply is copied as libfuse would copy it */
+			if (r->copy || r->len >= SPLICE_MIN)
+				atomic_fetch_add(&fs->copied_reads, 1);
 			fuse_reply_buf(req, buf, r->len);
 		} else if (got == -ENOMEM) {
 			fuse_reply_err(req, ENOMEM);

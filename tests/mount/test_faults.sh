@@ -63,6 +63,39 @@ PY
 )" "Input/output error"
 expect_eq "truncated: logged once" "$(grep -c "^shardfs: shard-000000.jsonl changed since it was indexed (size 1000, the index says $size, and a new mtime); its files fail with EIO until the index is rebuilt with shardfs-index" "$log")" 1
 
+section "shard truncated while a small read is in flight"
+# a reply of less than two pages libfuse would copy itself and send short
+# when the source reads short; the daemon copies it and answers EIO.  The
+# source behind slowfs, whose reads take 1 s while $T/lat exists: the
+# shard, open in the daemon and its pages out of the cache, is truncated
+# during the read, after the daemon's checks
+cp -a "$T/jsonl" "$T/race"
+mount_slowfs "$T/race" "$T/slow" "latency=0,latency_file=$T/lat"
+mount_view "$T/slow" "$T/rm" "world=1,workers=1,symlinks=0,shuffle=none,prefetch=0" ||
+	bad "mount over slowfs"
+f=$(ls -d "$T/rm"/0/0/* | grep "shard-000002\." | head -1)
+expect_eq "truncated in flight: a read under two pages answers EIO" "$($PY - "$f" "$T/race/shard-000002.jsonl" "$T/lat" <<'PY'
+import os, sys, threading, time
+fd = os.open(sys.argv[1], os.O_RDONLY)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)  # a page a read
+os.pread(fd, 4096, 0)  # the daemon opens the shard
+open("/proc/sys/vm/drop_caches", "w").write("1")  # the source's pages
+open(sys.argv[3], "w").write("1000")
+cut = threading.Thread(target=lambda: (time.sleep(0.4),
+                                       os.truncate(sys.argv[2], 0)))
+cut.start()
+try:
+    n = len(os.pread(fd, 4096, 4096))
+    print("read %d bytes" % n)
+except OSError as e:
+    print(e.strerror)
+cut.join()
+os.unlink(sys.argv[3])
+PY
+)" "Input/output error"
+unmount_view "$T/rm"
+unmount_slowfs "$T/slow"
+
 section "shard replaced by other bytes, same size"
 f=$(view_file 01)
 $PY - "$T/src/shard-000001.jsonl" <<'PY'
