@@ -372,7 +372,6 @@ static int setup(struct fs *fs, const struct args *a)
 	if (!fs->max_read && fs->pipe_size)
 		fs->max_read =
 			(unsigned)((fs->pipe_size - 16384) & ~(size_t)4095);
-	raise_nofile();
 	if (fdcache_init(&fs->fds, fs->follow ? follow_srcfd(fs) : fs->srcfd,
 			 FD_CACHE)) {
 		fprintf(stderr, "%s: %s: %s\n", prog,
@@ -473,10 +472,12 @@ static int serve(struct fs *fs, bool single)
 	return rc;
 }
 
-/* fs's options at their defaults, its locks and its file table: 0 or
- * -ENOMEM */
-static int fs_init(struct fs *fs)
+/* fs's options at their defaults, its locks and its file table, and
+ * every descriptor allowed (the check of the shards at load runs
+ * threads): 0 or -ENOMEM */
+static int fs_prepare(struct fs *fs)
 {
+	raise_nofile();
 	sfs_options_init(&fs->vopts.options);
 	sfs_mount_opts_init(&fs->mount);
 	fs->srcfd = -1;
@@ -521,7 +522,7 @@ int main(int argc, char **argv)
 	int rc = 1, bad;
 
 	a.mount = &fs.mount;
-	if (fs_init(&fs)) {
+	if (fs_prepare(&fs)) {
 		fprintf(stderr, "%s: out of memory\n", prog);
 		goto out_files;
 	}

@@ -77,6 +77,25 @@ expect_eq "the same verdict with --jobs 1, 4 and the default" \
 	'{"dropped": 0, "findings": [], "more": 0, "padding": 0, "per_reader": 70000, "readers": 1, "readers_seen": 1, "remaining": 70000, "sources": [], "verdict": "pass"}'
 unmount_view "$M"
 
+# --- out of descriptors: the check of the shards against the index says
+# so and how to fix it, never that the index is stale; and the threads
+# it runs are those its descriptors allow ---
+shardfs-mkdata "$T/many" --format jsonl --shards 300 --samples 2 --seed 25 >/dev/null
+shardfs-index "$T/many" --quiet
+# (at the lowest limits the dynamic loader may be the one that fails,
+# whose words are its own)
+for n in $(seq 4 12); do
+	prlimit --nofile=$n shardfs-check plan "$T/many" -o world=2 --jobs 16 2>&1 |
+		grep -v ': error while loading shared libraries: ' > "$T/nofile-$n"
+done
+expect_eq "out of descriptors: never \"stale\"" "$(cat "$T"/nofile-* | grep -c stale)" 0
+expect_eq "out of descriptors: every refusal names the fix" \
+	"$(cat "$T"/nofile-* | grep '^shardfs-check: ' | grep -v 'raise the limit of open files (ulimit -n) and try again$')" ""
+expect_eq "out of descriptors: the shards' check refused" \
+	"$(cat "$T"/nofile-* | grep -c "^shardfs-check: $T/many: its shard files could not be checked against the index: Too many open files; raise the limit of open files (ulimit -n) and try again$")" 1
+expect_eq "out of descriptors: passes once the check may run" \
+	"$(tail -qn1 "$T/nofile-12")" "PASS: disjoint, nothing missing, equal counts"
+
 world=3
 for r in 0 1 2; do mount_view "$T/tar" "$M$r" "world=$world,workers=2,rank=$r,seed=5" || bad "mount rank $r"; done
 out=$(shardfs-check view "$M"0 "$M"1 "$M"2)

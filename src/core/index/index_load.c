@@ -295,6 +295,11 @@ static int open_table(struct loader *l, const struct sfs_table_kind *k,
 		return -ENOMEM;
 	*pathp = path;
 	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0 && (errno == EMFILE || errno == ENFILE))
+		return sfs_errorf(
+			l->err, -errno,
+			"%s: cannot open the %s: %s; raise the limit of open files (ulimit -n) and try again",
+			path, k->what, strerror(errno));
 	if (*fd < 0)
 		return sfs_errorf(
 			l->err, errno == ENOENT ? -EINVAL : -EIO,

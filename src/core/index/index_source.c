@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -34,7 +35,16 @@ struct stale {
 	size_t len, cap;
 	size_t count;
 	size_t want; /* look no further once this many are counted */
+	/* a file that could not be looked at for want of descriptors or
+	 * memory (-EMFILE, -ENFILE, -ENOMEM): not stale, the check failed */
+	int failed;
 };
+
+/* Whether rc says the process, not the file, was short of something. */
+static bool short_of(int rc)
+{
+	return rc == -EMFILE || rc == -ENFILE || rc == -ENOMEM;
+}
 
 static void stale_add(struct stale *s, const char *path, const char *what)
 {
@@ -219,7 +229,9 @@ static void check_file(struct stale *s, struct stale *unreadable,
 			note_access(dc, srcfd, path, &st, acc);
 		close(fd);
 	}
-	if (rc < 0) {
+	if (short_of(rc)) {
+		s->failed = s->failed ? s->failed : rc;
+	} else if (rc < 0) {
 		stale_add(s, path,
 			  rc == -ENOENT ? "missing" :
 			  rc == -ELOOP || rc == -EXDEV ?
@@ -350,6 +362,10 @@ struct check {
 	bool to_read;
 	const struct dirs *dc; /* its directories above the source */
 	atomic_size_t stale, denied;
+	atomic_int failed; /* a struct stale's failed, the first seen */
+	/* per item: whether its files hold any that differ or may not be
+	 * read, for the pass that names them to look at those items only */
+	bool *found;
 };
 
 /* Check the files of shards [lo, hi) of idx into s, and into d (when not
@@ -360,8 +376,9 @@ static void check_range(struct sfs_index *idx, size_t lo, size_t hi, int srcfd,
 {
 	size_t i, j;
 
-	for (i = lo;
-	     i < hi && (s->count < s->want || (d && d->count < d->want)); i++) {
+	for (i = lo; i < hi && !s->failed &&
+		     (s->count < s->want || (d && d->count < d->want));
+	     i++) {
 		struct sfs_shard *sh = &idx->shards[i];
 
 		check_file(s, d, dc, srcfd, sh->path, sh->size, sh->mtime_ns,
@@ -373,22 +390,82 @@ static void check_range(struct sfs_index *idx, size_t lo, size_t hi, int srcfd,
 	}
 }
 
+/* The shards [*lo, *hi) of item i of c. */
+static void item_range(const struct check *c, size_t i, size_t *lo, size_t *hi)
+{
+	*lo = c->lo + i * c->per_item;
+	*hi = c->hi - *lo > c->per_item ? *lo + c->per_item : c->hi;
+}
+
 /* (sfs_pool.work) Item i of a check: who may read each file, and how
  * many differ (named by a second pass, when any do). */
 static void check_item(struct sfs_pool *p, size_t i, struct sfs_digest *dg)
 {
 	struct check *c = p->arg;
-	size_t lo = c->lo + i * c->per_item;
-	size_t hi = c->hi - lo > c->per_item ? lo + c->per_item : c->hi;
+	size_t lo, hi;
 	struct dirs dc = { .above = c->dc->above, .nabove = c->dc->nabove };
 	struct stale s = { .want = SIZE_MAX }, d = { .want = SIZE_MAX };
+	int none = 0;
 
 	(void)dg;
+	item_range(c, i, &lo, &hi);
 	check_range(c->idx, lo, hi, c->srcfd, &dc, &s, c->to_read ? &d : NULL);
 	free(dc.last);
 	free(dc.below);
 	atomic_fetch_add(&c->stale, s.count);
 	atomic_fetch_add(&c->denied, d.count);
+	if (s.failed)
+		atomic_compare_exchange_strong(&c->failed, &none, s.failed);
+	c->found[i] = s.count || d.count;
+}
+
+/* The threads a check of a process allowed files open descriptors may
+ * run, of those asked: each holds a few at a time. */
+static unsigned check_threads(unsigned threads)
+{
+	struct rlimit rl;
+
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY &&
+	    threads > rl.rlim_cur / 4)
+		return rl.rlim_cur >= 8 ? (unsigned)(rl.rlim_cur / 4) : 1;
+	return threads;
+}
+
+/* Check c's shards into s and d on the threads of pool: a pass that
+ * counts, then one that names the first files that differ (or, when none
+ * do, may not be read), no more, in the items that found them; or, when
+ * the threads ran out of descriptors, one pass on this thread alone. */
+static void check_pooled(struct check *c, struct sfs_pool *pool,
+			 struct dirs *dc, struct stale *s, struct stale *d)
+{
+	size_t stale, unreadable, k, lo, hi;
+
+	sfs_pool_run(pool);
+	if (atomic_load(&c->failed) == -EMFILE) {
+		/* short of descriptors with the threads at once: one at a
+		 * time, which fails only when not one is left */
+		check_range(c->idx, c->lo, c->hi, c->srcfd, dc, s,
+			    c->to_read ? d : NULL);
+		return;
+	}
+	stale = atomic_load(&c->stale);
+	unreadable = atomic_load(&c->denied);
+	s->failed = atomic_load(&c->failed);
+	s->want = stale < STALE_NAMED ? stale : STALE_NAMED;
+	d->want = stale			   ? 0 :
+		  unreadable < STALE_NAMED ? unreadable :
+					     STALE_NAMED;
+	for (k = 0; k < pool->n && !s->failed; k++) {
+		if (!c->found[k])
+			continue;
+		item_range(c, k, &lo, &hi);
+		check_range(c->idx, lo, hi, c->srcfd, dc, s,
+			    c->to_read ? d : NULL);
+	}
+	if (stale > s->count)
+		s->count = stale;
+	if (unreadable > d->count)
+		d->count = unreadable;
 }
 
 /* Check shards [lo, hi) of idx, which came from the index of source in
@@ -407,15 +484,16 @@ static int check_shards(struct sfs_index *idx, size_t lo, size_t hi,
 	struct stale d = { .msg = denied,
 			   .cap = sizeof(denied),
 			   .want = SIZE_MAX };
-	size_t stale = 0, unreadable = 0;
 	struct dirs dc = { 0 };
 	struct check c = {
 		.idx = idx, .lo = lo, .hi = hi, .to_read = to_read, .dc = &dc
 	};
-	struct sfs_pool pool = { .threads = threads ? threads :
-						      SFS_INDEX_CHECK_THREADS,
+	struct sfs_pool pool = { .threads = check_threads(
+					 threads ? threads :
+						   SFS_INDEX_CHECK_THREADS),
 				 .work = check_item,
 				 .arg = &c };
+	int failed;
 
 	names[0] = denied[0] = '\0';
 	if (dirs_init(&dc, idx->source)) {
@@ -424,9 +502,14 @@ static int check_shards(struct sfs_index *idx, size_t lo, size_t hi,
 	}
 	c.srcfd = open(idx->source, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (c.srcfd < 0) {
+		failed = -errno;
 		dirs_free(&dc);
-		return sfs_errorf(err, -EIO, "%s: cannot open the source: %s",
-				  idx->source, strerror(errno));
+		return sfs_errorf(
+			err, -EIO, "%s: cannot open the source: %s%s",
+			idx->source, strerror(-failed),
+			short_of(failed) ?
+				"; raise the limit of open files (ulimit -n) and try again" :
+				"");
 	}
 	c.per_item = (hi - lo) / (pool.threads * 4) + 1;
 	if (c.per_item > CHECK_ITEM_SHARDS_MAX)
@@ -434,23 +517,25 @@ static int check_shards(struct sfs_index *idx, size_t lo, size_t hi,
 	pool.n = (hi - lo + c.per_item - 1) / c.per_item;
 	atomic_init(&c.stale, 0);
 	atomic_init(&c.denied, 0);
-	/* one thread: the caller's, in order, naming as it goes; more: a
-	 * pass that counts, then one that names the first files that
-	 * differ, no more */
-	if (sfs_pool_threads(&pool) > 1) {
-		sfs_pool_run(&pool);
-		stale = atomic_load(&c.stale);
-		unreadable = atomic_load(&c.denied);
-		s.want = stale < STALE_NAMED ? stale : STALE_NAMED;
-		d.want = unreadable < STALE_NAMED ? unreadable : STALE_NAMED;
-	}
-	check_range(idx, lo, hi, c.srcfd, &dc, &s, to_read ? &d : NULL);
-	if (stale > s.count)
-		s.count = stale;
-	if (unreadable > d.count)
-		d.count = unreadable;
+	atomic_init(&c.failed, 0);
+	c.found = calloc(pool.n, sizeof(*c.found));
+	/* one thread: the caller's, in order, naming as it goes */
+	if (c.found && sfs_pool_threads(&pool) > 1)
+		check_pooled(&c, &pool, &dc, &s, &d);
+	else
+		check_range(idx, lo, hi, c.srcfd, &dc, &s, to_read ? &d : NULL);
+	failed = s.failed;
+	free(c.found);
 	close(c.srcfd);
 	dirs_free(&dc);
+	if (failed)
+		return sfs_errorf(
+			err, failed,
+			"%s: its shard files could not be checked against the index: %s; %s",
+			source, strerror(-failed),
+			failed == -ENOMEM ?
+				"free some memory and try again" :
+				"raise the limit of open files (ulimit -n) and try again");
 	if (!s.count && d.count)
 		return sfs_errorf(
 			err, -EACCES,
