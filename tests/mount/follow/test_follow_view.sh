@@ -3,7 +3,9 @@
 # have what a view's have.
 #   a. its directories answer readdirplus: `ls -l` of a worker's directory
 #      takes no lookup of its entries, and shows the windows' exact sizes
-#      and the stream's size now, also right after it grew
+#      and the stream's size now, also right after it grew; a listing
+#      opened before a window came lists what it was opened on, and
+#      every file keeps its inode as the source grows
 #   b. window files and streams carry extended attributes, as a view's
 #      files do: the shards a window reads, its samples as the stream's
 #      sample numbers, its padding, its window (epoch); a stream's source
@@ -59,11 +61,20 @@ expect_eq "a: the listing was a readdirplus" \
 expect_eq "a: and the kernel looked up none of its entries" \
 	"$(requests "$T/a-m" "$from" LOOKUP $WORKER_INO)" 0
 # the stream grows: the size the listing gave is not kept
+inos=$(stat -c '%i %n' "$W" "$W/stream.jsonl" "$W/window-00000000.jsonl")
+exec {dirfd}<"$W" # a listing opened now, read once the window came
 shard "$T/a" c2.jsonl 8
 for i in $(seq 100); do
 	[ -e "$W/window-00000002.jsonl" ] && break
 	sleep 0.1
 done
+expect_eq "a: a listing opened before the window came lists what it was opened on" \
+	"$(python3 -c 'import os; print(*sorted(os.listdir(3)))' 3<&$dirfd)" \
+	"stream.jsonl window-00000000.jsonl window-00000001.jsonl"
+exec {dirfd}<&-
+expect_eq "a: the directory, the stream and a window keep their inodes as it grows" \
+	"$(stat -c '%i %n' "$W" "$W/stream.jsonl" "$W/window-00000000.jsonl")" \
+	"$inos"
 expect_eq "a: once a window more is there, stat shows the stream's new size" \
 	"$(stat -c '%s %n' "$W/stream.jsonl")" "108 $W/stream.jsonl"
 expect_eq "a: and so does ls -l" \
