@@ -282,24 +282,6 @@ int fs_thread_start(pthread_t *tid, void *(*fn)(void *), void *arg);
  */
 void fs_readahead_once(struct fs *fs);
 
-/* ---- ops.c: what the follow tree's operations share with the views' ---- */
-
-/*
- * Add entry name of a listing to buf (size bytes, *used of them taken),
- * the next one at offset next; with plus (readdirplus) e whole (its inode,
- * attributes and timeouts: a lookup the kernel counts), else e->attr's
- * inode and type.  "." and ".." never carry a lookup, nor an e whose ino
- * is 0 (its attributes' st_ino is the entry's inode).  Returns false when
- * buf is full (nothing added).
- */
-bool fs_add_entry(fuse_req_t req, char *buf, size_t size, size_t *used,
-		  const char *name, const struct fuse_entry_param *e,
-		  off_t next, bool plus);
-
-/* Answer a getxattr or listxattr of size bytes with value (len bytes):
- * its length when size is 0, ERANGE when it does not fit. */
-void fs_reply_xattr(fuse_req_t req, const char *value, size_t len, size_t size);
-
 /* ---- views.c: views and handles; *_locked functions need fs.lock ---- */
 
 /*

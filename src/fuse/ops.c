@@ -294,10 +294,17 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino,
 		handle_free(fs, h);
 }
 
-/* (fs.h) */
-bool fs_add_entry(fuse_req_t req, char *buf, size_t size, size_t *used,
-		  const char *name, const struct fuse_entry_param *e,
-		  off_t next, bool plus)
+/*
+ * Add entry name of a listing to buf (size bytes, *used of them taken),
+ * the next one at offset next; with plus (readdirplus) e whole (its inode,
+ * attributes and timeouts: a lookup the kernel counts), else e->attr's
+ * inode and type.  "." and ".." never carry a lookup, nor an e whose ino
+ * is 0 (its attributes' st_ino is the entry's inode).  Returns false when
+ * buf is full (nothing added).
+ */
+static bool fs_add_entry(fuse_req_t req, char *buf, size_t size, size_t *used,
+			 const char *name, const struct fuse_entry_param *e,
+			 off_t next, bool plus)
 {
 	struct fuse_entry_param d;
 	size_t n;
@@ -550,8 +557,10 @@ static int xattr_value(struct fs *fs, const struct view_ref *vr, uint32_t node,
 	return 0;
 }
 
-/* (fs.h) */
-void fs_reply_xattr(fuse_req_t req, const char *value, size_t len, size_t size)
+/* Answer a getxattr or listxattr of size bytes with value (len bytes):
+ * its length when size is 0, ERANGE when it does not fit. */
+static void fs_reply_xattr(fuse_req_t req, const char *value, size_t len,
+			   size_t size)
 {
 	if (size == 0)
 		fuse_reply_xattr(req, len);
