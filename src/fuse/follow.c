@@ -10,12 +10,11 @@
  *                                       bytes not there yet waits
  *   /.shardfs/status, consumed, ack      control.c's, as on every mount
  *
- * Inode numbers: 1 the root, 2..7 the control directory and its files
- * (fs.h: on this mount .shardfs/status, consumed and ack), then a kind in
- * the top 4 bits: a rank's directory (its rank), a
- * worker's directory and its stream (the reader's number here), a window
- * file (reader << 32 | window - first).  Windows are never freed before
- * the unmount: what a number names never changes.
+ * The tree is a view (sfs_view_follow, served by ops.c and read.c as
+ * every view): the watcher copies it as windows come, consumption hides
+ * them and the stream completes (publish_view, fs_view_grow), so its
+ * inode numbers are a view's (fs.h), kept across its copies.  Windows are
+ * never freed before the unmount: what a number names never changes.
  *
  * One lock (fw.lock) guards what the readers see: the stream as published
  * to them (fw.shards), the windows and the readers.  The watcher scans
@@ -24,9 +23,9 @@
  * outside it, each read opening the shard and checking it is as it
  * entered the stream.
  *
- * This file: the options, the watcher, the windows and consumption;
- * follow_tree.c: the tree's nodes, which the operations of ops.c and
- * read.c ask for; follow_i.h: what they share.  All of it hangs from
+ * This file: the options, the watcher, the windows, consumption, the
+ * view and the status; follow_read.c: the files' access, attributes,
+ * opens and reads; follow_i.h: what they share.  All of it hangs from
  * fs->follow: no state of its own outside struct fs.
  */
 #include <errno.h>
@@ -47,6 +46,9 @@
 #include "shardfs/util.h"
 
 #include "follow_i.h"
+
+static int publish_view(struct fw *w, struct sfs_error *err);
+static void build_failed(struct fw *w, uint64_t k, const char *msg);
 
 static void note(void *arg, const char *msg)
 {
@@ -147,7 +149,16 @@ int follow_prepare(struct fs *fs, const char *src, struct sfs_error *err)
 	}
 	w->nranks = n;
 	w->nreaders_all = (size_t)(o->world / o->replicas) * o->workers;
-	return 0;
+	w->vreaders = calloc(w->nreaders, sizeof(*w->vreaders));
+	if (!w->vreaders)
+		return sfs_errorf(err, -ENOMEM, "out of memory");
+	for (r = 0; r < w->nreaders; r++)
+		w->vreaders[r] = (struct sfs_view_reader){
+			.rank = w->readers[r].rank,
+			.worker = w->readers[r].worker
+		};
+	/* the tree, no window in it yet */
+	return publish_view(w, err);
 }
 
 const char *follow_source(const struct fs *fs)
@@ -371,6 +382,63 @@ static size_t advance(struct fw *w, bool scan)
 	return before;
 }
 
+/*
+ * Make the view served show what w holds now (fs_view_grow): its windows,
+ * those hidden, whether complete; nothing when it shows that already.
+ * Called by follow_prepare, then by the watcher only (follow_start before
+ * it runs), without w->lock: the copy (sfs_view_follow) is built under
+ * no lock, from the windows' list as it was taken under w->lock, and
+ * fs.lock, which fs_view_grow takes, is never taken under w->lock.
+ * Returns 0, or the copy's error (message in err): tried again at the
+ * watcher's next turn.
+ */
+static int publish_view(struct fw *w, struct sfs_error *err)
+{
+	struct sfs_view_follow in = { .readers = w->vreaders,
+				      .nreaders = w->nreaders,
+				      .ext = w->ext };
+	struct sfs_window **wins;
+	struct view_ref *vr;
+	struct sfs_view *nv;
+	uint32_t node;
+	int rc;
+
+	pthread_mutex_lock(&w->lock);
+	in.nwins = w->nwins;
+	in.hidden = w->hidden;
+	in.complete = w->complete;
+	if (w->shown && in.nwins == w->shown_wins &&
+	    in.hidden == w->shown_hidden && in.complete == w->shown_complete) {
+		pthread_mutex_unlock(&w->lock);
+		return 0;
+	}
+	/* the array moves as the watcher grows it; the windows do not */
+	wins = malloc((in.nwins ? in.nwins : 1) * sizeof(*wins));
+	if (wins && in.nwins)
+		memcpy(wins, w->wins, in.nwins * sizeof(*wins));
+	pthread_mutex_unlock(&w->lock);
+	if (!wins)
+		return sfs_errorf(err, -ENOMEM, "out of memory");
+	in.wins = wins;
+	vr = view_get(w->fs, FS_INO_ROOT, &node);
+	rc = sfs_view_follow(vr ? vr->v : NULL, &in, &nv, err);
+	if (vr)
+		view_unref(w->fs, vr);
+	free(wins);
+	if (!rc) {
+		rc = fs_view_grow(w->fs, nv);
+		if (rc)
+			sfs_errorf(err, rc, "out of memory");
+	}
+	if (rc)
+		return rc;
+	w->shown = true;
+	w->shown_wins = in.nwins;
+	w->shown_hidden = in.hidden;
+	w->shown_complete = in.complete;
+	return 0;
+}
+
 /* ---- consumption ---- */
 
 /* (fs.h) */
@@ -547,12 +615,236 @@ refuse:
 	return -EINVAL;
 }
 
+/* ---- the status ---- */
+
+/* What the status shows of the stream and its readers, taken under
+ * w->lock (copies: nothing of it changes under the build). */
+struct status_snap {
+	uint64_t nshards, nsamples, bytes, nwins, padding, dropped;
+	bool ended, complete;
+	char *last, *cons, *logp; /* escaped (sfs_name_escape) or NULL */
+	struct sfs_status_follow_reader *r;
+};
+
+static void snap_free(struct status_snap *sn)
+{
+	free(sn->last);
+	free(sn->cons);
+	free(sn->logp);
+	free(sn->r);
+}
+
+/* sn from w now; with w->lock.  0 or -ENOMEM. */
+static int snap_take(struct fw *w, struct status_snap *sn)
+{
+	size_t i;
+
+	*sn = (struct status_snap){ .nshards = w->nshards,
+				    .nsamples = w->nsamples,
+				    .nwins = w->nwins,
+				    .padding = w->padding,
+				    .dropped = w->dropped,
+				    .ended = w->ended,
+				    .complete = w->complete };
+	for (i = 0; i < w->nshards; i++)
+		sn->bytes += w->shards[i].size;
+	/* names as JSON holds them (sfs_name_escape, docs/follow.md) */
+	if (w->nshards)
+		sn->last =
+			sfs_name_escape(w->shards[w->nshards - 1].path, true);
+	if (w->consumed)
+		sn->cons =
+			sfs_name_escape(w->shards[w->consumed - 1].path, true);
+	if (w->log_kept && w->log_path)
+		sn->logp = sfs_name_escape(w->log_path, false);
+	sn->r = calloc(w->nreaders, sizeof(*sn->r));
+	if (!sn->r || (w->nshards && !sn->last) || (w->consumed && !sn->cons) ||
+	    (w->log_kept && w->log_path && !sn->logp)) {
+		snap_free(sn);
+		return -ENOMEM;
+	}
+	for (i = 0; i < w->nreaders; i++) {
+		const struct freader *r = &w->readers[i];
+
+		sn->r[i] = (struct sfs_status_follow_reader){
+			.rank = r->rank,
+			.worker = r->worker,
+			.window = r->window,
+			.windows_read = w->first + r->done,
+			.waiting = r->waiting
+		};
+	}
+	return 0;
+}
+
+/* The status of sn but its counters (sfs_status_follow_head), built
+ * without w->lock: the rest of what it shows never changes after the
+ * mount. */
+static char *status_head(struct fw *w, const struct status_snap *sn,
+			 const struct sfs_status_in *in)
+{
+	struct sfs_status_follow f = {
+		.format = w->ext,
+		.last_shard = sn->last,
+		.consumed = sn->cons,
+		.log = sn->logp,
+		.window = w->n,
+		.shards = sn->nshards,
+		.samples = sn->nsamples,
+		.bytes = sn->bytes,
+		.first_window = w->first,
+		.windows = sn->nwins,
+		.per_window = w->n / w->nreaders_all,
+		.padding = sn->padding,
+		.dropped = sn->dropped,
+		.ended = sn->ended,
+		.complete = sn->complete,
+		.readers = sn->r,
+		.nreaders = w->nreaders,
+	};
+	char *src, *idx = NULL, *s = NULL;
+
+	src = sfs_name_escape(w->f->source, false);
+	if (in->index_dir)
+		idx = sfs_name_escape(in->index_dir, false);
+	f.source = src;
+	f.index_dir = idx;
+	if (src && (!in->index_dir || idx))
+		s = sfs_status_follow_head(in, &f);
+	free(src);
+	free(idx);
+	return s;
+}
+
+/*
+ * (fs.h) The head is built only when what it shows changed
+ * (w->status_gen: a window, an ack, a wait) and kept, under w->text_lock,
+ * which the join is made under too (the head is not copied): the lock
+ * reads take is held only to copy what it shows, never to build it.
+ */
+char *follow_status_text(struct fw *w, const struct sfs_status_in *in,
+			 const struct sfs_status_counters *c)
+{
+	struct status_snap sn;
+	uint64_t gen;
+	char *t = NULL;
+
+	pthread_mutex_lock(&w->text_lock);
+	pthread_mutex_lock(&w->lock);
+	gen = w->status_gen;
+	if (w->status_text && w->status_text_gen == gen) {
+		pthread_mutex_unlock(&w->lock);
+		goto join;
+	}
+	if (snap_take(w, &sn)) {
+		pthread_mutex_unlock(&w->lock);
+		goto out;
+	}
+	pthread_mutex_unlock(&w->lock);
+	t = status_head(w, &sn, in);
+	snap_free(&sn);
+	if (!t)
+		goto out;
+	free(w->status_text);
+	w->status_text = t;
+	w->status_text_gen = gen;
+join:
+	t = sfs_status_json_join(w->status_text, c);
+out:
+	pthread_mutex_unlock(&w->text_lock);
+	return t;
+}
+
+/* (follow_i.h) */
+void follow_hide_consumed(struct fw *w)
+{
+	const char **names = NULL;
+	size_t from, to, k, i, n = 0, cap = 0, hidden;
+	struct sfs_error err = { 0 };
+	struct view_ref *vr;
+	uint32_t node;
+	bool gone = true;
+
+	/* the windows after those hidden whose shards are all consumed, and
+	 * those shards' names (they live as long as w) */
+	pthread_mutex_lock(&w->lock);
+	from = w->hidden;
+	for (to = from; to < w->nwins && w->wins[to]->end_shard <= w->consumed;
+	     to++) {
+		for (i = w->wins[to]->first_shard; i < w->wins[to]->end_shard;
+		     i++) {
+			if (SFS_GROW(names, cap, n + 1))
+				break;
+			names[n++] = w->shards[i].path;
+		}
+		if (i < w->wins[to]->end_shard)
+			break;
+	}
+	pthread_mutex_unlock(&w->lock);
+	/* which of them are gone from the source: outside the lock (a stat
+	 * each, on a network file system an RPC) */
+	hidden = from;
+	for (k = from, i = 0; gone && k < to; k++) {
+		size_t end =
+			i + (w->wins[k]->end_shard - w->wins[k]->first_shard);
+
+		for (; gone && i < end; i++) {
+			gone = faccessat(w->f->srcfd, names[i], F_OK,
+					 AT_SYMLINK_NOFOLLOW) &&
+			       errno == ENOENT;
+			/* its descriptor closed, its space freed */
+			if (gone)
+				fdcache_forget(&w->fs->fds, names[i]);
+		}
+		if (gone)
+			hidden = k + 1;
+	}
+	free(names);
+	if (hidden == from)
+		return;
+	pthread_mutex_lock(&w->lock);
+	w->hidden = hidden;
+	pthread_mutex_unlock(&w->lock);
+	if (publish_view(w, &err)) {
+		build_failed(w, w->first + hidden, err.msg);
+		return;
+	}
+	/* the kernel forgets their names (it keeps a window's for long),
+	 * under their worker's directory */
+	vr = view_get(w->fs, FS_INO_ROOT, &node);
+	for (k = from; vr && w->fs->se && k < hidden; k++) {
+		const struct sfs_view_follow *f = vr->v->follow;
+		char name[64];
+		int len = snprintf(name, sizeof(name),
+				   "window-%08" PRIu64 ".%s", w->first + k,
+				   w->ext);
+
+		for (i = 0; i < w->nreaders; i++)
+			fuse_lowlevel_notify_inval_entry(
+				w->fs->se,
+				node_ino(vr, vr->v->nodes[f->stream_node + i]
+						     .parent),
+				name, (size_t)len);
+	}
+	if (vr)
+		view_unref(w->fs, vr);
+}
+
 /* ---- the watcher ---- */
 
 /* A scan lists the whole source: after one that took t, the next waits
  * 10 t (at most a second), so that a burst of renames into a large
  * directory costs the watcher a tenth of a core, not a scan per rename. */
 #define SCAN_GAP_FACTOR 10
+
+/* publish_view, its failure logged (once while the same). */
+static void publish(struct fw *w)
+{
+	struct sfs_error err = { 0 };
+
+	if (publish_view(w, &err))
+		build_failed(w, w->first + w->shown_wins, err.msg);
+}
 
 static void *watch(void *arg)
 {
@@ -587,6 +879,7 @@ static void *watch(void *arg)
 		if (stop)
 			break;
 		advance(w, true);
+		publish(w);
 		follow_tend_waiters(w);
 		follow_hide_consumed(w);
 		gap = (follow_now() - t0) * SCAN_GAP_FACTOR;
@@ -626,6 +919,7 @@ void follow_start(struct fs *fs)
 		return;
 	}
 	advance(w, false);
+	publish(w);
 	pthread_mutex_lock(&w->lock);
 	if (w->complete)
 		write_progress(w);
@@ -688,6 +982,7 @@ void follow_stop(struct fs *fs)
 	free(w->shards);
 	free(w->readers);
 	free(w->plan_readers);
+	free(w->vreaders);
 	free(w->ranks);
 	free(w->build_error);
 	free(w->status_text);

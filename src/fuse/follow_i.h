@@ -1,8 +1,8 @@
 /*
- * What follow.c (the watcher, the windows, consumption), follow_tree.c
- * (the tree and its operations) and follow_read.c (their reads, and the
- * reads waiting for their bytes) of the follow=1 daemon share.  Private
- * to src/fuse/.
+ * What follow.c (the watcher, the windows, consumption, the view grown
+ * as they come) and follow_read.c (the files' access, attributes, opens
+ * and reads, and the reads waiting for their bytes) of the follow=1
+ * daemon share.  Private to src/fuse/.
  */
 #ifndef SHARDFS_FUSE_FOLLOW_I_H
 #define SHARDFS_FUSE_FOLLOW_I_H
@@ -65,6 +65,11 @@ struct fw {
 	bool complete; /* ended, and every window built */
 	struct freader *readers;
 	size_t nreaders;
+	struct sfs_view_reader *vreaders; /* the readers, as the view has them */
+	/* what the view served shows (publish_view, the watcher's only):
+	 * its windows, those hidden, complete */
+	size_t shown_wins, shown_hidden;
+	bool shown_complete, shown;
 	size_t *plan_readers;
 	size_t nreaders_all; /* world / replicas x workers */
 	uint32_t *ranks; /* shown, sorted */
@@ -146,39 +151,12 @@ void follow_hide_consumed(struct fw *w);
  */
 void follow_ahead(struct fw *w, struct freader *r, uint64_t i);
 
-/* The tree's inode numbers (follow.c): a kind in the top bits, a value
- * below. */
-#define KIND_SHIFT 60
-#define K_RANK 1ULL
-#define K_WORKER 2ULL
-#define K_STREAM 3ULL
-#define K_WINDOW 4ULL
-
-static inline fuse_ino_t ino_of(uint64_t kind, uint64_t v)
-{
-	return (fuse_ino_t)(kind << KIND_SHIFT | v);
-}
-
-static inline uint64_t kind_of(fuse_ino_t ino)
-{
-	return (uint64_t)ino >> KIND_SHIFT;
-}
-
-static inline uint64_t val_of(fuse_ino_t ino)
-{
-	return (uint64_t)ino & ((1ULL << KIND_SHIFT) - 1);
-}
-
-/* The reader a worker directory, stream or window inode is of, or NULL
- * (follow_tree.c). */
-struct freader *follow_reader_of(struct fw *w, fuse_ino_t ino);
-
 /*
  * The caller of req may read bytes a file of access a serves, as the
  * kernel's default_permissions would decide: the stream's modes narrow as
  * windows with other shards come, so a stream opened before is checked
  * again at each window it reads (supplementary groups read only when the
- * group's bits decide).  (follow_tree.c)
+ * group's bits decide).  (follow_read.c)
  */
 bool follow_may_read(fuse_req_t req, const struct sfs_access *a);
 

@@ -1,9 +1,10 @@
 /*
- * The reads of a followed source's window files and streams (follow=1):
- * the pieces of the shards a read's bytes lie in, spliced or copied into
- * the reply, and the reads of a stream parked until their window is laid
- * out, answered by the watcher (follow_tend_waiters).  The tree they are
- * nodes of is follow_tree.c's.
+ * The files of a followed source (follow=1), nodes of its view
+ * (sfs_view_follow, served by ops.c and read.c as every view): who may
+ * read them, their extended attributes, their opens and their reads: the
+ * pieces of the shards a read's bytes lie in, spliced or copied into the
+ * reply, and the reads of a stream parked until their window is laid
+ * out, answered by the watcher (follow_tend_waiters).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +24,28 @@
 #include "shardfs/util.h"
 
 #include "follow_i.h"
+
+/* (follow_i.h) */
+bool follow_may_read(fuse_req_t req, const struct sfs_access *a)
+{
+	const struct fuse_ctx *c = fuse_req_ctx(req);
+	gid_t groups[64];
+	int i, n;
+
+	if (!a->known || c->uid == 0)
+		return true;
+	if (c->uid == a->uid)
+		return a->mode & 0400u;
+	if (!(a->mode & 0040u) == !(a->mode & 0004u))
+		return a->mode & 0004u;
+	if (c->gid == a->gid)
+		return a->mode & 0040u;
+	n = fuse_req_getgroups(req, 64, groups);
+	for (i = 0; i < n && i < 64; i++)
+		if (groups[i] == a->gid)
+			return a->mode & 0040u;
+	return a->mode & 0004u;
+}
 
 /* a waiting read says so in the log this often */
 #define WAIT_LOG_SECONDS 30
@@ -419,11 +442,83 @@ void follow_tend_waiters(struct fw *w)
 	}
 }
 
-void follow_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off)
+/* The reader of file node of v (a window file or a stream), and its
+ * window (from first) in *win, SIZE_MAX for the stream. */
+static size_t reader_of(const struct sfs_view *v, uint32_t node, size_t *win)
+{
+	const struct sfs_view_node *n = &v->nodes[node];
+
+	*win = node < v->follow->window_node ? SIZE_MAX : n->window;
+	return n->file;
+}
+
+/* (fs.h) */
+void follow_node_access(struct fw *w, const struct sfs_view *v, uint32_t node,
+			uint32_t *uid, uint32_t *gid, uint32_t *mode)
+{
+	size_t i, ri = reader_of(v, node, &i);
+	struct sfs_access a;
+
+	pthread_mutex_lock(&w->lock);
+	a = i == SIZE_MAX ? w->readers[ri].stream_acc : w->readers[ri].acc[i];
+	pthread_mutex_unlock(&w->lock);
+	/* the source's for the shards it serves (with allow_other,
+	 * default_permissions refuses whom the source would) */
+	if (!a.known)
+		return;
+	*uid = a.uid;
+	*gid = a.gid;
+	*mode = a.mode;
+}
+
+/* (fs.h) */
+int follow_node_xattr(struct fw *w, const struct sfs_view *v, uint32_t node,
+		      const char *name, char **out)
+{
+	size_t i, ri = reader_of(v, node, &i);
+	int rc;
+
+	pthread_mutex_lock(&w->lock);
+	if (i == SIZE_MAX)
+		rc = sfs_window_stream_xattr(w->wins, w->nwins, ri,
+					     w->f->source, name, out);
+	else if (i < w->hidden)
+		rc = -ESTALE; /* consumed and deleted */
+	else
+		rc = sfs_window_xattr(w->wins[i], ri, w->f->source, w->shards,
+				      name, out);
+	pthread_mutex_unlock(&w->lock);
+	return rc;
+}
+
+/* (fs.h) */
+int follow_open(struct fw *w, const struct sfs_view *v, uint32_t node,
+		struct fuse_file_info *fi)
+{
+	size_t i, ri = reader_of(v, node, &i);
+	int rc = 0;
+
+	pthread_mutex_lock(&w->lock);
+	if (i == SIZE_MAX) {
+		fi->direct_io = 1; /* its size changes; reads past it wait */
+	} else if (i < w->hidden) {
+		rc = -ESTALE; /* consumed and deleted */
+	} else {
+		fi->keep_cache = 1;
+		/* the reader reached it: the windows after it are next */
+		follow_ahead(w, &w->readers[ri], i);
+	}
+	pthread_mutex_unlock(&w->lock);
+	return rc;
+}
+
+/* (fs.h) */
+void follow_read(fuse_req_t req, const struct sfs_view *v, uint32_t node,
+		 size_t size, off_t off)
 {
 	struct fs *fs = fs_of(req);
 	struct fw *w = fs->follow;
-	uint64_t k = kind_of(ino), pos = (uint64_t)off;
+	uint64_t pos = (uint64_t)off;
 	const struct sfs_window *win;
 	struct pieces p = { .w = w };
 	struct freader *r;
@@ -432,15 +527,10 @@ void follow_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off)
 
 	size = size < READ_MAX ? size : READ_MAX;
 	atomic_fetch_add(&fs->reads, 1);
+	ri = reader_of(v, node, &i);
 	pthread_mutex_lock(&w->lock);
-	r = follow_reader_of(w, ino);
-	if (!r || (k != K_STREAM && k != K_WINDOW)) {
-		pthread_mutex_unlock(&w->lock);
-		fuse_reply_err(req, r ? EISDIR : ENOENT);
-		return;
-	}
-	ri = (size_t)(r - w->readers);
-	if (k == K_STREAM) {
+	r = &w->readers[ri];
+	if (i == SIZE_MAX) {
 		/* a read that must wait holds no thread: it is parked */
 		ready = pos < follow_reader_size(w, r) || w->complete;
 		pthread_mutex_unlock(&w->lock);
@@ -450,7 +540,6 @@ void follow_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off)
 			park(w, req, ri, pos, size);
 		return;
 	}
-	i = (size_t)(val_of(ino) & 0xffffffffULL);
 	win = i < w->hidden ? NULL : w->wins[i];
 	pthread_mutex_unlock(&w->lock);
 	if (!win) { /* consumed and deleted */

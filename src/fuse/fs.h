@@ -8,17 +8,17 @@
  * and replies.  Every function here returns 0 or a negative errno; a reply
  * of an error is fuse_reply_err(req, -rc).
  *
- * One table of operations (ops.c) serves every mount; on a followed
- * source (follow=1) its nodes are the follow tree's (follow_tree.c), asked
- * by the same operations.
+ * One table of operations (ops.c) serves every mount; a followed source
+ * (follow=1) is served as a view that grows (fs_view_grow), whose files'
+ * bytes are its windows' (follow.c, follow_read.c).
  *
  * Inode numbers: 1 the root, 2..7 the control directory and its files
  * (FS_INO_*; a mount shows those that apply to it, control.c), and
  * (generation << 32 | node) for every node of a view, so that an epoch
  * switch, which builds a new view with a new generation, never reuses an
- * inode number for other bytes.  A followed source has no views: its
- * nodes carry their kind in the top 4 bits (follow_tree.c), which no
- * view's generation reaches.
+ * inode number for other bytes.  A followed source's view keeps one
+ * generation: each copy has the nodes of the one before, under the same
+ * numbers.
  */
 #ifndef SHARDFS_FS_H
 #define SHARDFS_FS_H
@@ -74,6 +74,10 @@ struct view_ref {
 	 * (sfs_status_json_head) */
 	char *plan_json;
 	char *status_head;
+	/* fs.lock: a followed source's view is copied as it grows
+	 * (fs_view_grow): the copy it grew into, referenced by this one;
+	 * the lookup counts are kept in the newest copy */
+	struct view_ref *successor;
 	struct view_ref *next; /* fs.views, fs.lock */
 };
 
@@ -278,24 +282,6 @@ int fs_thread_start(pthread_t *tid, void *(*fn)(void *), void *arg);
  */
 void fs_readahead_once(struct fs *fs);
 
-/* ---- ops.c: what the follow tree's operations share with the views' ---- */
-
-/*
- * Add entry name of a listing to buf (size bytes, *used of them taken),
- * the next one at offset next; with plus (readdirplus) e whole (its inode,
- * attributes and timeouts: a lookup the kernel counts), else e->attr's
- * inode and type.  "." and ".." never carry a lookup, nor an e whose ino
- * is 0 (its attributes' st_ino is the entry's inode).  Returns false when
- * buf is full (nothing added).
- */
-bool fs_add_entry(fuse_req_t req, char *buf, size_t size, size_t *used,
-		  const char *name, const struct fuse_entry_param *e,
-		  off_t next, bool plus);
-
-/* Answer a getxattr or listxattr of size bytes with value (len bytes):
- * its length when size is 0, ERANGE when it does not fit. */
-void fs_reply_xattr(fuse_req_t req, const char *value, size_t len, size_t size);
-
 /* ---- views.c: views and handles; *_locked functions need fs.lock ---- */
 
 /*
@@ -334,6 +320,15 @@ size_t live_views(struct fs *fs);
  * Returns 0 or the view's error (message in err); nothing changes then.
  */
 int fs_switch_epoch(struct fs *fs, uint64_t epoch, struct sfs_error *err);
+
+/*
+ * A followed source's view nv (sfs_view_follow, grown from the current
+ * one, or the first) becomes the current one, in the same generation:
+ * its node numbers are the current's and more, so every inode keeps its
+ * meaning.  The copy it replaces lives while requests or open
+ * directories hold it.  Takes nv (freed when this fails).  0 or -ENOMEM.
+ */
+int fs_view_grow(struct fs *fs, struct sfs_view *nv);
 
 /*
  * Start building the next epoch's view ahead (ahead=1); called once the
@@ -525,27 +520,31 @@ void follow_end_waits(struct fs *fs);
 void follow_stop(struct fs *fs);
 
 /*
- * The follow tree's nodes, asked by the operations of ops.c and read.c
- * for every inode of a followed source but the control files: they reply
- * to req themselves.  ENOENT for a name or inode that is none of the
- * tree's.
+ * A followed source's view (sfs_view_follow) is the current view, copied
+ * as windows come (fs_view_grow); these answer for its files, node of v,
+ * what the windows know and the view does not.
  */
-void follow_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
-void follow_getattr(fuse_req_t req, fuse_ino_t ino);
-/* plus: readdirplus, each entry with what a lookup of it would give */
-void follow_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		    bool plus);
-/* The extended attributes of a window file or a stream (docs/follow.md,
- * "What readers see"); a directory has none. */
-void follow_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
-		     size_t size);
-void follow_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
-/* ENOTDIR for a file, else opens (no handle: reads go by inode). */
-void follow_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void follow_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-/* A read of a window or a stream: one past what is written is parked
- * until its bytes come (docs/follow.md, "What readers see"). */
-void follow_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off);
+
+/* Who may read it (as sfs_view_access): the meet of its shards' access,
+ * for a stream every window's so far; left as they are before any shard
+ * was looked at. */
+void follow_node_access(struct fw *w, const struct sfs_view *v, uint32_t node,
+			uint32_t *uid, uint32_t *gid, uint32_t *mode);
+
+/* Its extended attribute name (docs/follow.md, "What readers see") in
+ * *out, a heap string; -ENODATA, -ESTALE (a window gone), -ENOMEM. */
+int follow_node_xattr(struct fw *w, const struct sfs_view *v, uint32_t node,
+		      const char *name, char **out);
+
+/* Open it: fi's flags set (a stream direct_io, a window keep_cache, and
+ * the windows after it read ahead).  0 or -ESTALE (a window gone). */
+int follow_open(struct fw *w, const struct sfs_view *v, uint32_t node,
+		struct fuse_file_info *fi);
+
+/* A read of it: one past what the stream holds is parked until its
+ * bytes come (docs/follow.md, "What readers see").  Replies to req. */
+void follow_read(fuse_req_t req, const struct sfs_view *v, uint32_t node,
+		 size_t size, off_t off);
 
 /* `.shardfs/status` with the counters c: its head (sfs_status_follow_head,
  * with in's options) built only when what it shows changed, joined with

@@ -1,8 +1,8 @@
 /*
  * The FUSE operations of every mount: each finds what a request names (a
- * view node, a control file, or on a followed source a node of its tree),
- * asks the view, the read path (read.c), the control files (control.c)
- * or the follow tree (follow_tree.c), and replies.  Everything but
+ * view node or a control file), asks the view, the read path (read.c),
+ * the control files (control.c) or, for a followed source's files, the
+ * windows (follow.c), and replies.  Everything but
  * .shardfs/epoch (and .shardfs/ack on a followed source) is read-only:
  * every other write answers EROFS.
  */
@@ -16,6 +16,7 @@
 #include <syslog.h>
 
 #include "fs.h"
+#include "shardfs/window.h"
 
 /* The error for an inode no view answers for: EIO when its view was let
  * go (FS_OLD_VIEWS), ESTALE when it is gone. */
@@ -54,7 +55,11 @@ static void node_stat(struct fs *fs, const struct view_ref *vr, uint32_t node,
 		 * refuses whom the source would (docs/security.md) */
 		uint32_t uid = fs->uid, gid = fs->gid, mode = 0444;
 
-		sfs_view_access(vr->v, n, &uid, &gid, &mode);
+		if (vr->v->follow)
+			follow_node_access(fs->follow, vr->v, node, &uid, &gid,
+					   &mode);
+		else
+			sfs_view_access(vr->v, n, &uid, &gid, &mode);
 		st->st_uid = uid;
 		st->st_gid = gid;
 		st->st_mode = S_IFREG | mode;
@@ -66,6 +71,25 @@ static void node_stat(struct fs *fs, const struct view_ref *vr, uint32_t node,
 	}
 }
 
+/*
+ * How long the kernel may keep a node's attributes and its entry.  A
+ * view's never change.  A followed source's view grows (fs_view_grow): a
+ * window file never changes, but a stream's size does (its attributes
+ * are never kept, so that a stat sees what is readable now), and a
+ * directory lists more windows as they come.
+ */
+static void node_timeouts(const struct view_ref *vr, uint32_t node,
+			  double *attr, double *entry)
+{
+	const struct sfs_view_follow *f = vr->v->follow;
+
+	*attr = *entry = VIEW_TIMEOUT;
+	if (!f || node >= f->window_node)
+		return;
+	*attr = 0;
+	*entry = 1.0;
+}
+
 static void fs_getattr(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi)
 {
@@ -73,6 +97,7 @@ static void fs_getattr(fuse_req_t req, fuse_ino_t ino,
 	struct view_ref *vr;
 	struct stat st;
 	uint32_t node;
+	double t;
 	int rc;
 
 	(void)fi;
@@ -85,19 +110,21 @@ static void fs_getattr(fuse_req_t req, fuse_ino_t ino,
 			fuse_reply_attr(req, &st, 0);
 		return;
 	}
-	if (fs->follow) {
-		follow_getattr(req, ino);
-		return;
-	}
 	vr = view_get(fs, ino, &node);
 	if (!vr) {
 		fuse_reply_err(req, gone(fs, ino));
 		return;
 	}
+	if (vr->v->nodes[node].gone) { /* a window consumed and deleted */
+		view_unref(fs, vr);
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
 	node_stat(fs, vr, node, &st);
+	node_timeouts(vr, node, &t, &(double){ 0 });
 	view_unref(fs, vr);
 	/* the root's listing changes with the epoch: do not cache it */
-	fuse_reply_attr(req, &st, ino == FS_INO_ROOT ? 0 : VIEW_TIMEOUT);
+	fuse_reply_attr(req, &st, ino == FS_INO_ROOT ? 0 : t);
 }
 
 /* Look name up in the view parent is a node of. */
@@ -131,8 +158,7 @@ static void view_lookup(fuse_req_t req, struct fs *fs, fuse_ino_t parent,
 	memset(&e, 0, sizeof(e));
 	e.ino = node_ino(vr, (uint32_t)child);
 	node_stat(fs, vr, (uint32_t)child, &e.attr);
-	e.attr_timeout = VIEW_TIMEOUT;
-	e.entry_timeout = VIEW_TIMEOUT;
+	node_timeouts(vr, (uint32_t)child, &e.attr_timeout, &e.entry_timeout);
 	pthread_mutex_lock(&fs->lock);
 	view_looked_up_locked(vr, (uint32_t)child);
 	pthread_mutex_unlock(&fs->lock);
@@ -167,10 +193,6 @@ static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	if (control_is(parent)) {
 		fuse_reply_err(req, ENOTDIR);
-		return;
-	}
-	if (fs->follow) {
-		follow_lookup(req, parent, name);
 		return;
 	}
 	if (parent != FS_INO_ROOT) {
@@ -212,10 +234,6 @@ static void fs_readlink(fuse_req_t req, fuse_ino_t ino)
 	uint32_t node = (uint32_t)ino;
 	char *target;
 
-	if (!vr && fs->follow) { /* a followed source holds no symlink */
-		fuse_reply_err(req, EINVAL);
-		return;
-	}
 	if (!vr) {
 		fuse_reply_err(req, control_is(ino) ? EINVAL : gone(fs, ino));
 		return;
@@ -248,10 +266,6 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino,
 		fuse_reply_err(req, ENOTDIR);
 		return;
 	}
-	if (fs->follow && ino != FS_INO_CTL) {
-		follow_opendir(req, ino, fi);
-		return;
-	}
 	h = handle_new(fs, H_DIR);
 	if (!h) {
 		fuse_reply_err(req, ENOMEM);
@@ -280,10 +294,17 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino,
 		handle_free(fs, h);
 }
 
-/* (fs.h) */
-bool fs_add_entry(fuse_req_t req, char *buf, size_t size, size_t *used,
-		  const char *name, const struct fuse_entry_param *e,
-		  off_t next, bool plus)
+/*
+ * Add entry name of a listing to buf (size bytes, *used of them taken),
+ * the next one at offset next; with plus (readdirplus) e whole (its inode,
+ * attributes and timeouts: a lookup the kernel counts), else e->attr's
+ * inode and type.  "." and ".." never carry a lookup, nor an e whose ino
+ * is 0 (its attributes' st_ino is the entry's inode).  Returns false when
+ * buf is full (nothing added).
+ */
+static bool fs_add_entry(fuse_req_t req, char *buf, size_t size, size_t *used,
+			 const char *name, const struct fuse_entry_param *e,
+			 off_t next, bool plus)
 {
 	struct fuse_entry_param d;
 	size_t n;
@@ -307,17 +328,17 @@ bool fs_add_entry(fuse_req_t req, char *buf, size_t size, size_t *used,
 	return true;
 }
 
-/* Add one entry of a view or the control directory, whose entry and
- * attributes hold for timeout, with a lookup when lookup (readdirplus);
- * false when buf is full. */
+/* Add one entry of a view or the control directory, whose attributes
+ * hold for attr and entry for entry, with a lookup when lookup
+ * (readdirplus); false when buf is full. */
 static bool add_entry(fuse_req_t req, char *buf, size_t size, size_t *used,
 		      const char *name, const struct stat *st, off_t next,
-		      bool plus, double timeout, bool lookup)
+		      bool plus, double attr, double entry, bool lookup)
 {
 	struct fuse_entry_param e = { .ino = lookup ? st->st_ino : 0,
 				      .attr = *st,
-				      .attr_timeout = timeout,
-				      .entry_timeout = timeout };
+				      .attr_timeout = attr,
+				      .entry_timeout = entry };
 
 	return fs_add_entry(req, buf, size, used, name, &e, next, plus);
 }
@@ -356,10 +377,6 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 	struct stat st;
 	off_t i;
 
-	if (!h) { /* a directory of a followed source */
-		follow_readdir(req, ino, size, off, plus);
-		return;
-	}
 	vr = handle_view(fs, h);
 	if (h->vr && !vr) { /* its view was let go (FS_OLD_VIEWS) */
 		fuse_reply_err(req, EIO);
@@ -383,7 +400,7 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 				name = i ? ".." : ".";
 			if (control_stat(fs, ctl, &st) ||
 			    !add_entry(req, buf, size, &used, name, &st, i + 1,
-				       plus, 0, true))
+				       plus, 0, 0, true))
 				break;
 		}
 	} else {
@@ -400,7 +417,7 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 
 		for (i = off; i < extra + (off_t)d->nchildren; i++) {
 			const char *name;
-			double timeout = VIEW_TIMEOUT;
+			double attr = VIEW_TIMEOUT, entry = VIEW_TIMEOUT;
 
 			if (i < 2) {
 				name = i ? ".." : ".";
@@ -408,16 +425,17 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 			} else if (i < extra) {
 				name = ".shardfs";
 				control_stat(fs, FS_INO_CTL, &st);
-				timeout = 0;
+				attr = entry = 0;
 			} else {
 				uint32_t c = v->children[d->first_child +
 							 (uint32_t)(i - extra)];
 
 				name = v->nodes[c].name;
 				node_stat(fs, vr, c, &st);
+				node_timeouts(vr, c, &attr, &entry);
 			}
 			if (!add_entry(req, buf, size, &used, name, &st, i + 1,
-				       plus, timeout, i < extra || lookups))
+				       plus, attr, entry, i < extra || lookups))
 				break;
 		}
 		if (lookups && i > extra) {
@@ -539,8 +557,10 @@ static int xattr_value(struct fs *fs, const struct view_ref *vr, uint32_t node,
 	return 0;
 }
 
-/* (fs.h) */
-void fs_reply_xattr(fuse_req_t req, const char *value, size_t len, size_t size)
+/* Answer a getxattr or listxattr of size bytes with value (len bytes):
+ * its length when size is 0, ERANGE when it does not fit. */
+static void fs_reply_xattr(fuse_req_t req, const char *value, size_t len,
+			   size_t size)
 {
 	if (size == 0)
 		fuse_reply_xattr(req, len);
@@ -566,10 +586,6 @@ static void fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		fuse_reply_err(req, EOPNOTSUPP);
 		return;
 	}
-	if (fs->follow && !control_is(ino)) {
-		follow_getxattr(req, ino, name, size);
-		return;
-	}
 	vr = control_is(ino) ? NULL : view_get(fs, ino, &node);
 	if (!vr || vr->v->nodes[node].kind == SFS_NODE_DIR) {
 		if (vr)
@@ -577,7 +593,10 @@ static void fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		fuse_reply_err(req, ENODATA);
 		return;
 	}
-	rc = xattr_value(fs, vr, node, name, &value);
+	if (vr->v->follow)
+		rc = follow_node_xattr(fs->follow, vr->v, node, name, &value);
+	else
+		rc = xattr_value(fs, vr, node, name, &value);
 	view_unref(fs, vr);
 	if (rc) {
 		fuse_reply_err(req, -rc);
@@ -597,20 +616,24 @@ static void fs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 		"\0" SFS_XATTR_EPOCH;
 	struct fs *fs = fs_of(req);
 	struct view_ref *vr;
+	const char *follow = NULL;
+	size_t len = 0;
 	uint32_t node;
 	bool file, dataset = false;
 
-	if (fs->follow && !control_is(ino)) {
-		follow_listxattr(req, ino, size);
-		return;
-	}
 	vr = control_is(ino) ? NULL : view_get(fs, ino, &node);
 	file = vr && vr->v->nodes[node].kind != SFS_NODE_DIR;
 	if (file)
 		dataset = vr->v->nodes[node].dataset != 0;
+	/* a followed source's window file or stream: the windows' */
+	if (file && vr->v->follow)
+		follow = sfs_window_xattr_names(
+			node < vr->v->follow->window_node, &len);
 	if (vr)
 		view_unref(fs, vr);
-	if (dataset)
+	if (follow)
+		fs_reply_xattr(req, follow, len, size);
+	else if (dataset)
 		fs_reply_xattr(req, dataset_names, sizeof(dataset_names), size);
 	else
 		fs_reply_xattr(req, names, file ? sizeof(names) : 0, size);

@@ -89,10 +89,6 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		open_control(req, fs, ino, fi);
 		return;
 	}
-	if (fs->follow) {
-		follow_open(req, ino, fi);
-		return;
-	}
 	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
 		fuse_reply_err(req, EROFS);
 		return;
@@ -100,6 +96,15 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	vr = file_view(req, fs, ino, &node);
 	if (!vr)
 		return;
+	if (vr->v->follow) { /* a followed source's window or stream */
+		rc = follow_open(fs->follow, vr->v, node, fi);
+		view_unref(fs, vr);
+		if (rc)
+			fuse_reply_err(req, -rc);
+		else
+			fuse_reply_open(req, fi);
+		return;
+	}
 	/* the slice is built now, so that an unreadable source fails the
 	 * open; the reads find it by inode number */
 	rc = files_get(fs, vr, node, &f, &built);
@@ -342,15 +347,16 @@ void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			     (const struct handle *)(uintptr_t)fi->fh);
 		return;
 	}
-	if (fs->follow) {
-		follow_read(req, ino, size, off);
-		return;
-	}
 	/* the view the inode was looked up in: the kernel holds the inode
 	 * while the file is open, and with it the view */
 	vr = file_view(req, fs, ino, &node);
 	if (!vr)
 		return;
+	if (vr->v->follow) { /* its bytes may be still to come */
+		follow_read(req, vr->v, node, size, off);
+		view_unref(fs, vr);
+		return;
+	}
 	if (off < 0 || (uint64_t)off >= vr->v->nodes[node].size) {
 		view_unref(fs, vr);
 		fuse_reply_buf(req, NULL, 0);

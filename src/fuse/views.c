@@ -37,7 +37,7 @@ static void view_drop_contents_locked(struct fs *fs, struct view_ref *vr)
  */
 static void view_free_unused_locked(struct fs *fs, struct view_ref *vr)
 {
-	struct view_ref **p;
+	struct view_ref **p, *next;
 
 	if (vr->revoked && !vr->refs && vr->v)
 		view_drop_contents_locked(fs, vr);
@@ -49,7 +49,13 @@ static void view_free_unused_locked(struct fs *fs, struct view_ref *vr)
 			break;
 		}
 	view_drop_contents_locked(fs, vr);
+	next = vr->successor;
 	free(vr);
+	/* a copy of a followed source's view held the one it grew into */
+	if (next) {
+		next->refs--;
+		view_free_unused_locked(fs, next);
+	}
 }
 
 static void view_unref_locked(struct fs *fs, struct view_ref *vr)
@@ -120,9 +126,19 @@ bool view_revoked(struct fs *fs, fuse_ino_t ino)
 	return revoked;
 }
 
+/* The newest copy of vr (a followed source's view grows: fs_view_grow),
+ * where its lookup counts are kept. */
+static struct view_ref *newest(struct view_ref *vr)
+{
+	while (vr->successor)
+		vr = vr->successor;
+	return vr;
+}
+
 /* The kernel was given an entry for a node (lookup, readdirplus). */
 void view_looked_up_locked(struct view_ref *vr, uint32_t node)
 {
+	vr = newest(vr);
 	vr->held[node]++;
 	vr->lookups++;
 }
@@ -131,8 +147,11 @@ void view_looked_up_locked(struct view_ref *vr, uint32_t node)
 void view_forgot_locked(struct fs *fs, struct view_ref *vr, uint32_t node,
 			uint64_t n)
 {
+	uint64_t held;
+
 	/* a view let go keeps only the sum of its counts */
-	uint64_t held = vr->held ? vr->held[node] : vr->lookups;
+	vr = newest(vr);
+	held = vr->held ? vr->held[node] : vr->lookups;
 
 	if (n > held)
 		n = held;
@@ -281,7 +300,9 @@ static void bound_old_views(struct fs *fs)
 		old = 0;
 		oldest = NULL;
 		for (vr = fs->views; vr; vr = vr->next) {
-			if (vr == fs->current || vr->revoked)
+			/* a copy that grew (fs_view_grow) is no old epoch:
+			 * it lives while requests or listings hold it */
+			if (vr == fs->current || vr->revoked || vr->successor)
 				continue;
 			old++;
 			if (!oldest || vr->gen < oldest->gen)
@@ -580,8 +601,53 @@ out:
 	return rc;
 }
 
+/* (fs.h) */
+int fs_view_grow(struct fs *fs, struct sfs_view *nv)
+{
+	struct view_ref *vr = calloc(1, sizeof(*vr)), *cur;
+	uint64_t *held = calloc(nv->nnodes, sizeof(*held));
+
+	if (!vr || !held) {
+		free(vr);
+		free(held);
+		sfs_view_free(nv);
+		return -ENOMEM;
+	}
+	vr->v = nv;
+	vr->refs = 1; /* current */
+	pthread_mutex_lock(&fs->lock);
+	cur = fs->current;
+	if (cur) {
+		/* the kernel's lookups move to the copy: node numbers
+		 * are kept, and the copy has every node of cur */
+		memcpy(held, cur->held, cur->v->nnodes * sizeof(*held));
+		vr->gen = cur->gen;
+		vr->built = cur->built;
+		vr->lookups = cur->lookups;
+		free(cur->held);
+		cur->held = NULL;
+		cur->lookups = 0;
+		cur->successor = vr;
+		vr->refs++; /* cur's, dropped when cur is freed */
+	} else {
+		vr->gen = ++fs->next_gen;
+		vr->built = time(NULL);
+	}
+	vr->held = held;
+	/* at the head: view_find_locked finds the newest copy of a gen */
+	vr->next = fs->views;
+	fs->views = vr;
+	fs->current = vr;
+	if (cur)
+		view_unref_locked(fs, cur);
+	pthread_mutex_unlock(&fs->lock);
+	return 0;
+}
+
 void fs_release_views(struct fs *fs)
 {
+	struct view_ref *vr;
+
 	pthread_mutex_lock(&fs->switch_lock);
 	fs->ahead.may_start = false;
 	sfs_view_free(ahead_end_locked(fs, true));
@@ -595,6 +661,9 @@ void fs_release_views(struct fs *fs)
 	if (fs->current)
 		view_unref_locked(fs, fs->current);
 	fs->current = NULL;
+	/* every view goes: none holds another */
+	for (vr = fs->views; vr; vr = vr->next)
+		vr->successor = NULL;
 	while (fs->views) {
 		fs->views->refs = 1;
 		fs->views->lookups = 0;

@@ -3,7 +3,9 @@
 # have what a view's have.
 #   a. its directories answer readdirplus: `ls -l` of a worker's directory
 #      takes no lookup of its entries, and shows the windows' exact sizes
-#      and the stream's size now, also right after it grew
+#      and the stream's size now, also right after it grew; a listing
+#      opened before a window came lists what it was opened on, and
+#      every file keeps its inode as the source grows
 #   b. window files and streams carry extended attributes, as a view's
 #      files do: the shards a window reads, its samples as the stream's
 #      sample numbers, its padding, its window (epoch); a stream's source
@@ -38,8 +40,6 @@ requests() {
 	tail -n +"$(($2 + 1))" "${daemon_log[$1]}" |
 		grep -c "opcode: $3 ([0-9]*), nodeid: ${4:-[0-9]*},"
 }
-# worker 0 of rank 0: its directory's inode (follow_i.h: K_WORKER << 60)
-WORKER_INO=$((2 << 60))
 
 printf '== a. readdirplus\n'
 mkdir -p "$T/a"
@@ -48,7 +48,8 @@ shard "$T/a" c1.jsonl 4
 DAEMON_FLAGS=-d mount_view "$T/a" "$T/a-m" "follow=1,window=4" ||
 	bad "mount a"
 W=$T/a-m/0/0
-stat "$W" >/dev/null
+# worker 0 of rank 0: its directory's inode
+WORKER_INO=$(stat -c %i "$W")
 from=$(wc -l <"${daemon_log[$T/a-m]}")
 expect_eq "a: ls -l shows the windows' and the stream's exact sizes" \
 	"$(ls -l "$W" | awk 'NR > 1 { print $5, $NF }')" \
@@ -60,11 +61,20 @@ expect_eq "a: the listing was a readdirplus" \
 expect_eq "a: and the kernel looked up none of its entries" \
 	"$(requests "$T/a-m" "$from" LOOKUP $WORKER_INO)" 0
 # the stream grows: the size the listing gave is not kept
+inos=$(stat -c '%i %n' "$W" "$W/stream.jsonl" "$W/window-00000000.jsonl")
+exec {dirfd}<"$W" # a listing opened now, read once the window came
 shard "$T/a" c2.jsonl 8
 for i in $(seq 100); do
 	[ -e "$W/window-00000002.jsonl" ] && break
 	sleep 0.1
 done
+expect_eq "a: a listing opened before the window came lists what it was opened on" \
+	"$(python3 -c 'import os; print(*sorted(os.listdir(3)))' 3<&$dirfd)" \
+	"stream.jsonl window-00000000.jsonl window-00000001.jsonl"
+exec {dirfd}<&-
+expect_eq "a: the directory, the stream and a window keep their inodes as it grows" \
+	"$(stat -c '%i %n' "$W" "$W/stream.jsonl" "$W/window-00000000.jsonl")" \
+	"$inos"
 expect_eq "a: once a window more is there, stat shows the stream's new size" \
 	"$(stat -c '%s %n' "$W/stream.jsonl")" "108 $W/stream.jsonl"
 expect_eq "a: and so does ls -l" \
