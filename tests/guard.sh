@@ -34,6 +34,11 @@ guard_scratch() {
 
 if [ "${BASH_SOURCE[0]}" == "$0" ]; then
 	set -u
+	# none of the script's descriptors held (a pipe its reader waits on)
+	for fd in /proc/$$/fd/*; do
+		fd=${fd##*/}
+		[ "$fd" -gt 2 ] && [ "$fd" -ne 255 ] && eval "exec $fd>&-"
+	done
 	tail --pid="$1" -f /dev/null
 	left=$(unmount_beneath "$2")
 	if [ -n "$left" ]; then
