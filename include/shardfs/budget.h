@@ -6,17 +6,17 @@
  *
  * A holder charges what it wants to keep before it keeps it
  * (sfs_budget_take), and gives it back when it lets go of it
- * (sfs_budget_give).  When there is no room it first lets go of some of
- * its own; then it may ask the budget's owner to free holders no thread
- * is using (sfs_budget_take_reclaim, calling the owner's reclaim, set at
- * init); failing that it does without keeping.  used never passes max;
+ * (sfs_budget_give).  When there is no room it lets go of some of its
+ * own, when that makes room, else asks the budget's owner to free
+ * holders no thread is using (sfs_budget_reclaim, calling the owner's
+ * reclaim, set at init); failing that it does without keeping.  used never passes max;
  * peak is the most used ever was (for tests and reports).
  *
  * Every function may be called from any thread at once: the counts are
- * atomic and no lock is held while reclaim runs, so reclaim may free
- * holders (which give back to the budget).  A holder must not call
- * sfs_budget_take_reclaim while holding a lock that reclaim, or the
- * freeing of another holder, takes.
+ * atomic and no lock of the budget's is held while reclaim runs, so
+ * reclaim may free holders (which give back to the budget).  A holder
+ * must not call sfs_budget_reclaim while holding a lock that reclaim, or
+ * the freeing of another holder, takes.
  */
 #ifndef SHARDFS_BUDGET_H
 #define SHARDFS_BUDGET_H
@@ -45,9 +45,9 @@ void sfs_budget_init(struct sfs_budget *b, uint64_t max,
  * and b unchanged. */
 bool sfs_budget_take(struct sfs_budget *b, uint64_t n);
 
-/* sfs_budget_take, and when n does not fit, b's reclaim called once
- * (when set) and the charge tried again. */
-bool sfs_budget_take_reclaim(struct sfs_budget *b, uint64_t n);
+/* Ask b's owner to free what idle holders keep until need more bytes fit
+ * (b's reclaim; nothing when it has none).  False when it has none. */
+bool sfs_budget_reclaim(struct sfs_budget *b, uint64_t need);
 
 /* Give back n bytes charged before. */
 void sfs_budget_give(struct sfs_budget *b, uint64_t n);

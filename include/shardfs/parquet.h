@@ -277,9 +277,9 @@ void sfs_parquet_cut_free(struct sfs_parquet_cut *c);
  * kept: one budget for all the files a view's build cuts (slice.h's
  * cache owns it, SFS_SLICE_PAGES_MAX), or a budget of the pages' own of
  * SFS_PARQUET_PAGES_MAX.  When the budget has no room, the least
- * recently used columns of these pages go first, then the budget's owner
- * is asked to free what idle holders keep, and failing that the column
- * is not kept (a later cut decodes it again).  Beside what is kept, each
+ * recently used columns of these pages go when that makes room, else
+ * the budget's owner is asked to free what idle holders keep, and
+ * failing that the column is not kept (a later cut decodes it again).  Beside what is kept, each
  * cut running holds the one column it is cutting, uncharged: its
  * dictionary and one page, within the page reader's limits (a page
  * decodes to at most 128 MiB, a column to 512 MiB: docs/formats.md), as

@@ -27,14 +27,12 @@ bool sfs_budget_take(struct sfs_budget *b, uint64_t n)
 	return true;
 }
 
-bool sfs_budget_take_reclaim(struct sfs_budget *b, uint64_t n)
+bool sfs_budget_reclaim(struct sfs_budget *b, uint64_t need)
 {
-	if (sfs_budget_take(b, n))
-		return true;
-	if (!b->reclaim || n > b->max)
+	if (!b->reclaim)
 		return false;
-	b->reclaim(b->arg, n);
-	return sfs_budget_take(b, n);
+	b->reclaim(b->arg, need <= b->max ? need : b->max);
+	return true;
 }
 
 void sfs_budget_give(struct sfs_budget *b, uint64_t n)

@@ -461,25 +461,34 @@ static bool drop_lru_locked(struct sfs_parquet_pages *ps)
 }
 
 /*
- * Charge own bytes of a column to park to ps's budget: while it has no
- * room, ps's least recently used parked columns go first; then, ps->lock
- * let go meanwhile (the budget's owner frees other pages, whose locks it
- * takes after its own), the owner is asked to free what idle holders
- * keep.  False: no room, the column is not kept.
+ * Charge own bytes of a column to park to ps's budget.  While it has no
+ * room: ps's least recently used parked columns go, when letting go of
+ * them makes room (dropping them for nothing would only decode them
+ * again); else the budget's owner is asked, once, to free what idle
+ * holders keep, ps->lock let go meanwhile (the owner takes its lock,
+ * then those of the pages it frees).  False: no room, the column is not
+ * kept.
  */
 static bool charge_locked(struct sfs_parquet_pages *ps, uint64_t own)
 {
-	bool ok;
+	struct sfs_budget *b = ps->budget;
+	bool asked = false;
 
-	if (own > ps->budget->max)
+	if (own > b->max)
 		return false;
-	while (!sfs_budget_take(ps->budget, own))
-		if (!drop_lru_locked(ps)) {
-			pthread_mutex_unlock(&ps->lock);
-			ok = sfs_budget_take_reclaim(ps->budget, own);
-			pthread_mutex_lock(&ps->lock);
-			return ok;
-		}
+	while (!sfs_budget_take(b, own)) {
+		/* ps's pages are in used: used >= ps->mem */
+		if (ps->mem && sfs_budget_used(b) - ps->mem <= b->max - own &&
+		    drop_lru_locked(ps))
+			continue;
+		if (asked)
+			return false;
+		pthread_mutex_unlock(&ps->lock);
+		asked = sfs_budget_reclaim(b, own);
+		pthread_mutex_lock(&ps->lock);
+		if (!asked)
+			return false;
+	}
 	return true;
 }
 
