@@ -858,6 +858,124 @@ static void test_parquet_cache_pages_one_bound_for_threads(void **state)
 	tmpdir_remove(dir);
 }
 
+/* What each thread of the test below lays out: slices of the shards of
+ * idx, shard (first + j) % NSMALL at its j-th. */
+struct slicer {
+	struct sfs_slice_cache *c;
+	const struct sfs_index *idx;
+	const char *dir;
+	pthread_barrier_t *start;
+	size_t first;
+	int ok;
+};
+
+#define SLICES_EACH 6
+
+static void *lay_out_slices(void *arg)
+{
+	struct slicer *t = arg;
+	size_t j;
+
+	pthread_barrier_wait(t->start);
+	for (j = 0; j < SLICES_EACH; j++) {
+		const struct sfs_shard *sh =
+			&t->idx->shards[(t->first + j) % NSMALL];
+		struct sfs_error err = { 0 };
+		struct sfs_run run = { 1000 + j * 31337, 1000 };
+		uint64_t size;
+		int fd = open_shard(t->dir, sh);
+
+		t->ok += !sfs_slice_cache_size(t->c, sh, fd,
+					       t->first * SLICES_EACH + j, &run,
+					       1, &size, &err);
+		close(fd);
+	}
+	return NULL;
+}
+
+/*
+ * NSMALL threads lay out slices of NSMALL shards of one big page each
+ * through one cache whose states may keep two and a half pages, each
+ * thread going from shard to shard (so states are freed for others
+ * while some are in use): the pages kept never pass the bound, all are
+ * given back at the build's end, and every slice is the bytes a fresh
+ * layout gives.
+ */
+static void test_parquet_cache_one_bound_for_a_build(void **state)
+{
+	char *dir = tmpdir_new(), name[32], path[4096];
+	struct sfs_indexer_opts o = { .source = dir, .jobs = 1 };
+	struct sfs_indexer_report rep = { 0 };
+	struct sfs_error err = { 0 };
+	struct sfs_index *idx = NULL;
+	struct sfs_slice_cache *c;
+	struct slicer t[NSMALL];
+	pthread_barrier_t start;
+	pthread_t th[NSMALL];
+	uint64_t own;
+	size_t i, j;
+
+	(void)state;
+	for (i = 0; i < NSMALL; i++) {
+		snprintf(name, sizeof(name), "s%zu.parquet", i);
+		free(page_file(dir, name, SMALL_ROWS, NULL));
+	}
+	assert_int_equal(sfs_indexer_build(&o, NULL, &idx, &rep, &err), 0);
+	assert_int_equal(idx->nshards, NSMALL);
+	snprintf(path, sizeof(path), "%s/s0.parquet", dir);
+	own = small_page_mem(path);
+	assert_int_equal(sfs_slice_cache_new_within(idx, 0, own * 5 / 2, &c),
+			 0);
+	assert_int_equal(pthread_barrier_init(&start, NULL, NSMALL), 0);
+	for (i = 0; i < NSMALL; i++) {
+		t[i] = (struct slicer){ .c = c,
+					.idx = idx,
+					.dir = dir,
+					.start = &start,
+					.first = i };
+		assert_int_equal(
+			pthread_create(&th[i], NULL, lay_out_slices, &t[i]), 0);
+	}
+	for (i = 0; i < NSMALL; i++) {
+		assert_int_equal(pthread_join(th[i], NULL), 0);
+		assert_int_equal(t[i].ok, SLICES_EACH);
+	}
+	assert_true(sfs_budget_peak(sfs_slice_cache_pages(c)) <= own * 5 / 2);
+	assert_true(sfs_budget_peak(sfs_slice_cache_pages(c)) >= own);
+	sfs_slice_cache_end_build(c);
+	assert_int_equal(sfs_budget_used(sfs_slice_cache_pages(c)), 0);
+	for (i = 0; i < NSMALL; i++)
+		for (j = 0; j < SLICES_EACH; j++) {
+			const struct sfs_shard *sh =
+				&idx->shards[(i + j) % NSMALL];
+			struct sfs_run run = { 1000 + j * 31337, 1000 };
+			struct sfs_slice *got, *want;
+			unsigned char *x, *y;
+			int fd = open_shard(dir, sh);
+
+			assert_int_equal(sfs_slice_cache_build(
+						 c, sh, fd, i * SLICES_EACH + j,
+						 &run, 1, &got, &err),
+					 0);
+			assert_int_equal(sfs_slice_build(idx, sh, fd, &run, 1,
+							 &want, &err),
+					 0);
+			assert_int_equal(got->size, want->size);
+			x = slice_bytes(got, fd);
+			y = slice_bytes(want, fd);
+			assert_memory_equal(x, y, got->size);
+			free(x);
+			free(y);
+			sfs_slice_free(got);
+			sfs_slice_free(want);
+			close(fd);
+		}
+	pthread_barrier_destroy(&start);
+	sfs_slice_cache_free(c);
+	sfs_index_free(idx);
+	tmpdir_remove(dir);
+}
+
 /* The slices the test below lays out: shard, first row (1000 rows). */
 static const struct {
 	unsigned shard;
@@ -975,6 +1093,7 @@ int main(void)
 		cmocka_unit_test(test_parquet_cache_pages_shared_by_threads),
 		cmocka_unit_test(
 			test_parquet_cache_pages_one_bound_for_threads),
+		cmocka_unit_test(test_parquet_cache_one_bound_for_a_build),
 		cmocka_unit_test(test_parquet_cache_states_keep_pages_that_fit),
 	};
 
