@@ -9,8 +9,9 @@
  * (sfs_budget_give).  When there is no room it lets go of some of its
  * own, when that makes room, else asks the budget's owner to free
  * holders no thread is using (sfs_budget_reclaim, calling the owner's
- * reclaim, set at init); failing that it does without keeping.  used never passes max;
- * peak is the most used ever was (for tests and reports).
+ * reclaim, set at init); failing that it does without keeping.  used
+ * never passes max; peak is the most used ever was (for tests and
+ * reports).
  *
  * Every function may be called from any thread at once: the counts are
  * atomic and no lock of the budget's is held while reclaim runs, so

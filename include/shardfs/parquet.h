@@ -279,13 +279,14 @@ void sfs_parquet_cut_free(struct sfs_parquet_cut *c);
  * SFS_PARQUET_PAGES_MAX.  When the budget has no room, the least
  * recently used columns of these pages go when that makes room, else
  * the budget's owner is asked to free what idle holders keep, and
- * failing that the column is not kept (a later cut decodes it again).  Beside what is kept, each
- * cut running holds the one column it is cutting, uncharged: its
- * dictionary and one page, within the page reader's limits (a page
- * decodes to at most 128 MiB, a column to 512 MiB: docs/formats.md), as
- * before anything was kept.  The default bound holds the pages of a row
- * group of DuckDB's (pages up to 100 MiB): a million strings of 96
- * characters and three numbers count 220 MiB.  A cut through it gives
+ * failing that the column is not kept (a later cut decodes it again).
+ * Beside what is kept, each cut running holds the one column it is
+ * cutting, uncharged: its dictionary and one page, within the page
+ * reader's limits (a page decodes to at most 128 MiB, a column to
+ * 512 MiB: docs/formats.md), as before anything was kept.  The default
+ * bound holds the pages of a row group of DuckDB's (pages up to
+ * 100 MiB): a million strings of 96 characters and three numbers count
+ * 220 MiB.  A cut through it gives
  * the bytes sfs_parquet_cut gives.  Thread-safe: cuts of one file may
  * run through it at once; a cut that needs a column another cut has
  * waits for it rather than decode its page again.

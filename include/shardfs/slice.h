@@ -104,14 +104,15 @@ void sfs_slice_free(struct sfs_slice *s);
  * most SFS_SLICE_STATES_MAX bytes, not counting what they keep for the
  * slices that follow (Parquet's decoded pages), which has a bound of its
  * own for the whole build, whatever the number of shards or of threads:
- * one budget (budget.h, sfs_slice_cache_pages) of pages_max bytes shared
- * by all the states.  A state that finds it full lets go of its own
- * least recently used pages when that makes room, else the cache frees
- * the least recently used idle states that keep pages, and failing that
- * the state does without keeping; so a state is never freed only
- * because it keeps big pages.  Beside the
- * budget, each thread laying out a slice holds what its driver is
- * cutting (Parquet: one column, parquet.h).
+ * one budget (budget.h, sfs_slice_cache_pages) of pages_max bytes
+ * (SFS_SLICE_PAGES_MAX, 256 MiB, unless the cache was made with another)
+ * shared by all the states.  A state that finds it full lets go of its
+ * own least recently used pages when that makes room, else the cache
+ * frees the least recently used idle states that keep pages, and
+ * failing that the state does without keeping; so a state is never
+ * freed only because it keeps big pages.  Beside the budget, each thread
+ * laying out a slice holds what its driver is cutting (Parquet: one
+ * column, parquet.h).
  * sfs_slice_cache_build hands out a kept slice only while the shard's fd
  * still has the size, mtime, device and inode it was laid out from.
  * Keys name slices: the caller's numbering, one key one list of runs of
