@@ -31,6 +31,7 @@
 
 struct sfs_shard; /* shard.h */
 struct sfs_share; /* share.h */
+struct sfs_budget; /* budget.h */
 
 /* Samples [first, first + count) of a shard. */
 struct sfs_run {
@@ -265,16 +266,20 @@ struct sfs_format_ops {
 	 * *state, taken by the caller, and *mem, the bytes it holds; its
 	 * errors are lay_out's.  lay_out_from then lays out a slice as
 	 * lay_out would, from that state (borrowed: several threads may use
-	 * one state at once, each with its own fd of the same shard; what
-	 * a state keeps for the slices that follow, Parquet's decoded pages,
-	 * it keeps thread-safely).  free_shard frees a state (NULL is a
-	 * no-op).  All three or none; lay_out is then read_shard,
-	 * lay_out_from and free_shard.  shard_mem, when set, says the bytes
-	 * a state holds now (what it keeps grows and shrinks); NULL: *mem
-	 * of its read_shard, always.
+	 * one state at once, each with its own fd of the same shard).  What
+	 * a state keeps for the slices that follow (Parquet's decoded pages)
+	 * it keeps thread-safely, beside *mem, each byte charged to budget
+	 * (borrowed, budget.h: one for all the states of a build, its owner
+	 * freeing idle states when a state finds no room; NULL: a bound of
+	 * the state's own), and gives back when it lets go of it.
+	 * free_shard frees a state (NULL is a no-op) and what it keeps.
+	 * All three or none; lay_out is then read_shard, lay_out_from and
+	 * free_shard.  shard_mem, when set, says the bytes a state keeps now
+	 * charged to its budget; NULL: none.
 	 */
-	int (*read_shard)(int fd, const struct sfs_shard *sh, void **state,
-			  size_t *mem, struct sfs_error *err);
+	int (*read_shard)(int fd, const struct sfs_shard *sh,
+			  struct sfs_budget *budget, void **state, size_t *mem,
+			  struct sfs_error *err);
 	int (*lay_out_from)(const void *state, int fd,
 			    const struct sfs_shard *sh,
 			    const struct sfs_run *runs, size_t nruns,

@@ -272,31 +272,45 @@ void sfs_parquet_cut_free(struct sfs_parquet_cut *c);
  * decoded last, so that cutting many rows of one page (a slice of
  * shuffle=samples: a cut per row; the slices of a view cutting one row
  * group into blocks) decodes the page once, not once a cut.  At most
- * SFS_PARQUET_PAGES_COLUMNS columns holding at most SFS_PARQUET_PAGES_MAX
- * bytes decoded (as the page reader counts them; the least recently used
- * go), besides the column each cut is cutting.  The bound holds the pages
- * of a row group of DuckDB's (pages up to 100 MiB): a million strings of
- * 96 characters and three numbers count 220 MiB.  A cut through it gives
- * the bytes sfs_parquet_cut gives.  Thread-safe: cuts of one file may run
- * through it at once; a cut that needs a column another cut has waits
- * for it rather than decode its page again.
+ * SFS_PARQUET_PAGES_COLUMNS columns, their decoded bytes (as the page
+ * reader counts them) charged to a budget (budget.h) before they are
+ * kept: one budget for all the files a view's build cuts (slice.h's
+ * cache owns it, SFS_SLICE_PAGES_MAX), or a budget of the pages' own of
+ * SFS_PARQUET_PAGES_MAX.  When the budget has no room, the least
+ * recently used columns of these pages go when that makes room, else
+ * the budget's owner is asked to free what idle holders keep, and
+ * failing that the column is not kept (a later cut decodes it again).
+ * Beside what is kept, each cut running holds the one column it is
+ * cutting, uncharged: its dictionary and one page, within the page
+ * reader's limits (a page decodes to at most 128 MiB, a column to
+ * 512 MiB: docs/formats.md), as before anything was kept.  The default
+ * bound holds the pages of a row group of DuckDB's (pages up to
+ * 100 MiB): a million strings of 96 characters and three numbers count
+ * 220 MiB.  A cut through it gives
+ * the bytes sfs_parquet_cut gives.  Thread-safe: cuts of one file may
+ * run through it at once; a cut that needs a column another cut has
+ * waits for it rather than decode its page again.
  */
 #define SFS_PARQUET_PAGES_MAX ((uint64_t)256 << 20)
 #define SFS_PARQUET_PAGES_COLUMNS 64
 
 struct sfs_parquet_pages;
+struct sfs_budget;
 
-/* A new empty one, or NULL (out of memory). */
-struct sfs_parquet_pages *sfs_parquet_pages_new(void);
+/* A new empty one whose kept pages are charged to budget (borrowed: it
+ * must outlive the pages; NULL: a budget of their own of
+ * SFS_PARQUET_PAGES_MAX), or NULL (out of memory). */
+struct sfs_parquet_pages *sfs_parquet_pages_new(struct sfs_budget *budget);
 
-/* Free ps and every page it keeps (no cut may be running through it).
- * NULL is a no-op. */
+/* Free ps and every page it keeps, given back to its budget (no cut may
+ * be running through it).  NULL is a no-op. */
 void sfs_parquet_pages_free(struct sfs_parquet_pages *ps);
 
 /* The data pages the cuts through ps decoded so far. */
 uint64_t sfs_parquet_pages_decoded(struct sfs_parquet_pages *ps);
 
-/* The decoded bytes ps keeps now (the columns no cut has); NULL: 0. */
+/* The decoded bytes ps keeps now (the columns no cut has), charged to
+ * its budget; NULL: 0. */
 uint64_t sfs_parquet_pages_mem(struct sfs_parquet_pages *ps);
 
 /* sfs_parquet_cut through pages (NULL: none), the same meta and file at

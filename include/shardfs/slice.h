@@ -99,10 +99,20 @@ void sfs_slice_free(struct sfs_slice *s);
  * slices hold at most max bytes (slices past that are laid out again
  * when opened); and what the driver reads once per shard (its
  * read_shard state, format.h: a Parquet footer, decoded) is shared by
- * all the slices of that shard, at most SFS_SLICE_STATES_MAX bytes of it
- * (as the driver's shard_mem says after each slice, with what it keeps
- * for the slices that follow: Parquet's decoded pages) kept between
- * slices, until sfs_slice_cache_end_build.
+ * all the slices of that shard until sfs_slice_cache_end_build.  The
+ * states no slice is being laid out from are kept while they hold at
+ * most SFS_SLICE_STATES_MAX bytes, not counting what they keep for the
+ * slices that follow (Parquet's decoded pages), which has a bound of its
+ * own for the whole build, whatever the number of shards or of threads:
+ * one budget (budget.h, sfs_slice_cache_pages) of pages_max bytes
+ * (SFS_SLICE_PAGES_MAX, 256 MiB, unless the cache was made with another)
+ * shared by all the states.  A state that finds it full lets go of its
+ * own least recently used pages when that makes room, else the cache
+ * frees the least recently used idle states that keep pages, and
+ * failing that the state does without keeping; so a state is never
+ * freed only because it keeps big pages.  Beside the budget, each thread
+ * laying out a slice holds what its driver is cutting (Parquet: one
+ * column, parquet.h).
  * sfs_slice_cache_build hands out a kept slice only while the shard's fd
  * still has the size, mtime, device and inode it was laid out from.
  * Keys name slices: the caller's numbering, one key one list of runs of
@@ -110,14 +120,21 @@ void sfs_slice_free(struct sfs_slice *s);
  */
 #define SFS_SLICE_CACHE_MAX ((size_t)64 << 20)
 #define SFS_SLICE_STATES_MAX ((size_t)256 << 20)
+#define SFS_SLICE_PAGES_MAX ((uint64_t)256 << 20)
 
 struct sfs_slice_cache;
 
 /*
  * A new empty cache for slices of shards of idx (borrowed, must outlive
- * it) keeping at most max bytes of slices (0: SFS_SLICE_CACHE_MAX).
- * Returns 0 or -ENOMEM.
+ * it) keeping at most max bytes of slices (0: SFS_SLICE_CACHE_MAX), its
+ * states at most pages_max bytes for the slices that follow, all
+ * together (0: SFS_SLICE_PAGES_MAX).  Returns 0 or -ENOMEM.
  */
+int sfs_slice_cache_new_within(const struct sfs_index *idx, size_t max,
+			       uint64_t pages_max,
+			       struct sfs_slice_cache **out);
+
+/* sfs_slice_cache_new_within with pages_max SFS_SLICE_PAGES_MAX. */
 int sfs_slice_cache_new(const struct sfs_index *idx, size_t max,
 			struct sfs_slice_cache **out);
 
@@ -152,6 +169,10 @@ int sfs_slice_cache_build(struct sfs_slice_cache *c, const struct sfs_shard *sh,
 			  int fd, uint64_t key, const struct sfs_run *runs,
 			  size_t nruns, struct sfs_slice **out,
 			  struct sfs_error *err);
+
+/* The budget of what c's states keep for the slices that follow (its
+ * used and peak bytes: budget.h), valid while c is. */
+struct sfs_budget *sfs_slice_cache_pages(struct sfs_slice_cache *c);
 
 /* The bytes and the number of the slices c keeps. */
 size_t sfs_slice_cache_mem(struct sfs_slice_cache *c);

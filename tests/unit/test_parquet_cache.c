@@ -7,12 +7,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "helpers.h"
+#include "shardfs/budget.h"
 #include "shardfs/indexer.h"
 #include "shardfs/parquet.h"
 #include "shardfs/view.h"
@@ -335,7 +337,7 @@ static void test_parquet_cache_pages_cut_the_same_bytes(void **state)
 	char *dir = tmpdir_new();
 	struct sfs_index *idx = source(dir, 1);
 	const struct sfs_shard *sh = &idx->shards[0];
-	struct sfs_parquet_pages *ps = sfs_parquet_pages_new();
+	struct sfs_parquet_pages *ps = sfs_parquet_pages_new(NULL);
 	struct sfs_parquet_meta *m;
 	struct sfs_error err = { 0 };
 	int fd = open_shard(dir, sh);
@@ -430,17 +432,19 @@ static void put_list(struct buf *b, size_t n, unsigned t)
 #define BIG_ROWS 3000000u
 
 /*
- * dir/big.parquet: one required INT32 column "v" of BIG_ROWS rows, value
- * i at row i, in one row group of one PLAIN uncompressed page: 12 MB that
- * decode to 84 MB as the page reader counts them (4 bytes a value and 24
- * an entry), more than the 64 MiB the decoded pages of a cut were kept
- * within when one slice's cuts alone shared them.  Returns its path;
- * *body: where the values begin (NULL: not wanted).
+ * dir/name: one required INT32 column "v" of rows rows, value i at row i,
+ * in one row group of one PLAIN uncompressed page.  Of BIG_ROWS rows
+ * (big_page_file): 12 MB that decode to 84 MB as the page reader counts
+ * them (4 bytes a value and 24 an entry), more than the 64 MiB the
+ * decoded pages of a cut were kept within when one slice's cuts alone
+ * shared them.  Returns its path; *body: where the values begin (NULL:
+ * not wanted).
  */
-static char *big_page_file(const char *dir, off_t *body)
+static char *page_file(const char *dir, const char *name, uint32_t rows,
+		       off_t *body)
 {
 	struct buf f = { 0 }, h = { 0 }, m = { 0 };
-	uint32_t i, len = BIG_ROWS * 4;
+	uint32_t i, len = rows * 4;
 	unsigned char le[4];
 	int last = 0, sub = 0, cc = 0, cm = 0;
 	char *path;
@@ -450,7 +454,7 @@ static char *big_page_file(const char *dir, off_t *body)
 	put_int(&h, &last, 2, 5, len);
 	put_int(&h, &last, 3, 5, len);
 	put_field(&h, &last, 5, 12);
-	put_int(&h, &sub, 1, 5, BIG_ROWS);
+	put_int(&h, &sub, 1, 5, rows);
 	put_int(&h, &sub, 2, 5, 0); /* PLAIN */
 	put_int(&h, &sub, 3, 5, 3); /* RLE */
 	put_int(&h, &sub, 4, 5, 3);
@@ -459,7 +463,7 @@ static char *big_page_file(const char *dir, off_t *body)
 	buf_put(&f, h.p, h.len);
 	if (body)
 		*body = (off_t)f.len;
-	for (i = 0; i < BIG_ROWS; i++) {
+	for (i = 0; i < rows; i++) {
 		le[0] = (unsigned char)i;
 		le[1] = (unsigned char)(i >> 8);
 		le[2] = (unsigned char)(i >> 16);
@@ -482,7 +486,7 @@ static char *big_page_file(const char *dir, off_t *body)
 	put_field(&m, &sub, 4, 8);
 	put_str(&m, "v");
 	put_stop(&m);
-	put_int(&m, &last, 3, 6, BIG_ROWS);
+	put_int(&m, &last, 3, 6, rows);
 	put_field(&m, &last, 4, 9);
 	put_list(&m, 1, 12);
 	sub = 0; /* RowGroup */
@@ -499,14 +503,14 @@ static char *big_page_file(const char *dir, off_t *body)
 	put_list(&m, 1, 8);
 	put_str(&m, "v");
 	put_int(&m, &cm, 4, 5, 0); /* UNCOMPRESSED */
-	put_int(&m, &cm, 5, 6, BIG_ROWS);
+	put_int(&m, &cm, 5, 6, rows);
 	put_int(&m, &cm, 6, 6, (int64_t)(h.len + len));
 	put_int(&m, &cm, 7, 6, (int64_t)(h.len + len));
 	put_int(&m, &cm, 9, 6, 4); /* data_page_offset */
 	put_stop(&m); /* ColumnMetaData */
 	put_stop(&m); /* ColumnChunk */
 	put_int(&m, &sub, 2, 6, (int64_t)(h.len + len));
-	put_int(&m, &sub, 3, 6, BIG_ROWS);
+	put_int(&m, &sub, 3, 6, rows);
 	put_stop(&m); /* RowGroup */
 	put_stop(&m); /* FileMetaData */
 	buf_put(&f, m.p, m.len);
@@ -516,11 +520,16 @@ static char *big_page_file(const char *dir, off_t *body)
 	le[3] = (unsigned char)(m.len >> 24);
 	buf_put(&f, le, 4);
 	buf_put(&f, "PAR1", 4);
-	path = write_at(dir, "big.parquet", f.p, f.len);
+	path = write_at(dir, name, f.p, f.len);
 	buf_free(&f);
 	buf_free(&h);
 	buf_free(&m);
 	return path;
+}
+
+static char *big_page_file(const char *dir, off_t *body)
+{
+	return page_file(dir, "big.parquet", BIG_ROWS, body);
 }
 
 /* The bytes of rows [first, first + n) of the big page's file cut
@@ -554,7 +563,7 @@ static struct buf big_cut_alone(const char *path,
 static void test_parquet_cache_pages_decode_a_big_page_once(void **state)
 {
 	char *dir = tmpdir_new(), keep[4096], *path;
-	struct sfs_parquet_pages *ps = sfs_parquet_pages_new();
+	struct sfs_parquet_pages *ps = sfs_parquet_pages_new(NULL);
 	struct sfs_parquet_meta *m;
 	struct sfs_error err = { 0 };
 	struct stat st;
@@ -651,7 +660,7 @@ static void *cut_rows(void *arg)
 static void test_parquet_cache_pages_shared_by_threads(void **state)
 {
 	char *dir = tmpdir_new(), *path = big_page_file(dir, NULL);
-	struct sfs_parquet_pages *ps = sfs_parquet_pages_new();
+	struct sfs_parquet_pages *ps = sfs_parquet_pages_new(NULL);
 	struct sfs_parquet_meta *m;
 	struct sfs_error err = { 0 };
 	struct cutter t[3];
@@ -687,6 +696,389 @@ static void test_parquet_cache_pages_shared_by_threads(void **state)
 	tmpdir_remove(dir);
 }
 
+/* ---- one bound for the pages of a whole build ---- */
+
+#define SMALL_ROWS 200000u /* a page of 800 000 bytes, 5.6 MB decoded */
+
+/*
+ * The reads of a whole small page's values (the test's link wraps
+ * sfs_pread_full): one each time a cut decodes it.  page_body: where the
+ * values of page_file's files begin (-1: nothing counted).
+ */
+static atomic_uint page_reads;
+static atomic_llong page_body = -1;
+
+ssize_t __real_sfs_pread_full(int fd, void *buf, size_t len, uint64_t off);
+ssize_t __wrap_sfs_pread_full(int fd, void *buf, size_t len, uint64_t off);
+ssize_t __wrap_sfs_pread_full(int fd, void *buf, size_t len, uint64_t off)
+{
+	if (len == SMALL_ROWS * 4 && (long long)off == atomic_load(&page_body))
+		atomic_fetch_add(&page_reads, 1);
+	return __real_sfs_pread_full(fd, buf, len, off);
+}
+
+/* The decoded bytes the page of a file of SMALL_ROWS rows at path counts
+ * once kept (as the page reader counts them). */
+static uint64_t small_page_mem(const char *path)
+{
+	struct sfs_parquet_pages *ps = sfs_parquet_pages_new(NULL);
+	struct sfs_parquet_meta *m;
+	struct sfs_parquet_cut *cut;
+	struct sfs_error err = { 0 };
+	struct stat st;
+	uint64_t mem;
+	int fd = open(path, O_RDONLY);
+
+	assert_true(fd >= 0);
+	assert_non_null(ps);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal(sfs_parquet_footer_read(fd, path, (uint64_t)st.st_size,
+						 &m, &err),
+			 0);
+	assert_int_equal(sfs_parquet_cut_pages(fd, m, ps, 0, 5, 10, &cut, &err),
+			 0);
+	mem = sfs_parquet_pages_mem(ps);
+	assert_true(mem > SMALL_ROWS * 4);
+	sfs_parquet_cut_free(cut);
+	sfs_parquet_pages_free(ps);
+	sfs_parquet_meta_free(m);
+	close(fd);
+	return mem;
+}
+
+#define NSMALL 4
+
+/* What each thread of the test below cuts: its own file, through its
+ * own pages charged to one budget. */
+struct small_cutter {
+	char *path;
+	struct sfs_parquet_meta *m;
+	struct sfs_parquet_pages *ps;
+	pthread_barrier_t *start;
+	int ok;
+};
+
+static void *cut_small(void *arg)
+{
+	struct small_cutter *t = arg;
+	struct sfs_error err = { 0 };
+	int64_t j;
+	int fd = open(t->path, O_RDONLY);
+
+	pthread_barrier_wait(t->start);
+	for (j = 0; fd >= 0 && j < 4; j++) {
+		struct sfs_parquet_cut *a, *b;
+		int64_t first = 1 + j * 49999;
+		struct buf got, want;
+
+		if (sfs_parquet_cut_pages(fd, t->m, t->ps, 0, first, 999, &a,
+					  &err))
+			break;
+		if (sfs_parquet_cut(fd, t->m, 0, first, 999, &b, &err)) {
+			sfs_parquet_cut_free(a);
+			break;
+		}
+		got = cut_bytes(a, fd);
+		want = cut_bytes(b, fd);
+		t->ok += got.len == want.len && !memcmp(got.p, want.p, got.len);
+		buf_free(&got);
+		buf_free(&want);
+		sfs_parquet_cut_free(a);
+		sfs_parquet_cut_free(b);
+	}
+	if (fd >= 0)
+		close(fd);
+	return NULL;
+}
+
+/*
+ * NSMALL threads cut NSMALL files of one big page each at once, each file
+ * through its own pages (as a view's build lays out the slices of several
+ * shards, each shard's state with its pages), all charged to one budget
+ * of two and a half pages: the pages kept at once never pass it, and
+ * every cut gives the bytes a cut alone gives.  (When each state had a
+ * bound of its own, NSMALL threads kept NSMALL pages: NSMALL times it.)
+ */
+static void test_parquet_cache_pages_one_bound_for_threads(void **state)
+{
+	char *dir = tmpdir_new(), name[32];
+	struct small_cutter t[NSMALL];
+	struct sfs_error err = { 0 };
+	struct sfs_budget b;
+	pthread_barrier_t start;
+	pthread_t th[NSMALL];
+	uint64_t own, kept = 0;
+	struct stat st;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(pthread_barrier_init(&start, NULL, NSMALL), 0);
+	for (i = 0; i < NSMALL; i++) {
+		int fd;
+
+		snprintf(name, sizeof(name), "s%zu.parquet", i);
+		t[i] = (struct small_cutter){
+			.path = page_file(dir, name, SMALL_ROWS, NULL),
+			.start = &start
+		};
+		fd = open(t[i].path, O_RDONLY);
+		assert_true(fd >= 0);
+		assert_int_equal(fstat(fd, &st), 0);
+		assert_int_equal(sfs_parquet_footer_read(fd, t[i].path,
+							 (uint64_t)st.st_size,
+							 &t[i].m, &err),
+				 0);
+		close(fd);
+	}
+	own = small_page_mem(t[0].path);
+	sfs_budget_init(&b, own * 5 / 2, NULL, NULL);
+	for (i = 0; i < NSMALL; i++) {
+		t[i].ps = sfs_parquet_pages_new(&b);
+		assert_non_null(t[i].ps);
+	}
+	for (i = 0; i < NSMALL; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, cut_small, &t[i]),
+				 0);
+	for (i = 0; i < NSMALL; i++) {
+		assert_int_equal(pthread_join(th[i], NULL), 0);
+		assert_int_equal(t[i].ok, 4);
+		kept += sfs_parquet_pages_mem(t[i].ps);
+	}
+	/* two pages kept at most, and at least one */
+	assert_true(sfs_budget_peak(&b) <= own * 5 / 2);
+	assert_true(sfs_budget_peak(&b) >= own);
+	assert_int_equal(sfs_budget_used(&b), kept);
+	for (i = 0; i < NSMALL; i++) {
+		sfs_parquet_pages_free(t[i].ps);
+		sfs_parquet_meta_free(t[i].m);
+		free(t[i].path);
+	}
+	assert_int_equal(sfs_budget_used(&b), 0);
+	pthread_barrier_destroy(&start);
+	tmpdir_remove(dir);
+}
+
+/* What each thread of the test below lays out: slices of the shards of
+ * idx, shard (first + j) % NSMALL at its j-th. */
+struct slicer {
+	struct sfs_slice_cache *c;
+	const struct sfs_index *idx;
+	const char *dir;
+	pthread_barrier_t *start;
+	size_t first;
+	int ok;
+};
+
+#define SLICES_EACH 6
+
+static void *lay_out_slices(void *arg)
+{
+	struct slicer *t = arg;
+	size_t j;
+
+	pthread_barrier_wait(t->start);
+	for (j = 0; j < SLICES_EACH; j++) {
+		const struct sfs_shard *sh =
+			&t->idx->shards[(t->first + j) % NSMALL];
+		struct sfs_error err = { 0 };
+		struct sfs_run run = { 1000 + j * 31337, 1000 };
+		uint64_t size;
+		int fd = open_shard(t->dir, sh);
+
+		t->ok += !sfs_slice_cache_size(t->c, sh, fd,
+					       t->first * SLICES_EACH + j, &run,
+					       1, &size, &err);
+		close(fd);
+	}
+	return NULL;
+}
+
+/*
+ * NSMALL threads lay out slices of NSMALL shards of one big page each
+ * through one cache whose states may keep two and a half pages, each
+ * thread going from shard to shard (so states are freed for others
+ * while some are in use): the pages kept never pass the bound, all are
+ * given back at the build's end, and every slice is the bytes a fresh
+ * layout gives.
+ */
+static void test_parquet_cache_one_bound_for_a_build(void **state)
+{
+	char *dir = tmpdir_new(), name[32], path[4096];
+	struct sfs_indexer_opts o = { .source = dir, .jobs = 1 };
+	struct sfs_indexer_report rep = { 0 };
+	struct sfs_error err = { 0 };
+	struct sfs_index *idx = NULL;
+	struct sfs_slice_cache *c;
+	struct slicer t[NSMALL];
+	pthread_barrier_t start;
+	pthread_t th[NSMALL];
+	uint64_t own;
+	size_t i, j;
+
+	(void)state;
+	for (i = 0; i < NSMALL; i++) {
+		snprintf(name, sizeof(name), "s%zu.parquet", i);
+		free(page_file(dir, name, SMALL_ROWS, NULL));
+	}
+	assert_int_equal(sfs_indexer_build(&o, NULL, &idx, &rep, &err), 0);
+	assert_int_equal(idx->nshards, NSMALL);
+	snprintf(path, sizeof(path), "%s/s0.parquet", dir);
+	own = small_page_mem(path);
+	assert_int_equal(sfs_slice_cache_new_within(idx, 0, own * 5 / 2, &c),
+			 0);
+	assert_int_equal(pthread_barrier_init(&start, NULL, NSMALL), 0);
+	for (i = 0; i < NSMALL; i++) {
+		t[i] = (struct slicer){ .c = c,
+					.idx = idx,
+					.dir = dir,
+					.start = &start,
+					.first = i };
+		assert_int_equal(
+			pthread_create(&th[i], NULL, lay_out_slices, &t[i]), 0);
+	}
+	for (i = 0; i < NSMALL; i++) {
+		assert_int_equal(pthread_join(th[i], NULL), 0);
+		assert_int_equal(t[i].ok, SLICES_EACH);
+	}
+	assert_true(sfs_budget_peak(sfs_slice_cache_pages(c)) <= own * 5 / 2);
+	assert_true(sfs_budget_peak(sfs_slice_cache_pages(c)) >= own);
+	sfs_slice_cache_end_build(c);
+	assert_int_equal(sfs_budget_used(sfs_slice_cache_pages(c)), 0);
+	for (i = 0; i < NSMALL; i++)
+		for (j = 0; j < SLICES_EACH; j++) {
+			const struct sfs_shard *sh =
+				&idx->shards[(i + j) % NSMALL];
+			struct sfs_run run = { 1000 + j * 31337, 1000 };
+			struct sfs_slice *got, *want;
+			unsigned char *x, *y;
+			int fd = open_shard(dir, sh);
+
+			assert_int_equal(sfs_slice_cache_build(
+						 c, sh, fd, i * SLICES_EACH + j,
+						 &run, 1, &got, &err),
+					 0);
+			assert_int_equal(sfs_slice_build(idx, sh, fd, &run, 1,
+							 &want, &err),
+					 0);
+			assert_int_equal(got->size, want->size);
+			x = slice_bytes(got, fd);
+			y = slice_bytes(want, fd);
+			assert_memory_equal(x, y, got->size);
+			free(x);
+			free(y);
+			sfs_slice_free(got);
+			sfs_slice_free(want);
+			close(fd);
+		}
+	pthread_barrier_destroy(&start);
+	sfs_slice_cache_free(c);
+	sfs_index_free(idx);
+	tmpdir_remove(dir);
+}
+
+/* The slices the test below lays out: shard, first row (1000 rows). */
+static const struct {
+	unsigned shard;
+	uint64_t first;
+} alternate[] = { { 0, 1000 },	{ 1, 8919 },  { 0, 16838 }, { 1, 24757 },
+		  { 0, 32676 }, { 1, 40595 }, { 0, 48514 }, { 1, 56433 },
+		  { 2, 5 },	{ 1, 50000 }, { 0, 60000 } };
+
+/* Slice key of shard sh cut at [first, first + 1000) through c. */
+static void size_through(struct sfs_slice_cache *c, const char *dir,
+			 const struct sfs_shard *sh, uint64_t key,
+			 uint64_t first)
+{
+	struct sfs_error err = { 0 };
+	struct sfs_run run = { first, 1000 };
+	uint64_t size;
+	int fd = open_shard(dir, sh);
+
+	assert_int_equal(
+		sfs_slice_cache_size(c, sh, fd, key, &run, 1, &size, &err), 0);
+	close(fd);
+}
+
+/*
+ * Three shards of one big page each, their slices laid out one shard
+ * after another through a cache whose states may keep two pages: a and b
+ * cut alternately decode their pages once each, although each state is
+ * put back between its slices and the two pages fill the budget to
+ * within less than the states' footers (when the states were trimmed
+ * counting their pages, a state was freed at every put and its page
+ * decoded again at each slice); c then finds no room and frees the idle
+ * state used least recently (a), whose page is decoded again when it
+ * comes back.  The pages never pass the bound, and every slice is the
+ * bytes a fresh layout gives.
+ */
+static void test_parquet_cache_states_keep_pages_that_fit(void **state)
+{
+	char *dir = tmpdir_new(), path[4096];
+	struct sfs_indexer_opts o = { .source = dir, .jobs = 1 };
+	struct sfs_indexer_report rep = { 0 };
+	struct sfs_error err = { 0 };
+	struct sfs_index *idx = NULL;
+	struct sfs_slice_cache *c;
+	const struct sfs_shard *sh[3];
+	static const unsigned reads[] = { 1, 2, 2, 2, 2, 2, 2, 2, 3, 3, 4 };
+	uint64_t own, bound;
+	size_t i;
+	off_t body;
+
+	(void)state;
+	free(page_file(dir, "a.parquet", SMALL_ROWS, &body));
+	free(page_file(dir, "b.parquet", SMALL_ROWS, NULL));
+	free(page_file(dir, "c.parquet", SMALL_ROWS, NULL));
+	assert_int_equal(sfs_indexer_build(&o, NULL, &idx, &rep, &err), 0);
+	assert_int_equal(idx->nshards, 3);
+	for (i = 0; i < 3; i++) {
+		sh[i] = &idx->shards[i];
+		assert_int_equal(sh[i]->path[0], 'a' + (int)i);
+	}
+	snprintf(path, sizeof(path), "%s/a.parquet", dir);
+	own = small_page_mem(path);
+	/* two pages and less than a footer more */
+	bound = 2 * own + 64;
+	assert_int_equal(sfs_slice_cache_new_within(idx, 0, bound, &c), 0);
+	atomic_store(&page_body, (long long)body);
+	atomic_store(&page_reads, 0);
+	for (i = 0; i < sizeof(alternate) / sizeof(*alternate); i++) {
+		size_through(c, dir, sh[alternate[i].shard], i,
+			     alternate[i].first);
+		assert_int_equal(atomic_load(&page_reads), reads[i]);
+	}
+	atomic_store(&page_body, -1);
+	assert_true(sfs_budget_peak(sfs_slice_cache_pages(c)) <= bound);
+	assert_true(sfs_budget_peak(sfs_slice_cache_pages(c)) >= 2 * own);
+	sfs_slice_cache_end_build(c);
+	assert_int_equal(sfs_budget_used(sfs_slice_cache_pages(c)), 0);
+	for (i = 0; i < sizeof(alternate) / sizeof(*alternate); i++) {
+		const struct sfs_shard *s = sh[alternate[i].shard];
+		struct sfs_run run = { alternate[i].first, 1000 };
+		struct sfs_slice *got, *want;
+		unsigned char *x, *y;
+		int fd = open_shard(dir, s);
+
+		assert_int_equal(sfs_slice_cache_build(c, s, fd, i, &run, 1,
+						       &got, &err),
+				 0);
+		assert_int_equal(
+			sfs_slice_build(idx, s, fd, &run, 1, &want, &err), 0);
+		assert_int_equal(got->size, want->size);
+		x = slice_bytes(got, fd);
+		y = slice_bytes(want, fd);
+		assert_memory_equal(x, y, got->size);
+		free(x);
+		free(y);
+		sfs_slice_free(got);
+		sfs_slice_free(want);
+		close(fd);
+	}
+	sfs_slice_cache_free(c);
+	sfs_index_free(idx);
+	tmpdir_remove(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -699,6 +1091,10 @@ int main(void)
 		cmocka_unit_test(
 			test_parquet_cache_pages_decode_a_big_page_once),
 		cmocka_unit_test(test_parquet_cache_pages_shared_by_threads),
+		cmocka_unit_test(
+			test_parquet_cache_pages_one_bound_for_threads),
+		cmocka_unit_test(test_parquet_cache_one_bound_for_a_build),
+		cmocka_unit_test(test_parquet_cache_states_keep_pages_that_fit),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

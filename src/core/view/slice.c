@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "shardfs/budget.h"
 #include "shardfs/format.h"
 
 #include "shardfs/slice.h"
@@ -294,7 +295,7 @@ struct kept {
 struct held {
 	struct link link; /* key: the shard's number in the index */
 	void *state; /* NULL while reading is set, or after it failed */
-	size_t mem;
+	size_t mem; /* read_shard's: what it keeps is pages' */
 	unsigned refs; /* slices being laid out from it */
 	bool reading;
 	uint64_t used; /* the tick of its last use */
@@ -308,8 +309,15 @@ struct sfs_slice_cache {
 	struct table kept; /* lock: struct kept */
 	size_t mem; /* lock: the bytes the kept slices hold */
 	struct table held; /* lock: struct held */
-	size_t held_mem; /* lock: the bytes the states hold */
+	/* lock: the bytes the states hold, less what they keep for the
+	 * slices that follow (charged to pages) */
+	size_t held_mem;
 	uint64_t tick; /* lock */
+	/* what all the states keep for the slices that follow (Parquet's
+	 * decoded pages), one bound for them all; reclaim_pages frees idle
+	 * states for a state that finds no room.  Atomic: a state charges
+	 * it under its own lock, never under ours. */
+	struct sfs_budget pages;
 };
 
 static size_t slot(const struct table *t, uint64_t key)
@@ -367,8 +375,10 @@ static void table_remove(struct table *t, struct link *l)
 	t->n--;
 }
 
-int sfs_slice_cache_new(const struct sfs_index *idx, size_t max,
-			struct sfs_slice_cache **out)
+static void reclaim_pages(void *arg, uint64_t need);
+
+int sfs_slice_cache_new_within(const struct sfs_index *idx, size_t max,
+			       uint64_t pages_max, struct sfs_slice_cache **out)
 {
 	struct sfs_slice_cache *c = calloc(1, sizeof(*c));
 
@@ -376,6 +386,8 @@ int sfs_slice_cache_new(const struct sfs_index *idx, size_t max,
 		return -ENOMEM;
 	c->idx = idx;
 	c->max = max ? max : SFS_SLICE_CACHE_MAX;
+	sfs_budget_init(&c->pages, pages_max ? pages_max : SFS_SLICE_PAGES_MAX,
+			reclaim_pages, c);
 	if (pthread_mutex_init(&c->lock, NULL)) {
 		free(c);
 		return -ENOMEM;
@@ -387,6 +399,12 @@ int sfs_slice_cache_new(const struct sfs_index *idx, size_t max,
 	}
 	*out = c;
 	return 0;
+}
+
+int sfs_slice_cache_new(const struct sfs_index *idx, size_t max,
+			struct sfs_slice_cache **out)
+{
+	return sfs_slice_cache_new_within(idx, max, 0, out);
 }
 
 static void held_free(const struct sfs_slice_cache *c, struct held *h)
@@ -448,26 +466,74 @@ static size_t slice_mem(const struct sfs_slice *s)
 	return mem;
 }
 
-/* Free the least recently used states no slice is laid out from while
- * the states hold more than SFS_SLICE_STATES_MAX. */
+/*
+ * The least recently used state no slice is laid out from (NULL: none);
+ * only those that keep something for the slices that follow (shard_mem)
+ * when keeping is set.
+ */
+static struct held *idle_lru_locked(struct sfs_slice_cache *c, bool keeping)
+{
+	struct held *victim = NULL, *h;
+	size_t i;
+
+	for (i = 0; i < c->held.nb; i++)
+		for (h = (struct held *)c->held.b[i]; h;
+		     h = (struct held *)h->link.next) {
+			const struct sfs_format_ops *ops =
+				c->idx->shards[h->link.key].format;
+
+			if (h->refs || h->reading ||
+			    (victim && h->used >= victim->used))
+				continue;
+			if (keeping && (!h->state || !ops->shard_mem ||
+					!ops->shard_mem(h->state)))
+				continue;
+			victim = h;
+		}
+	return victim;
+}
+
+static void drop_held_locked(struct sfs_slice_cache *c, struct held *h)
+{
+	table_remove(&c->held, &h->link);
+	c->held_mem -= h->mem;
+	held_free(c, h);
+}
+
+/*
+ * Free the least recently used states no slice is laid out from while
+ * the states hold more than SFS_SLICE_STATES_MAX, not counting what they
+ * keep for the slices that follow: that is the pages budget's, and
+ * counting it here too would free a state that keeps big pages at every
+ * slice put back, only to decode them again at the next (the pages'
+ * bound, not this trim, decides when kept pages go: reclaim_pages).
+ */
 static void trim_held_locked(struct sfs_slice_cache *c)
 {
-	while (c->held_mem > SFS_SLICE_STATES_MAX) {
-		struct held *victim = NULL, *h;
-		size_t i;
+	struct held *victim;
 
-		for (i = 0; i < c->held.nb; i++)
-			for (h = (struct held *)c->held.b[i]; h;
-			     h = (struct held *)h->link.next)
-				if (!h->refs && !h->reading &&
-				    (!victim || h->used < victim->used))
-					victim = h;
-		if (!victim)
-			return;
-		table_remove(&c->held, &victim->link);
-		c->held_mem -= victim->mem;
-		held_free(c, victim);
-	}
+	while (c->held_mem > SFS_SLICE_STATES_MAX &&
+	       (victim = idle_lru_locked(c, false)))
+		drop_held_locked(c, victim);
+}
+
+/*
+ * The pages budget's reclaim, for a state that wants to keep need bytes
+ * more and has let go of its own least recently used ones: free the
+ * least recently used states no slice is laid out from that keep some,
+ * until need fits.  Called with no lock of a state held (budget.h): the
+ * order is our lock, then a state's.
+ */
+static void reclaim_pages(void *arg, uint64_t need)
+{
+	struct sfs_slice_cache *c = arg;
+	struct held *victim;
+
+	pthread_mutex_lock(&c->lock);
+	while (sfs_budget_used(&c->pages) > c->pages.max - need &&
+	       (victim = idle_lru_locked(c, true)))
+		drop_held_locked(c, victim);
+	pthread_mutex_unlock(&c->lock);
 }
 
 /*
@@ -512,7 +578,7 @@ static int get_held(struct sfs_slice_cache *c, const struct sfs_shard *sh,
 	h->refs++;
 	pthread_mutex_unlock(&c->lock);
 
-	rc = sh->format->read_shard(fd, sh, &state, &mem, err);
+	rc = sh->format->read_shard(fd, sh, &c->pages, &state, &mem, err);
 
 	pthread_mutex_lock(&c->lock);
 	h->reading = false;
@@ -534,16 +600,7 @@ static int get_held(struct sfs_slice_cache *c, const struct sfs_shard *sh,
 
 static void put_held(struct sfs_slice_cache *c, struct held *h)
 {
-	const struct sfs_format_ops *ops = c->idx->shards[h->link.key].format;
-
 	pthread_mutex_lock(&c->lock);
-	if (ops->shard_mem) {
-		/* what it keeps for the next slices, counted as it grows */
-		size_t mem = ops->shard_mem(h->state);
-
-		c->held_mem = c->held_mem - h->mem + mem;
-		h->mem = mem;
-	}
 	h->refs--;
 	trim_held_locked(c);
 	pthread_mutex_unlock(&c->lock);
@@ -661,6 +718,11 @@ int sfs_slice_cache_build(struct sfs_slice_cache *c, const struct sfs_shard *sh,
 	if (share(k->slice, out))
 		return sfs_errorf(err, -ENOMEM, "out of memory");
 	return 0;
+}
+
+struct sfs_budget *sfs_slice_cache_pages(struct sfs_slice_cache *c)
+{
+	return &c->pages;
 }
 
 size_t sfs_slice_cache_mem(struct sfs_slice_cache *c)

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "formats/parquet/parquet_i.h"
+#include "shardfs/budget.h"
 #include "shardfs/parquet.h"
 #include "shardfs/util.h"
 
@@ -363,21 +364,27 @@ struct parked {
 };
 
 struct sfs_parquet_pages {
+	struct sfs_budget *budget; /* the parked columns are charged to it */
+	struct sfs_budget own; /* budget's when no one else's was given */
 	pthread_mutex_t lock;
 	pthread_cond_t parked; /* lock: a busy column was parked or let go */
 	struct parked *p[SFS_PARQUET_PAGES_COLUMNS]; /* lock */
 	size_t n; /* lock */
-	uint64_t mem; /* lock: the decoded bytes of the columns not busy */
+	/* lock: the decoded bytes of the columns not busy, charged to
+	 * budget; a cut's column is given back when it is taken */
+	uint64_t mem;
 	uint64_t tick; /* lock */
 	uint64_t decoded; /* lock: pages decoded through it */
 };
 
-struct sfs_parquet_pages *sfs_parquet_pages_new(void)
+struct sfs_parquet_pages *sfs_parquet_pages_new(struct sfs_budget *budget)
 {
 	struct sfs_parquet_pages *ps = calloc(1, sizeof(*ps));
 
 	if (!ps)
 		return NULL;
+	sfs_budget_init(&ps->own, SFS_PARQUET_PAGES_MAX, NULL, NULL);
+	ps->budget = budget ? budget : &ps->own;
 	if (pthread_mutex_init(&ps->lock, NULL)) {
 		free(ps);
 		return NULL;
@@ -397,6 +404,7 @@ static void drop_locked(struct sfs_parquet_pages *ps, size_t i)
 
 	if (p->open) {
 		ps->mem -= p->c.own;
+		sfs_budget_give(ps->budget, p->c.own);
 		sfs_pq_col_close(&p->c);
 	}
 	free(p);
@@ -436,24 +444,50 @@ uint64_t sfs_parquet_pages_mem(struct sfs_parquet_pages *ps)
 	return mem;
 }
 
-/* Drop the least recently used column no cut has, while the parked hold
- * more than SFS_PARQUET_PAGES_MAX with room more, or the table has no
- * room for an entry more (room: 1) .  False when none can go. */
-static bool make_room_locked(struct sfs_parquet_pages *ps, uint64_t room,
-			     size_t entries)
+/* Drop the least recently used column no cut has.  False when none can
+ * go. */
+static bool drop_lru_locked(struct sfs_parquet_pages *ps)
 {
-	size_t i, lru;
+	size_t i, lru = SIZE_MAX;
 
-	while (ps->n + entries > SFS_PARQUET_PAGES_COLUMNS ||
-	       ps->mem + room > SFS_PARQUET_PAGES_MAX) {
-		for (lru = SIZE_MAX, i = 0; i < ps->n; i++)
-			if (!ps->p[i]->busy &&
-			    (lru == SIZE_MAX ||
-			     ps->p[i]->used < ps->p[lru]->used))
-				lru = i;
-		if (lru == SIZE_MAX)
+	for (i = 0; i < ps->n; i++)
+		if (!ps->p[i]->busy &&
+		    (lru == SIZE_MAX || ps->p[i]->used < ps->p[lru]->used))
+			lru = i;
+	if (lru == SIZE_MAX)
+		return false;
+	drop_locked(ps, lru);
+	return true;
+}
+
+/*
+ * Charge own bytes of a column to park to ps's budget.  While it has no
+ * room: ps's least recently used parked columns go, when letting go of
+ * them makes room (dropping them for nothing would only decode them
+ * again); else the budget's owner is asked, once, to free what idle
+ * holders keep, ps->lock let go meanwhile (the owner takes its lock,
+ * then those of the pages it frees).  False: no room, the column is not
+ * kept.
+ */
+static bool charge_locked(struct sfs_parquet_pages *ps, uint64_t own)
+{
+	struct sfs_budget *b = ps->budget;
+	bool asked = false;
+
+	if (own > b->max)
+		return false;
+	while (!sfs_budget_take(b, own)) {
+		/* ps's pages are in used: used >= ps->mem */
+		if (ps->mem && sfs_budget_used(b) - ps->mem <= b->max - own &&
+		    drop_lru_locked(ps))
+			continue;
+		if (asked)
 			return false;
-		drop_locked(ps, lru);
+		pthread_mutex_unlock(&ps->lock);
+		asked = sfs_budget_reclaim(b, own);
+		pthread_mutex_lock(&ps->lock);
+		if (!asked)
+			return false;
 	}
 	return true;
 }
@@ -485,15 +519,18 @@ static bool take(struct sfs_parquet_pages *ps, size_t rg, size_t k, int fd,
 	}
 	if (i < ps->n) {
 		p = ps->p[i];
-	} else if (make_room_locked(ps, 0, 1) && (p = calloc(1, sizeof(*p)))) {
+	} else if ((ps->n < SFS_PARQUET_PAGES_COLUMNS || drop_lru_locked(ps)) &&
+		   (p = calloc(1, sizeof(*p)))) {
 		*p = (struct parked){ .rg = rg, .k = k };
 		ps->p[ps->n++] = p;
 	}
 	if (p) {
 		p->busy = true;
 		p->used = ++ps->tick;
-		if (p->open)
+		if (p->open) {
 			ps->mem -= p->c.own;
+			sfs_budget_give(ps->budget, p->c.own);
+		}
 	}
 	pthread_mutex_unlock(&ps->lock);
 	*out = p;
@@ -507,9 +544,8 @@ static bool take(struct sfs_parquet_pages *ps, size_t rg, size_t k, int fd,
 
 /*
  * Give back entry p (the cut's, NULL: none) with column c (taken; NULL:
- * the cut failed), parked if the parked columns can hold it within
- * SFS_PARQUET_PAGES_MAX, else closed; decoded: the pages the cut
- * decoded.
+ * the cut failed), parked if its budget has room for it (charge_locked),
+ * else closed; decoded: the pages the cut decoded.
  */
 static void park(struct sfs_parquet_pages *ps, struct parked *p,
 		 struct sfs_pq_column *c, uint64_t have, uint64_t decoded)
@@ -523,8 +559,7 @@ static void park(struct sfs_parquet_pages *ps, struct parked *p,
 	}
 	pthread_mutex_lock(&ps->lock);
 	ps->decoded += decoded;
-	if (p && c && c->own <= SFS_PARQUET_PAGES_MAX &&
-	    make_room_locked(ps, c->own, 0)) {
+	if (p && c && charge_locked(ps, c->own)) {
 		p->c = *c;
 		p->c.held = &p->c.own;
 		p->c.err = NULL;

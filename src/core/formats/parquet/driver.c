@@ -200,9 +200,10 @@ static int lay_out_runs(struct layout *lay, int fd, const int64_t *rg_first,
  * footer and the first row of each row group, rg_first[nrow_groups] the
  * row count; and the pages its cuts decode, kept for the cuts of the
  * slices that follow (a view's blocks cut one row group many times,
- * shuffle=samples a page once a row).  A view's build lays out all its
- * slices of a shard from one, on several threads at once: pages is
- * thread-safe.
+ * shuffle=samples a page once a row), charged to the budget read_shard
+ * was given (one for a view's build, shared by all its shards' states).
+ * A view's build lays out all its slices of a shard from one, on several
+ * threads at once: pages is thread-safe.
  */
 struct shard_state {
 	struct sfs_parquet_meta *m;
@@ -227,7 +228,7 @@ static size_t parquet_shard_mem(const void *state)
 {
 	const struct shard_state *st = state;
 
-	return st->mem + (size_t)sfs_parquet_pages_mem(st->pages);
+	return (size_t)sfs_parquet_pages_mem(st->pages);
 }
 
 /* The bytes a decoded footer holds (its copy of the footer and the
@@ -242,7 +243,8 @@ static size_t meta_mem(const struct sfs_parquet_meta *m)
 	       m->npath_pool * sizeof(*m->path_pool);
 }
 
-static int parquet_read_shard(int fd, const struct sfs_shard *sh, void **state,
+static int parquet_read_shard(int fd, const struct sfs_shard *sh,
+			      struct sfs_budget *budget, void **state,
 			      size_t *mem, struct sfs_error *err)
 {
 	struct shard_state *st;
@@ -265,7 +267,7 @@ static int parquet_read_shard(int fd, const struct sfs_shard *sh, void **state,
 	if (st) {
 		st->rg_first =
 			malloc((m->nrow_groups + 1) * sizeof(*st->rg_first));
-		st->pages = sfs_parquet_pages_new();
+		st->pages = sfs_parquet_pages_new(budget);
 	}
 	if (!st || !st->rg_first || !st->pages) {
 		if (st) {
@@ -336,7 +338,7 @@ static int parquet_lay_out(int fd, const struct sfs_shard *sh,
 {
 	void *st;
 	size_t mem;
-	int rc = parquet_read_shard(fd, sh, &st, &mem, err);
+	int rc = parquet_read_shard(fd, sh, NULL, &st, &mem, err);
 
 	if (rc)
 		return rc;
