@@ -14,10 +14,11 @@ worker w reads its window files in order with shardfs.follow.windows
 when the worker asks for the next, the last when the stream has ended),
 batch_size the mount's batch, no DistributedSampler; the model is
 trained one DistributedDataParallel step per batch.  Every rank writes
-OUT/rank<r>.json: its steps and, per sample, [worker, window, key] in
-the order trained on.  Rank 0 prints one line per rank, "rank R: S
-steps, N samples, W windows", and the job exits 1 unless every rank
-took the same number of steps, every batch full.
+OUT/rank<r>.json: its steps, whether every batch was full and, per
+sample, [worker, window, key] in the order trained on.  Once the ranks
+have ended, the job prints one line per rank, "rank R: S steps, N
+samples, W windows", and exits 1 unless every rank took the same number
+of steps, every batch full.
 """
 from __future__ import annotations
 
@@ -81,15 +82,18 @@ def rank_main(rank: int, world: int, mnts: list, store: str,
         full = full and len(keys) == batch
         steps += 1
     with open(os.path.join(out, "rank%d.json" % rank), "w") as f:
-        json.dump({"steps": steps, "samples": samples}, f)
-    everyone = [None] * world
-    dist.all_gather_object(everyone, (steps, len(samples),
-                                      len({k for _, k, _ in samples}), full))
-    if rank == 0:
-        with open(os.path.join(out, "summary"), "w") as f:
-            for r, (s, n, w, ok) in enumerate(everyone):
-                f.write("rank %d: %d steps, %d samples, %d windows%s\n"
-                        % (r, s, n, w, "" if ok else ", a batch not full"))
+        json.dump({"steps": steps, "full": full, "samples": samples}, f)
+    # No collective after the last step: the job's summary is made from
+    # the ranks' files once they have ended (main).  gloo's worker
+    # threads outlive destroy_process_group (torch 2.15 keeps its
+    # backend, and them, to the end of the process), and a collective
+    # on tensors made in Python (all_gather_object's) leaves the last
+    # reference to them to the worker thread that ran it: released
+    # while the rank's interpreter finalizes, the thread takes the GIL,
+    # CPython ends it with pthread_exit, and its unwinding through a
+    # noexcept destructor aborts the rank ("terminate called without an
+    # active exception", docs/loaders.md).  DDP's all-reduces are on
+    # buckets made in C++, whose release needs no GIL.
     dist.destroy_process_group()
 
 
@@ -99,11 +103,17 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as d:
         mp.spawn(rank_main, args=(world, mnts, os.path.join(d, "store"),
                                   out), nprocs=world)
-    text = open(os.path.join(out, "summary")).read()
-    print(text, end="")
-    lines = text.splitlines()
-    steps = {ln.split()[2] for ln in lines}
-    ok = len(lines) == world and len(steps) == 1 and "not full" not in text
+    ranks = []
+    for r in range(world):
+        with open(os.path.join(out, "rank%d.json" % r)) as f:
+            ranks.append(json.load(f))
+    for r, done in enumerate(ranks):
+        print("rank %d: %d steps, %d samples, %d windows%s"
+              % (r, done["steps"], len(done["samples"]),
+                 len({k for _, k, _ in done["samples"]}),
+                 "" if done["full"] else ", a batch not full"))
+    ok = (len({done["steps"] for done in ranks}) == 1
+          and all(done["full"] for done in ranks))
     return 0 if ok else 1
 
 

@@ -7,14 +7,15 @@ SafeLanceDataset in a DDP job, here over a shardfs view.
 Each of the 2 ranks (torch.multiprocessing.spawn, gloo on the CPU) reads
 its rows through shardfs.lance_torch.safe_loader (Lance's get_safe_loader:
 2 spawned workers, batch_size the mount's batch; no DistributedSampler)
-and trains a DistributedDataParallel model one step per batch.  Rank 0
-prints one line per rank, "rank R: S steps, N rows", then "distinct
-rows: D" (the plan pads every rank to the same count, multiple of the
-batch, with rows read again), and the job exits 1 unless every rank took
-the same number of steps, every batch full.
+and trains a DistributedDataParallel model one step per batch.  Once
+the ranks have ended, the job prints one line per rank, "rank R: S
+steps, N rows", then "distinct rows: D" (the plan pads every rank to the
+same count, multiple of the batch, with rows read again), and exits 1
+unless every rank took the same number of steps, every batch full.
 """
 from __future__ import annotations
 
+import json
 import os
 import sys
 import tempfile
@@ -44,16 +45,13 @@ def rank_main(rank: int, world: int, mnt: str, name: str, store: str,
         keys.extend(batch["key"])
         full = full and len(batch["key"]) == size
         steps += 1
-    everyone = [None] * world
-    dist.all_gather_object(everyone, (steps, keys, full))
-    if rank == 0:
-        with open(out, "w") as f:
-            for r, (s, k, _) in enumerate(everyone):
-                f.write("rank %d: %d steps, %d rows\n" % (r, s, len(k)))
-            f.write("distinct rows: %d\n"
-                    % len({k for _, ks, _ in everyone for k in ks}))
-            if not all(ok for _, _, ok in everyone):
-                f.write("a batch was not full\n")
+    with open("%s.%d" % (out, rank), "w") as f:
+        json.dump({"steps": steps, "keys": keys, "full": full}, f)
+    # No collective after the last step (the summary is made from the
+    # ranks' files in main): one on tensors made in Python, as
+    # all_gather_object's, can abort the rank as it ends, gloo's worker
+    # thread releasing them while the interpreter finalizes
+    # (follow_ddp.py, docs/loaders.md).
     dist.destroy_process_group()
 
 
@@ -64,11 +62,19 @@ def main() -> int:
         out = os.path.join(d, "out")
         mp.spawn(rank_main, args=(world, mnt, name, os.path.join(d, "store"),
                                   out), nprocs=world)
-        text = open(out).read()
-    print(text, end="")
-    lines = text.splitlines()
-    steps = {ln.split()[2] for ln in lines[:world]}
-    return 0 if len(steps) == 1 and len(lines) == world + 1 else 1
+        ranks = []
+        for r in range(world):
+            with open("%s.%d" % (out, r)) as f:
+                ranks.append(json.load(f))
+    for r, done in enumerate(ranks):
+        print("rank %d: %d steps, %d rows" % (r, done["steps"],
+                                              len(done["keys"])))
+    print("distinct rows: %d" % len({k for done in ranks
+                                     for k in done["keys"]}))
+    if not all(done["full"] for done in ranks):
+        print("a batch was not full")
+        return 1
+    return 0 if len({done["steps"] for done in ranks}) == 1 else 1
 
 
 if __name__ == "__main__":
