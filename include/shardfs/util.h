@@ -95,6 +95,9 @@ int sfs_grow(void *arrayp, size_t *cap, size_t need, size_t size);
 #define SFS_GROW(array, cap, need) \
 	sfs_grow(&(array), &(cap), (need), sizeof(*(array)))
 
+/* qsort's comparison of two uint64_t, ascending. */
+int sfs_cmp_u64(const void *a, const void *b);
+
 /* What malloc takes beside each block it gives: charged with it. */
 #define SFS_MALLOC_HEADER 16
 

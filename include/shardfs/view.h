@@ -110,6 +110,9 @@ struct sfs_view_opts {
 	/* bytes of laid-out slices the view keeps for their opens
 	 * (slice.h, sfs_slice_cache); 0: SFS_SLICE_CACHE_MAX */
 	size_t slice_cache_max;
+	/* bytes of decoded pages the build's shards keep for the slices
+	 * that follow, all together; 0: SFS_SLICE_PAGES_MAX */
+	uint64_t slice_pages_max;
 	/* while the view's files are described (named, their slices sized
 	 * from the source), about four times a second from the building
 	 * thread: done of total files, seconds since they began; NULL:

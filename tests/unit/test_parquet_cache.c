@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,13 +50,18 @@ static struct sfs_index *source(char *dir, size_t n)
 	return idx;
 }
 
-static struct sfs_view *build(const struct sfs_index *idx, const char *dir,
-			      const char *opts, size_t cache_max)
+/* The view of idx (its source dir) under opts, its laid-out slices kept
+ * within cache_max and the pages their cuts decode within pages_max (0:
+ * the defaults). */
+static struct sfs_view *build_within(const struct sfs_index *idx,
+				     const char *dir, const char *opts,
+				     size_t cache_max, uint64_t pages_max)
 {
 	struct sfs_error err = { 0 };
 	struct sfs_view_opts vo = { .epochs = 1,
 				    .symlinks = true,
-				    .slice_cache_max = cache_max };
+				    .slice_cache_max = cache_max,
+				    .slice_pages_max = pages_max };
 	struct sfs_view *v = NULL;
 
 	vo.srcfd = open(dir, O_RDONLY | O_DIRECTORY);
@@ -66,6 +72,12 @@ static struct sfs_view *build(const struct sfs_index *idx, const char *dir,
 	sfs_options_clear(&vo.options);
 	close(vo.srcfd);
 	return v;
+}
+
+static struct sfs_view *build(const struct sfs_index *idx, const char *dir,
+			      const char *opts, size_t cache_max)
+{
+	return build_within(idx, dir, opts, cache_max, 0);
 }
 
 static int open_shard(const char *dir, const struct sfs_shard *sh)
@@ -1079,6 +1091,49 @@ static void test_parquet_cache_states_keep_pages_that_fit(void **state)
 	tmpdir_remove(dir);
 }
 
+/*
+ * A view whose shuffled files move from shard to shard, over shards of
+ * one big page each, with room for one shard's page: its build lays the
+ * slices out in shard order, so each page is decoded once (in plan order
+ * each move decoded a page again).  One CPU, so that no two threads hold
+ * two shards' pages at once.
+ */
+static void test_parquet_cache_build_lays_out_in_shard_order(void **state)
+{
+	char *dir = tmpdir_new(), path[4096];
+	struct sfs_indexer_opts o = { .source = dir, .jobs = 1 };
+	struct sfs_indexer_report rep = { 0 };
+	struct sfs_error err = { 0 };
+	struct sfs_index *idx = NULL;
+	struct sfs_view *v;
+	cpu_set_t all, one;
+	uint64_t own;
+	off_t body;
+
+	(void)state;
+	free(page_file(dir, "a.parquet", SMALL_ROWS, &body));
+	free(page_file(dir, "b.parquet", SMALL_ROWS, NULL));
+	free(page_file(dir, "c.parquet", SMALL_ROWS, NULL));
+	assert_int_equal(sfs_indexer_build(&o, NULL, &idx, &rep, &err), 0);
+	snprintf(path, sizeof(path), "%s/a.parquet", dir);
+	own = small_page_mem(path);
+	assert_int_equal(sched_getaffinity(0, sizeof(all), &all), 0);
+	CPU_ZERO(&one);
+	CPU_SET(sched_getcpu(), &one);
+	assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
+	atomic_store(&page_body, (long long)body);
+	atomic_store(&page_reads, 0);
+	v = build_within(idx, dir, "world=2,workers=2,block=20000,seed=3", 0,
+			 own + 64);
+	assert_int_equal(atomic_load(&page_reads), 3);
+	atomic_store(&page_body, -1);
+	assert_int_equal(sched_setaffinity(0, sizeof(all), &all), 0);
+	assert_true(check_all(v, dir) > 6);
+	sfs_view_free(v);
+	sfs_index_free(idx);
+	tmpdir_remove(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1095,6 +1150,8 @@ int main(void)
 			test_parquet_cache_pages_one_bound_for_threads),
 		cmocka_unit_test(test_parquet_cache_one_bound_for_a_build),
 		cmocka_unit_test(test_parquet_cache_states_keep_pages_that_fit),
+		cmocka_unit_test(
+			test_parquet_cache_build_lays_out_in_shard_order),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

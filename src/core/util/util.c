@@ -223,3 +223,10 @@ bool sfs_path_ok(const char *path)
 	}
 	return true;
 }
+
+int sfs_cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}

@@ -175,14 +175,24 @@ static int cancelled(const struct sfs_view_opts *o, struct sfs_error *err)
  * Every slice of a view is described before its tree is built, on a pool
  * of threads (one per CPU the process may use): the names hash 16 bytes
  * per run and the sizes read boundaries, and a switch waits for both.
- * An item of the pool is chunk files, numbered plan after plan;
- * the failure of the earliest file is the one told.
+ * Files are numbered plan after plan; an item of the pool is chunk of
+ * them, in that order but for the slices whose driver lays them out
+ * itself (Parquet), which come after the others in shard order: a
+ * shard's state (its footer, the pages its cuts decoded: slice.h) then
+ * serves all its slices at once, where plan order, shuffled, would move
+ * from shard to shard and decode pages again that the build's bound on
+ * them could not keep.  The failure of the earliest file is the one
+ * told.
  */
 struct describe {
 	const struct sfs_view *v;
 	const struct sfs_view_opts *o;
 	struct slice_desc **desc;
 	size_t total; /* files of every plan */
+	/* the files laid out by their driver, shard << 32 | file, sorted;
+	 * described after the others (NULL: in plan order with them) */
+	uint64_t *laid;
+	size_t nlaid;
 	size_t chunk; /* files per item: 1 .. DESCRIBE_CHUNK */
 	pthread_mutex_t lock;
 	atomic_size_t failed_at; /* SIZE_MAX while none failed */
@@ -211,31 +221,77 @@ static int describe_one(const struct sfs_view *v, int srcfd,
 			  f->nruns, &d->size, err);
 }
 
+/* The plan e and file fi of v numbered g (plan after plan). */
+static void plan_file(const struct sfs_view *v, size_t g, uint32_t *e,
+		      size_t *fi)
+{
+	for (*e = 0; g >= v->plans[*e]->nfiles; (*e)++)
+		g -= v->plans[*e]->nfiles;
+	*fi = g;
+}
+
+/* Whether file fi of plan e is a slice its shard's driver lays out. */
+static bool laid_out(const struct sfs_view *v, uint32_t e, size_t fi)
+{
+	const struct sfs_plan_file *f = &v->plans[e]->files[fi];
+	const struct sfs_format_ops *ops = v->idx->shards[f->shard].format;
+
+	return !f->whole && ops->lay_out && !ops->dataset_view;
+}
+
+/* The files laid out by their driver, shard << 32 | file, sorted into
+ * d->laid; none when there are fewer than two or no memory. */
+static void describe_order(struct describe *d)
+{
+	size_t g, n = 0;
+	uint32_t e;
+	size_t fi;
+
+	for (g = 0; g < d->total; g++) {
+		plan_file(d->v, g, &e, &fi);
+		n += laid_out(d->v, e, fi);
+	}
+	if (n < 2 || d->total > UINT32_MAX)
+		return;
+	d->laid = malloc(n * sizeof(*d->laid));
+	if (!d->laid)
+		return;
+	for (g = 0; g < d->total; g++) {
+		plan_file(d->v, g, &e, &fi);
+		if (laid_out(d->v, e, fi))
+			d->laid[d->nlaid++] =
+				(uint64_t)d->v->plans[e]->files[fi].shard
+					<< 32 |
+				g;
+	}
+	qsort(d->laid, d->nlaid, sizeof(*d->laid), sfs_cmp_u64);
+}
+
 static void describe_chunk(struct sfs_pool *p, size_t i, struct sfs_digest *dg)
 {
 	struct describe *d = p->arg;
-	size_t g = i * d->chunk, fi = g;
+	size_t k, g = 0, fi;
 	struct sfs_bounds_buf *bb = NULL;
 	struct sfs_error err;
-	uint32_t e = 0;
+	uint32_t e;
 	int rc = 0;
 
 	/* the chunk's files read neighbouring boundaries of a few shards: one
 	 * read of a table's few KiB serves many of them (without the buffer,
 	 * out of memory, each file reads its own) */
 	sfs_bounds_buf_new(&bb);
-	for (; fi >= d->v->plans[e]->nfiles; e++)
-		fi -= d->v->plans[e]->nfiles;
-	for (; !rc && g < (i + 1) * d->chunk && g < d->total; g++, fi++) {
+	for (k = i * d->chunk;
+	     !rc && k < (i + 1) * d->chunk && k < d->total + d->nlaid; k++) {
+		g = k < d->total ? k :
+				   (size_t)(d->laid[k - d->total] & UINT32_MAX);
+		plan_file(d->v, g, &e, &fi);
+		if (k < d->total && d->laid && laid_out(d->v, e, fi))
+			continue; /* described in shard order, below */
 		if (atomic_load(&d->failed_at) < g)
-			break;
+			continue;
 		rc = cancelled(d->o, &err);
 		if (rc)
 			continue;
-		while (fi == d->v->plans[e]->nfiles) {
-			e++;
-			fi = 0;
-		}
 		rc = describe_one(d->v, d->o->srcfd, dg, bb, e, fi, g,
 				  &d->desc[e][fi], &err);
 		atomic_fetch_add(&d->described, 1);
@@ -244,8 +300,8 @@ static void describe_chunk(struct sfs_pool *p, size_t i, struct sfs_digest *dg)
 	if (!rc)
 		return;
 	pthread_mutex_lock(&d->lock);
-	if (g - 1 < atomic_load(&d->failed_at)) {
-		atomic_store(&d->failed_at, g - 1);
+	if (g < atomic_load(&d->failed_at)) {
+		atomic_store(&d->failed_at, g);
 		d->rc = rc;
 		d->err = err;
 	}
@@ -283,6 +339,7 @@ static int describe_slices(struct builder *b)
 		d.total += v->plans[e]->nfiles;
 	}
 	d.desc = b->desc;
+	describe_order(&d);
 	atomic_init(&d.failed_at, SIZE_MAX);
 	atomic_init(&d.described, 0);
 	pthread_mutex_init(&d.lock, NULL);
@@ -291,9 +348,10 @@ static int describe_slices(struct builder *b)
 		d.chunk = DESCRIBE_CHUNK;
 	if (!d.chunk)
 		d.chunk = 1;
-	pool.n = (d.total + d.chunk - 1) / d.chunk;
+	pool.n = (d.total + d.nlaid + d.chunk - 1) / d.chunk;
 	sfs_pool_run(&pool);
 	pthread_mutex_destroy(&d.lock);
+	free(d.laid);
 	if (d.rc && b->err)
 		*b->err = d.err;
 	return d.rc;
@@ -600,7 +658,9 @@ int sfs_view_build(const struct sfs_index *idx, const struct sfs_view_opts *o,
 			b.v->nplans++;
 	}
 	if (!rc)
-		rc = sfs_slice_cache_new(idx, o->slice_cache_max, &b.v->slices);
+		rc = sfs_slice_cache_new_within(idx, o->slice_cache_max,
+						o->slice_pages_max,
+						&b.v->slices);
 	if (!rc)
 		rc = describe_slices(&b);
 	/* the shards' decoded footers go; the slices stay */

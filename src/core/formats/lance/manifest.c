@@ -618,13 +618,6 @@ static int manifest_version(const char *name, uint64_t *version)
 	return 1;
 }
 
-static int u64_cmp(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /*
  * The versions vs[0 .. n) (sorted, repeats allowed) as "1-5, 7, 9-12",
  * ranges past the first 16 left out ("..."), into buf.
@@ -717,7 +710,7 @@ int sfs_lance_find(int dirfd, const char *rel, uint64_t want, char **name,
 		return 0;
 	}
 	if (!found) {
-		qsort(vs, nvs, sizeof(*vs), u64_cmp);
+		qsort(vs, nvs, sizeof(*vs), sfs_cmp_u64);
 		list_versions(vs, nvs, have, sizeof(have));
 		free(vs);
 		return sfs_errorf(
