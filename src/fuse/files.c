@@ -176,6 +176,10 @@ static int build(struct fs *fs, struct view_ref *vr, uint32_t node,
 	int64_t mtime;
 	int rc;
 
+	/* a followed source's: its extents' files are the stream's shards
+	 * (read.c takes them from the descriptor cache as it reads) */
+	if (vr->v->follow)
+		return sfs_view_slice(vr->v, n, -1, &f->slice, err);
 	sfs_view_source(vr->v, n, &path, &size, &mtime);
 	f->src_size = size;
 	f->src_mtime = mtime;
@@ -251,18 +255,34 @@ int files_get(struct fs *fs, struct view_ref *vr, uint32_t node,
 		while (f->building)
 			pthread_cond_wait(&t->done, &t->lock);
 		rc = f->rc;
-		if (rc && !--f->refs)
-			gone = f; /* out of the table: the last one frees it */
-		pthread_mutex_unlock(&t->lock);
-		free_list(fs, gone);
-		if (rc)
-			return rc;
-		*out = f;
-		return 0;
+		if (!rc && f->vr != vr) {
+			/* built of another copy of a followed source's view
+			 * (fs_view_grow: same gen, same node numbers), which
+			 * may have fewer bytes: built again, of vr, once per
+			 * copy read */
+			if (!f->out) {
+				unlink_locked(t, f);
+				f->out = true;
+			}
+			if (!--f->refs)
+				gone = f;
+			f = NULL;
+		} else {
+			if (rc && !--f->refs)
+				gone = f; /* out of the table: the last one
+					   * frees it */
+			pthread_mutex_unlock(&t->lock);
+			free_list(fs, gone);
+			if (rc)
+				return rc;
+			*out = f;
+			return 0;
+		}
 	}
 	f = calloc(1, sizeof(*f));
 	if (!f) {
 		pthread_mutex_unlock(&t->lock);
+		free_list(fs, gone);
 		return -ENOMEM;
 	}
 	f->ino = ino;
@@ -346,7 +366,8 @@ void files_fail(struct fs *fs, struct file_ent *f, const char *msg)
 		f->out = true;
 	}
 	pthread_mutex_unlock(&t->lock);
-	fdcache_drop(&fs->fds, f->src);
+	if (f->src)
+		fdcache_drop(&fs->fds, f->src);
 }
 
 void files_forget_view_locked(struct fs *fs, struct view_ref *vr)

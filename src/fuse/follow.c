@@ -24,8 +24,9 @@
  * entered the stream.
  *
  * This file: the options, the watcher, the windows, consumption, the
- * view and the status; follow_read.c: the files' access, attributes,
- * opens and reads; follow_i.h: what they share.  All of it hangs from
+ * view and the status; follow_read.c: what the files add to read.c's
+ * path (access, attributes, shard descriptors, read-ahead, the wording of
+ * a parked read); follow_i.h: what they share.  All of it hangs from
  * fs->follow: no state of its own outside struct fs.
  */
 #include <errno.h>
@@ -880,7 +881,7 @@ static void *watch(void *arg)
 			break;
 		advance(w, true);
 		publish(w);
-		follow_tend_waiters(w);
+		fs_tend_parked(fs, false);
 		follow_hide_consumed(w);
 		gap = (follow_now() - t0) * SCAN_GAP_FACTOR;
 		if (gap >= 0.001 &&
@@ -890,9 +891,7 @@ static void *watch(void *arg)
 				;
 			continue;
 		}
-		pthread_mutex_lock(&w->lock);
-		waiting = w->waiters != NULL;
-		pthread_mutex_unlock(&w->lock);
+		waiting = fs_parked_any(fs);
 		/* parked reads are timed out and logged to the second */
 		ms = (int)fs->mount.follow_interval * 1000;
 		if (waiting && ms > 1000)
@@ -952,23 +951,19 @@ void follow_end_waits(struct fs *fs)
 	if (!fs->follow)
 		return;
 	halt(fs->follow);
-	follow_tend_waiters(fs->follow); /* EINTR, every one */
+	fs_tend_parked(fs, true); /* EINTR, every one */
 }
 
 void follow_stop(struct fs *fs)
 {
 	struct fw *w = fs->follow;
-	struct fwaiter *q;
 	size_t i;
 
 	if (!w)
 		return;
 	halt(w);
 	/* the session is gone: a read still parked cannot be answered */
-	while ((q = w->waiters)) {
-		w->waiters = q->next;
-		free(q);
-	}
+	fs_parked_free(fs);
 	for (i = 0; i < w->nwins; i++)
 		sfs_window_free(w->wins[i]);
 	free(w->wins);

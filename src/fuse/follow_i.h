@@ -1,8 +1,8 @@
 /*
  * What follow.c (the watcher, the windows, consumption, the view grown
- * as they come) and follow_read.c (the files' access, attributes, opens
- * and reads, and the reads waiting for their bytes) of the follow=1
- * daemon share.  Private to src/fuse/.
+ * as they come) and follow_read.c (what the files add to read.c's path:
+ * access, attributes, shard descriptors, read-ahead, a parked read's
+ * wording) of the follow=1 daemon share.  Private to src/fuse/.
  */
 #ifndef SHARDFS_FUSE_FOLLOW_I_H
 #define SHARDFS_FUSE_FOLLOW_I_H
@@ -16,18 +16,6 @@
 #include "shardfs/follow.h"
 #include "shardfs/index.h"
 #include "shardfs/window.h"
-
-/* A read of a stream waiting for its bytes, parked (no thread held) until
- * the watcher answers it (follow_tend_waiters) or it is interrupted. */
-struct fwaiter {
-	fuse_req_t req;
-	size_t ri; /* its reader */
-	uint64_t pos;
-	size_t size;
-	double start, logged; /* follow_now() */
-	int rc; /* how the watcher answers it: 0 its bytes, or -errno */
-	struct fwaiter *next; /* fw.waiters (w->lock) */
-};
 
 struct freader {
 	uint32_t rank, worker;
@@ -100,7 +88,6 @@ struct fw {
 	uint64_t status_text_gen;
 	char *build_error; /* the last failed build, logged once */
 	int progress_fd; /* progress=DIR, open; -1 without it */
-	struct fwaiter *waiters; /* parked reads (w->lock) */
 	bool stop;
 	int wake[2]; /* wakes the watcher: to stop, or a read parked */
 	pthread_t tid;
@@ -121,15 +108,6 @@ static inline double follow_now(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
-
-/*
- * Answer the parked reads whose bytes are there (or the stream complete),
- * those past follow_timeout= (EIO, logged), every one when stopping
- * (EINTR); log those waiting every 30 s.  Called by the watcher each turn
- * (at least every second while reads wait), and once the watcher has
- * stopped.  Without w->lock.
- */
-void follow_tend_waiters(struct fw *w);
 
 /*
  * Stop listing the windows all of whose shards are consumed and gone

@@ -10,7 +10,8 @@
  *
  * One table of operations (ops.c) serves every mount; a followed source
  * (follow=1) is served as a view that grows (fs_view_grow), whose files'
- * bytes are its windows' (follow.c, follow_read.c).
+ * bytes are its windows' (follow.c, follow_read.c), read through read.c
+ * as every view file's.
  *
  * Inode numbers: 1 the root, 2..7 the control directory and its files
  * (FS_INO_*; a mount shows those that apply to it, control.c), and
@@ -234,6 +235,9 @@ struct fs {
 	atomic_uint_fast64_t copied_reads; /* fs_reply_send's copies */
 	atomic_int forgetting; /* invalidations still running aside */
 	struct fw *follow; /* follow=1 (follow.c); NULL otherwise */
+	/* reads past the end of a file that grows, parked (read.c) */
+	pthread_mutex_t park_lock;
+	struct fs_parked *parked;
 };
 
 /*
@@ -449,6 +453,20 @@ void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	     struct fuse_file_info *fi);
 void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 
+/*
+ * A read at or past the end of a file that grows (a followed source's
+ * stream) is parked: no thread held, until fs_tend_parked answers it
+ * through the ordinary read path once the newest view holds its bytes,
+ * EIO after follow_timeout= (logged every 30 s while it waits:
+ * follow_wait_log), EINTR when interrupted or when stopping.  Called on
+ * each growth (fs_view_grow) and by the watcher each turn (at least every
+ * second while reads are parked: fs_parked_any); without fs.lock.
+ */
+void fs_tend_parked(struct fs *fs, bool stopping);
+bool fs_parked_any(struct fs *fs);
+/* Forget the reads still parked: the session is gone. */
+void fs_parked_free(struct fs *fs);
+
 /* ---- prefetch.c: reading ahead of readers ---- */
 
 /*
@@ -541,10 +559,30 @@ int follow_node_xattr(struct fw *w, const struct sfs_view *v, uint32_t node,
 int follow_open(struct fw *w, const struct sfs_view *v, uint32_t node,
 		struct fuse_file_info *fi);
 
-/* A read of it: one past what the stream holds is parked until its
- * bytes come (docs/follow.md, "What readers see").  Replies to req. */
-void follow_read(fuse_req_t req, const struct sfs_view *v, uint32_t node,
-		 size_t size, off_t off);
+/* A read of bytes [pos, end) of it by req's caller (read.c): a stream's
+ * reader may read each window the bytes lie in (its modes narrow as
+ * windows come), its last window read noted and the windows after it
+ * read ahead.  0, -EACCES or -ESTALE (a window gone). */
+int follow_read_check(struct fw *w, fuse_req_t req, const struct sfs_view *v,
+		      uint32_t node, uint64_t pos, uint64_t end);
+
+/* Shard i of the stream (extent.file of its slices), held in r
+ * (fs_reply_hold): the descriptor cache checks that it is as it entered
+ * the stream.  0, -EIO (logged once per shard and cause) or -ENOMEM. */
+int follow_shard_hold(struct fw *w, struct fs_reply *r, uint32_t i);
+
+/* A read of it went short (a shard changed while read): logged once. */
+void follow_log_short(struct fw *w, const struct sfs_view *v, uint32_t node);
+
+/* A read of its stream waits for bytes to come (on) or no longer (off):
+ * its reader shows as waiting, for the next window.  On: 0, or -EINTR
+ * (the daemon stops) or -EIO (no watcher: nothing would answer). */
+int follow_wait(struct fw *w, const struct sfs_view *v, uint32_t node, bool on);
+
+/* A read of it waited seconds (out: and gives up, EIO): logged, naming
+ * its reader, the window it waits for and what the stream lacks. */
+void follow_wait_log(struct fw *w, const struct sfs_view *v, uint32_t node,
+		     double seconds, bool out);
 
 /* `.shardfs/status` with the counters c: its head (sfs_status_follow_head,
  * with in's options) built only when what it shows changed, joined with

@@ -465,8 +465,10 @@ void prefetch_after(struct prefetch *p, const struct view_ref *vr,
 	size_t f, end, t;
 
 	/* a reader's dataset is read as its reader's library chooses, not
-	 * in plan order: nothing to read ahead */
-	if (!p || node == 0 || n->kind == SFS_NODE_DIR || n->dataset)
+	 * in plan order: nothing to read ahead; a followed source's files
+	 * read ahead their windows (follow_ahead) */
+	if (!p || node == 0 || n->kind == SFS_NODE_DIR || n->dataset ||
+	    v->follow)
 		return;
 	plan = n->plan;
 	f = n->file;

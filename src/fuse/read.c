@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+#include <time.h>
 
 #include <linux/fuse.h>
 
@@ -62,10 +63,13 @@ static struct view_ref *file_view(fuse_req_t req, struct fs *fs, fuse_ino_t ino,
 		return NULL;
 	}
 	kind = vr->v->nodes[*node].kind;
-	if (kind == SFS_NODE_FILE)
+	if (kind == SFS_NODE_FILE && !vr->v->nodes[*node].gone)
 		return vr;
 	view_unref(fs, vr);
-	fuse_reply_err(req, kind == SFS_NODE_DIR ? EISDIR : ELOOP);
+	/* a followed source's window consumed and deleted: ESTALE */
+	fuse_reply_err(req, kind == SFS_NODE_DIR  ? EISDIR :
+			    kind == SFS_NODE_FILE ? ESTALE :
+						    ELOOP);
 	return NULL;
 }
 
@@ -96,18 +100,14 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	vr = file_view(req, fs, ino, &node);
 	if (!vr)
 		return;
-	if (vr->v->follow) { /* a followed source's window or stream */
-		rc = follow_open(fs->follow, vr->v, node, fi);
-		view_unref(fs, vr);
-		if (rc)
-			fuse_reply_err(req, -rc);
-		else
-			fuse_reply_open(req, fi);
-		return;
-	}
+	/* a followed source's window or stream: fi's flags are the
+	 * stream's (a stream grows: direct_io) */
+	fi->keep_cache = 1;
+	rc = vr->v->follow ? follow_open(fs->follow, vr->v, node, fi) : 0;
 	/* the slice is built now, so that an unreadable source fails the
 	 * open; the reads find it by inode number */
-	rc = files_get(fs, vr, node, &f, &built);
+	if (!rc)
+		rc = files_get(fs, vr, node, &f, &built);
 	if (rc) {
 		view_unref(fs, vr);
 		fuse_reply_err(req, -rc);
@@ -116,7 +116,6 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	files_put(fs, f);
 	prefetch_after(fs->prefetch, vr, node);
 	view_unref(fs, vr);
-	fi->keep_cache = 1;
 	fuse_reply_open(req, fi);
 }
 
@@ -292,40 +291,290 @@ static void read_control(fuse_req_t req, struct fs *fs, fuse_ino_t ino,
 	free(chunk);
 }
 
-/* The descriptor of f's source, the one file of its slice. */
-static int src_fd(void *arg, uint32_t file, int *fd)
-{
-	const struct file_ent *f = arg;
+/* The descriptors of a slice's files being read into r: f's source, the
+ * one file of a slice of a shard; or for a followed source's, the
+ * stream's shards (extent.file), held in r. */
+struct read_fds {
+	struct fs *fs;
+	struct file_ent *f;
+	struct fs_reply *r;
+	uint32_t file; /* r->held[r->nheld - 1]'s, when have */
+	bool have;
+};
 
-	(void)file;
-	*fd = f->src->fd;
+static int file_fd(void *arg, uint32_t file, int *fd)
+{
+	struct read_fds *d = arg;
+	int rc;
+
+	if (d->f->src) {
+		*fd = d->f->src->fd;
+		return 0;
+	}
+	if (!d->have || d->file != file) {
+		rc = follow_shard_hold(d->fs->follow, d->r, file);
+		if (rc)
+			return rc;
+		d->have = true;
+		d->file = file;
+	}
+	*fd = d->r->held[d->r->nheld - 1]->fd;
 	return 0;
 }
 
-/* Reply to a read of [pos, end) of the file f (pos < end <= its size). */
-static void read_slice(fuse_req_t req, struct fs *fs, struct file_ent *f,
-		       uint64_t pos, uint64_t end)
+/* Reply to a read of [pos, end) of the file f, node of vr (pos < end <=
+ * its size). */
+static void read_slice(fuse_req_t req, struct fs *fs, struct view_ref *vr,
+		       uint32_t node, struct file_ent *f, uint64_t pos,
+		       uint64_t end)
 {
 	struct sfs_error err = { 0 };
 	struct fs_reply r = { 0 };
-	int rc;
+	struct read_fds d = { .fs = fs, .f = f, .r = &r };
+	int rc = 0;
 
 	/* A shard truncated or rewritten under an open file would splice
 	 * short or other bytes: check before every read.  The entry goes,
 	 * so that the next read opens the source again: a shard put back as
-	 * indexed reads again. */
-	if (fdcache_check(f->src, f->src_size, f->src_mtime, &err)) {
+	 * indexed reads again.  (A followed source's shards are checked as
+	 * each is taken from the descriptor cache: follow_shard_hold.) */
+	if (f->src && fdcache_check(f->src, f->src_size, f->src_mtime, &err)) {
 		files_fail(fs, f, err.msg);
 		fuse_reply_err(req, EIO);
 		return;
 	}
 	atomic_fetch_add(&fs->reads, 1);
-	rc = fs_reply_slice(&r, f->slice, pos, end, src_fd, f);
-	if (fs_reply_send(req, fs, &r, rc) == -EIO)
+	if (vr->v->follow)
+		rc = follow_read_check(fs->follow, req, vr->v, node, pos, end);
+	if (!rc)
+		rc = fs_reply_slice(&r, f->slice, pos, end, file_fd, &d);
+	if (fs_reply_send(req, fs, &r, rc) != -EIO)
+		return;
+	if (vr->v->follow)
+		follow_log_short(fs->follow, vr->v, node);
+	else
 		files_log_failure(/* once, whatever the byte */
 				  fs,
 				  "%s: a read failed: the shard went short while it was read (changed since it was indexed); rebuild the index with shardfs-index",
 				  f->src->path);
+}
+
+/* A read of [off, off + size) of data file node of vr, off below its
+ * size. */
+static void read_file(fuse_req_t req, struct fs *fs, struct view_ref *vr,
+		      uint32_t node, size_t size, uint64_t off)
+{
+	struct file_ent *f;
+	bool built;
+	int rc;
+
+	rc = files_get(fs, vr, node, &f, &built);
+	if (rc) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	if (built)
+		prefetch_after(fs->prefetch, vr, node);
+	read_slice(req, fs, vr, node, f, off,
+		   f->slice->size - off < size ? f->slice->size : off + size);
+	files_put(fs, f);
+}
+
+/* ---- reads waiting for a file that grows ---- */
+
+/* a parked read says so in the log this often */
+#define WAIT_LOG_SECONDS 30
+
+struct fs_parked {
+	fuse_req_t req;
+	fuse_ino_t ino;
+	uint64_t off;
+	size_t size;
+	double start, logged; /* now() */
+	int rc; /* how it is answered: 0 through the read path, or -errno */
+	struct fs_parked *next; /* fs.parked (fs.park_lock) */
+};
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* q's reader waits no more for it (its view held, or gone). */
+static void unpark(struct fs *fs, struct fs_parked *q)
+{
+	struct view_ref *vr;
+	uint32_t node;
+
+	vr = view_get(fs, q->ino, &node);
+	if (!vr)
+		return;
+	if (vr->v && vr->v->follow)
+		follow_wait(fs->follow, vr->v, node, false);
+	view_unref(fs, vr);
+}
+
+/* An interrupted read (the reader was killed, or gave up): if it is
+ * parked, it is answered EINTR.  libfuse calls this with the request
+ * held: the pointer is only compared. */
+static void interrupted(fuse_req_t req, void *data)
+{
+	struct fs *fs = data;
+	struct fs_parked **pp, *q = NULL;
+
+	pthread_mutex_lock(&fs->park_lock);
+	for (pp = &fs->parked; *pp; pp = &(*pp)->next) {
+		if ((*pp)->req == req) {
+			q = *pp;
+			*pp = q->next;
+			unpark(fs, q);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&fs->park_lock);
+	if (q) {
+		fuse_reply_err(req, EINTR);
+		free(q);
+	}
+}
+
+/* The size of node of the newest copy of ino's view, and whether it
+ * grows; false when the view is gone. */
+static bool newest_size(struct fs *fs, fuse_ino_t ino, uint64_t *size,
+			bool *grows)
+{
+	struct view_ref *vr;
+	uint32_t node;
+
+	vr = view_get(fs, ino, &node);
+	if (!vr)
+		return false;
+	*size = vr->v->nodes[node].size;
+	*grows = vr->v->nodes[node].grows;
+	view_unref(fs, vr);
+	return true;
+}
+
+/* A read of ino at off, past the end of node of vr, which grows: parked
+ * for fs_tend_parked to answer. */
+static void park(fuse_req_t req, struct fs *fs, struct view_ref *vr,
+		 uint32_t node, fuse_ino_t ino, size_t size, uint64_t off)
+{
+	struct fs_parked *q = calloc(1, sizeof(*q));
+	uint64_t end;
+	bool grows;
+	int rc;
+
+	if (!q) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	*q = (struct fs_parked){
+		.req = req, .ino = ino, .off = off, .size = size, .start = now()
+	};
+	q->logged = q->start;
+	/* before it is on the list: an interrupt that comes now finds it
+	 * not there, and fuse_req_interrupted below sees it */
+	fuse_req_interrupt_func(req, interrupted, fs);
+	pthread_mutex_lock(&fs->park_lock);
+	/* grown since (fs_view_grow tends the list after): served now */
+	if (!newest_size(fs, ino, &end, &grows) || off < end || !grows) {
+		pthread_mutex_unlock(&fs->park_lock);
+		free(q);
+		fs_read(req, ino, size, (off_t)off, NULL);
+		return;
+	}
+	rc = follow_wait(fs->follow, vr->v, node, true);
+	if (!rc && fuse_req_interrupted(req)) {
+		follow_wait(fs->follow, vr->v, node, false);
+		rc = -EINTR;
+	}
+	if (rc) {
+		pthread_mutex_unlock(&fs->park_lock);
+		free(q);
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	q->next = fs->parked;
+	fs->parked = q;
+	pthread_mutex_unlock(&fs->park_lock);
+}
+
+/* (fs.h) */
+void fs_tend_parked(struct fs *fs, bool stopping)
+{
+	struct fs_parked *done = NULL, **pp, *q;
+	double t = now();
+
+	pthread_mutex_lock(&fs->park_lock);
+	for (pp = &fs->parked; (q = *pp);) {
+		bool out = t - q->start >= fs->mount.follow_timeout, grows;
+		struct view_ref *vr;
+		uint64_t end;
+		uint32_t node;
+
+		if (stopping) {
+			q->rc = -EINTR;
+		} else if (!newest_size(fs, q->ino, &end, &grows) ||
+			   q->off < end || !grows) {
+			q->rc = 0;
+		} else if (out || t - q->logged >= WAIT_LOG_SECONDS) {
+			vr = view_get(fs, q->ino, &node);
+			if (vr) {
+				follow_wait_log(fs->follow, vr->v, node,
+						t - q->start, out);
+				view_unref(fs, vr);
+			}
+			q->logged = t;
+			if (!out) {
+				pp = &q->next;
+				continue;
+			}
+			atomic_fetch_add(&fs->errors, 1);
+			q->rc = -EIO;
+		} else {
+			pp = &q->next;
+			continue;
+		}
+		*pp = q->next;
+		unpark(fs, q);
+		q->next = done;
+		done = q;
+	}
+	pthread_mutex_unlock(&fs->park_lock);
+	while ((q = done)) {
+		done = q->next;
+		if (q->rc)
+			fuse_reply_err(q->req, -q->rc);
+		else
+			fs_read(q->req, q->ino, q->size, (off_t)q->off, NULL);
+		free(q);
+	}
+}
+
+/* (fs.h) */
+bool fs_parked_any(struct fs *fs)
+{
+	bool any;
+
+	pthread_mutex_lock(&fs->park_lock);
+	any = fs->parked != NULL;
+	pthread_mutex_unlock(&fs->park_lock);
+	return any;
+}
+
+/* (fs.h) */
+void fs_parked_free(struct fs *fs)
+{
+	struct fs_parked *q;
+
+	while ((q = fs->parked)) {
+		fs->parked = q->next;
+		free(q);
+	}
 }
 
 void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -333,10 +582,7 @@ void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
 	struct fs *fs = fs_of(req);
 	struct view_ref *vr;
-	struct file_ent *f;
 	uint32_t node;
-	bool built;
-	int rc;
 
 	if (ino == FS_INO_CTL) {
 		fuse_reply_err(req, EISDIR);
@@ -344,37 +590,24 @@ void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 	if (control_is(ino)) {
 		read_control(req, fs, ino, size, off,
-			     (const struct handle *)(uintptr_t)fi->fh);
+			     fi ? (const struct handle *)(uintptr_t)fi->fh :
+				  NULL);
 		return;
 	}
 	/* the view the inode was looked up in: the kernel holds the inode
-	 * while the file is open, and with it the view */
+	 * while the file is open, and with it the view (its newest copy,
+	 * for a followed source's) */
 	vr = file_view(req, fs, ino, &node);
 	if (!vr)
 		return;
-	if (vr->v->follow) { /* its bytes may be still to come */
-		follow_read(req, vr->v, node, size, off);
-		view_unref(fs, vr);
-		return;
-	}
-	if (off < 0 || (uint64_t)off >= vr->v->nodes[node].size) {
-		view_unref(fs, vr);
+	if (off >= 0 && (uint64_t)off < vr->v->nodes[node].size)
+		read_file(req, fs, vr, node, size, (uint64_t)off);
+	else if (off >= 0 && vr->v->nodes[node].grows)
+		/* its bytes are still to come: a read that must wait holds
+		 * no thread */
+		park(req, fs, vr, node, ino, size, (uint64_t)off);
+	else
 		fuse_reply_buf(req, NULL, 0);
-		return;
-	}
-	rc = files_get(fs, vr, node, &f, &built);
-	if (rc) {
-		view_unref(fs, vr);
-		fuse_reply_err(req, -rc);
-		return;
-	}
-	if (built)
-		prefetch_after(fs->prefetch, vr, node);
-	read_slice(req, fs, f, (uint64_t)off,
-		   f->slice->size - (uint64_t)off < size ?
-			   f->slice->size :
-			   (uint64_t)off + size);
-	files_put(fs, f);
 	view_unref(fs, vr);
 }
 

@@ -486,6 +486,7 @@ static int fs_prepare(struct fs *fs)
 	pthread_rwlock_init(&fs->root_lookups, NULL);
 	pthread_mutex_init(&fs->ctl_lock, NULL);
 	pthread_mutex_init(&fs->text_lock, NULL);
+	pthread_mutex_init(&fs->park_lock, NULL);
 	return files_init(&fs->files, FILES_CACHED);
 }
 

@@ -641,6 +641,8 @@ int fs_view_grow(struct fs *fs, struct sfs_view *nv)
 	if (cur)
 		view_unref_locked(fs, cur);
 	pthread_mutex_unlock(&fs->lock);
+	/* the reads parked past the end read what came */
+	fs_tend_parked(fs, false);
 	return 0;
 }
 
