@@ -1011,6 +1011,23 @@ static void size_through(struct sfs_slice_cache *c, const char *dir,
 	close(fd);
 }
 
+/* Three files of one page of SMALL_ROWS rows, a b c, indexed; *body:
+ * where their values begin. */
+static struct sfs_index *three_pages(char *dir, off_t *body)
+{
+	struct sfs_indexer_opts o = { .source = dir, .jobs = 1 };
+	struct sfs_indexer_report rep = { 0 };
+	struct sfs_error err = { 0 };
+	struct sfs_index *idx = NULL;
+
+	free(page_file(dir, "a.parquet", SMALL_ROWS, body));
+	free(page_file(dir, "b.parquet", SMALL_ROWS, NULL));
+	free(page_file(dir, "c.parquet", SMALL_ROWS, NULL));
+	assert_int_equal(sfs_indexer_build(&o, NULL, &idx, &rep, &err), 0);
+	assert_int_equal(idx->nshards, 3);
+	return idx;
+}
+
 /*
  * Three shards of one big page each, their slices laid out one shard
  * after another through a cache whose states may keep two pages: a and b
@@ -1026,10 +1043,8 @@ static void size_through(struct sfs_slice_cache *c, const char *dir,
 static void test_parquet_cache_states_keep_pages_that_fit(void **state)
 {
 	char *dir = tmpdir_new(), path[4096];
-	struct sfs_indexer_opts o = { .source = dir, .jobs = 1 };
-	struct sfs_indexer_report rep = { 0 };
 	struct sfs_error err = { 0 };
-	struct sfs_index *idx = NULL;
+	struct sfs_index *idx;
 	struct sfs_slice_cache *c;
 	const struct sfs_shard *sh[3];
 	static const unsigned reads[] = { 1, 2, 2, 2, 2, 2, 2, 2, 3, 3, 4 };
@@ -1038,11 +1053,7 @@ static void test_parquet_cache_states_keep_pages_that_fit(void **state)
 	off_t body;
 
 	(void)state;
-	free(page_file(dir, "a.parquet", SMALL_ROWS, &body));
-	free(page_file(dir, "b.parquet", SMALL_ROWS, NULL));
-	free(page_file(dir, "c.parquet", SMALL_ROWS, NULL));
-	assert_int_equal(sfs_indexer_build(&o, NULL, &idx, &rep, &err), 0);
-	assert_int_equal(idx->nshards, 3);
+	idx = three_pages(dir, &body);
 	for (i = 0; i < 3; i++) {
 		sh[i] = &idx->shards[i];
 		assert_int_equal(sh[i]->path[0], 'a' + (int)i);
@@ -1101,20 +1112,14 @@ static void test_parquet_cache_states_keep_pages_that_fit(void **state)
 static void test_parquet_cache_build_lays_out_in_shard_order(void **state)
 {
 	char *dir = tmpdir_new(), path[4096];
-	struct sfs_indexer_opts o = { .source = dir, .jobs = 1 };
-	struct sfs_indexer_report rep = { 0 };
-	struct sfs_error err = { 0 };
-	struct sfs_index *idx = NULL;
+	struct sfs_index *idx;
 	struct sfs_view *v;
 	cpu_set_t all, one;
 	uint64_t own;
 	off_t body;
 
 	(void)state;
-	free(page_file(dir, "a.parquet", SMALL_ROWS, &body));
-	free(page_file(dir, "b.parquet", SMALL_ROWS, NULL));
-	free(page_file(dir, "c.parquet", SMALL_ROWS, NULL));
-	assert_int_equal(sfs_indexer_build(&o, NULL, &idx, &rep, &err), 0);
+	idx = three_pages(dir, &body);
 	snprintf(path, sizeof(path), "%s/a.parquet", dir);
 	own = small_page_mem(path);
 	assert_int_equal(sched_getaffinity(0, sizeof(all), &all), 0);
