@@ -507,7 +507,7 @@ static void tar_chunk(const char *dir, const char *name, const char *key, int n)
 	int i;
 
 	for (i = 0; i < n; i++) {
-		snprintf(member, sizeof(member), "%s%d.txt", key, i);
+		snprintf(member, sizeof(member), "%.40s%d.txt", key, i);
 		snprintf(data, sizeof(data), "x%d", i);
 		tar_member(&b, member, '0', data, strlen(data));
 	}
