@@ -264,13 +264,17 @@ int files_get(struct fs *fs, struct view_ref *vr, uint32_t node,
 				unlink_locked(t, f);
 				f->out = true;
 			}
-			if (!--f->refs)
+			if (!--f->refs) {
+				f->next = gone; /* its next: the table's */
 				gone = f;
+			}
 			f = NULL;
 		} else {
-			if (rc && !--f->refs)
-				gone = f; /* out of the table: the last one
-					   * frees it */
+			if (rc && !--f->refs) {
+				f->next = gone; /* out of the table: the last
+						 * one frees it */
+				gone = f;
+			}
 			pthread_mutex_unlock(&t->lock);
 			free_list(fs, gone);
 			if (rc)
@@ -318,8 +322,10 @@ int files_get(struct fs *fs, struct view_ref *vr, uint32_t node,
 	if (rc) {
 		unlink_locked(t, f);
 		f->rc = rc;
-		if (!--f->refs)
+		if (!--f->refs) {
+			f->next = gone;
 			gone = f;
+		}
 	} else {
 		f->mem = slice_mem(f->slice);
 		t->mem += f->mem;
