@@ -74,7 +74,9 @@ static void usage(FILE *f)
 		"             process may use: affinity, cgroup cpu.max): up to N files\n"
 		"             read at once, and the threads no file keeps busy help\n"
 		"             hash the rows of a Parquet file of 65536 rows or more;\n"
-		"             the source's files are stat'ed on N threads too;\n"
+		"             the source's files are stat'ed on N threads too\n"
+		"             (default: 16, for the stats wait on the source,\n"
+		"             not on a CPU);\n"
 		"             --jobs 1 reads and hashes on one thread.  The verdict is\n"
 		"             the same whatever N\n"
 		"\n"
@@ -442,7 +444,6 @@ int main(int argc, char **argv)
 	int c, status = CLI_ERROR;
 
 	sfs_options_init(&a.opts);
-	a.jobs = sfs_pool_cpus();
 	while ((c = getopt_long(argc, argv, "o:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
