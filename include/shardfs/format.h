@@ -369,13 +369,26 @@ const struct sfs_format_ops *sfs_format_at(size_t i);
  * in the table's order, or NULL past the last. */
 const struct sfs_format_ops *sfs_format_concatenating(size_t i);
 
+/* A driver whose shards are files (not directories: Lance), which
+ * shardfs-index --format may name. */
+bool sfs_format_of_files(const struct sfs_format_ops *ops);
+
 /*
- * The names of the drivers whose files concatenate from the from-th on,
- * into buf (len bytes, cut short if need be): "a, b" and the last joined
- * by last (" and ", " or ").  Returns buf.
+ * The names of the drivers keep says yes to (NULL: every one), from the
+ * from-th such on, into buf (len bytes, cut short if need be): "a, b" and
+ * the last joined by last (" and ", " or ").  Returns buf.
  */
+const char *sfs_format_names(bool (*keep)(const struct sfs_format_ops *),
+			     size_t from, const char *last, char *buf,
+			     size_t len);
+
+/* sfs_format_names of the drivers whose files concatenate. */
 const char *sfs_format_concatenating_names(size_t from, const char *last,
 					   char *buf, size_t len);
+
+/* Every driver's file name endings, in the table's order, separated by
+ * spaces, into buf (len bytes, cut short if need be).  Returns buf. */
+const char *sfs_format_suffix_list(char *buf, size_t len);
 
 /*
  * Scan through ops, after the checks every driver shares (an empty file is

@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,8 +18,43 @@
 
 static const char *prog = "shardfs-index";
 
+/* where --help's option texts start */
+#define WRAP_INDENT "                         "
+
+/*
+ * words (separated by single spaces), wrapped at 79 columns with the lines
+ * after the first indented as --help's option texts are (25 columns), the
+ * first starting at column at, into buf (len bytes, cut short if need be).
+ */
+static const char *wrap(const char *words, size_t at, char *buf, size_t len)
+{
+	const char *w = words;
+	size_t o = 0, n;
+	bool wraps;
+
+	buf[0] = '\0';
+	while (*w && o < len) {
+		n = strcspn(w, " ");
+		wraps = w != words && at + 1 + n > 79;
+		if (w != words)
+			o += (size_t)snprintf(buf + o, len - o, "%s",
+					      wraps ? "\n" WRAP_INDENT : " ");
+		at = (wraps ? sizeof(WRAP_INDENT) - 1 : at + (w != words)) + n;
+		if (o < len)
+			o += (size_t)snprintf(buf + o, len - o, "%.*s", (int)n,
+					      w);
+		w += n;
+		w += *w == ' ';
+	}
+	return buf;
+}
+
 static void usage(FILE *f)
 {
+	char names[256], suffixes[512], names_w[320], suffixes_w[640];
+
+	sfs_format_names(sfs_format_of_files, 0, ", ", names, sizeof(names));
+	sfs_format_suffix_list(suffixes, sizeof(suffixes));
 	fprintf(f,
 		"usage: shardfs-index SRC [options]\n"
 		"       shardfs-index SRC --part I/N [options]\n"
@@ -45,10 +81,8 @@ static void usage(FILE *f)
 		"                         table against its blocks file), then re-read\n"
 		"                         every shard and report each mismatch with the\n"
 		"                         index (size, mtime, samples, CRCs, SHA-256)\n"
-		"  --format F             treat every file as format F: tar, jsonl, tfrecord,\n"
-		"                         files, parquet, opaque (default: by extension;\n"
-		"                         .tar .tgz .tar.{gz,zst,xz,bz2} .jsonl .ndjson\n"
-		"                         .tfrecord .tfrecords .parquet .arrow .npy .npz)\n"
+		"  --format F             treat every file as format F: %s\n"
+		"                         (default: by extension: %s)\n"
 		"                         A Lance dataset (a directory holding\n"
 		"                         _versions/) anywhere in SRC is one shard of\n"
 		"                         its live rows, at its newest version\n"
@@ -69,7 +103,9 @@ static void usage(FILE *f)
 		"  --help, --version\n"
 		"\n"
 		"Exit status: 0 done (verify: no mismatch), 1 verify found mismatches,\n"
-		"2 could not do it (usage, bad shard, I/O).\n");
+		"2 could not do it (usage, bad shard, I/O).\n",
+		wrap(names, 55, names_w, sizeof(names_w)),
+		wrap(suffixes, 49, suffixes_w, sizeof(suffixes_w)));
 }
 
 /* "I/N", 0 <= I < N <= SFS_INDEX_PARTS_MAX */
@@ -403,10 +439,15 @@ int main(int argc, char **argv)
 			break;
 		case OPT_FORMAT:
 			o.format = sfs_format_by_name(optarg);
-			if (!o.format) {
+			if (!o.format || !sfs_format_of_files(o.format)) {
+				char names[256];
+
 				fprintf(stderr,
-					"%s: --format %s is not a format: use tar, jsonl, tfrecord, files, parquet or opaque\n",
-					prog, optarg);
+					"%s: --format %s is not a format of files: use %s; a Lance dataset needs no --format\n",
+					prog, optarg,
+					sfs_format_names(sfs_format_of_files, 0,
+							 " or ", names,
+							 sizeof(names)));
 				return CLI_ERROR;
 			}
 			break;

@@ -193,8 +193,15 @@ expect_eq "no progress line without a terminal" "$(shardfs-index "$T/a-jsonl" 2>
 
 # --- usage errors ---
 expect_run "unknown format" 2 \
-	"shardfs-index: --format zip is not a format: use tar, jsonl, tfrecord, files, parquet or opaque" \
+	"shardfs-index: --format zip is not a format of files: use tar, jsonl, tfrecord, files, parquet or opaque; a Lance dataset needs no --format" \
 	-- shardfs-index "$T/ro" --format zip
+expect_run "a format of directories" 2 \
+	"shardfs-index: --format lance is not a format of files: use tar, jsonl, tfrecord, files, parquet or opaque; a Lance dataset needs no --format" \
+	-- shardfs-index "$T/ro" --format lance
+# the formats and their file name endings in --help come from the drivers
+expect_eq "--help names the formats of files" \
+	"$(shardfs-index --help | sed -n '/--format F/,/)$/p' | tr -s ' \n' ' ')" \
+	" --format F treat every file as format F: tar, jsonl, tfrecord, files, parquet, opaque (default: by extension: .tar .tar.gz .tgz .tar.zst .tar.xz .tar.bz2 .jsonl .ndjson .tfrecord .tfrecords .parquet .arrow .npy .npz) "
 expect_run "bad jobs" 2 "shardfs-index: jobs=0 is out of range: use an integer in 1..256" \
 	-- shardfs-index "$T/ro" --jobs 0
 expect_run "no source" 2 "shardfs-index: $T/none: cannot open the source directory: No such file or directory" \
@@ -245,6 +252,20 @@ shardfs-index "$T/two" --jobs 1 --quiet --out "$T/two-1" ||
 	bad "index two shards with --jobs 1"
 expect_eq "the same index of two shards with --jobs 1 and 4" \
 	"$(diff -r "$T/two-1" "$T/two-4" && echo same)" same
+
+# --- the check of the source against the index waits on the source's
+# stats, not on a CPU: 16 threads by default even on one CPU (one per CPU
+# before: a 1-CPU container checked an s3fs bucket on one thread); --jobs
+# still bounds it
+shardfs-mkdata "$T/forty" --format jsonl --shards 40 --samples 2 --seed 1
+shardfs-index "$T/forty" --quiet
+traced "$T/strace-c" taskset -c 0 shardfs-check plan "$T/forty" -o world=2 >/dev/null ||
+	bad "shardfs-check plan on one CPU"
+expect_eq "shardfs-check plan on one CPU: the shards checked on 16 threads" \
+	"$(threads_in "$T/strace-c")" 16
+traced "$T/strace-c3" taskset -c 0 shardfs-check plan "$T/forty" -o world=2 --jobs 3 >/dev/null ||
+	bad "shardfs-check plan --jobs 3"
+expect_eq "shardfs-check plan --jobs 3: 3 threads" "$(threads_in "$T/strace-c3")" 3
 
 # --- indexing in parts (an Indexed Job), merged: what one run writes ---
 for f in tar files; do

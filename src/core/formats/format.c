@@ -53,31 +53,70 @@ const struct sfs_format_ops *sfs_format_at(size_t i)
 	return i < NFORMATS ? formats[i] : NULL;
 }
 
-const struct sfs_format_ops *sfs_format_concatenating(size_t i)
+bool sfs_format_of_files(const struct sfs_format_ops *ops)
+{
+	return !ops->dataset;
+}
+
+static bool concatenates(const struct sfs_format_ops *ops)
+{
+	return ops->concatenates;
+}
+
+/* The i-th driver keep says yes to (NULL: every one), or NULL. */
+static const struct sfs_format_ops *
+nth(bool (*keep)(const struct sfs_format_ops *), size_t i)
 {
 	size_t k;
 
 	for (k = 0; k < NFORMATS; k++)
-		if (formats[k]->concatenates && !i--)
+		if ((!keep || keep(formats[k])) && !i--)
 			return formats[k];
 	return NULL;
 }
 
-const char *sfs_format_concatenating_names(size_t from, const char *last,
-					   char *buf, size_t len)
+const struct sfs_format_ops *sfs_format_concatenating(size_t i)
+{
+	return nth(concatenates, i);
+}
+
+const char *sfs_format_names(bool (*keep)(const struct sfs_format_ops *),
+			     size_t from, const char *last, char *buf,
+			     size_t len)
 {
 	const struct sfs_format_ops *ops;
 	size_t at = 0, i;
 
 	buf[0] = '\0';
-	for (i = from; (ops = sfs_format_concatenating(i)) && at < len; i++) {
-		const char *sep = i == from			  ? "" :
-				  sfs_format_concatenating(i + 1) ? ", " :
-								    last;
+	for (i = from; (ops = nth(keep, i)) && at < len; i++) {
+		const char *sep = i == from	   ? "" :
+				  nth(keep, i + 1) ? ", " :
+						     last;
 
 		at += (size_t)snprintf(buf + at, len - at, "%s%s", sep,
 				       ops->name);
 	}
+	return buf;
+}
+
+const char *sfs_format_concatenating_names(size_t from, const char *last,
+					   char *buf, size_t len)
+{
+	return sfs_format_names(concatenates, from, last, buf, len);
+}
+
+const char *sfs_format_suffix_list(char *buf, size_t len)
+{
+	size_t at = 0, i, k;
+
+	buf[0] = '\0';
+	for (i = 0; i < NFORMATS && at < len; i++)
+		for (k = 0; formats[i]->suffixes && formats[i]->suffixes[k] &&
+			    at < len;
+		     k++)
+			at += (size_t)snprintf(buf + at, len - at, "%s%s",
+					       at ? " " : "",
+					       formats[i]->suffixes[k]);
 	return buf;
 }
 
