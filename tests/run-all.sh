@@ -21,29 +21,33 @@ guard_report() {
 }
 trap guard_report EXIT
 
-echo "== formatting (clang-format, .clang-format)"
+# a step's title, with the time since the start: the CI has a budget
+step() { echo "== $1 (at $((SECONDS / 60)) min $((SECONDS % 60)) s)"; }
+
+step "formatting (clang-format, .clang-format)"
 files=$(git ls-files '*.c' '*.h' 2>/dev/null || find src include tests -name '*.[ch]')
 clang-format --dry-run --Werror $files
 echo "clang-format: $(echo "$files" | wc -w) files clean"
 
-echo "== every build type with gcc and clang, warnings as errors"
+step "every build type with gcc and clang, warnings as errors"
 bash tests/build-matrix.sh
 
 for variant in build build-asan; do
 	flags=(-DSHARDFS_WERROR=ON)
 	[ "$variant" = build-asan ] && flags+=(-DSHARDFS_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug)
-	echo "== $variant"
+	step "$variant"
 	cmake -S . -B "$variant" "${flags[@]}" >/dev/null
 	cmake --build "$variant" -j "$jobs" >/dev/null
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 		ctest --test-dir "$variant" --output-on-failure -j "$jobs"
 done
 
-echo "== benchmarks, once each on tiny data (tests/bench/*.sh for real figures)"
+step "benchmarks, once each on tiny data (tests/bench/*.sh for real figures)"
 bash tests/bench/smoke.sh
 
-echo "== fuzzing, a short bounded run (tests/fuzz/run.sh SECONDS for longer)"
+step "fuzzing, a short bounded run (tests/fuzz/run.sh SECONDS for longer)"
 bash tests/fuzz/run.sh "${SHARDFS_FUZZ_SECONDS:-40}"
 
-echo "== the README's main job"
+step "the README's main job"
 bash tests/demo.sh
+echo "== every test passed in $((SECONDS / 60)) min $((SECONDS % 60)) s"
