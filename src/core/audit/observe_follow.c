@@ -201,7 +201,7 @@ static int check_mounts(struct fcheck *c)
 /* Stream shard s digested (once); -EIO when it cannot be (a finding). */
 static int shard_digests(struct fcheck *c, size_t s)
 {
-	const struct sfs_follow_shard *sh = &c->f->shards[s];
+	const struct sfs_shard *sh = &c->f->idx->shards[s];
 	struct sfs_error err = { 0 };
 	struct job j = { .ops = c->f->format };
 	char shown[PATH_MAX];
@@ -234,18 +234,21 @@ static int shard_digests(struct fcheck *c, size_t s)
  * (shard, sample). */
 static struct sfs_audit_sample sample_at(const struct sfs_follow *f, uint64_t g)
 {
-	size_t s = g == UINT64_MAX ? 0 : sfs_follow_shard_at(f, g);
+	size_t s = g == UINT64_MAX ? 0 : sfs_index_shard_at(f->idx, g);
 
 	return g == UINT64_MAX ?
 		       (struct sfs_audit_sample){ SFS_AUDIT_UNKNOWN, 0 } :
-		       (struct sfs_audit_sample){ s, g - f->shards[s].first };
+		       (struct sfs_audit_sample){
+			       s, g - f->idx->shards[s].first_sample
+		       };
 }
 
 /* "shard:sample" of a sample of the stream. */
 static const char *name_of(const struct sfs_follow *f,
 			   struct sfs_audit_sample x, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s:%" PRIu64, f->shards[x.shard].path, x.sample);
+	snprintf(buf, len, "%s:%" PRIu64, f->idx->shards[x.shard].path,
+		 x.sample);
 	return buf;
 }
 
@@ -281,7 +284,8 @@ static int planned_samples(struct fcheck *c, struct wstate *ws,
 			exp[e++] = (struct sfs_audit_sample){
 				wr->runs[i].shard, wr->runs[i].first + k
 			};
-			ws->planned[c->f->shards[wr->runs[i].shard].first +
+			ws->planned[c->f->idx->shards[wr->runs[i].shard]
+					    .first_sample +
 				    wr->runs[i].first + k - ws->lo]++;
 		}
 	*out = exp;
@@ -301,7 +305,8 @@ static void identify(struct fcheck *c, struct wstate *ws, const struct job *j,
 	size_t i;
 
 	for (i = 0; i < j->ndigests; i++) {
-		pg = i < e ? c->f->shards[exp[i].shard].first + exp[i].sample :
+		pg = i < e ? c->f->idx->shards[exp[i].shard].first_sample +
+				     exp[i].sample :
 			     UINT64_MAX;
 		g = sfs_observe_table_find(&ws->map, j->digests[i], pg);
 		got[i] = sample_at(c->f, g);
@@ -638,13 +643,13 @@ int sfs_observe_follow(const char *const *paths, size_t nm,
 		rc = sfs_follow_scan(c.f, NULL, err);
 	if (rc)
 		goto out;
-	c.sd.d = calloc(c.f->nshards + 1, sizeof(*c.sd.d));
-	c.sd.failed = calloc(c.f->nshards + 1, sizeof(*c.sd.failed));
+	c.sd.d = calloc(c.f->idx->nshards + 1, sizeof(*c.sd.d));
+	c.sd.failed = calloc(c.f->idx->nshards + 1, sizeof(*c.sd.failed));
 	if (!c.sd.d || !c.sd.failed) {
 		rc = sfs_errorf(err, -ENOMEM, "out of memory");
 		goto out;
 	}
-	sfs_follow_windows(c.f->nsamples, c.m[0].window, c.m[0].opts.start,
+	sfs_follow_windows(c.f->idx->nsamples, c.m[0].window, c.m[0].opts.start,
 			   c.f->ended, &first, &full, &last);
 	for (i = 0; i < nm; i++)
 		if (c.m[i].first + c.m[i].nwins > hi)
@@ -656,18 +661,16 @@ int sfs_observe_follow(const char *const *paths, size_t nm,
 			", the stream of %s holds %" PRIu64
 			" samples, windows up to %" PRIu64
 			" as the auditor reads it: is the log the mount's (index=)?",
-			hi - 1, c.f->source, c.f->nsamples,
+			hi - 1, c.f->source, c.f->idx->nsamples,
 			first + full + last - 1);
 		goto out;
 	}
 	for (k = c.m[0].first; !rc && k < hi; k++)
 		rc = audit_window(&c, k, last && k == first + full, err);
-	if (c.f->format->slice_suffix && c.f->nshards) {
-		struct sfs_shard sh = { .path = c.f->shards[0].path,
-					.format = c.f->format };
+	if (c.f->format->slice_suffix && c.f->idx->nshards) {
 		const void *t;
 
-		trailer = c.f->format->slice_suffix(&sh, &t);
+		trailer = c.f->format->slice_suffix(&c.f->idx->shards[0], &t);
 	}
 	for (i = 0; !rc && i < nm; i++)
 		for (j = 0; !rc && c.m[i].complete && j < c.m[i].nreaders; j++)
@@ -677,7 +680,7 @@ int sfs_observe_follow(const char *const *paths, size_t nm,
 		sfs_errorf(err, rc, "out of memory");
 out:
 	if (c.f)
-		for (i = 0; i < c.f->nshards; i++)
+		for (i = 0; i < c.f->idx->nshards; i++)
 			free(c.sd.d ? c.sd.d[i] : NULL);
 	free(c.sd.d);
 	free(c.sd.failed);
