@@ -138,6 +138,48 @@ int sfs_audit_compare(const struct sfs_audit_sample *want, size_t nwant,
 		      const struct sfs_audit_sample *got, size_t ngot,
 		      size_t *at);
 
+/*
+ * A reader's samples read, as sfs_audit_judge_reading judges them against
+ * its plan's: the plain auditor's (sfs_audit_judge) and a followed
+ * window's (observe.h, sfs_observe_follow).  The strings and arrays are
+ * borrowed.
+ */
+struct sfs_audit_reading {
+	const char *prefix; /* before every finding ("window 3: "), or "" */
+	uint32_t rank, worker;
+	const char *mount;
+	const struct sfs_index *idx; /* the samples' shards */
+	const char *unknown; /* what bytes that are no sample are */
+	const struct sfs_audit_file *files; /* what holds the samples */
+	size_t nfiles;
+	const struct sfs_audit_sample *want, *got;
+	size_t nwant, ngot;
+	/* a bytes finding for every sample not the plan's, those past the
+	 * plan's too; false: for the first only */
+	bool every;
+};
+
+/*
+ * Judge rd into v (at most max findings kept, sfs_verdict_add): a count
+ * finding when it read another number of samples than planned, then an
+ * order finding when it read the plan's samples in another order (but
+ * for each of its datasets, format.h's dataset_view, in the plan's: a
+ * dataset is a directory of its own), or bytes findings where it read
+ * other samples (or bytes that are none).  Returns 0 or -ENOMEM.
+ */
+int sfs_audit_judge_reading(const struct sfs_audit_reading *rd, size_t max,
+			    struct sfs_verdict *v);
+
+/*
+ * The coverage findings of shown (world x workers counts, rank by rank:
+ * how many mounts show each reader) into v: a rank no mount shows, a
+ * worker of a rank shown that none shows, a worker several show; the
+ * readers shown added to v->readers_seen.  Returns 0 or -ENOMEM.
+ */
+int sfs_audit_judge_coverage(const uint32_t *shown, uint32_t world,
+			     uint32_t workers, size_t max,
+			     struct sfs_verdict *v);
+
 /* Fill an audit with what the plan says every reader reads. */
 int sfs_audit_from_plan(struct sfs_audit *a, const struct sfs_plan *plan,
 			const char *label);

@@ -4,7 +4,9 @@
  *
  * The stream (sfs_follow) is what the daemon has accepted: shards directly
  * in the source, of one format whose files concatenate (jsonl, tfrecord,
- * tar), each scanned once it has its final name, in name order.  It is
+ * tar), each scanned once it has its final name, in name order: an index
+ * (index.h) that grows, its shards appended as they are accepted, whose
+ * boundaries are held beside it while windows still need them.  It is
  * kept in a log (follow.log in the index directory) so that a restart
  * finds the shards already consumed and maybe deleted where they were.
  *
@@ -21,6 +23,7 @@
 
 #include "shardfs/error.h"
 #include "shardfs/format.h"
+#include "shardfs/index.h"
 
 #define SFS_FOLLOW_LOG "follow.log"
 #define SFS_FOLLOW_END ".shardfs-end"
@@ -30,20 +33,15 @@
  * are kept until its windows are laid out; a larger one waits, logged */
 #define SFS_FOLLOW_CHUNK_SAMPLES_MAX (UINT64_C(1) << 24)
 
-struct sfs_follow_shard {
-	char *path; /* a name directly in the source */
-	uint64_t size;
-	int64_t mtime_ns;
-	uint64_t nsamples;
-	uint64_t first; /* its sample 0 in the stream */
-	/* the boundaries of samples bounds_from .. nsamples (bounds[j] is
-	 * sample bounds_from + j's) once scanned by this process; NULL for
-	 * a shard known from the log only, or whose windows are all laid
-	 * out (sfs_follow_release; sfs_follow_bounds scans it again) */
+/*
+ * The boundaries of a shard of the stream this process holds: those of
+ * samples from .. nsamples (bounds[j] is sample from + j's) once scanned;
+ * bounds NULL for a shard known from the log only, or whose windows are
+ * all laid out (sfs_follow_release; sfs_follow_bounds scans it again).
+ */
+struct sfs_follow_held {
 	uint64_t *bounds;
-	uint64_t bounds_from;
-	uint64_t prefix_len;
-	bool newline_missing;
+	uint64_t from;
 };
 
 #define SFS_FOLLOW_REFUSED_MAX 4096
@@ -61,9 +59,14 @@ struct sfs_follow {
 	char *source; /* absolute */
 	int srcfd;
 	const struct sfs_format_ops *format; /* NULL until known */
-	struct sfs_follow_shard *shards;
-	size_t nshards, cap;
-	uint64_t nsamples; /* in all shards */
+	/* the stream: an index whose shards are appended as they are
+	 * accepted, in name order (first_sample their place in the stream,
+	 * format the stream's once known, bounds_at SFS_NO_BOUNDS: their
+	 * boundaries are held, not in a table); nsamples the stream's */
+	struct sfs_index *idx;
+	size_t shards_cap;
+	struct sfs_follow_held *held; /* per shard of idx, held_cap */
+	size_t held_cap;
 	bool ended; /* SRC/.shardfs-end seen */
 	char *log_path; /* the log; NULL when it cannot be kept */
 	int log_fd; /* open for appending, or -1 */
@@ -108,17 +111,13 @@ void sfs_follow_free(struct sfs_follow *f);
 int sfs_follow_scan(struct sfs_follow *f, size_t *added, struct sfs_error *err);
 
 /*
- * The boundaries of shard i, all of them (bounds_from 0), scanning it when
- * they are not known (a shard from the log, or released): it must be as
- * logged (size, mtime, samples).  Returns 0, or a negative errno with a
- * message naming the shard.
+ * The boundaries of samples from .. nsamples of shard i (held[i].from <=
+ * from after), scanning it when they are not held (a shard from the log,
+ * or released): it must be as logged (size, mtime, samples).  Returns 0,
+ * or a negative errno with a message naming the shard.
  */
-int sfs_follow_bounds(struct sfs_follow *f, size_t i, struct sfs_error *err);
-
-/* sfs_follow_bounds for the boundaries of samples from .. nsamples of
- * shard i only (bounds_from <= from after). */
-int sfs_follow_bounds_from(struct sfs_follow *f, size_t i, uint64_t from,
-			   struct sfs_error *err);
+int sfs_follow_bounds(struct sfs_follow *f, size_t i, uint64_t from,
+		      struct sfs_error *err);
 
 /*
  * The boundaries of the stream's samples before sample are not needed
@@ -133,22 +132,17 @@ void sfs_follow_release(struct sfs_follow *f, uint64_t sample);
 
 /*
  * Parse a log (len bytes of text, named name in messages) into *out
- * (*n entries, sorted by name, repeats of a line merged; caller frees
- * with sfs_follow_shards_free).  A last line without its '\n' (a torn
+ * (*n shards, sorted by name, repeats of a line merged: path, nsamples,
+ * size and mtime_ns set, the rest 0; caller frees with
+ * sfs_follow_shards_free).  A last line without its '\n' (a torn
  * append) is left out.  Returns 0, or -EINVAL naming the line: a bad
  * number, a bad name, one name with two different lines.
  */
 int sfs_follow_log_parse(const char *buf, size_t len, const char *name,
-			 struct sfs_follow_shard **out, size_t *n,
+			 struct sfs_shard **out, size_t *n,
 			 struct sfs_error *err);
 
-void sfs_follow_shards_free(struct sfs_follow_shard *s, size_t n);
-
-/* The position of shard name in the stream (binary search), or -1. */
-ssize_t sfs_follow_find(const struct sfs_follow *f, const char *name);
-
-/* The shard of the stream holding its sample s (empty shards hold none),
- * or nshards when s is past the stream's samples (binary search). */
-size_t sfs_follow_shard_at(const struct sfs_follow *f, uint64_t s);
+/* Free n shards of a parsed log (their paths) and the array. */
+void sfs_follow_shards_free(struct sfs_shard *s, size_t n);
 
 #endif

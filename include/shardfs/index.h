@@ -341,6 +341,10 @@ int sfs_index_file_access(const char *source, int srcfd, const char *path,
 /* The position of path in idx (binary search), or -1. */
 ssize_t sfs_index_find(const struct sfs_index *idx, const char *path);
 
+/* The shard of idx holding its sample g, the global number (empty shards
+ * hold none), or nshards when g is past its samples (binary search). */
+size_t sfs_index_shard_at(const struct sfs_index *idx, uint64_t g);
+
 /*
  * Who the source lets read a file that is not a shard (a data file of a
  * dataset shard: Lance) at path (relative to idx's source, opened below

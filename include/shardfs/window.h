@@ -3,9 +3,10 @@
  * view's part of it (src/core/view/window.c).
  *
  * A window (sfs_window) is samples [kN, (k+1)N) of the stream (follow.h)
- * planned like an epoch of its own (epoch k), laid out for some readers as
- * a slice of the shards: what a reader's window file and its part of
- * stream.<ext> hold.  Nothing here knows FUSE.
+ * planned like an epoch of its own (epoch k) over the stream's index cut
+ * to those samples, laid out for some readers as a slice of the shards:
+ * what a reader's window file and its part of stream.<ext> hold.
+ * Nothing here knows FUSE.
  */
 #ifndef SHARDFS_WINDOW_H
 #define SHARDFS_WINDOW_H
@@ -82,27 +83,20 @@ int sfs_window_build(struct sfs_follow *f, const struct sfs_plan_opts *o,
 
 void sfs_window_free(struct sfs_window *w);
 
-/* A shard of the stream as its readers see it: a copy of the watcher's
- * sfs_follow_shard (follow.h; path its own), published to them. */
-struct sfs_stream_shard {
-	char *path;
-	uint64_t size, first, nsamples;
-	int64_t mtime_ns;
-};
-
 /*
  * Extended attribute name (SFS_XATTR_*, view.h) of reader's file of
  * window win (reader: an index into win->readers), whose shards are
- * shards[win->first_shard .. win->end_shard) of the stream read from
- * source: user.shardfs.source, the shards the file reads, their absolute
- * paths one a line in the stream's order; samples and padding, its
+ * shards[win->first_shard .. win->end_shard) of the stream (its index's,
+ * follow.h, or copies of them) read from source: user.shardfs.source,
+ * the shards the file reads, their absolute paths one a line in the
+ * stream's order; samples and padding, its
  * counts; range, its samples as the stream numbers them, adjacent ones
  * joined ("3-9,12"); epoch, k (window k is planned as epoch k).  Returns
  * 0 and a heap string in *out, -ENODATA (no such attribute), -E2BIG (over
  * SFS_XATTR_MAX) or -ENOMEM.
  */
 int sfs_window_xattr(const struct sfs_window *win, size_t reader,
-		     const char *source, const struct sfs_stream_shard *shards,
+		     const char *source, const struct sfs_shard *shards,
 		     const char *name, char **out);
 
 /*

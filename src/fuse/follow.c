@@ -180,7 +180,7 @@ int follow_srcfd(const struct fs *fs)
 static int look_at_shards(struct fw *w, struct sfs_access **acc)
 {
 	const struct sfs_follow *f = w->f;
-	size_t i, n = f->nshards - w->nshards;
+	size_t i, n = f->idx->nshards - w->nshards;
 	int rc;
 
 	*acc = n ? calloc(n, sizeof(**acc)) : NULL;
@@ -188,7 +188,7 @@ static int look_at_shards(struct fw *w, struct sfs_access **acc)
 		return -ENOMEM;
 	for (i = 0; i < n; i++) {
 		rc = sfs_index_file_access(f->source, f->srcfd,
-					   f->shards[w->nshards + i].path,
+					   f->idx->shards[w->nshards + i].path,
 					   &(*acc)[i]);
 		if (rc) {
 			free(*acc);
@@ -205,20 +205,14 @@ static int look_at_shards(struct fw *w, struct sfs_access **acc)
 static int publish_shards(struct fw *w, const struct sfs_access *acc)
 {
 	const struct sfs_follow *f = w->f;
-	size_t i, n = f->nshards;
+	size_t i, n = f->idx->nshards;
 
 	if (SFS_GROW(w->shards, w->shards_cap, n) ||
 	    SFS_GROW(w->shard_acc, w->shard_acc_cap, n))
 		return -ENOMEM;
 	for (i = w->nshards; i < n; i++) {
-		const struct sfs_follow_shard *sh = &f->shards[i];
-
-		w->shards[i] =
-			(struct sfs_stream_shard){ .path = strdup(sh->path),
-						   .size = sh->size,
-						   .first = sh->first,
-						   .nsamples = sh->nsamples,
-						   .mtime_ns = sh->mtime_ns };
+		w->shards[i] = f->idx->shards[i];
+		w->shards[i].path = strdup(f->idx->shards[i].path);
 		if (!w->shards[i].path) {
 			while (i-- > w->nshards)
 				free(w->shards[i].path);
@@ -227,7 +221,7 @@ static int publish_shards(struct fw *w, const struct sfs_access *acc)
 		w->shard_acc[i] = acc[i - w->nshards];
 	}
 	w->nshards = n;
-	w->nsamples = f->nsamples;
+	w->nsamples = f->idx->nsamples;
 	w->ended = f->ended;
 	w->log_kept = f->log_fd >= 0;
 	return 0;
@@ -315,8 +309,8 @@ static size_t advance(struct fw *w, bool scan)
 
 	if (scan && sfs_follow_scan(w->f, NULL, &err))
 		fs_log(w->fs, LOG_ERR, "%s", err.msg);
-	sfs_follow_windows(w->f->nsamples, w->n, o->start, w->f->ended, &first,
-			   &full, &last);
+	sfs_follow_windows(w->f->idx->nsamples, w->n, o->start, w->f->ended,
+			   &first, &full, &last);
 	while (before + nbuilt < full || (last && !last_built)) {
 		uint64_t k = w->first + before + nbuilt;
 		bool is_last = before + nbuilt >= full;
@@ -491,7 +485,7 @@ static size_t shards_done(const struct fw *w, uint64_t done)
 	if (done == 0)
 		upto = w->first * w->n;
 	while (c < w->nshards &&
-	       w->shards[c].first + w->shards[c].nsamples <= upto)
+	       w->shards[c].first_sample + w->shards[c].nsamples <= upto)
 		c++;
 	return c;
 }

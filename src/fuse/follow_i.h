@@ -68,8 +68,8 @@ struct fw {
 	size_t hidden;
 	/* the stream as published to the readers (w->lock): its shards,
 	 * who the source lets read each, its samples, its end, its log */
-	struct sfs_stream_shard *shards; /* copies of w->f's (the watcher's,
-					  * scanned without the lock) */
+	struct sfs_shard *shards; /* copies of w->f's (the watcher's,
+				   * scanned without the lock) */
 	size_t nshards, shards_cap;
 	struct sfs_access *shard_acc;
 	size_t shard_acc_cap;

@@ -106,8 +106,7 @@ static int window_ahead(struct fw *w, const struct sfs_window *win, size_t ri,
 			hi[s] = e->src + e->len;
 	}
 	for (s = 0; s < n && *budget; s++) {
-		const struct sfs_stream_shard *sh =
-			&w->shards[win->first_shard + s];
+		const struct sfs_shard *sh = &w->shards[win->first_shard + s];
 
 		if (hi[s])
 			prefetch_range(w->fs->prefetch, sh->path, sh->size,

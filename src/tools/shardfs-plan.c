@@ -117,8 +117,8 @@ static int windows(const char *src, const char *dir, uint64_t n,
 		rc = sfs_errorf(err, -ENODATA, "%s holds no shard yet", src);
 	if (rc)
 		goto out;
-	sfs_follow_windows(f->nsamples, n, o->start, f->ended, &first, &full,
-			   &last);
+	sfs_follow_windows(f->idx->nsamples, n, o->start, f->ended, &first,
+			   &full, &last);
 	for (k = first; !rc && k < first + full + last; k++) {
 		struct sfs_window *w = NULL;
 
@@ -146,7 +146,7 @@ static int windows(const char *src, const char *dir, uint64_t n,
 						    w->trailer_len));
 			for (j = 0; j < r->nruns; j++) {
 				json_t *p = json_string(
-					f->shards[r->runs[j].shard].path);
+					f->idx->shards[r->runs[j].shard].path);
 				char *q = p ? json_dumps(p, JSON_ENCODE_ANY) :
 					      NULL;
 

@@ -18,7 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct sfs_follow_shard *s = NULL;
+	struct sfs_shard *s = NULL;
 	struct sfs_error err = { 0 };
 	size_t n = 0, i, lines = 0;
 
@@ -41,7 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	for (i = 0; i < n; i++) {
 		char line[SFS_FOLLOW_LINE_MAX + 32];
-		struct sfs_follow_shard *b;
+		struct sfs_shard *b;
 		size_t nb;
 		int len = snprintf(line, sizeof(line),
 				   "shardfs-follow 1\n%" PRIu64 " %" PRIu64

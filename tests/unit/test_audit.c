@@ -156,6 +156,92 @@ static void test_audit_replicas(void **state)
 	sfs_index_free(idx);
 }
 
+/* A reader that reads its planned samples in another order: one finding,
+ * in the words a followed window's has too (sfs_audit_judge_reading). */
+static void test_audit_order(void **state)
+{
+	const uint64_t counts[] = { 4, 4, 4 };
+	struct sfs_index *idx = mkindex(counts, 3, NULL);
+	struct sfs_plan *p = plan_of(idx, "world=2,shuffle=none");
+	struct sfs_audit a = { 0 };
+	struct sfs_audit_sample t;
+	struct sfs_verdict v;
+
+	(void)state;
+	assert_int_equal(sfs_audit_from_plan(&a, p, "plan"), 0);
+	t = a.readers[1].samples[1];
+	a.readers[1].samples[1] = a.readers[1].samples[2];
+	a.readers[1].samples[2] = t;
+	assert_string_equal(
+		judge(&a, idx, &v),
+		"order: rank 1 worker 0 (plan), file 0: the plan's samples in another order: sample 1 is s0002.tar:0, the plan says s0001.tar:3\n");
+	sfs_verdict_clear(&v);
+	sfs_audit_clear(&a);
+	sfs_plan_free(p);
+	sfs_index_free(idx);
+}
+
+/* sfs_audit_judge_reading: a finding for the first sample that is not the
+ * plan's, or (every) for each of them and those past the plan's. */
+static void test_audit_judge_reading(void **state)
+{
+	const struct sfs_audit_sample want[] = { { 0, 0 }, { 0, 1 }, { 1, 0 } };
+	const struct sfs_audit_sample got[] = {
+		{ 0, 0 }, { SFS_AUDIT_UNKNOWN, 0 }, { 1, 1 }, { 1, 2 }
+	};
+	const uint64_t counts[] = { 2, 3 };
+	struct sfs_index *idx = mkindex(counts, 2, NULL);
+	struct sfs_audit_file files[] = { { (char *)"f0", 0, 2 },
+					  { (char *)"f1", 2, 2 } };
+	struct sfs_audit_reading rd = { .prefix = "window 7: ",
+					.rank = 1,
+					.worker = 2,
+					.mount = "m",
+					.idx = idx,
+					.unknown = "nothing",
+					.files = files,
+					.nfiles = 2,
+					.want = want,
+					.nwant = 3,
+					.got = got,
+					.ngot = 4 };
+	struct sfs_verdict v = { 0 };
+
+	(void)state;
+	assert_int_equal(sfs_audit_judge_reading(&rd, 50, &v), 0);
+	assert_string_equal(
+		findings(&v),
+		"count: window 7: rank 1 worker 2 (m) read 4 samples, the plan gives every reader 3\n"
+		"bytes: window 7: rank 1 worker 2 (m), f0, sample 1: read nothing, the plan says s0000.tar:1\n");
+	sfs_verdict_clear(&v);
+	rd.every = true;
+	assert_int_equal(sfs_audit_judge_reading(&rd, 50, &v), 0);
+	assert_string_equal(
+		findings(&v),
+		"count: window 7: rank 1 worker 2 (m) read 4 samples, the plan gives every reader 3\n"
+		"bytes: window 7: rank 1 worker 2 (m), f0, sample 1: read nothing, the plan says s0000.tar:1\n"
+		"bytes: window 7: rank 1 worker 2 (m), f1, sample 2: read s0001.tar:1, the plan says s0001.tar:0\n"
+		"bytes: window 7: rank 1 worker 2 (m), f1, sample 3: read s0001.tar:2, the plan says no sample\n");
+	sfs_verdict_clear(&v);
+	/* the plan's samples and one more: only with every */
+	rd.got = want;
+	rd.ngot = 3;
+	rd.nwant = 2;
+	assert_int_equal(sfs_audit_judge_reading(&rd, 50, &v), 0);
+	assert_string_equal(
+		findings(&v),
+		"count: window 7: rank 1 worker 2 (m) read 3 samples, the plan gives every reader 2\n"
+		"bytes: window 7: rank 1 worker 2 (m), f1, sample 2: read s0001.tar:0, the plan says no sample\n");
+	sfs_verdict_clear(&v);
+	rd.every = false;
+	assert_int_equal(sfs_audit_judge_reading(&rd, 50, &v), 0);
+	assert_string_equal(
+		findings(&v),
+		"count: window 7: rank 1 worker 2 (m) read 3 samples, the plan gives every reader 2\n");
+	sfs_verdict_clear(&v);
+	sfs_index_free(idx);
+}
+
 /* The step both judges share (sfs_observe_follow's and the plan's): where
  * a reader's samples first depart from its plan's, and how. */
 static void test_audit_compare(void **state)
@@ -252,6 +338,8 @@ int main(void)
 		cmocka_unit_test(test_audit_plan_passes),
 		cmocka_unit_test(test_audit_findings),
 		cmocka_unit_test(test_audit_replicas),
+		cmocka_unit_test(test_audit_order),
+		cmocka_unit_test(test_audit_judge_reading),
 		cmocka_unit_test(test_audit_compare),
 		cmocka_unit_test(test_audit_report_round_trip),
 	};

@@ -68,7 +68,7 @@ static void test_log_parse(void **state)
 				  "5 60 2 a b.jsonl\n"
 				  "8 96 1 b.jsonl\n"
 				  "3 3 3 c.js";
-	struct sfs_follow_shard *s;
+	struct sfs_shard *s;
 	struct sfs_error err = { 0 };
 	size_t n;
 
@@ -92,7 +92,7 @@ static void test_log_parse_signed(void **state)
 				  "1 2 -9223372036854775808 b.jsonl\n"
 				  "1 2 9223372036854775807 c.jsonl\n"
 				  "1 2 0 d.jsonl\n";
-	struct sfs_follow_shard *s;
+	struct sfs_shard *s;
 	struct sfs_error err = { 0 };
 	size_t n;
 
@@ -109,7 +109,7 @@ static void test_log_parse_signed(void **state)
 
 static void expect_refused(const char *log, const char *msg)
 {
-	struct sfs_follow_shard *s = (void *)1;
+	struct sfs_shard *s = (void *)1;
 	struct sfs_error err = { 0 };
 	size_t n = 1;
 
@@ -235,7 +235,7 @@ static char *window_bytes(const struct sfs_follow *f,
 			struct buf b;
 
 			snprintf(path, sizeof(path), "%s/%s", f->source,
-				 f->shards[e->file].path);
+				 f->idx->shards[e->file].path);
 			b = read_all(path);
 			memcpy(out + e->pos, b.p + e->src, e->len);
 			buf_free(&b);
@@ -266,7 +266,7 @@ static void test_stream(void **state)
 			 0);
 	assert_int_equal(sfs_follow_scan(f, &added, &err), 0);
 	assert_int_equal(added, 1);
-	assert_int_equal(f->nsamples, 3);
+	assert_int_equal(f->idx->nsamples, 3);
 	assert_false(f->ended);
 	assert_string_equal(f->format->name, "jsonl");
 	/* out of order: refused once, and noted once, each of them */
@@ -333,11 +333,11 @@ static void test_stream(void **state)
 	assert_int_equal(sfs_follow_open(dir, NULL, true, NULL, note, &notes,
 					 &f, &err),
 			 0);
-	assert_int_equal(f->nshards, 2);
-	assert_int_equal(f->nsamples, 6);
-	assert_null(f->shards[1].bounds);
-	assert_int_equal(sfs_follow_bounds(f, 1, &err), 0);
-	assert_int_equal(f->shards[1].bounds[3], 6);
+	assert_int_equal(f->idx->nshards, 2);
+	assert_int_equal(f->idx->nsamples, 6);
+	assert_null(f->held[1].bounds);
+	assert_int_equal(sfs_follow_bounds(f, 1, 0, &err), 0);
+	assert_int_equal(f->held[1].bounds[3], 6);
 	sfs_follow_free(f);
 	sfs_options_clear(&o);
 	tmpdir_remove(dir);
@@ -386,9 +386,9 @@ static void test_held_back(void **state)
 	free(write_at(dir, "d.tfrecord", "", 0));
 	assert_int_equal(sfs_follow_scan(f, &added, &err), 0);
 	assert_int_equal(added, 1);
-	assert_string_equal(f->shards[2].path, "d.tfrecord");
-	assert_int_equal(f->shards[2].nsamples, 0);
-	assert_int_equal(f->nsamples, 2);
+	assert_string_equal(f->idx->shards[2].path, "d.tfrecord");
+	assert_int_equal(f->idx->shards[2].nsamples, 0);
+	assert_int_equal(f->idx->nsamples, 2);
 	sfs_follow_free(f);
 	tmpdir_remove(dir);
 }
@@ -427,10 +427,10 @@ static void test_old_mtime_restart(void **state)
 	assert_int_equal(sfs_follow_open(dir, NULL, true, NULL, note, &notes,
 					 &f, &err),
 			 0);
-	assert_int_equal(f->nshards, 1);
-	assert_true(f->shards[0].mtime_ns == -315619200000000000LL + 5);
-	assert_int_equal(sfs_follow_bounds(f, 0, &err), 0);
-	assert_int_equal(f->nsamples, 2);
+	assert_int_equal(f->idx->nshards, 1);
+	assert_true(f->idx->shards[0].mtime_ns == -315619200000000000LL + 5);
+	assert_int_equal(sfs_follow_bounds(f, 0, 0, &err), 0);
+	assert_int_equal(f->idx->nsamples, 2);
 	/* 2300: refused, noted once, holds the stream back */
 	free(write_at(dir, "b.jsonl", "z\n", 2));
 	set_mtime(dir, "b.jsonl", 10413792000LL, 0);
@@ -452,9 +452,9 @@ static void expect_shards(const struct sfs_follow *f, const char *names)
 	char got[512] = "";
 	size_t i;
 
-	for (i = 0; i < f->nshards; i++)
+	for (i = 0; i < f->idx->nshards; i++)
 		snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s\n",
-			 f->shards[i].path);
+			 f->idx->shards[i].path);
 	assert_string_equal(got, names);
 }
 
@@ -511,16 +511,16 @@ static void test_log_torn_tail(void **state)
 			 0);
 	assert_int_equal(notes.n, 1);
 	expect_shards(f, "a.jsonl\nb.jsonl\nc.jsonl\nd.jsonl\n");
-	assert_int_equal(f->nsamples, 8);
-	assert_int_equal(f->shards[2].first, 4);
-	assert_int_equal(f->shards[2].size, 4);
+	assert_int_equal(f->idx->nsamples, 8);
+	assert_int_equal(f->idx->shards[2].first_sample, 4);
+	assert_int_equal(f->idx->shards[2].size, 4);
 	sfs_follow_free(f);
 	/* a log cut in its first line is an empty one, written again */
 	free(write_at(dir, ".shardfs/follow.log", "shardfs-fol", 11));
 	assert_int_equal(sfs_follow_open(dir, NULL, true, NULL, note, &notes,
 					 &f, &err),
 			 0);
-	assert_int_equal(f->nshards, 0);
+	assert_int_equal(f->idx->nshards, 0);
 	assert_int_equal(sfs_follow_scan(f, &added, &err), 0);
 	assert_int_equal(added, 4);
 	sfs_follow_free(f);
@@ -546,7 +546,7 @@ static void open_noted(const char *src, const char *index, bool write_log,
 	assert_int_equal(f->log_fd, -1);
 	assert_int_equal(sfs_follow_scan(f, &added, &err), 0);
 	assert_int_equal(added, 1);
-	assert_int_equal(f->nsamples, 2);
+	assert_int_equal(f->idx->nsamples, 2);
 	assert_int_equal(notes.n, 1);
 	p = strstr(notes.msg[0], "/.shardfs/follow.log: ");
 	assert_non_null(p);
@@ -676,7 +676,7 @@ static void test_tar_global_header(void **state)
 	tar_chunk(dir, "c1.tar", "b", 2, 0);
 	assert_int_equal(sfs_follow_scan(f, &added, &err), 0);
 	assert_int_equal(added, 2);
-	assert_int_equal(f->nsamples, 6);
+	assert_int_equal(f->idx->nsamples, 6);
 	sfs_follow_free(f);
 	tmpdir_remove(dir);
 }
@@ -720,7 +720,7 @@ static void test_memory_follows_windows(void **state)
 	free(write_at(dir, "c1.jsonl", lines, 20));
 	assert_int_equal(sfs_follow_scan(f, &added, &err), 0);
 	assert_int_equal(added, 2);
-	assert_int_equal(f->nsamples, 28);
+	assert_int_equal(f->idx->nsamples, 28);
 	/* windows of 4, in order: what is before each is released */
 	sfs_options_init(&o);
 	assert_int_equal(sfs_options_parse(&o, "shuffle=none", &err), 0);
@@ -728,13 +728,13 @@ static void test_memory_follows_windows(void **state)
 					  &w, &err),
 			 0);
 	sfs_window_free(w);
-	assert_non_null(f->shards[0].bounds); /* window 0 may be built again */
+	assert_non_null(f->held[0].bounds); /* window 0 may be built again */
 	assert_int_equal(sfs_window_build(f, &o.plan, 4, 1, false, readers, 1,
 					  &w, &err),
 			 0);
 	sfs_window_free(w);
-	assert_null(f->shards[0].bounds);
-	assert_int_equal(f->shards[1].bounds_from, 0); /* 2 of 21: kept */
+	assert_null(f->held[0].bounds);
+	assert_int_equal(f->held[1].from, 0); /* 2 of 21: kept */
 	for (i = 2; i <= 4; i++) {
 		assert_int_equal(sfs_window_build(f, &o.plan, 4, i, false,
 						  readers, 1, &w, &err),
@@ -742,8 +742,8 @@ static void test_memory_follows_windows(void **state)
 		sfs_window_free(w);
 	}
 	/* window 4 starts at sample 16, c1's 14th: 14 of its 21 cut */
-	assert_int_equal(f->shards[1].bounds_from, 14);
-	assert_int_equal(f->shards[1].bounds[0], 14);
+	assert_int_equal(f->held[1].from, 14);
+	assert_int_equal(f->held[1].bounds[0], 14);
 	/* window 5: c1's last 6 samples and c2's 2 */
 	assert_int_equal(sfs_window_build(f, &o.plan, 4, 5, false, readers, 1,
 					  &w, &err),
@@ -760,7 +760,7 @@ static void test_memory_follows_windows(void **state)
 	assert_true(w->readers[0].runs[0].shard == 1 &&
 		    w->readers[0].runs[0].first == 2 &&
 		    w->readers[0].runs[0].count == 4);
-	assert_int_equal(f->shards[1].bounds_from, 0);
+	assert_int_equal(f->held[1].from, 0);
 	assert_int_equal(w->readers[0].bytes.extents[0].src, 2);
 	sfs_window_free(w);
 	sfs_options_clear(&o);
@@ -807,7 +807,7 @@ static void test_log_locked(void **state)
 	assert_int_equal(sfs_follow_open(dir, NULL, true, NULL, note, &notes,
 					 &f, &err),
 			 0);
-	assert_int_equal(f->nshards, 1);
+	assert_int_equal(f->idx->nshards, 1);
 	assert_int_equal(f->log_fd, -1);
 	assert_int_equal(notes.n, 2);
 	p = strstr(notes.msg[1], "/.shardfs/follow.log: ");
@@ -820,20 +820,15 @@ static void test_log_locked(void **state)
 }
 
 /* Attribute name of reader r's file of window w of f (sfs_window_xattr
- * over f's shards, as a mount publishes them), or NULL when rc says so. */
+ * over the stream's shards), or NULL when rc says so. */
 static char *window_attr(const struct sfs_follow *f, const struct sfs_window *w,
 			 size_t r, const char *name, int rc)
 {
-	struct sfs_stream_shard sh[8] = { 0 };
 	char *s = NULL;
-	size_t i;
 
-	assert_true(f->nshards <= 8);
-	for (i = 0; i < f->nshards; i++)
-		sh[i] = (struct sfs_stream_shard){
-			.path = f->shards[i].path, .first = f->shards[i].first
-		};
-	assert_int_equal(sfs_window_xattr(w, r, f->source, sh, name, &s), rc);
+	assert_int_equal(sfs_window_xattr(w, r, f->source, f->idx->shards, name,
+					  &s),
+			 rc);
 	return s;
 }
 
@@ -859,7 +854,7 @@ static void test_window_xattr(void **state)
 					 &err),
 			 0);
 	assert_int_equal(sfs_follow_scan(f, &added, &err), 0);
-	assert_int_equal(f->nsamples, 5);
+	assert_int_equal(f->idx->nsamples, 5);
 	sfs_options_init(&o);
 	assert_int_equal(sfs_options_parse(&o, "workers=2,shuffle=none", &err),
 			 0);

@@ -539,7 +539,7 @@ static unsigned char *read_slice(const struct sfs_follow *f,
 			continue;
 		}
 		snprintf(path, sizeof(path), "%s/%s", f->source,
-			 f->shards[e->file].path);
+			 f->idx->shards[e->file].path);
 		b = read_all(path);
 		assert_true(e->src + e->len <= b.len);
 		memcpy(out + e->pos, b.p + e->src, e->len);
@@ -699,7 +699,7 @@ static void test_view_follow_stream_bytes(void **state)
 					 &err),
 			 0);
 	assert_int_equal(sfs_follow_scan(f, &added, &err), 0);
-	assert_int_equal(f->nsamples, 25);
+	assert_int_equal(f->idx->nsamples, 25);
 	sfs_options_init(&o);
 	assert_int_equal(
 		sfs_options_parse(&o, "world=2,workers=2,seed=7", &err), 0);

@@ -191,15 +191,18 @@ static uint64_t gid(const struct judge *j, uint64_t shard, uint64_t sample)
 	return j->idx->shards[shard].first_sample + sample;
 }
 
-/* "shard-000001.tar:17" */
-static const char *sample_name(const struct judge *j,
+/* "shard-000001.tar:17", rd's words for bytes that are none, or (s
+ * NULL, past the plan's samples) "no sample" */
+static const char *sample_name(const struct sfs_audit_reading *rd,
 			       const struct sfs_audit_sample *s, char *buf,
 			       size_t len)
 {
-	if (s->shard == SFS_AUDIT_UNKNOWN)
-		snprintf(buf, len, "bytes that match no source sample");
+	if (!s)
+		snprintf(buf, len, "no sample");
+	else if (s->shard == SFS_AUDIT_UNKNOWN)
+		snprintf(buf, len, "%s", rd->unknown);
 	else
-		snprintf(buf, len, "%s:%llu", j->idx->shards[s->shard].path,
+		snprintf(buf, len, "%s:%llu", rd->idx->shards[s->shard].path,
 			 (unsigned long long)s->sample);
 	return buf;
 }
@@ -271,14 +274,14 @@ int sfs_audit_compare(const struct sfs_audit_sample *want, size_t nwant,
 	return rc;
 }
 
-/* The file of reader r that holds its sample k. */
-static const char *file_of(const struct sfs_audit_reader *r, size_t k)
+/* The file of rd's that holds its sample k. */
+static const char *file_of(const struct sfs_audit_reading *rd, size_t k)
 {
 	size_t f;
 
-	for (f = 0; f < r->nfiles; f++)
-		if (k < r->files[f].first + r->files[f].count)
-			return r->files[f].name;
+	for (f = 0; f < rd->nfiles; f++)
+		if (k < rd->files[f].first + rd->files[f].count)
+			return rd->files[f].name;
 	return "?";
 }
 
@@ -299,10 +302,10 @@ static int grouped_cmp(const void *x, const void *y)
 }
 
 /* A dataset shard's group is itself; every other sample is in group 0. */
-static uint64_t group_of(const struct judge *j,
+static uint64_t group_of(const struct sfs_index *idx,
 			 const struct sfs_audit_sample *s)
 {
-	const struct sfs_shard *sh = &j->idx->shards[s->shard];
+	const struct sfs_shard *sh = &idx->shards[s->shard];
 
 	return sh->format && sh->format->dataset_view ? s->shard + 1 : 0;
 }
@@ -316,7 +319,7 @@ static uint64_t group_of(const struct judge *j,
  * dataset's, and its files' together, are the plan's in its order.
  * Returns 1 then, 0 when not (or no dataset), -ENOMEM.
  */
-static int in_order_per_dataset(const struct judge *j,
+static int in_order_per_dataset(const struct sfs_index *idx,
 				const struct sfs_audit_sample *want,
 				const struct sfs_audit_sample *got, size_t n)
 {
@@ -325,7 +328,7 @@ static int in_order_per_dataset(const struct judge *j,
 	int rc = 0;
 
 	for (k = 0; !rc && k < n; k++)
-		rc = group_of(j, &want[k]) != 0;
+		rc = group_of(idx, &want[k]) != 0;
 	if (!rc)
 		return 0;
 	x = malloc((n + 1) * sizeof(*x));
@@ -336,8 +339,8 @@ static int in_order_per_dataset(const struct judge *j,
 		return -ENOMEM;
 	}
 	for (k = 0; k < n; k++) {
-		x[k] = (struct grouped){ group_of(j, &want[k]), want[k], k };
-		y[k] = (struct grouped){ group_of(j, &got[k]), got[k], k };
+		x[k] = (struct grouped){ group_of(idx, &want[k]), want[k], k };
+		y[k] = (struct grouped){ group_of(idx, &got[k]), got[k], k };
 	}
 	qsort(x, n, sizeof(*x), grouped_cmp);
 	qsort(y, n, sizeof(*y), grouped_cmp);
@@ -349,55 +352,125 @@ static int in_order_per_dataset(const struct judge *j,
 	return rc;
 }
 
-/* Compare one reader with its mount's plan. */
-static int judge_reader(struct judge *j, const struct sfs_audit_reader *r)
+int sfs_audit_judge_reading(const struct sfs_audit_reading *rd, size_t max,
+			    struct sfs_verdict *v)
 {
-	const struct sfs_plan *p = j->plans[r->mount];
-	const char *mnt = j->a->mounts[r->mount].path;
-	struct sfs_audit_sample *want;
 	char b1[4200], b2[4200];
-	size_t n, k = 0;
-	int rc = 0, how = SFS_AUDIT_AS_PLANNED;
+	size_t k = 0, end = rd->every ? rd->ngot : 0;
+	int rc = 0, how;
 
-	if (r->rank >= p->opts.world || r->worker >= p->opts.workers)
-		return 0; /* reported as coverage */
-	want = sfs_audit_planned(p, sfs_plan_reader_id(p, r->rank, r->worker),
-				 &n);
-	if (!want)
-		return -ENOMEM;
-	if (r->nsamples != n)
+	if (rd->ngot != rd->nwant)
 		rc = sfs_verdict_add(
-			j->v, j->max, SFS_FIND_COUNT,
-			"rank %u worker %u (%s) read %zu samples, the plan gives every reader %zu",
-			r->rank, r->worker, mnt, r->nsamples, n);
-	if (!rc)
-		how = sfs_audit_compare(want, n, r->samples, r->nsamples, &k);
+			v, max, SFS_FIND_COUNT,
+			"%srank %u worker %u (%s) read %zu samples, the plan gives every reader %zu",
+			rd->prefix, rd->rank, rd->worker, rd->mount, rd->ngot,
+			rd->nwant);
+	how = rc ? rc :
+		   sfs_audit_compare(rd->want, rd->nwant, rd->got, rd->ngot,
+				     &k);
+	if (how == SFS_AUDIT_AS_PLANNED && rd->every && rd->ngot > rd->nwant) {
+		how = SFS_AUDIT_OTHER; /* samples past the plan's */
+		k = rd->nwant;
+	}
 	/* in another order, but each of its datasets in the plan's: in
 	 * order */
 	if (how == SFS_AUDIT_REORDERED) {
-		int ordered = in_order_per_dataset(j, want, r->samples, n);
+		int ordered = in_order_per_dataset(rd->idx, rd->want, rd->got,
+						   rd->nwant);
 
 		how = ordered < 0 ? ordered :
 		      ordered	  ? SFS_AUDIT_AS_PLANNED :
 				    how;
 	}
 	if (how < 0)
-		rc = how;
-	else if (how == SFS_AUDIT_REORDERED)
-		rc = sfs_verdict_add(
-			j->v, j->max, SFS_FIND_ORDER,
-			"rank %u worker %u (%s) reads the planned samples in another order: %s, sample %zu is %s, the plan says %s",
-			r->rank, r->worker, mnt, file_of(r, k), k,
-			sample_name(j, &r->samples[k], b1, sizeof(b1)),
-			sample_name(j, &want[k], b2, sizeof(b2)));
-	else if (how == SFS_AUDIT_OTHER)
-		rc = sfs_verdict_add(
-			j->v, j->max, SFS_FIND_BYTES,
-			"rank %u worker %u (%s), %s, sample %zu: read %s, the plan says %s",
-			r->rank, r->worker, mnt, file_of(r, k), k,
-			sample_name(j, &r->samples[k], b1, sizeof(b1)),
-			sample_name(j, &want[k], b2, sizeof(b2)));
+		return how;
+	if (how == SFS_AUDIT_REORDERED)
+		return sfs_verdict_add(
+			v, max, SFS_FIND_ORDER,
+			"%srank %u worker %u (%s), %s: the plan's samples in another order: sample %zu is %s, the plan says %s",
+			rd->prefix, rd->rank, rd->worker, rd->mount,
+			file_of(rd, k), k,
+			sample_name(rd, &rd->got[k], b1, sizeof(b1)),
+			sample_name(rd, &rd->want[k], b2, sizeof(b2)));
+	if (how != SFS_AUDIT_OTHER)
+		return 0;
+	for (end = end > k ? end : k + 1; !rc && k < end; k++)
+		if (k >= rd->nwant || sample_cmp(&rd->got[k], &rd->want[k]))
+			rc = sfs_verdict_add(
+				v, max, SFS_FIND_BYTES,
+				"%srank %u worker %u (%s), %s, sample %zu: read %s, the plan says %s",
+				rd->prefix, rd->rank, rd->worker, rd->mount,
+				file_of(rd, k), k,
+				sample_name(rd, &rd->got[k], b1, sizeof(b1)),
+				sample_name(rd,
+					    k < rd->nwant ? &rd->want[k] : NULL,
+					    b2, sizeof(b2)));
+	return rc;
+}
+
+/* Compare one reader with its mount's plan. */
+static int judge_reader(struct judge *j, const struct sfs_audit_reader *r)
+{
+	const struct sfs_plan *p = j->plans[r->mount];
+	struct sfs_audit_reading rd = {
+		.prefix = "",
+		.rank = r->rank,
+		.worker = r->worker,
+		.mount = j->a->mounts[r->mount].path,
+		.idx = j->idx,
+		.unknown = "bytes that match no source sample",
+		.files = r->files,
+		.nfiles = r->nfiles,
+		.got = r->samples,
+		.ngot = r->nsamples,
+	};
+	struct sfs_audit_sample *want;
+	int rc;
+
+	if (r->rank >= p->opts.world || r->worker >= p->opts.workers)
+		return 0; /* reported as coverage */
+	want = sfs_audit_planned(p, sfs_plan_reader_id(p, r->rank, r->worker),
+				 &rd.nwant);
+	if (!want)
+		return -ENOMEM;
+	rd.want = want;
+	rc = sfs_audit_judge_reading(&rd, j->max, j->v);
 	free(want);
+	return rc;
+}
+
+int sfs_audit_judge_coverage(const uint32_t *shown, uint32_t world,
+			     uint32_t workers, size_t max,
+			     struct sfs_verdict *v)
+{
+	uint32_t rank, w, any;
+	size_t t;
+	int rc = 0;
+
+	for (rank = 0; !rc && rank < world; rank++) {
+		t = (size_t)rank * workers;
+		for (w = 0, any = 0; w < workers; w++)
+			any += shown[t + w] > 0;
+		v->readers_seen += any;
+		if (!any) {
+			rc = sfs_verdict_add(v, max, SFS_FIND_COVERAGE,
+					     "rank %u is shown by no mount",
+					     rank);
+			continue;
+		}
+		for (w = 0; !rc && w < workers; w++) {
+			if (shown[t + w] == 0)
+				rc = sfs_verdict_add(
+					v, max, SFS_FIND_COVERAGE,
+					"rank %u worker %u is shown by no mount",
+					rank, w);
+			else if (shown[t + w] > 1)
+				rc = sfs_verdict_add(
+					v, max, SFS_FIND_COVERAGE,
+					"rank %u worker %u is shown by %u mounts",
+					rank, w, shown[t + w]);
+		}
+	}
 	return rc;
 }
 
@@ -405,10 +478,10 @@ static int judge_reader(struct judge *j, const struct sfs_audit_reader *r)
 static int judge_coverage(struct judge *j, const struct sfs_plan *p0)
 {
 	const struct sfs_audit *a = j->a;
-	uint32_t k = p0->opts.workers, rank, w, any;
+	uint32_t k = p0->opts.workers;
 	uint32_t *shown =
 		calloc((size_t)p0->opts.world * k + 1, sizeof(*shown));
-	size_t i, t;
+	size_t i;
 	int rc = 0;
 
 	if (!shown)
@@ -425,30 +498,9 @@ static int judge_coverage(struct judge *j, const struct sfs_plan *p0)
 		else
 			shown[(size_t)r->rank * k + r->worker]++;
 	}
-	for (rank = 0; !rc && rank < p0->opts.world; rank++) {
-		t = (size_t)rank * k;
-		for (w = 0, any = 0; w < k; w++)
-			any += shown[t + w] > 0;
-		j->v->readers_seen += any;
-		if (!any) {
-			rc = sfs_verdict_add(j->v, j->max, SFS_FIND_COVERAGE,
-					     "rank %u is shown by no mount",
-					     rank);
-			continue;
-		}
-		for (w = 0; !rc && w < k; w++) {
-			if (shown[t + w] == 0)
-				rc = sfs_verdict_add(
-					j->v, j->max, SFS_FIND_COVERAGE,
-					"rank %u worker %u is shown by no mount",
-					rank, w);
-			else if (shown[t + w] > 1)
-				rc = sfs_verdict_add(
-					j->v, j->max, SFS_FIND_COVERAGE,
-					"rank %u worker %u is shown by %u mounts",
-					rank, w, shown[t + w]);
-		}
-	}
+	if (!rc)
+		rc = sfs_audit_judge_coverage(shown, p0->opts.world, k, j->max,
+					      j->v);
 	free(shown);
 	return rc;
 }

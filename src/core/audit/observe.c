@@ -504,7 +504,6 @@ static struct sfs_audit_sample lookup(const struct source_map *sm,
 				      const struct sfs_audit_sample *planned)
 {
 	struct sfs_audit_sample out = { SFS_AUDIT_UNKNOWN, 0 };
-	size_t lo, hi;
 	uint64_t pg = planned ? idx->shards[planned->shard].first_sample +
 					planned->sample :
 				UINT64_MAX;
@@ -514,15 +513,8 @@ static struct sfs_audit_sample lookup(const struct source_map *sm,
 		return out;
 	if (g == pg)
 		return *planned;
-	/* the last shard that starts at or before g holds it (empty shards
-	 * before it start at the same sample) */
-	lo = 0;
-	hi = idx->nshards;
-	lo = SFS_PARTITION_POINT(i, lo + 1, hi,
-				 idx->shards[i].first_sample <= g) -
-	     1;
-	out.shard = lo;
-	out.sample = g - idx->shards[lo].first_sample;
+	out.shard = sfs_index_shard_at(idx, g);
+	out.sample = g - idx->shards[out.shard].first_sample;
 	return out;
 }
 

@@ -6,9 +6,12 @@
  * (sfs_window_build over the stream as the auditor scans it, its log read
  * back, never written).  A window's plan is given as runs of the stream,
  * not as an index and options the judge (audit.c) could plan again, so
- * the findings are made here, in the judge's words, per window: bytes,
- * order, count, overlap and missing; and for a complete stream, that
- * each reader's stream file is its window files laid end to end.
+ * each window is judged here with the judge's helpers (audit.h): a
+ * reader's file against its runs (count, order, bytes:
+ * sfs_audit_judge_reading), the mounts' readers (sfs_audit_judge_coverage);
+ * the overlap and missing findings per window are this file's; and for a
+ * complete stream, that each reader's stream file is its window files
+ * laid end to end.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -146,8 +149,8 @@ static int read_mount(struct fmount *m, struct sfs_error *err)
 static int check_mounts(struct fcheck *c)
 {
 	const struct sfs_plan_opts *o = &c->m[0].opts;
-	size_t i, j, k, n = (size_t)o->world * o->workers, seen = 0;
-	uint8_t *shown = calloc(n ? n : 1, 1);
+	size_t i, j, n = (size_t)o->world * o->workers;
+	uint32_t *shown = calloc(n ? n : 1, sizeof(*shown));
 	char diff[512];
 	int rc = 0;
 
@@ -172,28 +175,15 @@ static int check_mounts(struct fcheck *c)
 					     "%s and %s disagree: %s",
 					     c->m[0].path, m->path, diff);
 	}
+	/* the mounts agree on world and workers: their readers are in it */
 	for (i = 0; !rc && !c->v->nfindings && i < c->nm; i++)
-		for (j = 0; j < c->m[i].nreaders; j++) {
-			k = (size_t)c->m[i].readers[j].rank * o->workers +
-			    c->m[i].readers[j].worker;
-			if (shown[k] == 1)
-				rc = sfs_verdict_add(
-					c->v, c->o->max_findings,
-					SFS_FIND_COVERAGE,
-					"rank %u worker %u is shown by 2 mounts",
-					c->m[i].readers[j].rank,
-					c->m[i].readers[j].worker);
-			seen += !shown[k];
-			shown[k]++;
-		}
-	for (k = 0; !rc && !c->v->nfindings && k < n; k += o->workers)
-		if (!shown[k])
-			rc = sfs_verdict_add(c->v, c->o->max_findings,
-					     SFS_FIND_COVERAGE,
-					     "rank %zu is shown by no mount",
-					     k / o->workers);
+		for (j = 0; j < c->m[i].nreaders; j++)
+			shown[(size_t)c->m[i].readers[j].rank * o->workers +
+			      c->m[i].readers[j].worker]++;
+	if (!rc && !c->v->nfindings)
+		rc = sfs_audit_judge_coverage(shown, o->world, o->workers,
+					      c->o->max_findings, c->v);
 	c->v->readers_planned = n;
-	c->v->readers_seen = seen;
 	free(shown);
 	return rc;
 }
@@ -201,7 +191,7 @@ static int check_mounts(struct fcheck *c)
 /* Stream shard s digested (once); -EIO when it cannot be (a finding). */
 static int shard_digests(struct fcheck *c, size_t s)
 {
-	const struct sfs_follow_shard *sh = &c->f->shards[s];
+	const struct sfs_shard *sh = &c->f->idx->shards[s];
 	struct sfs_error err = { 0 };
 	struct job j = { .ops = c->f->format };
 	char shown[PATH_MAX];
@@ -234,18 +224,21 @@ static int shard_digests(struct fcheck *c, size_t s)
  * (shard, sample). */
 static struct sfs_audit_sample sample_at(const struct sfs_follow *f, uint64_t g)
 {
-	size_t s = g == UINT64_MAX ? 0 : sfs_follow_shard_at(f, g);
+	size_t s = g == UINT64_MAX ? 0 : sfs_index_shard_at(f->idx, g);
 
 	return g == UINT64_MAX ?
 		       (struct sfs_audit_sample){ SFS_AUDIT_UNKNOWN, 0 } :
-		       (struct sfs_audit_sample){ s, g - f->shards[s].first };
+		       (struct sfs_audit_sample){
+			       s, g - f->idx->shards[s].first_sample
+		       };
 }
 
 /* "shard:sample" of a sample of the stream. */
 static const char *name_of(const struct sfs_follow *f,
 			   struct sfs_audit_sample x, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s:%" PRIu64, f->shards[x.shard].path, x.sample);
+	snprintf(buf, len, "%s:%" PRIu64, f->idx->shards[x.shard].path,
+		 x.sample);
 	return buf;
 }
 
@@ -281,7 +274,8 @@ static int planned_samples(struct fcheck *c, struct wstate *ws,
 			exp[e++] = (struct sfs_audit_sample){
 				wr->runs[i].shard, wr->runs[i].first + k
 			};
-			ws->planned[c->f->shards[wr->runs[i].shard].first +
+			ws->planned[c->f->idx->shards[wr->runs[i].shard]
+					    .first_sample +
 				    wr->runs[i].first + k - ws->lo]++;
 		}
 	*out = exp;
@@ -301,47 +295,14 @@ static void identify(struct fcheck *c, struct wstate *ws, const struct job *j,
 	size_t i;
 
 	for (i = 0; i < j->ndigests; i++) {
-		pg = i < e ? c->f->shards[exp[i].shard].first + exp[i].sample :
+		pg = i < e ? c->f->idx->shards[exp[i].shard].first_sample +
+				     exp[i].sample :
 			     UINT64_MAX;
 		g = sfs_observe_table_find(&ws->map, j->digests[i], pg);
 		got[i] = sample_at(c->f, g);
 		if (g != UINT64_MAX)
 			ws->read[g - ws->lo]++;
 	}
-}
-
-/* A finding for each sample of got[from .. n) that is not exp's. */
-static int report_samples(struct fcheck *c, const struct sfs_window *win,
-			  const struct fmount *m, const struct freader *fr,
-			  const char *file, const struct sfs_audit_sample *exp,
-			  size_t e, const struct sfs_audit_sample *got,
-			  size_t n, size_t from)
-{
-	char a[PATH_MAX], b[PATH_MAX];
-	size_t i;
-	int rc = 0;
-
-	for (i = from; !rc && i < n; i++) {
-		if (i < e && got[i].shard == exp[i].shard &&
-		    got[i].sample == exp[i].sample)
-			continue;
-		if (got[i].shard == SFS_AUDIT_UNKNOWN)
-			snprintf(a, sizeof(a),
-				 "bytes that are no sample of window %" PRIu64,
-				 win->k);
-		else
-			name_of(c->f, got[i], a, sizeof(a));
-		if (i < e)
-			name_of(c->f, exp[i], b, sizeof(b));
-		else
-			snprintf(b, sizeof(b), "no sample");
-		rc = sfs_verdict_add(
-			c->v, c->o->max_findings, SFS_FIND_BYTES,
-			"window %" PRIu64
-			": rank %u worker %u (%s), %s, sample %zu: read %s, the plan says %s",
-			win->k, fr->rank, fr->worker, m->path, file, i, a, b);
-	}
-	return rc;
 }
 
 /* Judge one reader's window file against its runs. */
@@ -354,14 +315,27 @@ static int judge_reader(struct fcheck *c, struct wstate *ws,
 	const char *ext = c->f->format->suffixes[0] + 1;
 	struct sfs_error err = { 0 };
 	struct job j = { .ops = c->f->format };
-	char file[64], path[PATH_MAX], a[PATH_MAX], b[PATH_MAX];
+	char file[64], path[PATH_MAX], prefix[40], unknown[64];
 	struct sfs_audit_sample *exp = NULL, *got = NULL;
-	size_t e = 0, at = 0;
-	int rc = 0, how;
+	struct sfs_audit_file af = { .name = file };
+	struct sfs_audit_reading rd = { .prefix = prefix,
+					.rank = fr->rank,
+					.worker = fr->worker,
+					.mount = m->path,
+					.idx = c->f->idx,
+					.unknown = unknown,
+					.files = &af,
+					.nfiles = 1,
+					.every = true };
+	size_t e = 0;
+	int rc = 0;
 
 	snprintf(file, sizeof(file), "window-%08" PRIu64 ".%s", win->k, ext);
 	snprintf(path, sizeof(path), "%s/%u/%u/%s", m->path, fr->rank,
 		 fr->worker, file);
+	snprintf(prefix, sizeof(prefix), "window %" PRIu64 ": ", win->k);
+	snprintf(unknown, sizeof(unknown),
+		 "bytes that are no sample of window %" PRIu64, win->k);
 	rc = planned_samples(c, ws, wr, &exp, &e);
 	if (rc)
 		return rc;
@@ -374,39 +348,17 @@ static int judge_reader(struct fcheck *c, struct wstate *ws,
 				     err.msg[0] ? err.msg : strerror(-rc));
 		goto out;
 	}
-	if (j.ndigests != win->per_reader)
-		rc = sfs_verdict_add(
-			c->v, c->o->max_findings, SFS_FIND_COUNT,
-			"window %" PRIu64
-			": rank %u worker %u (%s) read %zu samples, the plan gives every reader %" PRIu64,
-			win->k, fr->rank, fr->worker, m->path, j.ndigests,
-			win->per_reader);
 	got = malloc((j.ndigests + 1) * sizeof(*got));
 	if (!got) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	if (rc)
-		goto out;
 	identify(c, ws, &j, exp, e, got);
-	how = sfs_audit_compare(exp, e, got, j.ndigests, &at);
-	if (how == SFS_AUDIT_AS_PLANNED && j.ndigests > e) {
-		how = SFS_AUDIT_OTHER; /* samples past the plan's */
-		at = e;
-	}
-	if (how < 0)
-		rc = how;
-	else if (how == SFS_AUDIT_REORDERED)
-		rc = sfs_verdict_add(
-			c->v, c->o->max_findings, SFS_FIND_ORDER,
-			"window %" PRIu64
-			": rank %u worker %u (%s), %s: the plan's samples in another order: sample %zu is %s, the plan says %s",
-			win->k, fr->rank, fr->worker, m->path, file, at,
-			name_of(c->f, got[at], a, sizeof(a)),
-			name_of(c->f, exp[at], b, sizeof(b)));
-	else if (how == SFS_AUDIT_OTHER)
-		rc = report_samples(c, win, m, fr, file, exp, e, got,
-				    j.ndigests, at);
+	rd.want = exp;
+	rd.nwant = e;
+	rd.got = got;
+	rd.ngot = af.count = j.ndigests;
+	rc = sfs_audit_judge_reading(&rd, c->o->max_findings, c->v);
 out:
 	free(exp);
 	free(got);
@@ -638,13 +590,13 @@ int sfs_observe_follow(const char *const *paths, size_t nm,
 		rc = sfs_follow_scan(c.f, NULL, err);
 	if (rc)
 		goto out;
-	c.sd.d = calloc(c.f->nshards + 1, sizeof(*c.sd.d));
-	c.sd.failed = calloc(c.f->nshards + 1, sizeof(*c.sd.failed));
+	c.sd.d = calloc(c.f->idx->nshards + 1, sizeof(*c.sd.d));
+	c.sd.failed = calloc(c.f->idx->nshards + 1, sizeof(*c.sd.failed));
 	if (!c.sd.d || !c.sd.failed) {
 		rc = sfs_errorf(err, -ENOMEM, "out of memory");
 		goto out;
 	}
-	sfs_follow_windows(c.f->nsamples, c.m[0].window, c.m[0].opts.start,
+	sfs_follow_windows(c.f->idx->nsamples, c.m[0].window, c.m[0].opts.start,
 			   c.f->ended, &first, &full, &last);
 	for (i = 0; i < nm; i++)
 		if (c.m[i].first + c.m[i].nwins > hi)
@@ -656,18 +608,16 @@ int sfs_observe_follow(const char *const *paths, size_t nm,
 			", the stream of %s holds %" PRIu64
 			" samples, windows up to %" PRIu64
 			" as the auditor reads it: is the log the mount's (index=)?",
-			hi - 1, c.f->source, c.f->nsamples,
+			hi - 1, c.f->source, c.f->idx->nsamples,
 			first + full + last - 1);
 		goto out;
 	}
 	for (k = c.m[0].first; !rc && k < hi; k++)
 		rc = audit_window(&c, k, last && k == first + full, err);
-	if (c.f->format->slice_suffix && c.f->nshards) {
-		struct sfs_shard sh = { .path = c.f->shards[0].path,
-					.format = c.f->format };
+	if (c.f->format->slice_suffix && c.f->idx->nshards) {
 		const void *t;
 
-		trailer = c.f->format->slice_suffix(&sh, &t);
+		trailer = c.f->format->slice_suffix(&c.f->idx->shards[0], &t);
 	}
 	for (i = 0; !rc && i < nm; i++)
 		for (j = 0; !rc && c.m[i].complete && j < c.m[i].nreaders; j++)
@@ -677,7 +627,7 @@ int sfs_observe_follow(const char *const *paths, size_t nm,
 		sfs_errorf(err, rc, "out of memory");
 out:
 	if (c.f)
-		for (i = 0; i < c.f->nshards; i++)
+		for (i = 0; i < c.f->idx->nshards; i++)
 			free(c.sd.d ? c.sd.d[i] : NULL);
 	free(c.sd.d);
 	free(c.sd.failed);

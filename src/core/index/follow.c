@@ -52,14 +52,12 @@ bool sfs_follow_name_ok(const char *name)
 	       sfs_index_path_ok(name) && len < SFS_FOLLOW_LINE_MAX - 64;
 }
 
-void sfs_follow_shards_free(struct sfs_follow_shard *s, size_t n)
+void sfs_follow_shards_free(struct sfs_shard *s, size_t n)
 {
 	size_t i;
 
-	for (i = 0; s && i < n; i++) {
+	for (i = 0; s && i < n; i++)
 		free(s[i].path);
-		free(s[i].bounds);
-	}
 	free(s);
 }
 
@@ -70,6 +68,7 @@ int sfs_follow_open(const char *source, const char *index_dir, bool write_log,
 {
 	struct sfs_follow *f = calloc(1, sizeof(*f));
 	char names[64];
+	size_t i;
 	int rc = 0;
 
 	if (!f)
@@ -99,11 +98,20 @@ int sfs_follow_open(const char *source, const char *index_dir, bool write_log,
 						       sizeof(names)));
 		goto fail;
 	}
+	/* the stream, an index of no shard yet */
+	f->idx = calloc(1, sizeof(*f->idx));
+	if (!f->idx || !(f->idx->source = strdup(f->source))) {
+		rc = sfs_errorf(err, -ENOMEM, "out of memory");
+		goto fail;
+	}
+	f->idx->table_fd = f->idx->blocks_fd = f->idx->digests_fd = -1;
 	rc = sfs_follow_log_start(f, index_dir, write_log, err);
 	if (rc)
 		goto fail;
-	if (!f->format && f->nshards)
-		f->format = sfs_format_detect(f->shards[0].path);
+	if (!f->format && f->idx->nshards)
+		f->format = sfs_format_detect(f->idx->shards[0].path);
+	for (i = 0; i < f->idx->nshards; i++)
+		f->idx->shards[i].format = f->format;
 	*out = f;
 	return 0;
 fail:
@@ -122,9 +130,14 @@ static void forget_refusals(struct sfs_follow *f)
 
 void sfs_follow_free(struct sfs_follow *f)
 {
+	size_t i;
+
 	if (!f)
 		return;
-	sfs_follow_shards_free(f->shards, f->nshards);
+	for (i = 0; f->idx && i < f->idx->nshards; i++)
+		free(f->held[i].bounds);
+	free(f->held);
+	sfs_index_free(f->idx);
 	if (f->srcfd >= 0)
 		close(f->srcfd);
 	if (f->log_fd >= 0)
@@ -173,11 +186,12 @@ static bool refuse_once(struct sfs_follow *f, const char *name,
 	return true;
 }
 
-/* Scan shard name (open on fd, st its stat) with ops into sh. */
+/* Scan shard name (open on fd, st its stat) with ops into sh, its
+ * boundaries into h. */
 static int scan_shard(const struct sfs_follow *f,
 		      const struct sfs_format_ops *ops, const char *name,
-		      int fd, const struct stat *st,
-		      struct sfs_follow_shard *sh, struct sfs_error *err)
+		      int fd, const struct stat *st, struct sfs_shard *sh,
+		      struct sfs_follow_held *h, struct sfs_error *err)
 {
 	/* on the watcher's thread alone: the background of a serving
 	 * daemon starts no helpers (docs/follow.md) */
@@ -197,8 +211,9 @@ static int scan_shard(const struct sfs_follow *f,
 			name, (long long)st->st_mtim.tv_sec);
 	/* an empty shard holds no sample (a producer's filter left none) */
 	if (st->st_size == 0) {
-		sh->bounds = calloc(1, sizeof(*sh->bounds));
-		if (!sh->bounds)
+		h->bounds = calloc(1, sizeof(*h->bounds));
+		h->from = 0;
+		if (!h->bounds)
 			return sfs_errorf(err, -ENOMEM, "out of memory");
 		sh->nsamples = sh->prefix_len = sh->size = 0;
 		sh->newline_missing = false;
@@ -239,8 +254,8 @@ static int scan_shard(const struct sfs_follow *f,
 			"%s: a global pax header at byte 0 (%llu bytes before its first member): in a followed stream it would apply to the members of every chunk after it (renaming them); write chunks without one (Python's tarfile: no pax_headers=; GNU tar: --format=gnu or ustar)",
 			name, (unsigned long long)sc.prefix_len);
 	}
-	sh->bounds = sc.bounds;
-	sh->bounds_from = 0;
+	h->bounds = sc.bounds;
+	h->from = 0;
 	sh->nsamples = sc.nsamples;
 	sh->prefix_len = sc.prefix_len;
 	sh->newline_missing = sc.newline_missing;
@@ -258,7 +273,9 @@ enum { SKIPPED, ACCEPTED, WAITING };
 static int accept(struct sfs_follow *f, const char *name)
 {
 	const struct sfs_format_ops *ops = sfs_format_detect(name);
-	struct sfs_follow_shard sh = { 0 };
+	struct sfs_index *idx = f->idx;
+	struct sfs_shard sh = { .format = ops, .bounds_at = SFS_NO_BOUNDS };
+	struct sfs_follow_held h = { 0 };
 	struct sfs_error e = { 0 };
 	struct stat st;
 	char names[64];
@@ -274,13 +291,14 @@ static int accept(struct sfs_follow *f, const char *name)
 		close(fd);
 		return SKIPPED;
 	}
-	if (f->nshards && strcmp(name, f->shards[f->nshards - 1].path) < 0) {
+	if (idx->nshards &&
+	    strcmp(name, idx->shards[idx->nshards - 1].path) < 0) {
 		if (refuse_once(f, name, &st))
 			sfs_follow_notef(
 				f,
 				"%s/%s: refused: its name sorts before %s, already in the stream (serving it would change what was served); name shards in the order they are written",
 				f->source, name,
-				f->shards[f->nshards - 1].path);
+				idx->shards[idx->nshards - 1].path);
 		close(fd);
 		return SKIPPED;
 	}
@@ -304,7 +322,7 @@ static int accept(struct sfs_follow *f, const char *name)
 		close(fd);
 		return SKIPPED;
 	}
-	rc = scan_shard(f, ops, name, fd, &st, &sh, &e);
+	rc = scan_shard(f, ops, name, fd, &st, &sh, &h, &e);
 	close(fd);
 	if (rc) {
 		if (rc != -EAGAIN && refuse_once(f, name, &st))
@@ -315,15 +333,18 @@ static int accept(struct sfs_follow *f, const char *name)
 		return rc == -ENOMEM ? rc : WAITING;
 	}
 	sh.path = strdup(name);
-	if (!sh.path || SFS_GROW(f->shards, f->cap, f->nshards + 1)) {
+	if (!sh.path ||
+	    SFS_GROW(idx->shards, f->shards_cap, idx->nshards + 1) ||
+	    SFS_GROW(f->held, f->held_cap, idx->nshards + 1)) {
 		free(sh.path);
-		free(sh.bounds);
+		free(h.bounds);
 		return -ENOMEM;
 	}
-	sh.first = f->nsamples;
+	sh.first_sample = idx->nsamples;
 	f->format = ops;
-	f->shards[f->nshards++] = sh;
-	f->nsamples += sh.nsamples;
+	f->held[idx->nshards] = h;
+	idx->shards[idx->nshards++] = sh;
+	idx->nsamples += sh.nsamples;
 	sfs_follow_log_append(f, &sh);
 	return ACCEPTED;
 }
@@ -349,7 +370,9 @@ static void free_names(char **names, size_t n)
  */
 static int list(const struct sfs_follow *f, char ***out, size_t *n, bool *end)
 {
-	const char *last = f->nshards ? f->shards[f->nshards - 1].path : NULL;
+	const struct sfs_index *idx = f->idx;
+	const char *last = idx->nshards ? idx->shards[idx->nshards - 1].path :
+					  NULL;
 	char **names = NULL;
 	size_t cap = 0;
 	struct dirent *de;
@@ -376,7 +399,7 @@ static int list(const struct sfs_follow *f, char ***out, size_t *n, bool *end)
 		 * the stream (a consumed shard is still listed) */
 		if (!sfs_follow_name_ok(de->d_name) ||
 		    (last && strcmp(de->d_name, last) <= 0 &&
-		     sfs_follow_find(f, de->d_name) >= 0))
+		     sfs_index_find(idx, de->d_name) >= 0))
 			continue;
 		s = strdup(de->d_name);
 		if (!s || SFS_GROW(names, cap, *n + 1)) {
@@ -448,22 +471,19 @@ int sfs_follow_scan(struct sfs_follow *f, size_t *added, struct sfs_error *err)
 	return 0;
 }
 
-int sfs_follow_bounds(struct sfs_follow *f, size_t i, struct sfs_error *err)
+int sfs_follow_bounds(struct sfs_follow *f, size_t i, uint64_t from,
+		      struct sfs_error *err)
 {
-	return sfs_follow_bounds_from(f, i, 0, err);
-}
-
-int sfs_follow_bounds_from(struct sfs_follow *f, size_t i, uint64_t from,
-			   struct sfs_error *err)
-{
-	struct sfs_follow_shard *sh = &f->shards[i], got = { 0 };
+	struct sfs_shard *sh = &f->idx->shards[i], got = { 0 };
+	struct sfs_follow_held *h = &f->held[i], held = { 0 };
 	struct stat st;
 	int fd, rc;
 
-	if (sh->bounds && sh->bounds_from <= from)
+	if (h->bounds && h->from <= from)
 		return 0;
 	if (!f->format)
 		f->format = sfs_format_detect(sh->path);
+	sh->format = f->format;
 	fd = openat(f->srcfd, sh->path,
 		    O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0)
@@ -479,14 +499,14 @@ int sfs_follow_bounds_from(struct sfs_follow *f, size_t i, uint64_t from,
 			"%s/%s: changed since it entered the stream (size or time): a shard must not change once it has its name; restore it",
 			f->source, sh->path);
 	}
-	rc = f->format ?
-		     scan_shard(f, f->format, sh->path, fd, &st, &got, err) :
-		     sfs_errorf(err, -EINVAL, "%s: no format", sh->path);
+	rc = f->format ? scan_shard(f, f->format, sh->path, fd, &st, &got,
+				    &held, err) :
+			 sfs_errorf(err, -EINVAL, "%s: no format", sh->path);
 	close(fd);
 	if (rc)
 		return rc == -EAGAIN ? -EIO : rc;
 	if (got.nsamples != sh->nsamples) {
-		free(got.bounds);
+		free(held.bounds);
 		return sfs_errorf(err, -EIO,
 				  "%s/%s: holds %" PRIu64
 				  " samples, the follow log says %" PRIu64
@@ -494,9 +514,8 @@ int sfs_follow_bounds_from(struct sfs_follow *f, size_t i, uint64_t from,
 				  f->source, sh->path, got.nsamples,
 				  sh->nsamples);
 	}
-	free(sh->bounds);
-	sh->bounds = got.bounds;
-	sh->bounds_from = 0;
+	free(h->bounds);
+	*h = held;
 	if (f->released > i)
 		f->released = i; /* sfs_follow_release frees them again */
 	sh->prefix_len = got.prefix_len;
@@ -506,50 +525,34 @@ int sfs_follow_bounds_from(struct sfs_follow *f, size_t i, uint64_t from,
 
 void sfs_follow_release(struct sfs_follow *f, uint64_t sample)
 {
+	const struct sfs_index *idx = f->idx;
 	size_t i = f->released;
 
-	for (; i < f->nshards && f->shards[i].first < sample; i++) {
-		struct sfs_follow_shard *sh = &f->shards[i];
-		uint64_t drop, keep;
+	for (; i < idx->nshards && idx->shards[i].first_sample < sample; i++) {
+		const struct sfs_shard *sh = &idx->shards[i];
+		struct sfs_follow_held *h = &f->held[i];
+		uint64_t in = sample - sh->first_sample, drop, keep;
 		uint64_t *b;
 
-		if (sh->first + sh->nsamples <= sample) {
-			free(sh->bounds);
-			sh->bounds = NULL;
-			sh->bounds_from = 0;
+		if (in >= sh->nsamples) {
+			free(h->bounds);
+			*h = (struct sfs_follow_held){ 0 };
 			f->released = i + 1;
 			continue;
 		}
-		if (!sh->bounds || sample - sh->first <= sh->bounds_from)
+		if (!h->bounds || in <= h->from)
 			break;
 		/* cut when at least half goes: each boundary moved once on
 		 * average, however many windows the shard spans */
-		drop = sample - sh->first - sh->bounds_from;
-		keep = sh->nsamples + 1 - (sample - sh->first);
+		drop = in - h->from;
+		keep = sh->nsamples + 1 - in;
 		if (drop < keep)
 			break;
-		memmove(sh->bounds, sh->bounds + drop, keep * sizeof(*b));
-		b = realloc(sh->bounds, keep * sizeof(*b));
+		memmove(h->bounds, h->bounds + drop, keep * sizeof(*b));
+		b = realloc(h->bounds, keep * sizeof(*b));
 		if (b)
-			sh->bounds = b;
-		sh->bounds_from += drop;
+			h->bounds = b;
+		h->from += drop;
 		break;
 	}
-}
-
-ssize_t sfs_follow_find(const struct sfs_follow *f, const char *name)
-{
-	size_t at = SFS_PARTITION_POINT(i, 0, f->nshards,
-					strcmp(f->shards[i].path, name) < 0);
-
-	return at < f->nshards && !strcmp(f->shards[at].path, name) ?
-		       (ssize_t)at :
-		       -1;
-}
-
-size_t sfs_follow_shard_at(const struct sfs_follow *f, uint64_t s)
-{
-	return SFS_PARTITION_POINT(i, 0, f->nshards,
-				   f->shards[i].first + f->shards[i].nsamples <=
-					   s);
 }

@@ -32,7 +32,6 @@ int sfs_follow_log_start(struct sfs_follow *f, const char *index_dir,
  * a line cut short (a full disk) is taken back out.  A log that cannot be
  * appended to is noted and closed (the stream goes on without it).
  * Returns 0. */
-int sfs_follow_log_append(struct sfs_follow *f,
-			  const struct sfs_follow_shard *sh);
+int sfs_follow_log_append(struct sfs_follow *f, const struct sfs_shard *sh);
 
 #endif

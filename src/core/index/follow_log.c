@@ -36,8 +36,8 @@
 
 static int by_path(const void *a, const void *b)
 {
-	return strcmp(((const struct sfs_follow_shard *)a)->path,
-		      ((const struct sfs_follow_shard *)b)->path);
+	return strcmp(((const struct sfs_shard *)a)->path,
+		      ((const struct sfs_shard *)b)->path);
 }
 
 /* One number of a log line at *p, then the separator sep: digits, no
@@ -81,10 +81,10 @@ static bool log_signed(const char **p, const char *end, char sep, int64_t *v)
 }
 
 int sfs_follow_log_parse(const char *buf, size_t len, const char *name,
-			 struct sfs_follow_shard **out, size_t *n,
+			 struct sfs_shard **out, size_t *n,
 			 struct sfs_error *err)
 {
-	struct sfs_follow_shard *s = NULL;
+	struct sfs_shard *s = NULL;
 	const char *p = buf, *end = buf + len;
 	size_t cap = 0, cnt = 0, line = 1, i, j;
 	int rc = 0;
@@ -98,7 +98,7 @@ int sfs_follow_log_parse(const char *buf, size_t len, const char *name,
 			name, "shardfs-follow 1");
 	for (p += strlen(LOG_HEAD); p < end; p++) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		struct sfs_follow_shard sh = { 0 };
+		struct sfs_shard sh = { 0 };
 
 		line++;
 		if (!nl)
@@ -233,7 +233,8 @@ static int open_log_file(int dirfd, int flags, mode_t mode)
 static int load_log(struct sfs_follow *f, int dirfd, bool write_log,
 		    const char **unused, struct sfs_error *err)
 {
-	struct sfs_follow_shard *s;
+	struct sfs_index *idx = f->idx;
+	struct sfs_shard *s;
 	struct stat st;
 	char *buf;
 	size_t n, i;
@@ -297,12 +298,19 @@ static int load_log(struct sfs_follow *f, int dirfd, bool write_log,
 	free(buf);
 	if (rc)
 		return rc;
-	for (i = 0; i < n; i++) {
-		s[i].first = f->nsamples;
-		f->nsamples += s[i].nsamples;
+	f->held = calloc(n ? n : 1, sizeof(*f->held));
+	if (!f->held) {
+		sfs_follow_shards_free(s, n);
+		return sfs_errorf(err, -ENOMEM, "out of memory");
 	}
-	f->shards = s;
-	f->nshards = f->cap = n;
+	for (i = 0; i < n; i++) {
+		s[i].first_sample = idx->nsamples;
+		s[i].bounds_at = SFS_NO_BOUNDS;
+		idx->nsamples += s[i].nsamples;
+	}
+	idx->shards = s;
+	idx->nshards = f->shards_cap = n;
+	f->held_cap = n ? n : 1;
 	return 0;
 }
 
@@ -409,8 +417,7 @@ static int open_index_dir(const struct sfs_follow *f, const char *index_dir,
 }
 
 /* (follow_i.h) */
-int sfs_follow_log_append(struct sfs_follow *f,
-			  const struct sfs_follow_shard *sh)
+int sfs_follow_log_append(struct sfs_follow *f, const struct sfs_shard *sh)
 {
 	char line[SFS_FOLLOW_LINE_MAX + 1];
 	uint64_t size;

@@ -90,6 +90,13 @@ ssize_t sfs_index_find(const struct sfs_index *idx, const char *path)
 		       -1;
 }
 
+size_t sfs_index_shard_at(const struct sfs_index *idx, uint64_t g)
+{
+	return SFS_PARTITION_POINT(
+		i, 0, idx->nshards,
+		idx->shards[i].first_sample + idx->shards[i].nsamples <= g);
+}
+
 /* ---- what the files of the index share ---- */
 
 uint64_t sfs_index_blocks_of(uint64_t nbounds, uint64_t block_bytes)

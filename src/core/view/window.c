@@ -66,86 +66,76 @@ void sfs_window_free(struct sfs_window *w)
 	free(w);
 }
 
-/* An index of samples [lo, hi) of f: the shards they lie in, cut. */
-struct widx {
-	struct sfs_index idx;
-	size_t *stream; /* a shard's number in the stream */
-	uint64_t *skip; /* its samples before the window */
-};
-
-static void widx_free(struct widx *w)
+/*
+ * The index a window is planned over: samples [lo, hi) of f's stream, in
+ * its shards first .. end (copies of the stream's, their paths borrowed),
+ * the first and last cut to the window and empty ones kept (the plan
+ * skips them), so that shard j is the stream's first + j; the boundaries
+ * f holds copied into its table.  Free it with window_index_free.
+ */
+static int window_index(struct sfs_follow *f, uint64_t lo, uint64_t hi,
+			size_t *first, size_t *end, struct sfs_index *w,
+			struct sfs_error *err)
 {
-	free(w->idx.shards);
-	free(w->idx.bounds_heap);
-	free(w->stream);
-	free(w->skip);
-}
-
-static int widx_build(struct sfs_follow *f, uint64_t lo, uint64_t hi,
-		      size_t *first, size_t *end, struct widx *w,
-		      struct sfs_error *err)
-{
-	size_t i, j, n, nb = 0;
+	const struct sfs_index *idx = f->idx;
+	size_t i, n, nb = 0;
 	int rc;
 
-	*first = sfs_follow_shard_at(f, lo);
-	for (i = *first; i < f->nshards && f->shards[i].first < hi; i++) {
-		rc = sfs_follow_bounds_from(
-			f, i,
-			lo > f->shards[i].first ? lo - f->shards[i].first : 0,
+	*first = sfs_index_shard_at(idx, lo);
+	for (i = *first; i < idx->nshards && idx->shards[i].first_sample < hi;
+	     i++) {
+		const struct sfs_shard *sh = &idx->shards[i];
+
+		rc = sfs_follow_bounds(
+			f, i, lo > sh->first_sample ? lo - sh->first_sample : 0,
 			err);
 		if (rc)
 			return rc;
-		nb += f->shards[i].nsamples + 1;
+		nb += sh->nsamples + 1;
 	}
 	*end = i;
+	/* a window's extents name their shard in 32 bits */
+	if (*end > (size_t)UINT32_MAX + 1)
+		return sfs_errorf(
+			err, -EOVERFLOW,
+			"%s/%s: shard %zu of the stream, past the %lu shards a window can read from: end the stream (%s) and follow a new source",
+			f->source, idx->shards[*end - 1].path, *end - 1,
+			(unsigned long)UINT32_MAX + 1, SFS_FOLLOW_END);
 	n = *end - *first;
-	w->idx.shards = calloc(n ? n : 1, sizeof(*w->idx.shards));
-	w->stream = calloc(n ? n : 1, sizeof(*w->stream));
-	w->skip = calloc(n ? n : 1, sizeof(*w->skip));
-	w->idx.bounds_heap = malloc((nb ? nb : 1) * sizeof(uint64_t));
-	if (!w->idx.shards || !w->stream || !w->skip || !w->idx.bounds_heap)
+	w->shards = malloc((n ? n : 1) * sizeof(*w->shards));
+	w->bounds_heap = malloc((nb ? nb : 1) * sizeof(uint64_t));
+	if (!w->shards || !w->bounds_heap)
 		return sfs_errorf(err, -ENOMEM, "out of memory");
-	w->idx.source = f->source;
-	w->idx.table_fd = w->idx.blocks_fd = w->idx.digests_fd = -1;
-	nb = 0;
-	for (i = *first, j = 0; i < *end; i++) {
-		const struct sfs_follow_shard *fs = &f->shards[i];
-		struct sfs_shard *sh = &w->idx.shards[j];
-		uint64_t a = lo > fs->first ? lo - fs->first : 0;
-		uint64_t b = hi - fs->first < fs->nsamples ? hi - fs->first :
-							     fs->nsamples;
+	w->source = f->source;
+	w->table_fd = w->blocks_fd = w->digests_fd = -1;
+	for (nb = 0; w->nshards < n; w->nshards++) {
+		const struct sfs_follow_held *h = &f->held[*first + w->nshards];
+		struct sfs_shard *sh = &w->shards[w->nshards];
+		uint64_t a, b;
 
-		if (a >= b)
-			continue;
-		/* a window's extents name their shard in 32 bits */
-		if (i > UINT32_MAX)
-			return sfs_errorf(
-				err, -EOVERFLOW,
-				"%s/%s: shard %zu of the stream, past the %lu shards a window can read from: end the stream (%s) and follow a new source",
-				f->source, fs->path, i,
-				(unsigned long)UINT32_MAX + 1, SFS_FOLLOW_END);
-		sh->path = fs->path;
-		sh->size = fs->size;
-		sh->mtime_ns = fs->mtime_ns;
-		sh->format = f->format;
+		*sh = idx->shards[*first + w->nshards];
+		a = lo > sh->first_sample ? lo - sh->first_sample : 0;
+		b = hi - sh->first_sample < sh->nsamples ?
+			    hi - sh->first_sample :
+			    sh->nsamples;
+		sh->newline_missing = sh->newline_missing && b == sh->nsamples;
 		sh->nsamples = b - a;
-		sh->first_sample = w->idx.nsamples;
+		sh->first_sample = w->nsamples;
 		sh->bounds_at = nb;
-		sh->prefix_len = fs->prefix_len;
-		sh->newline_missing = fs->newline_missing && b == fs->nsamples;
-		memcpy(w->idx.bounds_heap + nb,
-		       fs->bounds + (a - fs->bounds_from),
+		memcpy(w->bounds_heap + nb, h->bounds + (a - h->from),
 		       (b - a + 1) * sizeof(uint64_t));
 		nb += b - a + 1;
-		w->idx.nsamples += b - a;
-		w->skip[j] = a;
-		w->stream[j++] = i;
+		w->nsamples += b - a;
 	}
-	w->idx.nshards = j;
-	w->idx.bounds = w->idx.bounds_heap;
-	w->idx.nbounds = nb;
+	w->bounds = w->bounds_heap;
+	w->nbounds = nb;
 	return 0;
+}
+
+static void window_index_free(struct sfs_index *w)
+{
+	free(w->shards);
+	free(w->bounds_heap);
 }
 
 /* Append slice s of stream shard shard to reader r's bytes, but its
@@ -211,8 +201,12 @@ static uint32_t *ranks_of(const struct sfs_plan_opts *o, const size_t *readers,
 	return r;
 }
 
-static int lay_out(const struct widx *w, const struct sfs_plan *p,
-		   size_t reader, struct sfs_window_reader *r, uint64_t skip,
+/* Lay out reader's files of plan p of window win over its index w
+ * (window_index; skip0: the samples of its first shard before the
+ * window) into r, each slice without its last skip bytes. */
+static int lay_out(const struct sfs_window *win, const struct sfs_index *w,
+		   uint64_t skip0, const struct sfs_plan *p, size_t reader,
+		   struct sfs_window_reader *r, uint64_t skip,
 		   struct sfs_error *err)
 {
 	const struct sfs_plan_reader *pr = &p->readers[reader];
@@ -223,6 +217,7 @@ static int lay_out(const struct widx *w, const struct sfs_plan *p,
 	for (i = 0; !rc && i < pr->nfiles; i++) {
 		const struct sfs_plan_file *pf = &p->files[pr->file_at + i];
 		const struct sfs_run *runs = sfs_plan_file_runs(p, pf);
+		uint32_t shard = (uint32_t)(win->first_shard + pf->shard);
 		struct sfs_slice *s;
 
 		for (j = 0; j < pf->nruns; j++) {
@@ -230,16 +225,17 @@ static int lay_out(const struct widx *w, const struct sfs_plan *p,
 				return sfs_errorf(err, -ENOMEM,
 						  "out of memory");
 			r->runs[r->nruns++] = (struct sfs_wrun){
-				.shard = w->stream[pf->shard],
-				.first = w->skip[pf->shard] + runs[j].first,
+				.shard = shard,
+				.first =
+					(pf->shard ? 0 : skip0) + runs[j].first,
 				.count = runs[j].count
 			};
 		}
-		rc = sfs_slice_build(&w->idx, &w->idx.shards[pf->shard], -1,
-				     runs, pf->nruns, &s, err);
+		rc = sfs_slice_build(w, &w->shards[pf->shard], -1, runs,
+				     pf->nruns, &s, err);
 		if (rc)
 			return rc;
-		if (append(r, &cap, s, (uint32_t)w->stream[pf->shard], skip))
+		if (append(r, &cap, s, shard, skip))
 			rc = sfs_errorf(err, -ENOMEM, "out of memory");
 		r->samples += pf->nsamples;
 		sfs_slice_free(s);
@@ -252,16 +248,16 @@ int sfs_window_build(struct sfs_follow *f, const struct sfs_plan_opts *o,
 		     const size_t *readers, size_t nreaders,
 		     struct sfs_window **out, struct sfs_error *err)
 {
-	uint64_t lo = k * window, hi = last ? f->nsamples : lo + window;
+	uint64_t lo = k * window, hi = last ? f->idx->nsamples : lo + window;
 	struct sfs_plan_opts po = *o;
-	struct widx w = { 0 };
+	struct sfs_index w = { 0 };
 	struct sfs_plan *p = NULL;
 	struct sfs_window *win = NULL;
 	uint32_t *ranks = NULL;
 	size_t nranks = 0, i;
 	int rc;
 
-	if (hi > f->nsamples || lo >= hi)
+	if (hi > f->idx->nsamples || lo >= hi)
 		return sfs_errorf(err, -EINVAL,
 				  "window %llu is not in the stream yet",
 				  (unsigned long long)k);
@@ -271,8 +267,8 @@ int sfs_window_build(struct sfs_follow *f, const struct sfs_plan_opts *o,
 	if (!last)
 		po.remainder = SFS_REMAINDER_PAD;
 	win = calloc(1, sizeof(*win));
-	rc = win ? widx_build(f, lo, hi, &win->first_shard, &win->end_shard, &w,
-			      err) :
+	rc = win ? window_index(f, lo, hi, &win->first_shard, &win->end_shard,
+				&w, err) :
 		   sfs_errorf(err, -ENOMEM, "out of memory");
 	if (rc)
 		goto out;
@@ -281,7 +277,7 @@ int sfs_window_build(struct sfs_follow *f, const struct sfs_plan_opts *o,
 		rc = sfs_errorf(err, -ENOMEM, "out of memory");
 		goto out;
 	}
-	rc = sfs_plan_build_ranks(&w.idx, &po, ranks, nranks, NULL, &p, err);
+	rc = sfs_plan_build_ranks(&w, &po, ranks, nranks, NULL, &p, err);
 	if (rc) {
 		/* remainder=drop leaving no sample of the last window */
 		if (last && o->remainder == SFS_REMAINDER_DROP && rc == -EINVAL)
@@ -293,9 +289,9 @@ int sfs_window_build(struct sfs_follow *f, const struct sfs_plan_opts *o,
 	win->padding = p->padding;
 	win->dropped = p->dropped;
 	win->last_sample = hi;
-	if (f->format->slice_suffix && w.idx.nshards)
-		win->trailer_len = f->format->slice_suffix(&w.idx.shards[0],
-							   &win->trailer);
+	if (f->format->slice_suffix && w.nshards)
+		win->trailer_len =
+			f->format->slice_suffix(&w.shards[0], &win->trailer);
 	win->readers = calloc(nreaders ? nreaders : 1, sizeof(*win->readers));
 	if (!win->readers) {
 		rc = sfs_errorf(err, -ENOMEM, "out of memory");
@@ -303,12 +299,14 @@ int sfs_window_build(struct sfs_follow *f, const struct sfs_plan_opts *o,
 	}
 	win->nreaders = nreaders;
 	for (i = 0; !rc && i < nreaders; i++)
-		rc = lay_out(&w, p, readers[i], &win->readers[i],
-			     win->trailer_len, err);
+		rc = lay_out(win, &w,
+			     lo - f->idx->shards[win->first_shard].first_sample,
+			     p, readers[i], &win->readers[i], win->trailer_len,
+			     err);
 out:
 	sfs_plan_free(p);
 	free(ranks);
-	widx_free(&w);
+	window_index_free(&w);
 	if (rc) {
 		sfs_window_free(win);
 		return rc;
@@ -330,7 +328,7 @@ static int number(uint64_t v, char **out)
 /* The runs of wr as the stream's sample numbers, adjacent ones joined:
  * user.shardfs.range, into *out.  0, -E2BIG or -ENOMEM. */
 static int window_range(const struct sfs_window_reader *wr,
-			const struct sfs_stream_shard *shards, char **out)
+			const struct sfs_shard *shards, char **out)
 {
 	struct sfs_run *runs = calloc(wr->nruns ? wr->nruns : 1, sizeof(*runs));
 	size_t i, n = 0;
@@ -340,7 +338,7 @@ static int window_range(const struct sfs_window_reader *wr,
 		return -ENOMEM;
 	for (i = 0; i < wr->nruns; i++) {
 		const struct sfs_wrun *x = &wr->runs[i];
-		uint64_t first = shards[x->shard].first + x->first;
+		uint64_t first = shards[x->shard].first_sample + x->first;
 
 		if (n && runs[n - 1].first + runs[n - 1].count == first)
 			runs[n - 1].count += x->count;
@@ -357,8 +355,8 @@ static int window_range(const struct sfs_window_reader *wr,
  * or -ENOMEM. */
 static int window_sources(const struct sfs_window *win,
 			  const struct sfs_window_reader *wr,
-			  const char *source,
-			  const struct sfs_stream_shard *shards, char **out)
+			  const char *source, const struct sfs_shard *shards,
+			  char **out)
 {
 	size_t n = win->end_shard - win->first_shard, i, len = 0, cap;
 	bool *read = calloc(n ? n : 1, sizeof(*read));
@@ -391,7 +389,7 @@ static int window_sources(const struct sfs_window *win,
 }
 
 int sfs_window_xattr(const struct sfs_window *win, size_t reader,
-		     const char *source, const struct sfs_stream_shard *shards,
+		     const char *source, const struct sfs_shard *shards,
 		     const char *name, char **out)
 {
 	const struct sfs_window_reader *wr = &win->readers[reader];
