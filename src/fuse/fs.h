@@ -10,8 +10,8 @@
  *
  * One table of operations (ops.c) serves every mount; a followed source
  * (follow=1) is served as a view that grows (fs_view_grow), whose files'
- * bytes are its windows' (follow.c, follow_read.c), read through read.c
- * as every view file's.
+ * bytes are its windows' (follow.c, follow_control.c, follow_read.c), read
+ * through read.c as every view file's.
  *
  * Inode numbers: 1 the root, 2..7 the control directory and its files
  * (FS_INO_*; a mount shows those that apply to it, control.c), and
@@ -583,6 +583,9 @@ int follow_wait(struct fw *w, const struct sfs_view *v, uint32_t node, bool on);
  * its reader, the window it waits for and what the stream lacks. */
 void follow_wait_log(struct fw *w, const struct sfs_view *v, uint32_t node,
 		     double seconds, bool out);
+
+/* follow_control.c: what the control files show of the stream and take
+ * from its readers. */
 
 /* `.shardfs/status` with the counters c: its head (sfs_status_follow_head,
  * with in's options) built only when what it shows changed, joined with
