@@ -49,12 +49,30 @@
 #define FS_NCONTROL 5
 
 /*
+ * The kernel's lookup counts of the nodes of one generation (every entry
+ * given minus every forget; an open file holds its inode): a view's own,
+ * or shared by every copy of a followed source's view, which keeps one
+ * generation as it grows (fs_view_grow).  Whichever copy a forget finds,
+ * it reaches the counts, so that no copy holds another: an old copy lives
+ * only while a request or an open directory holds it.
+ */
+struct view_counts {
+	unsigned copies; /* fs.lock: the views that share it */
+	uint64_t lookups; /* fs.lock: the sum of held[] */
+	/* fs.lock: per node number, nheld of them (the newest copy's
+	 * nodes), room for cap; NULL once its view is let go (revoked) */
+	uint64_t *held;
+	size_t nheld, cap;
+};
+
+/*
  * A view and who holds it: the mount while it is current, open directories
  * and requests in progress, and the kernel, for as long as it remembers any
- * of the view's inodes (its lookup count: every entry given minus every
- * forget; an open file holds its inode).  It is freed when both are zero,
- * so a request never names an inode the daemon has let go; the slices kept
- * of its files (files.c) go with it.  A view let go past FS_OLD_VIEWS
+ * of its generation's inodes (counts).  It is freed when no one holds it
+ * and the kernel remembers none, or a newer copy of its generation lives
+ * on (which finds the kernel's inodes: their numbers are kept), so a
+ * request never names an inode the daemon has let go; the slices kept of
+ * its files (files.c) go with it.  A view let go past FS_OLD_VIEWS
  * (revoked) keeps only this struct: its contents go with its last request
  * reference, whatever the kernel still remembers, and its inodes answer
  * EIO.
@@ -63,8 +81,7 @@ struct view_ref {
 	struct sfs_view *v;
 	uint32_t gen;
 	unsigned refs; /* fs.lock */
-	uint64_t lookups; /* fs.lock: the sum of held[] */
-	uint64_t *held; /* fs.lock: the kernel's lookup count per node */
+	struct view_counts *counts; /* fs.lock: its generation's */
 	time_t built; /* st_mtime of its nodes */
 	/* fs.lock: let go, past FS_OLD_VIEWS old views (views.c): its
 	 * inodes answer EIO, its contents (v, held, texts: NULL) are freed
@@ -75,11 +92,7 @@ struct view_ref {
 	 * (sfs_status_json_head) */
 	char *plan_json;
 	char *status_head;
-	/* fs.lock: a followed source's view is copied as it grows
-	 * (fs_view_grow): the copy it grew into, referenced by this one;
-	 * the lookup counts are kept in the newest copy */
-	struct view_ref *successor;
-	struct view_ref *next; /* fs.views, fs.lock */
+	struct view_ref *next; /* fs.views, fs.lock: the newest first */
 };
 
 enum handle_kind { H_CONTROL, H_DIR };
@@ -329,8 +342,10 @@ int fs_switch_epoch(struct fs *fs, uint64_t epoch, struct sfs_error *err);
  * A followed source's view nv (sfs_view_follow, grown from the current
  * one, or the first) becomes the current one, in the same generation:
  * its node numbers are the current's and more, so every inode keeps its
- * meaning.  The copy it replaces lives while requests or open
- * directories hold it.  Takes nv (freed when this fails).  0 or -ENOMEM.
+ * meaning, and it shares the current's lookup counts (struct
+ * view_counts).  The copy it replaces lives while requests or open
+ * directories hold it, no longer.  Takes nv (freed when this fails).  0
+ * or -ENOMEM.
  */
 int fs_view_grow(struct fs *fs, struct sfs_view *nv);
 
