@@ -247,6 +247,7 @@ struct fs {
 		switches_ahead;
 	atomic_uint_fast64_t copied_reads; /* fs_reply_send's copies */
 	atomic_int forgetting; /* invalidations still running aside */
+	atomic_int answering; /* parked reads being answered aside (read.c) */
 	struct fw *follow; /* follow=1 (follow.c); NULL otherwise */
 	/* reads past the end of a file that grows, parked (read.c) */
 	pthread_mutex_t park_lock;
@@ -471,15 +472,19 @@ void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 /*
  * A read at or past the end of a file that grows (a followed source's
  * stream) is parked: no thread held, until fs_tend_parked answers it
- * through the ordinary read path once the newest view holds its bytes,
- * EIO after follow_timeout= (logged every 30 s while it waits:
- * follow_wait_log), EINTR when interrupted or when stopping.  Called on
- * each growth (fs_view_grow) and by the watcher each turn (at least every
- * second while reads are parked: fs_parked_any); without fs.lock.
+ * through the ordinary read path once the newest view holds its bytes
+ * (on a thread of its own: a reply may wait for a slow source, and the
+ * caller, the watcher, goes on to the next window), EIO after
+ * follow_timeout= (logged every 30 s while it waits: follow_wait_log),
+ * EINTR when interrupted or when stopping (which also waits for the
+ * answers under way).  Called on each growth (fs_view_grow) and by the
+ * watcher each turn (at least every second while reads are parked:
+ * fs_parked_any); without fs.lock.
  */
 void fs_tend_parked(struct fs *fs, bool stopping);
 bool fs_parked_any(struct fs *fs);
-/* Forget the reads still parked: the session is gone. */
+/* Forget the reads still parked: the session is gone (the answers under
+ * way are waited for). */
 void fs_parked_free(struct fs *fs);
 
 /* ---- prefetch.c: reading ahead of readers ---- */
