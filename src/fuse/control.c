@@ -4,7 +4,8 @@
  * view), status (options, counts, counters; include/shardfs/status.h); on
  * a followed source (follow=1, docs/follow.md), in place of epoch and
  * plan.json, which do not apply to it: consumed (the last shard every
- * reader acknowledged) and ack (write "RANK WORKER WINDOW"; follow.c).
+ * reader acknowledged) and ack (write "RANK WORKER WINDOW";
+ * follow_control.c).
  * Reads are answered from a snapshot (snapshot()), taken again only when
  * what its text is made of changed: with no_open=0, a copy of the one
  * taken at open (read.c); with no_open, where the kernel sends no OPEN and

@@ -1,8 +1,10 @@
 /*
- * What follow.c (the watcher, the windows, consumption, the view grown
- * as they come) and follow_read.c (what the files add to read.c's path:
- * access, attributes, shard descriptors, read-ahead, a parked read's
- * wording) of the follow=1 daemon share.  Private to src/fuse/.
+ * What follow.c (the watcher, the windows, the view grown as they come),
+ * follow_control.c (consumption: acks, the last shard consumed, the
+ * progress files; the status) and follow_read.c (what the files add to
+ * read.c's path: access, attributes, shard descriptors, read-ahead, a
+ * parked read's wording) of the follow=1 daemon share.  Private to
+ * src/fuse/.
  */
 #ifndef SHARDFS_FUSE_FOLLOW_I_H
 #define SHARDFS_FUSE_FOLLOW_I_H
@@ -108,6 +110,13 @@ static inline double follow_now(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
+
+/*
+ * progress=DIR: DIR/rank-R.json for every rank shown, written beneath DIR
+ * (opened once, at the mount) without following a symlink; with w->lock.
+ * (follow_control.c)
+ */
+void follow_write_progress(struct fw *w);
 
 /*
  * Stop listing the windows all of whose shards are consumed and gone

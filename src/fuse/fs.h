@@ -10,8 +10,8 @@
  *
  * One table of operations (ops.c) serves every mount; a followed source
  * (follow=1) is served as a view that grows (fs_view_grow), whose files'
- * bytes are its windows' (follow.c, follow_read.c), read through read.c
- * as every view file's.
+ * bytes are its windows' (follow.c, follow_control.c, follow_read.c), read
+ * through read.c as every view file's.
  *
  * Inode numbers: 1 the root, 2..7 the control directory and its files
  * (FS_INO_*; a mount shows those that apply to it, control.c), and
@@ -49,12 +49,30 @@
 #define FS_NCONTROL 5
 
 /*
+ * The kernel's lookup counts of the nodes of one generation (every entry
+ * given minus every forget; an open file holds its inode): a view's own,
+ * or shared by every copy of a followed source's view, which keeps one
+ * generation as it grows (fs_view_grow).  Whichever copy a forget finds,
+ * it reaches the counts, so that no copy holds another: an old copy lives
+ * only while a request or an open directory holds it.
+ */
+struct view_counts {
+	unsigned copies; /* fs.lock: the views that share it */
+	uint64_t lookups; /* fs.lock: the sum of held[] */
+	/* fs.lock: per node number, nheld of them (the newest copy's
+	 * nodes), room for cap; NULL once its view is let go (revoked) */
+	uint64_t *held;
+	size_t nheld, cap;
+};
+
+/*
  * A view and who holds it: the mount while it is current, open directories
  * and requests in progress, and the kernel, for as long as it remembers any
- * of the view's inodes (its lookup count: every entry given minus every
- * forget; an open file holds its inode).  It is freed when both are zero,
- * so a request never names an inode the daemon has let go; the slices kept
- * of its files (files.c) go with it.  A view let go past FS_OLD_VIEWS
+ * of its generation's inodes (counts).  It is freed when no one holds it
+ * and the kernel remembers none, or a newer copy of its generation lives
+ * on (which finds the kernel's inodes: their numbers are kept), so a
+ * request never names an inode the daemon has let go; the slices kept of
+ * its files (files.c) go with it.  A view let go past FS_OLD_VIEWS
  * (revoked) keeps only this struct: its contents go with its last request
  * reference, whatever the kernel still remembers, and its inodes answer
  * EIO.
@@ -63,8 +81,7 @@ struct view_ref {
 	struct sfs_view *v;
 	uint32_t gen;
 	unsigned refs; /* fs.lock */
-	uint64_t lookups; /* fs.lock: the sum of held[] */
-	uint64_t *held; /* fs.lock: the kernel's lookup count per node */
+	struct view_counts *counts; /* fs.lock: its generation's */
 	time_t built; /* st_mtime of its nodes */
 	/* fs.lock: let go, past FS_OLD_VIEWS old views (views.c): its
 	 * inodes answer EIO, its contents (v, held, texts: NULL) are freed
@@ -75,11 +92,7 @@ struct view_ref {
 	 * (sfs_status_json_head) */
 	char *plan_json;
 	char *status_head;
-	/* fs.lock: a followed source's view is copied as it grows
-	 * (fs_view_grow): the copy it grew into, referenced by this one;
-	 * the lookup counts are kept in the newest copy */
-	struct view_ref *successor;
-	struct view_ref *next; /* fs.views, fs.lock */
+	struct view_ref *next; /* fs.views, fs.lock: the newest first */
 };
 
 enum handle_kind { H_CONTROL, H_DIR };
@@ -234,6 +247,7 @@ struct fs {
 		switches_ahead;
 	atomic_uint_fast64_t copied_reads; /* fs_reply_send's copies */
 	atomic_int forgetting; /* invalidations still running aside */
+	atomic_int answering; /* parked reads being answered aside (read.c) */
 	struct fw *follow; /* follow=1 (follow.c); NULL otherwise */
 	/* reads past the end of a file that grows, parked (read.c) */
 	pthread_mutex_t park_lock;
@@ -329,8 +343,10 @@ int fs_switch_epoch(struct fs *fs, uint64_t epoch, struct sfs_error *err);
  * A followed source's view nv (sfs_view_follow, grown from the current
  * one, or the first) becomes the current one, in the same generation:
  * its node numbers are the current's and more, so every inode keeps its
- * meaning.  The copy it replaces lives while requests or open
- * directories hold it.  Takes nv (freed when this fails).  0 or -ENOMEM.
+ * meaning, and it shares the current's lookup counts (struct
+ * view_counts).  The copy it replaces lives while requests or open
+ * directories hold it, no longer.  Takes nv (freed when this fails).  0
+ * or -ENOMEM.
  */
 int fs_view_grow(struct fs *fs, struct sfs_view *nv);
 
@@ -456,15 +472,19 @@ void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 /*
  * A read at or past the end of a file that grows (a followed source's
  * stream) is parked: no thread held, until fs_tend_parked answers it
- * through the ordinary read path once the newest view holds its bytes,
- * EIO after follow_timeout= (logged every 30 s while it waits:
- * follow_wait_log), EINTR when interrupted or when stopping.  Called on
- * each growth (fs_view_grow) and by the watcher each turn (at least every
- * second while reads are parked: fs_parked_any); without fs.lock.
+ * through the ordinary read path once the newest view holds its bytes
+ * (on a thread of its own: a reply may wait for a slow source, and the
+ * caller, the watcher, goes on to the next window), EIO after
+ * follow_timeout= (logged every 30 s while it waits: follow_wait_log),
+ * EINTR when interrupted or when stopping (which also waits for the
+ * answers under way).  Called on each growth (fs_view_grow) and by the
+ * watcher each turn (at least every second while reads are parked:
+ * fs_parked_any); without fs.lock.
  */
 void fs_tend_parked(struct fs *fs, bool stopping);
 bool fs_parked_any(struct fs *fs);
-/* Forget the reads still parked: the session is gone. */
+/* Forget the reads still parked: the session is gone (the answers under
+ * way are waited for). */
 void fs_parked_free(struct fs *fs);
 
 /* ---- prefetch.c: reading ahead of readers ---- */
@@ -583,6 +603,9 @@ int follow_wait(struct fw *w, const struct sfs_view *v, uint32_t node, bool on);
  * its reader, the window it waits for and what the stream lacks. */
 void follow_wait_log(struct fw *w, const struct sfs_view *v, uint32_t node,
 		     double seconds, bool out);
+
+/* follow_control.c: what the control files show of the stream and take
+ * from its readers. */
 
 /* `.shardfs/status` with the counters c: its head (sfs_status_follow_head,
  * with in's options) built only when what it shows changed, joined with

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <syslog.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <linux/fuse.h>
 
@@ -503,10 +504,79 @@ static void park(fuse_req_t req, struct fs *fs, struct view_ref *vr,
 	pthread_mutex_unlock(&fs->park_lock);
 }
 
+/* Answer the reads of list q (their rc set), freed. */
+static void answer(struct fs_parked *q)
+{
+	struct fs_parked *next;
+
+	for (; q; q = next) {
+		next = q->next;
+		if (q->rc)
+			fuse_reply_err(q->req, -q->rc);
+		else
+			fs_read(q->req, q->ino, q->size, (off_t)q->off, NULL);
+		free(q);
+	}
+}
+
+/* Parked reads whose bytes came, answered on a thread of their own. */
+struct answers {
+	struct fs *fs;
+	struct fs_parked *reads;
+};
+
+static void *answer_aside(void *arg)
+{
+	struct answers *a = arg;
+	struct fs *fs = a->fs;
+
+	answer(a->reads);
+	free(a);
+	/* the last touch of fs: answers_wait lets it go then */
+	atomic_fetch_sub(&fs->answering, 1);
+	return NULL;
+}
+
+/*
+ * Answer the parked reads of list q whose bytes came (rc 0) through the
+ * read path, aside: the caller is the watcher (fs_view_grow, its turn),
+ * and a reply may wait as long as the source takes to give its bytes (a
+ * splice from a slow source), which must not hold back the next window
+ * nor the timeouts of the other parked reads.  Here when no thread can
+ * be started.
+ */
+static void answer_reads(struct fs *fs, struct fs_parked *q)
+{
+	struct answers *a;
+	pthread_t tid;
+
+	if (!q)
+		return;
+	a = malloc(sizeof(*a));
+	if (a) {
+		*a = (struct answers){ .fs = fs, .reads = q };
+		atomic_fetch_add(&fs->answering, 1);
+		if (!fs_thread_start(&tid, answer_aside, a)) {
+			pthread_detach(tid);
+			return;
+		}
+		atomic_fetch_sub(&fs->answering, 1);
+		free(a);
+	}
+	answer(q);
+}
+
+/* Wait for the parked reads being answered aside (answer_reads). */
+static void answers_wait(struct fs *fs)
+{
+	while (atomic_load(&fs->answering))
+		usleep(1000);
+}
+
 /* (fs.h) */
 void fs_tend_parked(struct fs *fs, bool stopping)
 {
-	struct fs_parked *done = NULL, **pp, *q;
+	struct fs_parked *done = NULL, *reads = NULL, **pp, *q;
 	double t = now();
 
 	pthread_mutex_lock(&fs->park_lock);
@@ -541,18 +611,20 @@ void fs_tend_parked(struct fs *fs, bool stopping)
 		}
 		*pp = q->next;
 		unpark(fs, q);
-		q->next = done;
-		done = q;
+		/* errors are answered here, at once; reads aside */
+		if (q->rc) {
+			q->next = done;
+			done = q;
+		} else {
+			q->next = reads;
+			reads = q;
+		}
 	}
 	pthread_mutex_unlock(&fs->park_lock);
-	while ((q = done)) {
-		done = q->next;
-		if (q->rc)
-			fuse_reply_err(q->req, -q->rc);
-		else
-			fs_read(q->req, q->ino, q->size, (off_t)q->off, NULL);
-		free(q);
-	}
+	answer(done);
+	answer_reads(fs, reads);
+	if (stopping)
+		answers_wait(fs);
 }
 
 /* (fs.h) */
@@ -571,6 +643,7 @@ void fs_parked_free(struct fs *fs)
 {
 	struct fs_parked *q;
 
+	answers_wait(fs);
 	while ((q = fs->parked)) {
 		fs->parked = q->next;
 		free(q);

@@ -15,33 +15,83 @@
 #include "fs.h"
 #include "shardfs/util.h"
 
+/* New lookup counts for a view of nnodes nodes, its only copy so far;
+ * NULL without memory. */
+static struct view_counts *counts_new(size_t nnodes)
+{
+	struct view_counts *c = calloc(1, sizeof(*c));
+
+	if (c)
+		c->held = calloc(nnodes ? nnodes : 1, sizeof(*c->held));
+	if (!c || !c->held) {
+		free(c);
+		return NULL;
+	}
+	c->nheld = c->cap = nnodes;
+	c->copies = 1;
+	return c;
+}
+
+/* c counts the nodes of a copy of nnodes nodes (at least as many as
+ * before: a copy keeps every node number).  0 or -ENOMEM. */
+static int counts_fit_locked(struct view_counts *c, size_t nnodes)
+{
+	if (nnodes <= c->nheld)
+		return 0;
+	if (SFS_GROW(c->held, c->cap, nnodes))
+		return -ENOMEM;
+	memset(c->held + c->nheld, 0, (nnodes - c->nheld) * sizeof(*c->held));
+	c->nheld = nnodes;
+	return 0;
+}
+
 /* What a view holds but its place in the list: its nodes, their lookup
- * counts, its slices and its control texts. */
+ * counts when no other copy shares them, its slices and its control
+ * texts. */
 static void view_drop_contents_locked(struct fs *fs, struct view_ref *vr)
 {
+	struct view_counts *c = vr->counts;
+
 	files_forget_view_locked(fs, vr);
 	sfs_view_free(vr->v);
 	vr->v = NULL;
-	free(vr->held);
-	vr->held = NULL;
+	if (c->copies == 1) {
+		free(c->held);
+		c->held = NULL;
+		c->nheld = c->cap = 0;
+	}
 	free(vr->plan_json);
 	vr->plan_json = NULL;
 	free(vr->status_head);
 	vr->status_head = NULL;
 }
 
+/* A newer copy of vr's generation lives (before it in fs.views). */
+static bool newer_copy_locked(const struct fs *fs, const struct view_ref *vr)
+{
+	const struct view_ref *o;
+
+	for (o = fs->views; o && o != vr; o = o->next)
+		if (o->counts == vr->counts)
+			return true;
+	return false;
+}
+
 /*
  * Free a view no one holds or names; a view let go (revoked) loses its
  * contents as soon as no request holds it, and keeps only its place while
- * the kernel still holds some of its inodes.
+ * the kernel still holds some of its inodes.  The kernel's inodes of a
+ * generation keep only its newest copy: the others go with their last
+ * request or open directory.
  */
 static void view_free_unused_locked(struct fs *fs, struct view_ref *vr)
 {
-	struct view_ref **p, *next;
+	struct view_counts *c = vr->counts;
+	struct view_ref **p;
 
 	if (vr->revoked && !vr->refs && vr->v)
 		view_drop_contents_locked(fs, vr);
-	if (vr->refs || vr->lookups)
+	if (vr->refs || (c->lookups && !newer_copy_locked(fs, vr)))
 		return;
 	for (p = &fs->views; *p; p = &(*p)->next)
 		if (*p == vr) {
@@ -49,13 +99,11 @@ static void view_free_unused_locked(struct fs *fs, struct view_ref *vr)
 			break;
 		}
 	view_drop_contents_locked(fs, vr);
-	next = vr->successor;
-	free(vr);
-	/* a copy of a followed source's view held the one it grew into */
-	if (next) {
-		next->refs--;
-		view_free_unused_locked(fs, next);
+	if (!--c->copies) {
+		free(c->held);
+		free(c);
 	}
+	free(vr);
 }
 
 static void view_unref_locked(struct fs *fs, struct view_ref *vr)
@@ -126,39 +174,38 @@ bool view_revoked(struct fs *fs, fuse_ino_t ino)
 	return revoked;
 }
 
-/* The newest copy of vr (a followed source's view grows: fs_view_grow),
- * where its lookup counts are kept. */
-static struct view_ref *newest(struct view_ref *vr)
-{
-	while (vr->successor)
-		vr = vr->successor;
-	return vr;
-}
-
-/* The kernel was given an entry for a node (lookup, readdirplus). */
+/* The kernel was given an entry for a node (lookup, readdirplus): of
+ * vr's generation, whichever copy vr is. */
 void view_looked_up_locked(struct view_ref *vr, uint32_t node)
 {
-	vr = newest(vr);
-	vr->held[node]++;
-	vr->lookups++;
+	vr->counts->held[node]++;
+	vr->counts->lookups++;
 }
 
 /* The kernel forgot n lookups of a node (or never got the reply). */
 void view_forgot_locked(struct fs *fs, struct view_ref *vr, uint32_t node,
 			uint64_t n)
 {
-	uint64_t held;
-
+	struct view_counts *c = vr->counts;
 	/* a view let go keeps only the sum of its counts */
-	vr = newest(vr);
-	held = vr->held ? vr->held[node] : vr->lookups;
+	uint64_t held = c->held ? c->held[node] : c->lookups;
+	struct view_ref *o, *next;
 
 	if (n > held)
 		n = held;
-	if (vr->held)
-		vr->held[node] -= n;
-	vr->lookups -= n;
-	view_free_unused_locked(fs, vr);
+	if (c->held)
+		c->held[node] -= n;
+	c->lookups -= n;
+	if (c->lookups) {
+		view_free_unused_locked(fs, vr);
+		return;
+	}
+	/* the last inode forgotten: every copy no one holds goes */
+	for (o = fs->views; o; o = next) {
+		next = o->next;
+		if (o->counts == c)
+			view_free_unused_locked(fs, o);
+	}
 }
 
 /* The kernel lets go of inodes; a view no one holds or names is freed. */
@@ -189,7 +236,7 @@ static bool add_held_locked(const struct view_ref *vr, bool dirs_only,
 
 		/* the root's names were invalidated at the switch and now
 		 * belong to the current view */
-		if (!vr->held[node] || !nd->parent ||
+		if (!vr->counts->held[node] || !nd->parent ||
 		    (dirs_only && nd->kind != SFS_NODE_DIR))
 			continue;
 		if (SFS_GROW(*names, *cap, *n + 1))
@@ -224,7 +271,9 @@ static void invalidate_held(struct fs *fs, const struct view_ref *replaced)
 
 	pthread_mutex_lock(&fs->lock);
 	for (vr = fs->views; vr; vr = vr->next) {
-		if (vr == fs->current || !vr->lookups || vr->revoked)
+		/* (a copy of the current generation is no view replaced) */
+		if (vr == fs->current || !vr->counts->lookups || vr->revoked ||
+		    (fs->current && vr->gen == fs->current->gen))
 			continue;
 		if (SFS_GROW(views, views_cap, nviews + 1))
 			break;
@@ -264,7 +313,7 @@ static void let_go_locked(struct fs *fs, struct view_ref *vr, struct let_go *g)
 	if (!SFS_GROW(g->epochs, g->epochs_cap, g->nepochs + 1))
 		g->epochs[g->nepochs++] = vr->v->epoch;
 	for (node = 1; node < vr->v->nnodes; node++)
-		if (vr->held[node] &&
+		if (vr->counts->held[node] &&
 		    vr->v->nodes[node].kind == SFS_NODE_FILE &&
 		    !SFS_GROW(g->inos, g->inos_cap, g->ninos + 1))
 			g->inos[g->ninos++] = node_ino(vr, node);
@@ -300,9 +349,11 @@ static void bound_old_views(struct fs *fs)
 		old = 0;
 		oldest = NULL;
 		for (vr = fs->views; vr; vr = vr->next) {
-			/* a copy that grew (fs_view_grow) is no old epoch:
-			 * it lives while requests or listings hold it */
-			if (vr == fs->current || vr->revoked || vr->successor)
+			/* a copy of the current generation (fs_view_grow)
+			 * is no old epoch: it lives while requests or
+			 * listings hold it */
+			if (vr == fs->current || vr->revoked ||
+			    (fs->current && vr->gen == fs->current->gen))
 				continue;
 			old++;
 			if (!oldest || vr->gen < oldest->gen)
@@ -536,8 +587,8 @@ int fs_switch_epoch(struct fs *fs, uint64_t epoch, struct sfs_error *err)
 	if (!taken)
 		rc = sfs_view_build(fs->idx, &o, &vr->v, err);
 	if (!rc) {
-		vr->held = calloc(vr->v->nnodes, sizeof(*vr->held));
-		if (!vr->held) {
+		vr->counts = counts_new(vr->v->nnodes);
+		if (!vr->counts) {
 			sfs_view_free(vr->v);
 			rc = sfs_errorf(err, -ENOMEM, "out of memory");
 		}
@@ -605,35 +656,39 @@ out:
 int fs_view_grow(struct fs *fs, struct sfs_view *nv)
 {
 	struct view_ref *vr = calloc(1, sizeof(*vr)), *cur;
-	uint64_t *held = calloc(nv->nnodes, sizeof(*held));
+	struct view_counts *fresh = NULL;
 
-	if (!vr || !held) {
-		free(vr);
-		free(held);
-		sfs_view_free(nv);
-		return -ENOMEM;
+	if (!vr)
+		goto out_nomem;
+	pthread_mutex_lock(&fs->lock);
+	cur = fs->current;
+	pthread_mutex_unlock(&fs->lock);
+	/* (only the watcher grows the view: cur stays current) */
+	if (!cur) {
+		fresh = counts_new(nv->nnodes);
+		if (!fresh)
+			goto out_nomem;
 	}
 	vr->v = nv;
 	vr->refs = 1; /* current */
 	pthread_mutex_lock(&fs->lock);
-	cur = fs->current;
 	if (cur) {
-		/* the kernel's lookups move to the copy: node numbers
-		 * are kept, and the copy has every node of cur */
-		memcpy(held, cur->held, cur->v->nnodes * sizeof(*held));
+		/* the copy shares the kernel's lookups: node numbers are
+		 * kept, and it has every node of cur and more; the counts
+		 * grow as a vector does, never copied whole per copy */
+		if (counts_fit_locked(cur->counts, nv->nnodes)) {
+			pthread_mutex_unlock(&fs->lock);
+			goto out_nomem;
+		}
+		vr->counts = cur->counts;
+		vr->counts->copies++;
 		vr->gen = cur->gen;
 		vr->built = cur->built;
-		vr->lookups = cur->lookups;
-		free(cur->held);
-		cur->held = NULL;
-		cur->lookups = 0;
-		cur->successor = vr;
-		vr->refs++; /* cur's, dropped when cur is freed */
 	} else {
+		vr->counts = fresh;
 		vr->gen = ++fs->next_gen;
 		vr->built = time(NULL);
 	}
-	vr->held = held;
 	/* at the head: view_find_locked finds the newest copy of a gen */
 	vr->next = fs->views;
 	fs->views = vr;
@@ -644,6 +699,10 @@ int fs_view_grow(struct fs *fs, struct sfs_view *nv)
 	/* the reads parked past the end read what came */
 	fs_tend_parked(fs, false);
 	return 0;
+out_nomem:
+	free(vr);
+	sfs_view_free(nv);
+	return -ENOMEM;
 }
 
 void fs_release_views(struct fs *fs)
@@ -663,12 +722,11 @@ void fs_release_views(struct fs *fs)
 	if (fs->current)
 		view_unref_locked(fs, fs->current);
 	fs->current = NULL;
-	/* every view goes: none holds another */
+	/* every view goes, whatever the kernel remembered */
 	for (vr = fs->views; vr; vr = vr->next)
-		vr->successor = NULL;
+		vr->counts->lookups = 0;
 	while (fs->views) {
 		fs->views->refs = 1;
-		fs->views->lookups = 0;
 		view_unref_locked(fs, fs->views);
 	}
 	pthread_mutex_unlock(&fs->lock);

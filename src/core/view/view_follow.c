@@ -5,7 +5,9 @@
  *
  * A copy costs the nodes and names copied (64 bytes a node, one name a
  * window: the files of one window share it, as the streams share theirs)
- * and the children grouped again; the windows themselves are borrowed.
+ * and the children of the live nodes grouped again (group_live: not those
+ * of the windows consumed and deleted); the windows themselves are
+ * borrowed.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -277,6 +279,70 @@ static size_t names_len(const struct sfs_view *v)
 	return (size_t)(last->name - v->names) + strlen(last->name) + 1;
 }
 
+static int by_name(const void *a, const void *b, void *arg)
+{
+	const struct sfs_view *v = arg;
+
+	return strcmp(v->nodes[*(const uint32_t *)a].name,
+		      v->nodes[*(const uint32_t *)b].name);
+}
+
+/* Whether directory d's children are in name order: a worker directory's
+ * are (the stream, then the windows in order) until window numbers pass
+ * 8 digits, a rank's workers until 10. */
+static bool in_order(const struct sfs_view *v, const struct sfs_view_node *d)
+{
+	const uint32_t *c = v->children + d->first_child;
+	uint32_t i;
+
+	for (i = 1; i < d->nchildren; i++)
+		if (strcmp(v->nodes[c[i - 1]].name, v->nodes[c[i]].name) > 0)
+			return false;
+	return true;
+}
+
+/*
+ * The children of v's directories, grouped and sorted by name: of its
+ * live nodes only, the directories and streams (every node before
+ * window_node: its directories are all there) and the files of the
+ * windows not hidden, so that a copy costs what is live, not every
+ * window gone before (as sfs_view_group_children, which walks every
+ * node, would).  A file node's first_child and nchildren are left as
+ * they are (0, or what a copy before gave them): nothing reads them.
+ * 0 or -ENOMEM.
+ */
+static int group_live(struct sfs_view *v)
+{
+	const struct sfs_view_follow *f = v->follow;
+	uint32_t wn = f->window_node, i, at, *fill;
+	uint32_t from = wn + (uint32_t)(f->hidden * f->nreaders);
+	size_t n = (wn - 1) + (size_t)(v->nnodes - from);
+
+	v->children = malloc((n ? n : 1) * sizeof(*v->children));
+	fill = calloc(wn, sizeof(*fill));
+	if (!v->children || !fill) {
+		free(fill);
+		return -ENOMEM;
+	}
+	for (i = 0; i < wn; i++)
+		v->nodes[i].nchildren = 0;
+	for (i = 1; i < v->nnodes; i = i + 1 == wn ? from : i + 1)
+		v->nodes[v->nodes[i].parent].nchildren++;
+	for (i = 0, at = 0; i < wn; i++) {
+		v->nodes[i].first_child = fill[i] = at;
+		at += v->nodes[i].nchildren;
+	}
+	for (i = 1; i < v->nnodes; i = i + 1 == wn ? from : i + 1)
+		v->children[fill[v->nodes[i].parent]++] = i;
+	free(fill);
+	for (i = 0; i < wn; i++)
+		if (!in_order(v, &v->nodes[i]))
+			qsort_r(v->children + v->nodes[i].first_child,
+				v->nodes[i].nchildren, sizeof(uint32_t),
+				by_name, v);
+	return 0;
+}
+
 /* prev's nodes and names into v, the names' pointers moved to v's copy;
  * *len: the names' bytes. */
 static void copy_prev(struct sfs_view *v, const struct sfs_view *prev,
@@ -345,7 +411,7 @@ int sfs_view_follow(const struct sfs_view *prev,
 	if (copy_in(v, in, stream_node))
 		goto out_nomem;
 	add_windows(v, prev, in, from, &len);
-	if (sfs_view_group_children(v))
+	if (group_live(v))
 		goto out_nomem;
 	v->epoch = in->nwins ? in->wins[0]->k : 0;
 	*out = v;

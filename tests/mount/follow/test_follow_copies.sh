@@ -7,6 +7,10 @@
 # use-after-free on the next open: seen by a sanitizer build, whose
 # daemon aborts; unmount_view checks its exit and log).  The table has
 # 2048 buckets by node number: window files 2048 nodes apart share one.
+# Then a directory held open while the view grows 50 times: a review
+# found that each copy held the one it grew into, so that the copy the
+# directory was opened in kept every later one alive (51 views in the
+# status); only it and the current one may live.
 # Mounts and unmounts (tests/lib.sh).
 . "$(dirname "$0")/../../lib.sh"
 
@@ -47,6 +51,43 @@ expect_eq "window b reads in the grown view" \
 expect_eq "window a reads in the grown view" "$(timeout 10 wc -l < "$a")" 1
 expect_eq "window b reads again" "$(timeout 10 wc -l < "$b")" 1
 exec 3<&-
+
+# wait_views N: until the status counts N views (5 s at most; the kernel
+# releases a closed directory after the close returns)
+wait_views() {
+	local i
+	for i in $(seq 50); do
+		[ "$(counter "$M" views)" = "$1" ] && return
+		sleep 0.1
+	done
+}
+wait_views 1
+expect_eq "the directory closed: one view" "$(counter "$M" views)" 1
+# a directory open while the view grows 50 times, one window at a time
+# (chunks d002 .. d051: their names sort after c1's, in order)
+exec 3<"$W"
+for k in $(seq 2 51); do
+	c=d$(printf %03d "$k").jsonl
+	echo "{\"id\": $((2100 + k))}" > "$S/.$c.tmp"
+	mv "$S/.$c.tmp" "$S/$c"
+	for i in $(seq 100); do
+		[ -e "$W/window-0000$((2099 + k)).jsonl" ] && break
+		sleep 0.05
+	done
+done
+expect_eq "the view grew 50 times" \
+	"$(ls "$W" | tail -1)" window-00002150.jsonl
+wait_views 2
+expect_eq "a directory open over 50 grows: its copy and the current" \
+	"$(counter "$M" views)" 2
+# its listing is still the copy it was opened in: the stream and windows
+# 0 .. 2100
+expect_eq "the directory open lists what it was opened with" \
+	"$(python3 -c 'import os; print(len(os.listdir(3)))')" 2102
+expect_eq "a new listing lists the current copy" "$(ls "$W" | wc -l)" 2152
+exec 3<&-
+wait_views 1
+expect_eq "the directory closed again: one view" "$(counter "$M" views)" 1
 unmount_view "$M"
 
 expect_eq "nothing of this test left mounted" \
