@@ -13,10 +13,22 @@
  * in record order, each its pieces in order; a record never put (a shard
  * that failed after some pieces) adds nothing.
  *
- * The files are created in the index directory under a unique name
- * (mkostemp) and unlinked at once: they vanish when the spill is freed or
- * the process ends, however it ends (error, SIGINT, SIGTERM, SIGKILL), and
- * a concurrent run cannot collide with them.
+ * The digest table's SHA-256 is taken as its bytes come in table order
+ * (sfs_spill_sum): a piece of the first record not put yet is hashed as
+ * it is appended, from the caller's memory, and records put before it
+ * are read back and hashed once it is put.  A build of one big shard then
+ * hashes its digests while they are made, on the thread that makes them,
+ * and its save only copies them.
+ *
+ * The files are created in the index directory without a name
+ * (O_TMPFILE), or where its file system cannot, under a unique name
+ * (mkostemp) unlinked at once: they vanish when the spill is freed or the
+ * process ends, however it ends (error, SIGINT, SIGTERM, SIGKILL), and a
+ * concurrent run cannot collide with them.  The digest file keeps its
+ * first SFS_SPILL_HEAD bytes for a table's header: when its records were
+ * filled one after the other (one shard, or one thread), it holds the
+ * digest table's payload as it is to be, and the save gives it a name
+ * (sfs_spill_table_fd) instead of copying it.
  */
 #ifndef SHARDFS_SPILL_H
 #define SHARDFS_SPILL_H
@@ -25,9 +37,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "shardfs/digest.h"
 #include "shardfs/error.h"
 
 struct sfs_spill;
+
+/* Bytes at the start of the digest file left for a table's header. */
+#define SFS_SPILL_HEAD 64
 
 /*
  * A spill of nrec records in dir (created, as the index directory, when
@@ -73,6 +89,26 @@ uint64_t sfs_spill_count(const struct sfs_spill *s, bool digests);
 int sfs_spill_stream(const struct sfs_spill *s, bool digests,
 		     int (*put)(void *arg, const void *buf, size_t len),
 		     void *arg, struct sfs_error *err);
+
+/*
+ * The SHA-256 of the digest table (what sfs_spill_stream streams of it)
+ * into out: what was hashed as it came, and the rest read back and hashed
+ * now.  Once every record is put or given up, not concurrently with
+ * sfs_spill_append or sfs_spill_put; again, the same.  Returns true with
+ * out set; false when the spill has no digests or the sum is not known (a
+ * record given up after its pieces were hashed, a piece that could not be
+ * read back): the table is to be hashed as it is streamed then.
+ */
+bool sfs_spill_sum(struct sfs_spill *s, unsigned char out[SFS_DIGEST_LEN]);
+
+/*
+ * The descriptor (borrowed: s closes it) of the digest file when it holds
+ * exactly the digest table's payload (what sfs_spill_stream streams) from
+ * byte SFS_SPILL_HEAD on, nothing after it, and was made without a name
+ * (O_TMPFILE), so that it can be given one (linkat of /proc/self/fd/N);
+ * else -1.  Once every record is put or given up.
+ */
+int sfs_spill_table_fd(const struct sfs_spill *s);
 
 /* Close the files (which frees their space) and free s.  NULL: no-op. */
 void sfs_spill_free(struct sfs_spill *s);

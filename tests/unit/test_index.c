@@ -960,16 +960,21 @@ static void expect_spill_same(const char *src, bool hash, const char *mem,
 	char *a, *b;
 
 	build_save(&o, src, prev, mem, scanned);
-	o.spill_dir = spill;
-	build_save(&o, src, prev, spill, scanned);
 	a = dir_listing(mem);
-	b = dir_listing(spill);
 	assert_non_null(strstr(a, "manifest.json "));
 	assert_non_null(strstr(a, "samples-"));
 	assert_true(!hash == !strstr(a, "digests-"));
-	assert_string_equal(a, b);
+	/* two threads (shards' digests spilled side by side: the table
+	 * copied), then one (one after the other: the spill's file is the
+	 * digest table) */
+	for (o.jobs = 2; o.jobs > 0; o.jobs--) {
+		o.spill_dir = spill;
+		build_save(&o, src, prev, spill, scanned);
+		b = dir_listing(spill);
+		assert_string_equal(a, b);
+		free(b);
+	}
 	free(a);
-	free(b);
 }
 
 static void test_index_spill_same_bytes(void **state)
@@ -1162,6 +1167,94 @@ static void test_index_spill_records_in_pieces(void **state)
 	tmpdir_remove(dir);
 }
 
+/* The digest table's SHA-256 as sfs_spill_stream gives it. */
+static void expect_sum(struct sfs_spill *s, size_t len)
+{
+	unsigned char want[SFS_DIGEST_LEN], got[SFS_DIGEST_LEN];
+	struct sfs_error err = { 0 };
+	struct buf all = { 0 };
+
+	assert_int_equal(sfs_spill_stream(s, true, collect, &all, &err), 0);
+	assert_int_equal(all.len, len);
+	sfs_digest_buf(all.p, all.len, want);
+	assert_true(sfs_spill_sum(s, got));
+	assert_memory_equal(got, want, SFS_DIGEST_LEN);
+	/* asked again: the same */
+	memset(got, 0, sizeof(got));
+	assert_true(sfs_spill_sum(s, got));
+	assert_memory_equal(got, want, SFS_DIGEST_LEN);
+	buf_free(&all);
+}
+
+/*
+ * The digest table's SHA-256 taken as its pieces come (sfs_spill_sum) is
+ * the stream's, whatever order the records are filled and put in (those
+ * put before the records ahead of them read back), a record never put
+ * that had no digests skipped; one given up after its pieces were hashed
+ * (it was the first record not put) leaves the sum unknown.  The digest
+ * file is the table (after room for its header) only when the records
+ * were filled one after the other and none was given up after pieces.
+ */
+static void test_index_spill_sum(void **state)
+{
+	unsigned char d[8][SFS_DIGEST_LEN], sum[SFS_DIGEST_LEN];
+	unsigned char file[8 * SFS_DIGEST_LEN];
+	struct sfs_error err = { 0 };
+	struct sfs_spill *s;
+	struct buf got = { 0 };
+	char *dir = tmpdir_new();
+	int k, fd;
+
+	(void)state;
+	for (k = 0; k < 8; k++)
+		memset(d[k], 'a' + k, SFS_DIGEST_LEN);
+	assert_int_equal(sfs_spill_new(dir, 5, true, &s, &err), 0);
+	assert_int_equal(sfs_spill_append(s, 2, NULL, 0, d[0], 2, &err), 0);
+	assert_int_equal(sfs_spill_put(s, 1, NULL, 0, d[2], 1, &err), 0);
+	assert_int_equal(sfs_spill_append(s, 0, NULL, 0, d[3], 1, &err), 0);
+	assert_int_equal(sfs_spill_put(s, 4, NULL, 0, d[4], 1, &err), 0);
+	assert_int_equal(sfs_spill_put(s, 0, NULL, 0, d[5], 1, &err), 0);
+	assert_int_equal(sfs_spill_append(s, 2, NULL, 0, d[6], 1, &err), 0);
+	assert_int_equal(sfs_spill_put(s, 2, NULL, 0, d[7], 1, &err), 0);
+	/* record 3 never put, with no digests */
+	expect_sum(s, 8 * SFS_DIGEST_LEN);
+	/* the records' digests are not in table order in the file */
+	assert_int_equal(sfs_spill_table_fd(s), -1);
+	sfs_spill_free(s);
+
+	/* records filled one after the other: the file is the table, after
+	 * room for its header */
+	assert_int_equal(sfs_spill_new(dir, 3, true, &s, &err), 0);
+	assert_int_equal(sfs_spill_append(s, 0, NULL, 0, d[0], 2, &err), 0);
+	assert_int_equal(sfs_spill_put(s, 0, NULL, 0, d[2], 1, &err), 0);
+	assert_int_equal(sfs_spill_put(s, 2, NULL, 0, d[3], 3, &err), 0);
+	expect_sum(s, 6 * SFS_DIGEST_LEN);
+	fd = sfs_spill_table_fd(s);
+	assert_true(fd >= 0);
+	assert_int_equal(lseek(fd, 0, SEEK_END), SFS_SPILL_HEAD + 6 * 32);
+	assert_int_equal(pread(fd, file, sizeof(file), SFS_SPILL_HEAD),
+			 6 * SFS_DIGEST_LEN);
+	assert_memory_equal(file, d[0], 6 * SFS_DIGEST_LEN);
+	sfs_spill_free(s);
+
+	assert_int_equal(sfs_spill_new(dir, 2, true, &s, &err), 0);
+	assert_int_equal(sfs_spill_append(s, 0, NULL, 0, d[0], 1, &err), 0);
+	assert_int_equal(sfs_spill_put(s, 1, NULL, 0, d[1], 1, &err), 0);
+	assert_false(sfs_spill_sum(s, sum));
+	assert_int_equal(sfs_spill_table_fd(s), -1);
+	assert_int_equal(sfs_spill_stream(s, true, collect, &got, &err), 0);
+	assert_int_equal(got.len, SFS_DIGEST_LEN);
+	assert_memory_equal(got.p, d[1], SFS_DIGEST_LEN);
+	sfs_spill_free(s);
+
+	assert_int_equal(sfs_spill_new(dir, 1, false, &s, &err), 0);
+	assert_int_equal(sfs_spill_put(s, 0, NULL, 0, d[0], 1, &err), 0);
+	assert_false(sfs_spill_sum(s, sum));
+	sfs_spill_free(s);
+	buf_free(&got);
+	tmpdir_remove(dir);
+}
+
 /* A build that fails leaves nothing in the index directory. */
 static void test_index_spill_failure_leaves_nothing(void **state)
 {
@@ -1304,6 +1397,7 @@ int main(void)
 		cmocka_unit_test(test_index_spill_pieces_same_bytes),
 		cmocka_unit_test(test_index_spill_bound_pieces_same_bytes),
 		cmocka_unit_test(test_index_spill_records_in_pieces),
+		cmocka_unit_test(test_index_spill_sum),
 		cmocka_unit_test(test_index_files_grouped_by_key),
 		cmocka_unit_test(test_index_verify_reports_mismatch),
 		cmocka_unit_test(test_index_unsafe_paths),

@@ -1,7 +1,9 @@
 /*
  * Saving an index (index.h): every file through a temporary name of this
  * run's own, fsync'd and renamed; the tables first, named after their
- * checksums, the manifest last.
+ * checksums, the manifest last.  A build's spilled digest table is
+ * hashed as it was made (spill.h), and its spill file, when it holds the
+ * table as it is to be, is given the table's name rather than copied.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -21,11 +23,29 @@
 #include "shardfs/spill.h"
 #include "shardfs/util.h"
 
+/* The spill's digest file leaves room for the header a table has. */
+_Static_assert(SFS_SPILL_HEAD == SFS_TABLE_HEADER,
+	       "the spill's room for a header is a table's header");
+
 /* A file being written under a temporary name of this run's own. */
 struct temp {
 	int fd;
 	char path[PATH_MAX];
 };
+
+/* Name t dir/.{stem}PID-RANDOM.tmp, a new RANDOM each try. */
+static int temp_name(const char *dir, const char *stem, unsigned tries,
+		     struct temp *t, struct sfs_error *err)
+{
+	uint32_t r;
+
+	if ((size_t)getrandom(&r, sizeof(r), 0) != sizeof(r))
+		r = (uint32_t)time(NULL) ^ tries;
+	if ((size_t)snprintf(t->path, sizeof(t->path), "%s/.%s%ld-%08x.tmp",
+			     dir, stem, (long)getpid(), r) >= sizeof(t->path))
+		return sfs_errorf(err, -ENAMETOOLONG, "%s: path too long", dir);
+	return 0;
+}
 
 /*
  * Create dir/.{stem}PID-RANDOM.tmp (O_EXCL: a concurrent run, even on
@@ -35,17 +55,12 @@ static int temp_open(const char *dir, const char *stem, struct temp *t,
 		     struct sfs_error *err)
 {
 	unsigned tries;
+	int rc;
 
 	for (tries = 0; tries < 16; tries++) {
-		uint32_t r;
-
-		if ((size_t)getrandom(&r, sizeof(r), 0) != sizeof(r))
-			r = (uint32_t)time(NULL) ^ tries;
-		if ((size_t)snprintf(t->path, sizeof(t->path),
-				     "%s/.%s%ld-%08x.tmp", dir, stem,
-				     (long)getpid(), r) >= sizeof(t->path))
-			return sfs_errorf(err, -ENAMETOOLONG,
-					  "%s: path too long", dir);
+		rc = temp_name(dir, stem, tries, t, err);
+		if (rc)
+			return rc;
 		t->fd = open(t->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
 			     0644);
 		if (t->fd >= 0)
@@ -57,6 +72,39 @@ static int temp_open(const char *dir, const char *stem, struct temp *t,
 		err, -errno,
 		"%s: cannot write the index: %s; if the source is read-only, put the index elsewhere with --out DIR",
 		t->path, strerror(errno));
+}
+
+/*
+ * Give the file open as fd, which has no name (O_TMPFILE), a temporary
+ * name of this run's own in dir, as temp_open would create it (linkat
+ * fails on a name that is there), t->fd a descriptor of its own.
+ * Returns 0, or -errno (no /proc, another file system...), no message.
+ */
+static int temp_link(const char *dir, const char *stem, int fd, struct temp *t)
+{
+	char proc[64];
+	unsigned tries;
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	for (tries = 0; tries < 16; tries++) {
+		if (temp_name(dir, stem, tries, t, NULL))
+			return -ENAMETOOLONG;
+		if (!linkat(AT_FDCWD, proc, AT_FDCWD, t->path,
+			    AT_SYMLINK_FOLLOW))
+			break;
+		if (errno != EEXIST)
+			return -errno;
+	}
+	if (tries == 16)
+		return -EEXIST;
+	t->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (t->fd < 0) {
+		int rc = -errno;
+
+		unlink(t->path);
+		return rc;
+	}
+	return 0;
 }
 
 /* Close and remove t after an error rc, which is returned. */
@@ -145,14 +193,18 @@ static void remove_old_tables(const char *dir, const struct sfs_table_kind *k,
 
 /*
  * A table on its way to its file, under a temporary name: the header's
- * place first, then the payload, hashed as it is written (and, for the
- * boundary table, its blocks hashed too: blocks), then the header.
+ * place first, then the payload, hashed as it is written unless its sum
+ * is known already (summed: a spilled digest table's, taken as it was
+ * made) (and, for the boundary table, its blocks hashed too: blocks),
+ * then the header.
  */
 struct table_out {
 	const struct sfs_table_kind *k;
 	struct temp t;
 	bool open; /* t is still to be committed or removed */
 	struct sfs_digest *d;
+	bool summed; /* sum is the payload's SHA-256: d is not fed */
+	unsigned char sum[SFS_DIGEST_LEN];
 	uint64_t bytes;
 	struct sfs_block_sums *blocks;
 	struct sfs_error *err;
@@ -163,7 +215,7 @@ static int table_put(void *arg, const void *buf, size_t len)
 	struct table_out *to = arg;
 	int rc;
 
-	if (sfs_digest_update(to->d, buf, len))
+	if (!to->summed && sfs_digest_update(to->d, buf, len))
 		return sfs_errorf(to->err, -EIO, "%s: SHA-256 failed",
 				  to->t.path);
 	rc = sfs_write_full(to->t.fd, buf, len);
@@ -196,6 +248,30 @@ static int table_open(const char *dir, const struct sfs_table_kind *k,
 	to->open = true;
 	rc = sfs_write_full(to->t.fd, head, sizeof(head));
 	return rc ? write_failed(&to->t, rc, err) : 0;
+}
+
+/*
+ * The spill's digest file holds the table's payload after room for its
+ * header (sfs_spill_table_fd), and its SHA-256 is known (to->summed): it
+ * becomes the table, under a temporary name, nothing copied.  Returns 0,
+ * or -errno when it cannot (the table is then written as a copy).
+ */
+static int table_adopt(const char *dir, const struct sfs_table_kind *k,
+		       struct sfs_spill *spill, struct table_out *to,
+		       struct sfs_error *err)
+{
+	int fd = sfs_spill_table_fd(spill), rc;
+
+	if (fd < 0 || !to->summed)
+		return -ENOENT;
+	rc = temp_link(dir, k->prefix, fd, &to->t);
+	if (rc)
+		return rc;
+	to->k = k;
+	to->err = err;
+	to->open = true;
+	to->bytes = sfs_spill_count(spill, true) * k->elem;
+	return 0;
 }
 
 /* Remove the temporary file of to if it is still there; free to. */
@@ -252,7 +328,9 @@ static int table_close(const char *dir, struct table_out *to, uint64_t count,
 			"%s: %llu bytes of the %s written, %llu expected; a bug: report it",
 			to->t.path, (unsigned long long)to->bytes, k->what,
 			(unsigned long long)(count * k->elem));
-	if (sfs_digest_final(to->d, sum))
+	if (to->summed)
+		memcpy(sum, to->sum, SFS_DIGEST_LEN);
+	else if (sfs_digest_final(to->d, sum))
 		return sfs_errorf(to->err, -EIO, "%s: SHA-256 failed",
 				  to->t.path);
 	memcpy(head, k->magic, 8);
@@ -287,13 +365,15 @@ static int table_close(const char *dir, struct table_out *to, uint64_t count,
  * Write count entries of kind k, from data or streamed from spill, as a
  * table named after its checksum into dir; *entry gets its manifest entry,
  * name its file name.  The boundary table gets its blocks file too, named
- * in its entry, the blocks file's name in blocks_name.
+ * in its entry, the blocks file's name in blocks_name.  A spilled digest
+ * table's SHA-256 was taken as it was made (sfs_spill_sum): it is only
+ * copied then, or not even copied when the spill's file is the table
+ * already (table_adopt).
  */
 static int save_table(const char *dir, const struct sfs_table_kind *k,
-		      const void *data, const struct sfs_spill *spill,
-		      uint64_t count, json_t **entry, char name[64],
-		      char blocks_name[64], struct made *made,
-		      struct sfs_error *err)
+		      const void *data, struct sfs_spill *spill, uint64_t count,
+		      json_t **entry, char name[64], char blocks_name[64],
+		      struct made *made, struct sfs_error *err)
 {
 	struct table_out to = { 0 }, bo = { 0 };
 	struct sfs_block_sums bs = { .block_bytes = SFS_INDEX_BLOCK_BYTES,
@@ -301,9 +381,13 @@ static int save_table(const char *dir, const struct sfs_table_kind *k,
 				     .arg = &bo,
 				     .err = err };
 	json_t *bentry = NULL;
+	bool adopted;
 	int rc;
 
-	rc = table_open(dir, k, &to, err);
+	to.summed = spill && k == &sfs_digests_kind &&
+		    sfs_spill_sum(spill, to.sum);
+	adopted = to.summed && !table_adopt(dir, k, spill, &to, err);
+	rc = adopted ? 0 : table_open(dir, k, &to, err);
 	if (!rc && k == &sfs_bounds_kind) {
 		rc = table_open(dir, &sfs_blocks_kind, &bo, err);
 		bs.d = sfs_digest_new();
@@ -312,10 +396,10 @@ static int save_table(const char *dir, const struct sfs_table_kind *k,
 		if (!rc && !bs.d)
 			rc = sfs_errorf(err, -ENOMEM, "out of memory");
 	}
-	if (!rc && spill)
+	if (!rc && !adopted && spill)
 		rc = sfs_spill_stream(spill, k == &sfs_digests_kind, table_put,
 				      &to, err);
-	else if (!rc)
+	else if (!rc && !adopted)
 		rc = table_put(&to, data, count * k->elem);
 	if (!rc && to.blocks)
 		rc = sfs_block_sums_finish(&bs);

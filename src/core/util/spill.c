@@ -34,23 +34,50 @@ struct record {
 	bool put;
 };
 
+/*
+ * The digest table's SHA-256, taken as its bytes come in table order:
+ * records before front whole (put, or never to be put, seen at the end),
+ * and front's first pieces.  One thread at a time hashes (busy); the
+ * piece a thread has just appended to front is hashed from its memory,
+ * the others read back.
+ */
+struct table_sum {
+	struct sfs_digest *d; /* NULL: none kept (no digests) */
+	size_t front, pieces; /* under lock */
+	bool busy; /* a thread is hashing, under lock */
+	bool lost; /* a hash or a read back failed: unknown, under lock */
+	unsigned char *buf; /* STREAM_PIECE bytes, the busy thread's */
+	bool done; /* sum is the table's, after sfs_spill_sum */
+	unsigned char sum[SFS_DIGEST_LEN];
+};
+
 struct sfs_spill {
 	char *dir; /* for messages */
 	int fd[NFILES]; /* -1: no such file */
+	bool linkable[NFILES]; /* made with O_TMPFILE: may get a name */
 	size_t nrec;
 	pthread_mutex_t lock;
 	struct record *rec; /* under lock */
 	uint64_t end[NFILES]; /* bytes reserved in each file, under lock */
 	uint64_t total[NFILES]; /* entries put, under lock */
+	struct table_sum ts;
 };
 
-/* A unique file in dir, unlinked at once: only the descriptor holds it. */
-static int open_unlinked(const char *dir, const char *stem,
+/*
+ * A file of dir that no name holds, only the descriptor: made without one
+ * (O_TMPFILE, *linkable set: it may be given one, sfs_spill_table_fd), or
+ * where the file system cannot, a unique name unlinked at once.
+ */
+static int open_unlinked(const char *dir, const char *stem, bool *linkable,
 			 struct sfs_error *err)
 {
 	char path[PATH_MAX];
 	int fd;
 
+	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0644);
+	*linkable = fd >= 0;
+	if (fd >= 0)
+		return fd;
 	if ((size_t)snprintf(path, sizeof(path), "%s/.%s-XXXXXX", dir, stem) >=
 	    sizeof(path))
 		return sfs_errorf(err, -ENAMETOOLONG, "%s: path too long", dir);
@@ -93,25 +120,150 @@ int sfs_spill_new(const char *dir, size_t nrec, bool digests,
 		rc = sfs_errorf(err, -ENOMEM, "out of memory");
 		goto out_free;
 	}
-	fd = open_unlinked(dir, "spill-samples", err);
+	fd = open_unlinked(dir, "spill-samples", &s->linkable[BOUNDS], err);
 	if (fd < 0) {
 		rc = fd;
 		goto out_free;
 	}
 	s->fd[BOUNDS] = fd;
 	if (digests) {
-		fd = open_unlinked(dir, "spill-digests", err);
+		fd = open_unlinked(dir, "spill-digests", &s->linkable[DIGESTS],
+				   err);
 		if (fd < 0) {
 			rc = fd;
 			goto out_free;
 		}
 		s->fd[DIGESTS] = fd;
+		/* room for the table's header before its payload */
+		s->end[DIGESTS] = SFS_SPILL_HEAD;
+		s->ts.d = sfs_digest_new();
+		if (!s->ts.d) {
+			rc = sfs_errorf(err, -ENOMEM, "out of memory");
+			goto out_free;
+		}
 	}
 	*out = s;
 	return 0;
 out_free:
 	sfs_spill_free(s);
 	return rc;
+}
+
+/*
+ * Stream n bytes of file f from off to put: mapped a piece at a time (put
+ * reads the page cache's pages, not a copy of them: the save hashes and
+ * writes gigabytes of digests), or read through buf where the file cannot
+ * be mapped.
+ */
+static int stream_range(const struct sfs_spill *s, int f, uint64_t off,
+			uint64_t n, unsigned char *buf,
+			int (*put)(void *arg, const void *buf, size_t len),
+			void *arg, struct sfs_error *err)
+{
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+	int rc = 0;
+
+	while (!rc && n) {
+		size_t want = n < STREAM_PIECE ? n : STREAM_PIECE;
+		size_t skip = (size_t)(off % page);
+		void *map = mmap(NULL, skip + want, PROT_READ, MAP_SHARED,
+				 s->fd[f], (off_t)(off - skip));
+		ssize_t got;
+
+		if (map != MAP_FAILED) {
+			rc = put(arg, (unsigned char *)map + skip, want);
+			munmap(map, skip + want);
+			got = (ssize_t)want;
+		} else {
+			got = pread(s->fd[f], buf, want, (off_t)off);
+			if (got < 0 && errno == EINTR)
+				continue;
+			if (got <= 0)
+				return sfs_errorf(
+					err, -EIO,
+					"%s: cannot read back the indexer's temporary files at byte %llu: %s",
+					s->dir, (unsigned long long)off,
+					got ? strerror(errno) : "end of file");
+			rc = put(arg, buf, (size_t)got);
+		}
+		off += (uint64_t)got;
+		n -= (uint64_t)got;
+	}
+	return rc;
+}
+
+static int hash_put(void *arg, const void *buf, size_t len)
+{
+	return sfs_digest_update(arg, buf, len);
+}
+
+/*
+ * Hash what the digest table's sum can take now, in table order: the
+ * pieces of record front not hashed yet and, once it is put, the records
+ * after it, until one is still to be filled; unless another thread is at
+ * it.  mine is the last piece of record rec, which this thread has just
+ * appended (NULL: none): hashed from there.  With end set, every record
+ * is put or given up: one never put adds nothing, and the sum is lost
+ * when its pieces were hashed.  Called with s->lock held, returns with it
+ * held; hashes without it.
+ */
+static void sum_advance(struct sfs_spill *s, size_t rec, const void *mine,
+			bool end)
+{
+	struct table_sum *ts = &s->ts;
+	struct record *r;
+	struct piece p;
+	bool here;
+	int rc;
+
+	if (!ts->d || ts->busy || ts->lost)
+		return;
+	ts->busy = true;
+	while (ts->front < s->nrec) {
+		r = &s->rec[ts->front];
+		if (end && !r->put) {
+			if (ts->pieces) {
+				ts->lost = true;
+				break;
+			}
+			ts->front++;
+			continue;
+		}
+		if (ts->pieces == r->n[DIGESTS]) {
+			if (!r->put)
+				break;
+			ts->front++;
+			ts->pieces = 0;
+			continue;
+		}
+		p = r->p[DIGESTS][ts->pieces];
+		here = mine && ts->front == rec &&
+		       ts->pieces + 1 == r->n[DIGESTS];
+		pthread_mutex_unlock(&s->lock);
+		/* a piece in table order may well be the table's own bytes
+		 * (sfs_spill_table_fd): its way to the disk starts now, so
+		 * that the save's fsync does not wait for all of them */
+		if (here && s->linkable[DIGESTS])
+			sync_file_range(s->fd[DIGESTS], (off_t)p.at,
+					(off_t)(p.count * SFS_DIGEST_LEN),
+					SYNC_FILE_RANGE_WRITE);
+		if (here)
+			rc = sfs_digest_update(ts->d, mine,
+					       p.count * SFS_DIGEST_LEN);
+		else if (!ts->buf && !(ts->buf = malloc(STREAM_PIECE)))
+			rc = -ENOMEM;
+		else
+			rc = stream_range(s, DIGESTS, p.at,
+					  p.count * SFS_DIGEST_LEN, ts->buf,
+					  hash_put, ts->d, NULL);
+		pthread_mutex_lock(&s->lock);
+		if (rc) {
+			ts->lost = true;
+			break;
+		}
+		ts->pieces++;
+	}
+	ts->busy = false;
 }
 
 /*
@@ -165,6 +317,7 @@ static int append(struct sfs_spill *s, size_t rec, const void *data[NFILES],
 			s->total[f] += r->count[f];
 	}
 	r->put = last;
+	sum_advance(s, rec, count[DIGESTS] ? data[DIGESTS] : NULL, false);
 	pthread_mutex_unlock(&s->lock);
 	return 0;
 }
@@ -199,49 +352,6 @@ uint64_t sfs_spill_count(const struct sfs_spill *s, bool digests)
 	return s->total[digests ? DIGESTS : BOUNDS];
 }
 
-/*
- * Stream n bytes of file f from off to put: mapped a piece at a time (put
- * reads the page cache's pages, not a copy of them: the save hashes and
- * writes gigabytes of digests), or read through buf where the file cannot
- * be mapped.
- */
-static int stream_range(const struct sfs_spill *s, int f, uint64_t off,
-			uint64_t n, unsigned char *buf,
-			int (*put)(void *arg, const void *buf, size_t len),
-			void *arg, struct sfs_error *err)
-{
-	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-	int rc = 0;
-
-	while (!rc && n) {
-		size_t want = n < STREAM_PIECE ? n : STREAM_PIECE;
-		size_t skip = (size_t)(off % page);
-		void *map = mmap(NULL, skip + want, PROT_READ, MAP_SHARED,
-				 s->fd[f], (off_t)(off - skip));
-		ssize_t got;
-
-		if (map != MAP_FAILED) {
-			rc = put(arg, (unsigned char *)map + skip, want);
-			munmap(map, skip + want);
-			got = (ssize_t)want;
-		} else {
-			got = pread(s->fd[f], buf, want, (off_t)off);
-			if (got < 0 && errno == EINTR)
-				continue;
-			if (got <= 0)
-				return sfs_errorf(
-					err, -EIO,
-					"%s: cannot read back the indexer's temporary files at byte %llu: %s",
-					s->dir, (unsigned long long)off,
-					got ? strerror(errno) : "end of file");
-			rc = put(arg, buf, (size_t)got);
-		}
-		off += (uint64_t)got;
-		n -= (uint64_t)got;
-	}
-	return rc;
-}
-
 int sfs_spill_stream(const struct sfs_spill *s, bool digests,
 		     int (*put)(void *arg, const void *buf, size_t len),
 		     void *arg, struct sfs_error *err)
@@ -261,6 +371,42 @@ int sfs_spill_stream(const struct sfs_spill *s, bool digests,
 	return rc;
 }
 
+bool sfs_spill_sum(struct sfs_spill *s, unsigned char out[SFS_DIGEST_LEN])
+{
+	struct table_sum *ts = &s->ts;
+
+	pthread_mutex_lock(&s->lock);
+	if (!ts->done)
+		sum_advance(s, 0, NULL, true);
+	if (!ts->done && ts->d && !ts->lost)
+		ts->done = !sfs_digest_final(ts->d, ts->sum);
+	pthread_mutex_unlock(&s->lock);
+	if (ts->done)
+		memcpy(out, ts->sum, SFS_DIGEST_LEN);
+	return ts->done;
+}
+
+int sfs_spill_table_fd(const struct sfs_spill *s)
+{
+	uint64_t at = SFS_SPILL_HEAD;
+	size_t i, k;
+
+	if (s->fd[DIGESTS] < 0 || !s->linkable[DIGESTS])
+		return -1;
+	for (i = 0; i < s->nrec; i++) {
+		const struct record *r = &s->rec[i];
+
+		if (!r->put && r->n[DIGESTS])
+			return -1;
+		for (k = 0; r->put && k < r->n[DIGESTS]; k++) {
+			if (r->p[DIGESTS][k].at != at)
+				return -1;
+			at += r->p[DIGESTS][k].count * SFS_DIGEST_LEN;
+		}
+	}
+	return at == s->end[DIGESTS] ? s->fd[DIGESTS] : -1;
+}
+
 void sfs_spill_free(struct sfs_spill *s)
 {
 	size_t i;
@@ -276,6 +422,8 @@ void sfs_spill_free(struct sfs_spill *s)
 		for (f = 0; f < NFILES; f++)
 			free(s->rec[i].p[f]);
 	free(s->rec);
+	sfs_digest_free(s->ts.d);
+	free(s->ts.buf);
 	free(s->dir);
 	free(s);
 }

@@ -7,17 +7,19 @@
  *
  * The columns are decoded on the calling thread (column.c) into the bytes
  * of a batch of rows (BATCH_ROWS, or BATCH_BYTES and the row that passes
- * them); a full batch is digested by up to HASHERS_MAX - 1 helper threads
- * while the calling thread fills the next one: a SHA-256 per row costs as
- * much as the decoding, and one big file still uses every CPU.  With no
- * helper (one CPU, or a small file) the calling thread digests each batch
- * itself.  A row of more than ROW_STREAM bytes is hashed as its bytes
- * come, on the calling thread, and a value of ROW_STREAM bytes or more
- * straight from its page.  The digests go to the caller in row order, from
- * the calling thread.  Memory: one page of each column, and two batches
- * (each at most BATCH_BYTES + 2 * ROW_STREAM: a row holds less than
- * ROW_STREAM bytes before an entry, and an entry's value less than
- * ROW_STREAM).
+ * them); a full batch is handed to up to HASHERS_MAX - 1 helper threads,
+ * which take it CHUNK_ROWS rows at a time, while the calling thread fills
+ * the next one and then hashes the chunks they have not taken: a SHA-256
+ * per row costs more than the decoding, and no thread waits while rows
+ * wait for their digests.  A batch's digests go to the caller while the
+ * helpers hash the next one.  With no helper (one CPU, or a small file)
+ * the calling thread digests each batch itself.  A row of more than
+ * ROW_STREAM bytes is hashed as its bytes come, on the calling thread,
+ * and a value of ROW_STREAM bytes or more straight from its page.  The
+ * digests go to the caller in row order, from the calling thread.
+ * Memory: one page of each column, and two batches (each at most
+ * BATCH_BYTES + 2 * ROW_STREAM: a row holds less than ROW_STREAM bytes
+ * before an entry, and an entry's value less than ROW_STREAM).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -32,6 +34,8 @@
 #include "shardfs/util.h"
 
 #define BATCH_ROWS 8192
+/* rows a thread takes at a time to hash: 16 a batch */
+#define CHUNK_ROWS 512
 #define BATCH_BYTES (1u << 20)
 #define HASHERS_MAX SFS_PARQUET_ROWS_THREADS_MAX
 /* a file of fewer rows is hashed on the calling thread alone */
@@ -52,22 +56,26 @@ struct batch {
 
 struct hashers;
 
-/* A thread that digests its share of each batch. */
+/* A thread that helps hash the batches handed out. */
 struct hasher {
 	struct hashers *hs;
 	pthread_t t;
 	struct sfs_digest *d;
-	size_t from, to; /* its rows of the batch, under hs->lock */
-	int rc;
 };
 
-/* The threads helping the calling thread, and what they are given. */
+/*
+ * The threads helping the calling thread: a batch handed out is hashed a
+ * chunk of CHUNK_ROWS rows at a time by whichever thread takes the next
+ * chunk, the calling thread too once it has filled the next batch, so
+ * that no thread waits while another has rows to hash.
+ */
 struct hashers {
 	pthread_mutex_t lock;
 	pthread_cond_t go, done;
-	struct batch *b; /* under lock */
-	uint64_t gen; /* batches handed out, under lock */
-	unsigned busy; /* helpers still on the batch, under lock */
+	struct batch *b; /* the batch out, under lock */
+	size_t next, nchunks; /* its next chunk to take, its chunks: lock */
+	size_t left; /* its chunks not hashed yet, under lock */
+	int rc; /* the first failure hashing it, under lock */
 	bool quit; /* under lock */
 	unsigned n; /* helpers running */
 	struct hasher h[HASHERS_MAX - 1];
@@ -91,25 +99,39 @@ static int hash_rows(struct batch *b, size_t from, size_t to,
 	return 0;
 }
 
+/*
+ * Hash the next chunk of the batch out with d, if one is left (false when
+ * none is).  Called with hs->lock held, returns with it held.
+ */
+static bool hash_chunk(struct hashers *hs, struct sfs_digest *d)
+{
+	struct batch *b = hs->b;
+	size_t from, to;
+	int rc;
+
+	if (hs->next == hs->nchunks)
+		return false;
+	from = hs->next++ * CHUNK_ROWS;
+	to = b->n - from < CHUNK_ROWS ? b->n : from + CHUNK_ROWS;
+	pthread_mutex_unlock(&hs->lock);
+	rc = hash_rows(b, from, to, d);
+	pthread_mutex_lock(&hs->lock);
+	if (rc && !hs->rc)
+		hs->rc = rc;
+	if (--hs->left == 0)
+		pthread_cond_signal(&hs->done);
+	return true;
+}
+
 static void *hasher_main(void *arg)
 {
 	struct hasher *h = arg;
 	struct hashers *hs = h->hs;
-	uint64_t seen = 0;
 
 	pthread_mutex_lock(&hs->lock);
-	for (;;) {
-		while (!hs->quit && hs->gen == seen)
+	while (!hs->quit)
+		if (!hash_chunk(hs, h->d))
 			pthread_cond_wait(&hs->go, &hs->lock);
-		if (hs->quit)
-			break;
-		seen = hs->gen;
-		pthread_mutex_unlock(&hs->lock);
-		h->rc = hash_rows(hs->b, h->from, h->to, h->d);
-		pthread_mutex_lock(&hs->lock);
-		if (--hs->busy == 0)
-			pthread_cond_signal(&hs->done);
-	}
 	pthread_mutex_unlock(&hs->lock);
 	return NULL;
 }
@@ -153,38 +175,33 @@ static void hashers_stop(struct hashers *hs)
 	pthread_mutex_destroy(&hs->lock);
 }
 
-/* Hand every row of b to the helpers, a share each. */
+/* Hand the rows of b (some) to the helpers, a chunk at a time. */
 static void hand_out(struct hashers *hs, struct batch *b)
 {
-	size_t per = (b->n + hs->n - 1) / hs->n;
-	unsigned i;
-
 	pthread_mutex_lock(&hs->lock);
-	for (i = 0; i < hs->n; i++) {
-		hs->h[i].from = per * i < b->n ? per * i : b->n;
-		hs->h[i].to = per * (i + 1) < b->n ? per * (i + 1) : b->n;
-		hs->h[i].rc = 0;
-	}
 	hs->b = b;
-	hs->busy = hs->n;
-	hs->gen++;
+	hs->next = 0;
+	hs->nchunks = hs->left = (b->n + CHUNK_ROWS - 1) / CHUNK_ROWS;
+	hs->rc = 0;
 	pthread_cond_broadcast(&hs->go);
 	pthread_mutex_unlock(&hs->lock);
 }
 
-/* Wait for the helpers to finish the batch handed out; their error. */
-static int wait_helpers(struct hashers *hs)
+/*
+ * Hash the chunks of the batch out that no helper has taken, with d, then
+ * wait for those they have; the first failure.
+ */
+static int finish_batch(struct hashers *hs, struct sfs_digest *d)
 {
-	unsigned i;
-	int rc = 0;
+	int rc;
 
 	pthread_mutex_lock(&hs->lock);
-	while (hs->busy)
+	while (hash_chunk(hs, d))
+		;
+	while (hs->left)
 		pthread_cond_wait(&hs->done, &hs->lock);
+	rc = hs->rc;
 	pthread_mutex_unlock(&hs->lock);
-	for (i = 0; i < hs->n; i++)
-		if (!rc)
-			rc = hs->h[i].rc;
 	return rc;
 }
 
@@ -377,28 +394,34 @@ static int give(struct rows_out *o, struct batch *b, int hrc)
 }
 
 /*
- * The batch being filled is done: the one with the helpers goes to fn
- * first, then this one goes to the helpers (or is digested here when
- * there are none, or drain is set, and goes to fn).
+ * The batch being filled is done: the one with the helpers is finished
+ * (this thread hashing what they have not taken), this one handed to
+ * them, and the digests of the first go to fn while they hash it; with no
+ * helpers, or when drain is set (the last batch), this thread hashes this
+ * one (with the helpers) and it goes to fn.
  */
 static int flush(struct rows_out *o, bool drain)
 {
 	struct batch *b = o->b[o->cur], *prev = o->b[!o->cur];
-	int rc = 0;
+	bool had = o->out;
+	int hrc = had ? finish_batch(&o->hs, o->d) : 0, rc;
 
-	if (o->out) {
-		o->out = false;
-		rc = give(o, prev, wait_helpers(&o->hs));
-	}
-	if (rc || !b->n)
-		return rc;
-	if (o->hs.n && !drain) {
+	o->out = false;
+	if (b->n && o->hs.n && !o->failed) {
 		hand_out(&o->hs, b);
 		o->out = true;
-		o->cur = !o->cur;
-		return 0;
 	}
-	return give(o, b, hash_rows(b, 0, b->n, o->d));
+	rc = had ? give(o, prev, hrc) : o->failed;
+	if (!b->n)
+		return rc;
+	if (!o->out)
+		return give(o, b, rc ? 0 : hash_rows(b, 0, b->n, o->d));
+	if (drain) {
+		o->out = false;
+		return give(o, b, finish_batch(&o->hs, o->d));
+	}
+	o->cur = !o->cur;
+	return rc;
 }
 
 /* Whether column k of row group g holds no row past the num_rows read. */
