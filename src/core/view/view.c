@@ -426,7 +426,7 @@ int sfs_view_build(const struct sfs_index *idx, const struct sfs_view_opts *o,
 	}
 	if (!rc)
 		rc = sfs_slice_cache_new_within(idx, o->slice_cache_max,
-						o->slice_pages_max,
+						o->slice_pages_max, o->mem,
 						&b.v->slices);
 	if (!rc)
 		rc = sfs_view_describe(&b);

@@ -55,8 +55,13 @@ static int slice_size(const struct sfs_view *v, struct sfs_bounds_buf *bb,
  * shard's state (its footer, the pages its cuts decoded: slice.h) then
  * serves all its slices at once, where plan order, shuffled, would move
  * from shard to shard and decode pages again that the build's bound on
- * them could not keep.  The failure of the earliest file is the one
- * told.
+ * them could not keep.  An item of those is of one shard, and while the
+ * pages the build keeps are more than would fit again beside them (a
+ * shard's row groups of big pages), a thread begins the items of a shard
+ * only once those of the shards before are done: two threads on two such
+ * shards would hold both shards' pages at once, or, the second not
+ * fitting, free and decode them again in turn.  The failure of the
+ * earliest file is the one told.
  */
 struct describe {
 	const struct sfs_view *v;
@@ -68,6 +73,13 @@ struct describe {
 	uint64_t *laid;
 	size_t nlaid;
 	size_t chunk; /* files per item: 1 .. DESCRIBE_CHUNK */
+	size_t nplain; /* items of the files in plan order, the first */
+	/* the items of the laid-out files: item j is laid[at[j] ..
+	 * at[j + 1]), of one shard, whose first item is first[j] */
+	size_t nitems, *at, *first;
+	bool *done; /* lock: per item, described */
+	size_t done_below; /* lock: items 0 .. done_below all described */
+	pthread_cond_t item_done; /* an item was described */
 	pthread_mutex_t lock;
 	atomic_size_t failed_at; /* SIZE_MAX while none failed */
 	atomic_size_t described; /* files, for progress */
@@ -113,8 +125,34 @@ static bool laid_out(const struct sfs_view *v, uint32_t e, size_t fi)
 	return !f->whole && ops->lay_out && !ops->dataset_view;
 }
 
+/* The items of d->laid: at most d->chunk files each, never two shards'.
+ * 0 or -ENOMEM. */
+static int laid_items(struct describe *d)
+{
+	size_t k, j = 0;
+
+	d->at = malloc((d->nlaid + 1) * sizeof(*d->at));
+	d->first = malloc(d->nlaid * sizeof(*d->first));
+	d->done = calloc(d->nlaid, sizeof(*d->done));
+	if (!d->at || !d->first || !d->done)
+		return -ENOMEM;
+	for (k = 0; k < d->nlaid; k++) {
+		bool same = k && d->laid[k] >> 32 == d->laid[k - 1] >> 32;
+
+		if (same && k - d->at[j - 1] < d->chunk)
+			continue;
+		d->at[j] = k;
+		d->first[j] = same ? d->first[j - 1] : j;
+		j++;
+	}
+	d->at[j] = d->nlaid;
+	d->nitems = j;
+	return 0;
+}
+
 /* The files laid out by their driver, shard << 32 | file, sorted into
- * d->laid; none when there are fewer than two or no memory. */
+ * d->laid, and their items; none when there are fewer than two or no
+ * memory. */
 static void describe_order(struct describe *d)
 {
 	size_t g, n = 0;
@@ -139,23 +177,62 @@ static void describe_order(struct describe *d)
 				g;
 	}
 	qsort(d->laid, d->nlaid, sizeof(*d->laid), sfs_cmp_u64);
+	if (laid_items(d)) {
+		free(d->laid);
+		d->laid = NULL;
+		d->nlaid = 0;
+	}
+}
+
+/*
+ * Wait until the items of the shards before item j's are described,
+ * while the pages the build keeps and cuts would not fit again beside
+ * them (a shard of big pages; small ones are described side by side).
+ */
+static void wait_shards_before(struct describe *d, size_t j)
+{
+	struct sfs_budget *pages = sfs_slice_cache_pages(d->v->slices);
+
+	pthread_mutex_lock(&d->lock);
+	while (d->done_below < d->first[j] &&
+	       sfs_budget_used(pages) + sfs_budget_held(pages) >
+		       sfs_budget_room(pages))
+		pthread_cond_wait(&d->item_done, &d->lock);
+	pthread_mutex_unlock(&d->lock);
+}
+
+/* Item j of the laid-out files is described. */
+static void laid_item_done(struct describe *d, size_t j)
+{
+	pthread_mutex_lock(&d->lock);
+	d->done[j] = true;
+	while (d->done_below < d->nitems && d->done[d->done_below])
+		d->done_below++;
+	pthread_cond_broadcast(&d->item_done);
+	pthread_mutex_unlock(&d->lock);
 }
 
 static void describe_chunk(struct sfs_pool *p, size_t i, struct sfs_digest *dg)
 {
 	struct describe *d = p->arg;
-	size_t k, g = 0, fi;
+	size_t k, end, g = 0, fi, j = i - d->nplain;
 	struct sfs_bounds_buf *bb = NULL;
 	struct sfs_error err;
 	uint32_t e;
 	int rc = 0;
 
+	/* the files of item i: in plan order, then laid out in shard order */
+	k = i < d->nplain ? i * d->chunk : d->total + d->at[j];
+	end = i < d->nplain ? (i + 1) * d->chunk : d->total + d->at[j + 1];
+	if (i < d->nplain && end > d->total)
+		end = d->total;
+	if (i >= d->nplain)
+		wait_shards_before(d, j);
 	/* the chunk's files read neighbouring boundaries of a few shards: one
 	 * read of a table's few KiB serves many of them (without the buffer,
 	 * out of memory, each file reads its own) */
 	sfs_bounds_buf_new(&bb);
-	for (k = i * d->chunk;
-	     !rc && k < (i + 1) * d->chunk && k < d->total + d->nlaid; k++) {
+	for (; !rc && k < end; k++) {
 		g = k < d->total ? k :
 				   (size_t)(d->laid[k - d->total] & UINT32_MAX);
 		plan_file(d->v, g, &e, &fi);
@@ -171,6 +248,8 @@ static void describe_chunk(struct sfs_pool *p, size_t i, struct sfs_digest *dg)
 		atomic_fetch_add(&d->described, 1);
 	}
 	sfs_bounds_buf_free(bb);
+	if (i >= d->nplain)
+		laid_item_done(d, j);
 	if (!rc)
 		return;
 	pthread_mutex_lock(&d->lock);
@@ -214,19 +293,25 @@ int sfs_view_describe(struct builder *b)
 		d.total += v->plans[e]->nfiles;
 	}
 	d.desc = b->desc;
-	describe_order(&d);
 	atomic_init(&d.failed_at, SIZE_MAX);
 	atomic_init(&d.described, 0);
 	pthread_mutex_init(&d.lock, NULL);
+	pthread_cond_init(&d.item_done, NULL);
 	d.chunk = d.total / (DESCRIBE_ITEMS_PER_THREAD * sfs_pool_cpus());
 	if (d.chunk > DESCRIBE_CHUNK)
 		d.chunk = DESCRIBE_CHUNK;
 	if (!d.chunk)
 		d.chunk = 1;
-	pool.n = (d.total + d.nlaid + d.chunk - 1) / d.chunk;
+	describe_order(&d);
+	d.nplain = (d.total + d.chunk - 1) / d.chunk;
+	pool.n = d.nplain + d.nitems;
 	sfs_pool_run(&pool);
+	pthread_cond_destroy(&d.item_done);
 	pthread_mutex_destroy(&d.lock);
 	free(d.laid);
+	free(d.at);
+	free(d.first);
+	free(d.done);
 	if (d.rc && b->err)
 		*b->err = d.err;
 	return d.rc;
