@@ -275,7 +275,8 @@ void sfs_parquet_cut_free(struct sfs_parquet_cut *c);
  * SFS_PARQUET_PAGES_COLUMNS columns, their decoded bytes (as the page
  * reader counts them) charged to a budget (budget.h) before they are
  * kept: one budget for all the files a view's build cuts (slice.h's
- * cache owns it, SFS_SLICE_PAGES_MAX), or a budget of the pages' own of
+ * cache owns it, SFS_SLICE_PAGES_MAX; a daemon's builds share one more
+ * as its parent, sfs_slice_mem), or a budget of the pages' own of
  * SFS_PARQUET_PAGES_MAX.  When the budget has no room, the least
  * recently used columns of these pages go when that makes room, else
  * the budget's owner is asked to free what idle holders keep, and

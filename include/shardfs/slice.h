@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "shardfs/budget.h"
 #include "shardfs/error.h"
 #include "shardfs/index.h"
 
@@ -106,7 +107,10 @@ void sfs_slice_free(struct sfs_slice *s);
  * own for the whole build, whatever the number of shards or of threads:
  * one budget (budget.h, sfs_slice_cache_pages) of pages_max bytes
  * (SFS_SLICE_PAGES_MAX, 256 MiB, unless the cache was made with another)
- * shared by all the states.  A state that finds it full lets go of its
+ * shared by all the states, and within a daemon's bound for all its
+ * views (struct sfs_slice_mem) when the cache was made with one; the
+ * kept slices too (and then at most half its slices' bound a cache).
+ * A state that finds it full lets go of its
  * own least recently used pages when that makes room, else the cache
  * frees the least recently used idle states that keep pages, and
  * failing that the state does without keeping; so a state is never
@@ -122,16 +126,48 @@ void sfs_slice_free(struct sfs_slice *s);
 #define SFS_SLICE_STATES_MAX ((size_t)256 << 20)
 #define SFS_SLICE_PAGES_MAX ((uint64_t)256 << 20)
 
+/*
+ * One bound on what several caches keep, shared by all of them: a
+ * daemon's, for every view it builds and keeps (view.h, sfs_view_opts'
+ * mem).  all bounds the pages of every build running and the slices of
+ * every view alive together: each cache's pages budget is charged to it
+ * too (its parent), and so is every slice kept (through slices, whose
+ * parent it is).  slices bounds the kept slices alone, so that the
+ * slices of the views alive leave the pages of a build at least
+ * all.max - slices.max: a build whose pages do not fit decodes them
+ * again for every slice.  So the current epoch's view and the next
+ * one's, built ahead (or two builds at once), keep at most all.max
+ * together, whatever each cache's own bounds say.
+ */
+struct sfs_slice_mem {
+	struct sfs_budget all;
+	struct sfs_budget slices; /* parent: all */
+};
+
+/* A daemon's defaults: 228 MiB in all, of which the slices 16 MiB, so
+ * that a build's pages have 212 MiB at least, all of it when the slices
+ * leave it (a row group of a million rows of DuckDB's pages, one page a
+ * column, decodes to 220 MiB; of 850 000 rows, 187 MiB, and then the
+ * daemon peaks within DESIGN.md's 256 MB: docs/formats.md, "Costs"). */
+#define SFS_SLICE_MEM_MAX ((uint64_t)228 << 20)
+#define SFS_SLICE_MEM_SLICES_MAX ((uint64_t)16 << 20)
+
+/* Start m empty: max in all (0: SFS_SLICE_MEM_MAX), slices_max of it for
+ * the kept slices (0: SFS_SLICE_MEM_SLICES_MAX). */
+void sfs_slice_mem_init(struct sfs_slice_mem *m, uint64_t max,
+			uint64_t slices_max);
+
 struct sfs_slice_cache;
 
 /*
  * A new empty cache for slices of shards of idx (borrowed, must outlive
  * it) keeping at most max bytes of slices (0: SFS_SLICE_CACHE_MAX), its
  * states at most pages_max bytes for the slices that follow, all
- * together (0: SFS_SLICE_PAGES_MAX).  Returns 0 or -ENOMEM.
+ * together (0: SFS_SLICE_PAGES_MAX), both within mem (borrowed, must
+ * outlive it; NULL: those bounds only).  Returns 0 or -ENOMEM.
  */
 int sfs_slice_cache_new_within(const struct sfs_index *idx, size_t max,
-			       uint64_t pages_max,
+			       uint64_t pages_max, struct sfs_slice_mem *mem,
 			       struct sfs_slice_cache **out);
 
 /* sfs_slice_cache_new_within with pages_max SFS_SLICE_PAGES_MAX. */

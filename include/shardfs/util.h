@@ -98,6 +98,14 @@ int sfs_grow(void *arrayp, size_t *cap, size_t need, size_t size);
 /* qsort's comparison of two uint64_t, ascending. */
 int sfs_cmp_u64(const void *a, const void *b);
 
+/*
+ * Give the free pages of the heap back to the system (glibc's
+ * malloc_trim; nothing with another C library): after a burst of large
+ * allocations freed (a view build's decoded pages), which the allocator
+ * would otherwise keep resident, spread through its arenas.
+ */
+void sfs_heap_give_back(void);
+
 /* What malloc takes beside each block it gives: charged with it. */
 #define SFS_MALLOC_HEADER 16
 

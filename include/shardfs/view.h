@@ -113,6 +113,11 @@ struct sfs_view_opts {
 	/* bytes of decoded pages the build's shards keep for the slices
 	 * that follow, all together; 0: SFS_SLICE_PAGES_MAX */
 	uint64_t slice_pages_max;
+	/* the bound shared by every view of a daemon (slice.h,
+	 * sfs_slice_mem: the pages of every build running and the slices
+	 * every view keeps, together), borrowed: it must outlive the view;
+	 * NULL: only the two bounds above */
+	struct sfs_slice_mem *mem;
 	/* while the view's files are described (named, their slices sized
 	 * from the source), about four times a second from the building
 	 * thread: done of total files, seconds since they began; NULL:

@@ -379,12 +379,6 @@ static int setup(struct fs *fs, const struct args *a)
 			strerror(errno));
 		return -1;
 	}
-	/* Replies too large to splice are read into a buffer allocated per
-	 * request (as libfuse's own fallback does): keep those allocations
-	 * off mmap and the heap untrimmed, or every request pays for fresh
-	 * pages (the read path in docs/benchmarks.md measures it) */
-	mallopt(M_MMAP_THRESHOLD, 4 << 20);
-	mallopt(M_TRIM_THRESHOLD, 64 << 20);
 	return 0;
 }
 
@@ -519,10 +513,23 @@ int main(int argc, char **argv)
 	struct args a = { 0 };
 	struct sfs_error err = { 0 };
 	struct fuse_args fargs = FUSE_ARGS_INIT(0, NULL);
+	/* one bound for what all the views built keep (slice.h) */
+	struct sfs_slice_mem mem;
 	char *base = NULL, *mnt = NULL;
 	int rc = 1, bad;
 
 	a.mount = &fs.mount;
+	sfs_slice_mem_init(&mem, 0, 0);
+	fs.vopts.mem = &mem;
+	/* Replies too large to splice are read into a buffer allocated per
+	 * request (as libfuse's own fallback does): keep those allocations
+	 * off mmap and the heap untrimmed, or every request pays for fresh
+	 * pages (the read path in docs/benchmarks.md measures it).  Set
+	 * before the first view is built: a threshold that moves (glibc's
+	 * default) puts the decoded Parquet pages of that build, up to
+	 * 32 MiB each, in the heap, which keeps them when they are freed */
+	mallopt(M_MMAP_THRESHOLD, 4 << 20);
+	mallopt(M_TRIM_THRESHOLD, 64 << 20);
 	if (fs_prepare(&fs)) {
 		fprintf(stderr, "%s: out of memory\n", prog);
 		goto out_files;

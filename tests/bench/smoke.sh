@@ -37,6 +37,7 @@ run bench_open "shardfs interleaved rank 0" bash $b/bench_open.sh 1 16
 run bench_ddp "shardfs, interleaved batches" bash $b/bench_ddp.sh 1 16
 run bench_mixture "mix.json: mount to ready" bash $b/bench_mixture.sh 100000 1
 run bench_parquet "through the mount" bash $b/bench_parquet.sh 20000 1
+run bench_parquet_mem "median of 1:" bash $b/bench_parquet_mem.sh 1 20000 3
 run bench_lance "scan-4000, contiguous, symlinks=0:" bash $b/bench_lance.sh --smoke
 run bench_scale "samples: ready" bash $b/bench_scale.sh 20 1
 run bench_mount_slow "20 shards, 1 ms a request: mount to ready" bash $b/bench_mount_slow.sh

@@ -96,6 +96,26 @@ bigcheck world=3,workers=2 "$(for t in 0/0 0/1 1/0 1/1 2/0; do
 bigcheck world=4,workers=2,start=777,symlinks=0,remainder=drop \
 	"$(for r in 0 1 2 3; do for w in 0 1; do
 		echo "$r/$w: 1 files, 106152 rows as planned"; done; done)"
+# cut into 850 blocks (block=1000: every slice cuts the row group's four
+# pages, 187 MiB decoded), the next epoch's view built ahead once the
+# first is served: both builds' pages and both views' kept slices are
+# within the daemon's one bound (slice.h, sfs_slice_mem), its peak under
+# the 256 MB of DESIGN.md ("Scale"); 345 MiB when each build had a bound
+# of its own and each view its slices beside.  Not in a sanitizer build.
+M=$T/m
+mount_view "$T/big" "$M" world=3,workers=2,block=1000 ||
+	bad "mount $T/big block=1000"
+for i in $(seq 600); do
+	grep -q '"ahead": *[0-9]' "$M/.shardfs/status" && break
+	sleep 0.1
+done
+expect_eq "big pages block=1000: the next epoch's view is built ahead" \
+	"$(grep -o '"ahead": *[0-9][0-9]*' "$M/.shardfs/status" | tr -d ' ')" '"ahead":1'
+peak=$(awk '/^VmHWM:/ { print int($2 / 1024) }' "/proc/${daemon_pid[$M]}/status")
+if [ "$sanitized" == 1 ] || [ "$peak" -lt 256 ]; then ok; else
+	bad "big pages block=1000, both views built: peak $peak MiB, over 256"
+fi
+unmount_view "$M"
 
 # shuffle=samples over many rows: refused at mount with the cost and the
 # option to use instead (every row would be a row group of its own: a

@@ -936,8 +936,8 @@ static void test_parquet_cache_one_bound_for_a_build(void **state)
 	assert_int_equal(idx->nshards, NSMALL);
 	snprintf(path, sizeof(path), "%s/s0.parquet", dir);
 	own = small_page_mem(path);
-	assert_int_equal(sfs_slice_cache_new_within(idx, 0, own * 5 / 2, &c),
-			 0);
+	assert_int_equal(
+		sfs_slice_cache_new_within(idx, 0, own * 5 / 2, NULL, &c), 0);
 	assert_int_equal(pthread_barrier_init(&start, NULL, NSMALL), 0);
 	for (i = 0; i < NSMALL; i++) {
 		t[i] = (struct slicer){ .c = c,
@@ -1062,7 +1062,8 @@ static void test_parquet_cache_states_keep_pages_that_fit(void **state)
 	own = small_page_mem(path);
 	/* two pages and less than a footer more */
 	bound = 2 * own + 64;
-	assert_int_equal(sfs_slice_cache_new_within(idx, 0, bound, &c), 0);
+	assert_int_equal(sfs_slice_cache_new_within(idx, 0, bound, NULL, &c),
+			 0);
 	atomic_store(&page_body, (long long)body);
 	atomic_store(&page_reads, 0);
 	for (i = 0; i < sizeof(alternate) / sizeof(*alternate); i++) {
@@ -1139,6 +1140,102 @@ static void test_parquet_cache_build_lays_out_in_shard_order(void **state)
 	tmpdir_remove(dir);
 }
 
+/* What each thread of the test below builds: a view of idx under opts,
+ * within mem. */
+struct builder_thread {
+	const struct sfs_index *idx;
+	const char *dir, *opts;
+	struct sfs_slice_mem *mem;
+	pthread_barrier_t *start;
+	struct sfs_view *v;
+	int rc;
+};
+
+static void *build_view(void *arg)
+{
+	struct builder_thread *t = arg;
+	struct sfs_error err = { 0 };
+	struct sfs_view_opts vo = { .epochs = 1,
+				    .symlinks = true,
+				    .mem = t->mem };
+
+	vo.srcfd = open(t->dir, O_RDONLY | O_DIRECTORY);
+	sfs_options_init(&vo.options);
+	t->rc = vo.srcfd < 0 || sfs_options_parse(&vo.options, t->opts, &err);
+	pthread_barrier_wait(t->start);
+	if (!t->rc)
+		t->rc = sfs_view_build(t->idx, &vo, &t->v, &err);
+	sfs_options_clear(&vo.options);
+	if (vo.srcfd >= 0)
+		close(vo.srcfd);
+	return NULL;
+}
+
+/*
+ * Two views built at once (a daemon's current epoch and the next, built
+ * ahead) over three shards of one big page each, cut into blocks, within
+ * one bound of two and a half pages for both builds' pages and both
+ * views' kept slices (sfs_slice_mem): the pages and slices they hold
+ * together never pass it, the pages are all given back when the builds
+ * end (the views keep only their slices, within the slices' bound), and
+ * every slice is the bytes a fresh layout gives.  (When each build had a
+ * bound of its own, two builds kept twice it, and a daemon with two
+ * views kept each one's slices beside.)
+ */
+static void test_parquet_cache_two_builds_one_bound(void **state)
+{
+	char *dir = tmpdir_new(), path[4096];
+	struct builder_thread t[2];
+	struct sfs_slice_mem mem;
+	struct sfs_index *idx;
+	pthread_barrier_t start;
+	pthread_t th[2];
+	uint64_t own, bound, slices_max = 200u << 10;
+	size_t i;
+
+	(void)state;
+	idx = three_pages(dir, NULL);
+	snprintf(path, sizeof(path), "%s/a.parquet", dir);
+	own = small_page_mem(path);
+	bound = own * 5 / 2;
+	sfs_slice_mem_init(&mem, bound, slices_max);
+	assert_int_equal(pthread_barrier_init(&start, NULL, 2), 0);
+	for (i = 0; i < 2; i++) {
+		t[i] = (struct builder_thread){
+			.idx = idx,
+			.dir = dir,
+			.opts = i ? "world=2,workers=2,block=20000,epoch=1" :
+				    "world=2,workers=2,block=20000",
+			.mem = &mem,
+			.start = &start
+		};
+		assert_int_equal(
+			pthread_create(&th[i], NULL, build_view, &t[i]), 0);
+	}
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(pthread_join(th[i], NULL), 0);
+		assert_int_equal(t[i].rc, 0);
+	}
+	assert_true(sfs_budget_peak(&mem.all) <= bound);
+	/* the pages were charged to it, not only the slices */
+	assert_true(sfs_budget_peak(&mem.all) >= own);
+	/* the builds ended: their pages are given back */
+	assert_int_equal(sfs_budget_used(&mem.all),
+			 sfs_budget_used(&mem.slices));
+	assert_int_equal(sfs_budget_used(&mem.slices),
+			 sfs_slice_cache_mem(t[0].v->slices) +
+				 sfs_slice_cache_mem(t[1].v->slices));
+	assert_true(sfs_budget_used(&mem.slices) <= slices_max);
+	for (i = 0; i < 2; i++) {
+		assert_true(check_all(t[i].v, dir) >= 20);
+		sfs_view_free(t[i].v);
+	}
+	assert_int_equal(sfs_budget_used(&mem.all), 0);
+	pthread_barrier_destroy(&start);
+	sfs_index_free(idx);
+	tmpdir_remove(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1157,6 +1254,7 @@ int main(void)
 		cmocka_unit_test(test_parquet_cache_states_keep_pages_that_fit),
 		cmocka_unit_test(
 			test_parquet_cache_build_lays_out_in_shard_order),
+		cmocka_unit_test(test_parquet_cache_two_builds_one_bound),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

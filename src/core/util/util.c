@@ -2,6 +2,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -229,4 +232,11 @@ int sfs_cmp_u64(const void *a, const void *b)
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 
 	return x < y ? -1 : x > y;
+}
+
+void sfs_heap_give_back(void)
+{
+#ifdef __GLIBC__
+	malloc_trim(0);
+#endif
 }

@@ -316,8 +316,12 @@ struct sfs_slice_cache {
 	/* what all the states keep for the slices that follow (Parquet's
 	 * decoded pages), one bound for them all; reclaim_pages frees idle
 	 * states for a state that finds no room.  Atomic: a state charges
-	 * it under its own lock, never under ours. */
+	 * it under its own lock, never under ours.  Its parent is
+	 * mem->all. */
 	struct sfs_budget pages;
+	/* the daemon's bound, shared with other caches (NULL: none): the
+	 * kept slices (mem, above) are charged to mem->slices too */
+	struct sfs_slice_mem *shared;
 };
 
 static size_t slot(const struct table *t, uint64_t key)
@@ -377,8 +381,18 @@ static void table_remove(struct table *t, struct link *l)
 
 static void reclaim_pages(void *arg, uint64_t need);
 
+void sfs_slice_mem_init(struct sfs_slice_mem *m, uint64_t max,
+			uint64_t slices_max)
+{
+	sfs_budget_init(&m->all, max ? max : SFS_SLICE_MEM_MAX, NULL, NULL);
+	sfs_budget_init_within(
+		&m->slices, slices_max ? slices_max : SFS_SLICE_MEM_SLICES_MAX,
+		NULL, NULL, &m->all);
+}
+
 int sfs_slice_cache_new_within(const struct sfs_index *idx, size_t max,
-			       uint64_t pages_max, struct sfs_slice_cache **out)
+			       uint64_t pages_max, struct sfs_slice_mem *mem,
+			       struct sfs_slice_cache **out)
 {
 	struct sfs_slice_cache *c = calloc(1, sizeof(*c));
 
@@ -386,8 +400,14 @@ int sfs_slice_cache_new_within(const struct sfs_index *idx, size_t max,
 		return -ENOMEM;
 	c->idx = idx;
 	c->max = max ? max : SFS_SLICE_CACHE_MAX;
-	sfs_budget_init(&c->pages, pages_max ? pages_max : SFS_SLICE_PAGES_MAX,
-			reclaim_pages, c);
+	/* half the slices of all views at most: the next epoch's view,
+	 * built ahead, keeps as many as the one served */
+	if (mem && c->max > mem->slices.max / 2)
+		c->max = (size_t)(mem->slices.max / 2);
+	c->shared = mem;
+	sfs_budget_init_within(&c->pages,
+			       pages_max ? pages_max : SFS_SLICE_PAGES_MAX,
+			       reclaim_pages, c, mem ? &mem->all : NULL);
 	if (pthread_mutex_init(&c->lock, NULL)) {
 		free(c);
 		return -ENOMEM;
@@ -404,7 +424,7 @@ int sfs_slice_cache_new_within(const struct sfs_index *idx, size_t max,
 int sfs_slice_cache_new(const struct sfs_index *idx, size_t max,
 			struct sfs_slice_cache **out)
 {
-	return sfs_slice_cache_new_within(idx, max, 0, out);
+	return sfs_slice_cache_new_within(idx, max, 0, NULL, out);
 }
 
 static void held_free(const struct sfs_slice_cache *c, struct held *h)
@@ -419,11 +439,13 @@ static void held_free(const struct sfs_slice_cache *c, struct held *h)
 void sfs_slice_cache_end_build(struct sfs_slice_cache *c)
 {
 	struct link *l;
+	bool states;
 	size_t i;
 
 	if (!c)
 		return;
 	pthread_mutex_lock(&c->lock);
+	states = c->held.n > 0;
 	for (i = 0; i < c->held.nb; i++)
 		while ((l = c->held.b[i])) {
 			c->held.b[i] = l->next;
@@ -433,6 +455,10 @@ void sfs_slice_cache_end_build(struct sfs_slice_cache *c)
 	c->held = (struct table){ 0 };
 	c->held_mem = 0;
 	pthread_mutex_unlock(&c->lock);
+	/* the build's pages (up to 128 MiB each) were decoded and freed
+	 * on several threads: what the allocator kept of them goes back */
+	if (states && sfs_budget_peak(&c->pages))
+		sfs_heap_give_back();
 }
 
 void sfs_slice_cache_free(struct sfs_slice_cache *c)
@@ -450,6 +476,8 @@ void sfs_slice_cache_free(struct sfs_slice_cache *c)
 			free(l);
 		}
 	free(c->kept.b);
+	if (c->shared)
+		sfs_budget_give(&c->shared->slices, c->mem);
 	pthread_cond_destroy(&c->read);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
@@ -519,9 +547,10 @@ static void trim_held_locked(struct sfs_slice_cache *c)
 
 /*
  * The pages budget's reclaim, for a state that wants to keep need bytes
- * more and has let go of its own least recently used ones: free the
- * least recently used states no slice is laid out from that keep some,
- * until need fits.  Called with no lock of a state held (budget.h): the
+ * more and has let go of its own least recently used ones, or a column
+ * being cut that is held past the bound (need 0): free the least
+ * recently used states no slice is laid out from that keep some, until
+ * need fits.  Called with no lock of a state held (budget.h): the
  * order is our lock, then a state's.
  */
 static void reclaim_pages(void *arg, uint64_t need)
@@ -530,7 +559,7 @@ static void reclaim_pages(void *arg, uint64_t need)
 	struct held *victim;
 
 	pthread_mutex_lock(&c->lock);
-	while (sfs_budget_used(&c->pages) > c->pages.max - need &&
+	while (sfs_budget_short(&c->pages, need) &&
 	       (victim = idle_lru_locked(c, true)))
 		drop_held_locked(c, victim);
 	pthread_mutex_unlock(&c->lock);
@@ -626,15 +655,22 @@ static void keep(struct sfs_slice_cache *c, uint64_t key, int fd,
 			    .dev = st.st_dev,
 			    .ino = st.st_ino };
 	pthread_mutex_lock(&c->lock);
+	/* within the cache's bound and the daemon's, for all its views */
 	if (c->mem + k->mem > c->max || table_find(&c->kept, key) ||
-	    table_add(&c->kept, &k->link)) {
-		pthread_mutex_unlock(&c->lock);
-		sfs_slice_free(s);
-		free(k);
-		return;
+	    (c->shared && !sfs_budget_take(&c->shared->slices, k->mem)))
+		goto out_unlock;
+	if (table_add(&c->kept, &k->link)) {
+		if (c->shared)
+			sfs_budget_give(&c->shared->slices, k->mem);
+		goto out_unlock;
 	}
 	c->mem += k->mem;
 	pthread_mutex_unlock(&c->lock);
+	return;
+out_unlock:
+	pthread_mutex_unlock(&c->lock);
+	sfs_slice_free(s);
+	free(k);
 }
 
 int sfs_slice_cache_size(struct sfs_slice_cache *c, const struct sfs_shard *sh,

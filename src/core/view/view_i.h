@@ -1,5 +1,6 @@
 /*
  * Shared by the files of the view: view.c builds the tree,
+ * view_describe.c describes its slices first (names and sizes),
  * view_dataset.c puts a reader's datasets (format.h, dataset_view) in it,
  * view_name.c makes its names.  Not public.
  */
@@ -16,8 +17,13 @@
 #include "shardfs/plan.h"
 #include "shardfs/view.h"
 
-/* What view.c finds out of a slice before the tree is built. */
-struct slice_desc;
+/* What the node of a slice needs and costs to find: the samples part of
+ * its name (a hash of its runs) and its size (from boundaries read from
+ * the table, or the shard). */
+struct slice_desc {
+	uint64_t size;
+	char samples[48];
+};
 
 /* Growing state while nodes are added; names are offsets into pool until
  * the pool stops moving. */
@@ -60,6 +66,20 @@ int sfs_view_subdir(struct builder *b, uint32_t parent, const char *name,
  */
 int sfs_view_open_shard(int srcfd, const struct sfs_shard *sh,
 			struct sfs_error *err);
+
+/* -ECANCELED once the view's build is asked to stop (o->cancel), else 0. */
+int sfs_view_cancelled(const struct sfs_view_opts *o, struct sfs_error *err);
+
+/*
+ * Describe every slice of b->v's plans into b->desc (per plan, per file:
+ * allocated here, freed by sfs_view_describe_free even when this fails),
+ * on a pool of threads (view_describe.c).  Returns 0, -ENOMEM, or the
+ * error of the earliest file that failed (its message in b->err).
+ */
+int sfs_view_describe(struct builder *b);
+
+/* Free b->desc.  Safe when sfs_view_describe failed or never ran. */
+void sfs_view_describe_free(struct builder *b);
 
 /*
  * The dataset of reader r of plan for the shard of the reader's i-th file

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "formats/parquet/parquet_i.h"
+#include "shardfs/budget.h"
 #include "shardfs/parquet.h"
 #include "shardfs/util.h"
 
@@ -137,6 +138,8 @@ void sfs_pq_col_close(struct sfs_pq_column *c)
 {
 	if (c->held)
 		*c->held -= c->pg_bytes + c->dict_bytes;
+	if (c->also)
+		sfs_budget_unhold(c->also, c->pg_bytes + c->dict_bytes);
 	c->pg_bytes = c->dict_bytes = 0;
 	page_clear(&c->pg);
 	free(c->dict);
@@ -391,6 +394,12 @@ static int budget(struct sfs_pq_column *c, const struct sfs_pq_page_header *h,
 			SFS_PQ_DECODED_MAX >> 20);
 	*c->held += need;
 	*bytes = need;
+	if (c->also) {
+		sfs_budget_hold(c->also, need);
+		/* room made before the page is: what idle holders keep */
+		if (sfs_budget_short(c->also, 0))
+			sfs_budget_reclaim(c->also, 0);
+	}
 	return 0;
 }
 
@@ -475,6 +484,8 @@ int sfs_pq_decode_page(struct sfs_pq_column *c,
 
 	page_clear(pg);
 	*c->held -= c->pg_bytes;
+	if (c->also)
+		sfs_budget_unhold(c->also, c->pg_bytes);
 	c->pg_bytes = 0;
 	pg->h = *h;
 	if (n > SFS_PQ_ENTRIES_MAX)
@@ -541,6 +552,8 @@ int sfs_pq_decode_page(struct sfs_pq_column *c,
 				  h->encoding, pg->nvals);
 	*c->held += pg->arena.cap;
 	c->pg_bytes += pg->arena.cap;
+	if (c->also)
+		sfs_budget_hold(c->also, pg->arena.cap);
 	if (rc == -EFBIG)
 		return built_too_much(c, h, left);
 	if (rc == -ENOENT)

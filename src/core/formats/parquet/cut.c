@@ -371,7 +371,8 @@ struct sfs_parquet_pages {
 	struct parked *p[SFS_PARQUET_PAGES_COLUMNS]; /* lock */
 	size_t n; /* lock */
 	/* lock: the decoded bytes of the columns not busy, charged to
-	 * budget; a cut's column is given back when it is taken */
+	 * budget; a cut's column is given back when it is taken, and held
+	 * in budget while it is cut (sfs_pq_column's also) */
 	uint64_t mem;
 	uint64_t tick; /* lock */
 	uint64_t decoded; /* lock: pages decoded through it */
@@ -444,14 +445,14 @@ uint64_t sfs_parquet_pages_mem(struct sfs_parquet_pages *ps)
 	return mem;
 }
 
-/* Drop the least recently used column no cut has.  False when none can
- * go. */
-static bool drop_lru_locked(struct sfs_parquet_pages *ps)
+/* Drop the least recently used column no cut has, of a row group other
+ * than but (SIZE_MAX: any).  False when none can go. */
+static bool drop_lru_locked(struct sfs_parquet_pages *ps, size_t but)
 {
 	size_t i, lru = SIZE_MAX;
 
 	for (i = 0; i < ps->n; i++)
-		if (!ps->p[i]->busy &&
+		if (!ps->p[i]->busy && ps->p[i]->rg != but &&
 		    (lru == SIZE_MAX || ps->p[i]->used < ps->p[lru]->used))
 			lru = i;
 	if (lru == SIZE_MAX)
@@ -461,25 +462,29 @@ static bool drop_lru_locked(struct sfs_parquet_pages *ps)
 }
 
 /*
- * Charge own bytes of a column to park to ps's budget.  While it has no
- * room: ps's least recently used parked columns go, when letting go of
- * them makes room (dropping them for nothing would only decode them
- * again); else the budget's owner is asked, once, to free what idle
- * holders keep, ps->lock let go meanwhile (the owner takes its lock,
- * then those of the pages it frees).  False: no room, the column is not
- * kept.
+ * Charge own bytes of a column of row group rg to park to ps's budget.
+ * While it has no room: ps's least recently used parked columns of other
+ * row groups go, when letting go of them makes room (dropping them for
+ * nothing would only decode them again; and the columns of rg are cut
+ * in turn by every cut of it, so that dropping one to keep the next
+ * would decode each again at every cut, where keeping those that fit
+ * decodes only the others); else the budget's owner is asked, once, to
+ * free what idle holders keep, ps->lock let go meanwhile (the owner
+ * takes its lock, then those of the pages it frees).  False: no room,
+ * the column is not kept.
  */
-static bool charge_locked(struct sfs_parquet_pages *ps, uint64_t own)
+static bool charge_locked(struct sfs_parquet_pages *ps, size_t rg, uint64_t own)
 {
 	struct sfs_budget *b = ps->budget;
 	bool asked = false;
 
-	if (own > b->max)
+	if (own > sfs_budget_max(b))
 		return false;
 	while (!sfs_budget_take(b, own)) {
-		/* ps's pages are in used: used >= ps->mem */
-		if (ps->mem && sfs_budget_used(b) - ps->mem <= b->max - own &&
-		    drop_lru_locked(ps))
+		/* ps's pages are charged to b and its parents: letting go
+		 * of them all gives room for ps->mem more */
+		if (ps->mem && ps->mem >= sfs_budget_short(b, own) &&
+		    drop_lru_locked(ps, rg))
 			continue;
 		if (asked)
 			return false;
@@ -519,7 +524,8 @@ static bool take(struct sfs_parquet_pages *ps, size_t rg, size_t k, int fd,
 	}
 	if (i < ps->n) {
 		p = ps->p[i];
-	} else if ((ps->n < SFS_PARQUET_PAGES_COLUMNS || drop_lru_locked(ps)) &&
+	} else if ((ps->n < SFS_PARQUET_PAGES_COLUMNS ||
+		    drop_lru_locked(ps, SIZE_MAX)) &&
 		   (p = calloc(1, sizeof(*p)))) {
 		*p = (struct parked){ .rg = rg, .k = k };
 		ps->p[ps->n++] = p;
@@ -528,7 +534,9 @@ static bool take(struct sfs_parquet_pages *ps, size_t rg, size_t k, int fd,
 		p->busy = true;
 		p->used = ++ps->tick;
 		if (p->open) {
+			/* kept no more, held while it is cut */
 			ps->mem -= p->c.own;
+			sfs_budget_hold(ps->budget, p->c.own);
 			sfs_budget_give(ps->budget, p->c.own);
 		}
 	}
@@ -537,6 +545,7 @@ static bool take(struct sfs_parquet_pages *ps, size_t rg, size_t k, int fd,
 	if (!p || !p->open)
 		return false;
 	*c = p->c;
+	c->also = ps->budget;
 	*have = p->have;
 	sfs_pq_col_rewind(c, fd, err);
 	return true;
@@ -559,7 +568,16 @@ static void park(struct sfs_parquet_pages *ps, struct parked *p,
 	}
 	pthread_mutex_lock(&ps->lock);
 	ps->decoded += decoded;
-	if (p && c && charge_locked(ps, c->own)) {
+	if (c) {
+		/* held no more: kept, or closed */
+		sfs_budget_unhold(ps->budget, c->own);
+		c->also = NULL;
+	}
+	/* a column kept when the cut took it, no page decoded since, has
+	 * its room still: what was held meanwhile was held beside it */
+	if (p && c &&
+	    (p->open && !decoded ? sfs_budget_take_back(ps->budget, c->own) :
+				   charge_locked(ps, p->rg, c->own))) {
 		p->c = *c;
 		p->c.held = &p->c.own;
 		p->c.err = NULL;
@@ -635,8 +653,11 @@ int sfs_parquet_cut_pages(int fd, const struct sfs_parquet_meta *m,
 		struct parked *p;
 		uint64_t have = UINT64_MAX, decoded = 0;
 
-		if (!take(pages, rg, k, fd, err, &c, &have, &p))
+		if (!take(pages, rg, k, fd, err, &c, &have, &p)) {
 			rc = sfs_pq_col_open(&c, fd, m, rg, k, &lf[k], err);
+			/* what it decodes is held in the pages' budget */
+			c.also = pages ? pages->budget : NULL;
+		}
 		if (!rc)
 			rc = cut_column(&c, &have, &decoded, first,
 					first + count, &cut->columns[k]);

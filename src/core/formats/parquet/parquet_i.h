@@ -41,6 +41,8 @@
 
 #include "shardfs/error.h"
 
+struct sfs_budget; /* budget.h */
+
 struct sfs_parquet_meta;
 struct sfs_parquet_chunk;
 
@@ -308,6 +310,11 @@ struct sfs_pq_column {
 	 * (set after sfs_pq_col_open), capped at SFS_PQ_DECODED_MAX */
 	uint64_t pg_bytes, dict_bytes, own;
 	uint64_t *held;
+	/* what *held counts of this column is also held in this budget
+	 * (budget.h, sfs_budget_hold) while it is decoded and cut: a
+	 * cut's pages' (cut.c), so that a column being cut leaves less
+	 * room for what is kept; NULL (sfs_pq_col_open's): none */
+	struct sfs_budget *also;
 };
 
 /* A cursor over bytes being decoded: p[pos .. len) are left. */
