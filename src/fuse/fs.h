@@ -551,7 +551,9 @@ int follow_srcfd(const struct fs *fs);
 void follow_start(struct fs *fs);
 
 /* Stop the watcher and answer the reads parked waiting for the stream
- * (EINTR): from the session's destroy, while it can still answer. */
+ * (EINTR), waiting for those answered aside: when the session loop ends,
+ * before its views go (fs_release_views), and from the session's destroy,
+ * while it can still answer.  Once is enough; again, a no-op. */
 void follow_end_waits(struct fs *fs);
 
 /* Stop the watcher and free the stream; NULL fs->follow is a no-op. */

@@ -580,6 +580,9 @@ int main(int argc, char **argv)
 		goto out_unmount;
 	rc = serve(&fs, a.single);
 	fs_log(&fs, LOG_INFO, "unmounting %s", mnt);
+	/* the watcher and the parked reads answered aside use the views:
+	 * stopped, and waited for, before the views go */
+	follow_end_waits(&fs);
 	fs_release_views(&fs);
 out_unmount:
 	fuse_session_unmount(fs.se);
