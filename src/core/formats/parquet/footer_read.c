@@ -634,7 +634,7 @@ static void point_into_pools(struct sfs_parquet_meta *m)
 	for (g = 0; g < m->nrow_groups; g++) {
 		struct sfs_parquet_row_group *rg = &m->row_groups[g];
 
-		rg->chunks = m->chunk_pool + k;
+		rg->chunks = rg->nchunks ? m->chunk_pool + k : NULL;
 		for (j = 0; j < rg->nchunks; j++) {
 			struct sfs_parquet_chunk *c = &rg->chunks[j];
 
