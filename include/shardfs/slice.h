@@ -14,6 +14,7 @@
 #ifndef SHARDFS_SLICE_H
 #define SHARDFS_SLICE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -117,6 +118,9 @@ void sfs_slice_free(struct sfs_slice *s);
  * freed only because it keeps big pages.  Beside the budget, each thread
  * laying out a slice holds what its driver is cutting (Parquet: one
  * column, parquet.h).
+ * The slices past the cache's room in memory go to a file when the cache
+ * has one (sfs_slice_cache_spill): their extents and synthesized bytes,
+ * read back when the slice is opened instead of laying it out again.
  * sfs_slice_cache_build hands out a kept slice only while the shard's fd
  * still has the size, mtime, device and inode it was laid out from.
  * Keys name slices: the caller's numbering, one key one list of runs of
@@ -142,6 +146,10 @@ void sfs_slice_free(struct sfs_slice *s);
 struct sfs_slice_mem {
 	struct sfs_budget all;
 	struct sfs_budget slices; /* parent: all */
+	/* of all the caches, for the status: the slices kept in their
+	 * files (sfs_slice_cache_spill), the opens that laid their slice
+	 * out (not kept) */
+	atomic_uint_least64_t spilled, laid_out;
 };
 
 /* A daemon's defaults: 228 MiB in all, of which the slices 16 MiB, so
@@ -206,11 +214,45 @@ int sfs_slice_cache_build(struct sfs_slice_cache *c, const struct sfs_shard *sh,
 			  size_t nruns, struct sfs_slice **out,
 			  struct sfs_error *err);
 
+/*
+ * Keep the slices that do not fit in c's memory in a file of dir that no
+ * name holds (util.h, sfs_open_unlinked: safe in a directory others may
+ * write), closed with c: each such slice's extents and synthesized bytes
+ * are written there when it is laid out (sfs_slice_cache_size), and
+ * sfs_slice_cache_build reads them back (a pread of the slice's own
+ * bytes, the memory a slice laid out at open would own) rather than lay
+ * the slice out again, which for Parquet's big pages decodes them (about
+ * a second of CPU for a page of 850 000 rows).  The disk holds the
+ * synthesized bytes of every slice past memory; memory, a record of 64
+ * bytes a slice (as many as the view has files, like its nodes).  A
+ * write that fails (a full disk) keeps no more slices there: the ones
+ * already written stay, the others are laid out at open, and note
+ * (NULL: none) is told once, with arg (which must outlive c); so is a
+ * read back that fails, which lays that slice out.  Returns 0, or
+ * -errno when the file cannot be made (the message names dir).
+ */
+int sfs_slice_cache_spill(struct sfs_slice_cache *c, const char *dir,
+			  void (*note)(void *arg, const char *msg), void *arg,
+			  struct sfs_error *err);
+
+/* What a cache keeps and what its opens cost, for the status and tests. */
+struct sfs_slice_cache_stats {
+	size_t kept; /* slices kept in memory */
+	size_t kept_mem; /* their bytes (sfs_slice_cache_mem) */
+	size_t spilled; /* slices kept in the file */
+	uint64_t spilled_bytes; /* the file's bytes for them */
+	uint64_t laid_out; /* opens that laid their slice out (of a
+			    * driver with read_shard: format.h) */
+};
+
+void sfs_slice_cache_stats(struct sfs_slice_cache *c,
+			   struct sfs_slice_cache_stats *st);
+
 /* The budget of what c's states keep for the slices that follow (its
  * used and peak bytes: budget.h), valid while c is. */
 struct sfs_budget *sfs_slice_cache_pages(struct sfs_slice_cache *c);
 
-/* The bytes and the number of the slices c keeps. */
+/* The bytes and the number of the slices c keeps in memory. */
 size_t sfs_slice_cache_mem(struct sfs_slice_cache *c);
 size_t sfs_slice_cache_count(struct sfs_slice_cache *c);
 

@@ -42,6 +42,10 @@ struct sfs_status_counters {
 	 * served) */
 	uint64_t prefetch_files, prefetch_bytes, prefetch_cached_bytes,
 		prefetch_errors, prefetch_dropped;
+	/* slices laid out at a view's build kept in a file, past memory
+	 * (slice.h, sfs_slice_cache_spill); opens that laid their slice
+	 * out again (kept nowhere) */
+	uint64_t slices_spilled, slices_laid_out;
 };
 
 /* What the daemon tells (all borrowed). */

@@ -130,6 +130,18 @@ uint64_t sfs_grow_cost(size_t cap, size_t need, size_t size, uint64_t max);
 int sfs_open_beneath(int dirfd, const char *name, int flags, mode_t mode);
 
 /*
+ * A new file of dir that no name holds, only the descriptor (read and
+ * write): made without one (O_TMPFILE, mode mode, *linkable set: it may
+ * be given one with linkat), or where the file system cannot, a unique
+ * name ("dir/.STEM-XXXXXX", mode 0600, O_EXCL: never a file or a symlink
+ * planted there) unlinked at once.  Safe in a directory another user may write.
+ * Returns the descriptor, or -errno of the failing call (-ENAMETOOLONG
+ * for a dir too long to hold the name).
+ */
+int sfs_open_unlinked(const char *dir, const char *stem, mode_t mode,
+		      bool *linkable);
+
+/*
  * True when path is safe to join to a directory: relative, '/'-separated,
  * shorter than PATH_MAX, without empty, "." or ".." components (a path
  * from an index or a dataset's manifest, before it is opened).

@@ -118,6 +118,16 @@ struct sfs_view_opts {
 	 * every view keeps, together), borrowed: it must outlive the view;
 	 * NULL: only the two bounds above */
 	struct sfs_slice_mem *mem;
+	/* where the laid-out slices that do not fit in memory are kept, in
+	 * a file no name holds (slice.h, sfs_slice_cache_spill), read back
+	 * at open rather than laid out again; NULL: none, laid out again */
+	const char *slice_spill_dir;
+	/* told of trouble with that file (it cannot be made, the disk is
+	 * full: the slices are laid out at open instead), once a view, from
+	 * any thread, while the view lives; NULL: not told.  note_arg is the
+	 * caller's and must outlive the view. */
+	void (*note)(void *arg, const char *msg);
+	void *note_arg;
 	/* while the view's files are described (named, their slices sized
 	 * from the source), about four times a second from the building
 	 * thread: done of total files, seconds since they began; NULL:

@@ -370,6 +370,10 @@ static void counters_now(struct fs *fs, struct sfs_status_counters *c)
 	c->ahead_epoch = atomic_load(&fs->ahead.epoch);
 	c->views = live_views(fs);
 	prefetch_counters(fs->prefetch, c);
+	if (fs->vopts.mem) {
+		c->slices_spilled = atomic_load(&fs->vopts.mem->spilled);
+		c->slices_laid_out = atomic_load(&fs->vopts.mem->laid_out);
+	}
 }
 
 /*

@@ -61,7 +61,11 @@ static void usage(FILE *f)
 		"\n"
 		"Without an index, one is built in memory (no hashes) with a warning;\n"
 		"build it once with shardfs-index SRC.  Unmount with fusermount3 -u MNT\n"
-		"or umount MNT.\n");
+		"or umount MNT.\n"
+		"\n"
+		"Parquet slices laid out at a view's build that do not fit in memory\n"
+		"are kept in an unnamed file in $TMPDIR (/var/tmp when unset) until the\n"
+		"view goes (docs/formats.md, \"Costs\").\n");
 }
 
 struct args {
@@ -339,6 +343,20 @@ static int load_index(struct fs *fs, const char *src, struct sfs_error *err)
 
 /* Source files stay open in a cache: take every descriptor allowed (the
  * soft limit up to the hard one); the cache gives them back when short. */
+/* (sfs_view_opts.note) Trouble with the file of a view's slices. */
+static void note_slices(void *arg, const char *msg)
+{
+	fs_log(arg, LOG_WARNING, "%s", msg);
+}
+
+/* Where the views keep the laid-out slices past their memory. */
+static const char *slice_spill_dir(void)
+{
+	const char *dir = getenv("TMPDIR");
+
+	return dir && *dir ? dir : "/var/tmp";
+}
+
 static void raise_nofile(void)
 {
 	struct rlimit rl;
@@ -521,6 +539,9 @@ int main(int argc, char **argv)
 	a.mount = &fs.mount;
 	sfs_slice_mem_init(&mem, 0, 0);
 	fs.vopts.mem = &mem;
+	fs.vopts.slice_spill_dir = slice_spill_dir();
+	fs.vopts.note = note_slices;
+	fs.vopts.note_arg = &fs;
 	/* Replies too large to splice are read into a buffer allocated per
 	 * request (as libfuse's own fallback does): keep those allocations
 	 * off mmap and the heap untrimmed, or every request pays for fresh

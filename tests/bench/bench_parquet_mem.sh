@@ -13,7 +13,14 @@
 # MiB), its CPU seconds (utime + stime), and the load.  Medians of RUNS.
 # BIN: the build directory whose shardfs to run (default: build/, built
 # here), so that another commit's build can be measured with the same
-# files.
+# files.  READ=open: then, the seconds the first read of each of the last
+# 5 files of rank 2's last worker takes (slices the view most likely did
+# not keep in memory: laid out at open, or read back from the daemon's
+# file of slices), their median; READ=all: that, then rank 0's files read
+# whole through DuckDB (every value hashed, 2 threads): its seconds, the
+# daemon's CPU seconds meanwhile, its peak RSS after, the bytes of its
+# file of slices (in TMPDIR, $BENCH_DIR/.../tmp here) and the status's
+# slices_spilled and slices_laid_out.
 # Usage: tests/bench/bench_parquet_mem.sh [RUNS [ROWS [FILES [OPTS]]]]
 # (as root: it mounts)
 set -euo pipefail
@@ -40,7 +47,8 @@ fi
 [ -f "$B/src/.shardfs/manifest.json" ] ||
 	"$bin/shardfs-index" "$B/src" --no-hash --quiet
 m=$B/mnt
-mkdir -p "$m"
+mkdir -p "$m" "$B/tmp"
+read=${READ:-}
 pid=""
 cleanup() {
 	if grep -qF " $m " /proc/mounts; then fusermount3 -u "$m"; fi
@@ -50,11 +58,18 @@ trap cleanup EXIT
 tick=$(getconf CLK_TCK)
 # since T0 (date +%s.%N): the seconds now
 since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN {printf "%.2f", b - a}'; }
-ready=""; both=""; peak=""; cpu=""
+ready=""; both=""; peak=""; cpu=""; opened=""; scan=""; rcpu=""; rpeak=""
+# cpu: the daemon's CPU seconds so far
+cpu_now() { awk -v t="$tick" '{printf "%.2f", ($14 + $15) / t}' "/proc/$pid/stat"; }
+# counter NAME: the status's counter NAME, "-" where it has none
+counter() {
+	python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["counters"].get(sys.argv[2], "-"))' \
+		"$m/.shardfs/status" "$1"
+}
 echo "== $files files of $rows rows, one row group each ($(du -sh "$B/src" | cut -f1)), -o $opts; $bin/shardfs"
 for r in $(seq "$runs"); do
 	t0=$(date +%s.%N)
-	"$bin/shardfs" "$B/src" "$m" -f -o "$opts" > /dev/null 2> "$B/log" &
+	TMPDIR=$B/tmp "$bin/shardfs" "$B/src" "$m" -f -o "$opts" > /dev/null 2> "$B/log" &
 	pid=$!
 	until mountpoint -q "$m"; do
 		kill -0 "$pid" 2> /dev/null || { cat "$B/log" >&2; exit 1; }
@@ -66,10 +81,39 @@ for r in $(seq "$runs"); do
 	hwm=$(awk '/^VmHWM:/ {printf "%.0f", $2 / 1024}' "/proc/$pid/status")
 	c=$(awk -v t="$tick" '{printf "%.2f", ($14 + $15) / t}' "/proc/$pid/stat")
 	load=$(cut -d' ' -f1 /proc/loadavg)
+	more=""
+	if [ -n "$read" ]; then
+		w=$(ls -d "$m"/2/* | tail -1)
+		o=""
+		for f in $(ls "$w" | tail -5); do
+			o+="$(timed head -c 4 "$w/$f")"$'\n'
+		done
+		o=$(echo -n "$o" | median)
+		opened+="$o"$'\n'
+		more=", first read of a slice ${o}s"
+	fi
+	if [ "$read" == all ]; then
+		c0=$(cpu_now)
+		s=$(cd "$npmdir" && timed node bench.mjs scan "$m/0/*/*.parquet" 1)
+		rc=$(awk -v a="$c0" -v b="$(cpu_now)" 'BEGIN {printf "%.2f", b - a}')
+		rh=$(awk '/^VmHWM:/ {printf "%.0f", $2 / 1024}' "/proc/$pid/status")
+		disk=0
+		for l in /proc/"$pid"/fd/*; do
+			case "$(readlink "$l" || true)" in
+			"$B/tmp/"*) disk=$((disk + $(stat -L -c %s "$l"))) ;;
+			esac
+		done
+		scan+="$s"$'\n'; rcpu+="$rc"$'\n'; rpeak+="$rh"$'\n'
+		more+=", rank 0 read in ${s}s, daemon CPU ${rc}s, peak ${rh} MiB, file of slices $((disk >> 20)) MiB, spilled $(counter slices_spilled), laid out $(counter slices_laid_out)"
+	fi
 	fusermount3 -u "$m"
 	wait "$pid" || true
 	pid=""
-	echo "run $r: ready ${t1}s, both views ${t2}s, peak ${hwm} MiB, CPU ${c}s, load $load"
+	echo "run $r: ready ${t1}s, both views ${t2}s, peak ${hwm} MiB, CPU ${c}s, load $load$more"
 	ready+="$t1"$'\n'; both+="$t2"$'\n'; peak+="$hwm"$'\n'; cpu+="$c"$'\n'
 done
 echo "median of $runs: ready $(echo -n "$ready" | median)s, both views $(echo -n "$both" | median)s, peak $(echo -n "$peak" | median) MiB, CPU $(echo -n "$cpu" | median)s"
+[ -z "$read" ] ||
+	echo "  first read of a slice $(echo -n "$opened" | median)s"
+[ "$read" != all ] ||
+	echo "  rank 0 read $(echo -n "$scan" | median)s, daemon CPU $(echo -n "$rcpu" | median)s, peak $(echo -n "$rpeak" | median) MiB"

@@ -102,8 +102,13 @@ bigcheck world=4,workers=2,start=777,symlinks=0,remainder=drop \
 # within the daemon's one bound (slice.h, sfs_slice_mem), its peak under
 # the 256 MB of DESIGN.md ("Scale"); 345 MiB when each build had a bound
 # of its own and each view its slices beside.  Not in a sanitizer build.
+# The slices past the views' memory (most of them) are kept in a file
+# of the daemon's in TMPDIR, with no name: every file read has its
+# slice read back, none laid out again (a decode of the row group's four
+# pages each, about a second), and the daemon's peak stays under 256 MB.
 M=$T/m
-mount_view "$T/big" "$M" world=3,workers=2,block=1000 ||
+mkdir "$T/spill"
+TMPDIR=$T/spill mount_view "$T/big" "$M" world=3,workers=2,block=1000 ||
 	bad "mount $T/big block=1000"
 for i in $(seq 600); do
 	grep -q '"ahead": *[0-9]' "$M/.shardfs/status" && break
@@ -115,6 +120,28 @@ peak=$(awk '/^VmHWM:/ { print int($2 / 1024) }' "/proc/${daemon_pid[$M]}/status"
 if [ "$sanitized" == 1 ] || [ "$peak" -lt 256 ]; then ok; else
 	bad "big pages block=1000, both views built: peak $peak MiB, over 256"
 fi
+cat "$M"/*/*/* > /dev/null || bad "read every file"
+expect_eq "big pages block=1000: every slice opened, none laid out again" \
+	"$(counter "$M" slices_laid_out) $(($(counter "$M" slices_spilled) > 700))" "0 1"
+expect_eq "big pages block=1000: the file of slices has no name" \
+	"$(ls -A "$T/spill")" ""
+peak=$(awk '/^VmHWM:/ { print int($2 / 1024) }' "/proc/${daemon_pid[$M]}/status")
+if [ "$sanitized" == 1 ] || [ "$peak" -lt 256 ]; then ok; else
+	bad "big pages block=1000, every file read: peak $peak MiB, over 256"
+fi
+# their bytes are those of the slices a daemon without that file (its
+# TMPDIR not there: it says so) lays out at open
+M2=$T/m2
+TMPDIR=$T/none mount_view "$T/big" "$M2" world=3,workers=2,block=1000,ahead=0 ||
+	bad "mount $T/big block=1000 without a file of slices"
+for f in $(ls "$M/2/1" | tail -3); do
+	cmp "$M/2/1/$f" "$M2/2/1/$f" || bad "big pages block=1000: 2/1/$f differs"
+done
+expect_eq "big pages block=1000 without a file of slices: laid out at open" \
+	"$(($(counter "$M2" slices_laid_out) > 0)) $(counter "$M2" slices_spilled)" "1 0"
+expect_eq "big pages block=1000 without a file of slices: the log says so" \
+	"$(grep -c "$T/none: cannot make a file for the laid-out slices that do not fit in memory (No such file or directory): they are laid out again at each open; set TMPDIR to a directory the daemon can write" "${daemon_log[$M2]}")" 1
+unmount_view "$M2"
 unmount_view "$M"
 
 # shuffle=samples over many rows: refused at mount with the cost and the

@@ -10,7 +10,9 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -78,6 +80,46 @@ static struct sfs_view *build(const struct sfs_index *idx, const char *dir,
 			      const char *opts, size_t cache_max)
 {
 	return build_within(idx, dir, opts, cache_max, 0);
+}
+
+/* What a view's cache noted of its file (sfs_view_opts.note). */
+struct notes {
+	atomic_int n;
+	char last[1024];
+};
+
+static void note(void *arg, const char *msg)
+{
+	struct notes *nt = arg;
+
+	atomic_fetch_add(&nt->n, 1);
+	snprintf(nt->last, sizeof(nt->last), "%s", msg);
+}
+
+/* build, the slices past cache_max kept in a file of spill, its trouble
+ * told to nt. */
+static struct sfs_view *build_spill(const struct sfs_index *idx,
+				    const char *dir, const char *opts,
+				    size_t cache_max, const char *spill,
+				    struct notes *nt)
+{
+	struct sfs_error err = { 0 };
+	struct sfs_view_opts vo = { .epochs = 1,
+				    .symlinks = true,
+				    .slice_cache_max = cache_max,
+				    .slice_spill_dir = spill,
+				    .note = note,
+				    .note_arg = nt };
+	struct sfs_view *v = NULL;
+
+	vo.srcfd = open(dir, O_RDONLY | O_DIRECTORY);
+	assert_true(vo.srcfd >= 0);
+	sfs_options_init(&vo.options);
+	assert_int_equal(sfs_options_parse(&vo.options, opts, &err), 0);
+	assert_int_equal(sfs_view_build(idx, &vo, &v, &err), 0);
+	sfs_options_clear(&vo.options);
+	close(vo.srcfd);
+	return v;
 }
 
 static int open_shard(const char *dir, const struct sfs_shard *sh)
@@ -278,6 +320,187 @@ static void test_parquet_cache_keeps_within_its_bound(void **state)
 	sfs_view_free(v);
 	sfs_index_free(idx);
 	tmpdir_remove(dir);
+}
+
+/*
+ * The slices that do not fit in memory are kept in a file: an open after
+ * the build reads them back, lays none out, and gives the bytes a fresh
+ * layout gives; with room for some in memory, the rest go to the file.
+ */
+static void test_parquet_cache_spills_what_memory_cannot_keep(void **state)
+{
+	static const char *const opts[] = {
+		"world=9,workers=1,shuffle=none",
+		"world=2,workers=2,shuffle=samples,seed=3",
+	};
+	char *dir = tmpdir_new(), *spill = tmpdir_new();
+	struct sfs_index *idx = source(dir, 2);
+	struct sfs_slice_cache_stats st;
+	struct notes nt = { 0 };
+	struct sfs_view *v;
+	size_t i, n, all;
+
+	(void)state;
+	for (i = 0; i < sizeof(opts) / sizeof(*opts); i++) {
+		/* room for none in memory: every slice in the file */
+		v = build_spill(idx, dir, opts[i], 1, spill, &nt);
+		sfs_slice_cache_stats(v->slices, &st);
+		assert_int_equal(st.kept, 0);
+		assert_true(st.spilled > 0);
+		assert_true(st.spilled_bytes > 0);
+		assert_int_equal(st.laid_out, 0);
+		n = check_all(v, dir);
+		assert_int_equal(st.spilled, n);
+		sfs_slice_cache_stats(v->slices, &st);
+		assert_int_equal(st.laid_out, 0);
+		/* a second open reads them back again, the same bytes */
+		assert_int_equal(check_all(v, dir), n);
+		sfs_slice_cache_stats(v->slices, &st);
+		assert_int_equal(st.laid_out, 0);
+		sfs_view_free(v);
+	}
+
+	/* room for about half in memory: the rest in the file */
+	v = build(idx, dir, opts[0], 0);
+	all = sfs_slice_cache_mem(v->slices);
+	n = sfs_slice_cache_count(v->slices);
+	sfs_view_free(v);
+	v = build_spill(idx, dir, opts[0], all / 2, spill, &nt);
+	sfs_slice_cache_stats(v->slices, &st);
+	assert_true(st.kept > 0);
+	assert_true(st.kept_mem <= all / 2);
+	assert_true(st.spilled > 0);
+	assert_int_equal(st.kept + st.spilled, n);
+	assert_int_equal(check_all(v, dir), n);
+	sfs_slice_cache_stats(v->slices, &st);
+	assert_int_equal(st.laid_out, 0);
+	sfs_view_free(v);
+
+	/* without a file, as before: every slice past memory laid out */
+	v = build(idx, dir, opts[0], 1);
+	assert_int_equal(check_all(v, dir), n);
+	sfs_slice_cache_stats(v->slices, &st);
+	assert_int_equal(st.spilled, 0);
+	assert_int_equal(st.laid_out, n);
+	sfs_view_free(v);
+	assert_int_equal(atomic_load(&nt.n), 0);
+	sfs_index_free(idx);
+	tmpdir_remove(dir);
+	tmpdir_remove(spill);
+}
+
+/*
+ * A full disk (a file size limit here): the slices written before it
+ * stay, the others are laid out at open, the same bytes; told once.  A
+ * directory where no file can be made: told, every slice laid out.
+ */
+static void test_parquet_cache_spill_runs_out_of_room(void **state)
+{
+	const char *opts = "world=9,workers=1,shuffle=none";
+	char *dir = tmpdir_new(), *spill = tmpdir_new(), want[4200];
+	struct sfs_index *idx = source(dir, 2);
+	struct sfs_slice_cache_stats st;
+	struct notes nt = { 0 };
+	struct rlimit old, small;
+	struct sfs_view *v;
+	size_t n;
+
+	(void)state;
+	v = build_spill(idx, dir, opts, 1, spill, &nt);
+	n = check_all(v, dir);
+	sfs_slice_cache_stats(v->slices, &st);
+	sfs_view_free(v);
+	/* room for about half of the file */
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	small = old;
+	small.rlim_cur = (rlim_t)(st.spilled_bytes / 2);
+	signal(SIGXFSZ, SIG_IGN);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &small), 0);
+	v = build_spill(idx, dir, opts, 1, spill, &nt);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, SIG_DFL);
+	assert_int_equal(atomic_load(&nt.n), 1);
+	snprintf(
+		want, sizeof(want),
+		"%s: cannot write the file of the laid-out slices that do not fit in memory (%s): the view's slices not kept are laid out again at each open (for Parquet's big pages, a decode each); free space there, or set TMPDIR to a directory with room",
+		spill, strerror(EFBIG));
+	assert_string_equal(nt.last, want);
+	sfs_slice_cache_stats(v->slices, &st);
+	assert_true(st.spilled > 0);
+	assert_true(st.spilled < n);
+	assert_int_equal(check_all(v, dir), n);
+	sfs_slice_cache_stats(v->slices, &st);
+	assert_int_equal(st.laid_out, n - st.spilled);
+	sfs_view_free(v);
+
+	/* no such directory */
+	snprintf(want, sizeof(want), "%s/gone", spill);
+	v = build_spill(idx, dir, opts, 1, want, &nt);
+	assert_int_equal(atomic_load(&nt.n), 2);
+	assert_non_null(strstr(
+		nt.last,
+		"/gone: cannot make a file for the laid-out slices that do not fit in memory (No such file or directory): they are laid out again at each open; set TMPDIR to a directory the daemon can write"));
+	assert_int_equal(check_all(v, dir), n);
+	sfs_slice_cache_stats(v->slices, &st);
+	assert_int_equal(st.spilled, 0);
+	assert_int_equal(st.laid_out, n);
+	sfs_view_free(v);
+	sfs_index_free(idx);
+	tmpdir_remove(dir);
+	tmpdir_remove(spill);
+}
+
+/* A slice in the file is handed out only while its shard is as it was
+ * laid out from: put back (another inode), laid out again; changed,
+ * refused. */
+static void
+test_parquet_cache_spilled_never_serves_a_changed_shard(void **state)
+{
+	char *dir = tmpdir_new(), *spill = tmpdir_new();
+	struct sfs_index *idx = source(dir, 1);
+	struct notes nt = { 0 };
+	struct sfs_view *v = build_spill(
+		idx, dir, "world=3,workers=1,shuffle=none", 1, spill, &nt);
+	const struct sfs_view_node *n = first_slice(v);
+	const struct sfs_shard *sh = &idx->shards[0];
+	struct sfs_slice_cache_stats st;
+	struct sfs_error err = { 0 };
+	struct sfs_slice *s;
+	struct stat sb;
+	char path[4096], copy[4096];
+	struct buf b;
+	size_t k;
+	int fd;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/%s", dir, sh->path);
+	snprintf(copy, sizeof(copy), "%s/copy", dir);
+	b = read_all(path);
+	assert_int_equal(stat(path, &sb), 0);
+	sfs_slice_cache_stats(v->slices, &st);
+	assert_true(st.spilled > 0);
+	free(write_at(dir, "copy", b.p, b.len));
+	assert_int_equal(
+		utimensat(AT_FDCWD, copy,
+			  (struct timespec[2]){ sb.st_atim, sb.st_mtim }, 0),
+		0);
+	assert_int_equal(rename(copy, path), 0);
+	k = check_all(v, dir);
+	sfs_slice_cache_stats(v->slices, &st);
+	assert_int_equal(st.laid_out, k);
+
+	fd = open(path, O_WRONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, "X", 1, 100), 1);
+	close(fd);
+	fd = open(path, O_RDONLY);
+	assert_int_equal(sfs_view_slice(v, n, fd, &s, &err), -ESTALE);
+	close(fd);
+	buf_free(&b);
+	sfs_view_free(v);
+	sfs_index_free(idx);
+	tmpdir_remove(dir);
+	tmpdir_remove(spill);
 }
 
 /* The second slice of a shard is laid out from the footer the first
@@ -1244,6 +1467,11 @@ int main(void)
 			test_parquet_cache_never_serves_a_changed_shard),
 		cmocka_unit_test(test_parquet_cache_keeps_within_its_bound),
 		cmocka_unit_test(test_parquet_cache_reads_a_footer_once),
+		cmocka_unit_test(
+			test_parquet_cache_spills_what_memory_cannot_keep),
+		cmocka_unit_test(test_parquet_cache_spill_runs_out_of_room),
+		cmocka_unit_test(
+			test_parquet_cache_spilled_never_serves_a_changed_shard),
 		cmocka_unit_test(test_parquet_cache_pages_cut_the_same_bytes),
 		cmocka_unit_test(
 			test_parquet_cache_pages_decode_a_big_page_once),

@@ -63,37 +63,19 @@ struct sfs_spill {
 	struct table_sum ts;
 };
 
-/*
- * A file of dir that no name holds, only the descriptor: made without one
- * (O_TMPFILE, *linkable set: it may be given one, sfs_spill_table_fd), or
- * where the file system cannot, a unique name unlinked at once.
- */
+/* sfs_open_unlinked (util.h), its failure named as the indexer's. */
 static int open_unlinked(const char *dir, const char *stem, bool *linkable,
 			 struct sfs_error *err)
 {
-	char path[PATH_MAX];
-	int fd;
+	int fd = sfs_open_unlinked(dir, stem, 0644, linkable);
 
-	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0644);
-	*linkable = fd >= 0;
-	if (fd >= 0)
-		return fd;
-	if ((size_t)snprintf(path, sizeof(path), "%s/.%s-XXXXXX", dir, stem) >=
-	    sizeof(path))
-		return sfs_errorf(err, -ENAMETOOLONG, "%s: path too long", dir);
-	fd = mkostemp(path, O_CLOEXEC);
+	if (fd == -ENAMETOOLONG)
+		return sfs_errorf(err, fd, "%s: path too long", dir);
 	if (fd < 0)
 		return sfs_errorf(
-			err, -errno,
+			err, fd,
 			"%s: cannot write the indexer's temporary files: %s; if the source is read-only, put the index elsewhere with --out DIR",
-			dir, strerror(errno));
-	if (unlink(path) < 0) {
-		int rc = -errno;
-
-		close(fd);
-		return sfs_errorf(err, rc, "%s: cannot remove %s: %s", dir,
-				  path, strerror(-rc));
-	}
+			dir, strerror(-fd));
 	return fd;
 }
 

@@ -205,6 +205,30 @@ char *sfs_name_escape(const char *name, bool always)
 	return out;
 }
 
+int sfs_open_unlinked(const char *dir, const char *stem, mode_t mode,
+		      bool *linkable)
+{
+	char path[PATH_MAX];
+	int fd, rc;
+
+	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, mode);
+	*linkable = fd >= 0;
+	if (fd >= 0)
+		return fd;
+	if ((size_t)snprintf(path, sizeof(path), "%s/.%s-XXXXXX", dir, stem) >=
+	    sizeof(path))
+		return -ENAMETOOLONG;
+	fd = mkostemp(path, O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (unlink(path) < 0) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
 bool sfs_path_ok(const char *path)
 {
 	const char *p = path;

@@ -1,6 +1,8 @@
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -280,11 +282,19 @@ struct table {
 	size_t nb, n;
 };
 
-/* A slice laid out while sizing, and the shard as it was then. */
+/*
+ * A slice laid out while sizing, and the shard as it was then: in memory
+ * (slice), or in the cache's file (spilled): len bytes at at, a table of
+ * nextents struct spilled_extent, then the bytes of those with mem set,
+ * in order.
+ */
 struct kept {
 	struct link link; /* key: the caller's */
-	struct sfs_slice *slice;
-	size_t mem;
+	struct sfs_slice *slice; /* NULL: spilled */
+	size_t mem; /* in memory: its bytes */
+	uint64_t at, len; /* spilled */
+	uint64_t bytes; /* spilled: the slice's size */
+	size_t nextents; /* spilled */
 	uint64_t size;
 	int64_t mtime_ns;
 	dev_t dev;
@@ -322,6 +332,26 @@ struct sfs_slice_cache {
 	/* the daemon's bound, shared with other caches (NULL: none): the
 	 * kept slices (mem, above) are charged to mem->slices too */
 	struct sfs_slice_mem *shared;
+	/* the file of the slices kept past memory (-1: none), its
+	 * directory (for messages), what its writes reserved and how many
+	 * slices it holds (lock), whether a write failed (lock: no more
+	 * go there) and trouble was noted (lock: once) */
+	int spill_fd;
+	char *spill_dir;
+	uint64_t spill_end;
+	size_t nspilled;
+	bool spill_off, noted;
+	void (*note)(void *arg, const char *msg);
+	void *note_arg;
+	/* opens that laid their slice out (not kept, or not readable) */
+	atomic_uint_least64_t laid_out;
+};
+
+/* A spilled slice's extent, as its file holds it. */
+struct spilled_extent {
+	uint64_t pos, len, src;
+	uint32_t file;
+	uint32_t mem; /* 1: its bytes follow the table, in order */
 };
 
 static size_t slot(const struct table *t, uint64_t key)
@@ -388,6 +418,8 @@ void sfs_slice_mem_init(struct sfs_slice_mem *m, uint64_t max,
 	sfs_budget_init_within(
 		&m->slices, slices_max ? slices_max : SFS_SLICE_MEM_SLICES_MAX,
 		NULL, NULL, &m->all);
+	atomic_init(&m->spilled, 0);
+	atomic_init(&m->laid_out, 0);
 }
 
 int sfs_slice_cache_new_within(const struct sfs_index *idx, size_t max,
@@ -405,6 +437,7 @@ int sfs_slice_cache_new_within(const struct sfs_index *idx, size_t max,
 	if (mem && c->max > mem->slices.max / 2)
 		c->max = (size_t)(mem->slices.max / 2);
 	c->shared = mem;
+	c->spill_fd = -1;
 	sfs_budget_init_within(&c->pages,
 			       pages_max ? pages_max : SFS_SLICE_PAGES_MAX,
 			       reclaim_pages, c, mem ? &mem->all : NULL);
@@ -478,6 +511,9 @@ void sfs_slice_cache_free(struct sfs_slice_cache *c)
 	free(c->kept.b);
 	if (c->shared)
 		sfs_budget_give(&c->shared->slices, c->mem);
+	if (c->spill_fd >= 0)
+		close(c->spill_fd);
+	free(c->spill_dir);
 	pthread_cond_destroy(&c->read);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
@@ -635,7 +671,92 @@ static void put_held(struct sfs_slice_cache *c, struct held *h)
 	pthread_mutex_unlock(&c->lock);
 }
 
-/* Keep slice s (taken) under key, laid out from fd, if there is room. */
+/* Tell c's note of trouble with its file, the first time only. */
+static void note_spill(struct sfs_slice_cache *c, const char *what, int rc)
+{
+	char msg[1024];
+	bool first;
+
+	pthread_mutex_lock(&c->lock);
+	first = !c->noted;
+	c->noted = true;
+	pthread_mutex_unlock(&c->lock);
+	if (!first || !c->note)
+		return;
+	snprintf(
+		msg, sizeof(msg),
+		"%s: cannot %s the file of the laid-out slices that do not fit in memory (%s): the view's slices not kept are laid out again at each open (for Parquet's big pages, a decode each); free space there, or set TMPDIR to a directory with room",
+		c->spill_dir, what, strerror(-rc));
+	c->note(c->note_arg, msg);
+}
+
+/*
+ * Write slice s to c's file for k: its table of extents, then its
+ * synthesized bytes.  0, or -1 when c has no file (or a write failed:
+ * noted).
+ */
+static int spill(struct sfs_slice_cache *c, struct kept *k,
+		 const struct sfs_slice *s)
+{
+	struct spilled_extent *t =
+		calloc(s->nextents ? s->nextents : 1, sizeof(*t));
+	uint64_t bytes = s->nextents * sizeof(*t), at;
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < s->nextents; i++) {
+		const struct sfs_extent *x = &s->extents[i];
+
+		if (t)
+			t[i] = (struct spilled_extent){ .pos = x->pos,
+							.len = x->len,
+							.src = x->src,
+							.file = x->file,
+							.mem = x->mem != NULL };
+		if (x->mem)
+			bytes += x->len;
+	}
+	pthread_mutex_lock(&c->lock);
+	if (!t || c->spill_fd < 0 || c->spill_off) {
+		pthread_mutex_unlock(&c->lock);
+		free(t);
+		return -1;
+	}
+	k->at = at = c->spill_end;
+	c->spill_end += bytes;
+	pthread_mutex_unlock(&c->lock);
+	/* the range is this slice's alone: written without the lock */
+	rc = sfs_pwrite_full(c->spill_fd, t, s->nextents * sizeof(*t), at);
+	at += s->nextents * sizeof(*t);
+	for (i = 0; !rc && i < s->nextents; i++) {
+		const struct sfs_extent *x = &s->extents[i];
+
+		if (!x->mem)
+			continue;
+		rc = sfs_pwrite_full(c->spill_fd, x->mem, (size_t)x->len, at);
+		at += x->len;
+	}
+	free(t);
+	if (rc) {
+		pthread_mutex_lock(&c->lock);
+		c->spill_off = true;
+		pthread_mutex_unlock(&c->lock);
+		note_spill(c, "write", rc);
+		return -1;
+	}
+	k->len = bytes;
+	k->bytes = s->size;
+	k->nextents = s->nextents;
+	k->mem = sizeof(*k);
+	return 0;
+}
+
+/*
+ * Keep slice s (taken) under key, laid out from fd: in memory if there
+ * is room, else in c's file if it has one.  A spilled slice's record
+ * (struct kept) is not charged to the bounds: one a file of the view,
+ * as its nodes are.
+ */
 static void keep(struct sfs_slice_cache *c, uint64_t key, int fd,
 		 struct sfs_slice *s)
 {
@@ -655,20 +776,36 @@ static void keep(struct sfs_slice_cache *c, uint64_t key, int fd,
 			    .dev = st.st_dev,
 			    .ino = st.st_ino };
 	pthread_mutex_lock(&c->lock);
+	if (table_find(&c->kept, key))
+		goto out_unlock;
 	/* within the cache's bound and the daemon's, for all its views */
-	if (c->mem + k->mem > c->max || table_find(&c->kept, key) ||
-	    (c->shared && !sfs_budget_take(&c->shared->slices, k->mem)))
-		goto out_unlock;
-	if (table_add(&c->kept, &k->link)) {
-		if (c->shared)
-			sfs_budget_give(&c->shared->slices, k->mem);
-		goto out_unlock;
+	if (c->mem + k->mem <= c->max &&
+	    (!c->shared || sfs_budget_take(&c->shared->slices, k->mem))) {
+		if (table_add(&c->kept, &k->link)) {
+			if (c->shared)
+				sfs_budget_give(&c->shared->slices, k->mem);
+			goto out_unlock;
+		}
+		c->mem += k->mem;
+		pthread_mutex_unlock(&c->lock);
+		return;
 	}
-	c->mem += k->mem;
 	pthread_mutex_unlock(&c->lock);
+	if (spill(c, k, s))
+		goto out;
+	sfs_slice_free(s);
+	s = k->slice = NULL;
+	pthread_mutex_lock(&c->lock);
+	if (table_find(&c->kept, key) || table_add(&c->kept, &k->link))
+		goto out_unlock;
+	c->nspilled++;
+	pthread_mutex_unlock(&c->lock);
+	if (c->shared)
+		atomic_fetch_add(&c->shared->spilled, 1);
 	return;
 out_unlock:
 	pthread_mutex_unlock(&c->lock);
+out:
 	sfs_slice_free(s);
 	free(k);
 }
@@ -726,6 +863,68 @@ static int share(const struct sfs_slice *k, struct sfs_slice **out)
 	return 0;
 }
 
+/*
+ * The slice k holds in c's file, read back into a new slice that owns its
+ * bytes.  0, -ENOMEM, or -EIO when the file does not give back what was
+ * written.
+ */
+static int read_back(struct sfs_slice_cache *c, const struct kept *k,
+		     struct sfs_slice **out)
+{
+	uint64_t tb = k->nextents * sizeof(struct spilled_extent), pos = 0;
+	uint64_t at = k->at + tb, end = k->at + k->len;
+	struct spilled_extent *t = malloc(tb ? tb : 1);
+	struct sfs_slice *s = calloc(1, sizeof(*s));
+	size_t i;
+	int rc = -ENOMEM;
+
+	if (s)
+		s->extents = calloc(k->nextents ? k->nextents : 1,
+				    sizeof(*s->extents));
+	if (!t || !s || !s->extents)
+		goto out;
+	rc = -EIO;
+	if (sfs_pread_full(c->spill_fd, t, tb, k->at) != (ssize_t)tb)
+		goto out;
+	for (i = 0; i < k->nextents; i++) {
+		struct sfs_extent *x = &s->extents[i];
+		void *mem;
+
+		if (t[i].pos != pos || t[i].len > k->bytes - pos ||
+		    (t[i].mem && t[i].len > end - at))
+			goto out;
+		*x = (struct sfs_extent){ .pos = pos,
+					  .len = t[i].len,
+					  .src = t[i].src,
+					  .file = t[i].file };
+		s->nextents = i + 1;
+		pos += t[i].len;
+		if (!t[i].mem)
+			continue;
+		mem = malloc(t[i].len ? (size_t)t[i].len : 1);
+		if (!mem) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		x->mem = mem;
+		x->owned = true;
+		if (sfs_pread_full(c->spill_fd, mem, (size_t)t[i].len, at) !=
+		    (ssize_t)t[i].len)
+			goto out;
+		at += t[i].len;
+	}
+	if (pos != k->bytes || at != end)
+		goto out;
+	s->size = pos;
+	*out = s;
+	s = NULL;
+	rc = 0;
+out:
+	free(t);
+	sfs_slice_free(s);
+	return rc;
+}
+
 int sfs_slice_cache_build(struct sfs_slice_cache *c, const struct sfs_shard *sh,
 			  int fd, uint64_t key, const struct sfs_run *runs,
 			  size_t nruns, struct sfs_slice **out,
@@ -739,7 +938,7 @@ int sfs_slice_cache_build(struct sfs_slice_cache *c, const struct sfs_shard *sh,
 	k = (struct kept *)table_find(&c->kept, key);
 	pthread_mutex_unlock(&c->lock);
 	if (!k)
-		return sfs_slice_build(c->idx, sh, fd, runs, nruns, out, err);
+		goto lay_out;
 	if (fstat(fd, &st) < 0) {
 		rc = -errno;
 		return sfs_errorf(err, rc, "%s: %s", sh->path, strerror(-rc));
@@ -750,10 +949,62 @@ int sfs_slice_cache_build(struct sfs_slice_cache *c, const struct sfs_shard *sh,
 			"%s: the shard changed since its slices were laid out; rebuild the index with shardfs-index",
 			sh->path);
 	if (st.st_dev != k->dev || st.st_ino != k->ino)
-		return sfs_slice_build(c->idx, sh, fd, runs, nruns, out, err);
-	if (share(k->slice, out))
+		goto lay_out;
+	if (k->slice) {
+		if (share(k->slice, out))
+			return sfs_errorf(err, -ENOMEM, "out of memory");
+		return 0;
+	}
+	rc = read_back(c, k, out);
+	if (rc == -ENOMEM)
+		return sfs_errorf(err, rc, "out of memory");
+	if (!rc)
+		return 0;
+	/* never other bytes: laid out from the shard instead */
+	note_spill(c, "read back", rc);
+lay_out:
+	/* counted where the cache would keep it: a slice of a driver that
+	 * reads a shard once for all its slices (others cost little) */
+	if (sh->format->read_shard) {
+		atomic_fetch_add(&c->laid_out, 1);
+		if (c->shared)
+			atomic_fetch_add(&c->shared->laid_out, 1);
+	}
+	return sfs_slice_build(c->idx, sh, fd, runs, nruns, out, err);
+}
+
+int sfs_slice_cache_spill(struct sfs_slice_cache *c, const char *dir,
+			  void (*note)(void *arg, const char *msg), void *arg,
+			  struct sfs_error *err)
+{
+	bool linkable;
+	int fd;
+
+	c->spill_dir = strdup(dir);
+	if (!c->spill_dir)
 		return sfs_errorf(err, -ENOMEM, "out of memory");
+	c->note = note;
+	c->note_arg = arg;
+	fd = sfs_open_unlinked(dir, "shardfs-slices", 0600, &linkable);
+	if (fd < 0)
+		return sfs_errorf(
+			err, fd,
+			"%s: cannot make a file for the laid-out slices that do not fit in memory (%s): they are laid out again at each open; set TMPDIR to a directory the daemon can write",
+			dir, strerror(-fd));
+	c->spill_fd = fd;
 	return 0;
+}
+
+void sfs_slice_cache_stats(struct sfs_slice_cache *c,
+			   struct sfs_slice_cache_stats *st)
+{
+	pthread_mutex_lock(&c->lock);
+	st->kept = c->kept.n - c->nspilled;
+	st->kept_mem = c->mem;
+	st->spilled = c->nspilled;
+	st->spilled_bytes = c->spill_end;
+	pthread_mutex_unlock(&c->lock);
+	st->laid_out = atomic_load(&c->laid_out);
 }
 
 struct sfs_budget *sfs_slice_cache_pages(struct sfs_slice_cache *c)
@@ -776,7 +1027,7 @@ size_t sfs_slice_cache_count(struct sfs_slice_cache *c)
 	size_t n;
 
 	pthread_mutex_lock(&c->lock);
-	n = c->kept.n;
+	n = c->kept.n - c->nspilled;
 	pthread_mutex_unlock(&c->lock);
 	return n;
 }

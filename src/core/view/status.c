@@ -199,7 +199,7 @@ char *sfs_status_json_join(const char *head,
 	size_t hlen, clen;
 
 	counters = dump(json_pack(
-		"{s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I}}",
+		"{s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
 		"counters", "opens", (json_int_t)c->opens, "reads",
 		(json_int_t)c->reads, "copied_reads",
 		(json_int_t)c->copied_reads, "bytes", (json_int_t)c->bytes,
@@ -213,7 +213,9 @@ char *sfs_status_json_join(const char *head,
 		(json_int_t)c->prefetch_bytes, "prefetch_cached_bytes",
 		(json_int_t)c->prefetch_cached_bytes, "prefetch_errors",
 		(json_int_t)c->prefetch_errors, "prefetch_dropped",
-		(json_int_t)c->prefetch_dropped));
+		(json_int_t)c->prefetch_dropped, "slices_spilled",
+		(json_int_t)c->slices_spilled, "slices_laid_out",
+		(json_int_t)c->slices_laid_out));
 	if (!counters)
 		return NULL;
 	/* the counters are the object's last member: head's members, a

@@ -391,6 +391,29 @@ static int check_pieces(const struct sfs_index *idx,
 		SFS_VIEW_PIECES_MAX);
 }
 
+/*
+ * Give the view's cache a file for the slices past its memory: a Parquet
+ * slice of big pages (DuckDB's, one a column chunk) costs a decode of
+ * them to lay out again at open, about a second of CPU, while reading
+ * its synthesized bytes back costs a pread.  Chosen over keeping the
+ * decoded pages after the build: those are up to 187 MiB a row group,
+ * which the daemon's bound holds for one build at most, where the file
+ * holds the view's re-encoded bytes (128 MB for the benchmark's three
+ * shards) whatever the page size, outside the daemon's memory
+ * (docs/formats.md, "Costs").  A file that cannot be made is noted, and
+ * the view goes on without it.
+ */
+static void spill_slices(struct sfs_slice_cache *c,
+			 const struct sfs_view_opts *o)
+{
+	struct sfs_error err = { 0 };
+
+	if (sfs_slice_cache_spill(c, o->slice_spill_dir, o->note, o->note_arg,
+				  &err) &&
+	    o->note)
+		o->note(o->note_arg, err.msg);
+}
+
 int sfs_view_build(const struct sfs_index *idx, const struct sfs_view_opts *o,
 		   struct sfs_view **out, struct sfs_error *err)
 {
@@ -428,6 +451,8 @@ int sfs_view_build(const struct sfs_index *idx, const struct sfs_view_opts *o,
 		rc = sfs_slice_cache_new_within(idx, o->slice_cache_max,
 						o->slice_pages_max, o->mem,
 						&b.v->slices);
+	if (!rc && o->slice_spill_dir)
+		spill_slices(b.v->slices, o);
 	if (!rc)
 		rc = sfs_view_describe(&b);
 	/* the shards' decoded footers go; the slices stay */
