@@ -341,8 +341,6 @@ static int load_index(struct fs *fs, const char *src, struct sfs_error *err)
 	return 0;
 }
 
-/* Source files stay open in a cache: take every descriptor allowed (the
- * soft limit up to the hard one); the cache gives them back when short. */
 /* (sfs_view_opts.note) Trouble with the file of a view's slices. */
 static void note_slices(void *arg, const char *msg)
 {
@@ -357,6 +355,8 @@ static const char *slice_spill_dir(void)
 	return dir && *dir ? dir : "/var/tmp";
 }
 
+/* Source files stay open in a cache: take every descriptor allowed (the
+ * soft limit up to the hard one); the cache gives them back when short. */
 static void raise_nofile(void)
 {
 	struct rlimit rl;
