@@ -332,14 +332,16 @@ int sfs_parquet_cut_pages(int fd, const struct sfs_parquet_meta *m,
  * length and bytes (INT32, INT64, INT96, FLOAT, DOUBLE little-endian as
  * PLAIN stores them, BOOLEAN one byte 0 or 1, byte arrays as they are),
  * then "Z" to end the column.  Calls fn(arg, row, digest), in row order,
- * from the calling thread; stops at and returns fn's first nonzero
+ * one call at a time, each after the one before returned, from the
+ * calling thread or a helper; stops at and returns fn's first nonzero
  * return.  The rows of a file of 65 536 rows or more are hashed on helper
  * threads too (one fewer than sfs_pool_cpus(), at most 3; with
  * sfs_parquet_rows_threads, one fewer than threads, 0 taken as
- * sfs_pool_cpus()).  Memory: one
- * decoded page per column and two batches of rows' bytes (8 192 rows, or
- * 1 MiB and the row that passes it; a row's bytes past 4 MiB are hashed
- * as they come, not held).  Errors as sfs_parquet_cut's, and a
+ * sfs_pool_cpus()), which also hand the digests to fn while the calling
+ * thread decodes.  Memory: one decoded page per column and four batches
+ * of rows' bytes with helpers, one without (8 192 rows, or 1 MiB and the
+ * row that passes it; a row's bytes past 4 MiB are hashed as they come,
+ * not held).  Errors as sfs_parquet_cut's, and a
  * column that holds more or fewer rows than its row group says; the rows
  * before the one that fails go to fn first.
  */
