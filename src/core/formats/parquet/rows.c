@@ -97,7 +97,8 @@ struct rows_out {
 	struct batch *b[BATCHES];
 	unsigned nb; /* places: BATCHES with helpers, else 1 */
 	uint64_t filled; /* batches handed out: the caller's, under lock */
-	uint64_t hashing; /* the first batch with chunks left, under lock */
+	uint64_t hashing; /* the first batch with chunks left to take (a
+			   * batch out has one at least), under lock */
 	size_t next; /* its next chunk to take, under lock */
 	uint64_t given; /* batches given to fn, under lock */
 	bool giving; /* a thread gives batch given, under lock */
@@ -143,17 +144,17 @@ static bool hash_chunk(struct rows_out *o, struct sfs_digest *d)
 	size_t from, to;
 	int rc;
 
-	for (;;) {
-		if (o->hashing == o->filled)
-			return false;
-		b = o->b[o->hashing % o->nb];
-		if (o->next < chunks(b))
-			break;
+	if (o->hashing == o->filled)
+		return false;
+	b = o->b[o->hashing % o->nb];
+	from = o->next++ * CHUNK_ROWS;
+	to = b->n - from < CHUNK_ROWS ? b->n : from + CHUNK_ROWS;
+	/* past a batch as its last chunk is taken: once hashed, the batch
+	 * may be given and its place filled again, never to be taken from */
+	if (o->next == chunks(b)) {
 		o->hashing++;
 		o->next = 0;
 	}
-	from = o->next++ * CHUNK_ROWS;
-	to = b->n - from < CHUNK_ROWS ? b->n : from + CHUNK_ROWS;
 	pthread_mutex_unlock(&o->lock);
 	rc = hash_rows(b, from, to, d);
 	pthread_mutex_lock(&o->lock);
