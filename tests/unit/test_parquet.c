@@ -1098,15 +1098,19 @@ static int rows_fd(const struct buf *file, struct sfs_parquet_meta **m)
  * give the digests while the calling thread decodes (some calls come
  * from them: the calling thread gave every one, and decoded nothing while
  * it did).  fn's failure stops the rows there; a column short of its row
- * group's rows fails after the rows before it went to fn.
+ * group's rows fails after the rows before it went to fn.  With helpers,
+ * the file's own SHA-256 is taken beside the rows; left new without them
+ * or when the rows fail.
  */
 #define ROWS 400000
 
 static void test_parquet_rows_threads(void **state)
 {
 	static const unsigned threads[] = { 1, 2, 4 };
-	unsigned char sums[3][32];
+	unsigned char sums[3][32], whole[32], empty[32], got[32];
 	char msg[SFS_ERROR_MAX];
+	struct sfs_digest *fd_sum = sfs_digest_new();
+	bool hashed;
 	struct sfs_parquet_meta *m = NULL;
 	struct sfs_error err = { 0 };
 	struct buf file = { 0 };
@@ -1115,28 +1119,46 @@ static void test_parquet_rows_threads(void **state)
 	int fd;
 
 	(void)state;
+	assert_non_null(fd_sum);
 	rows_file(&file, ROWS, 150000, 0);
 	fd = rows_fd(&file, &m);
+	sfs_digest_buf("", 0, empty);
+	assert_int_equal(sfs_digest_fd(fd_sum, fd, file.len, "rows", &err), 0);
+	assert_int_equal(sfs_digest_final(fd_sum, whole), 0);
 	for (i = 0; i < 3; i++) {
 		seen_start(&s, 0);
+		hashed = threads[i] == 1;
 		assert_int_equal(sfs_parquet_rows_threads(fd, m, threads[i],
+							  fd_sum, &hashed,
 							  seen_row, &s, &err),
 				 0);
 		assert_false(s.wrong);
 		assert_int_equal(s.n, ROWS);
-		if (threads[i] == 1)
+		/* the file's own SHA-256 taken by the helpers too */
+		assert_int_equal(sfs_digest_final(fd_sum, got), 0);
+		if (threads[i] == 1) {
 			assert_int_equal(s.off_caller, 0);
-		else
+			assert_false(hashed);
+			assert_memory_equal(got, empty, 32);
+		} else {
 			assert_true(s.off_caller > 0);
+			assert_true(hashed);
+			assert_memory_equal(got, whole, 32);
+		}
 		assert_int_equal(sfs_digest_final(s.sum, sums[i]), 0);
 		sfs_digest_free(s.sum);
 		assert_memory_equal(sums[i], sums[0], 32);
 	}
+	/* the rows fail: the file's SHA-256 is left new */
 	seen_start(&s, 250000);
-	assert_int_equal(sfs_parquet_rows_threads(fd, m, 4, seen_row, &s, &err),
+	assert_int_equal(sfs_parquet_rows_threads(fd, m, 4, fd_sum, &hashed,
+						  seen_row, &s, &err),
 			 7);
 	assert_false(s.wrong);
 	assert_int_equal(s.n, 250001);
+	assert_false(hashed);
+	assert_int_equal(sfs_digest_final(fd_sum, got), 0);
+	assert_memory_equal(got, empty, 32);
 	sfs_digest_free(s.sum);
 	sfs_parquet_meta_free(m);
 	close(fd);
@@ -1146,7 +1168,8 @@ static void test_parquet_rows_threads(void **state)
 	rows_file(&file, ROWS, 150000, 1000);
 	fd = rows_fd(&file, &m);
 	seen_start(&s, 0);
-	assert_int_equal(sfs_parquet_rows_threads(fd, m, 4, seen_row, &s, &err),
+	assert_int_equal(sfs_parquet_rows_threads(fd, m, 4, NULL, NULL,
+						  seen_row, &s, &err),
 			 -EINVAL);
 	assert_false(s.wrong);
 	assert_int_equal(s.n, ROWS - 1000);
@@ -1160,6 +1183,7 @@ static void test_parquet_rows_threads(void **state)
 	sfs_parquet_meta_free(m);
 	close(fd);
 	buf_free(&file);
+	sfs_digest_free(fd_sum);
 }
 
 int main(void)

@@ -16,7 +16,10 @@
  * digest table's SHA-256), which must not hold up the decoding; the
  * calling thread, which alone can decode, hashes and gives only when no
  * place is free, and at the end.  With no helper (one CPU, or a small
- * file) the calling thread hashes and gives each batch itself.  A row of
+ * file) the calling thread hashes and gives each batch itself.  The
+ * whole file's own SHA-256, when the caller wants it (the indexer's
+ * shard digest), is taken a piece at a time by the threads that have no
+ * row to hash or give at the time, and finished before the end.  A row of
  * more than ROW_STREAM bytes is hashed as its bytes come, on the calling
  * thread, and a value of ROW_STREAM bytes or more straight from its page.
  * Memory: one page of each column, and BATCHES batches with helpers (one
@@ -49,6 +52,8 @@
 /* a row's bytes past this are hashed as they come, never held: a row is
  * as big as the pages of its columns, which their budget bounds */
 #define ROW_STREAM (4u << 20)
+/* bytes of the file fed to its own SHA-256 at a time (file_piece) */
+#define FILE_PIECE (1u << 20)
 
 /* The bytes of rows gathered for their digests. */
 struct batch {
@@ -66,6 +71,18 @@ struct batch {
 struct big_row {
 	struct sfs_digest *d;
 	bool on; /* the row being gathered is going to d */
+};
+
+/*
+ * The whole file's SHA-256 (sfs_parquet_rows_threads's file), taken a
+ * piece at a time by a thread that has no row to hash or give.
+ */
+struct file_sum {
+	struct sfs_digest *d; /* NULL: not taken here */
+	int fd;
+	uint64_t size, at; /* bytes fed to d so far: under lock */
+	bool busy; /* a thread feeds d, under lock */
+	bool failed; /* a read failed, or the rows did: under lock */
 };
 
 struct rows_out;
@@ -107,6 +124,7 @@ struct rows_out {
 	bool hash_failed; /* failed for a SHA-256: the caller says so */
 	struct sfs_digest *d; /* the calling thread's */
 	struct big_row big; /* the calling thread's */
+	struct file_sum fs;
 	unsigned nh; /* helpers running */
 	struct hasher h[HASHERS_MAX - 1];
 };
@@ -200,6 +218,55 @@ static bool give_next(struct rows_out *o)
 	return true;
 }
 
+/* Whether the file has bytes left to feed its SHA-256. */
+static bool file_left(const struct file_sum *fs)
+{
+	return fs->d && !fs->failed && fs->at < fs->size;
+}
+
+/*
+ * Feed the next piece of the file to its SHA-256, if it has one left and
+ * no other thread is at it (false when not).  A read that fails leaves
+ * the SHA-256 to the caller, who says why.  Called with o->lock held,
+ * returns with it held.
+ */
+static bool file_piece(struct rows_out *o)
+{
+	struct file_sum *fs = &o->fs;
+	uint64_t at = fs->at, n;
+	int rc;
+
+	if (fs->busy || !file_left(fs))
+		return false;
+	fs->busy = true;
+	n = fs->size - at < FILE_PIECE ? fs->size - at : FILE_PIECE;
+	pthread_mutex_unlock(&o->lock);
+	rc = sfs_digest_fd_range(fs->d, fs->fd, at, n, o->m->path, NULL);
+	pthread_mutex_lock(&o->lock);
+	if (rc)
+		fs->failed = true;
+	else
+		fs->at += n;
+	fs->busy = false;
+	pthread_cond_broadcast(&o->cv);
+	return true;
+}
+
+/*
+ * Wait until the file's SHA-256 is taken, this thread feeding it too;
+ * with give_up, only until no thread feeds it.
+ */
+static void file_finish(struct rows_out *o, bool give_up)
+{
+	pthread_mutex_lock(&o->lock);
+	if (give_up)
+		o->fs.failed = true;
+	while (file_left(&o->fs) || o->fs.busy)
+		if (!file_piece(o))
+			pthread_cond_wait(&o->cv, &o->lock);
+	pthread_mutex_unlock(&o->lock);
+}
+
 static void *hasher_main(void *arg)
 {
 	struct hasher *h = arg;
@@ -207,7 +274,7 @@ static void *hasher_main(void *arg)
 
 	pthread_mutex_lock(&o->lock);
 	while (!o->quit)
-		if (!give_next(o) && !hash_chunk(o, h->d))
+		if (!give_next(o) && !hash_chunk(o, h->d) && !file_piece(o))
 			pthread_cond_wait(&o->cv, &o->lock);
 	pthread_mutex_unlock(&o->lock);
 	return NULL;
@@ -267,7 +334,7 @@ static int flush(struct rows_out *o, bool drain)
 			pthread_cond_broadcast(&o->cv);
 	}
 	while (drain ? o->given < o->filled : o->filled - o->given == o->nb)
-		if (!hash_chunk(o, o->d) && !give_next(o))
+		if (!hash_chunk(o, o->d) && !give_next(o) && !file_piece(o))
 			pthread_cond_wait(&o->cv, &o->lock);
 	rc = o->failed;
 	pthread_mutex_unlock(&o->lock);
@@ -451,13 +518,15 @@ static int check_end(struct sfs_pq_column *c, struct batch *b,
 int sfs_parquet_rows(int fd, const struct sfs_parquet_meta *m,
 		     sfs_parquet_row_fn fn, void *arg, struct sfs_error *err)
 {
-	return sfs_parquet_rows_threads(fd, m, 0, fn, arg, err);
+	return sfs_parquet_rows_threads(fd, m, 0, NULL, NULL, fn, arg, err);
 }
 
 int sfs_parquet_rows_threads(int fd, const struct sfs_parquet_meta *m,
-			     unsigned threads, sfs_parquet_row_fn fn, void *arg,
-			     struct sfs_error *err)
+			     unsigned threads, struct sfs_digest *file,
+			     bool *file_hashed, sfs_parquet_row_fn fn,
+			     void *arg, struct sfs_error *err)
 {
+	unsigned char none[SFS_DIGEST_LEN];
 	struct sfs_pq_leaf *lf =
 		calloc(m->nleaves ? m->nleaves : 1, sizeof(*lf));
 	struct sfs_pq_column *cols =
@@ -490,6 +559,11 @@ int sfs_parquet_rows_threads(int fd, const struct sfs_parquet_meta *m,
 	}
 	hashers_start(&o, threads - 1);
 	o.nb = o.nh ? BATCHES : 1;
+	pthread_mutex_lock(&o.lock);
+	o.fs = (struct file_sum){ .d = o.nh ? file : NULL,
+				  .fd = fd,
+				  .size = m->size };
+	pthread_mutex_unlock(&o.lock);
 	rc = sfs_pq_leaves(m, lf, err);
 	for (g = 0; !rc && g < m->nrow_groups; g++) {
 		/* one page of every column at once: one budget */
@@ -533,10 +607,16 @@ int sfs_parquet_rows_threads(int fd, const struct sfs_parquet_meta *m,
 		rc = sfs_errorf(err, -EIO, "%s: SHA-256 failed", m->path);
 	else if (frc)
 		rc = frc;
+	file_finish(&o, rc != 0);
 out:
 	for (k = 0; k < opened; k++)
 		sfs_pq_col_close(&cols[k]);
 	hashers_stop(&o);
+	if (file_hashed)
+		*file_hashed = o.fs.d && !o.fs.failed;
+	/* a SHA-256 fed part of the file is new again */
+	if (o.fs.d && o.fs.failed)
+		sfs_digest_final(file, none);
 	for (k = 0; k < BATCHES; k++) {
 		if (o.b[k])
 			free(o.b[k]->bytes);
