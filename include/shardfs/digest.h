@@ -34,6 +34,13 @@ int sfs_digest_final(struct sfs_digest *d, unsigned char out[SFS_DIGEST_LEN]);
 int sfs_digest_fd(struct sfs_digest *d, int fd, uint64_t size, const char *path,
 		  struct sfs_error *err);
 
+/*
+ * Feed bytes [off, off + len) of the open file fd into d, as sfs_digest_fd
+ * (its messages name off + len as the size the file should have).
+ */
+int sfs_digest_fd_range(struct sfs_digest *d, int fd, uint64_t off,
+			uint64_t len, const char *path, struct sfs_error *err);
+
 /* One-shot SHA-256 of a memory buffer. */
 void sfs_digest_buf(const void *buf, size_t len,
 		    unsigned char out[SFS_DIGEST_LEN]);

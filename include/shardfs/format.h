@@ -29,6 +29,7 @@
 
 #include "shardfs/error.h"
 
+struct sfs_digest; /* digest.h */
 struct sfs_shard; /* shard.h */
 struct sfs_share; /* share.h */
 struct sfs_budget; /* budget.h */
@@ -68,6 +69,12 @@ struct sfs_scan_in {
 	 * samples does) to digest_fn in the same pass, and sets digested */
 	sfs_sample_fn digest_fn;
 	void *digest_arg;
+	/* with digest_fn, a SHA-256 nothing was fed since it was made or
+	 * last finished, or NULL: a driver that hashes on helper threads
+	 * may feed it the whole file too (size bytes), on a thread that has
+	 * no sample to hash at the time, and set file_hashed; else it is
+	 * left as it was given */
+	struct sfs_digest *file_digest;
 	/* the directory path is relative to, for a driver whose shard stands
 	 * for a directory (dataset); others leave it 0 and such a driver
 	 * fails with a message */
@@ -101,6 +108,7 @@ struct sfs_scan {
 	uint64_t prefix_len; /* bytes that start every slice */
 	bool newline_missing; /* the last line lacks its '\n' (jsonl) */
 	bool digested; /* digest_fn had every sample */
+	bool file_hashed; /* file_digest had the whole file */
 	/* sfs_scan_in's, for the drivers' boundaries (sfs_bounds_push) */
 	uint64_t max_samples;
 	sfs_bounds_fn bounds_fn;

@@ -45,6 +45,8 @@
 
 #include "shardfs/error.h"
 
+struct sfs_digest;
+
 /* The largest footer read: bigger ones are refused (a memory bound). */
 #define SFS_PARQUET_FOOTER_MAX (64u << 20)
 /*
@@ -332,16 +334,22 @@ int sfs_parquet_cut_pages(int fd, const struct sfs_parquet_meta *m,
  * length and bytes (INT32, INT64, INT96, FLOAT, DOUBLE little-endian as
  * PLAIN stores them, BOOLEAN one byte 0 or 1, byte arrays as they are),
  * then "Z" to end the column.  Calls fn(arg, row, digest), in row order,
- * from the calling thread; stops at and returns fn's first nonzero
+ * one call at a time, each after the one before returned, from the
+ * calling thread or a helper; stops at and returns fn's first nonzero
  * return.  The rows of a file of 65 536 rows or more are hashed on helper
  * threads too (one fewer than sfs_pool_cpus(), at most 3; with
  * sfs_parquet_rows_threads, one fewer than threads, 0 taken as
- * sfs_pool_cpus()).  Memory: one
- * decoded page per column and two batches of rows' bytes (8 192 rows, or
- * 1 MiB and the row that passes it; a row's bytes past 4 MiB are hashed
- * as they come, not held).  Errors as sfs_parquet_cut's, and a
- * column that holds more or fewer rows than its row group says; the rows
- * before the one that fails go to fn first.
+ * sfs_pool_cpus()), which also hand the digests to fn while the calling
+ * thread decodes.  Memory: one decoded page per column and four batches
+ * of rows' bytes with helpers, one without (8 192 rows, or 1 MiB and the
+ * row that passes it; a row's bytes past 4 MiB are hashed as they come,
+ * not held).  sfs_parquet_rows_threads's file (NULL: none), a SHA-256
+ * nothing was fed since it was made or last finished: with helpers, the
+ * whole file (m->size bytes) is fed to it too, by the threads that have
+ * no row to hash at the time, and *file_hashed (when not NULL) says
+ * whether it was; when it was not, file is left as it was given.  Errors
+ * as sfs_parquet_cut's, and a column that holds more or fewer rows than
+ * its row group says; the rows before the one that fails go to fn first.
  */
 #define SFS_PARQUET_THREADED_ROWS 65536 /* rows hashed on helpers too */
 #define SFS_PARQUET_ROWS_THREADS_MAX 4 /* the calling one and 3 helpers */
@@ -350,7 +358,8 @@ typedef int (*sfs_parquet_row_fn)(void *arg, uint64_t row,
 int sfs_parquet_rows(int fd, const struct sfs_parquet_meta *m,
 		     sfs_parquet_row_fn fn, void *arg, struct sfs_error *err);
 int sfs_parquet_rows_threads(int fd, const struct sfs_parquet_meta *m,
-			     unsigned threads, sfs_parquet_row_fn fn, void *arg,
-			     struct sfs_error *err);
+			     unsigned threads, struct sfs_digest *file,
+			     bool *file_hashed, sfs_parquet_row_fn fn,
+			     void *arg, struct sfs_error *err);
 
 #endif

@@ -1,14 +1,18 @@
 /*
  * The Parquet footer: FileMetaData built here byte by byte in the Thrift
  * compact protocol (an encoder of the test's own, not the module's), read
- * back, checked, refused with exact messages, and rewritten for slices.
+ * back, checked, refused with exact messages, and rewritten for slices;
+ * and files of rows whose digests are read on helper threads.
  */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "helpers.h"
+#include "shardfs/digest.h"
 #include "shardfs/parquet.h"
 
 /* The compact protocol, written the canonical way every writer uses. */
@@ -914,6 +918,274 @@ static void test_parquet_decoded_budget(void **state)
 	buf_free(&e.b);
 }
 
+/* Rows of the files of rows_file: a page's values at most. */
+#define PAGE_ROWS 10000
+
+static int64_t row_value(uint64_t i)
+{
+	return (int64_t)(i * 7 % 1000003);
+}
+
+static void put_le(unsigned char *p, uint64_t v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/*
+ * A file of rows rows of one column "id" (INT64, required, PLAIN, no
+ * codec, v1 pages of PAGE_ROWS values) in row groups of rg rows, the last
+ * one the rest: row i holds row_value(i).  The pages of the last row
+ * group hold short_by values fewer than it says it has rows.
+ */
+static void rows_file(struct buf *file, int64_t rows, int64_t rg,
+		      int64_t short_by)
+{
+	int64_t ngroups = (rows + rg - 1) / rg, g, first, n, vals, at, k, i;
+	int64_t start[16], size[16];
+	unsigned char v[8];
+	struct enc f = { 0 };
+
+	assert_true(ngroups <= 16);
+	buf_put(file, "PAR1", 4);
+	for (g = 0; g < ngroups; g++) {
+		first = g * rg;
+		n = rows - first < rg ? rows - first : rg;
+		vals = n - (g == ngroups - 1 ? short_by : 0);
+		start[g] = (int64_t)file->len;
+		for (at = 0; at < vals; at += k) {
+			struct enc h = { 0 };
+
+			k = vals - at < PAGE_ROWS ? vals - at : PAGE_ROWS;
+			h.depth = -1;
+			sbegin(&h);
+			f_i32(&h, 1, 0); /* DATA_PAGE */
+			f_i32(&h, 2, k * 8);
+			f_i32(&h, 3, k * 8);
+			f_struct(&h, 5);
+			f_i32(&h, 1, k);
+			f_i32(&h, 2, 0); /* PLAIN */
+			f_i32(&h, 3, 3); /* RLE levels: none stored */
+			f_i32(&h, 4, 3);
+			send(&h);
+			send(&h);
+			buf_put(file, h.b.p, h.b.len);
+			buf_free(&h.b);
+			for (i = 0; i < k; i++) {
+				put_le(v,
+				       (uint64_t)row_value(
+					       (uint64_t)(first + at + i)),
+				       8);
+				buf_put(file, v, 8);
+			}
+		}
+		size[g] = (int64_t)file->len - start[g];
+	}
+	f.depth = -1;
+	sbegin(&f);
+	f_i32(&f, 1, 1);
+	f_list(&f, 2, 12, 2);
+	sbegin(&f);
+	f_bin(&f, 4, "schema");
+	f_i32(&f, 5, 1);
+	send(&f);
+	sbegin(&f);
+	f_i32(&f, 1, 2); /* INT64 */
+	f_i32(&f, 3, 0); /* REQUIRED */
+	f_bin(&f, 4, "id");
+	send(&f);
+	f_i64(&f, 3, rows);
+	f_list(&f, 4, 12, (size_t)ngroups);
+	for (g = 0; g < ngroups; g++) {
+		n = rows - g * rg < rg ? rows - g * rg : rg;
+		vals = n - (g == ngroups - 1 ? short_by : 0);
+		sbegin(&f);
+		f_list(&f, 1, 12, 1);
+		sbegin(&f);
+		f_i64(&f, 2, start[g]);
+		f_struct(&f, 3);
+		f_i32(&f, 1, 2);
+		f_list(&f, 2, 5, 1);
+		varint(&f, zz(0));
+		f_list(&f, 3, 8, 1);
+		varint(&f, 2);
+		buf_put(&f.b, "id", 2);
+		f_i32(&f, 4, 0);
+		f_i64(&f, 5, vals);
+		f_i64(&f, 6, size[g]);
+		f_i64(&f, 7, size[g]);
+		f_i64(&f, 9, start[g]);
+		send(&f);
+		send(&f);
+		f_i64(&f, 2, size[g]);
+		f_i64(&f, 3, n);
+		send(&f);
+	}
+	send(&f);
+	put_tail(file, &f.b);
+	buf_free(&f.b);
+}
+
+/* What fn saw of the rows of a file. */
+struct seen {
+	pthread_t caller;
+	uint64_t n; /* calls */
+	uint64_t off_caller; /* of them, from another thread than caller */
+	atomic_int inside; /* calls under way */
+	uint64_t stop_at; /* fn returns 7 at that row (0: never) */
+	struct sfs_digest *sum; /* of every digest, in the order given */
+	bool wrong; /* a row out of order or wrong, or two calls at once */
+};
+
+static int seen_row(void *arg, uint64_t row, const unsigned char d[32])
+{
+	struct seen *s = arg;
+	unsigned char bytes[22], want[32];
+
+	if (atomic_fetch_add(&s->inside, 1))
+		s->wrong = true;
+	if (row != s->n++)
+		s->wrong = true;
+	if (!pthread_equal(pthread_self(), s->caller))
+		s->off_caller++;
+	if (row % 997 == 0) {
+		/* "E", levels 0 and 0, length 8, the value; "Z" */
+		bytes[0] = 'E';
+		put_le(bytes + 1, 0, 4);
+		put_le(bytes + 5, 0, 4);
+		put_le(bytes + 9, 8, 4);
+		put_le(bytes + 13, (uint64_t)row_value(row), 8);
+		bytes[21] = 'Z';
+		sfs_digest_buf(bytes, sizeof(bytes), want);
+		if (memcmp(want, d, 32))
+			s->wrong = true;
+	}
+	if (sfs_digest_update(s->sum, d, 32))
+		s->wrong = true;
+	atomic_fetch_sub(&s->inside, 1);
+	return s->stop_at && row == s->stop_at ? 7 : 0;
+}
+
+static void seen_start(struct seen *s, uint64_t stop_at)
+{
+	s->caller = pthread_self();
+	s->n = s->off_caller = 0;
+	atomic_init(&s->inside, 0);
+	s->stop_at = stop_at;
+	s->sum = sfs_digest_new();
+	assert_non_null(s->sum);
+	s->wrong = false;
+}
+
+static int rows_fd(const struct buf *file, struct sfs_parquet_meta **m)
+{
+	int fd = memfd_create("rows.parquet", MFD_CLOEXEC);
+	struct sfs_error err = { 0 };
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, file->p, file->len), (ssize_t)file->len);
+	assert_int_equal(sfs_parquet_footer_read(fd, "rows.parquet", file->len,
+						 m, &err),
+			 0);
+	return fd;
+}
+
+/*
+ * The rows' digests read on 1, 2 and 4 threads: the same, each row's
+ * right, given to fn in row order one call at a time; with helpers, they
+ * give the digests while the calling thread decodes (some calls come
+ * from them: the calling thread gave every one, and decoded nothing while
+ * it did).  fn's failure stops the rows there; a column short of its row
+ * group's rows fails after the rows before it went to fn.  With helpers,
+ * the file's own SHA-256 is taken beside the rows; left new without them
+ * or when the rows fail.
+ */
+#define ROWS 400000
+
+static void test_parquet_rows_threads(void **state)
+{
+	static const unsigned threads[] = { 1, 2, 4 };
+	unsigned char sums[3][32], whole[32], empty[32], got[32];
+	char msg[SFS_ERROR_MAX];
+	struct sfs_digest *fd_sum = sfs_digest_new();
+	bool hashed;
+	struct sfs_parquet_meta *m = NULL;
+	struct sfs_error err = { 0 };
+	struct buf file = { 0 };
+	struct seen s;
+	size_t i;
+	int fd;
+
+	(void)state;
+	assert_non_null(fd_sum);
+	rows_file(&file, ROWS, 150000, 0);
+	fd = rows_fd(&file, &m);
+	sfs_digest_buf("", 0, empty);
+	assert_int_equal(sfs_digest_fd(fd_sum, fd, file.len, "rows", &err), 0);
+	assert_int_equal(sfs_digest_final(fd_sum, whole), 0);
+	for (i = 0; i < 3; i++) {
+		seen_start(&s, 0);
+		hashed = threads[i] == 1;
+		assert_int_equal(sfs_parquet_rows_threads(fd, m, threads[i],
+							  fd_sum, &hashed,
+							  seen_row, &s, &err),
+				 0);
+		assert_false(s.wrong);
+		assert_int_equal(s.n, ROWS);
+		/* the file's own SHA-256 taken by the helpers too */
+		assert_int_equal(sfs_digest_final(fd_sum, got), 0);
+		if (threads[i] == 1) {
+			assert_int_equal(s.off_caller, 0);
+			assert_false(hashed);
+			assert_memory_equal(got, empty, 32);
+		} else {
+			assert_true(s.off_caller > 0);
+			assert_true(hashed);
+			assert_memory_equal(got, whole, 32);
+		}
+		assert_int_equal(sfs_digest_final(s.sum, sums[i]), 0);
+		sfs_digest_free(s.sum);
+		assert_memory_equal(sums[i], sums[0], 32);
+	}
+	/* the rows fail: the file's SHA-256 is left new */
+	seen_start(&s, 250000);
+	assert_int_equal(sfs_parquet_rows_threads(fd, m, 4, fd_sum, &hashed,
+						  seen_row, &s, &err),
+			 7);
+	assert_false(s.wrong);
+	assert_int_equal(s.n, 250001);
+	assert_false(hashed);
+	assert_int_equal(sfs_digest_final(fd_sum, got), 0);
+	assert_memory_equal(got, empty, 32);
+	sfs_digest_free(s.sum);
+	sfs_parquet_meta_free(m);
+	close(fd);
+	buf_free(&file);
+
+	file = (struct buf){ 0 };
+	rows_file(&file, ROWS, 150000, 1000);
+	fd = rows_fd(&file, &m);
+	seen_start(&s, 0);
+	assert_int_equal(sfs_parquet_rows_threads(fd, m, 4, NULL, NULL,
+						  seen_row, &s, &err),
+			 -EINVAL);
+	assert_false(s.wrong);
+	assert_int_equal(s.n, ROWS - 1000);
+	/* where the chunk's pages end: the footer */
+	snprintf(
+		msg, sizeof(msg),
+		"rows.parquet: row group 2 column id: page at byte %llu: the column holds 99000 rows, the row group 100000",
+		(unsigned long long)m->data_end);
+	assert_string_equal(err.msg, msg);
+	sfs_digest_free(s.sum);
+	sfs_parquet_meta_free(m);
+	close(fd);
+	buf_free(&file);
+	sfs_digest_free(fd_sum);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -926,6 +1198,7 @@ int main(void)
 		cmocka_unit_test(test_parquet_inconsistent),
 		cmocka_unit_test(test_parquet_empty_row_group),
 		cmocka_unit_test(test_parquet_decoded_budget),
+		cmocka_unit_test(test_parquet_rows_threads),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -117,16 +117,20 @@ static int open_regular(int srcfd, const char *path, struct stat *st,
 	return fd;
 }
 
-/* Hash the item's file (open as fd) and its members into it->digest. */
+/*
+ * Hash the item's file (open as fd; fed to d already when its scan did,
+ * it->scan.file_hashed) and its members into it->digest.
+ */
 static int hash_item(struct job *j, struct item *it, int fd,
 		     struct sfs_digest *d, struct sfs_error *e)
 {
 	size_t m;
-	int rc;
+	int rc = 0;
 
 	if (!d)
 		return sfs_errorf(e, -ENOMEM, "out of memory");
-	rc = sfs_digest_fd(d, fd, it->size, it->path, e);
+	if (!it->scan.file_hashed)
+		rc = sfs_digest_fd(d, fd, it->size, it->path, e);
 	for (m = 0; !rc && m < it->nmembers; m++) {
 		struct stat st;
 		int mfd = open_regular(j->srcfd, it->members[m].path, &st, e);
@@ -310,6 +314,8 @@ static void build_one(struct job *j, size_t i, struct sfs_digest *d)
 	if (j->o->hash) {
 		in.digest_fn = collect_digest;
 		in.digest_arg = it;
+		/* the scan's helpers may hash the file between its samples */
+		in.file_digest = d;
 	}
 	if (j->spill) {
 		in.bounds_fn = spill_bounds;

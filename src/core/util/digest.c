@@ -129,7 +129,13 @@ int sfs_digest_final(struct sfs_digest *d, unsigned char out[SFS_DIGEST_LEN])
 int sfs_digest_fd(struct sfs_digest *d, int fd, uint64_t size, const char *path,
 		  struct sfs_error *err)
 {
-	uint64_t off = 0;
+	return sfs_digest_fd_range(d, fd, 0, size, path, err);
+}
+
+int sfs_digest_fd_range(struct sfs_digest *d, int fd, uint64_t off,
+			uint64_t len, const char *path, struct sfs_error *err)
+{
+	uint64_t end = off + len;
 
 	if (!d->buf) {
 		d->buf = malloc(READ_BLOCK);
@@ -137,8 +143,8 @@ int sfs_digest_fd(struct sfs_digest *d, int fd, uint64_t size, const char *path,
 			return sfs_errorf(err, -ENOMEM, "%s: out of memory",
 					  path);
 	}
-	while (off < size) {
-		size_t want = size - off < READ_BLOCK ? size - off : READ_BLOCK;
+	while (off < end) {
+		size_t want = end - off < READ_BLOCK ? end - off : READ_BLOCK;
 		ssize_t got = pread(fd, d->buf, want, (off_t)off);
 
 		if (got < 0) {
@@ -156,7 +162,7 @@ int sfs_digest_fd(struct sfs_digest *d, int fd, uint64_t size, const char *path,
 				err, -EIO,
 				"%s: file ends at byte %llu, the index says %llu bytes; rebuild the index with shardfs-index",
 				path, (unsigned long long)off,
-				(unsigned long long)size);
+				(unsigned long long)end);
 		if (sfs_digest_update(d, d->buf, (size_t)got))
 			return sfs_errorf(err, -EIO, "%s: SHA-256 failed",
 					  path);

@@ -40,7 +40,9 @@ static int parquet_scan(const struct sfs_scan_in *in, struct sfs_scan *out,
 		else if (in->share)
 			threads = sfs_share_take(in->share,
 						 SFS_PARQUET_ROWS_THREADS_MAX);
-		rc = sfs_parquet_rows_threads(in->fd, m, threads, in->digest_fn,
+		rc = sfs_parquet_rows_threads(in->fd, m, threads,
+					      in->file_digest,
+					      &out->file_hashed, in->digest_fn,
 					      in->digest_arg, err);
 		if (in->share)
 			sfs_share_give(in->share, threads);

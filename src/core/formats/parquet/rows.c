@@ -7,19 +7,25 @@
  *
  * The columns are decoded on the calling thread (column.c) into the bytes
  * of a batch of rows (BATCH_ROWS, or BATCH_BYTES and the row that passes
- * them); a full batch is handed to up to HASHERS_MAX - 1 helper threads,
- * which take it CHUNK_ROWS rows at a time, while the calling thread fills
- * the next one and then hashes the chunks they have not taken: a SHA-256
- * per row costs more than the decoding, and no thread waits while rows
- * wait for their digests.  A batch's digests go to the caller while the
- * helpers hash the next one.  With no helper (one CPU, or a small file)
- * the calling thread digests each batch itself.  A row of more than
- * ROW_STREAM bytes is hashed as its bytes come, on the calling thread,
- * and a value of ROW_STREAM bytes or more straight from its page.  The
- * digests go to the caller in row order, from the calling thread.
- * Memory: one page of each column, and two batches (each at most
- * BATCH_BYTES + 2 * ROW_STREAM: a row holds less than ROW_STREAM bytes
- * before an entry, and an entry's value less than ROW_STREAM).
+ * them), which it hands out and goes on to fill the next: with up to
+ * HASHERS_MAX - 1 helper threads, up to BATCHES batches are out at once
+ * (struct rows_out).  Any thread hashes a batch out, CHUNK_ROWS rows at a
+ * time, and one thread at a time gives the digests of the hashed batches
+ * to the caller, in row order.  The helpers give first, then hash: giving
+ * is the caller's work (for the indexer, the spill's writes and the
+ * digest table's SHA-256), which must not hold up the decoding; the
+ * calling thread, which alone can decode, hashes and gives only when no
+ * place is free, and at the end.  With no helper (one CPU, or a small
+ * file) the calling thread hashes and gives each batch itself.  The
+ * whole file's own SHA-256, when the caller wants it (the indexer's
+ * shard digest), is taken a piece at a time by the threads that have no
+ * row to hash or give at the time, and finished before the end.  A row of
+ * more than ROW_STREAM bytes is hashed as its bytes come, on the calling
+ * thread, and a value of ROW_STREAM bytes or more straight from its page.
+ * Memory: one page of each column, and BATCHES batches with helpers (one
+ * without), each at most BATCH_BYTES + 2 * ROW_STREAM (a row holds less
+ * than ROW_STREAM bytes before an entry, and an entry's value less than
+ * ROW_STREAM).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -37,12 +43,17 @@
 /* rows a thread takes at a time to hash: 16 a batch */
 #define CHUNK_ROWS 512
 #define BATCH_BYTES (1u << 20)
+/* batches out at once with helpers: the one being filled, and those
+ * being hashed or waiting for their digests to go to the caller */
+#define BATCHES 4
 #define HASHERS_MAX SFS_PARQUET_ROWS_THREADS_MAX
 /* a file of fewer rows is hashed on the calling thread alone */
 #define THREADED_ROWS SFS_PARQUET_THREADED_ROWS
 /* a row's bytes past this are hashed as they come, never held: a row is
  * as big as the pages of its columns, which their budget bounds */
 #define ROW_STREAM (4u << 20)
+/* bytes of the file fed to its own SHA-256 at a time (file_piece) */
+#define FILE_PIECE (1u << 20)
 
 /* The bytes of rows gathered for their digests. */
 struct batch {
@@ -51,33 +62,70 @@ struct batch {
 	size_t ends[BATCH_ROWS]; /* row r is bytes [ends[r - 1], ends[r]) */
 	bool streamed[BATCH_ROWS]; /* row r's digest is there already */
 	size_t n;
+	size_t left; /* its chunks not hashed yet, once out: under lock */
+	int rc; /* its first failure hashing, once out: under lock */
 	unsigned char digests[BATCH_ROWS * SFS_DIGEST_LEN];
 };
 
-struct hashers;
+/* A row too big to hold (ROW_STREAM): hashed as its bytes come. */
+struct big_row {
+	struct sfs_digest *d;
+	bool on; /* the row being gathered is going to d */
+};
 
-/* A thread that helps hash the batches handed out. */
+/*
+ * The whole file's SHA-256 (sfs_parquet_rows_threads's file), taken a
+ * piece at a time by a thread that has no row to hash or give.
+ */
+struct file_sum {
+	struct sfs_digest *d; /* NULL: not taken here */
+	int fd;
+	uint64_t size, at; /* bytes fed to d so far: under lock */
+	bool busy; /* a thread feeds d, under lock */
+	bool failed; /* a read failed, or the rows did: under lock */
+};
+
+struct rows_out;
+
+/* A thread that helps hash the batches handed out and give them. */
 struct hasher {
-	struct hashers *hs;
+	struct rows_out *o;
 	pthread_t t;
 	struct sfs_digest *d;
 };
 
 /*
- * The threads helping the calling thread: a batch handed out is hashed a
- * chunk of CHUNK_ROWS rows at a time by whichever thread takes the next
- * chunk, the calling thread too once it has filled the next batch, so
- * that no thread waits while another has rows to hash.
+ * The rows' digests on their way to the caller.  Batch k (counted from
+ * 0) is b[k % nb]: the calling thread fills batch filled and hands it
+ * out; any thread then takes its chunks of CHUNK_ROWS rows to hash, and
+ * once it is hashed and the batches before it have gone, one thread at a
+ * time gives its digests to fn (given counts those that went), which
+ * frees its place.  The helpers give before they hash, so that the
+ * calling thread finds room to fill and only decodes; it hashes and
+ * gives only when every place is taken, and at the end.
  */
-struct hashers {
+struct rows_out {
+	const struct sfs_parquet_meta *m;
+	sfs_parquet_row_fn fn;
+	void *arg;
+	uint64_t row; /* the next row fn gets: the giving thread's */
 	pthread_mutex_t lock;
-	pthread_cond_t go, done;
-	struct batch *b; /* the batch out, under lock */
-	size_t next, nchunks; /* its next chunk to take, its chunks: lock */
-	size_t left; /* its chunks not hashed yet, under lock */
-	int rc; /* the first failure hashing it, under lock */
+	pthread_cond_t cv; /* a batch out, hashed or given; quit */
+	struct batch *b[BATCHES];
+	unsigned nb; /* places: BATCHES with helpers, else 1 */
+	uint64_t filled; /* batches handed out: the caller's, under lock */
+	uint64_t hashing; /* the first batch with chunks left to take (a
+			   * batch out has one at least), under lock */
+	size_t next; /* its next chunk to take, under lock */
+	uint64_t given; /* batches given to fn, under lock */
+	bool giving; /* a thread gives batch given, under lock */
 	bool quit; /* under lock */
-	unsigned n; /* helpers running */
+	int failed; /* what stopped the digests going to fn: under lock */
+	bool hash_failed; /* failed for a SHA-256: the caller says so */
+	struct sfs_digest *d; /* the calling thread's */
+	struct big_row big; /* the calling thread's */
+	struct file_sum fs;
+	unsigned nh; /* helpers running */
 	struct hasher h[HASHERS_MAX - 1];
 };
 
@@ -99,54 +147,147 @@ static int hash_rows(struct batch *b, size_t from, size_t to,
 	return 0;
 }
 
-/*
- * Hash the next chunk of the batch out with d, if one is left (false when
- * none is).  Called with hs->lock held, returns with it held.
- */
-static bool hash_chunk(struct hashers *hs, struct sfs_digest *d)
+static size_t chunks(const struct batch *b)
 {
-	struct batch *b = hs->b;
+	return (b->n + CHUNK_ROWS - 1) / CHUNK_ROWS;
+}
+
+/*
+ * Hash the next chunk of the batches out with d, if one is left (false
+ * when none is).  Called with o->lock held, returns with it held.
+ */
+static bool hash_chunk(struct rows_out *o, struct sfs_digest *d)
+{
+	struct batch *b;
 	size_t from, to;
 	int rc;
 
-	if (hs->next == hs->nchunks)
+	if (o->hashing == o->filled)
 		return false;
-	from = hs->next++ * CHUNK_ROWS;
+	b = o->b[o->hashing % o->nb];
+	from = o->next++ * CHUNK_ROWS;
 	to = b->n - from < CHUNK_ROWS ? b->n : from + CHUNK_ROWS;
-	pthread_mutex_unlock(&hs->lock);
+	/* past a batch as its last chunk is taken: once hashed, the batch
+	 * may be given and its place filled again, never to be taken from */
+	if (o->next == chunks(b)) {
+		o->hashing++;
+		o->next = 0;
+	}
+	pthread_mutex_unlock(&o->lock);
 	rc = hash_rows(b, from, to, d);
-	pthread_mutex_lock(&hs->lock);
-	if (rc && !hs->rc)
-		hs->rc = rc;
-	if (--hs->left == 0)
-		pthread_cond_signal(&hs->done);
+	pthread_mutex_lock(&o->lock);
+	if (rc && !b->rc)
+		b->rc = rc;
+	if (--b->left == 0)
+		pthread_cond_broadcast(&o->cv);
 	return true;
+}
+
+/*
+ * Give the digests of the next batch to fn, in order, if it is hashed
+ * and no other thread is giving (false when not); empty it, which frees
+ * its place.  Called with o->lock held, returns with it held.
+ */
+static bool give_next(struct rows_out *o)
+{
+	struct batch *b;
+	size_t r;
+	int rc;
+
+	if (o->giving || o->given == o->filled)
+		return false;
+	b = o->b[o->given % o->nb];
+	if (b->left)
+		return false;
+	o->giving = true;
+	rc = o->failed;
+	if (!rc && b->rc) {
+		rc = -EIO;
+		o->hash_failed = true;
+	}
+	pthread_mutex_unlock(&o->lock);
+	for (r = 0; !rc && r < b->n; r++)
+		rc = o->fn(o->arg, o->row++, b->digests + r * SFS_DIGEST_LEN);
+	b->n = 0;
+	b->len = 0;
+	pthread_mutex_lock(&o->lock);
+	o->failed = rc;
+	o->given++;
+	o->giving = false;
+	pthread_cond_broadcast(&o->cv);
+	return true;
+}
+
+/* Whether the file has bytes left to feed its SHA-256. */
+static bool file_left(const struct file_sum *fs)
+{
+	return fs->d && !fs->failed && fs->at < fs->size;
+}
+
+/*
+ * Feed the next piece of the file to its SHA-256, if it has one left and
+ * no other thread is at it (false when not).  A read that fails leaves
+ * the SHA-256 to the caller, who says why.  Called with o->lock held,
+ * returns with it held.
+ */
+static bool file_piece(struct rows_out *o)
+{
+	struct file_sum *fs = &o->fs;
+	uint64_t at = fs->at, n;
+	int rc;
+
+	if (fs->busy || !file_left(fs))
+		return false;
+	fs->busy = true;
+	n = fs->size - at < FILE_PIECE ? fs->size - at : FILE_PIECE;
+	pthread_mutex_unlock(&o->lock);
+	rc = sfs_digest_fd_range(fs->d, fs->fd, at, n, o->m->path, NULL);
+	pthread_mutex_lock(&o->lock);
+	if (rc)
+		fs->failed = true;
+	else
+		fs->at += n;
+	fs->busy = false;
+	pthread_cond_broadcast(&o->cv);
+	return true;
+}
+
+/*
+ * Wait until the file's SHA-256 is taken, this thread feeding it too;
+ * with give_up, only until no thread feeds it.
+ */
+static void file_finish(struct rows_out *o, bool give_up)
+{
+	pthread_mutex_lock(&o->lock);
+	if (give_up)
+		o->fs.failed = true;
+	while (file_left(&o->fs) || o->fs.busy)
+		if (!file_piece(o))
+			pthread_cond_wait(&o->cv, &o->lock);
+	pthread_mutex_unlock(&o->lock);
 }
 
 static void *hasher_main(void *arg)
 {
 	struct hasher *h = arg;
-	struct hashers *hs = h->hs;
+	struct rows_out *o = h->o;
 
-	pthread_mutex_lock(&hs->lock);
-	while (!hs->quit)
-		if (!hash_chunk(hs, h->d))
-			pthread_cond_wait(&hs->go, &hs->lock);
-	pthread_mutex_unlock(&hs->lock);
+	pthread_mutex_lock(&o->lock);
+	while (!o->quit)
+		if (!give_next(o) && !hash_chunk(o, h->d) && !file_piece(o))
+			pthread_cond_wait(&o->cv, &o->lock);
+	pthread_mutex_unlock(&o->lock);
 	return NULL;
 }
 
 /* Start up to want helpers; as many as could be started run (maybe 0). */
-static void hashers_start(struct hashers *hs, unsigned want)
+static void hashers_start(struct rows_out *o, unsigned want)
 {
 	struct hasher *h;
 
-	pthread_mutex_init(&hs->lock, NULL);
-	pthread_cond_init(&hs->go, NULL);
-	pthread_cond_init(&hs->done, NULL);
-	while (hs->n < want && hs->n < HASHERS_MAX - 1) {
-		h = &hs->h[hs->n];
-		h->hs = hs;
+	while (o->nh < want && o->nh < HASHERS_MAX - 1) {
+		h = &o->h[o->nh];
+		h->o = o;
 		h->d = sfs_digest_new();
 		if (!h->d)
 			break;
@@ -154,54 +295,49 @@ static void hashers_start(struct hashers *hs, unsigned want)
 			sfs_digest_free(h->d);
 			break;
 		}
-		hs->n++;
+		o->nh++;
 	}
 }
 
-static void hashers_stop(struct hashers *hs)
+static void hashers_stop(struct rows_out *o)
 {
 	unsigned i;
 
-	pthread_mutex_lock(&hs->lock);
-	hs->quit = true;
-	pthread_cond_broadcast(&hs->go);
-	pthread_mutex_unlock(&hs->lock);
-	for (i = 0; i < hs->n; i++) {
-		pthread_join(hs->h[i].t, NULL);
-		sfs_digest_free(hs->h[i].d);
+	pthread_mutex_lock(&o->lock);
+	o->quit = true;
+	pthread_cond_broadcast(&o->cv);
+	pthread_mutex_unlock(&o->lock);
+	for (i = 0; i < o->nh; i++) {
+		pthread_join(o->h[i].t, NULL);
+		sfs_digest_free(o->h[i].d);
 	}
-	pthread_cond_destroy(&hs->done);
-	pthread_cond_destroy(&hs->go);
-	pthread_mutex_destroy(&hs->lock);
-}
-
-/* Hand the rows of b (some) to the helpers, a chunk at a time. */
-static void hand_out(struct hashers *hs, struct batch *b)
-{
-	pthread_mutex_lock(&hs->lock);
-	hs->b = b;
-	hs->next = 0;
-	hs->nchunks = hs->left = (b->n + CHUNK_ROWS - 1) / CHUNK_ROWS;
-	hs->rc = 0;
-	pthread_cond_broadcast(&hs->go);
-	pthread_mutex_unlock(&hs->lock);
 }
 
 /*
- * Hash the chunks of the batch out that no helper has taken, with d, then
- * wait for those they have; the first failure.
+ * The batch being filled is done: handed out when it holds rows, then
+ * room made for the next one (with drain, every batch out given to fn),
+ * this thread hashing and giving what no helper has while it waits; with
+ * no helper, it hashes and gives this one.  Returns what stopped the
+ * digests going to fn, or 0.
  */
-static int finish_batch(struct hashers *hs, struct sfs_digest *d)
+static int flush(struct rows_out *o, bool drain)
 {
+	struct batch *b = o->b[o->filled % o->nb];
 	int rc;
 
-	pthread_mutex_lock(&hs->lock);
-	while (hash_chunk(hs, d))
-		;
-	while (hs->left)
-		pthread_cond_wait(&hs->done, &hs->lock);
-	rc = hs->rc;
-	pthread_mutex_unlock(&hs->lock);
+	pthread_mutex_lock(&o->lock);
+	if (b->n) {
+		b->left = chunks(b);
+		b->rc = 0;
+		o->filled++;
+		if (o->nh)
+			pthread_cond_broadcast(&o->cv);
+	}
+	while (drain ? o->given < o->filled : o->filled - o->given == o->nb)
+		if (!hash_chunk(o, o->d) && !give_next(o) && !file_piece(o))
+			pthread_cond_wait(&o->cv, &o->lock);
+	rc = o->failed;
+	pthread_mutex_unlock(&o->lock);
 	return rc;
 }
 
@@ -222,12 +358,6 @@ static void put_u32(unsigned char *p, uint32_t v)
 	p[2] = (unsigned char)(v >> 16);
 	p[3] = (unsigned char)(v >> 24);
 }
-
-/* A row too big to hold (ROW_STREAM): hashed as its bytes come. */
-struct big_row {
-	struct sfs_digest *d;
-	bool on; /* the row being gathered is going to d */
-};
 
 /* Where the row being gathered begins in b. */
 static size_t row_start(const struct batch *b)
@@ -361,69 +491,6 @@ static int row_bytes(struct sfs_pq_column *c, struct batch *b,
 	return started ? 0 : 1;
 }
 
-/* The rows' digests on their way to the caller. */
-struct rows_out {
-	const struct sfs_parquet_meta *m;
-	sfs_parquet_row_fn fn;
-	void *arg;
-	uint64_t row; /* the next row fn gets */
-	struct hashers hs;
-	struct sfs_digest *d; /* the calling thread's */
-	struct batch *b[2]; /* b[cur] is being filled */
-	struct big_row big; /* the calling thread's */
-	int cur;
-	bool out; /* the other batch is with the helpers */
-	int failed; /* what stopped the digests going to fn, or 0 */
-	struct sfs_error *err;
-};
-
-/* Hand the digests of b to fn, in order; empty b. */
-static int give(struct rows_out *o, struct batch *b, int hrc)
-{
-	size_t r;
-	int rc = o->failed;
-
-	if (!rc && hrc)
-		rc = sfs_errorf(o->err, -EIO, "%s: SHA-256 failed", o->m->path);
-	for (r = 0; !rc && r < b->n; r++)
-		rc = o->fn(o->arg, o->row++, b->digests + r * SFS_DIGEST_LEN);
-	b->n = 0;
-	b->len = 0;
-	o->failed = rc;
-	return rc;
-}
-
-/*
- * The batch being filled is done: the one with the helpers is finished
- * (this thread hashing what they have not taken), this one handed to
- * them, and the digests of the first go to fn while they hash it; with no
- * helpers, or when drain is set (the last batch), this thread hashes this
- * one (with the helpers) and it goes to fn.
- */
-static int flush(struct rows_out *o, bool drain)
-{
-	struct batch *b = o->b[o->cur], *prev = o->b[!o->cur];
-	bool had = o->out;
-	int hrc = had ? finish_batch(&o->hs, o->d) : 0, rc;
-
-	o->out = false;
-	if (b->n && o->hs.n && !o->failed) {
-		hand_out(&o->hs, b);
-		o->out = true;
-	}
-	rc = had ? give(o, prev, hrc) : o->failed;
-	if (!b->n)
-		return rc;
-	if (!o->out)
-		return give(o, b, rc ? 0 : hash_rows(b, 0, b->n, o->d));
-	if (drain) {
-		o->out = false;
-		return give(o, b, finish_batch(&o->hs, o->d));
-	}
-	o->cur = !o->cur;
-	return rc;
-}
-
 /* Whether column k of row group g holds no row past the num_rows read. */
 static int check_end(struct sfs_pq_column *c, struct batch *b,
 		     struct big_row *big, const struct sfs_parquet_meta *m,
@@ -451,37 +518,52 @@ static int check_end(struct sfs_pq_column *c, struct batch *b,
 int sfs_parquet_rows(int fd, const struct sfs_parquet_meta *m,
 		     sfs_parquet_row_fn fn, void *arg, struct sfs_error *err)
 {
-	return sfs_parquet_rows_threads(fd, m, 0, fn, arg, err);
+	return sfs_parquet_rows_threads(fd, m, 0, NULL, NULL, fn, arg, err);
 }
 
 int sfs_parquet_rows_threads(int fd, const struct sfs_parquet_meta *m,
-			     unsigned threads, sfs_parquet_row_fn fn, void *arg,
-			     struct sfs_error *err)
+			     unsigned threads, struct sfs_digest *file,
+			     bool *file_hashed, sfs_parquet_row_fn fn,
+			     void *arg, struct sfs_error *err)
 {
+	unsigned char none[SFS_DIGEST_LEN];
 	struct sfs_pq_leaf *lf =
 		calloc(m->nleaves ? m->nleaves : 1, sizeof(*lf));
 	struct sfs_pq_column *cols =
 		calloc(m->nleaves ? m->nleaves : 1, sizeof(*cols));
-	struct rows_out o = { .m = m, .fn = fn, .arg = arg, .err = err };
+	struct rows_out o = { .m = m, .fn = fn, .arg = arg };
 	uint64_t held = 0;
 	struct batch *b;
-	size_t g, k, opened = 0;
+	size_t g, k, nbatches, opened = 0;
 	int64_t r;
 	int rc, frc;
+	bool nomem = !lf || !cols;
 
 	if (m->num_rows < THREADED_ROWS)
 		threads = 1;
 	else if (!threads)
 		threads = sfs_pool_cpus();
+	pthread_mutex_init(&o.lock, NULL);
+	pthread_cond_init(&o.cv, NULL);
 	o.d = sfs_digest_new();
 	o.big.d = sfs_digest_new();
-	o.b[0] = calloc(1, sizeof(*o.b[0]));
-	o.b[1] = threads > 1 ? calloc(1, sizeof(*o.b[1])) : NULL;
-	hashers_start(&o.hs, o.b[1] ? threads - 1 : 0);
-	if (!lf || !cols || !o.d || !o.big.d || !o.b[0]) {
+	nbatches = threads > 1 ? BATCHES : 1;
+	for (k = 0; k < nbatches; k++) {
+		o.b[k] = calloc(1, sizeof(*o.b[k]));
+		if (!o.b[k])
+			nomem = true;
+	}
+	if (nomem || !o.d || !o.big.d) {
 		rc = sfs_errorf(err, -ENOMEM, "%s: out of memory", m->path);
 		goto out;
 	}
+	hashers_start(&o, threads - 1);
+	o.nb = o.nh ? BATCHES : 1;
+	pthread_mutex_lock(&o.lock);
+	o.fs = (struct file_sum){ .d = o.nh ? file : NULL,
+				  .fd = fd,
+				  .size = m->size };
+	pthread_mutex_unlock(&o.lock);
 	rc = sfs_pq_leaves(m, lf, err);
 	for (g = 0; !rc && g < m->nrow_groups; g++) {
 		/* one page of every column at once: one budget */
@@ -491,7 +573,8 @@ int sfs_parquet_rows_threads(int fd, const struct sfs_parquet_meta *m,
 			cols[k].held = &held;
 		}
 		for (r = 0; !rc && r < m->row_groups[g].num_rows; r++) {
-			b = o.b[o.cur];
+			/* filled is this thread's to write: read unlocked */
+			b = o.b[o.filled % o.nb];
 			for (k = 0; !rc && k < m->nleaves; k++) {
 				rc = row_bytes(&cols[k], b, &o.big);
 				if (rc == 1)
@@ -511,7 +594,8 @@ int sfs_parquet_rows_threads(int fd, const struct sfs_parquet_meta *m,
 				rc = flush(&o, false);
 		}
 		for (k = 0; !rc && k < m->nleaves; k++)
-			rc = check_end(&cols[k], o.b[o.cur], &o.big, m, g, err);
+			rc = check_end(&cols[k], o.b[o.filled % o.nb], &o.big,
+				       m, g, err);
 		for (k = 0; k < opened; k++)
 			sfs_pq_col_close(&cols[k]);
 		opened = 0;
@@ -519,17 +603,27 @@ int sfs_parquet_rows_threads(int fd, const struct sfs_parquet_meta *m,
 	/* the rows before a malformed one go to fn first, as they were
 	 * read: its error comes first when it has one */
 	frc = flush(&o, true);
-	if (frc)
+	if (frc && o.hash_failed)
+		rc = sfs_errorf(err, -EIO, "%s: SHA-256 failed", m->path);
+	else if (frc)
 		rc = frc;
+	file_finish(&o, rc != 0);
 out:
 	for (k = 0; k < opened; k++)
 		sfs_pq_col_close(&cols[k]);
-	hashers_stop(&o.hs);
-	for (k = 0; k < 2; k++) {
+	hashers_stop(&o);
+	if (file_hashed)
+		*file_hashed = o.fs.d && !o.fs.failed;
+	/* a SHA-256 fed part of the file is new again */
+	if (o.fs.d && o.fs.failed)
+		sfs_digest_final(file, none);
+	for (k = 0; k < BATCHES; k++) {
 		if (o.b[k])
 			free(o.b[k]->bytes);
 		free(o.b[k]);
 	}
+	pthread_cond_destroy(&o.cv);
+	pthread_mutex_destroy(&o.lock);
 	sfs_digest_free(o.big.d);
 	sfs_digest_free(o.d);
 	free(cols);
