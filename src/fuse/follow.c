@@ -501,8 +501,9 @@ void follow_hide_consumed(struct fw *w)
 		for (i = 0; i < w->nreaders; i++)
 			fuse_lowlevel_notify_inval_entry(
 				w->fs->se,
-				node_ino(vr, vr->v->nodes[f->stream_node + i]
-						     .parent),
+				node_ino(vr, sfs_view_node(vr->v,
+							   f->stream_node + i)
+						     ->parent),
 				name, (size_t)len);
 	}
 	if (vr)

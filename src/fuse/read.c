@@ -63,8 +63,8 @@ static struct view_ref *file_view(fuse_req_t req, struct fs *fs, fuse_ino_t ino,
 		fuse_reply_err(req, view_revoked(fs, ino) ? EIO : ESTALE);
 		return NULL;
 	}
-	kind = vr->v->nodes[*node].kind;
-	if (kind == SFS_NODE_FILE && !vr->v->nodes[*node].gone)
+	kind = sfs_view_node(vr->v, *node)->kind;
+	if (kind == SFS_NODE_FILE && !sfs_view_gone(vr->v, *node))
 		return vr;
 	view_unref(fs, vr);
 	/* a followed source's window consumed and deleted: ESTALE */
@@ -453,8 +453,8 @@ static bool newest_size(struct fs *fs, fuse_ino_t ino, uint64_t *size,
 	vr = view_get(fs, ino, &node);
 	if (!vr)
 		return false;
-	*size = vr->v->nodes[node].size;
-	*grows = vr->v->nodes[node].grows;
+	*size = sfs_view_node(vr->v, node)->size;
+	*grows = sfs_view_node(vr->v, node)->grows;
 	view_unref(fs, vr);
 	return true;
 }
@@ -673,9 +673,9 @@ void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	vr = file_view(req, fs, ino, &node);
 	if (!vr)
 		return;
-	if (off >= 0 && (uint64_t)off < vr->v->nodes[node].size)
+	if (off >= 0 && (uint64_t)off < sfs_view_node(vr->v, node)->size)
 		read_file(req, fs, vr, node, size, (uint64_t)off);
-	else if (off >= 0 && vr->v->nodes[node].grows)
+	else if (off >= 0 && sfs_view_node(vr->v, node)->grows)
 		/* its bytes are still to come: a read that must wait holds
 		 * no thread */
 		park(req, fs, vr, node, ino, size, (uint64_t)off);
