@@ -628,12 +628,13 @@ static void halt(struct fw *w)
 	}
 }
 
-void follow_end_waits(struct fs *fs)
+bool follow_end_waits(struct fs *fs)
 {
 	if (!fs->follow)
-		return;
+		return true;
 	halt(fs->follow);
 	fs_tend_parked(fs, true); /* EINTR, every one */
+	return fs_answers_wait(fs);
 }
 
 void follow_stop(struct fs *fs)

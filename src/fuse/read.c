@@ -532,7 +532,7 @@ static void *answer_aside(void *arg)
 
 	answer(a->reads);
 	free(a);
-	/* the last touch of fs: answers_wait lets it go then */
+	/* the last touch of fs: fs_answers_wait lets it go then */
 	atomic_fetch_sub(&fs->answering, 1);
 	return NULL;
 }
@@ -566,11 +566,19 @@ static void answer_reads(struct fs *fs, struct fs_parked *q)
 	answer(q);
 }
 
-/* Wait for the parked reads being answered aside (answer_reads). */
-static void answers_wait(struct fs *fs)
+/* (fs.h) */
+bool fs_answers_wait(struct fs *fs)
 {
-	while (atomic_load(&fs->answering))
+	double end = now() + FS_ANSWER_WAIT_MS / 1000.0;
+
+	while (atomic_load(&fs->answering)) {
+		if (fs->answers_stalled || now() >= end) {
+			fs->answers_stalled = true;
+			return false;
+		}
 		usleep(1000);
+	}
+	return true;
 }
 
 /* (fs.h) */
@@ -623,8 +631,6 @@ void fs_tend_parked(struct fs *fs, bool stopping)
 	pthread_mutex_unlock(&fs->park_lock);
 	answer(done);
 	answer_reads(fs, reads);
-	if (stopping)
-		answers_wait(fs);
 }
 
 /* (fs.h) */
@@ -643,7 +649,7 @@ void fs_parked_free(struct fs *fs)
 {
 	struct fs_parked *q;
 
-	answers_wait(fs);
+	fs_answers_wait(fs);
 	while ((q = fs->parked)) {
 		fs->parked = q->next;
 		free(q);
