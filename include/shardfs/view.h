@@ -42,6 +42,7 @@
 #include "shardfs/slice.h"
 
 struct sfs_window; /* window.h */
+struct sfs_view_chunk; /* view_follow.c */
 
 /* The extended attributes of a file of the view: its provenance. */
 #define SFS_XATTR_SOURCE "user.shardfs.source" /* the source file */
@@ -87,13 +88,10 @@ struct sfs_view_node {
 	 * first plan file of that shard */
 	uint32_t dataset;
 	uint32_t dfile;
-	/* a followed source's only (in what was padding: a node costs 64
-	 * bytes on 64-bit machines, as before them): grows, a stream whose
-	 * windows are not all built (size is what is readable now; a later
-	 * copy of the view has more); gone, a window file consumed and
-	 * deleted (its number kept, no longer its directory's child) */
+	/* a followed source's stream whose windows are not all built (size
+	 * is what is readable now; a later copy of the view has more); in
+	 * what was padding: a node costs 64 bytes on 64-bit machines */
 	bool grows;
-	bool gone;
 	uint64_t size; /* bytes; links: length of the target */
 };
 
@@ -143,7 +141,9 @@ struct sfs_view {
 	uint32_t nplans;
 	struct sfs_plan **plans; /* epochs epoch .. epoch + nplans - 1 */
 	bool symlinks;
-	struct sfs_view_node *nodes; /* nodes[0] is the root */
+	/* nodes[0] is the root; sfs_view_node(v, n) is node n: of a followed
+	 * source's view nodes[] holds those before its windows' only */
+	struct sfs_view_node *nodes;
 	uint32_t nnodes;
 	uint32_t *children; /* node numbers, grouped per dir */
 	char *names; /* every name, NUL-separated */
@@ -280,7 +280,7 @@ int sfs_view_slice(const struct sfs_view *v, const struct sfs_view_node *n,
  * then each window's files, one per reader in order (window_node +
  * window * nreaders + reader).  A node number names the same file in
  * every later copy.  A window consumed and deleted (below hidden) keeps
- * its node, marked gone, and leaves its directory's children.
+ * its node (sfs_view_gone) and leaves its directory's children.
  *
  * Its file nodes are SFS_NODE_FILE with window and file (the reader) set;
  * sfs_view_slice serves them (fd not used: each extent's file is its
@@ -306,9 +306,30 @@ struct sfs_view_follow {
 	const char *ext; /* the files' ending, without its dot: "jsonl" */
 	bool complete; /* the stream ended and every window is in wins */
 	/* set by the build, ignored in its input: the first stream's node
-	 * and window 0's reader 0's */
+	 * and window 0's reader 0's; the windows' file nodes (view_follow.c:
+	 * in chunks a copy shares with the view it grew from) */
 	uint32_t stream_node, window_node;
+	struct sfs_view_chunk **chunks;
+	size_t nchunks;
 };
+
+/* Node n (< v->nnodes) of a followed source's view v (sfs_view_node). */
+const struct sfs_view_node *sfs_view_follow_node(const struct sfs_view *v,
+						 uint32_t n);
+
+/* Node n (< v->nnodes) of v. */
+static inline const struct sfs_view_node *
+sfs_view_node(const struct sfs_view *v, uint32_t n)
+{
+	return v->follow ? sfs_view_follow_node(v, n) : &v->nodes[n];
+}
+
+/*
+ * Whether node n of v is a followed source's window file consumed and
+ * deleted: its number kept, no longer its directory's child, its bytes
+ * no longer served.  Never of any other view.
+ */
+bool sfs_view_gone(const struct sfs_view *v, uint32_t n);
 
 /*
  * The view of the followed source in: a first one (prev NULL), or prev

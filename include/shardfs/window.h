@@ -38,18 +38,14 @@ void sfs_follow_windows(uint64_t total, uint64_t window, uint64_t start,
 			bool ended, uint64_t *first, uint64_t *full,
 			bool *last);
 
-/* Samples [first, first + count) of shard of the stream. */
-struct sfs_wrun {
-	size_t shard;
-	uint64_t first, count;
-};
-
 struct sfs_window_reader {
 	/* its bytes, without the trailer: a slice of the stream's shards
 	 * (an extent's file is its shard's number in the stream), its
 	 * synthesized bytes static */
 	struct sfs_slice bytes;
-	struct sfs_wrun *runs; /* its samples, in order */
+	/* its samples, in order, as the stream numbers them: each run in
+	 * one shard (sfs_window_run_shard) */
+	struct sfs_run *runs;
 	size_t nruns;
 	uint64_t samples;
 	uint64_t padding; /* of the samples, those repeated as padding */
@@ -82,6 +78,12 @@ int sfs_window_build(struct sfs_follow *f, const struct sfs_plan_opts *o,
 		     struct sfs_window **out, struct sfs_error *err);
 
 void sfs_window_free(struct sfs_window *w);
+
+/* The shard of the stream run r of a reader of win lies in, of shards
+ * (the stream's: its index's, follow.h, or copies of them). */
+size_t sfs_window_run_shard(const struct sfs_window *win,
+			    const struct sfs_shard *shards,
+			    const struct sfs_run *r);
 
 /*
  * Extended attribute name (SFS_XATTR_*, view.h) of reader's file of

@@ -170,7 +170,7 @@ static size_t slice_mem(const struct sfs_slice *s)
 static int build(struct fs *fs, struct view_ref *vr, uint32_t node,
 		 struct file_ent *f, struct sfs_error *err)
 {
-	const struct sfs_view_node *n = &vr->v->nodes[node];
+	const struct sfs_view_node *n = sfs_view_node(vr->v, node);
 	const char *path;
 	uint64_t size;
 	int64_t mtime;

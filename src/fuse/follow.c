@@ -260,15 +260,18 @@ static int add_window(struct fw *w, struct sfs_window *win)
 		if (SFS_GROW(r->at, r->cap, w->nwins + 2) ||
 		    SFS_GROW(r->acc, r->acc_cap, w->nwins + 1))
 			return -ENOMEM;
-		for (j = 0; j < wr->nruns; j++)
-			access_and(&a, &w->shard_acc[wr->runs[j].shard]);
+		for (j = 0; j < wr->nruns; j++) {
+			const struct sfs_access *sa =
+				&w->shard_acc[sfs_window_run_shard(
+					win, w->shards, &wr->runs[j])];
+
+			access_and(&a, sa);
+			access_and(&r->stream_acc, sa);
+		}
 		if (!w->nwins)
 			r->at[0] = 0;
 		r->at[w->nwins + 1] = r->at[w->nwins] + wr->bytes.size;
 		r->acc[w->nwins] = a;
-		for (j = 0; j < wr->nruns; j++)
-			access_and(&r->stream_acc,
-				   &w->shard_acc[wr->runs[j].shard]);
 	}
 	w->wins[w->nwins++] = win;
 	w->padding += win->padding;
@@ -501,8 +504,9 @@ void follow_hide_consumed(struct fw *w)
 		for (i = 0; i < w->nreaders; i++)
 			fuse_lowlevel_notify_inval_entry(
 				w->fs->se,
-				node_ino(vr, vr->v->nodes[f->stream_node + i]
-						     .parent),
+				node_ino(vr, sfs_view_node(vr->v,
+							   f->stream_node + i)
+						     ->parent),
 				name, (size_t)len);
 	}
 	if (vr)
@@ -624,12 +628,13 @@ static void halt(struct fw *w)
 	}
 }
 
-void follow_end_waits(struct fs *fs)
+bool follow_end_waits(struct fs *fs)
 {
 	if (!fs->follow)
-		return;
+		return true;
 	halt(fs->follow);
 	fs_tend_parked(fs, true); /* EINTR, every one */
+	return fs_answers_wait(fs);
 }
 
 void follow_stop(struct fs *fs)

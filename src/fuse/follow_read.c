@@ -147,7 +147,7 @@ void follow_ahead(struct fw *w, struct freader *r, uint64_t i)
  * window (from first) in *win, SIZE_MAX for the stream. */
 static size_t reader_of(const struct sfs_view *v, uint32_t node, size_t *win)
 {
-	const struct sfs_view_node *n = &v->nodes[node];
+	const struct sfs_view_node *n = sfs_view_node(v, node);
 
 	*win = node < v->follow->window_node ? SIZE_MAX : n->window;
 	return n->file;

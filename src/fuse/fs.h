@@ -248,6 +248,9 @@ struct fs {
 	atomic_uint_fast64_t copied_reads; /* fs_reply_send's copies */
 	atomic_int forgetting; /* invalidations still running aside */
 	atomic_int answering; /* parked reads being answered aside (read.c) */
+	/* some of them still waited for a stalled source when the daemon
+	 * stopped (fs_answers_wait): the process exits without them */
+	bool answers_stalled;
 	struct fw *follow; /* follow=1 (follow.c); NULL otherwise */
 	/* reads past the end of a file that grows, parked (read.c) */
 	pthread_mutex_t park_lock;
@@ -476,15 +479,22 @@ void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
  * (on a thread of its own: a reply may wait for a slow source, and the
  * caller, the watcher, goes on to the next window), EIO after
  * follow_timeout= (logged every 30 s while it waits: follow_wait_log),
- * EINTR when interrupted or when stopping (which also waits for the
- * answers under way).  Called on each growth (fs_view_grow) and by the
- * watcher each turn (at least every second while reads are parked:
- * fs_parked_any); without fs.lock.
+ * EINTR when interrupted or when stopping.  Called on each growth
+ * (fs_view_grow) and by the watcher each turn (at least every second
+ * while reads are parked: fs_parked_any); without fs.lock.
  */
 void fs_tend_parked(struct fs *fs, bool stopping);
+/*
+ * Wait for the parked reads being answered aside, FS_ANSWER_WAIT_MS at
+ * most: true when none is left; false when some still wait for a stalled
+ * source (fs.answers_stalled set: they use the views, which must not go;
+ * the daemon exits without them, as with the prefetcher's).  Once false,
+ * false at once.
+ */
+bool fs_answers_wait(struct fs *fs);
 bool fs_parked_any(struct fs *fs);
 /* Forget the reads still parked: the session is gone (the answers under
- * way are waited for). */
+ * way waited for: fs_answers_wait). */
 void fs_parked_free(struct fs *fs);
 
 /* ---- prefetch.c: reading ahead of readers ---- */
@@ -526,10 +536,20 @@ void prefetch_range(struct prefetch *p, const char *path, uint64_t size,
 void prefetch_counters(const struct prefetch *p, struct sfs_status_counters *c);
 
 /*
- * Stop and free p, after the session has ended.  Waits up to a second for
- * reads in progress; returns false when some still wait for the source
- * (stalled): p is left to them then, and the caller must exit without
- * freeing the index or the file cache.  NULL: true.
+ * How long a daemon told to stop waits for the reads still waiting for a
+ * stalled source before it exits without them, leaving them what they
+ * use (fs_stop, main): the prefetcher's (no reader waits for them), and
+ * the parked reads being answered aside (fs_answers_wait: a reader waits
+ * for each, and gets its bytes if the source answers by then).
+ */
+#define FS_STOP_WAIT_MS 1000
+#define FS_ANSWER_WAIT_MS 5000
+
+/*
+ * Stop and free p, after the session has ended.  Waits FS_STOP_WAIT_MS
+ * for reads in progress; returns false when some still wait for the
+ * source (stalled): p is left to them then, and the caller must exit
+ * without freeing the index or the file cache.  NULL: true.
  */
 bool prefetch_stop(struct prefetch *p);
 
@@ -551,10 +571,11 @@ int follow_srcfd(const struct fs *fs);
 void follow_start(struct fs *fs);
 
 /* Stop the watcher and answer the reads parked waiting for the stream
- * (EINTR), waiting for those answered aside: when the session loop ends,
- * before its views go (fs_release_views), and from the session's destroy,
- * while it can still answer.  Once is enough; again, a no-op. */
-void follow_end_waits(struct fs *fs);
+ * (EINTR), waiting for those answered aside (fs_answers_wait: its
+ * result; true without follow=1): when the session loop ends, before its
+ * views go (fs_release_views), and from the session's destroy, while it
+ * can still answer.  Once is enough; again, a no-op. */
+bool follow_end_waits(struct fs *fs);
 
 /* Stop the watcher and free the stream; NULL fs->follow is a no-op. */
 void follow_stop(struct fs *fs);

@@ -28,7 +28,7 @@ static int gone(struct fs *fs, fuse_ino_t ino)
 static void node_stat(struct fs *fs, const struct view_ref *vr, uint32_t node,
 		      struct stat *st)
 {
-	const struct sfs_view_node *n = &vr->v->nodes[node];
+	const struct sfs_view_node *n = sfs_view_node(vr->v, node);
 
 	memset(st, 0, sizeof(*st));
 	st->st_ino = node_ino(vr, node);
@@ -115,7 +115,7 @@ static void fs_getattr(fuse_req_t req, fuse_ino_t ino,
 		fuse_reply_err(req, gone(fs, ino));
 		return;
 	}
-	if (vr->v->nodes[node].gone) { /* a window consumed and deleted */
+	if (sfs_view_gone(vr->v, node)) { /* a window consumed and deleted */
 		view_unref(fs, vr);
 		fuse_reply_err(req, ESTALE);
 		return;
@@ -146,14 +146,15 @@ static void view_lookup(fuse_req_t req, struct fs *fs, fuse_ino_t parent,
 	if (child < 0) {
 		/* read before the reference goes: a view let go is freed
 		 * with its last one */
-		rc = vr->v->nodes[node].kind == SFS_NODE_DIR ? ENOENT : ENOTDIR;
+		rc = sfs_view_node(vr->v, node)->kind == SFS_NODE_DIR ? ENOENT :
+									ENOTDIR;
 		view_unref(fs, vr);
 		fuse_reply_err(req, rc);
 		return;
 	}
 	/* a symlink's reader reads the source itself: what it reaches
 	 * next is all the daemon learns */
-	if (vr->v->nodes[child].kind == SFS_NODE_LINK)
+	if (sfs_view_node(vr->v, child)->kind == SFS_NODE_LINK)
 		prefetch_after(fs->prefetch, vr, (uint32_t)child);
 	memset(&e, 0, sizeof(e));
 	e.ino = node_ino(vr, (uint32_t)child);
@@ -238,14 +239,16 @@ static void fs_readlink(fuse_req_t req, fuse_ino_t ino)
 		fuse_reply_err(req, control_is(ino) ? EINVAL : gone(fs, ino));
 		return;
 	}
-	if (ino == FS_INO_ROOT || vr->v->nodes[node].kind != SFS_NODE_LINK) {
+	if (ino == FS_INO_ROOT ||
+	    sfs_view_node(vr->v, node)->kind != SFS_NODE_LINK) {
 		view_unref(fs, vr);
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
 	prefetch_after(fs->prefetch, vr, node);
 	if (asprintf(&target, "%s/%s", fs->idx->source,
-		     sfs_view_source_path(vr->v, &vr->v->nodes[node])) < 0)
+		     sfs_view_source_path(vr->v, sfs_view_node(vr->v, node))) <
+	    0)
 		target = NULL;
 	view_unref(fs, vr);
 	if (!target) {
@@ -276,7 +279,7 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino,
 		uint32_t node;
 		struct view_ref *vr = view_get(fs, ino, &node);
 
-		if (!vr || vr->v->nodes[node].kind != SFS_NODE_DIR) {
+		if (!vr || sfs_view_node(vr->v, node)->kind != SFS_NODE_DIR) {
 			fuse_reply_err(req, vr ? ENOTDIR : gone(fs, ino));
 			if (vr)
 				view_unref(fs, vr);
@@ -350,7 +353,7 @@ static bool add_entry(fuse_req_t req, char *buf, size_t size, size_t *used,
 static void children_given(struct fs *fs, struct view_ref *vr, uint32_t dir,
 			   uint32_t from, uint32_t to, bool given)
 {
-	const struct sfs_view_node *d = &vr->v->nodes[dir];
+	const struct sfs_view_node *d = sfs_view_node(vr->v, dir);
 	uint32_t k;
 
 	pthread_mutex_lock(&fs->lock);
@@ -405,7 +408,7 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 		}
 	} else {
 		const struct sfs_view *v = vr->v;
-		const struct sfs_view_node *d = &v->nodes[h->node];
+		const struct sfs_view_node *d = sfs_view_node(v, h->node);
 		/* ".", "..", [".shardfs" at the root,] then the children */
 		off_t extra = h->node == 0 ? 3 : 2;
 		/* The root's names lead to the current view: a listing of
@@ -430,7 +433,7 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 				uint32_t c = v->children[d->first_child +
 							 (uint32_t)(i - extra)];
 
-				name = v->nodes[c].name;
+				name = sfs_view_node(v, c)->name;
 				node_stat(fs, vr, c, &st);
 				node_timeouts(vr, c, &attr, &entry);
 			}
@@ -526,7 +529,7 @@ static int xattr_value(struct fs *fs, const struct view_ref *vr, uint32_t node,
 		       const char *name, char **out)
 {
 	const struct sfs_view *v = vr->v;
-	const struct sfs_view_node *n = &v->nodes[node];
+	const struct sfs_view_node *n = sfs_view_node(v, node);
 	const struct sfs_plan_file *f = sfs_view_file(v, n);
 	const struct sfs_plan *p = v->plans[n->plan];
 	char *s = NULL;
@@ -587,7 +590,7 @@ static void fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		return;
 	}
 	vr = control_is(ino) ? NULL : view_get(fs, ino, &node);
-	if (!vr || vr->v->nodes[node].kind == SFS_NODE_DIR) {
+	if (!vr || sfs_view_node(vr->v, node)->kind == SFS_NODE_DIR) {
 		if (vr)
 			view_unref(fs, vr);
 		fuse_reply_err(req, ENODATA);
@@ -622,9 +625,9 @@ static void fs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	bool file, dataset = false;
 
 	vr = control_is(ino) ? NULL : view_get(fs, ino, &node);
-	file = vr && vr->v->nodes[node].kind != SFS_NODE_DIR;
+	file = vr && sfs_view_node(vr->v, node)->kind != SFS_NODE_DIR;
 	if (file)
-		dataset = vr->v->nodes[node].dataset != 0;
+		dataset = sfs_view_node(vr->v, node)->dataset != 0;
 	/* a followed source's window file or stream: the windows' */
 	if (file && vr->v->follow)
 		follow = sfs_window_xattr_names(

@@ -44,7 +44,6 @@
 #define RECENT_SLOTS 8192 /* a table of them, by hash */
 #define PROBES 64 /* slots of that table a chunk may take */
 #define STALL_SECONDS 5 /* a read this long is logged */
-#define STOP_WAIT_MS 1000 /* unmount waits this long for reads */
 
 /* cachestat(2), since Linux 6.5: the same number on every architecture,
  * which older headers (Debian 12's) lack.  Its arguments are laid out as
@@ -459,7 +458,7 @@ void prefetch_after(struct prefetch *p, const struct view_ref *vr,
 		    uint32_t node)
 {
 	const struct sfs_view *v = vr->v;
-	const struct sfs_view_node *n = &v->nodes[node];
+	const struct sfs_view_node *n = sfs_view_node(v, node);
 	uint64_t budget;
 	uint32_t plan, files, max_files;
 	size_t f, end, t;
@@ -543,8 +542,8 @@ bool prefetch_stop(struct prefetch *p)
 	pthread_cond_broadcast(&p->wake);
 	pthread_cond_broadcast(&p->idle);
 	clock_gettime(CLOCK_REALTIME, &t);
-	t.tv_nsec += STOP_WAIT_MS % 1000 * 1000000L;
-	t.tv_sec += STOP_WAIT_MS / 1000 + t.tv_nsec / 1000000000L;
+	t.tv_nsec += FS_STOP_WAIT_MS % 1000 * 1000000L;
+	t.tv_sec += FS_STOP_WAIT_MS / 1000 + t.tv_nsec / 1000000000L;
 	t.tv_nsec %= 1000000000L;
 	while (p->running &&
 	       pthread_cond_timedwait(&p->idle, &p->lock, &t) != ETIMEDOUT)

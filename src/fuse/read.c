@@ -63,8 +63,8 @@ static struct view_ref *file_view(fuse_req_t req, struct fs *fs, fuse_ino_t ino,
 		fuse_reply_err(req, view_revoked(fs, ino) ? EIO : ESTALE);
 		return NULL;
 	}
-	kind = vr->v->nodes[*node].kind;
-	if (kind == SFS_NODE_FILE && !vr->v->nodes[*node].gone)
+	kind = sfs_view_node(vr->v, *node)->kind;
+	if (kind == SFS_NODE_FILE && !sfs_view_gone(vr->v, *node))
 		return vr;
 	view_unref(fs, vr);
 	/* a followed source's window consumed and deleted: ESTALE */
@@ -453,8 +453,8 @@ static bool newest_size(struct fs *fs, fuse_ino_t ino, uint64_t *size,
 	vr = view_get(fs, ino, &node);
 	if (!vr)
 		return false;
-	*size = vr->v->nodes[node].size;
-	*grows = vr->v->nodes[node].grows;
+	*size = sfs_view_node(vr->v, node)->size;
+	*grows = sfs_view_node(vr->v, node)->grows;
 	view_unref(fs, vr);
 	return true;
 }
@@ -532,7 +532,7 @@ static void *answer_aside(void *arg)
 
 	answer(a->reads);
 	free(a);
-	/* the last touch of fs: answers_wait lets it go then */
+	/* the last touch of fs: fs_answers_wait lets it go then */
 	atomic_fetch_sub(&fs->answering, 1);
 	return NULL;
 }
@@ -566,11 +566,19 @@ static void answer_reads(struct fs *fs, struct fs_parked *q)
 	answer(q);
 }
 
-/* Wait for the parked reads being answered aside (answer_reads). */
-static void answers_wait(struct fs *fs)
+/* (fs.h) */
+bool fs_answers_wait(struct fs *fs)
 {
-	while (atomic_load(&fs->answering))
+	double end = now() + FS_ANSWER_WAIT_MS / 1000.0;
+
+	while (atomic_load(&fs->answering)) {
+		if (fs->answers_stalled || now() >= end) {
+			fs->answers_stalled = true;
+			return false;
+		}
 		usleep(1000);
+	}
+	return true;
 }
 
 /* (fs.h) */
@@ -623,8 +631,6 @@ void fs_tend_parked(struct fs *fs, bool stopping)
 	pthread_mutex_unlock(&fs->park_lock);
 	answer(done);
 	answer_reads(fs, reads);
-	if (stopping)
-		answers_wait(fs);
 }
 
 /* (fs.h) */
@@ -643,7 +649,7 @@ void fs_parked_free(struct fs *fs)
 {
 	struct fs_parked *q;
 
-	answers_wait(fs);
+	fs_answers_wait(fs);
 	while ((q = fs->parked)) {
 		fs->parked = q->next;
 		free(q);
@@ -673,9 +679,9 @@ void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	vr = file_view(req, fs, ino, &node);
 	if (!vr)
 		return;
-	if (off >= 0 && (uint64_t)off < vr->v->nodes[node].size)
+	if (off >= 0 && (uint64_t)off < sfs_view_node(vr->v, node)->size)
 		read_file(req, fs, vr, node, size, (uint64_t)off);
-	else if (off >= 0 && vr->v->nodes[node].grows)
+	else if (off >= 0 && sfs_view_node(vr->v, node)->grows)
 		/* its bytes are still to come: a read that must wait holds
 		 * no thread */
 		park(req, fs, vr, node, ino, size, (uint64_t)off);

@@ -502,17 +502,24 @@ static int fs_prepare(struct fs *fs)
 	return files_init(&fs->files, FILES_CACHED);
 }
 
+/* End the process with rc at once, reads that still wait for a stalled
+ * source (what) using what it would free (FS_STOP_WAIT_MS). */
+static void exit_stalled(struct fs *fs, int rc, const char *what)
+{
+	fs_log(fs, LOG_WARNING,
+	       "exiting while %s still wait for the stalled source: they end with the process",
+	       what);
+	_exit(rc);
+}
+
 /* Stop what serves fs's reads and free its views and index; a prefetch
  * read stuck on a stalled source ends the process with rc instead. */
 static void fs_stop(struct fs *fs, int rc)
 {
 	/* first: its queued chunks name shards of the index or, on a
 	 * followed source, of the stream, which follow_stop frees */
-	if (!prefetch_stop(fs->prefetch)) {
-		fs_log(fs, LOG_WARNING,
-		       "exiting while prefetch reads still wait for the stalled source: they end with the process");
-		_exit(rc);
-	}
+	if (!prefetch_stop(fs->prefetch))
+		exit_stalled(fs, rc, "prefetch reads");
 	/* the watcher, stopped next, answers parked reads, which ask for
 	 * it (follow_ahead) */
 	fs->prefetch = NULL;
@@ -600,21 +607,26 @@ int main(int argc, char **argv)
 	if (fuse_daemonize(a.foreground))
 		goto out_unmount;
 	rc = serve(&fs, a.single);
+	/* the loop ends with the signal's number on SIGTERM, SIGINT, SIGHUP:
+	 * a clean unmount, as asked */
+	rc = rc == 0 || rc == SIGTERM || rc == SIGINT || rc == SIGHUP ? 0 : 1;
 	fs_log(&fs, LOG_INFO, "unmounting %s", mnt);
 	/* the watcher and the parked reads answered aside use the views:
-	 * stopped, and waited for, before the views go */
-	follow_end_waits(&fs);
-	fs_release_views(&fs);
+	 * stopped, and waited for, before the views go; an answer still
+	 * waiting for a stalled source keeps them, and the session, and the
+	 * process exits once unmounted */
+	if (follow_end_waits(&fs))
+		fs_release_views(&fs);
 out_unmount:
 	fuse_session_unmount(fs.se);
+	if (fs.answers_stalled)
+		exit_stalled(&fs, rc,
+			     "reads of a followed source answered aside");
 out_signals:
 	fuse_remove_signal_handlers(fs.se);
 out_session:
 	fuse_session_destroy(fs.se);
 	fs.se = NULL;
-	/* the loop ends with the signal's number on SIGTERM, SIGINT, SIGHUP:
-	 * a clean unmount, as asked */
-	rc = rc == 0 || rc == SIGTERM || rc == SIGINT || rc == SIGHUP ? 0 : 1;
 out:
 	fs_stop(&fs, rc);
 out_files:

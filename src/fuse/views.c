@@ -232,7 +232,7 @@ static bool add_held_locked(const struct view_ref *vr, bool dirs_only,
 	uint32_t node;
 
 	for (node = vr->v->nnodes - 1; node > 0; node--) {
-		const struct sfs_view_node *nd = &vr->v->nodes[node];
+		const struct sfs_view_node *nd = sfs_view_node(vr->v, node);
 
 		/* the root's names were invalidated at the switch and now
 		 * belong to the current view */
@@ -314,7 +314,7 @@ static void let_go_locked(struct fs *fs, struct view_ref *vr, struct let_go *g)
 		g->epochs[g->nepochs++] = vr->v->epoch;
 	for (node = 1; node < vr->v->nnodes; node++)
 		if (vr->counts->held[node] &&
-		    vr->v->nodes[node].kind == SFS_NODE_FILE &&
+		    sfs_view_node(vr->v, node)->kind == SFS_NODE_FILE &&
 		    !SFS_GROW(g->inos, g->inos_cap, g->ninos + 1))
 			g->inos[g->ninos++] = node_ino(vr, node);
 	vr->revoked = true;
@@ -392,7 +392,7 @@ static void *forget_old(void *arg)
 	struct forget *f = arg;
 	struct fs *fs = f->fs;
 	const struct sfs_view *v = f->old->v;
-	const struct sfs_view_node *root = &v->nodes[0];
+	const struct sfs_view_node *root = sfs_view_node(v, 0);
 	uint32_t i;
 
 	/* every lookup at the root that found the old view has replied */
@@ -400,7 +400,8 @@ static void *forget_old(void *arg)
 	pthread_rwlock_unlock(&fs->root_lookups);
 	for (i = 0; fs->se && i < root->nchildren; i++) {
 		const char *name =
-			v->nodes[v->children[root->first_child + i]].name;
+			sfs_view_node(v, v->children[root->first_child + i])
+				->name;
 
 		fuse_lowlevel_notify_inval_entry(fs->se, FS_INO_ROOT, name,
 						 strlen(name));

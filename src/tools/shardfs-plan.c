@@ -145,14 +145,18 @@ static int windows(const char *src, const char *dir, uint64_t n,
 			       (unsigned long long)(r->bytes.size +
 						    w->trailer_len));
 			for (j = 0; j < r->nruns; j++) {
-				json_t *p = json_string(
-					f->idx->shards[r->runs[j].shard].path);
+				const struct sfs_shard *sh =
+					&f->idx->shards[sfs_window_run_shard(
+						w, f->idx->shards, &r->runs[j])];
+				json_t *p = json_string(sh->path);
 				char *q = p ? json_dumps(p, JSON_ENCODE_ANY) :
 					      NULL;
 
+				/* the shard, its first sample, the count */
 				printf("%s[%s, %llu, %llu]", j ? ", " : "",
 				       q ? q : "null",
-				       (unsigned long long)r->runs[j].first,
+				       (unsigned long long)(r->runs[j].first -
+							    sh->first_sample),
 				       (unsigned long long)r->runs[j].count);
 				free(q);
 				json_decref(p);

@@ -253,7 +253,7 @@ static void test_stream(void **state)
 	struct notes notes = { 0 };
 	struct sfs_options o;
 	const size_t readers[] = { 0, 1 };
-	size_t added;
+	size_t added, sh;
 	char *bytes;
 
 	(void)state;
@@ -301,11 +301,16 @@ static void test_stream(void **state)
 	assert_string_equal(bytes, "c\nd\n"); /* c's missing '\n' added */
 	free(bytes);
 	assert_int_equal(w->readers[1].nruns, 2);
-	assert_true(w->readers[1].runs[0].shard == 0 &&
-		    w->readers[1].runs[0].first == 2 &&
+	/* as the stream numbers them: shard 0's sample 2, shard 1's 0 */
+	assert_true(sfs_window_run_shard(w, f->idx->shards,
+					 &w->readers[1].runs[0]) == 0 &&
+		    w->readers[1].runs[0].first ==
+			    f->idx->shards[0].first_sample + 2 &&
 		    w->readers[1].runs[0].count == 1);
-	assert_true(w->readers[1].runs[1].shard == 1 &&
-		    w->readers[1].runs[1].first == 0 &&
+	assert_true(sfs_window_run_shard(w, f->idx->shards,
+					 &w->readers[1].runs[1]) == 1 &&
+		    w->readers[1].runs[1].first ==
+			    f->idx->shards[1].first_sample + 0 &&
 		    w->readers[1].runs[1].count == 1);
 	sfs_window_free(w);
 	/* not complete: window 1 needs samples 4..7 */
@@ -322,8 +327,10 @@ static void test_stream(void **state)
 	bytes = window_bytes(f, w, 0);
 	assert_string_equal(bytes, "e\n");
 	free(bytes);
+	sh = sfs_window_run_shard(w, f->idx->shards, &w->readers[0].runs[0]);
 	assert_true(w->readers[0].nruns == 1 &&
-		    w->readers[0].runs[0].first == 1);
+		    w->readers[0].runs[0].first ==
+			    f->idx->shards[sh].first_sample + 1);
 	bytes = window_bytes(f, w, 1);
 	assert_string_equal(bytes, "f\n");
 	free(bytes);
@@ -757,8 +764,10 @@ static void test_memory_follows_windows(void **state)
 					  &w, &err),
 			 0);
 	assert_int_equal(w->readers[0].nruns, 1);
-	assert_true(w->readers[0].runs[0].shard == 1 &&
-		    w->readers[0].runs[0].first == 2 &&
+	assert_true(sfs_window_run_shard(w, f->idx->shards,
+					 &w->readers[0].runs[0]) == 1 &&
+		    w->readers[0].runs[0].first ==
+			    f->idx->shards[1].first_sample + 2 &&
 		    w->readers[0].runs[0].count == 4);
 	assert_int_equal(f->held[1].from, 0);
 	assert_int_equal(w->readers[0].bytes.extents[0].src, 2);

@@ -114,7 +114,7 @@ static int64_t walk(const struct sfs_view *v, const char *path)
 static void listing(const struct sfs_view *v, uint32_t dir, char *out,
 		    size_t len)
 {
-	const struct sfs_view_node *d = &v->nodes[dir];
+	const struct sfs_view_node *d = sfs_view_node(v, dir);
 	size_t at = 0;
 	int64_t c;
 
@@ -122,7 +122,8 @@ static void listing(const struct sfs_view *v, uint32_t dir, char *out,
 	c = d->nchildren ? (int64_t)v->children[d->first_child] : -1;
 	for (; c >= 0; c = sfs_view_next(v, (uint32_t)c))
 		at += (size_t)snprintf(out + at, len - at, "%s%s",
-				       at ? " " : "", v->nodes[c].name);
+				       at ? " " : "",
+				       sfs_view_node(v, c)->name);
 }
 
 /* The first view: directories, streams, a file per window per reader,
@@ -153,7 +154,8 @@ static void test_view_follow_first(void **state)
 	assert_int_equal(walk(v, "3/1"), 3);
 	assert_int_equal(walk(v, "5"), 4);
 	assert_int_equal(walk(v, "5/1"), 6);
-	assert_int_equal(v->nodes[6].file, 3); /* a worker's: its reader */
+	assert_int_equal(sfs_view_node(v, 6)->file,
+			 3); /* a worker's: its reader */
 	assert_int_equal(walk(v, "4"), -1);
 	assert_int_equal(walk(v, "3/2"), -1);
 	listing(v, 6, list, sizeof(list));
@@ -161,17 +163,18 @@ static void test_view_follow_first(void **state)
 		list, "stream.tar window-00000000.tar window-00000001.tar");
 	n = walk(v, "5/1/stream.tar");
 	assert_int_equal(n, 7 + 3);
-	assert_int_equal(v->nodes[n].kind, SFS_NODE_FILE);
-	assert_int_equal(v->nodes[n].file, 3);
-	assert_true(v->nodes[n].grows);
-	assert_int_equal(v->nodes[n].size, 2 * 18); /* no trailer yet */
+	assert_int_equal(sfs_view_node(v, n)->kind, SFS_NODE_FILE);
+	assert_int_equal(sfs_view_node(v, n)->file, 3);
+	assert_true(sfs_view_node(v, n)->grows);
+	assert_int_equal(sfs_view_node(v, n)->size,
+			 2 * 18); /* no trailer yet */
 	n = walk(v, "5/0/window-00000001.tar");
 	assert_int_equal(n, 11 + 1 * 4 + 2);
-	assert_int_equal(v->nodes[n].window, 1);
-	assert_int_equal(v->nodes[n].file, 2);
-	assert_false(v->nodes[n].grows);
-	assert_false(v->nodes[n].gone);
-	assert_int_equal(v->nodes[n].size, 17 + 4);
+	assert_int_equal(sfs_view_node(v, n)->window, 1);
+	assert_int_equal(sfs_view_node(v, n)->file, 2);
+	assert_false(sfs_view_node(v, n)->grows);
+	assert_false(sfs_view_gone(v, n));
+	assert_int_equal(sfs_view_node(v, n)->size, 17 + 4);
 	assert_int_equal(walk(v, "5/0/window-00000002.tar"), -1);
 	sfs_view_free(v);
 	/* no window yet: the directories and streams */
@@ -179,7 +182,7 @@ static void test_view_follow_first(void **state)
 	assert_int_equal(v->nnodes, 11);
 	listing(v, (uint32_t)walk(v, "3/0"), list, sizeof(list));
 	assert_string_equal(list, "stream.tar");
-	assert_int_equal(v->nodes[walk(v, "3/0/stream.tar")].size, 0);
+	assert_int_equal(sfs_view_node(v, walk(v, "3/0/stream.tar"))->size, 0);
 	sfs_view_free(v);
 	free_windows(wins, nwins);
 }
@@ -192,11 +195,16 @@ static void same_nodes(const struct sfs_view *a, const struct sfs_view *b)
 
 	assert_true(b->nnodes >= a->nnodes);
 	for (i = 0; i < a->nnodes; i++) {
-		assert_string_equal(a->nodes[i].name, b->nodes[i].name);
-		assert_int_equal(a->nodes[i].parent, b->nodes[i].parent);
-		assert_int_equal(a->nodes[i].kind, b->nodes[i].kind);
-		assert_int_equal(a->nodes[i].window, b->nodes[i].window);
-		assert_int_equal(a->nodes[i].file, b->nodes[i].file);
+		assert_string_equal(sfs_view_node(a, i)->name,
+				    sfs_view_node(b, i)->name);
+		assert_int_equal(sfs_view_node(a, i)->parent,
+				 sfs_view_node(b, i)->parent);
+		assert_int_equal(sfs_view_node(a, i)->kind,
+				 sfs_view_node(b, i)->kind);
+		assert_int_equal(sfs_view_node(a, i)->window,
+				 sfs_view_node(b, i)->window);
+		assert_int_equal(sfs_view_node(a, i)->file,
+				 sfs_view_node(b, i)->file);
 	}
 }
 
@@ -226,8 +234,10 @@ static void test_view_follow_grow_one(void **state)
 	assert_string_equal(
 		list,
 		"stream.tar window-00000000.tar window-00000001.tar window-00000002.tar");
-	assert_int_equal(a->nodes[walk(a, "3/1/stream.tar")].size, 2 * 16);
-	assert_int_equal(b->nodes[walk(b, "3/1/stream.tar")].size, 3 * 16);
+	assert_int_equal(sfs_view_node(a, walk(a, "3/1/stream.tar"))->size,
+			 2 * 16);
+	assert_int_equal(sfs_view_node(b, walk(b, "3/1/stream.tar"))->size,
+			 3 * 16);
 	/* a is freed first, as an old view when its last reader is done */
 	sfs_view_free(a);
 	assert_int_equal(walk(b, "5/1/window-00000000.tar"), 11 + 3);
@@ -269,14 +279,60 @@ static void test_view_follow_grow_many(void **state)
 		assert_int_equal(walk(c, path), 18 + 10000 * 8 + r);
 		snprintf(path, sizeof(path), "0/%zu/stream.tar", r);
 		n = walk(c, path);
-		assert_int_equal(c->nodes[n].size, 10001 * (15 + r));
-		assert_int_equal(c->nodes[walk(c, "0")].nchildren, 8);
+		assert_int_equal(sfs_view_node(c, n)->size, 10001 * (15 + r));
+		assert_int_equal(sfs_view_node(c, walk(c, "0"))->nchildren, 8);
 		snprintf(path, sizeof(path), "0/%zu", r);
-		assert_int_equal(c->nodes[walk(c, path)].nchildren, 10002);
+		assert_int_equal(sfs_view_node(c, walk(c, path))->nchildren,
+				 10002);
 	}
 	sfs_view_free(a);
 	sfs_view_free(b);
 	sfs_view_free(c);
+	free_windows(wins, nwins);
+}
+
+/* Two copies grown from one view, each by a window of its own (the
+ * windows' file nodes are shared between copies in chunks, the last of
+ * them not full: each copy its own of it): each has its window, the view
+ * they grew from neither; freed in any order. */
+static void test_view_follow_branch(void **state)
+{
+	struct sfs_window **wins = NULL, *other, *mine;
+	struct sfs_view_reader rd8[8];
+	struct sfs_view *a, *b, *c;
+	size_t nwins = 0, r;
+	char path[64];
+
+	(void)state;
+	for (r = 0; r < 8; r++)
+		rd8[r] = (struct sfs_view_reader){ 0, (uint32_t)r };
+	add_windows(&wins, &nwins, 0, 100, 8);
+	a = follow(NULL, wins, nwins, 0, rd8, 8, false);
+	add_windows(&wins, &nwins, 100, 1, 8);
+	b = follow(a, wins, nwins, 0, rd8, 8, false);
+	other = mkwindow(100, 8);
+	for (r = 0; r < 8; r++)
+		other->readers[r].bytes.size = 1000 + r;
+	mine = wins[100];
+	wins[100] = other;
+	c = follow(a, wins, nwins, 0, rd8, 8, false);
+	wins[100] = mine;
+	sfs_view_free(a);
+	for (r = 0; r < 8; r++) {
+		snprintf(path, sizeof(path), "0/%zu/window-00000100.tar", r);
+		assert_int_equal(sfs_view_node(b, walk(b, path))->size,
+				 15 + r + 4);
+		assert_int_equal(sfs_view_node(c, walk(c, path))->size,
+				 1000 + r + 4);
+		snprintf(path, sizeof(path), "0/%zu/window-00000099.tar", r);
+		assert_string_equal(sfs_view_node(b, walk(b, path))->name,
+				    "window-00000099.tar");
+		assert_int_equal(walk(c, path), walk(b, path));
+	}
+	same_nodes(b, c);
+	sfs_view_free(c);
+	sfs_view_free(b);
+	sfs_window_free(other);
 	free_windows(wins, nwins);
 }
 
@@ -305,9 +361,9 @@ static void test_view_follow_numbers_stable(void **state)
 		n = walk(v[i], "5/0/window-00000004.tar");
 		/* hidden from v[2] on: its number is not reused */
 		assert_int_equal(n, i < 2 ? 11 + 2 : -1);
-		assert_string_equal(v[i]->nodes[11 + 2].name,
+		assert_string_equal(sfs_view_node(v[i], 11 + 2)->name,
 				    "window-00000004.tar");
-		assert_int_equal(v[i]->nodes[11 + 2].gone, i >= 2);
+		assert_int_equal(sfs_view_gone(v[i], 11 + 2), i >= 2);
 	}
 	assert_int_equal(walk(v[3], "5/0/window-00000010.tar"), 11 + 6 * 4 + 2);
 	assert_int_equal(v[3]->nnodes, 11 + 7 * 4);
@@ -349,23 +405,26 @@ static void test_view_follow_hidden(void **state)
 	assert_int_equal(walk(b, "3/1/window-00000000.tar"), -1);
 	assert_int_equal(walk(b, "3/1/window-00000001.tar"), -1);
 	assert_int_equal(walk(b, "3/1/window-00000002.tar"), 11 + 8 + 1);
-	assert_true(b->nodes[11 + 4 + 1].gone);
-	assert_false(a->nodes[11 + 4 + 1].gone);
-	assert_int_equal(sfs_view_slice(b, &b->nodes[11 + 4 + 1], -1, &s, &err),
+	assert_true(sfs_view_gone(b, 11 + 4 + 1));
+	assert_false(sfs_view_gone(a, 11 + 4 + 1));
+	assert_int_equal(sfs_view_slice(b, sfs_view_node(b, 11 + 4 + 1), -1, &s,
+					&err),
 			 -ESTALE);
 	assert_null(s);
 	assert_string_equal(
 		err.msg,
 		"window-00000001.tar of reader 3/1: its window was consumed and its shards deleted: it is no longer served (docs/follow.md, \"Consumption\")");
 	/* the old view still serves it */
-	assert_int_equal(sfs_view_slice(a, &a->nodes[11 + 4 + 1], -1, &s, &err),
+	assert_int_equal(sfs_view_slice(a, sfs_view_node(a, 11 + 4 + 1), -1, &s,
+					&err),
 			 0);
 	assert_int_equal(s->size, 16 + 4);
 	sfs_slice_free(s);
 	/* the stream: every window, those gone too */
 	n = walk(b, "3/1/stream.tar");
-	assert_int_equal(b->nodes[n].size, 3 * 16);
-	assert_int_equal(sfs_view_slice(b, &b->nodes[n], -1, &s, &err), 0);
+	assert_int_equal(sfs_view_node(b, n)->size, 3 * 16);
+	assert_int_equal(sfs_view_slice(b, sfs_view_node(b, n), -1, &s, &err),
+			 0);
 	assert_int_equal(s->size, 3 * 16);
 	assert_int_equal(s->nextents, 6);
 	assert_int_equal(s->extents[2].pos, 16);
@@ -585,8 +644,9 @@ static unsigned char *node_bytes(const struct sfs_follow *f,
 	unsigned char *p;
 
 	assert_true(n >= 0);
-	assert_int_equal(sfs_view_slice(v, &v->nodes[n], -1, &s, &err), 0);
-	assert_int_equal(s->size, v->nodes[n].size);
+	assert_int_equal(sfs_view_slice(v, sfs_view_node(v, n), -1, &s, &err),
+			 0);
+	assert_int_equal(s->size, sfs_view_node(v, n)->size);
 	p = read_slice(f, s);
 	*size = s->size;
 	sfs_slice_free(s);
@@ -765,6 +825,7 @@ int main(void)
 		cmocka_unit_test(test_view_follow_first),
 		cmocka_unit_test(test_view_follow_grow_one),
 		cmocka_unit_test(test_view_follow_grow_many),
+		cmocka_unit_test(test_view_follow_branch),
 		cmocka_unit_test(test_view_follow_numbers_stable),
 		cmocka_unit_test(test_view_follow_hidden),
 		cmocka_unit_test(test_view_follow_resort),

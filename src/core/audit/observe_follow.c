@@ -265,19 +265,21 @@ static int planned_samples(struct fcheck *c, struct wstate *ws,
 			   struct sfs_audit_sample **out, size_t *n)
 {
 	struct sfs_audit_sample *exp = malloc((wr->samples + 1) * sizeof(*exp));
-	size_t i, k, e = 0;
+	const struct sfs_shard *shards = c->f->idx->shards;
+	size_t i, k, e = 0, sh;
 
 	if (!exp)
 		return -ENOMEM;
-	for (i = 0; i < wr->nruns; i++)
+	for (i = 0; i < wr->nruns; i++) {
+		sh = sfs_window_run_shard(ws->win, shards, &wr->runs[i]);
 		for (k = 0; k < wr->runs[i].count; k++) {
 			exp[e++] = (struct sfs_audit_sample){
-				wr->runs[i].shard, wr->runs[i].first + k
+				sh,
+				wr->runs[i].first - shards[sh].first_sample + k
 			};
-			ws->planned[c->f->idx->shards[wr->runs[i].shard]
-					    .first_sample +
-				    wr->runs[i].first + k - ws->lo]++;
+			ws->planned[wr->runs[i].first + k - ws->lo]++;
 		}
+	}
 	*out = exp;
 	*n = e;
 	return 0;

@@ -262,52 +262,53 @@ static int child_cmp(const void *a, const void *b, void *arg)
 {
 	const struct sfs_view *v = arg;
 
-	return strcmp(v->nodes[*(const uint32_t *)a].name,
-		      v->nodes[*(const uint32_t *)b].name);
+	return strcmp(sfs_view_node(v, *(const uint32_t *)a)->name,
+		      sfs_view_node(v, *(const uint32_t *)b)->name);
 }
 
 /* Whether node n's children are in name order already: a worker
- * directory's files are added in the order their sequence numbers give. */
+ * directory's files are added in the order their sequence numbers give
+ * (a followed source's: the stream, then the windows in order, until
+ * window numbers pass 8 digits). */
 static bool in_order(const struct sfs_view *v, const struct sfs_view_node *n)
 {
 	const uint32_t *c = v->children + n->first_child;
 	uint32_t i;
 
 	for (i = 1; i < n->nchildren; i++)
-		if (strcmp(v->nodes[c[i - 1]].name, v->nodes[c[i]].name) > 0)
+		if (strcmp(sfs_view_node(v, c[i - 1])->name,
+			   sfs_view_node(v, c[i])->name) > 0)
 			return false;
 	return true;
 }
 
 /* (view_i.h) */
-int sfs_view_group_children(struct sfs_view *v)
+int sfs_view_group_children(struct sfs_view *v, uint32_t ndirs, uint32_t skip,
+			    uint32_t resume)
 {
-	uint32_t i, *fill;
+	uint32_t i, at, *fill;
+	size_t n = (size_t)v->nnodes - (resume - skip);
 
-	v->children = malloc((v->nnodes + 1) * sizeof(*v->children));
-	fill = calloc(v->nnodes + 1, sizeof(*fill));
+	v->children = malloc(n * sizeof(*v->children));
+	fill = calloc(ndirs, sizeof(*fill));
 	if (!v->children || !fill) {
 		free(v->children);
 		v->children = NULL;
 		free(fill);
 		return -ENOMEM;
 	}
-	for (i = 0; i < v->nnodes; i++)
+	for (i = 0; i < ndirs; i++)
 		v->nodes[i].nchildren = 0;
-	for (i = 1; i < v->nnodes; i++)
-		if (!v->nodes[i].gone)
-			v->nodes[v->nodes[i].parent].nchildren++;
-	for (i = 0, fill[0] = 0; i < v->nnodes; i++) {
-		v->nodes[i].first_child = fill[0];
-		fill[0] += v->nodes[i].nchildren;
+	for (i = 1; i < v->nnodes; i = i + 1 == skip ? resume : i + 1)
+		v->nodes[sfs_view_node(v, i)->parent].nchildren++;
+	for (i = 0, at = 0; i < ndirs; i++) {
+		v->nodes[i].first_child = fill[i] = at;
+		at += v->nodes[i].nchildren;
 	}
-	for (i = 0; i < v->nnodes; i++)
-		fill[i] = v->nodes[i].first_child;
-	for (i = 1; i < v->nnodes; i++)
-		if (!v->nodes[i].gone)
-			v->children[fill[v->nodes[i].parent]++] = i;
+	for (i = 1; i < v->nnodes; i = i + 1 == skip ? resume : i + 1)
+		v->children[fill[sfs_view_node(v, i)->parent]++] = i;
 	free(fill);
-	for (i = 0; i < v->nnodes; i++)
+	for (i = 0; i < ndirs; i++)
 		if (!in_order(v, &v->nodes[i]))
 			qsort_r(v->children + v->nodes[i].first_child,
 				v->nodes[i].nchildren, sizeof(uint32_t),
@@ -325,7 +326,7 @@ static int finish(struct builder *b)
 	b->pool = NULL;
 	for (i = 0; i < v->nnodes; i++)
 		v->nodes[i].name = v->names + b->name_at[i];
-	return sfs_view_group_children(v);
+	return sfs_view_group_children(v, v->nnodes, v->nnodes, v->nnodes);
 }
 
 static int build_tree(struct builder *b)
@@ -534,15 +535,17 @@ void sfs_view_free(struct sfs_view *v)
 static int64_t child_at(const struct sfs_view *v, uint32_t dir,
 			const char *name)
 {
-	const struct sfs_view_node *d = &v->nodes[dir];
+	const struct sfs_view_node *d = sfs_view_node(v, dir);
 	const uint32_t *c = &v->children[d->first_child];
 	size_t at;
 
 	if (d->kind != SFS_NODE_DIR)
 		return -1;
 	at = SFS_PARTITION_POINT(i, 0, d->nchildren,
-				 strcmp(v->nodes[c[i]].name, name) < 0);
-	return at < d->nchildren && !strcmp(v->nodes[c[at]].name, name) ?
+				 strcmp(sfs_view_node(v, c[i])->name, name) <
+					 0);
+	return at < d->nchildren &&
+			       !strcmp(sfs_view_node(v, c[at])->name, name) ?
 		       (int64_t)at :
 		       -1;
 }
@@ -554,17 +557,18 @@ int64_t sfs_view_lookup(const struct sfs_view *v, uint32_t dir,
 
 	if (at < 0)
 		return -1;
-	return v->children[v->nodes[dir].first_child + at];
+	return v->children[sfs_view_node(v, dir)->first_child + at];
 }
 
 int64_t sfs_view_next(const struct sfs_view *v, uint32_t node)
 {
-	const struct sfs_view_node *d = &v->nodes[v->nodes[node].parent];
+	const struct sfs_view_node *n = sfs_view_node(v, node);
+	const struct sfs_view_node *d = sfs_view_node(v, n->parent);
 	int64_t at;
 
 	if (node == 0)
 		return -1;
-	at = child_at(v, v->nodes[node].parent, v->nodes[node].name);
+	at = child_at(v, n->parent, n->name);
 	if (at < 0 || at + 1 >= d->nchildren)
 		return -1;
 	return v->children[d->first_child + at + 1];

@@ -3,14 +3,21 @@
  * then copied as windows come, each copy a new immutable view whose node
  * numbers are those of the one it grew from, and a window's more.
  *
- * A copy costs the nodes and names copied (64 bytes a node, one name a
- * window: the files of one window share it, as the streams share theirs)
- * and the children of the live nodes grouped again (group_live: not those
- * of the windows consumed and deleted); the windows themselves are
- * borrowed.
+ * The nodes of the windows' files never change once made: they are kept
+ * in chunks (struct sfs_view_chunk) of CHUNK_NODES nodes and the windows'
+ * names, which every copy after shares, counting its holders.  A copy
+ * costs the directories' and streams' nodes (those before window_node:
+ * their sizes and children change), a pointer a chunk, the last chunk of
+ * the view it grew from when not full (copied, so that the one before
+ * stays as it was), the windows' array and the children of the live
+ * nodes grouped again (sfs_view_group_children: not those of the windows
+ * consumed and deleted).  A window's file is gone when its window is
+ * hidden: its node says nothing of it (sfs_view_gone).  The windows
+ * themselves are borrowed.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +32,62 @@
 #define EXT_MAX 32
 /* "window-", a window's number, ".", the ending, its NUL */
 #define WINDOW_NAME_MAX (7 + 20 + 1 + EXT_MAX + 1)
+/* the windows' file nodes a chunk holds at most: 32 KiB of them */
+#define CHUNK_NODES 512
+
+/*
+ * The file nodes of some consecutive windows, wpc of them (chunk_wins),
+ * each window's nreaders in order, and their names (WINDOW_NAME_MAX
+ * bytes each) after the nodes: shared by every copy of a view that has
+ * all those windows.
+ */
+struct sfs_view_chunk {
+	atomic_size_t refs; /* the views holding it */
+	struct sfs_view_node nodes[];
+};
+
+/* The windows a chunk holds for nr readers. */
+static size_t chunk_wins(size_t nr)
+{
+	return nr < CHUNK_NODES ? CHUNK_NODES / nr : 1;
+}
+
+/* Where chunk c's names start. */
+static char *chunk_names(struct sfs_view_chunk *c, size_t nr)
+{
+	return (char *)&c->nodes[chunk_wins(nr) * nr];
+}
+
+/* A new chunk for nr readers, its windows' first used of them copied from
+ * old (NULL: none), their names' pointers moved; one holder.  NULL: out
+ * of memory. */
+static struct sfs_view_chunk *chunk_new(struct sfs_view_chunk *old, size_t used,
+					size_t nr)
+{
+	size_t wpc = chunk_wins(nr), i;
+	struct sfs_view_chunk *c =
+		malloc(sizeof(*c) + wpc * nr * sizeof(c->nodes[0]) +
+		       wpc * WINDOW_NAME_MAX);
+	char *names;
+
+	if (!c)
+		return NULL;
+	atomic_init(&c->refs, 1);
+	if (!old)
+		return c;
+	names = chunk_names(c, nr);
+	memcpy(c->nodes, old->nodes, used * nr * sizeof(c->nodes[0]));
+	memcpy(names, chunk_names(old, nr), used * WINDOW_NAME_MAX);
+	for (i = 0; i < used * nr; i++)
+		c->nodes[i].name = names + (i / nr) * WINDOW_NAME_MAX;
+	return c;
+}
+
+static void chunk_put(struct sfs_view_chunk *c)
+{
+	if (c && atomic_fetch_sub(&c->refs, 1) == 1)
+		free(c);
+}
 
 static bool same_reader(const struct sfs_view_reader *a,
 			const struct sfs_view_reader *b)
@@ -206,6 +269,8 @@ static int copy_in(struct sfs_view *v, const struct sfs_view_follow *in,
 	f->ext = ext;
 	f->stream_node = stream_node;
 	f->window_node = stream_node + (uint32_t)in->nreaders;
+	f->chunks = NULL;
+	f->nchunks = 0;
 	v->follow = f;
 	return 0;
 }
@@ -225,26 +290,78 @@ static uint64_t stream_body(const struct sfs_view *p, size_t r)
 	return size;
 }
 
-/* The nodes of windows from .. in->nwins (names appended to v->names at
- * *len), the streams' sizes, the windows hidden.  Every node before
- * those windows' is in v already. */
-static void add_windows(struct sfs_view *v, const struct sfs_view *prev,
-			const struct sfs_view_follow *in, size_t from,
-			size_t *len)
+/*
+ * The chunks of v's windows (in->nwins of them): those of prev (NULL: none)
+ * it fills shared, its last one copied when not full, new ones after.
+ * 0 or -ENOMEM (the chunks taken so far are v's to put).
+ */
+static int take_chunks(struct sfs_view *v, const struct sfs_view *prev,
+		       const struct sfs_view_follow *in)
+{
+	struct sfs_view_follow *f = v->follow;
+	const struct sfs_view_follow *p = prev ? prev->follow : NULL;
+	size_t wpc = chunk_wins(in->nreaders), n = (in->nwins + wpc - 1) / wpc;
+	size_t from = p ? p->nwins : 0, c;
+
+	f->chunks = calloc(n ? n : 1, sizeof(*f->chunks));
+	if (!f->chunks)
+		return -ENOMEM;
+	for (c = 0; c < n; c++, f->nchunks++) {
+		if ((c + 1) * wpc <= from) {
+			f->chunks[c] = p->chunks[c];
+			atomic_fetch_add(&f->chunks[c]->refs, 1);
+			continue;
+		}
+		f->chunks[c] = chunk_new(c * wpc < from ? p->chunks[c] : NULL,
+					 c * wpc < from ? from - c * wpc : 0,
+					 in->nreaders);
+		if (!f->chunks[c])
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* (view.h) */
+const struct sfs_view_node *sfs_view_follow_node(const struct sfs_view *v,
+						 uint32_t n)
 {
 	const struct sfs_view_follow *f = v->follow;
-	size_t nr = in->nreaders, i, r;
+	size_t cn = chunk_wins(f->nreaders) * f->nreaders, at;
+
+	if (n < f->window_node)
+		return &v->nodes[n];
+	at = n - f->window_node;
+	return &f->chunks[at / cn]->nodes[at % cn];
+}
+
+bool sfs_view_gone(const struct sfs_view *v, uint32_t n)
+{
+	const struct sfs_view_follow *f = v->follow;
+
+	return f && n >= f->window_node &&
+	       (n - f->window_node) / f->nreaders < f->hidden;
+}
+
+/* The nodes of windows from .. in->nwins, in their chunks (there
+ * already), the streams' sizes.  Every node before those windows' is in
+ * v already. */
+static void add_windows(struct sfs_view *v, const struct sfs_view *prev,
+			const struct sfs_view_follow *in, size_t from)
+{
+	const struct sfs_view_follow *f = v->follow;
+	size_t nr = in->nreaders, wpc = chunk_wins(nr), i, r;
+	struct sfs_view_chunk *c;
 	char *name;
 
 	for (i = from; i < in->nwins; i++) {
 		const struct sfs_window *w = in->wins[i];
 
-		name = v->names + *len;
-		*len += (size_t)sprintf(name, "window-%08" PRIu64 ".%s", w->k,
-					in->ext) +
-			1;
+		c = f->chunks[i / wpc];
+		name = chunk_names(c, nr) + (i % wpc) * WINDOW_NAME_MAX;
+		snprintf(name, WINDOW_NAME_MAX, "window-%08" PRIu64 ".%s", w->k,
+			 in->ext);
 		for (r = 0; r < nr; r++)
-			v->nodes[v->nnodes++] = (struct sfs_view_node){
+			c->nodes[(i % wpc) * nr + r] = (struct sfs_view_node){
 				.name = name,
 				/* a stream's directory is its reader's */
 				.parent = v->nodes[f->stream_node + r].parent,
@@ -254,6 +371,7 @@ static void add_windows(struct sfs_view *v, const struct sfs_view *prev,
 				.size = w->readers[r].bytes.size +
 					w->trailer_len,
 			};
+		v->nnodes += (uint32_t)nr;
 	}
 	for (r = 0; r < nr; r++) {
 		struct sfs_view_node *s = &v->nodes[f->stream_node + r];
@@ -265,95 +383,27 @@ static void add_windows(struct sfs_view *v, const struct sfs_view *prev,
 			s->size += in->wins[in->nwins - 1]->trailer_len;
 		s->grows = !in->complete;
 	}
-	for (i = prev ? prev->follow->hidden : 0; i < in->hidden; i++)
-		for (r = 0; r < nr; r++)
-			v->nodes[f->window_node + i * nr + r].gone = true;
 }
 
-/* The bytes of a followed source's view's names: its last node's name
- * is the last added. */
+/* The bytes of a followed source's view's names (its directories' and
+ * streams'): its last stream's name is the last added. */
 static size_t names_len(const struct sfs_view *v)
 {
-	const struct sfs_view_node *last = &v->nodes[v->nnodes - 1];
+	const struct sfs_view_node *last =
+		&v->nodes[v->follow->window_node - 1];
 
 	return (size_t)(last->name - v->names) + strlen(last->name) + 1;
 }
 
-static int by_name(const void *a, const void *b, void *arg)
+/* prev's directories' and streams' nodes and names into v, the names'
+ * pointers moved to v's copy; its windows' nodes are in the chunks. */
+static void copy_prev(struct sfs_view *v, const struct sfs_view *prev)
 {
-	const struct sfs_view *v = arg;
+	uint32_t i, wn = prev->follow->window_node;
 
-	return strcmp(v->nodes[*(const uint32_t *)a].name,
-		      v->nodes[*(const uint32_t *)b].name);
-}
-
-/* Whether directory d's children are in name order: a worker directory's
- * are (the stream, then the windows in order) until window numbers pass
- * 8 digits, a rank's workers until 10. */
-static bool in_order(const struct sfs_view *v, const struct sfs_view_node *d)
-{
-	const uint32_t *c = v->children + d->first_child;
-	uint32_t i;
-
-	for (i = 1; i < d->nchildren; i++)
-		if (strcmp(v->nodes[c[i - 1]].name, v->nodes[c[i]].name) > 0)
-			return false;
-	return true;
-}
-
-/*
- * The children of v's directories, grouped and sorted by name: of its
- * live nodes only, the directories and streams (every node before
- * window_node: its directories are all there) and the files of the
- * windows not hidden, so that a copy costs what is live, not every
- * window gone before (as sfs_view_group_children, which walks every
- * node, would).  A file node's first_child and nchildren are left as
- * they are (0, or what a copy before gave them): nothing reads them.
- * 0 or -ENOMEM.
- */
-static int group_live(struct sfs_view *v)
-{
-	const struct sfs_view_follow *f = v->follow;
-	uint32_t wn = f->window_node, i, at, *fill;
-	uint32_t from = wn + (uint32_t)(f->hidden * f->nreaders);
-	size_t n = (wn - 1) + (size_t)(v->nnodes - from);
-
-	v->children = malloc((n ? n : 1) * sizeof(*v->children));
-	fill = calloc(wn, sizeof(*fill));
-	if (!v->children || !fill) {
-		free(fill);
-		return -ENOMEM;
-	}
+	memcpy(v->names, prev->names, names_len(prev));
+	memcpy(v->nodes, prev->nodes, wn * sizeof(*v->nodes));
 	for (i = 0; i < wn; i++)
-		v->nodes[i].nchildren = 0;
-	for (i = 1; i < v->nnodes; i = i + 1 == wn ? from : i + 1)
-		v->nodes[v->nodes[i].parent].nchildren++;
-	for (i = 0, at = 0; i < wn; i++) {
-		v->nodes[i].first_child = fill[i] = at;
-		at += v->nodes[i].nchildren;
-	}
-	for (i = 1; i < v->nnodes; i = i + 1 == wn ? from : i + 1)
-		v->children[fill[v->nodes[i].parent]++] = i;
-	free(fill);
-	for (i = 0; i < wn; i++)
-		if (!in_order(v, &v->nodes[i]))
-			qsort_r(v->children + v->nodes[i].first_child,
-				v->nodes[i].nchildren, sizeof(uint32_t),
-				by_name, v);
-	return 0;
-}
-
-/* prev's nodes and names into v, the names' pointers moved to v's copy;
- * *len: the names' bytes. */
-static void copy_prev(struct sfs_view *v, const struct sfs_view *prev,
-		      size_t *len)
-{
-	uint32_t i;
-
-	*len = names_len(prev);
-	memcpy(v->names, prev->names, *len);
-	memcpy(v->nodes, prev->nodes, prev->nnodes * sizeof(*v->nodes));
-	for (i = 0; i < prev->nnodes; i++)
 		v->nodes[i].name =
 			v->names + (prev->nodes[i].name - prev->names);
 	v->nnodes = prev->nnodes;
@@ -364,7 +414,7 @@ int sfs_view_follow(const struct sfs_view *prev,
 		    struct sfs_error *err)
 {
 	size_t nr = in->nreaders, from, names, len = 0;
-	uint64_t nnodes;
+	uint64_t nnodes, head;
 	uint32_t stream_node;
 	struct sfs_view *v;
 	int rc;
@@ -375,13 +425,14 @@ int sfs_view_follow(const struct sfs_view *prev,
 	from = prev ? prev->follow->nwins : 0;
 	/* the nodes: prev's, or the root, at most a directory for each
 	 * reader's rank, a worker directory and a stream each; then a file
-	 * per reader of each new window */
+	 * per reader of each new window, in the chunks */
 	if (prev) {
 		nnodes = prev->nnodes;
+		head = prev->follow->window_node;
 		names = names_len(prev);
 		stream_node = prev->follow->stream_node;
 	} else {
-		nnodes = 1 + 3 * (uint64_t)nr;
+		nnodes = head = 1 + 3 * (uint64_t)nr;
 		names = 1 + 2 * nr * 11 + 8 + EXT_MAX + 1;
 		stream_node = 0; /* known once the directories are in */
 	}
@@ -391,27 +442,28 @@ int sfs_view_follow(const struct sfs_view *prev,
 			err, -EOVERFLOW,
 			"follow view: %zu windows of %zu readers are more files than a view numbers (2^32 - 1 nodes): use a larger window= (fewer, larger windows)",
 			in->nwins, nr);
-	nnodes += (uint64_t)(in->nwins - from) * nr;
-	names += (in->nwins - from) * WINDOW_NAME_MAX;
 	v = calloc(1, sizeof(*v));
 	if (!v)
 		return sfs_errorf(err, -ENOMEM, "out of memory");
-	v->nodes = malloc((size_t)nnodes * sizeof(*v->nodes));
+	v->nodes = malloc((size_t)head * sizeof(*v->nodes));
 	v->names = malloc(names);
 	if (!v->nodes || !v->names)
 		goto out_nomem;
 	if (prev) {
-		copy_prev(v, prev, &len);
+		copy_prev(v, prev);
 	} else {
 		rc = add_dirs(v, in, &len);
 		if (rc)
 			goto out_nomem;
 		stream_node = v->nnodes - (uint32_t)nr;
 	}
-	if (copy_in(v, in, stream_node))
+	if (copy_in(v, in, stream_node) || take_chunks(v, prev, in))
 		goto out_nomem;
-	add_windows(v, prev, in, from, &len);
-	if (group_live(v))
+	add_windows(v, prev, in, from);
+	/* the children of the live nodes only: not the windows' hidden */
+	if (sfs_view_group_children(
+		    v, v->follow->window_node, v->follow->window_node,
+		    v->follow->window_node + (uint32_t)(in->hidden * nr)))
 		goto out_nomem;
 	v->epoch = in->nwins ? in->wins[0]->k : 0;
 	*out = v;
@@ -424,8 +476,13 @@ out_nomem:
 /* (view_i.h) */
 void sfs_view_follow_free(struct sfs_view_follow *f)
 {
+	size_t c;
+
 	if (!f)
 		return;
+	for (c = 0; c < f->nchunks; c++)
+		chunk_put(f->chunks[c]);
+	free(f->chunks);
 	free((void *)f->wins);
 	free((void *)f->readers);
 	free((void *)f->ext);
@@ -468,21 +525,22 @@ int sfs_view_follow_slice(const struct sfs_view *v,
 			  struct sfs_error *err)
 {
 	const struct sfs_view_follow *f = v->follow;
-	size_t node = (size_t)(n - v->nodes), r = n->file, from, to, i;
+	size_t r = n->file, from, to, i;
+	bool stream;
 	const struct sfs_window *trailer = NULL;
 	size_t count = 1; /* the trailer */
 	struct sfs_slice *s;
 
 	if (n->kind != SFS_NODE_FILE)
 		return sfs_errorf(err, -EISDIR,
-				  "follow view: node %zu (%s) is a directory",
-				  node, n->name);
-	if (n->gone)
+				  "follow view: %s is a directory", n->name);
+	stream = n == &v->nodes[f->stream_node + r];
+	if (!stream && n->window < f->hidden)
 		return sfs_errorf(
 			err, -ESTALE,
 			"%s of reader %u/%u: its window was consumed and its shards deleted: it is no longer served (docs/follow.md, \"Consumption\")",
 			n->name, f->readers[r].rank, f->readers[r].worker);
-	if (node < f->window_node) { /* a stream */
+	if (stream) {
 		from = 0;
 		to = f->nwins;
 		if (f->complete && f->nwins)

@@ -93,12 +93,16 @@ int sfs_view_add_dataset(struct builder *b, uint32_t wdir, uint32_t plan,
 			 const char *prefix);
 
 /*
- * Group the children of v's directories (each node's parent; nodes gone
- * left out) into v->children, each directory's sorted by name, as
- * sfs_view_lookup needs: first_child and nchildren set on every node.
+ * Group the children of v's directories, nodes[0 .. ndirs) (each node's
+ * parent), into v->children, each directory's sorted by name, as
+ * sfs_view_lookup needs: first_child and nchildren set on those nodes.
+ * Nodes skip .. resume - 1 are left out: a followed source's windows
+ * consumed and deleted, so that a copy costs what is live, not every
+ * window gone before (a plain view: skip = resume = v->nnodes).
  * Returns 0 or -ENOMEM (v->children then NULL).
  */
-int sfs_view_group_children(struct sfs_view *v);
+int sfs_view_group_children(struct sfs_view *v, uint32_t ndirs, uint32_t skip,
+			    uint32_t resume);
 
 /* sfs_view_slice of a followed source's node n (view_follow.c). */
 int sfs_view_follow_slice(const struct sfs_view *v,

@@ -66,6 +66,15 @@ void sfs_window_free(struct sfs_window *w)
 	free(w);
 }
 
+size_t sfs_window_run_shard(const struct sfs_window *win,
+			    const struct sfs_shard *shards,
+			    const struct sfs_run *r)
+{
+	return SFS_PARTITION_POINT(i, win->first_shard, win->end_shard,
+				   shards[i].first_sample <= r->first) -
+	       1;
+}
+
 /*
  * The index a window is planned over: samples [lo, hi) of f's stream, in
  * its shards first .. end (copies of the stream's, their paths borrowed),
@@ -202,10 +211,10 @@ static uint32_t *ranks_of(const struct sfs_plan_opts *o, const size_t *readers,
 }
 
 /* Lay out reader's files of plan p of window win over its index w
- * (window_index; skip0: the samples of its first shard before the
- * window) into r, each slice without its last skip bytes. */
+ * (window_index; lo: the stream's number of its sample 0) into r, each
+ * slice without its last skip bytes. */
 static int lay_out(const struct sfs_window *win, const struct sfs_index *w,
-		   uint64_t skip0, const struct sfs_plan *p, size_t reader,
+		   uint64_t lo, const struct sfs_plan *p, size_t reader,
 		   struct sfs_window_reader *r, uint64_t skip,
 		   struct sfs_error *err)
 {
@@ -224,11 +233,10 @@ static int lay_out(const struct sfs_window *win, const struct sfs_index *w,
 			if (SFS_GROW(r->runs, rcap, r->nruns + 1))
 				return sfs_errorf(err, -ENOMEM,
 						  "out of memory");
-			r->runs[r->nruns++] = (struct sfs_wrun){
-				.shard = shard,
-				.first =
-					(pf->shard ? 0 : skip0) + runs[j].first,
-				.count = runs[j].count
+			r->runs[r->nruns++] = (struct sfs_run){
+				lo + w->shards[pf->shard].first_sample +
+					runs[j].first,
+				runs[j].count
 			};
 		}
 		rc = sfs_slice_build(w, &w->shards[pf->shard], -1, runs,
@@ -299,10 +307,8 @@ int sfs_window_build(struct sfs_follow *f, const struct sfs_plan_opts *o,
 	}
 	win->nreaders = nreaders;
 	for (i = 0; !rc && i < nreaders; i++)
-		rc = lay_out(win, &w,
-			     lo - f->idx->shards[win->first_shard].first_sample,
-			     p, readers[i], &win->readers[i], win->trailer_len,
-			     err);
+		rc = lay_out(win, &w, lo, p, readers[i], &win->readers[i],
+			     win->trailer_len, err);
 out:
 	sfs_plan_free(p);
 	free(ranks);
@@ -325,10 +331,9 @@ static int number(uint64_t v, char **out)
 	return asprintf(out, "%" PRIu64, v) < 0 ? -ENOMEM : 0;
 }
 
-/* The runs of wr as the stream's sample numbers, adjacent ones joined:
- * user.shardfs.range, into *out.  0, -E2BIG or -ENOMEM. */
-static int window_range(const struct sfs_window_reader *wr,
-			const struct sfs_shard *shards, char **out)
+/* The runs of wr, adjacent ones joined: user.shardfs.range, into *out.
+ * 0, -E2BIG or -ENOMEM. */
+static int window_range(const struct sfs_window_reader *wr, char **out)
 {
 	struct sfs_run *runs = calloc(wr->nruns ? wr->nruns : 1, sizeof(*runs));
 	size_t i, n = 0;
@@ -337,13 +342,11 @@ static int window_range(const struct sfs_window_reader *wr,
 	if (!runs)
 		return -ENOMEM;
 	for (i = 0; i < wr->nruns; i++) {
-		const struct sfs_wrun *x = &wr->runs[i];
-		uint64_t first = shards[x->shard].first_sample + x->first;
-
-		if (n && runs[n - 1].first + runs[n - 1].count == first)
-			runs[n - 1].count += x->count;
+		if (n &&
+		    runs[n - 1].first + runs[n - 1].count == wr->runs[i].first)
+			runs[n - 1].count += wr->runs[i].count;
 		else
-			runs[n++] = (struct sfs_run){ first, x->count };
+			runs[n++] = wr->runs[i];
 	}
 	rc = sfs_view_xattr_range(runs, n, out);
 	free(runs);
@@ -366,7 +369,8 @@ static int window_sources(const struct sfs_window *win,
 	if (!read)
 		return -ENOMEM;
 	for (i = 0; i < wr->nruns; i++)
-		read[wr->runs[i].shard - win->first_shard] = true;
+		read[sfs_window_run_shard(win, shards, &wr->runs[i]) -
+		     win->first_shard] = true;
 	for (i = 0; i < n; i++)
 		if (read[i])
 			len += strlen(source) +
@@ -401,7 +405,7 @@ int sfs_window_xattr(const struct sfs_window *win, size_t reader,
 	if (!strcmp(name, SFS_XATTR_PADDING))
 		return number(wr->padding, out);
 	if (!strcmp(name, SFS_XATTR_RANGE))
-		return window_range(wr, shards, out);
+		return window_range(wr, out);
 	if (!strcmp(name, SFS_XATTR_EPOCH)) /* window k is planned as epoch k */
 		return number(win->k, out);
 	return -ENODATA;
