@@ -217,7 +217,8 @@ int sfs_slice_cache_build(struct sfs_slice_cache *c, const struct sfs_shard *sh,
 /*
  * Keep the slices that do not fit in c's memory in a file of dir that no
  * name holds (util.h, sfs_open_unlinked: safe in a directory others may
- * write), closed with c: each such slice's extents and synthesized bytes
+ * write), made at the first such slice (a view that needs none holds no
+ * descriptor for it) and closed with c: each such slice's extents and synthesized bytes
  * are written there when it is laid out (sfs_slice_cache_size), and
  * sfs_slice_cache_build reads them back (a pread of the slice's own
  * bytes, the memory a slice laid out at open would own) rather than lay
@@ -228,8 +229,8 @@ int sfs_slice_cache_build(struct sfs_slice_cache *c, const struct sfs_shard *sh,
  * write that fails (a full disk) keeps no more slices there: the ones
  * already written stay, the others are laid out at open, and note
  * (NULL: none) is told once, with arg (which must outlive c); so is a
- * read back that fails, which lays that slice out.  Returns 0, or
- * -errno when the file cannot be made (the message names dir).
+ * read back that fails, which lays that slice out, and a file that
+ * cannot be made (then none is tried again).  Returns 0 or -ENOMEM.
  */
 int sfs_slice_cache_spill(struct sfs_slice_cache *c, const char *dir,
 			  void (*note)(void *arg, const char *msg), void *arg,

@@ -140,7 +140,7 @@ done
 expect_eq "big pages block=1000 without a file of slices: laid out at open" \
 	"$(($(counter "$M2" slices_laid_out) > 0)) $(counter "$M2" slices_spilled)" "1 0"
 expect_eq "big pages block=1000 without a file of slices: the log says so" \
-	"$(grep -c "$T/none: cannot make a file for the laid-out slices that do not fit in memory (No such file or directory): they are laid out again at each open; set TMPDIR to a directory the daemon can write" "${daemon_log[$M2]}")" 1
+	"$(grep -c "$T/none: cannot make the file of the laid-out slices that do not fit in memory (No such file or directory): the view's slices not kept are laid out again at each open (for Parquet's big pages, a decode each); set TMPDIR to a directory the daemon can write, with room" "${daemon_log[$M2]}")" 1
 unmount_view "$M2"
 unmount_view "$M"
 

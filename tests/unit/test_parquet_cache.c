@@ -422,7 +422,7 @@ static void test_parquet_cache_spill_runs_out_of_room(void **state)
 	assert_int_equal(atomic_load(&nt.n), 1);
 	snprintf(
 		want, sizeof(want),
-		"%s: cannot write the file of the laid-out slices that do not fit in memory (%s): the view's slices not kept are laid out again at each open (for Parquet's big pages, a decode each); free space there, or set TMPDIR to a directory with room",
+		"%s: cannot write the file of the laid-out slices that do not fit in memory (%s): the view's slices not kept are laid out again at each open (for Parquet's big pages, a decode each); set TMPDIR to a directory the daemon can write, with room",
 		spill, strerror(EFBIG));
 	assert_string_equal(nt.last, want);
 	sfs_slice_cache_stats(v->slices, &st);
@@ -439,7 +439,7 @@ static void test_parquet_cache_spill_runs_out_of_room(void **state)
 	assert_int_equal(atomic_load(&nt.n), 2);
 	assert_non_null(strstr(
 		nt.last,
-		"/gone: cannot make a file for the laid-out slices that do not fit in memory (No such file or directory): they are laid out again at each open; set TMPDIR to a directory the daemon can write"));
+		"/gone: cannot make the file of the laid-out slices that do not fit in memory (No such file or directory): the view's slices not kept are laid out again at each open (for Parquet's big pages, a decode each); set TMPDIR to a directory the daemon can write, with room"));
 	assert_int_equal(check_all(v, dir), n);
 	sfs_slice_cache_stats(v->slices, &st);
 	assert_int_equal(st.spilled, 0);

@@ -685,7 +685,7 @@ static void note_spill(struct sfs_slice_cache *c, const char *what, int rc)
 		return;
 	snprintf(
 		msg, sizeof(msg),
-		"%s: cannot %s the file of the laid-out slices that do not fit in memory (%s): the view's slices not kept are laid out again at each open (for Parquet's big pages, a decode each); free space there, or set TMPDIR to a directory with room",
+		"%s: cannot %s the file of the laid-out slices that do not fit in memory (%s): the view's slices not kept are laid out again at each open (for Parquet's big pages, a decode each); set TMPDIR to a directory the daemon can write, with room",
 		c->spill_dir, what, strerror(-rc));
 	c->note(c->note_arg, msg);
 }
@@ -717,9 +717,20 @@ static int spill(struct sfs_slice_cache *c, struct kept *k,
 			bytes += x->len;
 	}
 	pthread_mutex_lock(&c->lock);
+	if (t && c->spill_fd < 0 && c->spill_dir && !c->spill_off) {
+		bool linkable;
+
+		rc = sfs_open_unlinked(c->spill_dir, "shardfs-slices", 0600,
+				       &linkable);
+		c->spill_fd = rc < 0 ? -1 : rc;
+		c->spill_off = rc < 0;
+		rc = rc < 0 ? rc : 0;
+	}
 	if (!t || c->spill_fd < 0 || c->spill_off) {
 		pthread_mutex_unlock(&c->lock);
 		free(t);
+		if (rc)
+			note_spill(c, "make", rc);
 		return -1;
 	}
 	k->at = at = c->spill_end;
@@ -977,21 +988,11 @@ int sfs_slice_cache_spill(struct sfs_slice_cache *c, const char *dir,
 			  void (*note)(void *arg, const char *msg), void *arg,
 			  struct sfs_error *err)
 {
-	bool linkable;
-	int fd;
-
 	c->spill_dir = strdup(dir);
 	if (!c->spill_dir)
 		return sfs_errorf(err, -ENOMEM, "out of memory");
 	c->note = note;
 	c->note_arg = arg;
-	fd = sfs_open_unlinked(dir, "shardfs-slices", 0600, &linkable);
-	if (fd < 0)
-		return sfs_errorf(
-			err, fd,
-			"%s: cannot make a file for the laid-out slices that do not fit in memory (%s): they are laid out again at each open; set TMPDIR to a directory the daemon can write",
-			dir, strerror(-fd));
-	c->spill_fd = fd;
 	return 0;
 }
 
