@@ -109,6 +109,11 @@ unmount_view() {
 	wait "${daemon_pid[$1]}"
 	rc=$?
 	expect_eq "daemon on $1 exits 0" "$rc" 0
+	expect_clean_log "$1"
+}
+
+# expect_clean_log MNT: MNT's daemon log holds no sanitizer report
+expect_clean_log() {
 	if grep -qE "AddressSanitizer|LeakSanitizer|runtime error" "${daemon_log[$1]}"; then
 		bad "daemon on $1: sanitizer report"
 		cat "${daemon_log[$1]}" >&2
