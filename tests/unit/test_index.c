@@ -1325,6 +1325,54 @@ static void test_index_files_grouped_by_key(void **state)
 	tmpdir_remove(dir);
 }
 
+/* The files driver's scan, which also empties a/x.jpg, a member of the
+ * sample being scanned, as if it were rewritten since the walk. */
+static int scan_emptying_member(const struct sfs_scan_in *in,
+				struct sfs_scan *out, struct sfs_error *err)
+{
+	int fd;
+
+	if (!strcmp(in->path, "a/x.cls")) {
+		fd = openat(in->dirfd, "a/x.jpg", O_WRONLY | O_TRUNC);
+		assert_true(fd >= 0);
+		close(fd);
+	}
+	return sfs_format_by_name("files")->scan(in, out, err);
+}
+
+/*
+ * A shard whose hashing fails halfway (a member shorter than listed),
+ * skipped with skip_bad, leaves nothing in its thread's SHA-256: the next
+ * shard that thread hashes gets the digest of its own bytes.
+ */
+static void test_index_failed_hash_leaves_digest_fresh(void **state)
+{
+	struct sfs_format_ops ops = *sfs_format_by_name("files");
+	struct sfs_indexer_opts o = {
+		.format = &ops, .jobs = 1, .hash = true, .skip_bad = true
+	};
+	struct sfs_indexer_report rep;
+	struct sfs_error err = { 0 };
+	struct sfs_index *idx;
+	char *dir = tmpdir_new();
+	unsigned char want[SFS_DIGEST_LEN];
+
+	(void)state;
+	ops.scan = scan_emptying_member;
+	free(write_at(dir, "a/x.cls", "0", 1));
+	free(write_at(dir, "a/x.jpg", "JPG", 3));
+	free(write_at(dir, "b/y.jpg", "Y", 1));
+	o.source = dir;
+	assert_int_equal(sfs_indexer_build(&o, NULL, &idx, &rep, &err), 0);
+	assert_int_equal(idx->nshards, 1);
+	assert_string_equal(idx->shards[0].path, "b/y.jpg");
+	sfs_digest_buf("Y", 1, want);
+	assert_memory_equal(idx->shards[0].digest, want, SFS_DIGEST_LEN);
+	sfs_indexer_report_clear(&rep);
+	sfs_index_free(idx);
+	tmpdir_remove(dir);
+}
+
 static void test_index_verify_reports_mismatch(void **state)
 {
 	struct sfs_indexer_opts o = { .jobs = 2 };
@@ -1399,6 +1447,7 @@ int main(void)
 		cmocka_unit_test(test_index_spill_records_in_pieces),
 		cmocka_unit_test(test_index_spill_sum),
 		cmocka_unit_test(test_index_files_grouped_by_key),
+		cmocka_unit_test(test_index_failed_hash_leaves_digest_fresh),
 		cmocka_unit_test(test_index_verify_reports_mismatch),
 		cmocka_unit_test(test_index_unsafe_paths),
 	};

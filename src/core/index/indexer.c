@@ -119,11 +119,15 @@ static int open_regular(int srcfd, const char *path, struct stat *st,
 
 /*
  * Hash the item's file (open as fd; fed to d already when its scan did,
- * it->scan.file_hashed) and its members into it->digest.
+ * it->scan.file_hashed) and its members into it->digest.  d is the
+ * thread's, for the items after this one too: left new on every path,
+ * a failure's bytes finished away (a review found the next item's digest
+ * taken over them).
  */
 static int hash_item(struct job *j, struct item *it, int fd,
 		     struct sfs_digest *d, struct sfs_error *e)
 {
+	unsigned char none[SFS_DIGEST_LEN];
 	size_t m;
 	int rc = 0;
 
@@ -135,14 +139,18 @@ static int hash_item(struct job *j, struct item *it, int fd,
 		struct stat st;
 		int mfd = open_regular(j->srcfd, it->members[m].path, &st, e);
 
-		if (mfd < 0)
-			return mfd;
+		if (mfd < 0) {
+			rc = mfd;
+			break;
+		}
 		rc = sfs_digest_fd(d, mfd, it->members[m].size,
 				   it->members[m].path, e);
 		close(mfd);
 	}
 	if (!rc)
 		rc = sfs_digest_final(d, it->digest);
+	else
+		sfs_digest_final(d, none);
 	return rc;
 }
 
