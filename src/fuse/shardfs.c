@@ -347,12 +347,18 @@ static void note_slices(void *arg, const char *msg)
 	fs_log(arg, LOG_WARNING, "%s", msg);
 }
 
-/* Where the views keep the laid-out slices past their memory. */
-static const char *slice_spill_dir(void)
+/* Where the views keep the laid-out slices past their memory, made
+ * absolute now: the daemon leaves its working directory when it goes to
+ * the background, before the views of later epochs are built.  NULL when
+ * out of memory (no such file then). */
+static char *slice_spill_dir(void)
 {
 	const char *dir = getenv("TMPDIR");
+	char *abs;
 
-	return dir && *dir ? dir : "/var/tmp";
+	dir = dir && *dir ? dir : "/var/tmp";
+	abs = realpath(dir, NULL);
+	return abs ? abs : strdup(dir);
 }
 
 /* Source files stay open in a cache: take every descriptor allowed (the
@@ -540,13 +546,13 @@ int main(int argc, char **argv)
 	struct fuse_args fargs = FUSE_ARGS_INIT(0, NULL);
 	/* one bound for what all the views built keep (slice.h) */
 	struct sfs_slice_mem mem;
-	char *base = NULL, *mnt = NULL;
+	char *base = NULL, *mnt = NULL, *spill_dir = slice_spill_dir();
 	int rc = 1, bad;
 
 	a.mount = &fs.mount;
 	sfs_slice_mem_init(&mem, 0, 0);
 	fs.vopts.mem = &mem;
-	fs.vopts.slice_spill_dir = slice_spill_dir();
+	fs.vopts.slice_spill_dir = spill_dir;
 	fs.vopts.note = note_slices;
 	fs.vopts.note_arg = &fs;
 	/* Replies too large to splice are read into a buffer allocated per
@@ -639,5 +645,6 @@ out_files:
 	sfs_mount_opts_clear(&fs.mount);
 	free(fs.readahead_path);
 	free(mnt);
+	free(spill_dir);
 	return rc;
 }
