@@ -225,8 +225,10 @@ int sfs_slice_cache_build(struct sfs_slice_cache *c, const struct sfs_shard *sh,
  * the slice out again, which for Parquet's big pages decodes them (about
  * a second of CPU for a page of 850 000 rows).  The disk holds the
  * synthesized bytes of every slice past memory; memory, a record of 64
- * bytes a slice (as many as the view has files, like its nodes).  A
- * write that fails (a full disk) keeps no more slices there: the ones
+ * bytes a slice (as many as the view has files, like its nodes).  The
+ * file stops growing where its file system would keep less than a tenth
+ * of its size free, and a write that fails (a full disk) keeps no more
+ * slices there either: the ones
  * already written stay, the others are laid out at open, and note
  * (NULL: none) is told once, with arg (which must outlive c); so is a
  * read back that fails, which lays that slice out, and a file that

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "shardfs/budget.h"
@@ -420,8 +421,10 @@ static void put_held(struct sfs_slice_cache *c, struct held *h)
 	pthread_mutex_unlock(&c->lock);
 }
 
-/* Tell c's note of trouble with its file, the first time only. */
-static void note_spill(struct sfs_slice_cache *c, const char *what, int rc)
+/* Tell c's note of trouble with its file (what could not be done, and
+ * why), the first time only. */
+static void note_spill(struct sfs_slice_cache *c, const char *what,
+		       const char *why)
 {
 	char msg[1024];
 	bool first;
@@ -435,14 +438,32 @@ static void note_spill(struct sfs_slice_cache *c, const char *what, int rc)
 	snprintf(
 		msg, sizeof(msg),
 		"%s: cannot %s the file of the laid-out slices that do not fit in memory (%s): the view's slices not kept are laid out again at each open (for Parquet's big pages, a decode each); set TMPDIR to a directory the daemon can write, with room",
-		c->spill_dir, what, strerror(-rc));
+		c->spill_dir, what, why);
 	c->note(c->note_arg, msg);
 }
 
 /*
+ * Whether c's file may grow by bytes: its file system keeps at least a
+ * tenth of its size free after it (the file is the daemon's alone, the
+ * directory everyone's: /var/tmp by default).  Yes when the file system
+ * cannot tell.
+ */
+static bool spill_room(const struct sfs_slice_cache *c, uint64_t bytes)
+{
+	struct statvfs sv;
+	uint64_t avail, keep;
+
+	if (fstatvfs(c->spill_fd, &sv) < 0)
+		return true;
+	avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+	keep = (uint64_t)sv.f_blocks * sv.f_frsize / 10;
+	return avail >= bytes && avail - bytes >= keep;
+}
+
+/*
  * Write slice s to c's file for k: its table of extents, then its
- * synthesized bytes.  0, or -1 when c has no file (or a write failed:
- * noted).
+ * synthesized bytes.  0, or -1 when c has no file (or a write failed,
+ * or its file system would keep less than a tenth free: noted).
  */
 static int spill(struct sfs_slice_cache *c, struct kept *k,
 		 const struct sfs_slice *s)
@@ -475,11 +496,19 @@ static int spill(struct sfs_slice_cache *c, struct kept *k,
 		c->spill_off = rc < 0;
 		rc = rc < 0 ? rc : 0;
 	}
+	if (t && c->spill_fd >= 0 && !c->spill_off && !spill_room(c, bytes)) {
+		c->spill_off = true;
+		rc = -ENOSPC;
+	}
 	if (!t || c->spill_fd < 0 || c->spill_off) {
 		pthread_mutex_unlock(&c->lock);
 		free(t);
-		if (rc)
-			note_spill(c, "make", rc);
+		if (rc == -ENOSPC)
+			note_spill(
+				c, "grow",
+				"its file system would keep less than a tenth of its size free");
+		else if (rc)
+			note_spill(c, "make", strerror(-rc));
 		return -1;
 	}
 	k->at = at = c->spill_end;
@@ -501,7 +530,7 @@ static int spill(struct sfs_slice_cache *c, struct kept *k,
 		pthread_mutex_lock(&c->lock);
 		c->spill_off = true;
 		pthread_mutex_unlock(&c->lock);
-		note_spill(c, "write", rc);
+		note_spill(c, "write", strerror(-rc));
 		return -1;
 	}
 	k->len = bytes;
@@ -716,7 +745,7 @@ int sfs_slice_cache_build(struct sfs_slice_cache *c, const struct sfs_shard *sh,
 	if (!rc)
 		return 0;
 	/* never other bytes: laid out from the shard instead */
-	note_spill(c, "read back", rc);
+	note_spill(c, "read back", strerror(-rc));
 lay_out:
 	/* counted where the cache would keep it: a slice of a driver that
 	 * reads a shard once for all its slices (others cost little) */
