@@ -52,20 +52,16 @@ static struct sfs_index *source(char *dir, size_t n)
 	return idx;
 }
 
-/* The view of idx (its source dir) under opts, its laid-out slices kept
- * within cache_max and the pages their cuts decode within pages_max (0:
- * the defaults). */
-static struct sfs_view *build_within(const struct sfs_index *idx,
-				     const char *dir, const char *opts,
-				     size_t cache_max, uint64_t pages_max)
+/* The view of idx (its source dir) under opts, with vo's other
+ * options. */
+static struct sfs_view *build_opts(const struct sfs_index *idx, const char *dir,
+				   const char *opts, struct sfs_view_opts vo)
 {
 	struct sfs_error err = { 0 };
-	struct sfs_view_opts vo = { .epochs = 1,
-				    .symlinks = true,
-				    .slice_cache_max = cache_max,
-				    .slice_pages_max = pages_max };
 	struct sfs_view *v = NULL;
 
+	vo.epochs = 1;
+	vo.symlinks = true;
 	vo.srcfd = open(dir, O_RDONLY | O_DIRECTORY);
 	assert_true(vo.srcfd >= 0);
 	sfs_options_init(&vo.options);
@@ -74,6 +70,18 @@ static struct sfs_view *build_within(const struct sfs_index *idx,
 	sfs_options_clear(&vo.options);
 	close(vo.srcfd);
 	return v;
+}
+
+/* build_opts, its laid-out slices kept within cache_max and the pages
+ * their cuts decode within pages_max (0: the defaults). */
+static struct sfs_view *build_within(const struct sfs_index *idx,
+				     const char *dir, const char *opts,
+				     size_t cache_max, uint64_t pages_max)
+{
+	return build_opts(idx, dir, opts,
+			  (struct sfs_view_opts){ .slice_cache_max = cache_max,
+						  .slice_pages_max =
+							  pages_max });
 }
 
 static struct sfs_view *build(const struct sfs_index *idx, const char *dir,
@@ -103,23 +111,11 @@ static struct sfs_view *build_spill(const struct sfs_index *idx,
 				    size_t cache_max, const char *spill,
 				    struct notes *nt)
 {
-	struct sfs_error err = { 0 };
-	struct sfs_view_opts vo = { .epochs = 1,
-				    .symlinks = true,
-				    .slice_cache_max = cache_max,
-				    .slice_spill_dir = spill,
-				    .note = note,
-				    .note_arg = nt };
-	struct sfs_view *v = NULL;
-
-	vo.srcfd = open(dir, O_RDONLY | O_DIRECTORY);
-	assert_true(vo.srcfd >= 0);
-	sfs_options_init(&vo.options);
-	assert_int_equal(sfs_options_parse(&vo.options, opts, &err), 0);
-	assert_int_equal(sfs_view_build(idx, &vo, &v, &err), 0);
-	sfs_options_clear(&vo.options);
-	close(vo.srcfd);
-	return v;
+	return build_opts(idx, dir, opts,
+			  (struct sfs_view_opts){ .slice_cache_max = cache_max,
+						  .slice_spill_dir = spill,
+						  .note = note,
+						  .note_arg = nt });
 }
 
 static int open_shard(const char *dir, const struct sfs_shard *sh)
